@@ -1,0 +1,51 @@
+"""Exception types of evroute.
+
+Every error that a user can cause with bad input (a missing or malformed file, an unknown
+network or edge id, an unreachable goal, an invalid parameter, NaN in data) is raised as an
+:class:`EvrouteError` subclass with a one-line message naming the problem.  The CLI prints
+that line and exits non-zero; it never shows a traceback for these.
+"""
+
+from __future__ import annotations
+
+
+class EvrouteError(Exception):
+    """Base class of all user-facing evroute errors (one-line message)."""
+
+
+class DataError(EvrouteError):
+    """A file is missing, unreadable or malformed, or data contains NaN/inf."""
+
+
+class UnknownNetworkError(EvrouteError):
+    """A network name is neither a known name nor an existing path."""
+
+
+class UnknownEdgeError(EvrouteError):
+    """An edge id is not part of the network (or its largest strongly connected component)."""
+
+
+class UnreachableError(EvrouteError):
+    """No route exists from the start edge to the goal edge."""
+
+
+class NegativeCycleError(EvrouteError):
+    """A negative-energy cycle is reachable, so no finite minimum-energy route exists."""
+
+
+class ParameterError(EvrouteError, ValueError):
+    """A parameter is outside its valid range."""
+
+
+def check_positive(name: str, value: float, *, allow_zero: bool = False) -> float:
+    """Return ``value`` as float, raising :class:`ParameterError` unless it is (non-)positive and finite."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"{name} must be a number, got {value!r}") from exc
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ParameterError(f"{name} must be finite, got {value!r}")
+    if v < 0 or (v == 0 and not allow_zero):
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ParameterError(f"{name} must be {bound}, got {value!r}")
+    return v

@@ -1,0 +1,198 @@
+"""The :class:`RoadNetwork` type every loader produces.
+
+A road network is a set of directed road edges (segments between two junctions) with stable
+string ids, per-edge attributes in SI units, lon/lat geometry for maps and the legal turns
+between edges.  All arrays are aligned by edge index ``0 .. n_edges - 1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from evroute.errors import DataError, UnknownEdgeError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import geopandas as gpd
+    import networkx as nx
+    import pandas as pd
+
+
+@dataclass(eq=False)
+class RoadNetwork:
+    """Directed road network with per-edge attributes and legal turns.
+
+    Attributes:
+        name: Human-readable network name (e.g. ``"monaco"``, ``"synthetic:1000:0"``).
+        edge_ids: ``(E,)`` array of ``str``, stable edge ids (SUMO ids, ``"u-v-k"`` for OSM, ...).
+        from_node: ``(E,)`` array of ``str``, id of the junction where each edge starts.
+        to_node: ``(E,)`` array of ``str``, id of the junction where each edge ends.
+        length_m: ``(E,)`` float, edge length in metres (> 0).
+        speed_mps: ``(E,)`` float, speed limit in m/s (> 0).
+        z_from_m: ``(E,)`` float, elevation of the start of the edge in metres.
+        z_to_m: ``(E,)`` float, elevation of the end of the edge in metres.
+        geometry: list of ``E`` arrays of shape ``(k_i, 2)``: (lon, lat) polyline of each edge, degrees.
+        turns: ``(C, 2)`` int array of legal turns ``(e1, e2)``: a vehicle may drive ``e2`` right after ``e1``.
+        meta: free-form provenance (source file, loader, warnings).
+    """
+
+    name: str
+    edge_ids: np.ndarray
+    from_node: np.ndarray
+    to_node: np.ndarray
+    length_m: np.ndarray
+    speed_mps: np.ndarray
+    z_from_m: np.ndarray
+    z_to_m: np.ndarray
+    geometry: list[np.ndarray]
+    turns: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.edge_ids = np.asarray(self.edge_ids, dtype=object).astype(str)
+        self.from_node = np.asarray(self.from_node).astype(str)
+        self.to_node = np.asarray(self.to_node).astype(str)
+        for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m"):
+            setattr(self, attr, np.asarray(getattr(self, attr), dtype=np.float64))
+        self.turns = np.asarray(self.turns, dtype=np.int64).reshape(-1, 2)
+        self._index: dict[str, int] | None = None
+        self.validate()
+
+    # ------------------------------------------------------------------ checks
+    def validate(self) -> None:
+        """Raise :class:`DataError` if arrays disagree in length or hold invalid values."""
+        n = len(self.edge_ids)
+        if n == 0:
+            raise DataError(f"network {self.name!r} has no edges")
+        for attr in ("from_node", "to_node", "length_m", "speed_mps", "z_from_m", "z_to_m"):
+            if len(getattr(self, attr)) != n:
+                raise DataError(f"network {self.name!r}: {attr} has {len(getattr(self, attr))} entries, expected {n}")
+        if len(self.geometry) != n:
+            raise DataError(f"network {self.name!r}: geometry has {len(self.geometry)} entries, expected {n}")
+        if len(set(self.edge_ids.tolist())) != n:
+            raise DataError(f"network {self.name!r}: edge ids are not unique")
+        for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m"):
+            if not np.all(np.isfinite(getattr(self, attr))):
+                raise DataError(f"network {self.name!r}: {attr} contains NaN or inf")
+        if np.any(self.length_m <= 0):
+            raise DataError(f"network {self.name!r}: edge lengths must be > 0 m")
+        if np.any(self.speed_mps <= 0):
+            raise DataError(f"network {self.name!r}: speed limits must be > 0 m/s")
+        if self.turns.size and (self.turns.min() < 0 or self.turns.max() >= n):
+            raise DataError(f"network {self.name!r}: a turn refers to an edge index outside 0..{n - 1}")
+
+    # -------------------------------------------------------------- accessors
+    @property
+    def n_edges(self) -> int:
+        """Number of directed edges ``E``."""
+        return len(self.edge_ids)
+
+    @property
+    def n_turns(self) -> int:
+        """Number of legal turns ``C``."""
+        return len(self.turns)
+
+    @property
+    def incline(self) -> np.ndarray:
+        """``(E,)`` sine of the slope angle, ``(z_to - z_from) / length``, clipped to [-1, 1] (dimensionless)."""
+        return np.clip((self.z_to_m - self.z_from_m) / self.length_m, -1.0, 1.0)
+
+    def index_of(self, edge_id: str) -> int:
+        """Index of the edge with id ``edge_id``; :class:`UnknownEdgeError` if there is none."""
+        if self._index is None:
+            self._index = {e: i for i, e in enumerate(self.edge_ids.tolist())}
+        try:
+            return self._index[str(edge_id)]
+        except KeyError:
+            raise UnknownEdgeError(f"edge id {edge_id!r} is not in network {self.name!r}") from None
+
+    def subnetwork(self, edges: np.ndarray, name: str | None = None) -> RoadNetwork:
+        """The network restricted to edge indices ``edges`` (turns between kept edges only)."""
+        edges = np.asarray(edges, dtype=np.int64)
+        remap = np.full(self.n_edges, -1, dtype=np.int64)
+        remap[edges] = np.arange(len(edges))
+        t = remap[self.turns] if self.n_turns else self.turns
+        t = t[(t >= 0).all(axis=1)] if len(t) else t
+        return RoadNetwork(
+            name=name or self.name,
+            edge_ids=self.edge_ids[edges],
+            from_node=self.from_node[edges],
+            to_node=self.to_node[edges],
+            length_m=self.length_m[edges],
+            speed_mps=self.speed_mps[edges],
+            z_from_m=self.z_from_m[edges],
+            z_to_m=self.z_to_m[edges],
+            geometry=[self.geometry[i] for i in edges],
+            turns=t,
+            meta=dict(self.meta),
+        )
+
+    # ------------------------------------------------------------- conversion
+    def edge_frame(self) -> pd.DataFrame:
+        """Per-edge attributes as a :class:`pandas.DataFrame` indexed by edge id."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            {
+                "from_node": self.from_node,
+                "to_node": self.to_node,
+                "length_m": self.length_m,
+                "speed_mps": self.speed_mps,
+                "z_from_m": self.z_from_m,
+                "z_to_m": self.z_to_m,
+                "incline": self.incline,
+            },
+            index=pd.Index(self.edge_ids, name="edge_id"),
+        )
+
+    def to_geodataframe(self) -> gpd.GeoDataFrame:
+        """Edges as a :class:`geopandas.GeoDataFrame` of LineStrings in EPSG:4326."""
+        import geopandas as gpd
+        from shapely.geometry import LineString
+
+        geoms = [LineString(g) if len(g) >= 2 else LineString([g[0], g[0]]) for g in self.geometry]
+        return gpd.GeoDataFrame(self.edge_frame(), geometry=geoms, crs="EPSG:4326")
+
+    def to_networkx(self) -> nx.MultiDiGraph:
+        """Junction graph: nodes are junctions, one keyed edge per road edge (key = edge id).
+
+        Edge attributes: ``edge_id``, ``index``, ``length`` (m), ``speed`` (m/s), ``incline``.
+        """
+        import networkx as nx
+
+        g = nx.MultiDiGraph(name=self.name)
+        inc = self.incline
+        for i, (u, v, eid) in enumerate(zip(self.from_node, self.to_node, self.edge_ids)):
+            g.add_edge(u, v, key=eid, edge_id=eid, index=i, length=float(self.length_m[i]),
+                       speed=float(self.speed_mps[i]), incline=float(inc[i]))
+        return g
+
+    def turn_graph(self) -> nx.DiGraph:
+        """Directed line graph as networkx: nodes are edge indices, arcs are legal turns."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        g.add_nodes_from(range(self.n_edges))
+        g.add_edges_from(map(tuple, self.turns.tolist()))
+        return g
+
+    def summary(self) -> dict[str, Any]:
+        """Basic statistics (counts, total length in km, elevation range in m, speed classes in km/h)."""
+        z = np.concatenate([self.z_from_m, self.z_to_m])
+        return {
+            "name": self.name,
+            "edges": self.n_edges,
+            "turns": self.n_turns,
+            "junctions": len(set(self.from_node.tolist()) | set(self.to_node.tolist())),
+            "total_length_km": float(self.length_m.sum() / 1000.0),
+            "mean_edge_length_m": float(self.length_m.mean()),
+            "elevation_min_m": float(z.min()),
+            "elevation_max_m": float(z.max()),
+            "max_abs_incline": float(np.abs(self.incline).max()),
+            "speed_classes_kmh": sorted({round(float(s) * 3.6) for s in np.unique(self.speed_mps)})[:20],
+        }
+
+    def __repr__(self) -> str:
+        return f"RoadNetwork(name={self.name!r}, edges={self.n_edges}, turns={self.n_turns})"
