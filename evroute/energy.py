@@ -1,0 +1,119 @@
+"""Physics energy model of an electric vehicle (paper Eq. 8), vectorised over edges.
+
+    E_mech = m g l sin(a) + m g C_r l cos(a) + 0.5 C_d A rho l v^2          [J]
+    E      = E_mech / (3600 eta+)   if E_mech >= 0   (propulsion losses)    [Wh]
+    E      = E_mech * eta- / 3600   if E_mech <  0   (regenerative braking) [Wh]
+
+``l`` is the edge length (m), ``v`` the driving speed (m/s, the speed limit by default) and
+``sin(a)`` the incline (rise over length).  Downhill edges can have negative energy.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+from evroute.errors import DataError, ParameterError, check_positive
+from evroute.paths import PROJECT_DATA
+
+VEHICLE_DIR = PROJECT_DATA / "vehicles"
+
+
+@dataclass(frozen=True)
+class VehicleProfile:
+    """Vehicle and environment parameters of the energy model (SI units)."""
+
+    name: str = "sumo_ev"
+    mass_kg: float = 1830.0
+    rolling_resistance: float = 0.01
+    front_area_m2: float = 2.6
+    drag_coefficient: float = 0.35
+    propulsion_efficiency: float = 0.98
+    recuperation_efficiency: float = 0.96
+    gravity_mps2: float = 9.82
+    air_density_kgpm3: float = 1.2
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        for f in ("mass_kg", "front_area_m2", "gravity_mps2", "propulsion_efficiency"):
+            check_positive(f, getattr(self, f))
+        for f in ("rolling_resistance", "drag_coefficient", "air_density_kgpm3", "recuperation_efficiency"):
+            check_positive(f, getattr(self, f), allow_zero=True)
+        if self.propulsion_efficiency > 1 or self.recuperation_efficiency > 1:
+            raise ParameterError("efficiencies must be in (0, 1]")
+
+    @classmethod
+    def load(cls, name_or_path: str | Path = "sumo_ev") -> VehicleProfile:
+        """Load a profile by name (``data/vehicles/NAME.json``) or from a JSON file path."""
+        p = Path(name_or_path)
+        if not p.suffix:
+            p = VEHICLE_DIR / f"{name_or_path}.json"
+        if not p.is_file():
+            known = ", ".join(sorted(q.stem for q in VEHICLE_DIR.glob("*.json")))
+            raise DataError(f"vehicle profile {str(name_or_path)!r} not found (known: {known})")
+        try:
+            raw = json.loads(p.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise DataError(f"cannot read vehicle profile {p}: {exc}") from None
+        allowed = {f.name for f in fields(cls)}
+        unknown = set(raw) - allowed
+        if unknown:
+            raise DataError(f"vehicle profile {p} has unknown keys: {', '.join(sorted(unknown))}")
+        try:
+            return cls(**raw)
+        except TypeError as exc:
+            raise DataError(f"vehicle profile {p} is malformed: {exc}") from None
+
+    def to_dict(self) -> dict[str, float | str]:
+        return asdict(self)
+
+
+def edge_energy_wh(
+    length_m: np.ndarray,
+    speed_mps: np.ndarray,
+    incline: np.ndarray,
+    vehicle: VehicleProfile | None = None,
+) -> np.ndarray:
+    """Deterministic energy to drive each edge at constant speed, in Wh (negative when recuperating).
+
+    Args:
+        length_m: ``(E,)`` edge lengths in m.
+        speed_mps: ``(E,)`` driving speeds in m/s.
+        incline: ``(E,)`` sine of the slope angle (dimensionless, in [-1, 1]).
+        vehicle: vehicle profile (default: SUMO EV defaults of the reference paper).
+
+    Returns:
+        ``(E,)`` energy in Wh.
+    """
+    v = vehicle or VehicleProfile()
+    length_m = np.asarray(length_m, dtype=np.float64)
+    speed_mps = np.asarray(speed_mps, dtype=np.float64)
+    sin_a = np.asarray(incline, dtype=np.float64)
+    if not (np.all(np.isfinite(length_m)) and np.all(np.isfinite(speed_mps)) and np.all(np.isfinite(sin_a))):
+        raise DataError("energy model input contains NaN or inf")
+    if np.any(np.abs(sin_a) > 1):
+        raise ParameterError("incline must be in [-1, 1] (sine of the slope angle)")
+    cos_a = np.sqrt(1.0 - sin_a**2)
+    mg = v.mass_kg * v.gravity_mps2
+    mech_j = (
+        mg * length_m * sin_a
+        + mg * v.rolling_resistance * length_m * cos_a
+        + 0.5 * v.drag_coefficient * v.front_area_m2 * v.air_density_kgpm3 * length_m * speed_mps**2
+    )
+    return np.where(mech_j >= 0, mech_j / v.propulsion_efficiency, mech_j * v.recuperation_efficiency) / 3600.0
+
+
+def network_energy_wh(network, vehicle: VehicleProfile | None = None) -> np.ndarray:  # network: RoadNetwork
+    """``(E,)`` deterministic energy (Wh) of every edge of a :class:`RoadNetwork` at its speed limit."""
+    return edge_energy_wh(network.length_m, network.speed_mps, network.incline, vehicle)
+
+
+def travel_time_s(length_m: np.ndarray, speed_mps: np.ndarray) -> np.ndarray:
+    """``(E,)`` free-flow travel time in s."""
+    return np.asarray(length_m, dtype=np.float64) / np.asarray(speed_mps, dtype=np.float64)
+
+
+__all__ = ["VehicleProfile", "edge_energy_wh", "network_energy_wh", "travel_time_s"]

@@ -1,0 +1,137 @@
+"""Directed line graph of a road network, edge contexts and the weighted incidence Laplacian.
+
+The line graph L(G) has one node per road edge and one arc per legal turn ``(e1, e2)``.  Routes
+are paths in L(G) from a start edge to a goal edge.  Following the reference paper, everything
+downstream works on the largest strongly connected component (LCC) of L(G), so that every goal is
+reachable from every start.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from evroute.errors import DataError
+from evroute.network.road_network import RoadNetwork
+
+CONTEXT_NAMES: tuple[str, ...] = ("length", "speed_limit", "incline")
+
+
+@dataclass(eq=False)
+class LineGraph:
+    """Line graph of a :class:`RoadNetwork` restricted to its largest strongly connected component.
+
+    Attributes:
+        network: the road network restricted to the LCC; line-graph node ``i`` is ``network`` edge ``i``.
+        adjacency: ``(E, E)`` CSR matrix, ``adjacency[e1, e2] = 1`` for every legal turn ``e1 -> e2``.
+        parent_index: ``(E,)`` indices of the kept edges in the original (unrestricted) network.
+    """
+
+    network: RoadNetwork
+    adjacency: sp.csr_matrix
+    parent_index: np.ndarray
+    _cache: dict[str, object] = field(default_factory=dict, repr=False)
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of line-graph nodes = road edges ``E``."""
+        return self.network.n_edges
+
+    @property
+    def n_arcs(self) -> int:
+        """Number of line-graph arcs = legal turns ``C``."""
+        return int(self.adjacency.nnz)
+
+    @property
+    def turns(self) -> np.ndarray:
+        """``(C, 2)`` legal turns ``(e1, e2)`` in CSR order (sorted by ``e1``, then ``e2``)."""
+        coo = self.adjacency.tocoo()
+        return np.stack([coo.row, coo.col], axis=1).astype(np.int64)
+
+    def contexts(self) -> np.ndarray:
+        """``(E, 3)`` standardised edge contexts: length, speed limit, incline.
+
+        Each column is centred and scaled to unit variance over the edges of the line graph
+        (a constant column, e.g. incline on a flat network, is only centred).
+        """
+        if "contexts" not in self._cache:
+            net = self.network
+            raw = np.stack([net.length_m, net.speed_mps, net.incline], axis=1)
+            self._cache["contexts"] = standardise(raw)
+        return self._cache["contexts"]  # type: ignore[return-value]
+
+    def incidence(self) -> sp.csr_matrix:
+        """``(E, C)`` weighted incidence matrix ``B`` of paper appendix B.1.
+
+        For turn ``c = (e1, e2)`` with weight ``W_c = mean_length / length[e1]``:
+        ``B[e1, c] = -W_c`` and ``B[e2, c] = +W_c``.  A self-loop turn (``e1 == e2``) contributes nothing.
+        """
+        if "incidence" not in self._cache:
+            t = self.turns
+            length = self.network.length_m
+            w = length.mean() / length[t[:, 0]]
+            c = np.arange(len(t))
+            rows = np.concatenate([t[:, 0], t[:, 1]])
+            cols = np.concatenate([c, c])
+            vals = np.concatenate([-w, w])
+            b = sp.csr_matrix((vals, (rows, cols)), shape=(self.n_nodes, len(t)))
+            self._cache["incidence"] = b
+        return self._cache["incidence"]  # type: ignore[return-value]
+
+    def laplacian(self) -> sp.csr_matrix:
+        """``(E, E)`` symmetric positive semi-definite incidence Laplacian ``Delta = B B^T``."""
+        if "laplacian" not in self._cache:
+            b = self.incidence()
+            self._cache["laplacian"] = (b @ b.T).tocsr()
+        return self._cache["laplacian"]  # type: ignore[return-value]
+
+    def to_networkx(self):  # -> nx.DiGraph
+        """The line graph as a :class:`networkx.DiGraph` (nodes: edge indices with ``edge_id`` attribute)."""
+        import networkx as nx
+
+        g = nx.DiGraph()
+        for i, eid in enumerate(self.network.edge_ids.tolist()):
+            g.add_node(i, edge_id=eid)
+        g.add_edges_from(map(tuple, self.turns.tolist()))
+        return g
+
+
+def standardise(x: np.ndarray) -> np.ndarray:
+    """Centre each column of ``x`` (shape ``(n, d)``) and scale it to unit (population) variance."""
+    x = np.asarray(x, dtype=np.float64)
+    if not np.all(np.isfinite(x)):
+        raise DataError("contexts contain NaN or inf")
+    sd = x.std(axis=0)
+    sd[sd == 0] = 1.0
+    return (x - x.mean(axis=0)) / sd
+
+
+def build_line_graph(network: RoadNetwork, *, largest_scc: bool = True) -> LineGraph:
+    """Build the directed line graph of ``network``.
+
+    Args:
+        network: road network; its ``turns`` are the line-graph arcs.
+        largest_scc: restrict to the largest strongly connected component (default, as in the paper).
+
+    Returns:
+        A :class:`LineGraph` whose node ``i`` is edge ``i`` of ``LineGraph.network``.
+    """
+    n = network.n_edges
+    t = network.turns
+    adj = sp.csr_matrix((np.ones(len(t)), (t[:, 0], t[:, 1])), shape=(n, n))
+    adj.sum_duplicates()
+    adj.data[:] = 1.0
+    keep = np.arange(n)
+    if largest_scc:
+        _, labels = connected_components(adj, directed=True, connection="strong")
+        counts = np.bincount(labels)
+        keep = np.flatnonzero(labels == np.argmax(counts))
+        if len(keep) < 2:
+            raise DataError(f"network {network.name!r} has no strongly connected component with 2 or more edges")
+    sub = network.subnetwork(keep) if len(keep) < n else network
+    adj = adj[keep][:, keep].tocsr()
+    adj.sort_indices()
+    return LineGraph(network=sub, adjacency=adj, parent_index=keep)

@@ -1,0 +1,60 @@
+"""Edge-model interface: a posterior over the expected energy of every edge, updated in batches.
+
+Any model with a per-edge posterior mean and variance and a batch update plugs into the index
+policies and the bandit loop: independent Bayesian inference (:class:`~evroute.models.bi.BayesianEdgeModel`)
+and the sparse variational GP share this interface.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+import numpy as np
+
+from evroute.errors import DataError, ParameterError
+
+
+@dataclass(frozen=True)
+class EdgePosterior:
+    """Marginal posterior of the expected edge energies.
+
+    Attributes:
+        mean: ``(E,)`` posterior mean, Wh.
+        var: ``(E,)`` posterior variance, Wh^2 (>= 0).
+        noise_var: ``(E,)`` observation-noise variance ``varsigma^2``, Wh^2 (used for rectification).
+    """
+
+    mean: np.ndarray
+    var: np.ndarray
+    noise_var: np.ndarray
+
+    @property
+    def std(self) -> np.ndarray:
+        """``(E,)`` posterior standard deviation, Wh."""
+        return np.sqrt(np.maximum(self.var, 0.0))
+
+
+class EdgeModel(ABC):
+    """Probabilistic model of the expected energy ``f_e`` (Wh) of every edge ``e = 0 .. E-1``."""
+
+    n_edges: int
+
+    @abstractmethod
+    def posterior(self) -> EdgePosterior:
+        """Current marginal posterior of every edge."""
+
+    @abstractmethod
+    def update(self, edges: np.ndarray, energies_wh: np.ndarray) -> None:
+        """Condition on observed energies ``energies_wh`` (Wh) of driven ``edges`` (indices), both ``(k,)``."""
+
+    def _check_batch(self, edges: np.ndarray, energies_wh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        e = np.asarray(edges, dtype=np.int64).reshape(-1)
+        y = np.asarray(energies_wh, dtype=np.float64).reshape(-1)
+        if e.shape != y.shape:
+            raise ParameterError(f"{len(e)} edges but {len(y)} energies")
+        if len(e) and (e.min() < 0 or e.max() >= self.n_edges):
+            raise ParameterError(f"edge index outside 0..{self.n_edges - 1}")
+        if not np.all(np.isfinite(y)):
+            raise DataError("observed energies contain NaN or inf")
+        return e, y

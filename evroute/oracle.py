@@ -1,0 +1,216 @@
+"""Route oracles on the line graph: minimum-weight routes from a start edge to a goal edge.
+
+A route is a path ``start = e_0, e_1, ..., e_k = goal`` in the line graph (each step a legal turn);
+its cost is the sum of the node weights ``w[e_0] + ... + w[e_k]`` (the start and goal edges are driven).
+
+* :class:`RouteOracle` is the bandit's hot path: non-negative weights, Dijkstra in compiled code
+  (``scipy.sparse.csgraph``) on a CSR matrix whose arc ``e1 -> e2`` carries ``w[e2]``; the sparsity
+  structure is built once and only the data array is refreshed per call.
+* :func:`optimal_route` is the regret reference: the TRUE expected energies may be negative
+  (regenerative braking).  Without a reachable negative cycle it is exact by Bellman-Ford/Johnson
+  (``scipy.sparse.csgraph.johnson``).  If a negative-energy cycle is reachable, a "shortest walk" does
+  not exist (driving the cycle forever lowers the energy without bound), so routes are what the
+  bandit can choose: simple paths in the line graph (no road edge driven twice).  The best simple path
+  is then found exactly by an integer program (``scipy.optimize.milp``/HiGHS) with lazily added cycle
+  elimination constraints, or, with ``on_negative_cycle="raise"``, a :class:`NegativeCycleError` is raised.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.sparse.csgraph import NegativeCycleError as _ScipyNegativeCycle
+from scipy.sparse.csgraph import dijkstra, johnson
+
+from evroute.errors import DataError, NegativeCycleError, ParameterError, UnreachableError
+from evroute.linegraph import LineGraph
+
+
+@dataclass(frozen=True)
+class Route:
+    """A route as line-graph node (= road edge) indices, with its cost under the weights used."""
+
+    edges: np.ndarray
+    cost: float
+
+    def __len__(self) -> int:
+        return len(self.edges)
+
+
+def _check_node(lg: LineGraph, idx: int, what: str) -> int:
+    if not 0 <= int(idx) < lg.n_nodes:
+        raise ParameterError(f"{what} edge index {idx} is outside 0..{lg.n_nodes - 1}")
+    return int(idx)
+
+
+def _backtrack(pred: np.ndarray, start: int, goal: int) -> np.ndarray:
+    path = [goal]
+    node = goal
+    while node != start:
+        node = int(pred[node])
+        if node < 0:  # pragma: no cover - guarded by the distance check
+            raise UnreachableError("route reconstruction failed")
+        path.append(node)
+    return np.asarray(path[::-1], dtype=np.int64)
+
+
+class RouteOracle:
+    """Dijkstra shortest routes with non-negative edge weights on a fixed line graph.
+
+    Args:
+        linegraph: the line graph; its adjacency structure is reused for every query.
+    """
+
+    def __init__(self, linegraph: LineGraph) -> None:
+        self.linegraph = linegraph
+        adj = linegraph.adjacency.tocsr().copy()
+        adj.sort_indices()
+        self._graph = sp.csr_matrix((adj.data.astype(np.float64), adj.indices, adj.indptr), shape=adj.shape)
+        self._heads = self._graph.indices.copy()
+
+    def shortest_route(self, weights: np.ndarray, start: int, goal: int) -> Route:
+        """Minimum-weight route from ``start`` to ``goal`` for non-negative node ``weights`` ``(E,)``.
+
+        Raises:
+            ParameterError: a weight is negative or not finite, or an index is out of range.
+            UnreachableError: ``goal`` cannot be reached from ``start``.
+        """
+        lg = self.linegraph
+        start, goal = _check_node(lg, start, "start"), _check_node(lg, goal, "goal")
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (lg.n_nodes,):
+            raise ParameterError(f"weights must have shape ({lg.n_nodes},), got {w.shape}")
+        if not np.all(np.isfinite(w)) or w.min() < 0:
+            raise ParameterError("oracle weights must be finite and non-negative")
+        if start == goal:
+            return Route(np.asarray([start]), float(w[start]))
+        self._graph.data = w[self._heads]
+        dist, pred = dijkstra(self._graph, directed=True, indices=start, return_predecessors=True)
+        if not np.isfinite(dist[goal]):
+            raise UnreachableError(
+                f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from start edge {lg.network.edge_ids[start]!r}"
+            )
+        return Route(_backtrack(pred, start, goal), float(w[start] + dist[goal]))
+
+
+def route_cost(weights: np.ndarray, edges: np.ndarray) -> float:
+    """Sum of node ``weights`` over a route's ``edges``."""
+    return float(np.asarray(weights)[np.asarray(edges, dtype=np.int64)].sum())
+
+
+def is_valid_route(linegraph: LineGraph, edges: np.ndarray) -> bool:
+    """True if consecutive edges of ``edges`` are legal turns and no edge repeats."""
+    e = np.asarray(edges, dtype=np.int64)
+    if len(np.unique(e)) != len(e):
+        return False
+    adj = linegraph.adjacency
+    return all(adj[int(a), int(b)] != 0 for a, b in zip(e[:-1], e[1:]))
+
+
+def optimal_route(
+    linegraph: LineGraph,
+    energies_wh: np.ndarray,
+    start: int,
+    goal: int,
+    *,
+    on_negative_cycle: str = "exact",
+    max_cut_rounds: int = 500,
+) -> Route:
+    """Exact minimum-energy route for real-valued (possibly negative) edge energies ``(E,)`` in Wh.
+
+    Args:
+        on_negative_cycle: ``"exact"`` (default): if a negative cycle is reachable, return the best
+            simple route by integer programming; ``"raise"``: raise :class:`NegativeCycleError`.
+        max_cut_rounds: bound on cycle-elimination rounds of the integer program.
+    """
+    if on_negative_cycle not in ("exact", "raise"):
+        raise ParameterError(f"on_negative_cycle must be 'exact' or 'raise', got {on_negative_cycle!r}")
+    lg = linegraph
+    w = np.asarray(energies_wh, dtype=np.float64)
+    if w.shape != (lg.n_nodes,) or not np.all(np.isfinite(w)):
+        raise DataError(f"energies must be {lg.n_nodes} finite values")
+    start, goal = _check_node(lg, start, "start"), _check_node(lg, goal, "goal")
+    if w.min() >= 0:
+        return RouteOracle(lg).shortest_route(w, start, goal)
+    if start == goal:
+        return Route(np.asarray([start]), float(w[start]))
+    adj = lg.adjacency.tocsr()
+    g = sp.csr_matrix((w[adj.indices], adj.indices, adj.indptr), shape=adj.shape)
+    try:
+        dist, pred = johnson(g, directed=True, indices=start, return_predecessors=True)
+    except _ScipyNegativeCycle:
+        if on_negative_cycle == "raise":
+            raise NegativeCycleError(
+                "a negative-energy cycle is reachable from the start edge: no minimum-energy walk exists "
+                "(use on_negative_cycle='exact' for the best simple route)"
+            ) from None
+        return best_simple_route(lg, w, start, goal, max_cut_rounds=max_cut_rounds)
+    if not np.isfinite(dist[goal]):
+        raise UnreachableError(f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from the start edge")
+    return Route(_backtrack(pred, start, goal), float(w[start] + dist[goal]))
+
+
+def best_simple_route(
+    linegraph: LineGraph, energies_wh: np.ndarray, start: int, goal: int, *, max_cut_rounds: int = 500
+) -> Route:
+    """Minimum-energy simple route by a binary integer program with lazy cycle elimination.
+
+    Variables ``x_c`` in {0, 1} per turn ``c = (e1, e2)``; cost ``sum_c x_c w[e2] + w[start]``; flow
+    conservation (one unit from ``start`` to ``goal``); at most one entering turn per edge and none
+    into ``start`` or out of ``goal``.  Any solution is one route plus disjoint cycles; each cycle ``S``
+    found gets the cut ``sum_{c inside S} x_c <= |S| - 1`` and the program is solved again.
+    """
+    lg = linegraph
+    w = np.asarray(energies_wh, dtype=np.float64)
+    t = lg.turns
+    n, m = lg.n_nodes, len(t)
+    tail, head = t[:, 0], t[:, 1]
+    ar = np.arange(m)
+    flow = sp.csr_matrix(
+        (np.concatenate([np.ones(m), -np.ones(m)]), (np.concatenate([tail, head]), np.concatenate([ar, ar]))),
+        shape=(n, m),
+    )
+    rhs = np.zeros(n)
+    rhs[start], rhs[goal] = 1.0, -1.0
+    indeg = sp.csr_matrix((np.ones(m), (head, ar)), shape=(n, m))
+    upper = np.ones(m)
+    upper[(head == start) | (tail == goal)] = 0.0
+    constraints = [LinearConstraint(flow, rhs, rhs), LinearConstraint(indeg, 0.0, 1.0)]
+    cuts_rows: list[np.ndarray] = []
+    cuts_ub: list[float] = []
+    cost = w[head]
+    for _ in range(max_cut_rounds):
+        cons = list(constraints)
+        if cuts_rows:
+            rows = np.concatenate([np.full(len(r), i) for i, r in enumerate(cuts_rows)])
+            cols = np.concatenate(cuts_rows)
+            cons.append(LinearConstraint(sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(cuts_rows), m)),
+                                         -np.inf, np.asarray(cuts_ub)))
+        res = milp(cost, constraints=cons, integrality=np.ones(m), bounds=Bounds(np.zeros(m), upper))
+        if res.status == 2:
+            raise UnreachableError(f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from the start edge")
+        if res.x is None:
+            raise NegativeCycleError(f"integer program for the best simple route failed: {res.message}")
+        chosen = np.flatnonzero(res.x > 0.5)
+        succ = dict(zip(tail[chosen].tolist(), head[chosen].tolist()))
+        path = [start]
+        while path[-1] != goal:
+            path.append(succ.pop(path[-1]))
+        if not succ:
+            edges = np.asarray(path, dtype=np.int64)
+            return Route(edges, route_cost(w, edges))
+        while succ:  # remaining arcs form disjoint cycles: cut each
+            first = next(iter(succ))
+            cyc = [first]
+            nxt = succ.pop(first)
+            while nxt != first:
+                cyc.append(nxt)
+                nxt = succ.pop(nxt)
+            s = np.zeros(n, dtype=bool)
+            s[cyc] = True
+            cuts_rows.append(np.flatnonzero(s[tail] & s[head]))
+            cuts_ub.append(len(cyc) - 1.0)
+    raise NegativeCycleError(f"best simple route not found within {max_cut_rounds} cycle-elimination rounds")

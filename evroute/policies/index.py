@@ -1,0 +1,159 @@
+"""Index policies of Algorithm 2: optimistic / sampled edge estimates, rectified into oracle weights.
+
+Energies are costs, so "optimistic" means LOW energy.  Each policy maps the marginal posterior
+``N(mu_e, sigma_e^2)`` of every edge to an estimate ``mu~_e``:
+
+* UCB:    ``mu~ = mu - sqrt(beta_t) sigma`` with ``beta_t = 2 log(|A| t^2 / sqrt(2 pi))`` (times ``beta_scale``);
+* BUCB:   ``mu~ = Q(eta_t, N(mu, sigma^2)) = mu + sigma Phi^-1(eta_t)`` (the lower ``eta_t`` quantile) with
+          ``eta_t = sqrt(2 pi)^omega / (2 |A|^omega t^xi)``, i.e. ``beta_t = 2 erfinv(1 - 2 eta_t)^2``;
+* TS:     ``mu~ ~ N(mu, sigma^2)`` independently per edge;
+* Greedy: ``mu~ = mu``.
+
+Then the oracle weight is the rectified-Gaussian mean ``w_e = E[max(0, X)]``, ``X ~ N(mu~_e, varsigma_e^2)``
+with ``varsigma^2`` the observation-noise variance, which is positive so Dijkstra applies.
+``|A|`` is the number of base arms (edges of the line graph).
+"""
+
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+
+import numpy as np
+from scipy.special import erfcx, ndtri
+
+from evroute.errors import ParameterError, check_positive
+from evroute.models.base import EdgePosterior
+
+#: Smallest oracle weight (Wh): keeps weights strictly positive when the rectified mean underflows.
+MIN_WEIGHT_WH = 1e-12
+
+
+def rectified_gaussian_mean(mean: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """``E[max(0, X)]`` for ``X ~ N(mean, var)``, elementwise, stable for very negative ``mean / std``.
+
+    ``E[max(0, X)] = s (phi(a) + a Phi(a))`` with ``a = mean / s``; for ``a < 0`` it is evaluated as
+    ``s exp(-a^2/2) (1/sqrt(2 pi) + a/2 erfcx(-a/sqrt(2)))`` to avoid cancellation.
+    ``var = 0`` gives ``max(0, mean)``.
+    """
+    mean = np.asarray(mean, dtype=np.float64)
+    s = np.sqrt(np.maximum(np.asarray(var, dtype=np.float64), 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(s > 0, mean / np.where(s > 0, s, 1.0), 0.0)
+    pos = a >= 0
+    phi = np.exp(-0.5 * a**2) / math.sqrt(2 * math.pi)
+    big_phi = 0.5 * erfcx(-a / math.sqrt(2)) * np.exp(-0.5 * a**2)
+    out_pos = s * (phi + a * big_phi)
+    out_neg = s * np.exp(-0.5 * a**2) * (1 / math.sqrt(2 * math.pi) + 0.5 * a * erfcx(-a / math.sqrt(2)))
+    out = np.where(pos, out_pos, out_neg)
+    return np.where(s > 0, np.maximum(out, 0.0), np.maximum(mean, 0.0))
+
+
+def ucb_beta(t: int, n_arms: int) -> float:
+    """GP-UCB confidence parameter ``beta_t = 2 log(|A| t^2 / sqrt(2 pi))`` (paper Thm 3.1, finite case)."""
+    return 2.0 * math.log(n_arms * t**2 / math.sqrt(2 * math.pi))
+
+
+def bucb_eta(t: int, n_arms: int, xi: float = 1.0, omega: float = 1.0) -> float:
+    """GP-BUCB quantile level ``eta_t = sqrt(2 pi)^omega / (2 |A|^omega t^xi)``."""
+    return math.sqrt(2 * math.pi) ** omega / (2.0 * n_arms**omega * t**xi)
+
+
+def bucb_beta(t: int, n_arms: int, xi: float = 1.0, omega: float = 1.0) -> float:
+    """Equivalent ``beta_t = 2 erfinv(1 - 2 eta_t)^2 = Phi^-1(eta_t)^2`` (0 when ``eta_t >= 1/2``)."""
+    eta = bucb_eta(t, n_arms, xi, omega)
+    return float(ndtri(eta) ** 2) if eta < 0.5 else 0.0
+
+
+class IndexPolicy(ABC):
+    """Maps an :class:`EdgePosterior` to per-edge estimates and to rectified oracle weights."""
+
+    name: str = "index"
+
+    @abstractmethod
+    def estimates(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
+        """``(E,)`` estimates ``mu~`` (Wh) for round ``t >= 1``."""
+
+    def weights(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
+        """``(E,)`` non-negative oracle weights ``E[max(0, N(mu~, varsigma^2))]`` (Wh)."""
+        if t < 1:
+            raise ParameterError(f"round index t must be >= 1, got {t}")
+        mu_tilde = self.estimates(posterior, t, rng)
+        return np.maximum(rectified_gaussian_mean(mu_tilde, posterior.noise_var), MIN_WEIGHT_WH)
+
+    def beta(self, t: int, n_arms: int) -> float:
+        """Confidence parameter used at round ``t`` (0 for policies without one)."""
+        return 0.0
+
+    def params(self) -> dict[str, float]:
+        return {}
+
+
+class UCB(IndexPolicy):
+    """Lower confidence bound on energy: ``mu - sqrt(beta_scale * beta_t) sigma``."""
+
+    name = "ucb"
+
+    def __init__(self, beta_scale: float = 1.0) -> None:
+        self.beta_scale = check_positive("beta_scale", beta_scale, allow_zero=True)
+
+    def beta(self, t: int, n_arms: int) -> float:
+        return self.beta_scale * max(ucb_beta(t, n_arms), 0.0)
+
+    def estimates(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
+        return posterior.mean - math.sqrt(self.beta(t, len(posterior.mean))) * posterior.std
+
+    def params(self) -> dict[str, float]:
+        return {"beta_scale": self.beta_scale}
+
+
+class BayesUCB(IndexPolicy):
+    """Bayes-UCB: the lower ``eta_t`` quantile of each edge posterior (``beta_scale`` scales ``beta_t``)."""
+
+    name = "bucb"
+
+    def __init__(self, xi: float = 1.0, omega: float = 1.0, beta_scale: float = 1.0) -> None:
+        self.xi = check_positive("xi", xi)
+        self.omega = check_positive("omega", omega, allow_zero=True)
+        self.beta_scale = check_positive("beta_scale", beta_scale, allow_zero=True)
+
+    def beta(self, t: int, n_arms: int) -> float:
+        return self.beta_scale * bucb_beta(t, n_arms, self.xi, self.omega)
+
+    def estimates(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
+        return posterior.mean - math.sqrt(self.beta(t, len(posterior.mean))) * posterior.std
+
+    def params(self) -> dict[str, float]:
+        return {"xi": self.xi, "omega": self.omega, "beta_scale": self.beta_scale}
+
+
+class ThompsonSampling(IndexPolicy):
+    """Independent per-edge posterior samples ``mu~_e ~ N(mu_e, sigma_e^2)``."""
+
+    name = "ts"
+
+    def estimates(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
+        return posterior.mean + posterior.std * rng.standard_normal(len(posterior.mean))
+
+
+class Greedy(IndexPolicy):
+    """Posterior mean (exploitation only), a baseline."""
+
+    name = "greedy"
+
+    def estimates(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
+        return posterior.mean
+
+
+POLICIES: dict[str, type[IndexPolicy]] = {"ucb": UCB, "bucb": BayesUCB, "ts": ThompsonSampling, "greedy": Greedy}
+
+
+def make_policy(name: str, **params: float) -> IndexPolicy:
+    """Build a policy by name (``ucb``, ``bucb``, ``ts``, ``greedy``) with keyword parameters."""
+    key = name.lower()
+    if key not in POLICIES:
+        raise ParameterError(f"unknown policy {name!r} (choose from {', '.join(POLICIES)})")
+    try:
+        return POLICIES[key](**params)
+    except TypeError:
+        raise ParameterError(f"invalid parameters for policy {name!r}: {sorted(params)}") from None
