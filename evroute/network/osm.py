@@ -1,0 +1,219 @@
+"""Load an OpenStreetMap XML file (``.osm`` / ``.osm.bz2``) as a :class:`RoadNetwork` through osmnx.
+
+* Edges are the directed osmnx edges of the drivable ways after osmnx's topological simplification (which
+  keeps junctions and every point where the highway type or the maxspeed changes);
+  their ids are ``"u-v-k"``: OSM node id where the edge starts, node id where it ends and the osmnx
+  parallel-edge key (``0`` unless two edges join the same pair of junctions), e.g. ``"-107044--107046-0"``.
+* Lengths are osmnx's great-circle ``length`` in metres.
+* Speeds come from ``maxspeed`` tags (osmnx parses ``"50"``, ``"30 mph"``, ...); edges without one get the
+  mean tagged speed of their highway type in the file, else :data:`HIGHWAY_SPEEDS_KMH`, else
+  :data:`FALLBACK_SPEED_KMH`; all converted from km/h to m/s.
+* Elevations: node ``ele`` tags (metres) when present; nodes without one take the DEM value when a
+  DEM is given, else the ``ele`` of the nearest tagged node; with neither tags nor DEM the network
+  is flat and a :class:`UserWarning` says so (``meta["elevation"] == "flat"``).
+* Turns: every pair (edge into junction ``v``, edge out of ``v``) except U-turns back to where the
+  vehicle came from, which are allowed only at dead ends.
+* Geometry: the edge's ``geometry`` polyline, or the straight line between its junctions.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evroute.errors import DataError, ParameterError
+from evroute.network._graph import junction_turns
+from evroute.network.dem import Dem, read_dem
+from evroute.network.road_network import RoadNetwork
+
+#: Speed (km/h) of highway types that carry no ``maxspeed`` anywhere in the file.
+HIGHWAY_SPEEDS_KMH: dict[str, float] = {
+    "motorway": 120.0, "motorway_link": 60.0, "trunk": 90.0, "trunk_link": 50.0,
+    "primary": 70.0, "primary_link": 50.0, "secondary": 60.0, "secondary_link": 40.0,
+    "tertiary": 50.0, "tertiary_link": 40.0, "unclassified": 40.0, "residential": 30.0,
+    "living_street": 10.0, "service": 20.0, "road": 40.0, "busway": 30.0,
+}
+#: Speed (km/h) of edges whose highway type is not in :data:`HIGHWAY_SPEEDS_KMH` and never tagged.
+FALLBACK_SPEED_KMH = 30.0
+
+_NOT_DRIVABLE = {"abandoned", "bridleway", "bus_guideway", "construction", "corridor", "cycleway", "elevator",
+                 "escalator", "footway", "no", "path", "pedestrian", "planned", "platform", "proposed", "raceway",
+                 "razed", "rest_area", "services", "steps", "track", "bus_stop", "via_ferrata"}
+_BAD_SERVICE = {"drive": {"alley", "driveway", "emergency_access", "parking", "parking_aisle", "private"},
+                "drive_service": {"emergency_access", "parking", "parking_aisle", "private"}}
+NETWORK_TYPES = ("drive", "drive_service", "all")
+_NUM = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)")
+
+
+@contextmanager
+def _extra_osmnx_tags() -> Iterator[None]:
+    """Make osmnx keep node ``ele`` and the way tags the drive filter needs, restoring its settings after."""
+    import osmnx as ox
+
+    old_n, old_w = list(ox.settings.useful_tags_node), list(ox.settings.useful_tags_way)
+    ox.settings.useful_tags_node = list(dict.fromkeys([*old_n, "ele"]))
+    ox.settings.useful_tags_way = list(dict.fromkeys([*old_w, "motor_vehicle", "motorcar", "access", "service"]))
+    try:
+        yield
+    finally:
+        ox.settings.useful_tags_node, ox.settings.useful_tags_way = old_n, old_w
+
+
+def _values(v: Any) -> list[str]:
+    if v is None:
+        return []
+    return [str(x) for x in v] if isinstance(v, list) else [str(v)]
+
+
+def _keep_edge(d: dict[str, Any], network_type: str) -> bool:
+    """Whether a raw (unsimplified) osmnx edge belongs to ``network_type`` (mirrors osmnx's Overpass filters)."""
+    hwy = set(_values(d.get("highway")))
+    if not hwy or "yes" in _values(d.get("area")):
+        return False
+    if network_type == "all":
+        return not hwy <= {"abandoned", "construction", "no", "planned", "platform", "proposed", "raceway", "razed"}
+    if hwy & _NOT_DRIVABLE:
+        return False
+    if network_type == "drive" and "service" in hwy:
+        return False
+    if {"no"} & (set(_values(d.get("motor_vehicle"))) | set(_values(d.get("motorcar")))):
+        return False
+    if "private" in _values(d.get("access")):
+        return False
+    return not (set(_values(d.get("service"))) & _BAD_SERVICE[network_type])
+
+
+def _parse_ele(v: Any) -> float:
+    """Metres from an ``ele`` tag like ``"195.2"`` or ``"195 m"``; NaN when missing or malformed."""
+    for s in _values(v):
+        m = _NUM.match(s.replace(",", "."))
+        if m:
+            val = float(m.group(1))
+            if np.isfinite(val):
+                return val
+    return float("nan")
+
+
+def _fill_from_nearest(x: np.ndarray, y: np.ndarray, z: np.ndarray, src_x: np.ndarray, src_y: np.ndarray,
+                       src_z: np.ndarray) -> np.ndarray:
+    """Fill NaN entries of ``z`` at lon/lat ``(x, y)`` with the value of the nearest source point."""
+    from scipy.spatial import cKDTree
+
+    missing = ~np.isfinite(z)
+    if not missing.any():
+        return z
+    coslat = np.cos(np.radians(np.nanmean(src_y)))
+    tree = cKDTree(np.column_stack([src_x * coslat, src_y]))
+    _, j = tree.query(np.column_stack([x[missing] * coslat, y[missing]]))
+    out = z.copy()
+    out[missing] = src_z[j]
+    return out
+
+
+def load_osm(
+    path: str | os.PathLike[str],
+    *,
+    dem: str | os.PathLike[str] | Dem | None = None,
+    network_type: str = "drive",
+    name: str | None = None,
+) -> RoadNetwork:
+    """Read an OpenStreetMap XML file into a :class:`RoadNetwork` (see the module docstring for the rules).
+
+    Args:
+        path: ``.osm`` / ``.osm.xml`` / ``.osm.bz2`` file.
+        dem: optional DEM (GeoTIFF or SRTM ``.hgt`` path, or a :class:`Dem`) for nodes without ``ele`` tags.
+        network_type: ``"drive"`` (public drivable roads, no service roads), ``"drive_service"`` or ``"all"``.
+        name: network name (default: the file name without its suffixes).
+
+    Raises:
+        DataError: if the file is missing or malformed, holds no road of ``network_type`` or the DEM fails.
+        ParameterError: for an unknown ``network_type``.
+    """
+    import osmnx as ox
+
+    p = Path(path)
+    if network_type not in NETWORK_TYPES:
+        raise ParameterError(f"network_type must be one of {', '.join(NETWORK_TYPES)}; got {network_type!r}")
+    if not p.is_file():
+        raise DataError(f"OSM file not found: {p}")
+    d = read_dem(dem) if dem is not None else None
+    try:
+        with _extra_osmnx_tags(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=UserWarning)
+            g = ox.graph_from_xml(p, simplify=False, retain_all=True)
+    except Exception as exc:  # noqa: BLE001 - ParseError, EOFError, OSError, KeyError on malformed files
+        msg = str(exc).splitlines()[0].strip() if str(exc).strip() else type(exc).__name__
+        raise DataError(f"malformed OSM file {p}: {type(exc).__name__}: {msg}") from None
+
+    g.remove_edges_from([(u, v, k) for u, v, k, a in g.edges(keys=True, data=True) if not _keep_edge(a, network_type)])
+    g.remove_nodes_from([n for n in list(g.nodes) if g.degree(n) == 0])
+    if g.number_of_edges() == 0:
+        raise DataError(f"OSM file {p} has no {network_type!r} roads")
+    tagged = [(a["x"], a["y"], _parse_ele(a.get("ele"))) for _, a in g.nodes(data=True)]
+    tag_xyz = np.array(tagged, dtype=np.float64).reshape(-1, 3)
+    tag_xyz = tag_xyz[np.isfinite(tag_xyz[:, 2])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=UserWarning)
+        g = ox.simplify_graph(g, edge_attrs_differ=["highway", "maxspeed"])
+        g = ox.routing.add_edge_speeds(g, hwy_speeds=HIGHWAY_SPEEDS_KMH, fallback=FALLBACK_SPEED_KMH)
+
+    rows = [(u, v, k, a) for u, v, k, a in g.edges(keys=True, data=True) if float(a.get("length", 0.0)) > 0]
+    n_zero = g.number_of_edges() - len(rows)
+    if not rows:
+        raise DataError(f"OSM file {p} has no {network_type!r} roads of positive length")
+    nodes = g.nodes
+    node_ids = [str(n) for n in nodes]
+    pos = {n: i for i, n in enumerate(nodes)}
+    nx_ = np.array([nodes[n]["x"] for n in nodes], dtype=np.float64)
+    ny_ = np.array([nodes[n]["y"] for n in nodes], dtype=np.float64)
+    z = np.array([_parse_ele(nodes[n].get("ele")) for n in nodes], dtype=np.float64)
+    meta: dict[str, Any] = {"source": str(p), "loader": "osm", "crs": "EPSG:4326", "network_type": network_type}
+    n_tag = int(np.isfinite(z).sum())
+    if n_tag == len(z):
+        meta["elevation"] = "ele tags"
+    elif d is not None:
+        miss = ~np.isfinite(z)
+        z[miss] = d.sample(nx_[miss], ny_[miss])
+        meta["elevation"] = f"ele tags ({n_tag} junctions) + dem:{d.source}" if n_tag else f"dem:{d.source}"
+    elif len(tag_xyz):
+        z = _fill_from_nearest(nx_, ny_, z, tag_xyz[:, 0], tag_xyz[:, 1], tag_xyz[:, 2])
+        meta["elevation"] = f"ele tags ({n_tag}/{len(z)} junctions; others from the nearest tagged node)"
+    else:
+        z = np.zeros(len(z))
+        meta["elevation"] = "flat"
+        meta["warning"] = "no elevation data: the network is flat"
+        warnings.warn(f"{p.name} has no 'ele' tags and no DEM was given: the network is flat (pass dem=...)",
+                      UserWarning, stacklevel=2)
+    if n_zero:
+        meta["dropped_zero_length_edges"] = n_zero
+
+    fi = np.array([pos[u] for u, _, _, _ in rows], dtype=np.int64)
+    ti = np.array([pos[v] for _, v, _, _ in rows], dtype=np.int64)
+    geometry = []
+    for (_, _, _, a), f, t in zip(rows, fi, ti, strict=True):
+        geom = a.get("geometry")
+        if geom is not None:
+            geometry.append(np.asarray(geom.coords, dtype=np.float64)[:, :2])
+        else:
+            geometry.append(np.array([[nx_[f], ny_[f]], [nx_[t], ny_[t]]]))
+    turns = junction_turns(fi, ti, n_nodes=len(node_ids))
+    return RoadNetwork(
+        name=name or p.name.split(".")[0],
+        edge_ids=np.array([f"{u}-{v}-{k}" for u, v, k, _ in rows], dtype=object),
+        from_node=np.array([node_ids[i] for i in fi], dtype=object),
+        to_node=np.array([node_ids[i] for i in ti], dtype=object),
+        length_m=np.array([float(a["length"]) for *_, a in rows]),
+        speed_mps=np.array([float(a["speed_kph"]) for *_, a in rows]) / 3.6,
+        z_from_m=z[fi],
+        z_to_m=z[ti],
+        geometry=geometry,
+        turns=turns,
+        meta=meta,
+    )

@@ -1,0 +1,253 @@
+"""Named networks: ``load_network("monaco")`` and friends, the data directory and dataset download.
+
+Specs understood by :func:`load_network`:
+
+* ``synthetic``, ``synthetic:EDGES``, ``synthetic:EDGES:SEED`` -- :func:`~evroute.network.synthetic.synthetic_city`
+  (default 1000 edges, seed 0);
+* ``monaco``, ``luxembourg`` -- the OSM files of the MoST / LuST scenarios, converted with netconvert
+  (:func:`~evroute.network.netconvert.osm_to_sumo`) so that edge ids are SUMO ids, then read with
+  :func:`~evroute.network.sumo.load_sumo_net`;
+* a path: ``.net.xml`` / ``.net.xml.gz`` (SUMO) or ``.osm`` / ``.osm.xml`` / ``.osm.bz2`` (OpenStreetMap).
+
+Data files are looked up in ``data_dir`` (argument), else ``$EVROUTE_DATA``, else
+``$XDG_CACHE_HOME/evroute/data`` (``~/.cache/evroute/data``).  Converted networks are cached in
+``$EVROUTE_CACHE`` (default ``$XDG_CACHE_HOME/evroute/nets``), keyed by the OSM file's SHA-256 and
+the netconvert options, so repeated loads skip netconvert.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.error
+import urllib.request
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from evroute.errors import DataError, ParameterError, UnknownNetworkError
+from evroute.network.dem import Dem, drape
+from evroute.network.netconvert import netconvert_options, osm_to_sumo
+from evroute.network.osm import load_osm
+from evroute.network.road_network import RoadNetwork
+from evroute.network.sumo import load_sumo_net
+from evroute.network.synthetic import synthetic_city
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """An upstream data file: ``repo`` at ``commit``, file ``path``, checked against ``sha256``."""
+
+    name: str
+    filename: str
+    repo: str
+    commit: str
+    path: str
+    sha256: str
+    has_elevation: bool
+
+    @property
+    def url(self) -> str:
+        """Raw GitHub download URL at the pinned commit."""
+        return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{self.path}"
+
+
+DATASETS: dict[str, Dataset] = {
+    "monaco": Dataset(
+        "monaco", "monaco.osm", "lcodeca/MoSTScenario", "b29b2f65f1096a9c69a601ec62a724815cb4a43f",
+        "tools/data/network.osm", "0752eabd75f958731028ddc0aa779489a13e8fbfdc166999c4d955a8f538e115", True,
+    ),
+    "luxembourg": Dataset(
+        "luxembourg", "luxembourg.osm", "lcodeca/LuSTScenario", "5edb7ecb9ad196c39172b6eb95d19ed789f4b1a6",
+        "misc/lust.legacy.scenario.osm", "933f7080150ecd1535f5b5680cb248ff9860a25e8fa9ad3c1b33df23674ff119", False,
+    ),
+}
+NETWORK_NAMES: tuple[str, ...] = ("synthetic", *DATASETS)
+SUMO_SUFFIXES = (".net.xml", ".net.xml.gz")
+OSM_SUFFIXES = (".osm", ".osm.xml", ".osm.bz2", ".osm.gz")
+
+
+def _cache_home() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "evroute"
+
+
+def default_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The data directory: ``data_dir`` if given, else ``$EVROUTE_DATA``, else ``~/.cache/evroute/data``."""
+    if data_dir is not None:
+        return Path(data_dir).expanduser()
+    if os.environ.get("EVROUTE_DATA"):
+        return Path(os.environ["EVROUTE_DATA"]).expanduser()
+    return _cache_home() / "data"
+
+
+def net_cache_dir() -> Path:
+    """Where converted SUMO networks are cached: ``$EVROUTE_CACHE`` or ``~/.cache/evroute/nets``."""
+    if os.environ.get("EVROUTE_CACHE"):
+        return Path(os.environ["EVROUTE_CACHE"]).expanduser()
+    return _cache_home() / "nets"
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """Hex SHA-256 of a file's bytes."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def dataset_path(name: str, data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Path of the data file of dataset ``name``; :class:`DataError` telling how to get it when it is missing."""
+    ds = _dataset(name)
+    p = default_data_dir(data_dir) / ds.filename
+    if not p.is_file():
+        raise DataError(
+            f"{ds.filename} not found in {p.parent}: set EVROUTE_DATA or --data-dir to the folder holding it, "
+            f"or run `evroute data fetch {name}`"
+        )
+    return p
+
+
+def _dataset(name: str) -> Dataset:
+    try:
+        return DATASETS[name]
+    except KeyError:
+        raise UnknownNetworkError(f"unknown dataset {name!r}; valid names: {', '.join(DATASETS)}") from None
+
+
+def _download(url: str, dest: Path, timeout_s: float = 120.0) -> None:
+    """Copy ``url`` (http(s) or file://) to ``dest``."""
+    with urllib.request.urlopen(url, timeout=timeout_s) as resp, open(dest, "wb") as out:  # noqa: S310
+        shutil.copyfileobj(resp, out, 1 << 20)
+
+
+def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *, url: str | None = None) -> Path:
+    """Download dataset ``name`` into ``cache_dir`` (default: the data directory) and verify its SHA-256.
+
+    The file is written to a temporary file and moved into place only when its checksum matches.
+    A file already present with the right checksum is not downloaded again.
+
+    Args:
+        name: ``"monaco"`` or ``"luxembourg"``.
+        cache_dir: target folder (default :func:`default_data_dir`).
+        url: download from this URL (e.g. a mirror or ``file://`` path) instead of the pinned GitHub URL.
+
+    Returns:
+        Path of the verified file.
+
+    Raises:
+        UnknownNetworkError: for an unknown name.
+        DataError: when the download fails or the checksum does not match.
+    """
+    ds = _dataset(name)
+    target_dir = default_data_dir(cache_dir)
+    dest = target_dir / ds.filename
+    if dest.is_file() and file_sha256(dest) == ds.sha256:
+        return dest
+    source = url or ds.url
+    try:
+        target_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DataError(f"cannot create data directory {target_dir}: {exc.strerror or exc}") from None
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{ds.filename}.", suffix=".part", dir=target_dir)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        try:
+            _download(source, tmp)
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", None) or exc
+            raise DataError(f"cannot download {name} from {source}: {str(reason).splitlines()[0]}") from None
+        got = file_sha256(tmp)
+        if got != ds.sha256:
+            raise DataError(f"checksum mismatch for {name} from {source}: sha256 {got[:16]}..., expected "
+                            f"{ds.sha256[:16]}...")
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return dest
+
+
+def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> Path:
+    """Cache path of the SUMO conversion of ``osm_path`` (keyed by its SHA-256 and the netconvert options)."""
+    key = hashlib.sha256()
+    key.update(file_sha256(osm_path).encode())
+    key.update("\0".join(netconvert_options(**netconvert_kw)).encode())  # type: ignore[arg-type]
+    return net_cache_dir() / f"{name}-{key.hexdigest()[:20]}.net.xml.gz"
+
+
+def _load_named(name: str, data_dir: str | os.PathLike[str] | None, dem: str | os.PathLike[str] | Dem | None
+                ) -> RoadNetwork:
+    ds = _dataset(name)
+    osm = dataset_path(name, data_dir)
+    net_path = converted_net_path(osm, name)
+    if not net_path.is_file():
+        osm_to_sumo(osm, net_path)
+    net = load_sumo_net(net_path, name=name)
+    net.meta["osm_source"] = str(osm)
+    if dem is not None:
+        return drape(net, dem)
+    if not ds.has_elevation:
+        warnings.warn(f"{name} has no elevation data: the network is flat (pass a DEM with dem= / --dem)",
+                      UserWarning, stacklevel=3)
+        net.meta["warning"] = "no elevation data: the network is flat"
+    return net
+
+
+def _parse_synthetic(spec: str) -> RoadNetwork:
+    parts = spec.split(":")
+    if len(parts) > 3:
+        raise ParameterError(f"bad network spec {spec!r}: use synthetic, synthetic:EDGES or synthetic:EDGES:SEED")
+    try:
+        n_edges = int(parts[1]) if len(parts) > 1 else 1000
+        seed = int(parts[2]) if len(parts) > 2 else 0
+    except ValueError:
+        raise ParameterError(f"bad network spec {spec!r}: EDGES and SEED must be integers") from None
+    return synthetic_city(n_edges, seed)
+
+
+def load_network(
+    spec: str | os.PathLike[str],
+    *,
+    data_dir: str | os.PathLike[str] | None = None,
+    dem: str | os.PathLike[str] | Dem | None = None,
+) -> RoadNetwork:
+    """Load a network by name or path (see the module docstring for the specs).
+
+    Args:
+        spec: ``synthetic[:EDGES[:SEED]]``, ``monaco``, ``luxembourg`` or a ``.net.xml[.gz]`` / ``.osm[.bz2]`` path.
+        data_dir: folder holding ``monaco.osm`` / ``luxembourg.osm`` (default ``$EVROUTE_DATA`` / user cache).
+        dem: DEM raster (GeoTIFF or ``.hgt``) whose elevations replace the network's junction elevations
+            (for OSM files: used for nodes without ``ele`` tags).
+
+    Raises:
+        UnknownNetworkError: for a name that is neither known nor an existing file.
+        DataError: for a missing or malformed data file.
+        ParameterError: for a malformed ``synthetic:...`` spec.
+    """
+    s = str(spec).strip()
+    low = s.lower()
+    if low == "synthetic" or low.startswith("synthetic:"):
+        net = _parse_synthetic(s)
+        return drape(net, dem) if dem is not None else net
+    if low in DATASETS:
+        return _load_named(low, data_dir, dem)
+    p = Path(s).expanduser()
+    if low.endswith(SUMO_SUFFIXES):
+        if not p.is_file():
+            raise DataError(f"SUMO network file not found: {p}")
+        net = load_sumo_net(p)
+        return drape(net, dem) if dem is not None else net
+    if low.endswith(OSM_SUFFIXES):
+        if not p.is_file():
+            raise DataError(f"OSM file not found: {p}")
+        return load_osm(p, dem=dem)
+    if p.is_file():
+        raise DataError(f"unsupported network file {p}: expected {', '.join(SUMO_SUFFIXES + OSM_SUFFIXES)}")
+    raise UnknownNetworkError(
+        f"unknown network {s!r}; valid names: {', '.join(NETWORK_NAMES)}, synthetic:EDGES[:SEED] or a "
+        ".net.xml/.osm file"
+    )

@@ -1,0 +1,109 @@
+"""Load a SUMO network (``.net.xml`` or ``.net.xml.gz``) as a :class:`RoadNetwork`.
+
+Edges are the non-internal SUMO edges that allow the ``passenger`` vehicle class; their ids are the
+SUMO edge ids (e.g. ``"-32888#0"``).  Turns are SUMO connections between kept edges, one per
+(from-edge, to-edge) pair whatever the lanes.  Lengths (m) and speeds (m/s) are SUMO's lane values.
+Elevation: each edge takes the ``z`` of its start and end junctions (so consecutive edges agree on
+the height of the junction they share); when the junctions carry no ``z`` but the lane shapes are
+3-D, the first and last shape points are used instead.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from evroute.errors import DataError
+from evroute.network.road_network import RoadNetwork
+
+
+def _read_net(path: Path):  # noqa: ANN202 - sumolib.net.Net
+    import sumolib
+
+    try:
+        return sumolib.net.readNet(str(path), withInternal=False, withPrograms=False, withFoes=False, maxcache=0)
+    except Exception as exc:  # noqa: BLE001 - lxml/sax/KeyError/ValueError from a malformed file
+        msg = str(exc).splitlines()[0].strip() if str(exc).strip() else type(exc).__name__
+        raise DataError(f"malformed SUMO network {path}: {type(exc).__name__}: {msg}") from None
+
+
+def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vclass: str = "passenger") -> RoadNetwork:
+    """Read a SUMO ``.net.xml`` / ``.net.xml.gz`` file into a :class:`RoadNetwork`.
+
+    Args:
+        path: the SUMO network file.
+        name: network name (default: file name without the ``.net.xml`` suffix).
+        vclass: keep only edges that allow this SUMO vehicle class.
+
+    Returns:
+        The network: SUMO edge ids, lengths in m, speed limits in m/s, junction elevations in m, lon/lat
+        geometry (``meta["crs"] == "EPSG:4326"``) or, for a net without geo-projection, the net's x/y in
+        metres (``meta["crs"] == "local-metres"``).
+
+    Raises:
+        DataError: if the file is missing or malformed, or holds no edge for ``vclass``.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise DataError(f"SUMO network file not found: {p}")
+    net = _read_net(p)
+    label = name or p.name.removesuffix(".gz").removesuffix(".xml").removesuffix(".net")
+    edges = [e for e in net.getEdges(withInternal=False) if e.getFunction() == "" and e.allows(vclass)]
+    if not edges:
+        raise DataError(f"SUMO network {p} has no edges that allow {vclass!r}")
+    index = {e.getID(): i for i, e in enumerate(edges)}
+
+    turns = sorted(
+        {(i, index[to.getID()]) for i, e in enumerate(edges) for to in e.getOutgoing() if to.getID() in index}
+    )
+
+    zj_from = np.array([e.getFromNode().getCoord3D()[2] for e in edges], dtype=np.float64)
+    zj_to = np.array([e.getToNode().getCoord3D()[2] for e in edges], dtype=np.float64)
+    shapes = [np.asarray(e.getShape3D(), dtype=np.float64).reshape(-1, 3) for e in edges]
+    zs_from = np.array([s[0, 2] if len(s) else 0.0 for s in shapes])
+    zs_to = np.array([s[-1, 2] if len(s) else 0.0 for s in shapes])
+    if np.any(zj_from != 0) or np.any(zj_to != 0) or not (np.any(zs_from != 0) or np.any(zs_to != 0)):
+        z_from, z_to, z_src = zj_from, zj_to, "junction z"
+    else:
+        z_from, z_to, z_src = zs_from, zs_to, "lane shape z"
+    flat = not (np.any(z_from != 0) or np.any(z_to != 0))
+
+    # geometry: the edge's shape with its junction end points, projected back to lon/lat in one call
+    polys = [np.asarray(e.getShape(includeJunctions=True), dtype=np.float64).reshape(-1, 2) for e in edges]
+    polys = [q if len(q) >= 2 else np.vstack([q, q]) if len(q) == 1 else np.zeros((2, 2)) for q in polys]
+    sizes = np.array([len(q) for q in polys])
+    xy = np.concatenate(polys)
+    if net.hasGeoProj():
+        lon, lat = net.convertXY2LonLat(xy[:, 0].copy(), xy[:, 1].copy())
+        xy = np.column_stack([np.asarray(lon, dtype=np.float64), np.asarray(lat, dtype=np.float64)])
+        crs = "EPSG:4326"
+    else:
+        crs = "local-metres"
+    geometry = np.split(xy, np.cumsum(sizes)[:-1])
+
+    length = np.array([e.getLength() for e in edges], dtype=np.float64)
+    speed = np.array([e.getSpeed() for e in edges], dtype=np.float64)
+    meta = {
+        "source": str(p),
+        "loader": "sumo",
+        "crs": crs,
+        "vclass": vclass,
+        "elevation": "flat (no z in the net)" if flat else z_src,
+    }
+    if crs != "EPSG:4326":
+        meta["warning"] = "the SUMO net has no geo-projection: geometry holds x/y in metres, not lon/lat"
+    return RoadNetwork(
+        name=label,
+        edge_ids=np.array([e.getID() for e in edges], dtype=object),
+        from_node=np.array([e.getFromNode().getID() for e in edges], dtype=object),
+        to_node=np.array([e.getToNode().getID() for e in edges], dtype=object),
+        length_m=length,
+        speed_mps=speed,
+        z_from_m=z_from,
+        z_to_m=z_to,
+        geometry=geometry,
+        turns=np.array(turns, dtype=np.int64).reshape(-1, 2),
+        meta=meta,
+    )
