@@ -20,7 +20,7 @@ import math
 from abc import ABC, abstractmethod
 
 import numpy as np
-from scipy.special import erfcx, ndtri
+from scipy.special import erfcx, ndtr, ndtri
 
 from evroute.errors import ParameterError, check_positive
 from evroute.models.base import EdgePosterior
@@ -41,10 +41,9 @@ def rectified_gaussian_mean(mean: np.ndarray, var: np.ndarray) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.where(s > 0, mean / np.where(s > 0, s, 1.0), 0.0)
     pos = a >= 0
-    phi = np.exp(-0.5 * a**2) / math.sqrt(2 * math.pi)
-    big_phi = 0.5 * erfcx(-a / math.sqrt(2)) * np.exp(-0.5 * a**2)
-    out_pos = s * (phi + a * big_phi)
-    out_neg = s * np.exp(-0.5 * a**2) * (1 / math.sqrt(2 * math.pi) + 0.5 * a * erfcx(-a / math.sqrt(2)))
+    ap, an = np.maximum(a, 0.0), np.minimum(a, 0.0)  # each branch only sees its own half (no inf * 0)
+    out_pos = s * (np.exp(-0.5 * ap**2) / math.sqrt(2 * math.pi) + ap * ndtr(ap))
+    out_neg = s * np.exp(-0.5 * an**2) * (1 / math.sqrt(2 * math.pi) + 0.5 * an * erfcx(-an / math.sqrt(2)))
     out = np.where(pos, out_pos, out_neg)
     return np.where(s > 0, np.maximum(out, 0.0), np.maximum(mean, 0.0))
 

@@ -1,0 +1,102 @@
+"""Named start/goal routes (paper routes A and B) and resolution of user-given start/goal edges.
+
+Routes for real networks are data: ``data/routes.json`` maps ``network -> route name -> {start, goal,
+why}`` with SUMO edge ids.  Synthetic cities get routes from their geometry: ``A`` from the edge
+nearest the south-west corner to the edge nearest the north-east corner, ``B`` from north-west to
+south-east (both deterministic, spanning the whole city).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+
+from evroute.errors import DataError, ParameterError, UnknownEdgeError
+from evroute.linegraph import LineGraph
+from evroute.paths import PROJECT_DATA
+
+ROUTES_FILE = PROJECT_DATA / "routes.json"
+_CORNERS = {"A": ((0.0, 0.0), (1.0, 1.0)), "B": ((0.0, 1.0), (1.0, 0.0))}
+
+
+@dataclass(frozen=True)
+class RouteSpec:
+    """A resolved route: line-graph indices and edge ids of the start and goal edges."""
+
+    name: str
+    start: int
+    goal: int
+    start_id: str
+    goal_id: str
+    note: str = ""
+
+
+def route_table() -> dict[str, dict[str, dict[str, str]]]:
+    """The ``data/routes.json`` table (network -> route -> {start, goal, why})."""
+    try:
+        return json.loads(ROUTES_FILE.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"cannot read route table {ROUTES_FILE}: {exc}") from None
+
+
+def network_family(network_name: str) -> str:
+    """``"synthetic"`` for ``synthetic[:...]`` names, else the name itself (``monaco``, ``luxembourg``, a path)."""
+    return "synthetic" if network_name.split(":")[0] == "synthetic" else network_name
+
+
+def _edge_index(lg: LineGraph, edge_id: str, what: str) -> int:
+    try:
+        return lg.network.index_of(edge_id)
+    except UnknownEdgeError:
+        raise UnknownEdgeError(
+            f"{what} edge {edge_id!r} is not in the largest strongly connected component of {lg.network.name!r}"
+        ) from None
+
+
+def corner_route(lg: LineGraph, name: str) -> tuple[int, int]:
+    """Start/goal indices nearest two opposite corners of the network's bounding box."""
+    mid = np.array([g.mean(axis=0) for g in lg.network.geometry])
+    lo, hi = mid.min(axis=0), mid.max(axis=0)
+    rel = (mid - lo) / np.where(hi > lo, hi - lo, 1.0)
+    (a, b) = _CORNERS[name]
+    start = int(np.argmin(((rel - a) ** 2).sum(axis=1)))
+    goal = int(np.argmin(((rel - b) ** 2).sum(axis=1)))
+    return start, goal
+
+
+def resolve_route(
+    lg: LineGraph,
+    network_name: str,
+    route: str | None = None,
+    start: str | None = None,
+    goal: str | None = None,
+) -> RouteSpec:
+    """Resolve a named route (``A``/``B``) or explicit ``start``/``goal`` edge ids on ``lg``.
+
+    Raises:
+        ParameterError: neither or both of a route name and start/goal are given, or the name is unknown.
+        UnknownEdgeError: an edge id is not in the line graph (largest strongly connected component).
+    """
+    if (start is None) != (goal is None):
+        raise ParameterError("give both a start and a goal edge, or a route name")
+    if start is not None and goal is not None:
+        s, g = _edge_index(lg, start, "start"), _edge_index(lg, goal, "goal")
+        return RouteSpec(f"{start}->{goal}", s, g, start, goal)
+    name = (route or "A").upper()
+    fam = network_family(network_name)
+    ids = lg.network.edge_ids
+    if fam == "synthetic":
+        if name not in _CORNERS:
+            raise ParameterError(f"unknown route {route!r} for synthetic networks (use A or B)")
+        s, g = corner_route(lg, name)
+        return RouteSpec(name, s, g, str(ids[s]), str(ids[g]), "corner-to-corner of the synthetic city")
+    table = route_table()
+    if fam not in table:
+        raise ParameterError(f"no named routes for network {network_name!r}: give --start and --goal edge ids")
+    if name not in table[fam]:
+        raise ParameterError(f"unknown route {route!r} for {fam} (known: {', '.join(sorted(table[fam]))})")
+    entry = table[fam][name]
+    s, g = _edge_index(lg, entry["start"], "start"), _edge_index(lg, entry["goal"], "goal")
+    return RouteSpec(name, s, g, entry["start"], entry["goal"], entry.get("why", ""))
