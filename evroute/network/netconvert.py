@@ -9,6 +9,7 @@ With netconvert 1.28 it reproduces the reference counts of the project's data fi
 from __future__ import annotations
 
 import bz2
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -25,20 +26,31 @@ NETCONVERT_OPTIONS: tuple[str, ...] = (
 )
 
 
+def _sumo_wheel_home() -> Path | None:
+    """Folder of the ``sumo`` package of the eclipse-sumo wheel, found *without importing it*.
+
+    Importing ``sumo`` points ``PROJ_DATA``/``PROJ_LIB`` of the whole process at SUMO's own PROJ database,
+    which breaks rasterio/pyproj CRS handling afterwards; so the package is only located, never imported.
+    """
+    try:
+        spec = importlib.util.find_spec("sumo")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
 def netconvert_binary() -> Path:
-    """Path of the ``netconvert`` executable: from the ``sumo`` Python package (``eclipse-sumo``), ``SUMO_HOME``
-    or ``PATH``.
+    """Path of the ``netconvert`` executable: from the eclipse-sumo wheel, ``$SUMO_HOME/bin`` or ``PATH``.
 
     Raises:
         DataError: if netconvert cannot be found.
     """
     candidates: list[Path] = []
-    try:
-        import sumo  # the eclipse-sumo wheel
-
-        candidates.append(Path(sumo.SUMO_HOME) / "bin" / "netconvert")
-    except ImportError:
-        pass
+    wheel = _sumo_wheel_home()
+    if wheel is not None:
+        candidates.append(wheel / "bin" / "netconvert")
     if os.environ.get("SUMO_HOME"):
         candidates.append(Path(os.environ["SUMO_HOME"]) / "bin" / "netconvert")
     for c in candidates:
@@ -63,15 +75,14 @@ def netconvert_options(
     return opts
 
 
-def _netconvert_env() -> dict[str, str]:
+def _netconvert_env(exe: Path) -> dict[str, str]:
+    """Environment for a netconvert child process: SUMO_HOME and, for the wheel's binary, its PROJ database."""
     env = dict(os.environ)
-    if "SUMO_HOME" not in env:
-        try:
-            import sumo
-
-            env["SUMO_HOME"] = str(sumo.SUMO_HOME)
-        except ImportError:
-            pass
+    home = exe.parent.parent
+    env.setdefault("SUMO_HOME", str(home))
+    proj = home / "data" / "proj"
+    if proj.is_dir():  # the wheel's netconvert needs the PROJ database it was built with
+        env["PROJ_DATA"] = env["PROJ_LIB"] = str(proj)
     return env
 
 
@@ -135,7 +146,7 @@ def osm_to_sumo(
         cmd = [str(exe), "--osm-files", str(tmp_in or src), *netconvert_options(
             elevation=elevation, join_junctions=join_junctions, extra_args=extra_args), "-o", str(tmp_out)]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=_netconvert_env(),
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=_netconvert_env(exe),
                                   check=False)
         except subprocess.TimeoutExpired:
             raise DataError(f"netconvert timed out after {timeout_s:g} s converting {src}") from None
