@@ -1,18 +1,53 @@
 """Single-arm kernelized bandit / Bayesian-optimisation policies (ask/tell) and benchmark functions.
 
+Policies: :class:`IGPUCB`, :class:`GPTS` (Chowdhury & Gopalan 2017), :class:`SrinivasGPUCB`, :class:`GPUCB`
+(fixed width), :class:`GPEI`, :class:`GPPI`, :class:`BOKE`, :class:`BOKEPlus` and :class:`KRUCB` (Zhu et al.).
 See ``docs/bo.md`` for the interface and the formulas each policy implements.
 """
 
 from evroute.bo.base import BoxDomain, Domain, FiniteDomain, Policy, as_generator
 from evroute.bo.functions import FUNCTION_NAMES, BenchmarkFunction, get_function
+from evroute.bo.gp import FiniteArmGP, GPRegressor, sample_mvn
+from evroute.bo.gp_policies import GPEI, GPPI, GPTS, GPUCB, IGPUCB, GPPolicy, SrinivasGPUCB, info_gain_bound
+from evroute.bo.kernels import Kernel, Matern, SquaredExponential, make_kernel
+from evroute.bo.kr import NadarayaWatson, scott_bandwidth, silverman_bandwidth
+from evroute.bo.kr_policies import BOKE, KRUCB, BOKEPlus, KernelRegressionPolicy, ikr_ucb
+from evroute.bo.loop import RunResult, run_policy
+from evroute.bo.optim import AcquisitionOptimizer
 
 __all__ = [
+    "BOKE",
     "FUNCTION_NAMES",
+    "GPEI",
+    "GPPI",
+    "GPTS",
+    "GPUCB",
+    "IGPUCB",
+    "KRUCB",
+    "AcquisitionOptimizer",
+    "BOKEPlus",
     "BenchmarkFunction",
     "BoxDomain",
     "Domain",
+    "FiniteArmGP",
     "FiniteDomain",
+    "GPPolicy",
+    "GPRegressor",
+    "Kernel",
+    "KernelRegressionPolicy",
+    "Matern",
+    "NadarayaWatson",
     "Policy",
+    "RunResult",
+    "SquaredExponential",
+    "SrinivasGPUCB",
     "as_generator",
     "get_function",
+    "ikr_ucb",
+    "info_gain_bound",
+    "make_kernel",
+    "run_policy",
+    "scott_bandwidth",
+    "silverman_bandwidth",
+    "sample_mvn",
 ]

@@ -1,0 +1,345 @@
+"""GP policies: IGP-UCB, GP-UCB (Srinivas et al.), GP-TS, GP-EI and GP-PI.
+
+All of them share a :class:`GPPolicy` posterior: on a :class:`FiniteDomain` the ``O(N^2)`` rank-one
+:class:`~evroute.bo.gp.FiniteArmGP`; on a :class:`BoxDomain` the incremental-Cholesky
+:class:`~evroute.bo.gp.GPRegressor` in unit-cube coordinates, with acquisitions maximised by the shared
+:class:`~evroute.bo.optim.AcquisitionOptimizer`.  Widths follow Chowdhury & Gopalan (2017):
+
+* IGP-UCB (Alg. 1): ``beta_t = B + R sqrt(2 (gamma_{t-1} + 1 + ln(1/delta)))``,  ``x_t = argmax mu + beta_t sigma``.
+* GP-UCB (Srinivas et al., as quoted in Sec. 3): ``beta_t = sqrt(2 B^2 + 300 gamma_{t-1} ln^3(t / delta))``.
+* GP-TS (Alg. 2): ``v_t = B + R sqrt(2 (gamma_{t-1} + 1 + ln(2/delta)))``, ``f_t ~ GP(mu_{t-1}, v_t^2 k_{t-1})``.
+* GP-EI / GP-PI (not specified by the paper; standard forms): ``z = (mu - f+ - xi) / sigma``,
+  ``EI = (mu - f+ - xi) Phi(z) + sigma phi(z)``, ``PI = Phi(z)``.
+
+``t`` is the index of the round being chosen (``n_obs + 1``).  ``gamma_t`` (maximum information gain) is, by default,
+the theoretical bound with unit constant that the paper's experiments use: SE ``(ln t)^{d+1}``, Matérn
+``t^{d(d+1)/(2 nu + d(d+1))} ln t`` (``gamma_0 = 0``); pass a number for a constant ``gamma`` (the sensor experiments
+use 1) or ``"empirical"`` for ``1/2 sum_s ln(1 + sigma_{s-1}^2(x_s) / lambda)`` of the points actually queried.
+"""
+
+from __future__ import annotations
+
+import math
+from abc import abstractmethod
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.stats import norm
+
+from evroute.bo.base import BoxDomain, Domain, FiniteDomain, FloatArray, Policy, SeedLike
+from evroute.bo.gp import FiniteArmGP, GPRegressor, sample_mvn
+from evroute.bo.kernels import Kernel, Matern, SquaredExponential
+from evroute.bo.optim import AcquisitionOptimizer
+from evroute.errors import ParameterError, check_positive
+
+__all__ = ["GPEI", "GPPI", "GPTS", "GPUCB", "IGPUCB", "GPPolicy", "SrinivasGPUCB", "info_gain_bound"]
+
+
+def info_gain_bound(t: int, kernel: Kernel, dim: int) -> float:
+    """Order of the maximum information gain ``gamma_t`` with unit constant (Srinivas et al. bounds).
+
+    SE: ``(ln t)^{d+1}``; Matérn-``nu``: ``t^{d(d+1)/(2 nu + d(d+1))} ln t``; 0 for ``t <= 1``.
+    """
+    if t <= 1:
+        return 0.0
+    if isinstance(kernel, Matern):
+        e = dim * (dim + 1) / (2 * kernel.nu + dim * (dim + 1))
+        return t**e * math.log(t)
+    return math.log(t) ** (dim + 1)
+
+
+def _argmax_random_tie(values: FloatArray, rng: np.random.Generator) -> int:
+    best = np.flatnonzero(values >= np.max(values) - 1e-12 * max(1.0, float(np.max(np.abs(values)))))
+    return int(best[rng.integers(best.size)]) if best.size > 1 else int(best[0])
+
+
+class GPPolicy(Policy):
+    """Base class of the GP policies (zero-mean prior ``GP(0, k)``, regulariser ``lam``).
+
+    Args:
+        domain: finite arm set or box.  On a box, the kernel acts on unit-cube coordinates.
+        kernel: prior covariance (default SE with lengthscale 0.2, as in the kernelized-bandits experiments).
+        lam: regulariser ``lambda`` = noise variance of the Gaussian likelihood (paper's experiments: ``R^2``).
+        prior_cov: on a finite domain, an ``(N, N)`` prior covariance used instead of ``kernel`` (e.g. an empirical
+            covariance of sensor readings).
+        prior_mean: on a finite domain, an optional ``(N,)`` prior mean (default 0).
+        normalize_y: standardise the observations before conditioning (box domains only; default False).
+        optimizer: acquisition optimiser for box domains.
+        seed: random seed.
+    """
+
+    def __init__(
+        self,
+        domain: Domain,
+        *,
+        kernel: Kernel | None = None,
+        lam: float = 0.01,
+        prior_cov: ArrayLike | None = None,
+        prior_mean: ArrayLike | None = None,
+        normalize_y: bool = False,
+        optimizer: AcquisitionOptimizer | None = None,
+        seed: SeedLike = None,
+    ) -> None:
+        super().__init__(domain, seed=seed)
+        self.kernel = kernel if kernel is not None else SquaredExponential(0.2)
+        self.lam = check_positive("lam", lam, allow_zero=True)
+        self.optimizer = optimizer if optimizer is not None else AcquisitionOptimizer()
+        self.normalize_y = bool(normalize_y)
+        self.finite: FiniteArmGP | None = None
+        self.gp: GPRegressor | None = None
+        if isinstance(domain, FiniteDomain):
+            cov = self.kernel(domain.points, domain.points) if prior_cov is None else np.asarray(prior_cov, float)
+            if cov.shape != (domain.n_arms, domain.n_arms):
+                raise ParameterError(f"prior_cov must be ({domain.n_arms}, {domain.n_arms}), got {cov.shape}")
+            self.observed_arms = np.zeros(domain.n_arms, dtype=bool)
+            self.finite = FiniteArmGP(cov, self.lam, None if prior_mean is None else np.asarray(prior_mean, float))
+            if normalize_y:
+                raise ParameterError("normalize_y is only supported on box domains")
+        elif isinstance(domain, BoxDomain):
+            if prior_cov is not None or prior_mean is not None:
+                raise ParameterError("prior_cov and prior_mean are only supported on finite domains")
+            self.gp = GPRegressor(self.kernel, self.lam, domain.dim)
+        else:
+            raise ParameterError(f"unsupported domain {domain!r}")
+        self._alpha: FloatArray | None = None
+        self._y_shift, self._y_scale = 0.0, 1.0
+
+    # ---------------------------------------------------------------- posterior access
+    @property
+    def info_gain(self) -> float:
+        """``1/2 sum_s ln(1 + sigma_{s-1}^2(x_s) / lambda)`` over the observations so far (Lemma 3)."""
+        model = self.finite if self.finite is not None else self.gp
+        return float(model.info_gain)  # type: ignore[union-attr]
+
+    def _update(self, x: FloatArray, y: float, t: float | None) -> None:
+        if self.finite is not None:
+            arm = self.domain.index_of(x)  # type: ignore[attr-defined]
+            self.finite.update(arm, y)
+            self.observed_arms[arm] = True
+        else:
+            self.gp.add(self.domain.to_unit(x))  # type: ignore[union-attr, attr-defined]
+            self._alpha = None
+
+    def _alpha_vec(self) -> FloatArray:
+        if self._alpha is None:
+            y = self.y
+            if self.normalize_y and y.size > 1:
+                self._y_shift, self._y_scale = float(np.mean(y)), float(np.std(y)) or 1.0
+            self._alpha = self.gp.alpha((y - self._y_shift) / self._y_scale)  # type: ignore[union-attr]
+        return self._alpha
+
+    def posterior(self, x: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
+        """Posterior mean and standard deviation ``(m,)`` at ``x`` ``(m, d)`` (all arms if ``x`` is None)."""
+        if self.finite is not None:
+            mean, std = self.finite.mean, np.sqrt(self.finite.var)
+            if x is None:
+                return mean.copy(), std
+            idx = [self.domain.index_of(row) for row in np.atleast_2d(x)]  # type: ignore[attr-defined]
+            return mean[idx], std[idx]
+        if x is None:
+            raise ParameterError("posterior on a box domain needs query points x")
+        mean, var = self.gp.predict(self.domain.to_unit(np.atleast_2d(x)), self._alpha_vec())  # type: ignore
+        return self._y_shift + self._y_scale * mean, self._y_scale * np.sqrt(var)
+
+    # ---------------------------------------------------------------- acquisition
+    @abstractmethod
+    def acquisition(self, mean: FloatArray, std: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        """Acquisition values ``(m,)`` and their partial derivatives w.r.t. ``mean`` and ``std`` (each ``(m,)``).
+
+        Called once per round on a finite domain and many times on a box (in normalised-``y`` units there).
+        """
+
+    def _prepare(self) -> None:  # noqa: B027 - optional hook
+        """Per-round set-up before the acquisition is evaluated (e.g. computing ``beta_t``)."""
+
+    def _ask(self, t: float | None) -> FloatArray:
+        self._prepare()
+        if self.finite is not None:
+            vals, _, _ = self.acquisition(self.finite.mean, np.sqrt(self.finite.var))
+            return self.domain.points[_argmax_random_tie(vals, self.rng)]  # type: ignore[attr-defined]
+        gp, alpha = self.gp, self._alpha_vec()
+
+        def batch(u: FloatArray) -> FloatArray:
+            mean, var = gp.predict(u, alpha)  # type: ignore[union-attr]
+            return self.acquisition(mean, np.sqrt(var))[0]
+
+        def single(u: FloatArray) -> tuple[float, FloatArray]:
+            mean, var, dmean, dvar = gp.predict_grad(u, alpha)  # type: ignore[union-attr]
+            std = math.sqrt(max(var, 1e-300))
+            val, da_dm, da_ds = self.acquisition(np.array([mean]), np.array([std]))
+            return float(val[0]), float(da_dm[0]) * dmean + float(da_ds[0]) * dvar / (2 * std)
+
+        extra = self._local_starts()
+        return self.domain.from_unit(self.optimizer.maximize(batch, single, self.domain.dim, self.rng, extra))  # type: ignore
+
+    def _local_starts(self) -> FloatArray | None:
+        """Perturbations of the best observed points, as extra raw candidates for the box optimiser."""
+        if self.n_obs == 0:
+            return None
+        best = self.domain.to_unit(self.X[np.argsort(-self.y)[:5]])  # type: ignore[attr-defined]
+        return best + 0.01 * self.rng.standard_normal(best.shape)
+
+
+class GPUCB(GPPolicy):
+    """GP-UCB with a fixed width: ``x_t = argmax mu_{t-1}(x) + beta sigma_{t-1}(x)`` (BOKE paper's Alg. 4 baseline).
+
+    ``beta`` multiplies the standard deviation (it is ``sqrt(beta)`` in the BOKE paper's notation).  Subclasses
+    override :meth:`width` for schedules.  Keyword arguments as in :class:`GPPolicy`.
+    """
+
+    def __init__(self, domain: Domain, *, beta: float = 2.0, **kwargs: object) -> None:
+        super().__init__(domain, **kwargs)  # type: ignore[arg-type]
+        self.beta = check_positive("beta", beta, allow_zero=True)
+        self.current_width = self.beta
+
+    def width(self, t: int) -> float:
+        """Width multiplier of ``sigma`` in round ``t``."""
+        return self.beta
+
+    def _prepare(self) -> None:
+        self.current_width = self.width(self.n_obs + 1)
+
+    def acquisition(self, mean: FloatArray, std: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        w = self.current_width
+        return mean + w * std, np.ones_like(mean), np.full_like(std, w)
+
+
+class IGPUCB(GPUCB):
+    """IGP-UCB (Chowdhury & Gopalan, Alg. 1): width ``B + R sqrt(2 (gamma_{t-1} + 1 + ln(1/delta)))``.
+
+    Args:
+        B: RKHS-norm bound (default 1).
+        R: sub-Gaussian noise constant (default ``sqrt(lam)``, matching the experiments' ``lambda = R^2``).
+        delta: confidence (default 0.1, as in the experiments).
+        gamma: ``"bound"`` (default), ``"empirical"`` or a constant.
+        lam: regulariser; ``"theory"`` sets ``lambda = 1 + 2/horizon`` (Thm 2), which needs ``horizon``.
+        horizon: ``T`` (only used by ``lam="theory"``).
+        Other keyword arguments as in :class:`GPPolicy`.
+    """
+
+    _log_term = staticmethod(lambda delta: math.log(1.0 / delta))
+
+    def __init__(
+        self,
+        domain: Domain,
+        *,
+        B: float = 1.0,  # noqa: N803
+        R: float | None = None,  # noqa: N803
+        delta: float = 0.1,
+        gamma: str | float = "bound",
+        lam: float | str = 0.01,
+        horizon: int | None = None,
+        **kwargs: object,
+    ) -> None:
+        if lam == "theory":
+            if horizon is None or int(horizon) < 1:
+                raise ParameterError("lam='theory' needs horizon >= 1")
+            lam = 1.0 + 2.0 / int(horizon)
+        elif isinstance(lam, str):
+            raise ParameterError(f"lam must be a number or 'theory', got {lam!r}")
+        super().__init__(domain, lam=float(lam), **kwargs)  # type: ignore[arg-type]
+        self.B = check_positive("B", B, allow_zero=True)
+        self.R = math.sqrt(self.lam) if R is None else check_positive("R", R, allow_zero=True)
+        self.delta = check_positive("delta", delta)
+        if not self.delta < 1:
+            raise ParameterError(f"delta must be in (0, 1), got {delta!r}")
+        if not (gamma in ("bound", "empirical") or isinstance(gamma, int | float)):
+            raise ParameterError(f"gamma must be 'bound', 'empirical' or a number, got {gamma!r}")
+        self.gamma_spec = gamma
+
+    def gamma(self, t: int) -> float:
+        """``gamma_t`` as configured: the unit-constant bound, the empirical information gain, or a constant."""
+        if self.gamma_spec == "bound":
+            return info_gain_bound(t, self.kernel, self.domain.dim)
+        if self.gamma_spec == "empirical":
+            return self.info_gain
+        return float(self.gamma_spec)
+
+    def width(self, t: int) -> float:
+        return self.B + self.R * math.sqrt(2.0 * (self.gamma(t - 1) + 1.0 + self._log_term(self.delta)))
+
+
+class SrinivasGPUCB(IGPUCB):
+    """Srinivas et al.'s GP-UCB: width ``sqrt(2 B^2 + 300 gamma_{t-1} ln^3(t/delta))``.
+
+    ``lam`` plays the role of the noise variance ``sigma^2``; ``R`` is unused.  Arguments as in :class:`IGPUCB`.
+    """
+
+    def width(self, t: int) -> float:
+        return math.sqrt(2.0 * self.B**2 + 300.0 * self.gamma(t - 1) * math.log(t / self.delta) ** 3)
+
+
+class GPTS(IGPUCB):
+    """GP-TS (Chowdhury & Gopalan, Alg. 2): ``x_t = argmax_{D_t} f_t``, ``f_t ~ GP(mu_{t-1}, v_t^2 k_{t-1})``.
+
+    ``v_t = B + R sqrt(2 (gamma_{t-1} + 1 + ln(2/delta)))``.  On a finite domain ``D_t = D`` and ``f_t`` is one joint
+    draw over all arms; on a box ``D_t`` is a fresh set of ``n_candidates`` uniform points (footnote 7's
+    discretisation) plus the best observed point, sampled jointly.  Arguments as in :class:`IGPUCB`, plus
+    ``n_candidates`` (default 1000).
+    """
+
+    _log_term = staticmethod(lambda delta: math.log(2.0 / delta))
+
+    def __init__(self, domain: Domain, *, n_candidates: int = 1000, **kwargs: object) -> None:
+        super().__init__(domain, **kwargs)  # type: ignore[arg-type]
+        if int(n_candidates) < 1:
+            raise ParameterError(f"n_candidates must be >= 1, got {n_candidates!r}")
+        self.n_candidates = int(n_candidates)
+
+    def _ask(self, t: float | None) -> FloatArray:
+        v = self.width(self.n_obs + 1)
+        if self.finite is not None:
+            draw = sample_mvn(self.finite.mean, self.finite.cov, self.rng, scale=v)
+            return self.domain.points[_argmax_random_tie(draw, self.rng)]  # type: ignore[attr-defined]
+        u = self.rng.random((self.n_candidates, self.domain.dim))
+        if self.n_obs:
+            u = np.vstack([u, self.domain.to_unit(self.X[np.argmax(self.y)])])  # type: ignore[attr-defined]
+        gp, alpha = self.gp, self._alpha_vec()
+        mean, _ = gp.predict(u, alpha)  # type: ignore[union-attr]
+        draw = sample_mvn(mean, gp.posterior_cov(u), self.rng, scale=v)  # type: ignore[union-attr]
+        return self.domain.from_unit(u[int(np.argmax(draw))])  # type: ignore[attr-defined]
+
+
+class _ImprovementPolicy(GPPolicy):
+    """Shared incumbent logic of GP-EI and GP-PI: ``f+ = max_s mu_{t-1}(x_s)`` (noise-robust), margin ``xi``."""
+
+    def __init__(self, domain: Domain, *, xi: float = 0.0, **kwargs: object) -> None:
+        super().__init__(domain, **kwargs)  # type: ignore[arg-type]
+        self.xi = check_positive("xi", xi, allow_zero=True)
+        self.incumbent = 0.0
+
+    def _prepare(self) -> None:
+        if self.n_obs == 0:
+            self.incumbent = 0.0
+        elif self.finite is not None:
+            self.incumbent = float(np.max(self.finite.mean[self.observed_arms]))
+        else:
+            mean, _ = self.gp.predict(self.domain.to_unit(self.X), self._alpha_vec())  # type: ignore
+            self.incumbent = float(np.max(mean))
+
+    def _z(self, mean: FloatArray, std: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        s = np.maximum(std, 1e-12)
+        imp = mean - self.incumbent - self.xi
+        return imp, s, imp / s
+
+
+class GPEI(_ImprovementPolicy):
+    """GP-EI: ``EI = (mu - f+ - xi) Phi(z) + sigma phi(z)``, ``z = (mu - f+ - xi) / sigma`` (default ``xi = 0``)."""
+
+    def acquisition(self, mean: FloatArray, std: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        imp, s, z = self._z(mean, std)
+        cdf, pdf = norm.cdf(z), norm.pdf(z)
+        return imp * cdf + s * pdf, cdf, pdf
+
+
+class GPPI(_ImprovementPolicy):
+    """GP-PI: ``PI = Phi(z)``, ``z = (mu - f+ - xi) / sigma`` (default ``xi = 0``).
+
+    Maximised through ``log Phi(z)`` on a box (same argmax, better conditioned gradients).
+    """
+
+    def acquisition(self, mean: FloatArray, std: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
+        _, s, z = self._z(mean, std)
+        logcdf = norm.logcdf(z)
+        ratio = np.exp(norm.logpdf(z) - logcdf)  # phi / Phi, finite for very negative z
+        return logcdf, ratio / s, -ratio * z / s
