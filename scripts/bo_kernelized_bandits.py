@@ -127,12 +127,12 @@ def make_task(task: str, trial: int) -> list[dict]:
     ]
 
 
-def run_instance(inst: dict, name: str, horizon: int, seed: int) -> np.ndarray:
+def run_instance(inst: dict, name: str, horizon: int, seed: int, b_fixed: float | None = None) -> np.ndarray:
     f, r2 = inst["f"], inst["r2"]
     dom = FiniteDomain(inst["points"])
     lookup = {row.tobytes(): v for row, v in zip(dom.points, f, strict=True)}
     fc = f if inst["prior_mean"] is None else f - inst["prior_mean"]  # RKHS part of f (sensor tasks: centred)
-    b = float(np.sqrt(max(fc @ inst["gram"] @ fc, 0.0)))
+    b = float(np.sqrt(max(fc @ inst["gram"] @ fc, 0.0))) if b_fixed is None else b_fixed
     kw = dict(lam=r2, prior_cov=inst["gram"], prior_mean=inst["prior_mean"], seed=seed)
     if inst["kernel"] is not None:
         kw["kernel"] = inst["kernel"]
@@ -154,6 +154,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--bench-horizon", type=int, default=None, help="T for rosenbrock/hartmann3 (default: --horizon)")
     ap.add_argument("--sensor-horizon", type=int, default=None, help="rounds per sensor test snapshot (default 1000)")
     ap.add_argument("--tasks", default=",".join(TASKS))
+    ap.add_argument("--b-fixed", type=float, default=None, help="sensitivity check: use this B instead of f^T K f")
     args = ap.parse_args(argv)
     trials = 25 if args.full or args.trials is None else args.trials
     horizon = 30000 if args.full or args.horizon is None else args.horizon
@@ -164,25 +165,29 @@ def main(argv: list[str] | None = None) -> None:
     cache = OUT / "kernelized_bandits_runs"
     cache.mkdir(parents=True, exist_ok=True)
     tasks = [t for t in args.tasks.split(",") if t]
+    suffix = "" if args.b_fixed is None else f"_B{args.b_fixed:g}"
     command = "python scripts/bo_kernelized_bandits.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     for task in tasks:
         for trial in range(trials):
-            path = cache / f"{task}_T{horizons[task]}_trial{trial}.npz"
+            path = cache / f"{task}_T{horizons[task]}{suffix}_trial{trial}.npz"
             if path.exists():
                 continue
             t0 = time.time()
             insts = make_task(task, trial)
             hz = horizons[task]
+            names = list(POLICIES) if not suffix else ["GP-UCB", "IGP-UCB", "GP-TS"]  # EI/PI do not use B
             curves = {
-                n: np.mean([run_instance(i, n, hz, 1000 * trial + k) for k, i in enumerate(insts)], axis=0)
-                for n in POLICIES
+                n: np.mean(
+                    [run_instance(i, n, hz, 1000 * trial + k, args.b_fixed) for k, i in enumerate(insts)], axis=0
+                )
+                for n in names
             }
             np.savez(path, **curves)
             print(f"{task} trial {trial}: {time.time() - t0:.1f}s", flush=True)
-    report(tasks, trials, horizons, command)
+    report(tasks, trials, horizons, command, suffix)
 
 
-def report(tasks: list[str], trials: int, horizons: dict[str, int], command: str) -> None:
+def report(tasks: list[str], trials: int, horizons: dict[str, int], command: str, suffix: str = "") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -195,6 +200,10 @@ def report(tasks: list[str], trials: int, horizons: dict[str, int], command: str
         "",
         f"Command: `{command}`",
         "",
+        "B = sqrt(f^T K f) (paper)"
+        if not suffix
+        else f"SENSITIVITY CHECK: fixed B = {suffix[2:]} instead of sqrt(f^T K f)",
+        "",
         f"Trials per task: {trials}; horizon T per task: {horizons} (sensor tasks: rounds per test snapshot, averaged"
         " over every 10th test snapshot).",
         "Cumulative regret R_T, mean +- standard deviation over trials (lower is better); rank 1 = best.",
@@ -203,11 +212,14 @@ def report(tasks: list[str], trials: int, horizons: dict[str, int], command: str
         "|---|" + "---|" * len(POLICIES) + "---|---|",
     ]
     for ax, task in zip(axes.ravel(), tasks, strict=False):
-        runs = [np.load(p) for p in sorted(cache.glob(f"{task}_T{horizons[task]}_trial*.npz"))][:trials]
+        runs = [np.load(p) for p in sorted(cache.glob(f"{task}_T{horizons[task]}{suffix}_trial*.npz"))][:trials]
         if not runs:
             continue
         cells, finals = [], {}
         for name in POLICIES:
+            if name not in runs[0].files:
+                cells.append("-")
+                continue
             arr = np.array([r[name] for r in runs])
             mean, std = arr.mean(axis=0), arr.std(axis=0)
             t = np.arange(1, arr.shape[1] + 1)
@@ -222,8 +234,8 @@ def report(tasks: list[str], trials: int, horizons: dict[str, int], command: str
         ax.set_ylabel("cumulative regret")
     axes.ravel()[0].legend()
     fig.tight_layout()
-    fig.savefig(OUT / "kernelized_bandits.png", dpi=110)
-    (OUT / "kernelized_bandits_table.md").write_text("\n".join(lines) + "\n")
+    fig.savefig(OUT / f"kernelized_bandits{suffix}.png", dpi=110)
+    (OUT / f"kernelized_bandits_table{suffix}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
