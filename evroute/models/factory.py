@@ -7,6 +7,7 @@ imported only when that model is used.  Third-party models can be added with :fu
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,7 @@ ModelBuilder = Callable[..., EdgeModel]
 
 _REGISTRY: dict[str, str | ModelBuilder] = {
     "bi": "evroute.models.bi:build_bi_model",
+    "gp": "evroute.models.gp:build_gp_model",
 }
 
 
@@ -42,9 +44,15 @@ def _builder(name: str) -> ModelBuilder:
     return b
 
 
-def make_model(name: str, env: EnergyEnvironment, **params: Any) -> EdgeModel:
-    """Build edge model ``name`` with the environment's prior mean, prior variance and noise variance."""
+def make_model(name: str, env: EnergyEnvironment, *, seed: int | None = None, **params: Any) -> EdgeModel:
+    """Build edge model ``name`` with the environment's prior mean, prior variance and noise variance.
+
+    ``seed`` (the run's seed) is passed on to builders that take a ``seed`` keyword (models with their
+    own randomness, e.g. the GP's minibatches) unless ``params`` sets one.
+    """
     builder = _builder(name)
+    if seed is not None and "seed" not in params and "seed" in inspect.signature(builder).parameters:
+        params = {**params, "seed": int(seed)}
     try:
         return builder(env, **params)
     except TypeError as exc:
