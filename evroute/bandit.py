@@ -51,7 +51,12 @@ class RoutingBandit:
         policy: index policy (UCB, BUCB, TS, greedy).
         start, goal: start and goal edge indices in ``env.linegraph``.
         seed: seeds the policy's and the feedback noise's random streams (independent streams).
-        optimal: the optimal route if already known (else computed exactly from ``env``).
+        optimal: the regret reference route if already known (else computed from ``env``).
+        regret_reference: ``"auto"``: the exact minimum-energy route (Johnson) when no negative-energy
+            cycle is reachable, else the route the rectified oracle picks with perfect knowledge;
+            ``"exact"``: always the exact best simple route (integer program when negative cycles are
+            reachable: may be slow); ``"rectified"``: always the perfect-knowledge rectified route.
+            See :func:`evroute.oracle.optimal_route`.
     """
 
     def __init__(
@@ -64,6 +69,7 @@ class RoutingBandit:
         *,
         seed: int = 0,
         optimal: Route | None = None,
+        regret_reference: str = "auto",
     ) -> None:
         self.env = env
         self.model = model
@@ -73,7 +79,7 @@ class RoutingBandit:
         policy_ss, noise_ss = np.random.SeedSequence(seed).spawn(2)
         self.rng_policy = np.random.default_rng(policy_ss)
         self.rng_noise = np.random.default_rng(noise_ss)
-        self.optimal = optimal or optimal_route(env.linegraph, env.true_mean_wh, self.start, self.goal)
+        self.optimal = optimal or regret_reference_route(env, self.start, self.goal, regret_reference)
         self.t = 0
         self.cumulative_regret = 0.0
 
@@ -137,3 +143,17 @@ class RoutingBandit:
         self.policy = state["policy"]
         self.rng_policy.bit_generator.state = state["rng_policy"]
         self.rng_noise.bit_generator.state = state["rng_noise"]
+
+
+def regret_reference_route(env: EnergyEnvironment, start: int, goal: int, reference: str = "auto") -> Route:
+    """The route regret is measured against (see :class:`RoutingBandit`)."""
+    from evroute.errors import ParameterError
+    from evroute.oracle import rectified_reference_route
+
+    if reference == "rectified":
+        return rectified_reference_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal)
+    if reference not in ("auto", "exact"):
+        raise ParameterError(f"regret_reference must be auto, exact or rectified, got {reference!r}")
+    mode = "rectified" if reference == "auto" else "exact"
+    return optimal_route(env.linegraph, env.true_mean_wh, start, goal, on_negative_cycle=mode,
+                         noise_var=env.noise_var)

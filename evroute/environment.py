@@ -137,15 +137,19 @@ def sample_prior_function(linegraph: LineGraph, cfg: EnvironmentConfig, rng: np.
         kf = matern52(x, lengthscale=cfg.lengthscale)
         cov = w * kg * kf + (1.0 - w) * kf
         return _cholesky(cov) @ rng.standard_normal(n)
-    graph = GraphMaternKernel(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method)
+    # unnormalised graph kernel: the draws g_j themselves estimate its average variance (n * D terms)
+    graph = GraphMaternKernel(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method,
+                              normalise=False)
     f = np.zeros(n)
     if w > 0:
         phi = matern_rff(x, cfg.n_features, rng, cfg.lengthscale)
         block = 64
+        sum_sq = 0.0
         for j in range(0, cfg.n_features, block):
             g = graph.sample(min(block, cfg.n_features - j), rng)
+            sum_sq += float(np.einsum("ij,ij->", g, g))
             f += np.einsum("ij,ij->i", phi[:, j : j + block], g)
-        f *= np.sqrt(w)
+        f *= np.sqrt(w / (sum_sq / (n * cfg.n_features)))
     if w < 1:
         phi2 = matern_rff(x, cfg.n_features, rng, cfg.lengthscale)
         f += np.sqrt(1.0 - w) * (phi2 @ rng.standard_normal(cfg.n_features))

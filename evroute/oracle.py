@@ -12,11 +12,17 @@ its cost is the sum of the node weights ``w[e_0] + ... + w[e_k]`` (the start and
   not exist (driving the cycle forever lowers the energy without bound), so routes are what the
   bandit can choose: simple paths in the line graph (no road edge driven twice).  The best simple path
   is then found exactly by an integer program (``scipy.optimize.milp``/HiGHS) with lazily added cycle
-  elimination constraints, or, with ``on_negative_cycle="raise"``, a :class:`NegativeCycleError` is raised.
+  elimination constraints (``on_negative_cycle="exact"``; NP-hard in general: fine on small graphs, it
+  can take hours on the paper's Monaco environment, which holds hundreds of negative cycles), or a
+  :class:`NegativeCycleError` is raised (``"raise"``), or (``"rectified"``) the reference is the route the
+  index oracle itself converges to with perfect knowledge: Dijkstra on the rectified true energies
+  ``E[max(0, N(f_e, varsigma^2))]`` (the rectification of Algorithm 2 applied to the truth).  See
+  ``docs/regret.md`` for how often each case occurs on our networks.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +41,7 @@ class Route:
 
     edges: np.ndarray
     cost: float
+    method: str = "dijkstra"  # how it was computed: dijkstra | johnson | milp | rectified
 
     def __len__(self) -> int:
         return len(self.edges)
@@ -117,17 +124,24 @@ def optimal_route(
     goal: int,
     *,
     on_negative_cycle: str = "exact",
+    noise_var: float | np.ndarray | None = None,
     max_cut_rounds: int = 500,
+    time_limit_s: float = 600.0,
 ) -> Route:
     """Exact minimum-energy route for real-valued (possibly negative) edge energies ``(E,)`` in Wh.
 
     Args:
-        on_negative_cycle: ``"exact"`` (default): if a negative cycle is reachable, return the best
-            simple route by integer programming; ``"raise"``: raise :class:`NegativeCycleError`.
-        max_cut_rounds: bound on cycle-elimination rounds of the integer program.
+        on_negative_cycle: what to do when a negative cycle is reachable from ``start``: ``"exact"``
+            (default) the best simple route by integer programming; ``"raise"``: raise
+            :class:`NegativeCycleError`; ``"rectified"``: Dijkstra on ``E[max(0, N(f, noise_var))]``.
+        noise_var: observation-noise variance (Wh^2), scalar or ``(E,)``, for ``"rectified"``.
+        max_cut_rounds, time_limit_s: bounds on the integer program (it raises
+            :class:`NegativeCycleError` when they are exhausted: optimality could not be certified).
     """
-    if on_negative_cycle not in ("exact", "raise"):
-        raise ParameterError(f"on_negative_cycle must be 'exact' or 'raise', got {on_negative_cycle!r}")
+    if on_negative_cycle not in ("exact", "raise", "rectified"):
+        raise ParameterError(f"on_negative_cycle must be 'exact', 'raise' or 'rectified', got {on_negative_cycle!r}")
+    if on_negative_cycle == "rectified" and noise_var is None:
+        raise ParameterError("on_negative_cycle='rectified' needs the observation-noise variance")
     lg = linegraph
     w = np.asarray(energies_wh, dtype=np.float64)
     if w.shape != (lg.n_nodes,) or not np.all(np.isfinite(w)):
@@ -147,14 +161,44 @@ def optimal_route(
                 "a negative-energy cycle is reachable from the start edge: no minimum-energy walk exists "
                 "(use on_negative_cycle='exact' for the best simple route)"
             ) from None
-        return best_simple_route(lg, w, start, goal, max_cut_rounds=max_cut_rounds)
+        if on_negative_cycle == "rectified":
+            return rectified_reference_route(lg, w, noise_var, start, goal)  # type: ignore[arg-type]
+        return best_simple_route(lg, w, start, goal, max_cut_rounds=max_cut_rounds, time_limit_s=time_limit_s)
     if not np.isfinite(dist[goal]):
         raise UnreachableError(f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from the start edge")
-    return Route(_backtrack(pred, start, goal), float(w[start] + dist[goal]))
+    return Route(_backtrack(pred, start, goal), float(w[start] + dist[goal]), "johnson")
+
+
+def rectified_reference_route(
+    linegraph: LineGraph, energies_wh: np.ndarray, noise_var: float | np.ndarray, start: int, goal: int
+) -> Route:
+    """The route the rectified index oracle picks with perfect knowledge; ``cost`` is its TRUE energy (Wh)."""
+    from evroute.policies.index import MIN_WEIGHT_WH, rectified_gaussian_mean
+
+    w = np.asarray(energies_wh, dtype=np.float64)
+    var = np.broadcast_to(np.asarray(noise_var, dtype=np.float64), w.shape)
+    rect = np.maximum(rectified_gaussian_mean(w, var), MIN_WEIGHT_WH)
+    r = RouteOracle(linegraph).shortest_route(rect, start, goal)
+    return Route(r.edges, route_cost(w, r.edges), "rectified")
+
+
+def has_negative_cycle(linegraph: LineGraph, energies_wh: np.ndarray, start: int) -> bool:
+    """Whether a cycle of negative total energy is reachable from edge ``start``."""
+    w = np.asarray(energies_wh, dtype=np.float64)
+    if w.min() >= 0:
+        return False
+    adj = linegraph.adjacency.tocsr()
+    g = sp.csr_matrix((w[adj.indices], adj.indices, adj.indptr), shape=adj.shape)
+    try:
+        johnson(g, directed=True, indices=start)
+    except _ScipyNegativeCycle:
+        return True
+    return False
 
 
 def best_simple_route(
-    linegraph: LineGraph, energies_wh: np.ndarray, start: int, goal: int, *, max_cut_rounds: int = 500
+    linegraph: LineGraph, energies_wh: np.ndarray, start: int, goal: int, *, max_cut_rounds: int = 500,
+    time_limit_s: float = 600.0,
 ) -> Route:
     """Minimum-energy simple route by a binary integer program with lazy cycle elimination.
 
@@ -179,17 +223,23 @@ def best_simple_route(
     upper = np.ones(m)
     upper[(head == start) | (tail == goal)] = 0.0
     constraints = [LinearConstraint(flow, rhs, rhs), LinearConstraint(indeg, 0.0, 1.0)]
-    cuts_rows: list[np.ndarray] = []
-    cuts_ub: list[float] = []
+    cuts_rows, cuts_ub = _short_negative_cycle_cuts(lg, w)
     cost = w[head]
+    deadline = time.monotonic() + time_limit_s
     for _ in range(max_cut_rounds):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
         cons = list(constraints)
         if cuts_rows:
             rows = np.concatenate([np.full(len(r), i) for i, r in enumerate(cuts_rows)])
             cols = np.concatenate(cuts_rows)
             cons.append(LinearConstraint(sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(cuts_rows), m)),
                                          -np.inf, np.asarray(cuts_ub)))
-        res = milp(cost, constraints=cons, integrality=np.ones(m), bounds=Bounds(np.zeros(m), upper))
+        res = milp(cost, constraints=cons, integrality=np.ones(m), bounds=Bounds(np.zeros(m), upper),
+                   options={"time_limit": left})
+        if res.status == 1:  # time limit inside HiGHS
+            break
         if res.status == 2:
             raise UnreachableError(f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from the start edge")
         if res.x is None:
@@ -201,7 +251,7 @@ def best_simple_route(
             path.append(succ.pop(path[-1]))
         if not succ:
             edges = np.asarray(path, dtype=np.int64)
-            return Route(edges, route_cost(w, edges))
+            return Route(edges, route_cost(w, edges), "milp")
         while succ:  # remaining arcs form disjoint cycles: cut each
             first = next(iter(succ))
             cyc = [first]
@@ -213,4 +263,32 @@ def best_simple_route(
             s[cyc] = True
             cuts_rows.append(np.flatnonzero(s[tail] & s[head]))
             cuts_ub.append(len(cyc) - 1.0)
-    raise NegativeCycleError(f"best simple route not found within {max_cut_rounds} cycle-elimination rounds")
+    raise NegativeCycleError(
+        f"best simple route not certified within {max_cut_rounds} cycle-elimination rounds / {time_limit_s:g} s "
+        "(many negative-energy cycles); use on_negative_cycle='rectified'"
+    )
+
+
+def _short_negative_cycle_cuts(lg: LineGraph, w: np.ndarray) -> tuple[list[np.ndarray], list[float]]:
+    """Cycle-elimination cuts for every negative 2-cycle (U-turn pair) and 3-cycle, added up front.
+
+    Most negative cycles of the simulated environments are this short; cutting them before the first
+    solve saves many rounds of the lazy loop.
+    """
+    t = lg.turns
+    key = {(int(a), int(b)): i for i, (a, b) in enumerate(t.tolist())}
+    rows: list[np.ndarray] = []
+    ub: list[float] = []
+    for (a, b), i in key.items():
+        j = key.get((b, a))
+        if j is not None and a < b and w[a] + w[b] < 0:
+            rows.append(np.array([i, j]))
+            ub.append(1.0)
+    adj = lg.adjacency.tocsr()
+    for a in np.flatnonzero(w < 0):  # a negative 3-cycle contains a negative edge
+        for b in adj.indices[adj.indptr[a]:adj.indptr[a + 1]]:
+            for c in adj.indices[adj.indptr[b]:adj.indptr[b + 1]]:
+                if c != a and b != a and (c, a) in key and w[a] + w[b] + w[c] < 0 and a == min(a, b, c):
+                    rows.append(np.array([key[(a, b)], key[(b, c)], key[(c, a)]]))
+                    ub.append(2.0)
+    return rows, ub

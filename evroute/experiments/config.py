@@ -29,6 +29,7 @@ class ExperimentConfig:
         seeds: one run per seed; seed ``s`` draws environment ``s`` (unless ``env_seed`` is fixed) and
             seeds the policy and the feedback noise.
         env_seed: fixed environment seed for all runs (``None``: the run's seed).
+        regret_reference: ``auto`` | ``exact`` | ``rectified``, see :class:`evroute.bandit.RoutingBandit`.
         vehicle: vehicle profile name or JSON path.
         data_dir: directory with real road data (else ``EVROUTE_DATA``).
         dem: elevation raster for OSM networks without elevation.
@@ -46,6 +47,7 @@ class ExperimentConfig:
     horizon: int = 100
     seeds: tuple[int, ...] = (0,)
     env_seed: int | None = None
+    regret_reference: str = "auto"
     vehicle: str = "sumo_ev"
     data_dir: str | None = None
     dem: str | None = None
@@ -57,6 +59,8 @@ class ExperimentConfig:
         if not self.seeds or min(self.seeds) < 0 or len(set(self.seeds)) != len(self.seeds):
             raise ParameterError("seeds must be distinct non-negative integers")
         make_policy(self.policy, **self.policy_params)  # validates name and parameters
+        if self.regret_reference not in ("auto", "exact", "rectified"):
+            raise ParameterError(f"regret_reference must be auto, exact or rectified, got {self.regret_reference!r}")
         self.env_config()
 
     @property

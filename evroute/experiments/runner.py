@@ -128,9 +128,10 @@ def run_seed(cfg: ExperimentConfig, seed: int, out_dir: str | Path, *, progress:
         return json.loads(summary_path.read_text())
     seed_dir.mkdir(parents=True, exist_ok=True)
     problem = build_problem(cfg, seed)
-    model = make_model(cfg.model, problem.env, **cfg.model_params)
+    model = make_model(cfg.model, problem.env, seed=seed, **cfg.model_params)
     bandit = RoutingBandit(problem.env, model, make_policy(cfg.policy, **cfg.policy_params),
-                           problem.route.start, problem.route.goal, seed=seed)
+                           problem.route.start, problem.route.goal, seed=seed,
+                           regret_reference=cfg.regret_reference)
     ckpt = seed_dir / "checkpoint.pkl"
     rounds_path = seed_dir / "rounds.csv"
     if ckpt.exists():
@@ -162,6 +163,7 @@ def run_seed(cfg: ExperimentConfig, seed: int, out_dir: str | Path, *, progress:
         "final_cumulative_regret_wh": bandit.cumulative_regret,
         "optimal_wh": bandit.optimal.cost,
         "optimal_route_edges": len(bandit.optimal.edges),
+        "optimal_method": bandit.optimal.method,
         "wall_s_this_session": time.perf_counter() - t0,
     }
     atomic_write_json(summary_path, summary)
