@@ -151,7 +151,9 @@ def report(seeds: int, hpo_seeds: int, command: str) -> None:
         "",
         f"Command: `{command}`",
         "",
-        f"Seeds: {seeds} per (function, noise, method) (paper: 30), HPO seeds: {hpo_seeds}.",
+        f"Seeds: {seeds} per (function, noise, method) (paper: 30, `--full`), HPO seeds: {hpo_seeds}. Fewer seeds were",
+        "run when CPU was scarce (see boke.md). HPO uses sklearn's diabetes data as a stand-in; sprinkler and XGBoost",
+        "are not reproduced.",
         "Final simple regret after the budget, mean +- standard error over seeds (lower is better), and the mean CPU",
         "seconds of the policy per run. Budgets (iterations after the 3d-point LHS): "
         + ", ".join(f"{k} {v[2]}" for k, v in FUNCS.items())
