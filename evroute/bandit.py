@@ -57,6 +57,8 @@ class RoutingBandit:
             ``"exact"``: always the exact best simple route (integer program when negative cycles are
             reachable: may be slow); ``"rectified"``: always the perfect-knowledge rectified route.
             See :func:`evroute.oracle.optimal_route`.
+        potential_wh: optional ``(E,)`` potential subtracted from the estimates before rectification
+            (see :meth:`evroute.policies.IndexPolicy.weights`); ``None`` is the paper's Algorithm 2.
     """
 
     def __init__(
@@ -70,6 +72,7 @@ class RoutingBandit:
         seed: int = 0,
         optimal: Route | None = None,
         regret_reference: str = "auto",
+        potential_wh: np.ndarray | None = None,
     ) -> None:
         self.env = env
         self.model = model
@@ -79,7 +82,9 @@ class RoutingBandit:
         policy_ss, noise_ss = np.random.SeedSequence(seed).spawn(2)
         self.rng_policy = np.random.default_rng(policy_ss)
         self.rng_noise = np.random.default_rng(noise_ss)
-        self.optimal = optimal or regret_reference_route(env, self.start, self.goal, regret_reference)
+        self.potential_wh = None if potential_wh is None else np.asarray(potential_wh, dtype=np.float64)
+        self.optimal = optimal or regret_reference_route(env, self.start, self.goal, regret_reference,
+                                                         self.potential_wh)
         self.t = 0
         self.cumulative_regret = 0.0
 
@@ -89,7 +94,7 @@ class RoutingBandit:
         c0 = time.perf_counter()
         post = self.model.posterior()
         c1 = time.perf_counter()
-        w = self.policy.weights(post, t, self.rng_policy)
+        w = self.policy.weights(post, t, self.rng_policy, self.potential_wh)
         c2 = time.perf_counter()
         route = self.oracle.shortest_route(w, self.start, self.goal)
         c3 = time.perf_counter()
@@ -145,15 +150,16 @@ class RoutingBandit:
         self.rng_noise.bit_generator.state = state["rng_noise"]
 
 
-def regret_reference_route(env: EnergyEnvironment, start: int, goal: int, reference: str = "auto") -> Route:
-    """The route regret is measured against (see :class:`RoutingBandit`)."""
+def regret_reference_route(env: EnergyEnvironment, start: int, goal: int, reference: str = "auto",
+                           potential_wh: np.ndarray | None = None) -> Route:
+    """The route regret is measured against (see :class:`RoutingBandit`); ``potential_wh`` as the oracle's."""
     from evroute.errors import ParameterError
     from evroute.oracle import rectified_reference_route
 
     if reference == "rectified":
-        return rectified_reference_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal)
+        return rectified_reference_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal, potential_wh)
     if reference not in ("auto", "exact"):
         raise ParameterError(f"regret_reference must be auto, exact or rectified, got {reference!r}")
     mode = "rectified" if reference == "auto" else "exact"
     return optimal_route(env.linegraph, env.true_mean_wh, start, goal, on_negative_cycle=mode,
-                         noise_var=env.noise_var)
+                         noise_var=env.noise_var, potential_wh=potential_wh)

@@ -87,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-seed", type=int, default=None, help="fixed environment seed for all runs")
     p.add_argument("--regret-reference", default=None, choices=["auto", "exact", "rectified"],
                    help="route regret is measured against (default auto: exact unless a negative cycle is reachable)")
+    p.add_argument("--potential", default=None, choices=["elevation", "none"],
+                   help="rectify estimates minus the elevation potential (default) or raw (the paper's Algorithm 2)")
     p.add_argument("--vehicle", default=None, help="vehicle profile name or JSON file (default sumo_ev)")
     p.add_argument("--out", default=None, help="results folder (default: results/<network>-<route>-<model>-<policy>)")
     p.add_argument("--workers", type=int, default=1, help="processes for the seeds (default: %(default)s)")
@@ -118,7 +120,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     over = {
         "network": args.network, "route": args.route, "start": args.start, "goal": args.goal, "model": args.model,
         "policy": args.policy, "horizon": args.horizon, "env_seed": args.env_seed,
-        "regret_reference": args.regret_reference, "vehicle": args.vehicle,
+        "regret_reference": args.regret_reference, "potential": args.potential, "vehicle": args.vehicle,
         "data_dir": args.data_dir, "dem": args.dem,
     }
     base.update({k: v for k, v in over.items() if v is not None})

@@ -111,9 +111,22 @@ def network_energy_wh(network, vehicle: VehicleProfile | None = None) -> np.ndar
     return edge_energy_wh(network.length_m, network.speed_mps, network.incline, vehicle)
 
 
+def elevation_potential_wh(network, vehicle: VehicleProfile | None = None) -> np.ndarray:
+    """``(E,)`` Johnson-style potential difference along each edge: ``m g eta- (z_to - z_from) / 3600`` (Wh).
+
+    With ``k = m g eta- / 3600``, ``E_det(e) - k dz(e) >= 0`` for every edge (uphill: the propulsion losses
+    ``(1/eta+ - eta-) m g dz`` and the resistances are positive; downhill with recuperation: only the
+    recuperated resistances remain; downhill without recuperation: ``E >= m g |dz| eta-``), so the physics
+    energies are non-negative reduced costs.  Along a route the potential telescopes to
+    ``k (z_end(goal) - z_start(start))``, a constant, so shifting edge costs by it keeps the best route.
+    """
+    v = vehicle or VehicleProfile()
+    return v.mass_kg * v.gravity_mps2 * v.recuperation_efficiency * (network.z_to_m - network.z_from_m) / 3600.0
+
+
 def travel_time_s(length_m: np.ndarray, speed_mps: np.ndarray) -> np.ndarray:
     """``(E,)`` free-flow travel time in s."""
     return np.asarray(length_m, dtype=np.float64) / np.asarray(speed_mps, dtype=np.float64)
 
 
-__all__ = ["VehicleProfile", "edge_energy_wh", "network_energy_wh", "travel_time_s"]
+__all__ = ["VehicleProfile", "edge_energy_wh", "elevation_potential_wh", "network_energy_wh", "travel_time_s"]

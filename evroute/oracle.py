@@ -125,6 +125,7 @@ def optimal_route(
     *,
     on_negative_cycle: str = "exact",
     noise_var: float | np.ndarray | None = None,
+    potential_wh: np.ndarray | None = None,
     max_cut_rounds: int = 500,
     time_limit_s: float = 600.0,
 ) -> Route:
@@ -135,6 +136,7 @@ def optimal_route(
             (default) the best simple route by integer programming; ``"raise"``: raise
             :class:`NegativeCycleError`; ``"rectified"``: Dijkstra on ``E[max(0, N(f, noise_var))]``.
         noise_var: observation-noise variance (Wh^2), scalar or ``(E,)``, for ``"rectified"``.
+        potential_wh: potential subtracted before rectification (``"rectified"`` only), as the learner's.
         max_cut_rounds, time_limit_s: bounds on the integer program (it raises
             :class:`NegativeCycleError` when they are exhausted: optimality could not be certified).
     """
@@ -162,7 +164,7 @@ def optimal_route(
                 "(use on_negative_cycle='exact' for the best simple route)"
             ) from None
         if on_negative_cycle == "rectified":
-            return rectified_reference_route(lg, w, noise_var, start, goal)  # type: ignore[arg-type]
+            return rectified_reference_route(lg, w, noise_var, start, goal, potential_wh)  # type: ignore[arg-type]
         return best_simple_route(lg, w, start, goal, max_cut_rounds=max_cut_rounds, time_limit_s=time_limit_s)
     if not np.isfinite(dist[goal]):
         raise UnreachableError(f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from the start edge")
@@ -170,14 +172,19 @@ def optimal_route(
 
 
 def rectified_reference_route(
-    linegraph: LineGraph, energies_wh: np.ndarray, noise_var: float | np.ndarray, start: int, goal: int
+    linegraph: LineGraph, energies_wh: np.ndarray, noise_var: float | np.ndarray, start: int, goal: int,
+    potential_wh: np.ndarray | None = None,
 ) -> Route:
-    """The route the rectified index oracle picks with perfect knowledge; ``cost`` is its TRUE energy (Wh)."""
+    """The route the rectified index oracle picks with perfect knowledge; ``cost`` is its TRUE energy (Wh).
+
+    ``potential_wh`` (optional, ``(E,)``) is subtracted before rectification, as in the learner's oracle.
+    """
     from evroute.policies.index import MIN_WEIGHT_WH, rectified_gaussian_mean
 
     w = np.asarray(energies_wh, dtype=np.float64)
     var = np.broadcast_to(np.asarray(noise_var, dtype=np.float64), w.shape)
-    rect = np.maximum(rectified_gaussian_mean(w, var), MIN_WEIGHT_WH)
+    shifted = w if potential_wh is None else w - np.asarray(potential_wh, dtype=np.float64)
+    rect = np.maximum(rectified_gaussian_mean(shifted, var), MIN_WEIGHT_WH)
     r = RouteOracle(linegraph).shortest_route(rect, start, goal)
     return Route(r.edges, route_cost(w, r.edges), "rectified")
 

@@ -30,6 +30,9 @@ class ExperimentConfig:
             seeds the policy and the feedback noise.
         env_seed: fixed environment seed for all runs (``None``: the run's seed).
         regret_reference: ``auto`` | ``exact`` | ``rectified``, see :class:`evroute.bandit.RoutingBandit`.
+        potential: ``elevation`` (default): the index oracle rectifies estimates minus the elevation potential
+            :func:`evroute.energy.elevation_potential_wh` (same best route, far less rectification bias);
+            ``none``: Algorithm 2 of the paper as published (rectify the raw estimates).
         vehicle: vehicle profile name or JSON path.
         data_dir: directory with real road data (else ``EVROUTE_DATA``).
         dem: elevation raster for OSM networks without elevation.
@@ -48,6 +51,7 @@ class ExperimentConfig:
     seeds: tuple[int, ...] = (0,)
     env_seed: int | None = None
     regret_reference: str = "auto"
+    potential: str = "elevation"
     vehicle: str = "sumo_ev"
     data_dir: str | None = None
     dem: str | None = None
@@ -59,6 +63,8 @@ class ExperimentConfig:
         if not self.seeds or min(self.seeds) < 0 or len(set(self.seeds)) != len(self.seeds):
             raise ParameterError("seeds must be distinct non-negative integers")
         make_policy(self.policy, **self.policy_params)  # validates name and parameters
+        if self.potential not in ("elevation", "none"):
+            raise ParameterError(f"potential must be elevation or none, got {self.potential!r}")
         if self.regret_reference not in ("auto", "exact", "rectified"):
             raise ParameterError(f"regret_reference must be auto, exact or rectified, got {self.regret_reference!r}")
         self.env_config()

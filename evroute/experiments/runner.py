@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from evroute.bandit import RoundRecord, RoutingBandit
-from evroute.energy import VehicleProfile
+from evroute.energy import VehicleProfile, elevation_potential_wh
 from evroute.environment import EnergyEnvironment
 from evroute.errors import DataError, ParameterError
 from evroute.experiments.config import ExperimentConfig
@@ -129,9 +129,12 @@ def run_seed(cfg: ExperimentConfig, seed: int, out_dir: str | Path, *, progress:
     seed_dir.mkdir(parents=True, exist_ok=True)
     problem = build_problem(cfg, seed)
     model = make_model(cfg.model, problem.env, seed=seed, **cfg.model_params)
+    potential = None
+    if cfg.potential == "elevation":
+        potential = elevation_potential_wh(problem.linegraph.network, VehicleProfile.load(cfg.vehicle))
     bandit = RoutingBandit(problem.env, model, make_policy(cfg.policy, **cfg.policy_params),
                            problem.route.start, problem.route.goal, seed=seed,
-                           regret_reference=cfg.regret_reference)
+                           regret_reference=cfg.regret_reference, potential_wh=potential)
     ckpt = seed_dir / "checkpoint.pkl"
     rounds_path = seed_dir / "rounds.csv"
     if ckpt.exists():
@@ -181,6 +184,8 @@ def prepare_output(cfg: ExperimentConfig, out_dir: str | Path, *, overwrite: boo
             old = json.loads(cfg_path.read_text())
         except json.JSONDecodeError:
             raise DataError(f"{cfg_path} is corrupt; remove the directory or pass --overwrite") from None
+        old.setdefault("potential", "none")  # folders written before the option existed used Algorithm 2 as is
+        old.setdefault("regret_reference", "auto")
         if old != json.loads(json.dumps(cfg.to_dict())):
             raise ParameterError(f"results directory {out} holds a different experiment; use another --out")
         return out

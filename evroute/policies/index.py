@@ -73,11 +73,22 @@ class IndexPolicy(ABC):
     def estimates(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
         """``(E,)`` estimates ``mu~`` (Wh) for round ``t >= 1``."""
 
-    def weights(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
-        """``(E,)`` non-negative oracle weights ``E[max(0, N(mu~, varsigma^2))]`` (Wh)."""
+    def weights(
+        self, posterior: EdgePosterior, t: int, rng: np.random.Generator, potential_wh: np.ndarray | None = None
+    ) -> np.ndarray:
+        """``(E,)`` non-negative oracle weights ``E[max(0, N(mu~ - potential, varsigma^2))]`` (Wh).
+
+        Args:
+            potential_wh: optional ``(E,)`` potential difference along each edge (Wh, e.g.
+                :func:`evroute.energy.elevation_potential_wh`).  Subtracting it changes every route's cost by
+                the same constant (it telescopes between start and goal), so the best route is unchanged, but
+                far fewer estimates need rectifying: see ``docs/regret.md``.  ``None`` is Algorithm 2 as published.
+        """
         if t < 1:
             raise ParameterError(f"round index t must be >= 1, got {t}")
         mu_tilde = self.estimates(posterior, t, rng)
+        if potential_wh is not None:
+            mu_tilde = mu_tilde - potential_wh
         return np.maximum(rectified_gaussian_mean(mu_tilde, posterior.noise_var), MIN_WEIGHT_WH)
 
     def beta(self, t: int, n_arms: int) -> float:

@@ -1,0 +1,110 @@
+"""Per-round latency of BI-TS (posterior, index, oracle, update) on synthetic and real networks.
+
+Usage::
+
+    python scripts/bench_round.py                       # synthetic 1k/10k/100k + monaco + luxembourg
+    python scripts/bench_round.py --networks synthetic:1000 --rounds 200 --repeats 5
+    python scripts/bench_round.py --markdown docs/benchmarks.md
+
+Each (network) is measured ``--repeats`` times, each time over ``--rounds`` rounds after ``--warmup``
+rounds; the table reports the median over all measured rounds of each component (ms) and the
+median of the per-repeat medians of a whole round.  Real networks need ``EVROUTE_DATA``; they are
+skipped with a note when it is not set.  Environment sampling and the regret reference are not
+part of a round and are not timed here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from evroute.bandit import RoutingBandit
+from evroute.environment import EnergyEnvironment
+from evroute.errors import EvrouteError
+from evroute.experiments.runner import load_linegraph
+from evroute.io import atomic_write_text
+from evroute.models import BayesianEdgeModel
+from evroute.oracle import rectified_reference_route
+from evroute.policies import ThompsonSampling
+from evroute.routes import resolve_route
+
+DEFAULT_NETWORKS = ["synthetic:1000:0", "synthetic:10000:0", "synthetic:100000:0", "monaco", "luxembourg"]
+COMPONENTS = ["posterior_ms", "index_ms", "oracle_ms", "update_ms"]
+
+
+def bench(network: str, rounds: int, warmup: int, repeats: int, seed: int) -> dict[str, float]:
+    lg = load_linegraph(network, None, None)
+    route = resolve_route(lg, network, "A")
+    env = EnergyEnvironment.sample(lg, seed=seed)
+    ref = rectified_reference_route(lg, env.true_mean_wh, env.noise_var, route.start, route.goal)
+    samples: dict[str, list[float]] = {c: [] for c in COMPONENTS}
+    totals: list[float] = []
+    for rep in range(repeats):
+        model = BayesianEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var)
+        bandit = RoutingBandit(env, model, ThompsonSampling(), route.start, route.goal, seed=seed + rep, optimal=ref)
+        for _ in range(warmup):
+            bandit.step()
+        per_round = []
+        for _ in range(rounds):
+            c0 = time.perf_counter()
+            rec = bandit.step()
+            per_round.append(1e3 * (time.perf_counter() - c0))
+            for c in COMPONENTS:
+                samples[c].append(getattr(rec, c))
+        totals.append(statistics.median(per_round))
+    out = {c: statistics.median(v) for c, v in samples.items()}
+    out["round_ms"] = statistics.median(totals)
+    out["edges"] = lg.n_nodes
+    out["turns"] = lg.n_arcs
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--networks", default=",".join(DEFAULT_NETWORKS))
+    ap.add_argument("--rounds", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--markdown", default=None, help="write the table (with machine and command) to this file")
+    args = ap.parse_args(argv)
+    rows = []
+    for net in [n for n in args.networks.split(",") if n]:
+        if net in ("monaco", "luxembourg") and not os.environ.get("EVROUTE_DATA"):
+            print(f"skip {net}: EVROUTE_DATA is not set", file=sys.stderr)
+            continue
+        try:
+            r = bench(net, args.rounds, args.warmup, args.repeats, args.seed)
+        except EvrouteError as exc:
+            print(f"skip {net}: {exc}", file=sys.stderr)
+            continue
+        rows.append((net, r))
+        print(f"{net:<22} edges {r['edges']:>7} round {r['round_ms']:8.2f} ms  "
+              + "  ".join(f"{c[:-3]} {r[c]:7.2f}" for c in COMPONENTS), flush=True)
+    load = os.getloadavg()
+    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+               f"{platform.python_version()}, numpy {np.__version__}; load average at the end "
+               f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}")
+    header = ("| network | edges (LCC) | turns | round (ms) | posterior | index (TS + rectify) | oracle (Dijkstra) "
+              "| update |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+    body = "".join(f"| {n} | {r['edges']} | {r['turns']} | {r['round_ms']:.2f} | {r['posterior_ms']:.2f} | "
+                   f"{r['index_ms']:.2f} | {r['oracle_ms']:.2f} | {r['update_ms']:.2f} |\n" for n, r in rows)
+    cmd = "python scripts/bench_round.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    text = (f"Command: `{cmd.strip()}`  \nMachine: {machine}  \n"
+            f"Medians over {args.repeats} repeats x {args.rounds} rounds (after {args.warmup} warm-up rounds), ms.\n\n"
+            + header + body)
+    print(text)
+    if args.markdown:
+        atomic_write_text(Path(args.markdown), text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
