@@ -114,7 +114,7 @@ def is_valid_route(linegraph: LineGraph, edges: np.ndarray) -> bool:
     if len(np.unique(e)) != len(e):
         return False
     adj = linegraph.adjacency
-    return all(adj[int(a), int(b)] != 0 for a, b in zip(e[:-1], e[1:]))
+    return all(adj[int(a), int(b)] != 0 for a, b in zip(e[:-1], e[1:], strict=True))
 
 
 def optimal_route(
@@ -252,7 +252,7 @@ def best_simple_route(
         if res.x is None:
             raise NegativeCycleError(f"integer program for the best simple route failed: {res.message}")
         chosen = np.flatnonzero(res.x > 0.5)
-        succ = dict(zip(tail[chosen].tolist(), head[chosen].tolist()))
+        succ = dict(zip(tail[chosen].tolist(), head[chosen].tolist(), strict=True))
         path = [start]
         while path[-1] != goal:
             path.append(succ.pop(path[-1]))

@@ -1,10 +1,9 @@
 import numpy as np
 import scipy.sparse as sp
+from netfixtures import grid_network
 
 from evroute.linegraph import build_line_graph
 from evroute.network.road_network import RoadNetwork
-
-from netfixtures import grid_network
 
 
 def test_turn_counts_on_hand_made_grid():

@@ -164,7 +164,7 @@ class RoadNetwork:
 
         g = nx.MultiDiGraph(name=self.name)
         inc = self.incline
-        for i, (u, v, eid) in enumerate(zip(self.from_node, self.to_node, self.edge_ids)):
+        for i, (u, v, eid) in enumerate(zip(self.from_node, self.to_node, self.edge_ids, strict=True)):
             g.add_edge(u, v, key=eid, edge_id=eid, index=i, length=float(self.length_m[i]),
                        speed=float(self.speed_mps[i]), incline=float(inc[i]))
         return g
