@@ -40,7 +40,7 @@ from evroute.errors import DataError, ParameterError
 from evroute.experiments.config import ExperimentConfig
 from evroute.io import atomic_pickle, atomic_write_json, atomic_write_text
 from evroute.linegraph import LineGraph, build_line_graph
-from evroute.models.factory import check_model, make_model
+from evroute.models.factory import check_model, is_learner, make_learner, make_model
 from evroute.policies import make_policy
 from evroute.routes import RouteSpec, resolve_route
 
@@ -83,7 +83,9 @@ def _environment(lg: LineGraph, vehicle: str, env_json: str, seed: int) -> Energ
 
 def validate(cfg: ExperimentConfig) -> RouteSpec:
     """Check everything the config names; returns the resolved route.  Creates no files."""
-    check_model(cfg.model)
+    check_model(cfg.model, cfg.policy)
+    if is_learner(cfg.model) and cfg.policy_params:
+        raise ParameterError(f"model {cfg.model!r} takes its parameters as model parameters, not policy parameters")
     make_policy(cfg.policy, **cfg.policy_params)
     VehicleProfile.load(cfg.vehicle)
     lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem)
@@ -119,6 +121,22 @@ def _rows_to_csv(rows: list[dict[str, Any]], header: bool) -> str:
     return buf.getvalue()
 
 
+def make_bandit(cfg: ExperimentConfig, problem: Problem, seed: int) -> Any:
+    """The learner of one run: a :class:`RoutingBandit` over ``cfg.model`` and ``cfg.policy``, or, for a learner
+    name such as ``routeset``, that learner (same ``step``/``state`` interface, see :func:`make_learner`)."""
+    potential = None
+    if cfg.potential == "elevation":
+        potential = elevation_potential_wh(problem.linegraph.network, VehicleProfile.load(cfg.vehicle))
+    if is_learner(cfg.model):
+        return make_learner(cfg.model, problem.env, problem.route.start, problem.route.goal, policy=cfg.policy,
+                            seed=seed, regret_reference=cfg.regret_reference, potential_wh=potential,
+                            **cfg.model_params)
+    model = make_model(cfg.model, problem.env, seed=seed, **cfg.model_params)
+    return RoutingBandit(problem.env, model, make_policy(cfg.policy, **cfg.policy_params),
+                         problem.route.start, problem.route.goal, seed=seed,
+                         regret_reference=cfg.regret_reference, potential_wh=potential)
+
+
 def run_seed(cfg: ExperimentConfig, seed: int, out_dir: str | Path, *, progress: bool = False,
              checkpoint_every: int = 10) -> dict[str, Any]:
     """Run (or resume) one seed of ``cfg`` into ``out_dir/seed_<seed>``; returns its summary."""
@@ -127,14 +145,7 @@ def run_seed(cfg: ExperimentConfig, seed: int, out_dir: str | Path, *, progress:
     if summary_path.exists():
         return json.loads(summary_path.read_text())
     seed_dir.mkdir(parents=True, exist_ok=True)
-    problem = build_problem(cfg, seed)
-    model = make_model(cfg.model, problem.env, seed=seed, **cfg.model_params)
-    potential = None
-    if cfg.potential == "elevation":
-        potential = elevation_potential_wh(problem.linegraph.network, VehicleProfile.load(cfg.vehicle))
-    bandit = RoutingBandit(problem.env, model, make_policy(cfg.policy, **cfg.policy_params),
-                           problem.route.start, problem.route.goal, seed=seed,
-                           regret_reference=cfg.regret_reference, potential_wh=potential)
+    bandit = make_bandit(cfg, build_problem(cfg, seed), seed)
     ckpt = seed_dir / "checkpoint.pkl"
     rounds_path = seed_dir / "rounds.csv"
     if ckpt.exists():

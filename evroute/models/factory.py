@@ -2,6 +2,10 @@
 
 Builders are looked up lazily by dotted path so that heavy dependencies (torch for the GP model) are
 imported only when that model is used.  Third-party models can be added with :func:`register_model`.
+
+A few names are *learners* instead of edge models: they replace the whole edge-model + index-policy + oracle
+loop of :class:`~evroute.bandit.RoutingBandit` (``--model routeset``: IGP-UCB / GP-TS over a fixed set of
+candidate routes).  :func:`make_learner` builds them; the runner asks :func:`is_learner` once per run.
 """
 
 from __future__ import annotations
@@ -20,6 +24,13 @@ ModelBuilder = Callable[..., EdgeModel]
 _REGISTRY: dict[str, str | ModelBuilder] = {
     "bi": "evroute.models.bi:build_bi_model",
     "gp": "evroute.models.gp:build_gp_model",
+    "kr": "evroute.models.kr:build_kr_model",
+}
+
+
+#: learner name -> (``"module:function"`` builder, allowed ``--policy`` names); see :func:`make_learner`.
+_LEARNERS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "routeset": ("evroute.routeset:build_routeset_bandit", ("ucb", "ts")),
 }
 
 
@@ -29,7 +40,26 @@ def register_model(name: str, builder: str | ModelBuilder) -> None:
 
 
 def model_names() -> list[str]:
-    return sorted(_REGISTRY)
+    return sorted([*_REGISTRY, *_LEARNERS])
+
+
+def is_learner(name: str) -> bool:
+    """Whether ``name`` is a whole-loop learner (e.g. ``routeset``) rather than an edge model."""
+    return name.lower() in _LEARNERS
+
+
+def make_learner(name: str, env: EnergyEnvironment, start: int, goal: int, *, policy: str, seed: int,
+                 regret_reference: str = "auto", potential_wh: Any = None, **params: Any) -> Any:
+    """Build learner ``name``: an object with ``step() -> RoundRecord``, ``t``, ``cumulative_regret``, ``optimal``,
+    ``state()`` and ``load_state()``, like :class:`~evroute.bandit.RoutingBandit` (``regret_reference`` and the
+    ``(E,)`` ``potential_wh`` have the same meaning).  ``params``: its model parameters.
+    """
+    key = name.lower()
+    check_model(key, policy)
+    module, func = _LEARNERS[key][0].split(":")
+    builder = getattr(importlib.import_module(module), func)
+    return builder(env, start, goal, policy=policy, seed=seed, regret_reference=regret_reference,
+                   potential_wh=potential_wh, **params)
 
 
 def _builder(name: str) -> ModelBuilder:
@@ -59,6 +89,12 @@ def make_model(name: str, env: EnergyEnvironment, *, seed: int | None = None, **
         raise ParameterError(f"invalid parameters for model {name!r}: {exc}") from None
 
 
-def check_model(name: str) -> None:
-    """Raise :class:`ParameterError` if ``name`` is not a registered model."""
+def check_model(name: str, policy: str | None = None) -> None:
+    """Raise :class:`ParameterError` unless ``name`` is a registered model or learner (and suits ``policy``)."""
+    key = name.lower()
+    if key in _LEARNERS:
+        allowed = _LEARNERS[key][1]
+        if policy is not None and policy.lower() not in allowed:
+            raise ParameterError(f"model {name!r} supports the policies {', '.join(allowed)}, got {policy!r}")
+        return
     _builder(name)
