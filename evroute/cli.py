@@ -75,7 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--route", default=None, help="named route A or B (default: A unless --start/--goal)")
     p.add_argument("--start", default=None, help="start edge id")
     p.add_argument("--goal", default=None, help="goal edge id")
-    p.add_argument("--model", default=None, help="edge model: bi (default) or another registered model")
+    p.add_argument("--model", default=None,
+                   help="edge model: bi (default), gp, kr (kernel regression), or routeset (IGP-UCB with --policy ucb, "
+                        "GP-TS with --policy ts, over the k prior-shortest routes; parameters via --model-param)")
     p.add_argument("--policy", default=None, help="ucb, bucb, ts (default) or greedy")
     p.add_argument("--policy-param", action="append", metavar="NAME=VALUE",
                    help="policy parameter, e.g. beta_scale=0.5, xi=0.5 (repeatable)")
