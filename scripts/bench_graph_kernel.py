@@ -1,0 +1,88 @@
+"""Cost of the graph Matérn kernel backends and of sampling the paper's environment.
+
+Usage::
+
+    python scripts/bench_graph_kernel.py --markdown docs/graph_kernel_bench.md
+    python scripts/bench_graph_kernel.py --networks synthetic:1000:0,luxembourg --repeats 3
+
+For each network: time to build the kernel with each backend (``dense`` eigendecomposition,
+``sparse`` LU of the precision root plus the normaliser, ``eig`` with 200 eigenpairs), the time of
+one ``K @ v`` product (sparse) and the time of one environment draw (``EnergyEnvironment.sample``,
+``auto`` method).  Medians over ``--repeats`` runs; backends too large for the machine are skipped
+(``dense`` above 8,000 edges).  Real networks need ``EVROUTE_DATA``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from evroute.environment import EnergyEnvironment
+from evroute.experiments.runner import load_linegraph
+from evroute.io import atomic_write_text
+from evroute.kernels import GraphMaternKernel
+
+DEFAULT = "synthetic:1000:0,monaco,luxembourg,synthetic:20000:0,synthetic:100000:0"
+
+
+def _median_time(fn: Callable[[], object], repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--networks", default=DEFAULT)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--markdown", default=None)
+    args = ap.parse_args(argv)
+    rows = []
+    for net in [n for n in args.networks.split(",") if n]:
+        if net in ("monaco", "luxembourg") and not os.environ.get("EVROUTE_DATA"):
+            print(f"skip {net}: EVROUTE_DATA is not set", file=sys.stderr)
+            continue
+        lg = load_linegraph(net)
+        lap = lg.laplacian()
+        n = lg.n_nodes
+        r: dict[str, str] = {"network": net, "edges": str(n)}
+        r["dense"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='dense'), args.repeats):.2f}" \
+            if n <= 8000 else "skipped"
+        r["sparse"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='sparse'), args.repeats):.2f}"
+        r["eig200"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='eig', n_eig=200), 1):.2f}" \
+            if n <= 30000 else "skipped"
+        k = GraphMaternKernel(lap, method="sparse")
+        v = np.random.default_rng(0).standard_normal(n)
+        r["matvec_ms"] = f"{1e3 * _median_time(lambda: k.matmul(v), max(args.repeats, 5)):.1f}"
+        r["env_sample"] = f"{_median_time(lambda: EnergyEnvironment.sample(lg, seed=0), args.repeats):.1f}"
+        rows.append(r)
+        print(r, flush=True)
+    load = os.getloadavg()
+    text = (
+        f"Command: `python scripts/bench_graph_kernel.py {' '.join(argv if argv is not None else sys.argv[1:])}`  \n"
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}; load average at the end "
+        f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. Medians of {args.repeats} runs, seconds unless stated.\n\n"
+        "| network | edges (LCC) | build dense (eigh) | build sparse (LU + normaliser) | build eig (200 pairs) "
+        "| sparse K v (ms) | environment draw (auto) |\n|---|---:|---:|---:|---:|---:|---:|\n"
+        + "".join(f"| {r['network']} | {r['edges']} | {r['dense']} | {r['sparse']} | {r['eig200']} | "
+                  f"{r['matvec_ms']} | {r['env_sample']} |\n" for r in rows)
+    )
+    print(text)
+    if args.markdown:
+        atomic_write_text(Path(args.markdown), text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
