@@ -52,14 +52,16 @@ def exploration_map_html(linegraph: LineGraph, counts: np.ndarray, path: str | P
         m.get_root().html.add_child(folium.Element(f"<h4 style='position:absolute;z-index:1000;left:60px'>"
                                                    f"{title}</h4>"))
     base = folium.FeatureGroup(name="network")
-    for g in geom:
-        folium.PolyLine([(y, x) for x, y in g], color="#cccccc", weight=1, opacity=0.6).add_to(base)
+    # one multi-polyline with coordinates rounded to ~1 m: a per-edge PolyLine made real-city maps tens of MB
+    folium.PolyLine([[(round(float(y), 5), round(float(x), 5)) for x, y in g] for g in geom], color="#cccccc",
+                    weight=1, opacity=0.6).add_to(base)
     base.add_to(m)
     driven = folium.FeatureGroup(name="driven edges")
     cmax = np.log1p(counts.max()) if counts.max() > 0 else 1.0
     for e in np.flatnonzero(counts > 0):
         frac = float(np.log1p(counts[e]) / cmax)
-        folium.PolyLine([(y, x) for x, y in geom[e]], color=_colour(frac), weight=2 + 4 * frac, opacity=0.9,
+        pts = [(round(float(y), 5), round(float(x), 5)) for x, y in geom[e]]
+        folium.PolyLine(pts, color=_colour(frac), weight=2 + 4 * frac, opacity=0.9,
                         tooltip=f"{linegraph.network.edge_ids[e]}: driven {int(counts[e])}x").add_to(driven)
     driven.add_to(m)
     if len(optimal):

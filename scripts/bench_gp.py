@@ -1,7 +1,10 @@
 """Per-round latency of GP-TS (model update, prediction over all edges, index, oracle) and peak memory.
 
-    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/bench_gp.py --networks monaco luxembourg \
-        --rounds 60 --out docs/benchmark_gp.md
+    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/bench_gp.py --networks luxembourg \
+        --rounds 60 --out results/bench_gp_luxembourg.md
+
+Run one network per process: the peak RSS (``ru_maxrss``) is the process's peak so far.  ``--policy ucb``
+measures GP-UCB, whose inducing set reaches M within a few dozen rounds (the expensive regime).
 
 The regret reference is not needed for latency, so the bandit gets a cheap stand-in optimal route
 (Dijkstra on the clipped true energies) instead of the exact integer-programming oracle.  Rounds are
@@ -19,7 +22,7 @@ import time
 import numpy as np
 
 
-def bench(network: str, rounds: int, params: dict) -> dict:
+def bench(network: str, rounds: int, params: dict, policy: str = "ts") -> dict:
     import torch
 
     from evroute.bandit import RoutingBandit
@@ -27,31 +30,34 @@ def bench(network: str, rounds: int, params: dict) -> dict:
     from evroute.models.factory import make_model
     from evroute.oracle import RouteOracle
     from evroute.policies import make_policy
-    from evroute.routes import corner_route
+    from evroute.routes import resolve_route
 
+    load0 = os.getloadavg()[0]
     lg = load_linegraph(network)
     t0 = time.perf_counter()
     env = _environment(lg, "sumo_ev", "{}", 0)
     t_env = time.perf_counter() - t0
-    s, g = corner_route(lg, "A")
+    rs = resolve_route(lg, network, "A", None, None)  # named route A (data/routes.json), else a corner route
+    s, g = rs.start, rs.goal
     opt = RouteOracle(lg).shortest_route(np.maximum(env.true_mean_wh, 1e-9), s, g)
     t0 = time.perf_counter()
     model = make_model("gp", env, **params)
     model.posterior()  # builds the graph Gram matrix / eigenpairs once
     t_setup = time.perf_counter() - t0
-    bandit = RoutingBandit(env, model, make_policy("ts"), s, g, seed=0, optimal=opt)
+    bandit = RoutingBandit(env, model, make_policy(policy), s, g, seed=0, optimal=opt)
     recs = bandit.run(rounds)
     cols = ["update_ms", "posterior_ms", "index_ms", "oracle_ms"]
     arr = {c: np.array([getattr(r, c) for r in recs]) for c in cols}
     total = sum(arr.values())
     return {
-        "network": network, "edges": lg.n_nodes, "rounds": rounds, "M_final": len(model.inducing_edges),
+        "network": network, "policy": policy, "load_before": load0, "edges": lg.n_nodes, "rounds": rounds,
+        "M_final": len(model.inducing_edges),
         "obs_final": model.n_obs, "env_s": t_env, "setup_s": t_setup,
         **{c: float(np.median(v)) for c, v in arr.items()},
         "total_median_ms": float(np.median(total)), "total_p90_ms": float(np.percentile(total, 90)),
         "last10_ms": float(np.mean(total[-10:])),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "torch_threads": torch.get_num_threads(),
+        "torch_threads": torch.get_num_threads(), "load_after": os.getloadavg()[0],
     }
 
 
@@ -61,23 +67,27 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=60)
     ap.add_argument("--n-inducing", type=int, default=1000)
     ap.add_argument("--dtype", default="float64")
+    ap.add_argument("--policy", default="ts", help="index policy (ts: GP-TS; ucb: GP-UCB, whose M saturates)")
     ap.add_argument("--out", default=None, help="append a Markdown table to this file")
     args = ap.parse_args()
     rows = []
     for net in args.networks:
-        r = bench(net, args.rounds, {"n_inducing": args.n_inducing, "dtype": args.dtype})
+        r = bench(net, args.rounds, {"n_inducing": args.n_inducing, "dtype": args.dtype}, args.policy)
         rows.append(r)
         print(r, flush=True)
-    head = ("| network | edges | rounds | M at end | obs at end | update ms | predict ms | index ms | oracle ms "
-            "| total median ms | total p90 ms | mean of last 10 ms | set-up s | peak RSS MB |")
+    head = ("| network | policy | edges | rounds | M at end | obs at end | update ms | predict ms | index ms "
+            "| oracle ms | total median ms | total p90 ms | mean of last 10 ms | env s | set-up s | peak RSS MB "
+            "| load avg |")
     lines = [f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {platform.node()}, {os.cpu_count()} CPUs, "
              f"{platform.processor() or platform.machine()}, dtype {args.dtype}, M <= {args.n_inducing}\n",
-             head, "|" + "---|" * 15]
+             head, "|" + "---|" * 18]
     for r in rows:
-        lines.append(f"| {r['network']} | {r['edges']} | {r['rounds']} | {r['M_final']} | {r['obs_final']} | "
+        lines.append(f"| {r['network']} | GP-{r['policy'].upper()} | {r['edges']} | {r['rounds']} | "
+                     f"{r['M_final']} | {r['obs_final']} | "
                      f"{r['update_ms']:.0f} | {r['posterior_ms']:.0f} | {r['index_ms']:.1f} | {r['oracle_ms']:.1f} | "
                      f"{r['total_median_ms']:.0f} | {r['total_p90_ms']:.0f} | {r['last10_ms']:.0f} | "
-                     f"{r['setup_s']:.1f} | {r['peak_rss_mb']:.0f} |")
+                     f"{r['env_s']:.1f} | {r['setup_s']:.1f} | {r['peak_rss_mb']:.0f} | "
+                     f"{r['load_before']:.1f}-{r['load_after']:.1f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

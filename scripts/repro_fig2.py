@@ -1,72 +1,100 @@
 """Paper Fig. 2: cumulative regret of GP-UCB, GP-BUCB, GP-TS, BI-UCB, BI-BUCB, BI-TS (mean +- 1 s.e.).
 
-Paper protocol (the defaults): routes Luxembourg A/B and Monaco A/B, 5 seeds, T = 500:
+Paper protocol (the defaults): routes Luxembourg A/B and Monaco A/B, 5 seeds, T = 500, M = 1000, Algorithm 2 as
+published (``--potential none``):
 
     EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/repro_fig2.py
 
-Reduced protocols use --routes/--seeds/--horizon; results are resumable (re-run the same command).
-Writes OUT/<network>-<route>/<method>/... (raw runs), docs/results/fig2_<network>_<route>.png and
-docs/results/fig2_table.md (final regret table with the exact command).
+Reduced protocols use --routes/--seeds/--horizon/--model-param n_inducing=...; results are resumable (re-run the
+same command).  ``--elevation-methods`` also runs those methods with the elevation potential (our improvement,
+labelled ``+pot``; skipped on flat networks, where it changes nothing).  Writes RUNS/<network>-<route>/<METHOD>/
+(raw runs), docs/results/fig2_<network>_<route><tag>.png and docs/results/fig2_table<tag>.md (final regret and
+per-round latency tables, with the exact command).
 """
 
 from __future__ import annotations
 
 import argparse
-import shlex
-import sys
 from pathlib import Path
 
-METHODS = [("gp", "ucb"), ("gp", "bucb"), ("gp", "ts"), ("bi", "ucb"), ("bi", "bucb"), ("bi", "ts")]
+import _repro as R
+
+
+def elevation_matters(network: str) -> bool:
+    """False on flat networks (zero elevation potential everywhere): the ``+pot`` variant would be identical."""
+    import numpy as np
+
+    from evroute.energy import VehicleProfile, elevation_potential_wh
+    from evroute.experiments.runner import load_linegraph
+
+    pot = elevation_potential_wh(load_linegraph(network).network, VehicleProfile.load("sumo_ev"))
+    return bool(np.any(np.abs(pot) > 1e-9))
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--routes", nargs="+", default=["luxembourg:A", "luxembourg:B", "monaco:A", "monaco:B"],
                     help="NETWORK:ROUTE items")
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--horizon", type=int, default=500)
-    ap.add_argument("--methods", nargs="+", default=[f"{m}-{p}" for m, p in METHODS])
-    ap.add_argument("--model-param", action="append", default=[], metavar="NAME=VALUE")
-    ap.add_argument("--executor", default="process", choices=["serial", "process", "ray"])
-    ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--runs", default="results/fig2", help="raw results folder")
-    ap.add_argument("--docs", default="docs/results", help="figures and tables folder")
-    ap.add_argument("--tag", default="", help="suffix of the figure/table names (e.g. for a reduced protocol)")
+    ap.add_argument("--methods", nargs="+", default=list(R.FIG2_METHODS))
+    ap.add_argument("--elevation-methods", nargs="*", default=[],
+                    help="methods also run with potential='elevation' (named METHOD+pot)")
+    R.add_common_args(ap, runs="results/repro")
     args = ap.parse_args()
+    cmd = R.command_line()
 
-    import json
-
-    from evroute.experiments import ExperimentConfig, load_rounds
-    from evroute.experiments.sweep import run_sweep
-    from evroute.viz import plot_regret
-
-    gp_params = {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.model_param)}
-    docs = Path(args.docs)
-    docs.mkdir(parents=True, exist_ok=True)
-    cmd = "python " + " ".join(shlex.quote(a) for a in sys.argv)
-    rows = []
-    for item in args.routes:
-        network, route = item.rsplit(":", 1)
-        cfgs = {}
+    routes = R.parse_routes(args.routes)
+    names: dict[str, list[str]] = {}
+    cfgs = {}
+    for network, route in routes:
+        key = R.route_key(network, route)
+        names[key] = []
         for meth in args.methods:
-            model, policy = meth.split("-")
-            cfgs[meth.upper()] = ExperimentConfig(network=network, route=route, model=model, policy=policy,
-                                                  horizon=args.horizon, seeds=tuple(range(args.seeds)),
-                                                  model_params=gp_params if model == "gp" else {})
-        root = Path(args.runs) / f"{network.replace(':', '_')}-{route}"
-        summaries = run_sweep(cfgs, root, executor=args.executor, workers=args.workers)
-        frames = {name: load_rounds(root / name) for name in cfgs}
-        tag = f"{network.replace(':', '_')}_{route}{args.tag}"
-        plot_regret(frames, docs / f"fig2_{tag}.png", title=f"{network} route {route}, T={args.horizon}, "
-                                                          f"{args.seeds} seeds")
-        for name, s in summaries.items():
-            rows.append((f"{network} {route}", name, s["mean_final_regret_wh"], s["se_final_regret_wh"]))
-    lines = [f"# Fig. 2 reproduction{args.tag}", "", f"Command: `{cmd}`", "",
-             f"Final cumulative regret at T = {args.horizon} (Wh), mean +- 1 s.e. over {args.seeds} seeds.", "",
-             "| route | method | final regret (Wh) | s.e. |", "|---|---|---|---|"]
-    lines += [f"| {r} | {m} | {v:.1f} | {se:.1f} |" for r, m, v, se in rows]
-    (docs / f"fig2_table{args.tag}.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
+            names[key].append(meth.upper())
+            cfgs[f"{key}/{meth.upper()}"] = R.method_config(network, route, meth, args)
+        if args.elevation_methods and args.potential == "none" and elevation_matters(network):
+            for meth in args.elevation_methods:
+                names[key].append(meth.upper() + R.ELEV)
+                cfgs[f"{key}/{meth.upper()}{R.ELEV}"] = R.method_config(network, route, meth, args,
+                                                                        potential="elevation")
+    R.run_grid(cfgs, args)
+
+    docs = Path(args.docs)
+    runs = Path(args.runs)
+    all_names = list(dict.fromkeys(n for v in names.values() for n in v))
+    head = "| method | " + " | ".join(f"{n.split(':')[0]} {r}" for n, r in routes) + " |"
+    reg = [head, "|---|" + "---|" * len(routes)]
+    tim = [head, "|---|" + "---|" * len(routes)]
+    notes = []
+    for name in all_names:
+        cells, tcells = [], []
+        for network, route in routes:
+            d = runs / R.route_key(network, route) / name
+            m, se, n = R.regret_row(d, args.seeds)
+            cells.append(R.fmt(m, se) + ("" if n in (0, args.seeds) else f" ({n} seeds)"))
+            t = R.timing_row(d) if n else {}
+            tcells.append(f"{t['total_ms']:.0f} (upd {t['update_ms']:.0f}, post {t['posterior_ms']:.0f}, "
+                          f"orc {t['oracle_ms']:.0f})" if t else "--")
+        reg.append(f"| {name} | " + " | ".join(cells) + " |")
+        tim.append(f"| {name} | " + " | ".join(tcells) + " |")
+    for network, route in routes:
+        key = R.route_key(network, route)
+        frames = R.finished_frames(runs / key, names[key], args.seeds)
+        if frames:
+            fig, ax = R.new_axes()
+            R.plot_curves(ax[0, 0], frames)
+            ax[0, 0].set_ylabel("cumulative regret (Wh)")
+            ax[0, 0].set_title(f"{network} route {route}: T = {args.horizon}, {args.seeds} seeds (mean +- 1 s.e.)",
+                               fontsize=9)
+            ax[0, 0].legend(fontsize=8)
+            R.save_fig(fig, docs / f"fig2_{key}{args.tag}.png")
+        meth = sorted({m for n in names[key] for m in R.optimal_methods(runs / key / n)})
+        notes.append(f"* {network} {route}: regret reference {', '.join(meth) or '--'}")
+    R.write_markdown(docs / f"fig2_table{args.tag}.md", [
+        f"# Fig. 2 reproduction{args.tag}", "", f"Command: `{cmd}`", "", *R.settings_lines(args), "",
+        f"Final cumulative regret at T = {args.horizon} (Wh), mean +- 1 s.e. over seeds "
+        f"(`{R.ELEV}`: with the elevation potential, not in the paper).", "", *reg, "",
+        "Median per-round latency in ms (total = model update + posterior + index + oracle; all seeds, all rounds):",
+        "", *tim, "", *notes])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,219 @@
+"""Shared helpers of the paper-reproduction scripts (``repro_fig2.py``, ``repro_fig3.py``, ``repro_lengthscale.py``,
+``repro_maps.py``): command-line options, config construction, the sweep, aggregation, tables and figures.
+
+Raw runs live under ``RUNS/<network>-<route>/<NAME>/seed_<s>/`` (ignored ``results/`` folder by default).  The
+folder of a run depends only on its route and its *name*, and a name always denotes the same configuration, so
+the scripts share runs: Fig. 3's GP-UCB and GP-BUCB (xi = 1, omega = 1) are Fig. 2's runs, and the lengthscale
+study's l = 1 runs are Fig. 2's too (the environment's default lengthscale is 1).  The sweep is resumable: re-run
+the same command and finished seeds are skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+#: Fig. 2 methods in the paper's order (model, policy).
+FIG2_METHODS = ("gp-ucb", "gp-bucb", "gp-ts", "bi-ucb", "bi-bucb", "bi-ts")
+#: Suffix of run names that use the elevation potential (our improvement; the paper's Algorithm 2 has none).
+ELEV = "+pot"
+
+
+def command_line() -> str:
+    """The exact command that is running (for the result files)."""
+    exe = sys.executable
+    try:
+        exe = str(Path(exe).relative_to(Path.cwd()))
+    except ValueError:
+        pass
+    return " ".join(shlex.quote(a) for a in [exe, *sys.argv])
+
+
+def add_common_args(ap: argparse.ArgumentParser, *, runs: str, seeds: int = 5, horizon: int = 500) -> None:
+    """Options every sweep script takes (defaults: the paper's protocol)."""
+    ap.add_argument("--seeds", type=int, default=seeds, help="seeds 0..N-1 (paper: 5)")
+    ap.add_argument("--horizon", type=int, default=horizon, help="rounds T (paper: 500)")
+    ap.add_argument("--model-param", action="append", default=[], metavar="NAME=VALUE",
+                    help="GP model parameter (JSON value), e.g. n_inducing=250 (paper: M = 1000)")
+    ap.add_argument("--potential", default="none", choices=["none", "elevation"],
+                    help="index rectification of the main runs: none = the paper's Algorithm 2 (default)")
+    ap.add_argument("--executor", default="process", choices=["serial", "process", "ray"])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--runs", default=runs, help="raw results folder (not committed)")
+    ap.add_argument("--docs", default="docs/results", help="figures and tables folder")
+    ap.add_argument("--tag", default="", help="suffix of the figure/table names")
+    ap.add_argument("--report-only", action="store_true",
+                    help="run nothing; report the seeds already finished (partial results are marked)")
+
+
+def gp_params(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: json.loads(v) for k, v in (p.split("=", 1) for p in args.model_param)}
+
+
+def parse_routes(items: Sequence[str]) -> list[tuple[str, str]]:
+    """``NETWORK:ROUTE`` items -> ``(network, route)`` (the network may contain colons, e.g. synthetic:2000:0)."""
+    return [tuple(item.rsplit(":", 1)) for item in items]  # type: ignore[misc]
+
+
+def route_key(network: str, route: str) -> str:
+    return f"{network.replace(':', '_')}-{route}"
+
+
+def method_config(network: str, route: str, method: str, args: argparse.Namespace, *,
+                  policy_params: Mapping[str, float] | None = None, environment: Mapping[str, Any] | None = None,
+                  potential: str | None = None) -> Any:
+    """The :class:`ExperimentConfig` of ``method`` (``gp-ts``, ``bi-bucb``, ...) under the script's settings.
+
+    GP model parameters (``--model-param``) only go to GP methods; ``environment`` is left empty for the
+    paper's defaults, so that runs with default settings are shared between scripts.
+    """
+    from evroute.experiments import ExperimentConfig
+
+    model, policy = method.lower().split("-")
+    return ExperimentConfig(network=network, route=route, model=model, policy=policy,
+                            policy_params=dict(policy_params or {}),
+                            model_params=gp_params(args) if model == "gp" else {},
+                            environment=dict(environment or {}), horizon=args.horizon,
+                            seeds=tuple(range(args.seeds)), potential=potential or args.potential)
+
+
+def run_grid(configs: Mapping[str, Any], args: argparse.Namespace) -> None:
+    """Run (or resume) ``RUNS/<key>`` for every ``key -> config`` (keys are ``<route key>/<name>``)."""
+    if args.report_only:
+        return
+    from evroute.experiments.sweep import run_sweep
+
+    run_sweep(configs, Path(args.runs), executor=args.executor, workers=args.workers, progress=False)
+
+
+def seed_finals(run_dir: Path) -> dict[int, float]:
+    """Final cumulative regret (Wh) of every finished seed of a run folder."""
+    out = {}
+    for p in sorted(run_dir.glob("seed_*/summary.json")):
+        s = json.loads(p.read_text())
+        out[int(s["seed"])] = float(s["final_cumulative_regret_wh"])
+    return out
+
+
+def mean_se(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and standard error (``std(ddof=1) / sqrt(n)``; nan for n < 2)."""
+    n = len(values)
+    if n == 0:
+        return math.nan, math.nan
+    m = sum(values) / n
+    if n < 2:
+        return m, math.nan
+    var = sum((v - m) ** 2 for v in values) / (n - 1)
+    return m, math.sqrt(var / n)
+
+
+def finished_frames(run_root: Path, names: Sequence[str], seeds: int) -> dict[str, Any]:
+    """``name -> rounds`` of the finished seeds (``< seeds``) of each run that has any."""
+    import pandas as pd
+
+    from evroute.experiments import load_rounds
+
+    frames = {}
+    for name in names:
+        d = run_root / name
+        done = [s for s in seed_finals(d) if s < seeds]
+        if not done:
+            continue
+        df = load_rounds(d)
+        frames[name] = df[df["seed"].isin(done)].reset_index(drop=True) if isinstance(df, pd.DataFrame) else df
+    return frames
+
+
+def optimal_methods(run_dir: Path) -> set[str]:
+    return {json.loads(p.read_text()).get("optimal_method", "?") for p in run_dir.glob("seed_*/summary.json")}
+
+
+def fmt(m: float, se: float) -> str:
+    if math.isnan(m):
+        return "--"
+    return f"{m:.1f} +- {se:.1f}" if not math.isnan(se) else f"{m:.1f}"
+
+
+def regret_row(run_dir: Path, seeds: int) -> tuple[float, float, int]:
+    """Mean, s.e. and number of the finished seeds (``< seeds``) of one run folder."""
+    finals = [v for s, v in seed_finals(run_dir).items() if s < seeds]
+    m, se = mean_se(finals)
+    return m, se, len(finals)
+
+
+def timing_row(run_dir: Path) -> dict[str, float]:
+    """Median per-round latency (ms) of the finished seeds: update, posterior, index, oracle and total."""
+    import pandas as pd
+
+    frames = [pd.read_csv(p) for p in sorted(run_dir.glob("seed_*/rounds.csv"))]
+    if not frames:
+        return {}
+    df = pd.concat(frames, ignore_index=True)
+    cols = ["update_ms", "posterior_ms", "index_ms", "oracle_ms"]
+    tot = df[cols].sum(axis=1)
+    return {**{c: float(df[c].median()) for c in cols}, "total_ms": float(tot.median()),
+            "mean_ms": float(tot.mean()), "rounds": len(df)}
+
+
+def save_fig(fig: Any, path: Path) -> Path:
+    import io
+
+    import matplotlib.pyplot as plt
+
+    from evroute.io import atomic_write_bytes
+
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png", dpi=120)
+    plt.close(fig)
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def plot_curves(ax: Any, frames: Mapping[str, Any], column: str = "cumulative_regret_wh", *,
+                per_seed_constant: bool = False) -> None:
+    """Mean +- 1 s.e. over seeds of ``column`` against the round, one line per name."""
+    import numpy as np
+
+    for label, df in frames.items():
+        piv = df.pivot_table(index="round", columns="seed", values=column)
+        t = piv.index.to_numpy()
+        y = piv.to_numpy()
+        mean = np.nanmean(y, axis=1)
+        n = np.sum(~np.isnan(y), axis=1)
+        se = np.where(n > 1, np.nanstd(y, axis=1, ddof=min(1, y.shape[1] - 1)) / np.sqrt(np.maximum(n, 1)), 0.0)
+        (line,) = ax.plot(t, mean, label=label)
+        if not per_seed_constant:
+            ax.fill_between(t, mean - se, mean + se, alpha=0.2, color=line.get_color())
+    ax.set_xlabel("round t")
+    ax.grid(alpha=0.3)
+
+
+def new_axes(ncols: int = 1, width: float = 6.4) -> tuple[Any, Any]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt.subplots(1, ncols, figsize=(width * ncols, 4.2), squeeze=False)
+
+
+def write_markdown(path: Path, lines: Sequence[str]) -> None:
+    from evroute.io import atomic_write_text
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, "\n".join(lines) + "\n")
+    print("\n".join(lines), flush=True)
+
+
+def settings_lines(args: argparse.Namespace) -> list[str]:
+    gp = gp_params(args)
+    return [f"Settings: {args.seeds} seeds (0..{args.seeds - 1}), T = {args.horizon}, "
+            f"GP model parameters {gp or 'paper defaults (M = 1000, batch 2500, 1 step/round)'}, "
+            f"potential = {args.potential!r} (`none` = the paper's Algorithm 2), executor {args.executor} "
+            f"x {args.workers}."]
