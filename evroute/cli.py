@@ -112,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
     f = dsub.add_parser("fetch", help="download monaco/luxembourg OSM files (pinned upstream commits, SHA-256 checked)")
     f.add_argument("name", help="monaco or luxembourg")
     f.add_argument("--cache-dir", default=None, help="target folder (default: $EVROUTE_DATA or the user cache)")
+    c = dsub.add_parser("convert", help="convert an OpenStreetMap file to a SUMO network with netconvert")
+    c.add_argument("osm", help="input .osm / .osm.bz2 / .osm.gz file")
+    c.add_argument("out", help="output .net.xml (or .net.xml.gz) file")
+    c.add_argument("--no-elevation", action="store_true", help="ignore OSM ele tags")
+    c.add_argument("--no-join", action="store_true", help="do not join nearby junctions")
     return parser
 
 
@@ -237,6 +242,14 @@ def _cmd_info(args: argparse.Namespace) -> int:
 
 
 def _cmd_data(args: argparse.Namespace) -> int:
+    if args.data_command == "convert":
+        from evroute.network.netconvert import osm_to_sumo
+        from evroute.network.sumo import load_sumo_net
+
+        out = osm_to_sumo(args.osm, args.out, elevation=not args.no_elevation, join_junctions=not args.no_join)
+        net = load_sumo_net(out)
+        print(f"{out}: {net.n_edges} passenger edges, {net.n_turns} turns")
+        return 0
     from evroute.network.registry import fetch_dataset
 
     path = fetch_dataset(args.name, args.cache_dir)

@@ -87,3 +87,15 @@ def test_console_script_has_help_everywhere():
         assert r.returncode == 0 and "usage: evroute" in r.stdout
     r = subprocess.run([exe, "info", "--network", "atlantis"], capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "Traceback" not in r.stderr and "atlantis" in r.stderr
+
+
+def test_data_convert(tmp_path, capsys):
+    from pathlib import Path
+
+    src = Path(__file__).parent / "fixtures" / "tiny.osm.xml"
+    out = tmp_path / "tiny.net.xml"
+    assert main(["data", "convert", str(src), str(out)]) == 0
+    assert out.exists() and "passenger edges" in capsys.readouterr().out
+    assert main(["data", "convert", str(tmp_path / "missing.osm"), str(tmp_path / "x.net.xml")]) == 2
+    _one_line_error(capsys)
+    assert not (tmp_path / "x.net.xml").exists()
