@@ -101,6 +101,11 @@ def seed_finals(run_dir: Path) -> dict[int, float]:
     return out
 
 
+def seed_summary(run_dir: Path, seed: int) -> dict[str, Any]:
+    p = run_dir / f"seed_{seed}" / "summary.json"
+    return json.loads(p.read_text()) if p.exists() else {}
+
+
 def mean_se(values: Sequence[float]) -> tuple[float, float]:
     """Mean and standard error (``std(ddof=1) / sqrt(n)``; nan for n < 2)."""
     n = len(values)
@@ -217,3 +222,31 @@ def settings_lines(args: argparse.Namespace) -> list[str]:
             f"GP model parameters {gp or 'paper defaults (M = 1000, batch 2500, 1 step/round)'}, "
             f"potential = {args.potential!r} (`none` = the paper's Algorithm 2), executor {args.executor} "
             f"x {args.workers}."]
+
+
+def common_reference_finals(run_root: Path, names: Sequence[str], seeds: int) -> tuple[dict[str, list[float]],
+                                                                                     dict[int, float]]:
+    """Final cumulative regret of every finished seed against one reference per seed shared by all ``names``.
+
+    Runs with different ``potential`` settings measure regret against different rectified reference routes (the
+    exact best route is NP-hard to find with negative cycles), so their recorded regrets are not comparable.
+    Here the reference of seed ``s`` (same environment for every method) is the cheapest route known for it:
+    the lowest expected energy among the runs' reference routes and every route any of the runs drove.
+    Returns ``name -> [final regret per finished seed]`` and ``seed -> reference energy (Wh)``.
+    """
+    import pandas as pd
+
+    energy: dict[str, dict[int, tuple[float, int]]] = {}
+    ref: dict[int, float] = {}
+    for name in names:
+        d = run_root / name
+        for s in seed_finals(d):
+            if s >= seeds:
+                continue
+            summ = json.loads((d / f"seed_{s}" / "summary.json").read_text())
+            df = pd.read_csv(d / f"seed_{s}" / "rounds.csv", usecols=["expected_wh"])
+            energy.setdefault(name, {})[s] = (float(df["expected_wh"].sum()), len(df))
+            best = min(float(summ["optimal_wh"]), float(df["expected_wh"].min()))
+            ref[s] = min(ref.get(s, math.inf), best)
+    finals = {name: [tot - n * ref[s] for s, (tot, n) in sorted(per.items())] for name, per in energy.items()}
+    return finals, ref

@@ -45,7 +45,9 @@ def bench(network: str, rounds: int, params: dict, policy: str = "ts") -> dict:
     model.posterior()  # builds the graph Gram matrix / eigenpairs once
     t_setup = time.perf_counter() - t0
     bandit = RoutingBandit(env, model, make_policy(policy), s, g, seed=0, optimal=opt)
+    w0, c0 = time.perf_counter(), time.process_time()
     recs = bandit.run(rounds)
+    cpu_share = (time.process_time() - c0) / (time.perf_counter() - w0)  # < 1: the process waited for a CPU
     cols = ["update_ms", "posterior_ms", "index_ms", "oracle_ms"]
     arr = {c: np.array([getattr(r, c) for r in recs]) for c in cols}
     total = sum(arr.values())
@@ -55,7 +57,7 @@ def bench(network: str, rounds: int, params: dict, policy: str = "ts") -> dict:
         "obs_final": model.n_obs, "env_s": t_env, "setup_s": t_setup,
         **{c: float(np.median(v)) for c, v in arr.items()},
         "total_median_ms": float(np.median(total)), "total_p90_ms": float(np.percentile(total, 90)),
-        "last10_ms": float(np.mean(total[-10:])),
+        "last10_ms": float(np.mean(total[-10:])), "cpu_share": cpu_share,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "torch_threads": torch.get_num_threads(), "load_after": os.getloadavg()[0],
     }
@@ -77,17 +79,17 @@ def main() -> None:
         print(r, flush=True)
     head = ("| network | policy | edges | rounds | M at end | obs at end | update ms | predict ms | index ms "
             "| oracle ms | total median ms | total p90 ms | mean of last 10 ms | env s | set-up s | peak RSS MB "
-            "| load avg |")
+            "| load avg | CPU share |")
     lines = [f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {platform.node()}, {os.cpu_count()} CPUs, "
              f"{platform.processor() or platform.machine()}, dtype {args.dtype}, M <= {args.n_inducing}\n",
-             head, "|" + "---|" * 18]
+             head, "|" + "---|" * 19]
     for r in rows:
         lines.append(f"| {r['network']} | GP-{r['policy'].upper()} | {r['edges']} | {r['rounds']} | "
                      f"{r['M_final']} | {r['obs_final']} | "
                      f"{r['update_ms']:.0f} | {r['posterior_ms']:.0f} | {r['index_ms']:.1f} | {r['oracle_ms']:.1f} | "
                      f"{r['total_median_ms']:.0f} | {r['total_p90_ms']:.0f} | {r['last10_ms']:.0f} | "
                      f"{r['env_s']:.1f} | {r['setup_s']:.1f} | {r['peak_rss_mb']:.0f} | "
-                     f"{r['load_before']:.1f}-{r['load_after']:.1f} |")
+                     f"{r['load_before']:.1f}-{r['load_after']:.1f} | {r['cpu_share']:.2f} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
