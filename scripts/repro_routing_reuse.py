@@ -6,10 +6,12 @@ Paper protocol: T = 500, 5 seeds, here on the Monaco routes A and B (resumable; 
 
     EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/repro_routing_reuse.py
 
-Writes OUT/<network>-<route>/<METHOD>/... (raw runs), docs/results/routing_reuse_<network>_<route>.png and
+Writes OUT/<network>-<route>/<METHOD>/... (raw runs), docs/results/routing_reuse_<network>_<route>.png (all methods),
+routing_reuse_<network>_<route>_edge_models.png (without the route-set baseline, whose spread hides the others) and
 docs/results/routing_reuse_table.md: final cumulative regret (mean +- 1 s.e.), per-round cost (median and 90th
 percentile over all rounds and seeds of posterior + index + oracle + update time, ms) and, for the route-set
-baseline, the regret floor (mean over seeds of the gap between the best candidate and the reference route, Wh/round).
+baseline, the regret floor (mean over seeds of the gap between the best candidate and the reference route, Wh/round),
+and the paired difference to BI-TS (same seeds = same environments; the reference route cancels in it).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--runs", default="results/routing_reuse", help="raw results folder")
     ap.add_argument("--docs", default="docs/results", help="figures and tables folder")
+    ap.add_argument("--tag", default="", help="suffix of the figure/table names (e.g. for a reduced protocol)")
     args = ap.parse_args()
 
     from evroute.experiments import ExperimentConfig, load_rounds
@@ -67,28 +70,39 @@ def main() -> None:
             df = load_rounds(root / name)
             cost = df[COST_COLUMNS].sum(axis=1)
             floor = routeset_floor(cfg, seeds) if cfg.model == "routeset" else float("nan")
-            rows.append({"route": f"{network} {route}", "method": name, "mean": summary["mean_final_regret_wh"],
+            rows.append({"route": f"{network} {route}", "method": name, "final": summary["final_cumulative_regret_wh"],
+                         "mean": summary["mean_final_regret_wh"],
                          "se": summary["se_final_regret_wh"], "median_ms": float(cost.median()),
                          "p90_ms": float(cost.quantile(0.9)), "floor": floor,
                          "late": float(df[df["round"] > args.horizon - 100]["regret_wh"].mean())})
             print(json.dumps(rows[-1]), flush=True)
         frames = {name: load_rounds(root / name) for name in cfgs}
-        plot_regret(frames, docs / f"routing_reuse_{network.replace(':', '_')}_{route}.png",
-                    title=f"{network} route {route}, T={args.horizon}, {args.seeds} seeds")
+        tag = f"{network.replace(':', '_')}_{route}{args.tag}"
+        title = f"{network} route {route}, T={args.horizon}, {args.seeds} seeds"
+        plot_regret(frames, docs / f"routing_reuse_{tag}.png", title=title)
+        edge_level = {k: v for k, v in frames.items() if not k.startswith("ROUTESET")}
+        plot_regret(edge_level, docs / f"routing_reuse_{tag}_edge_models.png", title=f"{title} (edge models)")
+    finals = {(r["route"], r["method"]): np.asarray(r["final"]) for r in rows}
     lines = ["# Routing reuse of evroute.bo: final regret and per-round cost", "", f"Command: `{cmd}`", "",
              f"T = {args.horizon}, {args.seeds} seeds (environment, policy and noise seeded by the run seed). "
              "Final cumulative regret (Wh), mean +- 1 s.e. over seeds; per-round cost = posterior + index + "
              "oracle + update time per round (ms), median and 90th percentile over all rounds and seeds; "
              "late regret = mean regret per round over the last 100 rounds; floor = best candidate's gap to the "
-             "reference route (route-set baseline only).", "",
-             "| route | method | final regret (Wh) | s.e. | late regret (Wh/round) | floor (Wh/round) "
-             "| median ms/round | p90 ms/round |",
-             "|---|---|---|---|---|---|---|---|"]
+             "reference route (route-set baseline only); minus BI-TS = final regret minus BI-TS's on the same seed "
+             "(mean +- s.e. of the paired differences).", "",
+             "| route | method | final regret (Wh) | s.e. | minus BI-TS (Wh) | late regret (Wh/round) "
+             "| floor (Wh/round) | median ms/round | p90 ms/round |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         floor = "" if np.isnan(r["floor"]) else f"{r['floor']:.1f}"
-        lines.append(f"| {r['route']} | {r['method']} | {r['mean']:.1f} | {r['se']:.1f} | {r['late']:.2f} | {floor} "
-                     f"| {r['median_ms']:.2f} | {r['p90_ms']:.2f} |")
-    (docs / "routing_reuse_table.md").write_text("\n".join(lines) + "\n")
+        bi = finals.get((r["route"], "BI-TS"))
+        diff = ""
+        if bi is not None and r["method"] != "BI-TS" and len(bi) == len(r["final"]) > 1:
+            d = np.asarray(r["final"]) - bi
+            diff = f"{d.mean():.1f} +- {d.std(ddof=1) / np.sqrt(len(d)):.1f}"
+        lines.append(f"| {r['route']} | {r['method']} | {r['mean']:.1f} | {r['se']:.1f} | {diff} | {r['late']:.2f} "
+                     f"| {floor} | {r['median_ms']:.2f} | {r['p90_ms']:.2f} |")
+    (docs / f"routing_reuse_table{args.tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
