@@ -155,7 +155,11 @@ def write_figures(
                     v = np.array([np.mean(log[field][idx == b]) if np.any(idx == b) else np.nan for b in range(30)])
                     curves.append(v)
                 if curves:
-                    ax.plot(centres, np.nanmean(np.array(curves), axis=0), label=ALGO_LABELS[a])
+                    arr = np.array(curves)
+                    seen = np.any(np.isfinite(arr), axis=0)  # bins after a run's last query stay empty
+                    mean = np.full(arr.shape[1], np.nan)
+                    mean[seen] = np.nanmean(arr[:, seen], axis=0)
+                    ax.plot(centres, mean, label=ALGO_LABELS[a])
             ax.set_title(PROBLEM_LABELS[p])
             ax.set_xlabel("time (s)")
             if logy:
