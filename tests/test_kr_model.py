@@ -108,6 +108,27 @@ def test_bonus_shrinks_where_data_is_dense(env):
     assert kr.posterior().var[dense] < before
 
 
+def test_neighbour_cap_bounds_the_neighbours_share(env):
+    """With a cap the neighbours weigh at most c observations: a much-driven edge converges to its own mean."""
+    plain = make_model("kr", env, hops=1, bandwidth=5.0)
+    capped = make_model("kr", env, hops=1, bandwidth=5.0, neighbour_cap=2.0)
+    edge = 7
+    nbr = int(next(j for j in plain.kernel[edge].indices if j != edge))
+    e = np.r_[np.full(200, edge), np.full(200, nbr)]  # both driven equally often, as on one route
+    y = np.r_[np.full(200, env.prior_mean_wh[edge] + 10.0), np.full(200, env.prior_mean_wh[nbr] - 30.0)]
+    for m in (plain, capped):
+        m.update(e, y)
+    k = plain.kernel[edge, nbr]
+    # plain NW keeps a fixed share k / (1 + k) of the neighbour's residual however much data there is
+    assert plain.posterior().mean[edge] - env.prior_mean_wh[edge] == pytest.approx(
+        (200 * 10.0 - 200 * k * 30.0) / (200 * (1 + k) + plain.prior_weight))
+    cap_resid = capped.posterior().mean[edge] - env.prior_mean_wh[edge]
+    assert cap_resid == pytest.approx((200 * 10.0 - 2.0 * 30.0) / (200 + 2.0 + capped.prior_weight))
+    assert capped.posterior().var[edge] == pytest.approx(env.noise_var / (202 + capped.prior_weight))
+    with pytest.raises(ParameterError, match="neighbour_cap"):
+        make_model("kr", env, neighbour_cap=0.0)
+
+
 def test_pickles_and_continues_identically(env):
     kr = make_model("kr", env)
     batches = _batches(env, 8, 12, seed=9)

@@ -32,6 +32,11 @@ model **exactly the BI model** when ``hops = 0`` (``K = I``: ``mean = E_det + S 
 underflows, which is why the log-space evaluation of :class:`evroute.bo.NadarayaWatson` is not needed here: with
 ``W0 = 0`` and a graph factor of 1 everywhere the model reduces to that estimator (tested).
 
+**Neighbour cap (optional).**  Plain NW keeps a fixed share of a driven edge's route neighbours' residuals in its
+estimate, because they are observed as often as the edge itself (a bias that does not vanish with data).
+``neighbour_cap = c`` scales the off-diagonal sums ``W - n`` and ``K S - S`` by ``min(1, c / (W - n))``: the
+neighbours then act as a prior worth at most ``c`` observations and each estimate converges to its edge's own mean.
+
 **Cost.**  The sufficient statistics ``n``, ``S``, ``W = K n`` and ``K S`` are updated incrementally: a batch of
 ``k`` driven edges touches only their ``k`` rows of the symmetric ``K`` (``O(k * nnz per row)``); ``posterior()`` is
 ``O(E)``.  When Scott's bandwidth has shrunk by more than ``rebuild_ratio`` (10 %) since the last build, the context
@@ -99,6 +104,10 @@ class KernelRegressionEdgeModel(EdgeModel):
         bandwidth: ``"scott"`` (default) or ``"silverman"`` (rules of :mod:`evroute.bo.kr`), or a fixed number.
         bandwidth_scale: constant of the bandwidth rule (standardised contexts: 1).
         prior_weight: pseudo-weight ``W0 >= 0`` of the prior mean (default ``noise_var / prior_var``, BI-equivalent).
+        neighbour_cap: optional cap ``c > 0`` on the total weight of the *other* edges' data in an edge's estimate:
+            the off-diagonal sums ``W - n`` and ``K S - S`` are scaled by ``min(1, c / (W - n))``, so the neighbours
+            act as a prior worth at most ``c`` observations and the estimate converges to the edge's own mean as it
+            is driven (plain NW keeps a fixed share of its route neighbours' residuals).  ``None``: plain NW.
         rebuild_ratio: rebuild the context factor when the rule's bandwidth falls below this fraction of the one in
             use (in ``(0, 1)``; 0.9 by default).
     """
@@ -115,6 +124,7 @@ class KernelRegressionEdgeModel(EdgeModel):
         bandwidth: str | float = "scott",
         bandwidth_scale: float = 1.0,
         prior_weight: float | None = None,
+        neighbour_cap: float | None = None,
         rebuild_ratio: float = 0.9,
     ) -> None:
         self.prior_mean = np.asarray(prior_mean_wh, dtype=np.float64).copy()
@@ -138,6 +148,7 @@ class KernelRegressionEdgeModel(EdgeModel):
         self.bandwidth_scale = check_positive("bandwidth_scale", bandwidth_scale)
         self.prior_weight = (self.noise_var / self.prior_var if prior_weight is None
                              else check_positive("prior_weight", prior_weight, allow_zero=True))
+        self.neighbour_cap = None if neighbour_cap is None else check_positive("neighbour_cap", neighbour_cap)
         self.rebuild_ratio = check_positive("rebuild_ratio", rebuild_ratio)
         if not self.rebuild_ratio < 1:
             raise ParameterError(f"rebuild_ratio must be in (0, 1), got {rebuild_ratio!r}")
@@ -195,9 +206,15 @@ class KernelRegressionEdgeModel(EdgeModel):
 
     def posterior(self) -> EdgePosterior:
         """Mean ``E_det + K S / (W + W0)`` and variance ``noise_var / (W + W0)`` of every edge (Wh, Wh^2)."""
-        denom = self.density + self.prior_weight
+        density, numerator = self.density, self.numerator
+        if self.neighbour_cap is not None:
+            w_off = np.maximum(density - self.count, 0.0)  # K has a unit diagonal
+            scale = np.minimum(1.0, self.neighbour_cap / np.maximum(w_off, 1e-300))
+            density = self.count + scale * w_off
+            numerator = self.total + scale * (numerator - self.total)
+        denom = density + self.prior_weight
         with np.errstate(divide="ignore", invalid="ignore"):
-            resid = np.where(denom > 0, self.numerator / np.where(denom > 0, denom, 1.0), 0.0)
+            resid = np.where(denom > 0, numerator / np.where(denom > 0, denom, 1.0), 0.0)
             var = np.where(denom > 0, self.noise_var / np.where(denom > 0, denom, 1.0), self.prior_var)
         return EdgePosterior(mean=self.prior_mean + resid, var=np.minimum(var, self.prior_var),
                              noise_var=np.full(self.n_edges, self.noise_var))
@@ -206,7 +223,8 @@ class KernelRegressionEdgeModel(EdgeModel):
 def build_kr_model(env, **params: float | int | str) -> KernelRegressionEdgeModel:  # env: EnergyEnvironment
     """KR model on the environment's line graph with its prior mean ``E_det``, prior and noise variances.
 
-    ``params``: ``hops``, ``graph_decay``, ``bandwidth``, ``bandwidth_scale``, ``prior_weight``, ``rebuild_ratio``.
+    ``params``: ``hops``, ``graph_decay``, ``bandwidth``, ``bandwidth_scale``, ``prior_weight``, ``neighbour_cap``,
+    ``rebuild_ratio``.
     """
     return KernelRegressionEdgeModel(env.linegraph, env.prior_mean_wh, env.prior_var, env.noise_var,
                                      **params)  # type: ignore[arg-type]
