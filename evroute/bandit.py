@@ -2,7 +2,8 @@
 
 Each round ``t``: the edge model's posterior -> index policy weights (Algorithm 2) -> shortest route
 (oracle) -> drive it and observe every edge's noisy energy (semi-bandit feedback) -> batch update.
-Regret is measured against the exact minimum expected-energy route of the environment.
+Regret is measured against the exact minimum expected-energy route of the environment; in a drifting environment
+(:mod:`evroute.environment_tv`) that route is recomputed every round in which the truth changed.
 """
 
 from __future__ import annotations
@@ -83,6 +84,7 @@ class RoutingBandit:
         self.rng_policy = np.random.default_rng(policy_ss)
         self.rng_noise = np.random.default_rng(noise_ss)
         self.potential_wh = None if potential_wh is None else np.asarray(potential_wh, dtype=np.float64)
+        self.regret_reference = regret_reference
         self.optimal = optimal or regret_reference_route(env, self.start, self.goal, regret_reference,
                                                          self.potential_wh)
         self.t = 0
@@ -91,6 +93,10 @@ class RoutingBandit:
     def step(self) -> RoundRecord:
         """Play one round and return its record."""
         t = self.t + 1
+        if self.env.advance(t):  # drifting truth: regret against the current optimum
+            self.optimal = regret_reference_route(self.env, self.start, self.goal, self.regret_reference,
+                                                  self.potential_wh)
+        self.model.advance(t)
         c0 = time.perf_counter()
         post = self.model.posterior()
         c1 = time.perf_counter()

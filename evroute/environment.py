@@ -97,6 +97,14 @@ class EnergyEnvironment:
         edges = np.asarray(edges, dtype=np.int64)
         return self.true_mean_wh[edges] + np.sqrt(self.noise_var) * rng.standard_normal(len(edges))
 
+    def advance(self, t: float) -> bool:
+        """Move the truth to round ``t``; returns whether ``true_mean_wh`` changed (never: static environment).
+
+        Drifting environments (:mod:`evroute.environment_tv`) override this; the bandit calls it every round and
+        recomputes its regret reference when it returns ``True``.
+        """
+        return False
+
     def expected_energy(self, edges: np.ndarray) -> float:
         """True expected energy (Wh) of a route given as edge indices."""
         return float(self.true_mean_wh[np.asarray(edges, dtype=np.int64)].sum())

@@ -24,7 +24,8 @@ class ExperimentConfig:
         policy: ``ucb``, ``bucb``, ``ts`` or ``greedy``.
         policy_params: e.g. ``{"beta_scale": 0.5}`` or ``{"xi": 0.5, "omega": 1}``.
         model_params: model-specific parameters.
-        environment: :class:`EnvironmentConfig` fields (paper defaults when empty).
+        environment: :class:`EnvironmentConfig` fields (paper defaults when empty), plus ``drift`` and ``drift_*``
+            keys for a time-varying environment (:mod:`evroute.environment_tv`).
         horizon: rounds per seed ``T``.
         seeds: one run per seed; seed ``s`` draws environment ``s`` (unless ``env_seed`` is fixed) and
             seeds the policy and the feedback noise.
@@ -75,10 +76,10 @@ class ExperimentConfig:
         return f"{self.model.upper()}-{self.policy.upper()}"
 
     def env_config(self) -> EnvironmentConfig:
-        try:
-            return EnvironmentConfig(**self.environment)
-        except TypeError:
-            raise ParameterError(f"unknown environment parameters: {sorted(self.environment)}") from None
+        """The static part of :attr:`environment` (validates the drift keys too)."""
+        from evroute.environment_tv import split_environment_params
+
+        return split_environment_params(self.environment)[0]
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

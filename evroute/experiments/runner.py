@@ -75,10 +75,9 @@ def build_problem(cfg: ExperimentConfig, seed: int) -> Problem:
 
 @functools.lru_cache(maxsize=8)
 def _environment(lg: LineGraph, vehicle: str, env_json: str, seed: int) -> EnergyEnvironment:
-    from evroute.environment import EnvironmentConfig
+    from evroute.environment_tv import make_environment
 
-    return EnergyEnvironment.sample(lg, vehicle=VehicleProfile.load(vehicle),
-                                    config=EnvironmentConfig(**json.loads(env_json)), seed=seed)
+    return make_environment(lg, json.loads(env_json), vehicle=VehicleProfile.load(vehicle), seed=seed)
 
 
 def validate(cfg: ExperimentConfig) -> RouteSpec:

@@ -48,6 +48,9 @@ class EdgeModel(ABC):
     def update(self, edges: np.ndarray, energies_wh: np.ndarray) -> None:
         """Condition on observed energies ``energies_wh`` (Wh) of driven ``edges`` (indices), both ``(k,)``."""
 
+    def advance(self, t: float) -> None:  # noqa: B027 -- optional hook, no-op for static models
+        """Tell the model that round ``t`` (time, in rounds) starts; time-aware models predict at ``t``."""
+
     def _check_batch(self, edges: np.ndarray, energies_wh: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         e = np.asarray(edges, dtype=np.int64).reshape(-1)
         y = np.asarray(energies_wh, dtype=np.float64).reshape(-1)
