@@ -43,7 +43,52 @@ class RoundRecord:
         return asdict(self)
 
 
-class RoutingBandit:
+class RouteLearner:
+    """Shared bookkeeping of route learners: round counter, regret against ``optimal``, records, ``run``.
+
+    Subclasses set ``env``, ``optimal``, ``t = 0`` and ``cumulative_regret = 0.0`` and call
+    :meth:`_record` at the end of each ``step``.
+    """
+
+    env: EnergyEnvironment
+    optimal: Route
+    t: int
+    cumulative_regret: float
+
+    def step(self) -> RoundRecord:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def run(self, horizon: int) -> list[RoundRecord]:
+        """Play ``horizon`` rounds."""
+        return [self.step() for _ in range(horizon)]
+
+    def _record(self, edges: np.ndarray, observed: np.ndarray, beta: float, *, posterior_ms: float = 0.0,
+                index_ms: float = 0.0, oracle_ms: float = 0.0, update_ms: float = 0.0) -> RoundRecord:
+        """Close round ``t + 1`` after driving ``edges`` and observing ``observed`` (Wh per edge)."""
+        expected = self.env.expected_energy(edges)
+        regret = expected - self.optimal.cost
+        self.cumulative_regret += regret
+        self.t += 1
+        net = self.env.linegraph.network
+        return RoundRecord(
+            round=self.t,
+            route=" ".join(net.edge_ids[edges].tolist()),
+            route_edges=len(edges),
+            route_length_m=float(net.length_m[edges].sum()),
+            observed_wh=float(observed.sum()),
+            expected_wh=expected,
+            optimal_wh=self.optimal.cost,
+            regret_wh=regret,
+            cumulative_regret_wh=self.cumulative_regret,
+            beta=float(beta),
+            posterior_ms=posterior_ms,
+            index_ms=index_ms,
+            oracle_ms=oracle_ms,
+            update_ms=update_ms,
+        )
+
+
+class RoutingBandit(RouteLearner):
     """Learns the minimum-energy route from ``start`` to ``goal`` (line-graph node indices).
 
     Args:
@@ -108,31 +153,8 @@ class RoutingBandit:
         c4 = time.perf_counter()
         self.model.update(route.edges, y)
         c5 = time.perf_counter()
-        expected = self.env.expected_energy(route.edges)
-        regret = expected - self.optimal.cost
-        self.cumulative_regret += regret
-        self.t = t
-        net = self.env.linegraph.network
-        return RoundRecord(
-            round=t,
-            route=" ".join(net.edge_ids[route.edges].tolist()),
-            route_edges=len(route.edges),
-            route_length_m=float(net.length_m[route.edges].sum()),
-            observed_wh=float(y.sum()),
-            expected_wh=expected,
-            optimal_wh=self.optimal.cost,
-            regret_wh=regret,
-            cumulative_regret_wh=self.cumulative_regret,
-            beta=self.policy.beta(t, self.env.n_edges),
-            posterior_ms=1e3 * (c1 - c0),
-            index_ms=1e3 * (c2 - c1),
-            oracle_ms=1e3 * (c3 - c2),
-            update_ms=1e3 * (c5 - c4),
-        )
-
-    def run(self, horizon: int) -> list[RoundRecord]:
-        """Play ``horizon`` rounds."""
-        return [self.step() for _ in range(horizon)]
+        return self._record(route.edges, y, self.policy.beta(t, self.env.n_edges), posterior_ms=1e3 * (c1 - c0),
+                            index_ms=1e3 * (c2 - c1), oracle_ms=1e3 * (c3 - c2), update_ms=1e3 * (c5 - c4))
 
     # ------------------------------------------------------------ checkpointing
     def state(self) -> dict[str, Any]:

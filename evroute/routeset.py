@@ -46,7 +46,7 @@ from typing import Any
 
 import numpy as np
 
-from evroute.bandit import RoundRecord, regret_reference_route
+from evroute.bandit import RoundRecord, RouteLearner, regret_reference_route
 from evroute.bo import GPTS, IGPUCB, FiniteDomain, SquaredExponential
 from evroute.energy import travel_time_s
 from evroute.environment import EnergyEnvironment
@@ -137,7 +137,7 @@ def route_kernel(features: np.ndarray, routes: tuple[np.ndarray, ...], *, length
     return x, cov
 
 
-class RouteSetBandit:
+class RouteSetBandit(RouteLearner):
     """One route per round from a fixed candidate set, chosen by IGP-UCB or GP-TS (see module docstring).
 
     Args:
@@ -193,22 +193,8 @@ class RouteSetBandit:
         c2 = time.perf_counter()
         self.policy.tell(x, -float(y.sum()) / self.scale)
         c3 = time.perf_counter()
-        expected = self.env.expected_energy(route.edges)
-        regret = expected - self.optimal.cost
-        self.cumulative_regret += regret
-        self.t = t
-        net = self.env.linegraph.network
-        return RoundRecord(
-            round=t, route=" ".join(net.edge_ids[route.edges].tolist()), route_edges=len(route.edges),
-            route_length_m=float(net.length_m[route.edges].sum()), observed_wh=float(y.sum()),
-            expected_wh=expected, optimal_wh=self.optimal.cost, regret_wh=regret,
-            cumulative_regret_wh=self.cumulative_regret, beta=float(self.policy.width(t)),
-            posterior_ms=0.0, index_ms=1e3 * (c1 - c0), oracle_ms=0.0, update_ms=1e3 * (c3 - c2),
-        )
-
-    def run(self, horizon: int) -> list[RoundRecord]:
-        """Play ``horizon`` rounds."""
-        return [self.step() for _ in range(horizon)]
+        return self._record(route.edges, y, float(self.policy.width(t)), index_ms=1e3 * (c1 - c0),
+                            update_ms=1e3 * (c3 - c2))
 
     def state(self) -> dict[str, Any]:
         """Checkpoint: round, cumulative regret, the policy (GP posterior and its RNG) and the noise RNG state."""
