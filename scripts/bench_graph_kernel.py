@@ -42,6 +42,24 @@ def _median_time(fn: Callable[[], object], repeats: int) -> float:
     return statistics.median(times)
 
 
+def measure(net: str, repeats: int) -> dict[str, str]:
+    """Build times of the three backends, one sparse ``K v``, and one environment draw for ``net``."""
+    lg = load_linegraph(net)
+    lap = lg.laplacian()
+    n = lg.n_nodes
+    r: dict[str, str] = {"network": net, "edges": str(n)}
+    r["dense"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='dense'), repeats):.2f}" \
+        if n <= 8000 else "skipped"
+    r["sparse"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='sparse'), repeats):.2f}"
+    r["eig200"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='eig', n_eig=200), 1):.2f}" \
+        if n <= 30000 else "skipped"
+    k = GraphMaternKernel(lap, method="sparse")
+    v = np.random.default_rng(0).standard_normal(n)
+    r["matvec_ms"] = f"{1e3 * _median_time(lambda: k.matmul(v), max(repeats, 5)):.1f}"
+    r["env_sample"] = f"{_median_time(lambda: EnergyEnvironment.sample(lg, seed=0), repeats):.1f}"
+    return r
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--networks", default=DEFAULT)
@@ -53,19 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         if net in ("monaco", "luxembourg") and not os.environ.get("EVROUTE_DATA"):
             print(f"skip {net}: EVROUTE_DATA is not set", file=sys.stderr)
             continue
-        lg = load_linegraph(net)
-        lap = lg.laplacian()
-        n = lg.n_nodes
-        r: dict[str, str] = {"network": net, "edges": str(n)}
-        r["dense"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='dense'), args.repeats):.2f}" \
-            if n <= 8000 else "skipped"
-        r["sparse"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='sparse'), args.repeats):.2f}"
-        r["eig200"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='eig', n_eig=200), 1):.2f}" \
-            if n <= 30000 else "skipped"
-        k = GraphMaternKernel(lap, method="sparse")
-        v = np.random.default_rng(0).standard_normal(n)
-        r["matvec_ms"] = f"{1e3 * _median_time(lambda: k.matmul(v), max(args.repeats, 5)):.1f}"
-        r["env_sample"] = f"{_median_time(lambda: EnergyEnvironment.sample(lg, seed=0), args.repeats):.1f}"
+        r = measure(net, args.repeats)
         rows.append(r)
         print(r, flush=True)
     load = os.getloadavg()

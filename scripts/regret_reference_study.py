@@ -82,8 +82,9 @@ def main(argv: list[str] | None = None) -> int:
 
     cols = ["network", "seed", "neg_raw", "neg_reduced", "neg_cycle", "exact_wh", "rect_none_wh", "rect_elev_wh",
             "ref_none", "late_regret_none", "ref_elevation", "late_regret_elevation"]
-    text = (f"Command: `python scripts/regret_reference_study.py {' '.join(argv if argv is not None else sys.argv[1:])}`"
-            f"\n\nRoute A, BI-TS, T = {args.horizon}; late regret = mean regret per round (Wh) over the last quarter.\n\n"
+    cmd = "python scripts/regret_reference_study.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    text = (f"Command: `{cmd}`\n\nRoute A, BI-TS, T = {args.horizon}; "
+            "late regret = mean regret per round (Wh) over the last quarter.\n\n"
             "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
             + "".join("| " + " | ".join(fmt(r[c]) for c in cols) + " |\n" for r in rows))
     print(text)
