@@ -192,7 +192,7 @@ def plot_curves(ax: Any, frames: Mapping[str, Any], column: str = "cumulative_re
         mean = np.nanmean(y, axis=1)
         n = np.sum(~np.isnan(y), axis=1)
         se = np.where(n > 1, np.nanstd(y, axis=1, ddof=min(1, y.shape[1] - 1)) / np.sqrt(np.maximum(n, 1)), 0.0)
-        (line,) = ax.plot(t, mean, label=label)
+        (line,) = ax.plot(t, mean, label=label, ls="--" if ELEV in label else "-")
         if not per_seed_constant:
             ax.fill_between(t, mean - se, mean + se, alpha=0.2, color=line.get_color())
     ax.set_xlabel("round t")

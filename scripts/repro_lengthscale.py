@@ -32,6 +32,18 @@ def run_name(method: str, ls: float, fixed: float | None) -> str:
     return f"{method.upper()}-ls{ls:g}{suffix}"
 
 
+def extremes_first(values: list[float]) -> list[float]:
+    """Run order: the default (shared with Fig. 2), then alternately the smallest and largest remaining values."""
+    rest = sorted(set(values))
+    out = [v for v in rest if v == DEFAULT_LENGTHSCALE]
+    rest = [v for v in rest if v != DEFAULT_LENGTHSCALE]
+    while rest:
+        out.append(rest.pop(0))
+        if rest:
+            out.append(rest.pop())
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--routes", nargs="+", default=["monaco:A"], help="NETWORK:ROUTE items")
@@ -47,9 +59,8 @@ def main() -> None:
 
     routes = R.parse_routes(args.routes)
     cfgs = {}
-    # cheap BI runs first inside each lengthscale would leave the pool idle at the end: order by lengthscale
     for network, route in routes:
-        for ls in args.lengthscales:
+        for ls in extremes_first(args.lengthscales):  # an interrupted sweep still spans the range
             env = {} if ls == DEFAULT_LENGTHSCALE else {"lengthscale": ls}
             for meth in args.methods:
                 cfg = R.method_config(network, route, meth, args, environment=env)
