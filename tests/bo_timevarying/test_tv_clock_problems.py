@@ -9,7 +9,7 @@ import pytest
 
 from evroute.bo.timevarying.clock import RealTimeClock, SimulatedClock, make_clock
 from evroute.bo.timevarying.experiment import Protocol, RunSpec, run_path, run_protocol
-from evroute.bo.timevarying.problems import PROBLEMS, get_problem
+from evroute.bo.timevarying.problems import PROBLEMS, REFERENCE_VERSION, get_problem
 from evroute.bo.timevarying.report import load_runs, ranking_comparison, summary_table
 from evroute.errors import ParameterError
 
@@ -80,7 +80,7 @@ def test_run_protocol_saves_resumes_and_reports(tmp_path: object) -> None:
     p = get_problem("hartmann3")
     times, xs = p.maximiser_path(n_grid=31, n_random=512)
     (tmp_path / "optima").mkdir()  # type: ignore[operator]
-    np.savez(tmp_path / "optima" / "hartmann3.npz", times=times, xs=xs)  # type: ignore[operator]
+    np.savez(tmp_path / "optima" / "hartmann3.npz", times=times, xs=xs, version=REFERENCE_VERSION)  # type: ignore[operator]
     proto = Protocol(horizon=25.0, replications=2, problems=("hartmann3",), algorithms=("r-gp-ucb", "bolt"))
     specs = proto.specs()
     assert specs[0] == RunSpec("hartmann3", "r-gp-ucb", 0, 25.0, "simulated", 1.0)

@@ -26,7 +26,7 @@ import numpy as np
 
 from evroute.bo.timevarying.clock import make_clock
 from evroute.bo.timevarying.policies import ALGORITHMS, make_policy
-from evroute.bo.timevarying.problems import PROBLEMS, TVProblem, get_problem
+from evroute.bo.timevarying.problems import PROBLEMS, REFERENCE_VERSION, TVProblem, get_problem
 from evroute.errors import ParameterError, check_positive
 
 __all__ = ["FULL", "REDUCED", "Protocol", "RunSpec", "load_optimum", "run_one", "run_path", "run_protocol"]
@@ -96,19 +96,23 @@ def run_path(out_dir: str | Path, spec: RunSpec) -> Path:
 
 
 def load_optimum(problem: TVProblem, out_dir: str | Path | None) -> None:
-    """Install the problem's maximiser path from ``<out>/optima/<name>.npz``, computing and saving it if missing."""
+    """Install the problem's maximiser path from ``<out>/optima/<name>.npz``, computing and saving it if missing.
+
+    A cached path from another :data:`~evroute.bo.timevarying.problems.REFERENCE_VERSION` of the search is recomputed.
+    """
     if out_dir is None:
         problem.maximiser_path()
         return
     path = Path(out_dir) / "optima" / f"{problem.name}.npz"
     if path.exists():
-        data = np.load(path)
-        problem.set_maximiser_path(data["times"], data["xs"])
-        return
+        with np.load(path) as data:
+            if "version" in data.files and int(data["version"]) == REFERENCE_VERSION:  # older searches: recompute
+                problem.set_maximiser_path(data["times"], data["xs"])
+                return
     times, xs = problem.maximiser_path()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp.npz")
-    np.savez(tmp, times=times, xs=xs)
+    np.savez(tmp, times=times, xs=xs, version=REFERENCE_VERSION)
     os.replace(tmp, path)
 
 
