@@ -52,17 +52,29 @@ def exploration_map_html(linegraph: LineGraph, counts: np.ndarray, path: str | P
         m.get_root().html.add_child(folium.Element(f"<h4 style='position:absolute;z-index:1000;left:60px'>"
                                                    f"{title}</h4>"))
     base = folium.FeatureGroup(name="network")
-    # one multi-polyline with coordinates rounded to ~1 m: a per-edge PolyLine made real-city maps tens of MB
-    folium.PolyLine([[(round(float(y), 5), round(float(x), 5)) for x, y in g] for g in geom], color="#cccccc",
-                    weight=1, opacity=0.6).add_to(base)
+    # the whole network as ONE multi-polyline of straight end-to-end segments rounded to ~1 m (the tiles show the
+    # street shapes; driven edges below keep their full geometry): a per-edge PolyLine with every vertex made
+    # real-city maps several MB each
+    folium.PolyLine([[(round(float(y), 5), round(float(x), 5)) for x, y in g[[0, -1]]] for g in geom],
+                    color="#999999", weight=1, opacity=0.5).add_to(base)
     base.add_to(m)
     driven = folium.FeatureGroup(name="driven edges")
     cmax = np.log1p(counts.max()) if counts.max() > 0 else 1.0
+    features = []
     for e in np.flatnonzero(counts > 0):
         frac = float(np.log1p(counts[e]) / cmax)
-        pts = [(round(float(y), 5), round(float(x), 5)) for x, y in geom[e]]
-        folium.PolyLine(pts, color=_colour(frac), weight=2 + 4 * frac, opacity=0.9,
-                        tooltip=f"{linegraph.network.edge_ids[e]}: driven {int(counts[e])}x").add_to(driven)
+        features.append({
+            "type": "Feature",
+            "geometry": {"type": "LineString",
+                         "coordinates": [[round(float(x), 5), round(float(y), 5)] for x, y in geom[e]]},
+            "properties": {"label": f"{linegraph.network.edge_ids[e]}: driven {int(counts[e])}x",
+                           "color": _colour(frac), "weight": round(2 + 4 * frac, 1)},
+        })
+    if features:  # one GeoJSON layer (compact) instead of one PolyLine object per edge
+        folium.GeoJson({"type": "FeatureCollection", "features": features}, name="driven edges",
+                       style_function=lambda f: {"color": f["properties"]["color"],
+                                                 "weight": f["properties"]["weight"], "opacity": 0.9},
+                       tooltip=folium.GeoJsonTooltip(fields=["label"], labels=False)).add_to(driven)
     driven.add_to(m)
     if len(optimal):
         pts = np.concatenate([geom[int(e)] for e in optimal])

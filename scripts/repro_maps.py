@@ -50,8 +50,7 @@ def main() -> None:
             ref = regret_reference_route(pb.env, pb.route.start, pb.route.goal, cfg.regret_reference, pot)
             counts = drive_counts(pb.linegraph, rounds)
             name = f"maps_{route_dir.name}_{meth.lower()}"
-            title = (f"{cfg.label}, {cfg.network} route {cfg.route}: edges driven, {len(done)} seed(s) x "
-                     f"T = {cfg.horizon}; dashed: reference route of seed {done[0]}")
+            title = f"{cfg.label}, {cfg.network} {cfg.route}: edges driven ({len(done)} seeds x T = {cfg.horizon})"
             kw = dict(start=pb.route.start, goal=pb.route.goal, optimal=ref.edges, title=title)
             if not args.no_html:
                 exploration_map_html(pb.linegraph, counts, Path(args.docs) / f"{name}.html", **kw)
