@@ -15,8 +15,6 @@ one ``K @ v`` product (sparse) and the time of one environment draw (``EnergyEnv
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import time
@@ -24,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from _bench import available_networks, machine_line
 
 from evroute.environment import EnergyEnvironment
 from evroute.experiments.runner import load_linegraph
@@ -67,18 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", default=None)
     args = ap.parse_args(argv)
     rows = []
-    for net in [n for n in args.networks.split(",") if n]:
-        if net in ("monaco", "luxembourg") and not os.environ.get("EVROUTE_DATA"):
-            print(f"skip {net}: EVROUTE_DATA is not set", file=sys.stderr)
-            continue
+    for net in available_networks(args.networks):
         r = measure(net, args.repeats)
         rows.append(r)
         print(r, flush=True)
-    load = os.getloadavg()
     text = (
         f"Command: `python scripts/bench_graph_kernel.py {' '.join(argv if argv is not None else sys.argv[1:])}`  \n"
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores, numpy {np.__version__}; load average at the end "
-        f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}. Medians of {args.repeats} runs, seconds unless stated.\n\n"
+        f"Machine: {machine_line()}. Medians of {args.repeats} runs, seconds unless stated.\n\n"
         "| network | edges (LCC) | build dense (eigh) | build sparse (LU + normaliser) | build eig (200 pairs) "
         "| sparse K v (ms) | environment draw (auto) |\n|---|---:|---:|---:|---:|---:|---:|\n"
         + "".join(f"| {r['network']} | {r['edges']} | {r['dense']} | {r['sparse']} | {r['eig200']} | "

@@ -16,14 +16,12 @@ part of a round and are not timed here.
 from __future__ import annotations
 
 import argparse
-import os
-import platform
 import statistics
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
+from _bench import available_networks, machine_line
 
 from evroute.bandit import RoutingBandit
 from evroute.environment import EnergyEnvironment
@@ -76,10 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", default=None, help="write the table (with machine and command) to this file")
     args = ap.parse_args(argv)
     rows = []
-    for net in [n for n in args.networks.split(",") if n]:
-        if net in ("monaco", "luxembourg") and not os.environ.get("EVROUTE_DATA"):
-            print(f"skip {net}: EVROUTE_DATA is not set", file=sys.stderr)
-            continue
+    for net in available_networks(args.networks):
         try:
             r = bench(net, args.rounds, args.warmup, args.repeats, args.seed)
         except EvrouteError as exc:
@@ -88,10 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         rows.append((net, r))
         print(f"{net:<22} edges {r['edges']:>7} round {r['round_ms']:8.2f} ms  "
               + "  ".join(f"{c[:-3]} {r[c]:7.2f}" for c in COMPONENTS), flush=True)
-    load = os.getloadavg()
-    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-               f"{platform.python_version()}, numpy {np.__version__}; load average at the end "
-               f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}")
+    machine = machine_line()
     header = ("| network | edges (LCC) | turns | round (ms) | posterior | index (TS + rectify) | oracle (Dijkstra) "
               "| update |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
     body = "".join(f"| {n} | {r['edges']} | {r['turns']} | {r['round_ms']:.2f} | {r['posterior_ms']:.2f} | "

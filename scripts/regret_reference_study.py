@@ -16,11 +16,11 @@ potential; and the mean per-round regret of BI-TS over the last quarter of ``--h
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 import numpy as np
+from _bench import available_networks
 
 from evroute.bandit import RoutingBandit, regret_reference_route
 from evroute.energy import elevation_potential_wh
@@ -65,10 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", default=None)
     args = ap.parse_args(argv)
     rows = []
-    for net in [n for n in args.networks.split(",") if n]:
-        if net in ("monaco", "luxembourg") and not os.environ.get("EVROUTE_DATA"):
-            print(f"skip {net}: EVROUTE_DATA is not set", file=sys.stderr)
-            continue
+    for net in available_networks(args.networks):
         for seed in range(args.seeds):
             rows.append(study(net, seed, args.horizon))
             print(rows[-1], flush=True)
