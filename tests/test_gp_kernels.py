@@ -91,3 +91,35 @@ def test_prior_mean_and_environment_kernel_agree(lg):
     # environment convention: sigma0^2 [w kG kf + (1 - w) kf'], unit components: average prior variance 1
     kern = EdgeContextKernel(GraphMaternIndexKernel(lg.laplacian()), outputscales=(0.5, 0.5)).double()
     assert abs(float(kern.forward(x, x, diag=True).mean()) - 1.0) < 1e-9
+
+
+@pytest.mark.parametrize("method", ["dense", "eig"])
+def test_anchored_blocks_equal_direct_blocks(lg, method):
+    """Blocks against the anchor (kept columns) equal the direct blocks, through grow, swap and pickling."""
+    import pickle
+
+    n = lg.n_nodes
+    ref = GraphMaternIndexKernel(lg.laplacian(), method=method, n_eig=40).double()
+    k = GraphMaternIndexKernel(lg.laplacian(), method=method, n_eig=40).double()
+    rng = np.random.default_rng(3)
+    anchor = rng.choice(n, 25, replace=False)
+    others = torch.as_tensor(rng.integers(0, n, 40))
+    for step in range(4):
+        k.set_anchor(anchor)
+        a = torch.as_tensor(anchor)
+        want = ref.block(torch.arange(n), a).numpy()
+        np.testing.assert_allclose(k.block(torch.arange(n), a).numpy(), want, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(k.block(a, a).numpy(), want[anchor], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(k.block(a, others).numpy(), want[others.numpy()].T, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(k.block(others, a).numpy(), want[others.numpy()], rtol=1e-12, atol=1e-14)
+        if step == 0:  # grow: new edges appended
+            anchor = np.concatenate([anchor, np.setdiff1d(rng.choice(n, 10, replace=False), anchor)])
+        elif step == 1:  # swap at capacity: some dropped, the rest keep their order, new ones appended
+            keep = anchor[rng.random(len(anchor)) < 0.7]
+            anchor = np.concatenate([keep, np.setdiff1d(rng.choice(n, 8, replace=False), keep)])
+        else:  # columns are not pickled; they are rebuilt on first use
+            k = pickle.loads(pickle.dumps(k))
+            assert k._anchor_cols is None
+    learnable = GraphMaternIndexKernel(lg.laplacian(), learn=True).double()
+    learnable.set_anchor(anchor)  # ignored: the columns would go stale as kappa / nu change
+    assert learnable._anchor is None

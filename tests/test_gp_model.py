@@ -71,6 +71,40 @@ def test_custom_predictive_equals_gpytorch_predictive(env):
     np.testing.assert_allclose(post.var, out.variance.numpy() * m.scale**2, rtol=1e-5, atol=1e-8 * m.scale**2)
 
 
+def test_elbo_from_statistics_equals_gpytorch_variational_elbo(env):
+    """The aggregated objective is GPyTorch's VariationalELBO over the minibatch, in value and in gradient."""
+    from evroute.models.gp import elbo_from_statistics, minibatch_statistics
+
+    m = build_gp_model(env, steps=1, batch_size=60)
+    rng = np.random.default_rng(4)
+    for _ in range(5):
+        e = rng.choice(40, 12, replace=False)  # few distinct edges: the minibatch repeats them
+        m.update(e, env.observe(e, rng))
+    e_b = m._hist_e[: m.n_obs]
+    y_b = m._hist_y[: m.n_obs] / m.scale
+    assert len(np.unique(e_b)) < len(e_b)
+    m.gp.train()
+    m.likelihood.train()
+
+    def grads(loss):
+        params = [p for p in list(m.gp.parameters()) + list(m.likelihood.parameters()) if p.requires_grad]
+        m.gp.zero_grad()
+        loss.backward()
+        return float(loss.detach()), [p.grad.clone() for p in params]
+
+    n_data = 10 * len(e_b)
+    mll = gpytorch.mlls.VariationalELBO(m.likelihood, m.gp, num_data=n_data)
+    ref, g_ref = grads(mll(m.gp(m._inputs(e_b)), torch.as_tensor(y_b)))
+    edges, cnt, s1, s2 = minibatch_statistics(e_b, y_b)
+    assert cnt.sum() == len(e_b) and np.allclose(s1, [y_b[e_b == u].sum() for u in edges])
+    t = torch.as_tensor
+    got, g_got = grads(elbo_from_statistics(m.gp, m.likelihood, m._inputs(edges), t(cnt), t(s1), t(s2),
+                                            batch_size=len(e_b), num_data=n_data))
+    assert got == pytest.approx(ref, rel=1e-10, abs=1e-10)
+    for a, b in zip(g_got, g_ref, strict=True):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-7, atol=1e-10)
+
+
 def test_inducing_set_capped_and_projection_preserves_posterior(env):
     m = build_gp_model(env, n_inducing=12, batch_size=30, steps=1)
     rng = np.random.default_rng(1)

@@ -12,6 +12,9 @@ the other columns the standardised edge context (length, speed limit, incline).
     (up to ``dense_max`` edges, through :class:`~evroute.kernels.GraphMaternKernel`, exactly as the
     environment does) and every kernel block is a gather -- no ``E x E`` work per round.  Above
     ``dense_max`` edges the rank-``n_eig`` eigen approximation is used and rows are cached.
+    :meth:`~GraphMaternIndexKernel.set_anchor` keeps the ``(E, M)`` columns of a fixed index set (the
+    inducing edges of the SVGP): blocks against it are then contiguous row selections (and the block
+    of all edges against it the kept matrix itself) instead of two-index gathers.
   - **learnable** ``kappa`` and ``nu`` (``learn=True``): blocks are computed from the Laplacian
     eigenpairs (dense ``eigh`` up to ``dense_max`` edges, the ``n_eig`` smallest pairs above) and are
     differentiable in both.  Cost ``O(n1 n2 k)`` per block with ``k`` eigenpairs.
@@ -168,11 +171,14 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
         self._rows: torch.Tensor | None = None
         self._row_slot: np.ndarray | None = None
         self._rows_key: tuple | None = None
+        self._anchor: torch.Tensor | None = None
+        self._anchor_cols: torch.Tensor | None = None
+        self._anchor_key: tuple | None = None
 
     def __getstate__(self):
         state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
         state = dict(state)
-        for k in ("_gram", "_gram_key", "_basis", "_rows", "_row_slot", "_rows_key"):
+        for k in ("_gram", "_gram_key", "_basis", "_rows", "_row_slot", "_rows_key", "_anchor_cols", "_anchor_key"):
             state[k] = None
         return state
 
@@ -224,8 +230,67 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
         _, u = self.basis()
         return (u * u) @ self.spectrum()
 
+    def set_anchor(self, idx: np.ndarray | torch.Tensor | None) -> None:
+        """Keep the columns ``K_G[:, idx]`` (``(E, M)``) for fast blocks against ``idx`` (``None`` drops them).
+
+        Columns already held for a previous anchor are reused (an inducing set that grows or swaps a few edges
+        only computes the new ones).  Ignored while ``kappa``/``nu`` are learnable (the columns would go stale).
+        """
+        if idx is None or self.learnable:
+            self._anchor = self._anchor_cols = self._anchor_key = None
+            return
+        dtype, device = self._like()
+        new = torch.as_tensor(np.asarray(idx, dtype=np.int64), device=device)
+        key = self._params_key()
+        old, cols = self._anchor, self._anchor_cols
+        if old is not None and cols is not None and self._anchor_key == key:
+            pos = torch.full((self.n,), -1, dtype=torch.long, device=device)
+            pos[old] = torch.arange(len(old), device=device)
+            where = pos[new]
+            have = where >= 0
+            if bool(have.all()):
+                out = cols.index_select(1, where)
+            else:
+                out = torch.empty((self.n, len(new)), dtype=dtype, device=device)
+                out[:, have] = cols.index_select(1, where[have])
+                out[:, ~have] = self._columns_of(new[~have])
+        else:
+            out = self._columns_of(new)
+        self._anchor, self._anchor_cols, self._anchor_key = new, out, key
+
+    def _columns_of(self, idx: torch.Tensor) -> torch.Tensor:
+        """``K_G[:, idx]`` (``(E, len(idx))``, contiguous) at the current (fixed) parameters."""
+        with torch.no_grad():
+            if self._use_gram():
+                return self.gram().index_select(0, idx).T.contiguous()  # symmetric: rows are columns
+            _, u = self.basis()
+            return u @ (u[idx] * self.spectrum()).T
+
+    def _anchored(self, idx: torch.Tensor) -> bool:
+        """Whether ``idx`` is the anchor (columns dropped by pickling or a parameter change are rebuilt here)."""
+        a = self._anchor
+        if a is None or len(idx) != len(a) or not torch.equal(idx, a.to(idx.device)):
+            return False
+        if self._anchor_cols is None or self._anchor_key != self._params_key():
+            self._anchor_key = None
+            self.set_anchor(a.cpu().numpy())
+        return True
+
+    def _against_anchor(self, other: torch.Tensor) -> torch.Tensor:
+        """``K_G[other, anchor]`` (``(n, M)``) from the kept columns."""
+        cols = self._anchor_cols
+        assert cols is not None
+        if len(other) == self.n and bool((other == torch.arange(self.n, device=other.device)).all()):
+            return cols
+        return cols.index_select(0, other)
+
     def block(self, i1: torch.Tensor, i2: torch.Tensor) -> torch.Tensor:
         """``K_G[i1][:, i2]`` for integer index vectors."""
+        if not self.learnable:
+            if self._anchored(i2):
+                return self._against_anchor(i1)
+            if self._anchored(i1):
+                return self._against_anchor(i2).T
         if self._use_gram():
             return self.gram()[i1[:, None], i2[None, :]]
         if not self.learnable:
