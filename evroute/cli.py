@@ -1,4 +1,4 @@
-"""Command-line interface: ``evroute demo | run | route | info | data fetch``.
+"""Command-line interface: ``evroute demo | run | sweep | route | info | data fetch``.
 
 Errors a user can cause (bad file, unknown network/edge, unreachable goal, invalid parameter) are
 printed as one line ``evroute: error: ...`` with exit status 2; no traceback.
@@ -52,6 +52,15 @@ def _add_network_args(p: argparse.ArgumentParser, default: str | None = "synthet
     p.add_argument("--dem", default=None, help="elevation raster (GeoTIFF or SRTM .hgt) for networks without elevation")
 
 
+def _add_executor_args(p: argparse.ArgumentParser, default: str | None) -> None:
+    from evroute.experiments.sweep import EXECUTORS
+
+    p.add_argument("--executor", default=default, choices=EXECUTORS,
+                   help="where the seeds run: serial, a local process pool or Ray (optional extra 'ray')"
+                        + (" (default: %(default)s)" if default else " (default: a process pool when --workers > 1)"))
+    p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray instance)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evroute", description=__doc__.splitlines()[0])
     from evroute import __version__
@@ -93,9 +102,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rectify estimates minus the elevation potential (default) or raw (the paper's Algorithm 2)")
     p.add_argument("--vehicle", default=None, help="vehicle profile name or JSON file (default sumo_ev)")
     p.add_argument("--out", default=None, help="results folder (default: results/<network>-<route>-<model>-<policy>)")
-    p.add_argument("--workers", type=int, default=1, help="processes for the seeds (default: %(default)s)")
+    p.add_argument("--workers", type=int, default=1,
+                   help="processes (or Ray CPUs) for the seeds (default: %(default)s)")
+    _add_executor_args(p, default=None)
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+
+    p = sub.add_parser("sweep", help="run a grid of experiments from a JSON grid file, resumable")
+    p.add_argument("grid", help='JSON file {"base": {config fields}, "grid": {field: [values, ...]}}')
+    p.add_argument("--out", required=True, help="results folder (one sub-folder per grid point)")
+    p.add_argument("--workers", type=int, default=None, help="processes or Ray CPUs (default: all cores)")
+    _add_executor_args(p, default="process")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
     p = sub.add_parser("route", help="energy-optimal route with the physics model vs shortest and fastest routes")
     _add_network_args(p)
@@ -141,11 +159,39 @@ def _cmd_run(args: argparse.Namespace) -> int:
         base["route"] = None
     cfg = ExperimentConfig.from_dict(base)
     out = args.out or f"results/{cfg.network.replace(':', '_')}-{cfg.route or 'custom'}-{cfg.model}-{cfg.policy}"
-    summary = run_experiment(cfg, out, workers=args.workers, progress=not args.no_progress, overwrite=args.overwrite)
+    if args.executor is None:
+        summary = run_experiment(cfg, out, workers=args.workers, progress=not args.no_progress,
+                                 overwrite=args.overwrite)
+    else:  # one config is a sweep of one grid point
+        from evroute.experiments.runner import prepare_output
+        from evroute.experiments.sweep import run_sweep
+
+        path = Path(out)
+        prepare_output(cfg, path, overwrite=args.overwrite)
+        summary = run_sweep({path.name: cfg}, path.parent, executor=args.executor, workers=args.workers,
+                            address=args.address, progress=not args.no_progress)[path.name]
     print(f"{summary['label']} on {cfg.network} route {summary['route']}: T={cfg.horizon}, "
           f"{len(cfg.seeds)} seed(s), final cumulative regret {summary['mean_final_regret_wh']:.2f} "
           f"+- {summary['se_final_regret_wh']:.2f} Wh (mean +- s.e.)")
     print(f"results: {out}")
+    return 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from evroute.experiments.sweep import load_grid, run_sweep
+
+    configs = load_grid(args.grid)
+    if not configs:
+        raise ParameterError(f"grid file {args.grid} defines no experiment")
+    if args.workers is not None and args.workers < 1:
+        raise ParameterError(f"--workers must be >= 1, got {args.workers}")
+    out = run_sweep(configs, args.out, executor=args.executor, workers=args.workers, address=args.address,
+                    progress=not args.no_progress)
+    width = max(len(n) for n in out)
+    print(f"{'run':<{width}}  {'method':<10} final cumulative regret (Wh, mean +- s.e.)")
+    for name, s in out.items():
+        print(f"{name:<{width}}  {s['label']:<10} {s['mean_final_regret_wh']:.2f} +- {s['se_final_regret_wh']:.2f}")
+    print(f"results: {args.out}")
     return 0
 
 
@@ -260,7 +306,8 @@ def _cmd_data(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    handlers = {"run": _cmd_run, "demo": _cmd_demo, "route": _cmd_route, "info": _cmd_info, "data": _cmd_data}
+    handlers = {"run": _cmd_run, "sweep": _cmd_sweep, "demo": _cmd_demo, "route": _cmd_route, "info": _cmd_info,
+                "data": _cmd_data}
     try:
         return handlers[args.command](args)
     except EvrouteError as exc:

@@ -15,14 +15,15 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import resource
+import sys
 import time
 
 import numpy as np
+from _bench import machine_line
 
 
-def bench(network: str, rounds: int, params: dict, policy: str = "ts") -> dict:
+def bench(network: str, rounds: int, params: dict, policy: str = "ts", route: str = "A") -> dict:
     import torch
 
     from evroute.bandit import RoutingBandit
@@ -37,7 +38,7 @@ def bench(network: str, rounds: int, params: dict, policy: str = "ts") -> dict:
     t0 = time.perf_counter()
     env = _environment(lg, "sumo_ev", "{}", 0)
     t_env = time.perf_counter() - t0
-    rs = resolve_route(lg, network, "A", None, None)  # named route A (data/routes.json), else a corner route
+    rs = resolve_route(lg, network, route, None, None)  # named route (data/routes.json), else a corner route
     s, g = rs.start, rs.goal
     opt = RouteOracle(lg).shortest_route(np.maximum(env.true_mean_wh, 1e-9), s, g)
     t0 = time.perf_counter()
@@ -70,18 +71,21 @@ def main() -> None:
     ap.add_argument("--n-inducing", type=int, default=1000)
     ap.add_argument("--dtype", default="float64")
     ap.add_argument("--policy", default="ts", help="index policy (ts: GP-TS; ucb: GP-UCB, whose M saturates)")
+    ap.add_argument("--route", default="A", help="named route of data/routes.json (else a corner route)")
+    ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the model's default: 1)")
     ap.add_argument("--out", default=None, help="append a Markdown table to this file")
     args = ap.parse_args()
     rows = []
     for net in args.networks:
-        r = bench(net, args.rounds, {"n_inducing": args.n_inducing, "dtype": args.dtype}, args.policy)
+        r = bench(net, args.rounds, {"n_inducing": args.n_inducing, "dtype": args.dtype, "threads": args.threads},
+                  args.policy, args.route)
         rows.append(r)
         print(r, flush=True)
     head = ("| network | policy | edges | rounds | M at end | obs at end | update ms | predict ms | index ms "
             "| oracle ms | total median ms | total p90 ms | mean of last 10 ms | env s | set-up s | peak RSS MB "
             "| load avg | CPU share |")
-    lines = [f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {platform.node()}, {os.cpu_count()} CPUs, "
-             f"{platform.processor() or platform.machine()}, dtype {args.dtype}, M <= {args.n_inducing}\n",
+    lines = [f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {machine_line()}; torch {args.threads} thread(s), "
+             f"dtype {args.dtype}, M <= {args.n_inducing}, route {args.route}\n", f"`{' '.join(sys.argv)}`\n",
              head, "|" + "---|" * 19]
     for r in rows:
         lines.append(f"| {r['network']} | GP-{r['policy'].upper()} | {r['edges']} | {r['rounds']} | "

@@ -51,10 +51,17 @@ def test_route_compares_energy_shortest_fastest_and_writes_geojson(tmp_path, cap
         ["run", "--network", NET, "--seeds", "zero"],
         ["run", "--network", NET, "--model", "nope"],
         ["run", "--network", NET, "--route", "Z"],
+        ["sweep", "/nonexistent/grid.json", "--out", "results/sweep"],
+        ["sweep", "BAD_GRID", "--out", "results/sweep"],
+        ["sweep", "MALFORMED_GRID", "--out", "results/sweep"],
+        ["sweep", "EMPTY_GRID", "--out", "results/sweep"],
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "BAD_GRID").write_text(json.dumps({"base": {"network": NET, "horizon": -3}, "grid": {}}))
+    (tmp_path / "MALFORMED_GRID").write_text("{not json")
+    (tmp_path / "EMPTY_GRID").write_text(json.dumps({"base": {"network": NET}, "grid": {"policy": []}}))
     assert main(argv) == 2
     _one_line_error(capsys)
     assert not (tmp_path / "results").exists()
@@ -99,3 +106,19 @@ def test_data_convert(tmp_path, capsys):
     assert main(["data", "convert", str(tmp_path / "missing.osm"), str(tmp_path / "x.net.xml")]) == 2
     _one_line_error(capsys)
     assert not (tmp_path / "x.net.xml").exists()
+
+
+def test_sweep_command_runs_a_grid_and_resumes(tmp_path, capsys):
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps({"base": {"network": NET, "route": "A", "horizon": 4, "seeds": [0, 1]},
+                                "grid": {"model": ["bi"], "policy": ["ts", "ucb"]}}))
+    out = tmp_path / "sweep"
+    assert main(["sweep", str(grid), "--out", str(out), "--executor", "serial", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "bi-ts" in text and "BI-UCB" in text
+    first = json.loads((out / "bi-ucb" / "summary.json").read_text())
+    assert len(first["final_cumulative_regret_wh"]) == 2
+    (out / "bi-ucb" / "seed_1" / "summary.json").unlink()  # resume re-runs only that seed, same numbers
+    assert main(["sweep", str(grid), "--out", str(out), "--executor", "process", "--workers", "2",
+                 "--no-progress"]) == 0
+    assert json.loads((out / "bi-ucb" / "summary.json").read_text()) == first

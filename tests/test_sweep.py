@@ -35,7 +35,8 @@ def test_serial_equals_process_pool_and_resumes(tmp_path):
     a = run_sweep(g, tmp_path / "serial", executor="serial")
     b = run_sweep(g, tmp_path / "pool", executor="process", workers=2)
     for name in g:
-        pd.testing.assert_frame_equal(rounds(tmp_path / "serial" / name), rounds(tmp_path / "pool" / name))
+        pd.testing.assert_frame_equal(rounds(tmp_path / "serial" / name), rounds(tmp_path / "pool" / name),
+                                      check_exact=True)
         assert a[name]["final_cumulative_regret_wh"] == b[name]["final_cumulative_regret_wh"]
     # resume: a deleted seed is re-run, the others are kept
     seed_dir = tmp_path / "serial" / "gp-ts" / "seed_1"
@@ -50,3 +51,15 @@ def test_serial_equals_process_pool_and_resumes(tmp_path):
 def test_unknown_executor(tmp_path):
     with pytest.raises(ParameterError):
         run_sweep(grid(), tmp_path, executor="dask")
+
+
+def test_ray_executor_equals_serial(tmp_path):
+    """The Ray executor (a local Ray instance here; a cluster address for users) gives the serial numbers."""
+    pytest.importorskip("ray")
+    g = grid()
+    a = run_sweep(g, tmp_path / "serial", executor="serial")
+    b = run_sweep(g, tmp_path / "ray", executor="ray", workers=2)
+    for name in g:
+        pd.testing.assert_frame_equal(rounds(tmp_path / "serial" / name), rounds(tmp_path / "ray" / name),
+                                      check_exact=True)
+        assert a[name]["final_cumulative_regret_wh"] == b[name]["final_cumulative_regret_wh"]

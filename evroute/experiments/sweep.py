@@ -65,6 +65,28 @@ def _job(args: tuple[dict[str, Any], int, str, int]) -> dict[str, Any]:
     return run_seed(ExperimentConfig.from_dict(cfg_d), seed, out, checkpoint_every=every)
 
 
+def _blas_threads() -> int | None:
+    """Threads of this process's BLAS (``None`` when no BLAS is loaded)."""
+    from threadpoolctl import threadpool_info
+
+    counts = [int(i["num_threads"]) for i in threadpool_info() if i.get("user_api") == "blas"]
+    return max(counts) if counts else None
+
+
+def _job_with_blas_threads(args: tuple[dict[str, Any], int, str, int], threads: int | None) -> dict[str, Any]:
+    """:func:`_job` with the BLAS thread count of the submitting process.
+
+    Ray starts its workers with ``OMP_NUM_THREADS=1``; BLAS reductions then sum in another order than in the
+    submitting process and results differ in the last bits, which a bandit can amplify into other routes.
+    """
+    if threads is None:
+        return _job(args)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads, user_api="blas"):
+        return _job(args)
+
+
 def run_sweep(configs: Mapping[str, ExperimentConfig], out_root: str | Path, *, executor: str = "process",
               workers: int | None = None, address: str | None = None, checkpoint_every: int = 10,
               progress: bool = False) -> dict[str, dict[str, Any]]:
@@ -119,8 +141,9 @@ def _run_ray(jobs: list, workers: int, address: str | None, bar: Any) -> None:
             ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
         started = True
     try:
-        remote = ray.remote(num_cpus=1)(_job)
-        pending = [remote.remote(j) for j in jobs]
+        remote = ray.remote(num_cpus=1)(_job_with_blas_threads)
+        threads = _blas_threads()
+        pending = [remote.remote(j, threads) for j in jobs]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             ray.get(done)
