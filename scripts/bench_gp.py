@@ -45,6 +45,14 @@ def bench(network: str, rounds: int, params: dict, policy: str = "ts", route: st
     model = make_model("gp", env, **params)
     model.posterior()  # builds the graph Gram matrix / eigenpairs once
     t_setup = time.perf_counter() - t0
+    split: list[tuple[float, float]] = []  # per round: inducing-set change, optimisation step (ms)
+    update = model.update
+
+    def timed_update(edges, energies):
+        update(edges, energies)
+        split.append((model.stats.get("inducing_ms", 0.0), model.stats.get("steps_ms", 0.0)))
+
+    model.update = timed_update
     bandit = RoutingBandit(env, model, make_policy(policy), s, g, seed=0, optimal=opt)
     w0, c0 = time.perf_counter(), time.process_time()
     recs = bandit.run(rounds)
@@ -57,6 +65,9 @@ def bench(network: str, rounds: int, params: dict, policy: str = "ts", route: st
         "M_final": len(model.inducing_edges),
         "obs_final": model.n_obs, "env_s": t_env, "setup_s": t_setup,
         **{c: float(np.median(v)) for c, v in arr.items()},
+        "inducing_mean_ms": float(np.mean([a for a, _ in split])),
+        "steps_mean_ms": float(np.mean([b for _, b in split])),
+        "update_mean_ms": float(np.mean(arr["update_ms"])), "predict_mean_ms": float(np.mean(arr["posterior_ms"])),
         "total_median_ms": float(np.median(total)), "total_p90_ms": float(np.percentile(total, 90)),
         "last10_ms": float(np.mean(total[-10:])), "cpu_share": cpu_share,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -82,16 +93,18 @@ def main() -> None:
         rows.append(r)
         print(r, flush=True)
     head = ("| network | policy | edges | rounds | M at end | obs at end | update ms | predict ms | index ms "
-            "| oracle ms | total median ms | total p90 ms | mean of last 10 ms | env s | set-up s | peak RSS MB "
-            "| load avg | CPU share |")
+            "| oracle ms | total median ms | total p90 ms | mean of last 10 ms | mean update ms (inducing + step) "
+            "| mean predict ms | env s | set-up s | peak RSS MB | load avg | CPU share |")
     lines = [f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {machine_line()}; torch {args.threads} thread(s), "
              f"dtype {args.dtype}, M <= {args.n_inducing}, route {args.route}\n", f"`{' '.join(sys.argv)}`\n",
-             head, "|" + "---|" * 19]
+             head, "|" + "---|" * 21]
     for r in rows:
         lines.append(f"| {r['network']} | GP-{r['policy'].upper()} | {r['edges']} | {r['rounds']} | "
                      f"{r['M_final']} | {r['obs_final']} | "
                      f"{r['update_ms']:.0f} | {r['posterior_ms']:.0f} | {r['index_ms']:.1f} | {r['oracle_ms']:.1f} | "
                      f"{r['total_median_ms']:.0f} | {r['total_p90_ms']:.0f} | {r['last10_ms']:.0f} | "
+                     f"{r['update_mean_ms']:.0f} ({r['inducing_mean_ms']:.0f} + {r['steps_mean_ms']:.0f}) | "
+                     f"{r['predict_mean_ms']:.0f} | "
                      f"{r['env_s']:.1f} | {r['setup_s']:.1f} | {r['peak_rss_mb']:.0f} | "
                      f"{r['load_before']:.1f}-{r['load_after']:.1f} | {r['cpu_share']:.2f} |")
     text = "\n".join(lines) + "\n"

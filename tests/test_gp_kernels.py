@@ -104,7 +104,7 @@ def test_anchored_blocks_equal_direct_blocks(lg, method):
     rng = np.random.default_rng(3)
     anchor = rng.choice(n, 25, replace=False)
     others = torch.as_tensor(rng.integers(0, n, 40))
-    for step in range(4):
+    for step in range(5):
         k.set_anchor(anchor)
         a = torch.as_tensor(anchor)
         want = ref.block(torch.arange(n), a).numpy()
@@ -112,11 +112,14 @@ def test_anchored_blocks_equal_direct_blocks(lg, method):
         np.testing.assert_allclose(k.block(a, a).numpy(), want[anchor], rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(k.block(a, others).numpy(), want[others.numpy()].T, rtol=1e-12, atol=1e-14)
         np.testing.assert_allclose(k.block(others, a).numpy(), want[others.numpy()], rtol=1e-12, atol=1e-14)
-        if step == 0:  # grow: new edges appended
+        if step == 0:  # grow: new edges appended (beyond the buffer's capacity)
             anchor = np.concatenate([anchor, np.setdiff1d(rng.choice(n, 10, replace=False), anchor)])
-        elif step == 1:  # swap at capacity: some dropped, the rest keep their order, new ones appended
-            keep = anchor[rng.random(len(anchor)) < 0.7]
-            anchor = np.concatenate([keep, np.setdiff1d(rng.choice(n, 8, replace=False), keep)])
+        elif step == 1:  # swap at capacity: new edges take the positions of dropped ones (updated in place)
+            pos = rng.choice(len(anchor), 6, replace=False)
+            anchor = anchor.copy()
+            anchor[pos] = np.setdiff1d(np.arange(n), anchor)[:6]
+        elif step == 2:  # any other change (here: shrink and reorder) rebuilds the columns
+            anchor = anchor[::-1][:20].copy()
         else:  # columns are not pickled; they are rebuilt on first use
             k = pickle.loads(pickle.dumps(k))
             assert k._anchor_cols is None

@@ -108,9 +108,18 @@ def test_elbo_from_statistics_equals_gpytorch_variational_elbo(env):
 def test_inducing_set_capped_and_projection_preserves_posterior(env):
     m = build_gp_model(env, n_inducing=12, batch_size=30, steps=1)
     rng = np.random.default_rng(1)
+    swaps = 0
     for _ in range(6):
+        before = m.inducing_edges.copy()
         e = rng.choice(env.n_edges, 8, replace=False)
         m.update(e, env.observe(e, rng))
+        after = m.inducing_edges
+        if len(before) == 12 and not np.array_equal(before, after):  # a swap at capacity
+            swaps += 1
+            kept = np.isin(before, after)
+            np.testing.assert_array_equal(after[kept], before[kept])  # kept members keep their positions
+            assert set(after[~kept]).isdisjoint(before)
+    assert swaps > 0
     assert len(m.inducing_edges) == 12 and len(set(m.inducing_edges)) == 12
     top = np.sort(m.counts)[::-1][:12]
     assert np.sort(m.counts[m.inducing_edges])[::-1].tolist() == top.tolist()

@@ -29,6 +29,7 @@ average variance and ``E_det / sigma0`` as mean; :meth:`posterior` converts back
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -186,7 +187,12 @@ class GPEdgeModel(EdgeModel):
 
     # --------------------------------------------------------------- inducing set
     def _target_inducing(self) -> np.ndarray:
-        """Inducing edges for this round: current members first (kept order), then additions."""
+        """Inducing edges for this round.
+
+        Kept members stay at their positions; an added edge takes the position of a dropped one (additions in
+        edge order, surplus additions appended), so a swap of ``k`` edges changes ``k`` columns of every
+        ``(., M)`` block (the kept graph-kernel columns are updated in place).
+        """
         m_max = self.config.n_inducing
         visited = np.flatnonzero(self.counts > 0)
         cur = self.inducing_edges
@@ -198,9 +204,13 @@ class GPEdgeModel(EdgeModel):
         member[cur] = True
         order = np.lexsort((visited, ~member[visited], -self.counts[visited]))
         chosen = visited[order[:m_max]]
-        keep = cur[np.isin(cur, chosen)]
-        add = np.sort(np.setdiff1d(chosen, keep, assume_unique=True))
-        return np.concatenate([keep, add])
+        kept = np.isin(cur, chosen)
+        add = np.sort(np.setdiff1d(chosen, cur[kept], assume_unique=True))
+        out = cur.copy()
+        free = np.flatnonzero(~kept)
+        n_fill = min(len(free), len(add))
+        out[free[:n_fill]] = add[:n_fill]  # len(add) >= len(free): |chosen| = M >= |current members|
+        return np.concatenate([out, add[n_fill:]])
 
     def _set_inducing(self) -> None:
         target = self._target_inducing()
@@ -311,9 +321,14 @@ class GPEdgeModel(EdgeModel):
         np.add.at(self.counts, e, 1)
         self._post = None
         with gpytorch.settings.cholesky_jitter(self.jitter):
+            t0 = time.perf_counter()
             self._set_inducing()
+            t1 = time.perf_counter()
             for _ in range(self.config.steps):
                 self._step()
+        # wall-clock split of the last update (ms): inducing-set change (projection of q(u)) and optimisation
+        self.stats["inducing_ms"] = 1e3 * (t1 - t0)
+        self.stats["steps_ms"] = 1e3 * (time.perf_counter() - t1)
 
     def _step(self) -> None:
         cfg = self.config

@@ -172,13 +172,17 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
         self._row_slot: np.ndarray | None = None
         self._rows_key: tuple | None = None
         self._anchor: torch.Tensor | None = None
-        self._anchor_cols: torch.Tensor | None = None
+        self._anchor_cols: torch.Tensor | None = None  # (E, M) view of _anchor_buf
+        self._anchor_buf: torch.Tensor | None = None
+        self._diag: torch.Tensor | None = None
+        self._diag_key: tuple | None = None
         self._anchor_key: tuple | None = None
 
     def __getstate__(self):
         state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
         state = dict(state)
-        for k in ("_gram", "_gram_key", "_basis", "_rows", "_row_slot", "_rows_key", "_anchor_cols", "_anchor_key"):
+        for k in ("_gram", "_gram_key", "_basis", "_rows", "_row_slot", "_rows_key", "_anchor_cols", "_anchor_buf",
+                  "_anchor_key", "_diag", "_diag_key"):
             state[k] = None
         return state
 
@@ -227,36 +231,45 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
         """``(E,)`` prior variances of ``k_G`` (mean 1)."""
         if self._use_gram():
             return torch.diagonal(self.gram())
-        _, u = self.basis()
-        return (u * u) @ self.spectrum()
+        if self.learnable:
+            _, u = self.basis()
+            return (u * u) @ self.spectrum()
+        key = self._params_key()
+        if self._diag is None or self._diag_key != key:  # O(E k): computed once for fixed kappa, nu
+            _, u = self.basis()
+            with torch.no_grad():
+                self._diag = (u * u) @ self.spectrum()
+            self._diag_key = key
+        return self._diag
 
     def set_anchor(self, idx: np.ndarray | torch.Tensor | None) -> None:
         """Keep the columns ``K_G[:, idx]`` (``(E, M)``) for fast blocks against ``idx`` (``None`` drops them).
 
-        Columns already held for a previous anchor are reused (an inducing set that grows or swaps a few edges
-        only computes the new ones).  Ignored while ``kappa``/``nu`` are learnable (the columns would go stale).
+        The columns live in a buffer with spare capacity: when ``idx`` only appends entries or changes some
+        positions (an inducing set that grows or swaps a few edges), only those columns are computed and written
+        in place.  Ignored while ``kappa``/``nu`` are learnable (the columns would go stale).
         """
         if idx is None or self.learnable:
-            self._anchor = self._anchor_cols = self._anchor_key = None
+            self._anchor = self._anchor_cols = self._anchor_buf = self._anchor_key = None
             return
         dtype, device = self._like()
         new = torch.as_tensor(np.asarray(idx, dtype=np.int64), device=device)
-        key = self._params_key()
-        old, cols = self._anchor, self._anchor_cols
-        if old is not None and cols is not None and self._anchor_key == key:
-            pos = torch.full((self.n,), -1, dtype=torch.long, device=device)
-            pos[old] = torch.arange(len(old), device=device)
-            where = pos[new]
-            have = where >= 0
-            if bool(have.all()):
-                out = cols.index_select(1, where)
-            else:
-                out = torch.empty((self.n, len(new)), dtype=dtype, device=device)
-                out[:, have] = cols.index_select(1, where[have])
-                out[:, ~have] = self._columns_of(new[~have])
+        old, buf, key = self._anchor, self._anchor_buf, self._params_key()
+        n_new = len(new)
+        if old is not None and buf is not None and self._anchor_key == key and n_new >= len(old):
+            n_old = len(old)
+            changed = torch.cat([torch.nonzero(new[:n_old] != old).ravel(),
+                                 torch.arange(n_old, n_new, device=device)])
+            if n_new > buf.shape[1]:  # grow the buffer geometrically (amortised O(E) per appended column)
+                bigger = torch.empty((self.n, max(n_new, 2 * buf.shape[1])), dtype=dtype, device=device)
+                bigger[:, :n_old] = buf[:, :n_old]
+                buf = bigger
+            if len(changed):
+                buf[:, changed] = self._columns_of(new[changed])
         else:
-            out = self._columns_of(new)
-        self._anchor, self._anchor_cols, self._anchor_key = new, out, key
+            buf = self._columns_of(new)
+        self._anchor, self._anchor_buf, self._anchor_key = new, buf, key
+        self._anchor_cols = buf[:, :n_new]
 
     def _columns_of(self, idx: torch.Tensor) -> torch.Tensor:
         """``K_G[:, idx]`` (``(E, len(idx))``, contiguous) at the current (fixed) parameters."""
@@ -272,7 +285,7 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
         if a is None or len(idx) != len(a) or not torch.equal(idx, a.to(idx.device)):
             return False
         if self._anchor_cols is None or self._anchor_key != self._params_key():
-            self._anchor_key = None
+            self._anchor_key = self._anchor_buf = None
             self.set_anchor(a.cpu().numpy())
         return True
 
