@@ -250,3 +250,40 @@ def common_reference_finals(run_root: Path, names: Sequence[str], seeds: int) ->
             ref[s] = min(ref.get(s, math.inf), best)
     finals = {name: [tot - n * ref[s] for s, (tot, n) in sorted(per.items())] for name, per in energy.items()}
     return finals, ref
+
+
+def per_seed_lines(run_root: Path, names: Sequence[str], seeds: int, title: str) -> list[str]:
+    """Markdown table of the final cumulative regret (Wh) of every seed and the median, one row per run name.
+
+    With the rectified regret reference a single environment whose reference route is far from its best route
+    can dominate a mean (regret can be strongly negative); the per-seed values and the median show it.
+    """
+    import statistics
+
+    lines = [f"| {title} | " + " | ".join(f"seed {s}" for s in range(seeds)) + " | median |",
+             "|---|" + "---|" * (seeds + 1)]
+    for name in names:
+        finals = {s: v for s, v in seed_finals(run_root / name).items() if s < seeds}
+        if not finals:
+            continue
+        cells = [f"{finals[s]:.0f}" if s in finals else "--" for s in range(seeds)]
+        lines.append(f"| {name} | " + " | ".join(cells) + f" | {statistics.median(finals.values()):.0f} |")
+    return lines
+
+
+def paired_lines(run_root: Path, pairs: Sequence[tuple[str, str]], seeds: int, title: str) -> list[str]:
+    """Markdown table of paired differences ``A - B`` of final cumulative regret (Wh) over the seeds both finished.
+
+    Seed ``s`` draws the same environment (and, with the same potential, the same regret reference) for every
+    method, so the per-seed difference removes the environment-to-environment spread that dominates the s.e. of
+    each method's own mean.
+    """
+    lines = [f"| {title}: A - B | mean +- s.e. (Wh) | seeds where A is lower |", "|---|---|---|"]
+    for a, b in pairs:
+        fa, fb = seed_finals(run_root / a), seed_finals(run_root / b)
+        common = [s for s in sorted(set(fa) & set(fb)) if s < seeds]
+        if not common:
+            continue
+        d = [fa[s] - fb[s] for s in common]
+        lines.append(f"| {a} - {b} | {fmt(*mean_se(d))} | {sum(x < 0 for x in d)} of {len(d)} |")
+    return lines

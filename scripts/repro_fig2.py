@@ -19,6 +19,11 @@ from pathlib import Path
 
 import _repro as R
 
+#: paired comparisons behind the paper's claims (GP vs BI per policy; TS vs UCB/BUCB; BUCB vs UCB)
+PAIRS = [("GP-UCB", "BI-UCB"), ("GP-BUCB", "BI-BUCB"), ("GP-TS", "BI-TS"), ("GP-TS", "GP-UCB"),
+         ("GP-TS", "GP-BUCB"), ("BI-TS", "BI-UCB"), ("BI-TS", "BI-BUCB"), ("GP-BUCB", "GP-UCB"),
+         ("BI-BUCB", "BI-UCB")]
+
 
 def elevation_matters(network: str) -> bool:
     """False on flat networks (zero elevation potential everywhere): the ``+pot`` variant would be identical."""
@@ -114,7 +119,15 @@ def main() -> None:
         "Final cumulative regret against the best known route per seed (the lowest expected energy among all runs' "
         "reference routes and driven routes of that environment; a common reference for runs whose own rectified "
         "references differ, e.g. with and without the potential, and a check on how far the rectified reference is "
-        "from the best route):", "", *common])
+        "from the best route):", "", *common, "",
+        "Paired differences (same environment and reference per seed):", "",
+        *[line for network, route in routes
+          for line in ["", *R.paired_lines(runs / R.route_key(network, route), PAIRS, args.seeds,
+                                           f"{network} {route}")]], "",
+        "Final cumulative regret of every seed (Wh, rectified reference):", "",
+        *[line for network, route in routes
+          for line in ["", *R.per_seed_lines(runs / R.route_key(network, route), names[R.route_key(network, route)],
+                                             args.seeds, f"{network} {route}")]]])
 
 
 if __name__ == "__main__":

@@ -59,10 +59,23 @@ def main() -> None:
             ax[0, 1].set_ylabel("beta_t")
             fig.suptitle(f"{network} route {route}: T = {args.horizon}, {args.seeds} seeds", fontsize=10)
             R.save_fig(fig, docs / f"fig3_{key}{args.tag}.png")
+    extra = []
+    for network, route in routes:
+        key = R.route_key(network, route)
+        names = [*VARIANTS, *(m.upper() for m in R.FIG2_METHODS if m.upper() not in VARIANTS)]
+        finals, _ = R.common_reference_finals(runs / key, names, args.seeds)
+        extra += ["", f"{network} {route} against the best known route per seed (lowest expected energy among all "
+                  "these runs' reference and driven routes), mean +- 1 s.e.:", "",
+                  "| variant | final regret (Wh) |", "|---|---|",
+                  *[f"| {VARIANTS[n][2]} | {R.fmt(*R.mean_se(finals[n]))} |" for n in VARIANTS if n in finals],
+                  "", *R.paired_lines(runs / key, [("GP-UCB-beta0.5", "GP-UCB"), ("GP-BUCB-xi0.5", "GP-BUCB"),
+                                                   ("GP-BUCB", "GP-UCB"), ("GP-BUCB-xi0.5", "GP-UCB-beta0.5")],
+                                      args.seeds, f"{network} {route}"),
+                  "", *R.per_seed_lines(runs / key, list(VARIANTS), args.seeds, f"{network} {route} (rectified)")]
     R.write_markdown(docs / f"fig3_table{args.tag}.md", [
         f"# Fig. 3 reproduction{args.tag}", "", f"Command: `{cmd}`", "", *R.settings_lines(args), "",
         f"Final cumulative regret at T = {args.horizon} (Wh, mean +- 1 s.e.) and the beta_t used "
-        "(GP-BUCB: beta_t = Phi^-1(eta_t)^2).", "", *rows])
+        "(GP-BUCB: beta_t = Phi^-1(eta_t)^2).", "", *rows, *extra])
 
 
 if __name__ == "__main__":
