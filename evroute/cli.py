@@ -167,7 +167,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         from evroute.experiments.sweep import run_sweep
 
         path = Path(out)
-        prepare_output(cfg, path, overwrite=args.overwrite)
+        if args.overwrite:
+            prepare_output(cfg, path, overwrite=True)
         summary = run_sweep({path.name: cfg}, path.parent, executor=args.executor, workers=args.workers,
                             address=args.address, progress=not args.no_progress)[path.name]
     print(f"{summary['label']} on {cfg.network} route {summary['route']}: T={cfg.horizon}, "

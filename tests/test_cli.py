@@ -52,6 +52,7 @@ def test_route_compares_energy_shortest_fastest_and_writes_geojson(tmp_path, cap
         ["run", "--network", NET, "--model", "nope"],
         ["run", "--network", NET, "--route", "Z"],
         ["sweep", "/nonexistent/grid.json", "--out", "results/sweep"],
+        ["run", "--network", NET, "--executor", "ray", "--address", "127.0.0.1:9", "--out", "results/r"],
         ["sweep", "BAD_GRID", "--out", "results/sweep"],
         ["sweep", "MALFORMED_GRID", "--out", "results/sweep"],
         ["sweep", "EMPTY_GRID", "--out", "results/sweep"],

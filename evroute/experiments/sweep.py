@@ -101,6 +101,8 @@ def run_sweep(configs: Mapping[str, ExperimentConfig], out_root: str | Path, *, 
     if executor not in EXECUTORS:
         raise ParameterError(f"unknown executor {executor!r} (choose from {', '.join(EXECUTORS)})")
     root = Path(out_root)
+    if executor == "ray":
+        _check_ray(address)  # before anything is written
     dirs = {name: prepare_output(cfg, root / name) for name, cfg in configs.items()}  # validates everything first
     jobs = [(cfg.to_dict(), s, str(dirs[name]), checkpoint_every)
             for name, cfg in configs.items() for s in cfg.seeds
@@ -128,11 +130,26 @@ def run_sweep(configs: Mapping[str, ExperimentConfig], out_root: str | Path, *, 
     return {name: run_experiment(cfg, dirs[name], progress=False) for name, cfg in configs.items()}
 
 
-def _run_ray(jobs: list, workers: int, address: str | None, bar: Any) -> None:
+def _check_ray(address: str | None, timeout_s: float = 5.0) -> None:
+    """Fail fast, with one line, when Ray is missing or a ``host:port`` cluster address does not answer."""
     try:
-        import ray
+        import ray  # noqa: F401
     except ImportError:
         raise ParameterError("executor 'ray' needs the optional dependency ray (pip install 'ray[default]')") from None
+    if not address or address == "auto" or "://" in address:
+        return  # a local instance, or an address form only Ray itself resolves
+    import socket
+
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s):
+            pass
+    except (OSError, ValueError) as exc:
+        raise ParameterError(f"no Ray cluster answers at {address!r} ({exc})") from None
+
+
+def _run_ray(jobs: list, workers: int, address: str | None, bar: Any) -> None:
+    import ray  # checked by _check_ray
     started = False
     if not ray.is_initialized():
         if address:
