@@ -30,14 +30,23 @@ def test_expand_grid_names():
     assert g["gp-ts"].model == "gp" and g["gp-ts"].seeds == (0, 1)
 
 
-def test_serial_equals_process_pool_and_resumes(tmp_path):
+@pytest.mark.parametrize("executor", ["process", "ray"])
+def test_executor_equals_serial(tmp_path, executor):
+    """A process pool and Ray (a local instance here; a cluster address for users) give the serial numbers."""
+    if executor == "ray":
+        pytest.importorskip("ray")
     g = grid()
     a = run_sweep(g, tmp_path / "serial", executor="serial")
-    b = run_sweep(g, tmp_path / "pool", executor="process", workers=2)
+    b = run_sweep(g, tmp_path / executor, executor=executor, workers=2)
     for name in g:
-        pd.testing.assert_frame_equal(rounds(tmp_path / "serial" / name), rounds(tmp_path / "pool" / name),
+        pd.testing.assert_frame_equal(rounds(tmp_path / "serial" / name), rounds(tmp_path / executor / name),
                                       check_exact=True)
         assert a[name]["final_cumulative_regret_wh"] == b[name]["final_cumulative_regret_wh"]
+
+
+def test_sweep_resumes(tmp_path):
+    g = grid()
+    a = run_sweep(g, tmp_path / "serial", executor="serial")
     # resume: a deleted seed is re-run, the others are kept
     seed_dir = tmp_path / "serial" / "gp-ts" / "seed_1"
     before = rounds(tmp_path / "serial" / "gp-ts")
@@ -51,15 +60,3 @@ def test_serial_equals_process_pool_and_resumes(tmp_path):
 def test_unknown_executor(tmp_path):
     with pytest.raises(ParameterError):
         run_sweep(grid(), tmp_path, executor="dask")
-
-
-def test_ray_executor_equals_serial(tmp_path):
-    """The Ray executor (a local Ray instance here; a cluster address for users) gives the serial numbers."""
-    pytest.importorskip("ray")
-    g = grid()
-    a = run_sweep(g, tmp_path / "serial", executor="serial")
-    b = run_sweep(g, tmp_path / "ray", executor="ray", workers=2)
-    for name in g:
-        pd.testing.assert_frame_equal(rounds(tmp_path / "serial" / name), rounds(tmp_path / "ray" / name),
-                                      check_exact=True)
-        assert a[name]["final_cumulative_regret_wh"] == b[name]["final_cumulative_regret_wh"]
