@@ -119,9 +119,18 @@ def elevation_potential_wh(network, vehicle: VehicleProfile | None = None) -> np
     recuperated resistances remain; downhill without recuperation: ``E >= m g |dz| eta-``), so the physics
     energies are non-negative reduced costs.  Along a route the potential telescopes to
     ``k (z_end(goal) - z_start(start))``, a constant, so shifting edge costs by it keeps the best route.
+
+    Both statements need consistent networks, which every loader produces (:mod:`evroute.network.elevation`):
+    ``|dz| <= length`` on every edge (no clipped incline) and consecutive edges sharing their junction's elevation.
     """
     v = vehicle or VehicleProfile()
     return v.mass_kg * v.gravity_mps2 * v.recuperation_efficiency * (network.z_to_m - network.z_from_m) / 3600.0
+
+
+def reduced_cost_wh(network, vehicle: VehicleProfile | None = None) -> np.ndarray:  # network: RoadNetwork
+    """``(E,)`` physics energy minus the elevation potential, ``E_det(e) - k dz(e)`` (Wh): the dissipated energy
+    (losses and resistances), ``>= 0`` on every edge of a consistent network (see :func:`elevation_potential_wh`)."""
+    return network_energy_wh(network, vehicle) - elevation_potential_wh(network, vehicle)
 
 
 def travel_time_s(length_m: np.ndarray, speed_mps: np.ndarray) -> np.ndarray:
@@ -129,4 +138,5 @@ def travel_time_s(length_m: np.ndarray, speed_mps: np.ndarray) -> np.ndarray:
     return np.asarray(length_m, dtype=np.float64) / np.asarray(speed_mps, dtype=np.float64)
 
 
-__all__ = ["VehicleProfile", "edge_energy_wh", "elevation_potential_wh", "network_energy_wh", "travel_time_s"]
+__all__ = ["VehicleProfile", "edge_energy_wh", "elevation_potential_wh", "network_energy_wh", "reduced_cost_wh",
+           "travel_time_s"]

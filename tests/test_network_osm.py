@@ -36,8 +36,9 @@ def test_tiny_osm_edges(tiny):
     assert tiny.name == "tiny"
     assert set(tiny.edge_ids.tolist()) == {"1-2-0", "2-1-0", "2-3-0", "3-2-0", "4-2-0", "2-5-0", "3-6-0", "6-3-0"}
     length = _attr(tiny, "length_m")
-    assert length["1-2-0"] == pytest.approx(_gc_m(6.1000, 49.6, 6.1010, 49.6), rel=1e-6)
-    assert length["4-2-0"] == pytest.approx(_gc_m(6.1010, 49.6010, 6.1010, 49.6), rel=1e-6)
+    # slope length: great-circle horizontal length and the rise between the junctions' ele tags
+    assert length["1-2-0"] == pytest.approx(np.hypot(_gc_m(6.1000, 49.6, 6.1010, 49.6), 110.5 - 100.0), rel=1e-6)
+    assert length["4-2-0"] == pytest.approx(np.hypot(_gc_m(6.1010, 49.6010, 6.1010, 49.6), 110.5 - 130.0), rel=1e-6)
     kmh = {k: round(v * 3.6, 6) for k, v in _attr(tiny, "speed_mps").items()}
     assert kmh["1-2-0"] == 50 and kmh["3-2-0"] == 50  # maxspeed tag
     assert kmh["4-2-0"] == 70 and kmh["2-5-0"] == 70

@@ -31,7 +31,9 @@ def test_tiny_net_edges_and_turns():
     assert net.edge_ids.tolist() == ["a", "-a", "b", "c", "-c"]  # no walk-only edge, no internal edge
     assert _turn_ids(net) == {("a", "b"), ("a", "c"), ("a", "-a"), ("-c", "-a"), ("-c", "b")}
     assert net.n_turns == 5  # the two lane connections a->b count once
-    np.testing.assert_allclose(net.length_m, 100.0)
+    # junction centre -> lane-shape start -> lane-shape end -> junction centre, then the slope length with the rise
+    horizontal = np.array([3.2 + 100 + 3.2, 1.6 + 100 + 1.6, 1.6 + 100 + 1.6, 1.6 + 100 + 1.6, 1.6 + 100 + 1.6])
+    np.testing.assert_allclose(net.length_m, np.hypot(horizontal, [10.0, -10.0, -6.0, 20.0, -20.0]))
     np.testing.assert_allclose(net.speed_mps, [13.89, 13.89, 27.78, 8.33, 8.33])
     assert net.from_node.tolist() == ["J0", "J1", "J1", "J1", "J3"]
     assert net.to_node.tolist() == ["J1", "J0", "J2", "J3", "J1"]
@@ -41,7 +43,7 @@ def test_tiny_net_elevation_from_junctions():
     net = load_sumo_net(TINY_NET)
     np.testing.assert_allclose(net.z_from_m, [0.0, 10.0, 10.0, 10.0, 30.0])
     np.testing.assert_allclose(net.z_to_m, [10.0, 0.0, 4.0, 30.0, 10.0])
-    np.testing.assert_allclose(net.incline, [0.1, -0.1, -0.06, 0.2, -0.2])
+    np.testing.assert_allclose(net.incline, np.array([10.0, -10.0, -6.0, 20.0, -20.0]) / net.length_m)
     assert net.meta["elevation"] == "junction z"
 
 
@@ -50,9 +52,10 @@ def test_shape_z_used_when_junctions_are_flat(tmp_path):
     p = tmp_path / "flatj.net.xml"
     p.write_text(text)
     net = load_sumo_net(p)
-    assert net.meta["elevation"] == "lane shape z"
-    np.testing.assert_allclose(net.z_from_m, [1.0, 9.0, 9.0, 11.0, 29.0])
-    np.testing.assert_allclose(net.z_to_m, [9.0, 1.0, 5.0, 29.0, 11.0])
+    assert net.meta["elevation"] == "lane shape z (mean per junction)"
+    # one z per junction (mean of the shape ends touching it: J1 has 9, 9, 9, 11, 11), shared by consecutive edges
+    np.testing.assert_allclose(net.z_from_m, [1.0, 9.8, 9.8, 9.8, 29.0])
+    np.testing.assert_allclose(net.z_to_m, [9.8, 1.0, 5.0, 29.0, 9.8])
 
 
 def test_geometry_without_projection_is_metres():

@@ -187,7 +187,9 @@ def drape(network: Any, dem: str | os.PathLike[str] | Dem) -> Any:
     """Copy of ``network`` (a :class:`RoadNetwork`) with junction elevations sampled from ``dem``.
 
     Every junction gets one elevation, sampled at the mean lon/lat of the edge end points touching it,
-    so that consecutive edges agree on the height of the junction they share.
+    so that consecutive edges agree on the height of the junction they share.  Junctions inside bridges and tunnels
+    (only edges of ``network.meta["structures"]`` touch them) are interpolated between the structures' ends instead,
+    and lengths become the slope lengths for the new elevations (:mod:`evroute.network.elevation`).
     """
     from evroute.network._graph import node_codes
     from evroute.network.road_network import RoadNetwork
@@ -204,8 +206,17 @@ def drape(network: Any, dem: str | os.PathLike[str] | Dem) -> Any:
     z = d.sample(lon, lat)
     meta = dict(network.meta)
     meta["elevation"] = f"dem:{d.source}"
+    from evroute.network.elevation import interpolate_structures, slope_length
+
+    old_dz = network.z_to_m - network.z_from_m
+    horizontal = np.sqrt(np.maximum(network.length_m**2 - old_dz**2, 0.0))
+    structure = np.isin(network.edge_ids, np.asarray(network.meta.get("structures", []), dtype=str))
+    z, n_int = interpolate_structures(fi, ti, z, np.maximum(horizontal, 1e-3), structure)
+    if n_int:
+        meta["interpolated_structure_junctions"] = n_int
     return RoadNetwork(
         name=network.name, edge_ids=network.edge_ids, from_node=network.from_node, to_node=network.to_node,
-        length_m=network.length_m, speed_mps=network.speed_mps, z_from_m=z[fi], z_to_m=z[ti],
+        length_m=slope_length(horizontal, z[ti] - z[fi]), speed_mps=network.speed_mps, z_from_m=z[fi],
+        z_to_m=z[ti],
         geometry=network.geometry, turns=network.turns, meta=meta,
     )

@@ -23,6 +23,9 @@ from evroute.errors import DataError
 NETCONVERT_OPTIONS: tuple[str, ...] = (
     "--keep-edges.by-vclass", "passenger",
     "--geometry.remove", "true",
+    # bridge/tunnel tags as edge <param>s: their elevations are interpolated, not draped (evroute.network.elevation)
+    "--osm.all-attributes", "true",
+    "--osm.extra-attributes", "bridge,tunnel,layer",
 )
 
 

@@ -4,13 +4,17 @@
   keeps junctions and every point where the highway type or the maxspeed changes);
   their ids are ``"u-v-k"``: OSM node id where the edge starts, node id where it ends and the osmnx
   parallel-edge key (``0`` unless two edges join the same pair of junctions), e.g. ``"-107044--107046-0"``.
-* Lengths are osmnx's great-circle ``length`` in metres.
+* Lengths: the slope length ``sqrt(h^2 + dz^2)`` of osmnx's great-circle ``length`` ``h`` (m) between the two
+  junctions whose elevations the edge takes (:mod:`evroute.network.elevation`).
 * Speeds come from ``maxspeed`` tags (osmnx parses ``"50"``, ``"30 mph"``, ...); edges without one get the
   mean tagged speed of their highway type in the file, else :data:`HIGHWAY_SPEEDS_KMH`, else
   :data:`FALLBACK_SPEED_KMH`; all converted from km/h to m/s.
 * Elevations: node ``ele`` tags (metres) when present; nodes without one take the DEM value when a
   DEM is given, else the ``ele`` of the nearest tagged node; with neither tags nor DEM the network
-  is flat and a :class:`UserWarning` says so (``meta["elevation"] == "flat"``).
+  is flat and a :class:`UserWarning` says so (``meta["elevation"] == "flat"``).  Junctions that only bridge or
+  tunnel edges touch (``bridge``, ``tunnel`` or non-zero ``layer`` tags) and have no ``ele`` tag are interpolated
+  between the structure's ends instead of taking the DEM's terrain surface (``meta["structures"]`` lists the
+  bridge/tunnel edges).
 * Turns: every pair (edge into junction ``v``, edge out of ``v``) except U-turns back to where the
   vehicle came from, which are allowed only at dead ends.
 * Geometry: the edge's ``geometry`` polyline, or the straight line between its junctions.
@@ -31,6 +35,7 @@ import numpy as np
 from evroute.errors import DataError, ParameterError
 from evroute.network._graph import junction_turns
 from evroute.network.dem import Dem, read_dem
+from evroute.network.elevation import interpolate_structures, is_structure, slope_length
 from evroute.network.road_network import RoadNetwork
 
 #: Speed (km/h) of highway types that carry no ``maxspeed`` anywhere in the file.
@@ -59,7 +64,8 @@ def _extra_osmnx_tags() -> Iterator[None]:
 
     old_n, old_w = list(ox.settings.useful_tags_node), list(ox.settings.useful_tags_way)
     ox.settings.useful_tags_node = list(dict.fromkeys([*old_n, "ele"]))
-    ox.settings.useful_tags_way = list(dict.fromkeys([*old_w, "motor_vehicle", "motorcar", "access", "service"]))
+    ox.settings.useful_tags_way = list(dict.fromkeys([*old_w, "motor_vehicle", "motorcar", "access", "service",
+                                                      "bridge", "tunnel", "layer"]))
     try:
         yield
     finally:
@@ -161,7 +167,7 @@ def load_osm(
     tag_xyz = tag_xyz[np.isfinite(tag_xyz[:, 2])]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
-        g = ox.simplify_graph(g, edge_attrs_differ=["highway", "maxspeed"])
+        g = ox.simplify_graph(g, edge_attrs_differ=["highway", "maxspeed", "bridge", "tunnel", "layer"])
         g = ox.routing.add_edge_speeds(g, hwy_speeds=HIGHWAY_SPEEDS_KMH, fallback=FALLBACK_SPEED_KMH)
 
     rows = [(u, v, k, a) for u, v, k, a in g.edges(keys=True, data=True) if float(a.get("length", 0.0)) > 0]
@@ -196,6 +202,16 @@ def load_osm(
 
     fi = np.array([pos[u] for u, _, _, _ in rows], dtype=np.int64)
     ti = np.array([pos[v] for _, v, _, _ in rows], dtype=np.int64)
+    horizontal = np.array([float(a["length"]) for *_, a in rows])
+    structure = np.array([is_structure(a) for *_, a in rows], dtype=bool)
+    if structure.any():
+        meta["structures"] = [f"{u}-{v}-{k}" for (u, v, k, _), st in zip(rows, structure, strict=True) if st]
+        untagged = ~np.isfinite(np.array([_parse_ele(nodes[n].get("ele")) for n in nodes], dtype=np.float64))
+        z_int, _ = interpolate_structures(fi, ti, z, horizontal, structure)
+        n_int = int(np.sum(untagged & (z_int != z)))
+        z = np.where(untagged, z_int, z)  # tagged elevations are measurements: kept
+        if n_int:
+            meta["interpolated_structure_junctions"] = n_int
     geometry = []
     for (_, _, _, a), f, t in zip(rows, fi, ti, strict=True):
         geom = a.get("geometry")
@@ -209,7 +225,7 @@ def load_osm(
         edge_ids=np.array([f"{u}-{v}-{k}" for u, v, k, _ in rows], dtype=object),
         from_node=np.array([node_ids[i] for i in fi], dtype=object),
         to_node=np.array([node_ids[i] for i in ti], dtype=object),
-        length_m=np.array([float(a["length"]) for *_, a in rows]),
+        length_m=slope_length(horizontal, z[ti] - z[fi]),
         speed_mps=np.array([float(a["speed_kph"]) for *_, a in rows]) / 3.6,
         z_from_m=z[fi],
         z_to_m=z[ti],

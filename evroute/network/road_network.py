@@ -29,7 +29,8 @@ class RoadNetwork:
         edge_ids: ``(E,)`` array of ``str``, stable edge ids (SUMO ids, ``"u-v-k"`` for OSM, ...).
         from_node: ``(E,)`` array of ``str``, id of the junction where each edge starts.
         to_node: ``(E,)`` array of ``str``, id of the junction where each edge ends.
-        length_m: ``(E,)`` float, edge length in metres (> 0).
+        length_m: ``(E,)`` float, edge length in metres (> 0), along the slope, between the same two points as the
+            elevations (junction centres; see :mod:`evroute.network.elevation`), so ``|z_to - z_from| <= length``.
         speed_mps: ``(E,)`` float, speed limit in m/s (> 0).
         z_from_m: ``(E,)`` float, elevation of the start of the edge in metres.
         z_to_m: ``(E,)`` float, elevation of the end of the edge in metres.
@@ -59,6 +60,9 @@ class RoadNetwork:
         self.turns = np.asarray(self.turns, dtype=np.int64).reshape(-1, 2)
         self._index: dict[str, int] | None = None
         self.validate()
+        from evroute.network.elevation import warn_inconsistent
+
+        warn_inconsistent(self.name, self.edge_ids, self.length_m, self.z_to_m - self.z_from_m)
 
     # ------------------------------------------------------------------ checks
     def validate(self) -> None:
@@ -96,7 +100,11 @@ class RoadNetwork:
 
     @property
     def incline(self) -> np.ndarray:
-        """``(E,)`` sine of the slope angle, ``(z_to - z_from) / length``, clipped to [-1, 1] (dimensionless)."""
+        """``(E,)`` sine of the slope angle, ``(z_to - z_from) / length`` (dimensionless).
+
+        In [-1, 1] for consistent input; edges that rise more than their length (warned about at construction) are
+        clipped to +-1.
+        """
         return np.clip((self.z_to_m - self.z_from_m) / self.length_m, -1.0, 1.0)
 
     def index_of(self, edge_id: str) -> int:

@@ -2,10 +2,14 @@
 
 Edges are the non-internal SUMO edges that allow the ``passenger`` vehicle class; their ids are the
 SUMO edge ids (e.g. ``"-32888#0"``).  Turns are SUMO connections between kept edges, one per
-(from-edge, to-edge) pair whatever the lanes.  Lengths (m) and speeds (m/s) are SUMO's lane values.
-Elevation: each edge takes the ``z`` of its start and end junctions (so consecutive edges agree on
-the height of the junction they share); when the junctions carry no ``z`` but the lane shapes are
-3-D, the first and last shape points are used instead.
+(from-edge, to-edge) pair whatever the lanes.  Speeds (m/s) are SUMO's lane values.
+Elevation and length describe the same stretch (:mod:`evroute.network.elevation`): each edge takes the ``z`` of
+its start and end junctions (so consecutive edges agree on the height of the junction they share; when the
+junctions carry no ``z`` but the lane shapes are 3-D, a junction takes the mean ``z`` of the shape ends touching
+it), and its length is the slope length of the edge's shape from junction centre to junction centre (SUMO's lane
+length stops short of the junctions: dividing the junction-to-junction rise by it overstated inclines).  Edges
+tagged as bridge or tunnel (``<param>`` ``bridge``/``tunnel``/``layer``, imported by netconvert's
+``--osm.all-attributes``) are listed in ``meta["structures"]``.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from evroute.errors import DataError
+from evroute.network.elevation import is_structure, polyline_length_m, slope_length
 from evroute.network.road_network import RoadNetwork
 
 
@@ -66,8 +71,14 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
     zs_to = np.array([s[-1, 2] if len(s) else 0.0 for s in shapes])
     if np.any(zj_from != 0) or np.any(zj_to != 0) or not (np.any(zs_from != 0) or np.any(zs_to != 0)):
         z_from, z_to, z_src = zj_from, zj_to, "junction z"
-    else:
-        z_from, z_to, z_src = zs_from, zs_to, "lane shape z"
+    else:  # one z per junction: the mean of the lane-shape ends that touch it
+        from evroute.network._graph import node_codes
+
+        (fi, ti), uniq = node_codes([e.getFromNode().getID() for e in edges], [e.getToNode().getID() for e in edges])
+        idx = np.concatenate([fi, ti])
+        zn = np.bincount(idx, weights=np.concatenate([zs_from, zs_to]), minlength=len(uniq)) / np.bincount(
+            idx, minlength=len(uniq))
+        z_from, z_to, z_src = zn[fi], zn[ti], "lane shape z (mean per junction)"
     flat = not (np.any(z_from != 0) or np.any(z_to != 0))
 
     # geometry: the edge's shape with its junction end points, projected back to lon/lat in one call
@@ -83,7 +94,12 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
         crs = "local-metres"
     geometry = np.split(xy, np.cumsum(sizes)[:-1])
 
-    length = np.array([e.getLength() for e in edges], dtype=np.float64)
+    # junction centre to junction centre, the stretch the elevations describe (lane length where it degenerates)
+    lane_length = np.array([e.getLength() for e in edges], dtype=np.float64)
+    horizontal = np.array([polyline_length_m(q) for q in polys])
+    horizontal = np.where(horizontal > 1e-2, horizontal, lane_length)
+    length = slope_length(horizontal, z_to - z_from)
+    structures = [e.getID() for e in edges if is_structure(e.getParams())]
     speed = np.array([e.getSpeed() for e in edges], dtype=np.float64)
     meta = {
         "source": str(p),
@@ -91,7 +107,10 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
         "crs": crs,
         "vclass": vclass,
         "elevation": "flat (no z in the net)" if flat else z_src,
+        "length": "slope length, junction centre to junction centre",
     }
+    if structures:
+        meta["structures"] = structures
     if crs != "EPSG:4326":
         meta["warning"] = "the SUMO net has no geo-projection: geometry holds x/y in metres, not lon/lat"
     return RoadNetwork(

@@ -18,6 +18,7 @@ import numpy as np
 
 from evroute.errors import ParameterError, check_positive
 from evroute.network._graph import junction_turns, largest_scc_edges
+from evroute.network.elevation import slope_length
 from evroute.network.road_network import RoadNetwork
 
 #: Speed limit of each road class in km/h: residential, urban, arterial, expressway.
@@ -244,7 +245,7 @@ def synthetic_city(
         edge_ids=np.char.add("e", np.arange(m).astype(str)),
         from_node=np.char.add("n", frm.astype(str)),
         to_node=np.char.add("n", to.astype(str)),
-        length_m=res["seg_len"][seg],
+        length_m=slope_length(res["seg_len"][seg], z_node[to] - z_node[frm]),
         speed_mps=speed,
         z_from_m=z_node[frm],
         z_to_m=z_node[to],
