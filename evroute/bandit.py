@@ -99,11 +99,14 @@ class RoutingBandit(RouteLearner):
         start, goal: start and goal edge indices in ``env.linegraph``.
         seed: seeds the policy's and the feedback noise's random streams (independent streams).
         optimal: the regret reference route if already known (else computed from ``env``).
-        regret_reference: ``"auto"``: the exact minimum-energy route (Johnson) when no negative-energy
-            cycle is reachable, else the route the rectified oracle picks with perfect knowledge;
-            ``"exact"``: always the exact best simple route (integer program when negative cycles are
-            reachable: may be slow); ``"rectified"``: always the perfect-knowledge rectified route.
-            See :func:`evroute.oracle.optimal_route`.
+        regret_reference: ``"auto"``: the environment's exact optimum
+            (:meth:`~evroute.environments.EnergyEnvironment.optimal_route`: one Dijkstra on reduced costs in the
+            consistent environment, Johnson in the paper's when no negative-energy cycle is reachable), else the
+            best simple route if the integer program certifies it within :data:`EXACT_TRY_S`, else the best route
+            known (:func:`evroute.oracle.best_known_route`; the runner also lowers it to any cheaper route
+            the run drove, :func:`rebase_regret`); ``"exact"``: always the exact best simple route (integer
+            program when negative cycles are reachable: may be slow); ``"rectified"``: always the
+            perfect-knowledge rectified route.  ``optimal.method`` says which one was used.
         potential_wh: optional ``(E,)`` potential subtracted from the estimates before rectification
             (see :meth:`evroute.policies.IndexPolicy.weights`); ``None`` is the paper's Algorithm 2.
     """
@@ -179,11 +182,35 @@ class RoutingBandit(RouteLearner):
         self.rng_noise.bit_generator.state = state["rng_noise"]
 
 
+#: seconds the integer program may take to certify the best simple route before the best known route is used
+EXACT_TRY_S = 10.0
+
+
+def rebase_regret(rows: list[dict[str, Any]], reference: Route) -> tuple[list[dict[str, Any]], float, float]:
+    """Lower a non-exact regret reference to the cheapest route the run drove (static environments).
+
+    ``rows`` are the run's round records (dicts with ``expected_wh``); when one of them is cheaper than
+    ``reference.cost``, every row's ``optimal_wh``, ``regret_wh`` and ``cumulative_regret_wh`` is recomputed against
+    it.  Returns the rows, the reference energy (Wh) and the final cumulative regret (Wh).  An exact reference is
+    returned unchanged (no simple route is cheaper).
+    """
+    ref = float(reference.cost)
+    if not reference.exact and rows:
+        ref = min(ref, min(float(r["expected_wh"]) for r in rows))
+    cum = 0.0
+    out = []
+    for r in rows:
+        regret = float(r["expected_wh"]) - ref
+        cum += regret
+        out.append({**r, "optimal_wh": ref, "regret_wh": regret, "cumulative_regret_wh": cum})
+    return out, ref, cum
+
+
 def regret_reference_route(env: EnergyEnvironment, start: int, goal: int, reference: str = "auto",
                            potential_wh: np.ndarray | None = None) -> Route:
     """The route regret is measured against (see :class:`RoutingBandit`); ``potential_wh`` as the oracle's."""
     from evroute.errors import ParameterError
-    from evroute.oracle import rectified_reference_route
+    from evroute.oracle import best_known_route, rectified_reference_route
 
     if reference == "rectified":
         return rectified_reference_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal, potential_wh)
@@ -196,4 +223,9 @@ def regret_reference_route(env: EnergyEnvironment, start: int, goal: int, refere
     try:
         return env.optimal_route(start, goal)
     except NegativeCycleError:
-        return rectified_reference_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal, potential_wh)
+        pass
+    try:  # negative cycles: the exact best simple route when the integer program certifies it quickly
+        return optimal_route(env.linegraph, env.true_mean_wh, start, goal, on_negative_cycle="exact",
+                             time_limit_s=EXACT_TRY_S)
+    except NegativeCycleError:
+        return best_known_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal, potential_wh)

@@ -177,6 +177,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"{summary['label']} on {cfg.network} route {summary['route']}: T={cfg.horizon}, "
           f"{len(cfg.seeds)} seed(s), final cumulative regret {summary['mean_final_regret_wh']:.2f} "
           f"+- {summary['se_final_regret_wh']:.2f} Wh (mean +- s.e.)")
+    ref = summary.get("regret_reference")
+    if ref:
+        print(f"regret reference: {ref['text']} ({', '.join(ref['methods'])})")
     print(f"results: {out}")
     return 0
 

@@ -18,6 +18,8 @@ its cost is the sum of the node weights ``w[e_0] + ... + w[e_k]`` (the start and
   index oracle itself converges to with perfect knowledge: Dijkstra on the rectified true energies
   ``E[max(0, N(f_e, varsigma^2))]`` (the rectification of Algorithm 2 applied to the truth).  See
   ``docs/regret.md`` for how often each case occurs on our networks.
+* :func:`best_known_route` is the reference when no exact optimum can be certified: the cheapest route, by TRUE
+  energy, among the rectified references and the ``k`` shortest simple routes under the clipped reduced costs.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from scipy.sparse.csgraph import dijkstra, johnson
 from evroute.errors import DataError, NegativeCycleError, ParameterError, UnreachableError
 from evroute.linegraph import LineGraph
 
+#: route methods that certify the minimum-energy route (the others are the best route known)
+EXACT_METHODS = frozenset({"dijkstra", "johnson", "milp", "dijkstra-reduced"})
+
 
 @dataclass(frozen=True)
 class Route:
@@ -41,7 +46,12 @@ class Route:
 
     edges: np.ndarray
     cost: float
-    method: str = "dijkstra"  # how it was computed: dijkstra | johnson | milp | rectified
+    method: str = "dijkstra"  # dijkstra | johnson | milp | dijkstra-reduced | rectified | best-known
+
+    @property
+    def exact(self) -> bool:
+        """Whether the route is a certified minimum-energy route (else the best route known)."""
+        return self.method in EXACT_METHODS
 
     def __len__(self) -> int:
         return len(self.edges)
@@ -187,6 +197,40 @@ def rectified_reference_route(
     rect = np.maximum(rectified_gaussian_mean(shifted, var), MIN_WEIGHT_WH)
     r = RouteOracle(linegraph).shortest_route(rect, start, goal)
     return Route(r.edges, route_cost(w, r.edges), "rectified")
+
+
+def best_known_route(
+    linegraph: LineGraph, energies_wh: np.ndarray, noise_var: float | np.ndarray, start: int, goal: int,
+    potential_wh: np.ndarray | None = None, *, k: int = 20, time_limit_s: float = 60.0,
+) -> Route:
+    """The cheapest route known by TRUE energy when negative cycles rule out an exact optimum; ``cost`` in Wh.
+
+    Candidates: the rectified perfect-knowledge routes (:func:`rectified_reference_route`) without and with
+    ``potential_wh``, and the ``k`` shortest simple routes (Yen's algorithm, ``networkx.shortest_simple_paths``)
+    under the non-negative weights ``max(f - potential, 0)``, i.e. the true energy with the potential telescoped
+    out and only the negative reduced costs clipped; the search stops after ``time_limit_s``.  Every candidate is a
+    simple route; the lowest true energy wins (``method="best-known"``).
+    """
+    import networkx as nx
+
+    w = np.asarray(energies_wh, dtype=np.float64)
+    cands = [rectified_reference_route(linegraph, w, noise_var, start, goal)]
+    if potential_wh is not None:
+        cands.append(rectified_reference_route(linegraph, w, noise_var, start, goal, potential_wh))
+    pot = np.zeros_like(w) if potential_wh is None else np.asarray(potential_wh, dtype=np.float64)
+    clipped = np.maximum(w - pot, 0.0)
+    adj = linegraph.adjacency.tocoo()
+    g = nx.DiGraph()
+    g.add_weighted_edges_from(zip(adj.row.tolist(), adj.col.tolist(), clipped[adj.col].tolist(), strict=True))
+    deadline = time.monotonic() + time_limit_s
+    if start != goal and start in g and goal in g:
+        for i, path in enumerate(nx.shortest_simple_paths(g, start, goal, weight="weight")):
+            edges = np.asarray(path, dtype=np.int64)
+            cands.append(Route(edges, route_cost(w, edges), "yen"))
+            if i + 1 >= k or time.monotonic() > deadline:
+                break
+    best = min(cands, key=lambda r: r.cost)
+    return Route(best.edges, best.cost, "best-known")
 
 
 def has_negative_cycle(linegraph: LineGraph, energies_wh: np.ndarray, start: int) -> bool:

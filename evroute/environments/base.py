@@ -32,6 +32,8 @@ class EnergyEnvironment:
 
     #: registry name of the environment (``evroute.environments.make_environment``)
     name: str = "base"
+    #: whether the truth stays the same in every round (:meth:`advance` never changes it)
+    static: bool = True
 
     def __init__(self, linegraph: LineGraph, prior_mean_wh: np.ndarray, true_mean_wh: np.ndarray, prior_var: float,
                  noise_var: float, config: Any = None) -> None:

@@ -97,6 +97,7 @@ class DriftingEnvironment(PaperEnvironment):
     """
 
     name = "drifting"
+    static = False
 
     def __init__(self, linegraph: LineGraph, prior_mean_wh: np.ndarray, base_mean_wh: np.ndarray,
                  components_wh: np.ndarray, prior_var: float, noise_var: float, config: EnvironmentConfig,

@@ -1,0 +1,88 @@
+"""Set-up time of a BI-TS ``evroute run``: environment sampling and regret reference, paper vs consistent environment.
+
+Usage::
+
+    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python scripts/bench_env_setup.py --markdown docs/bench_env_setup.md
+    python scripts/bench_env_setup.py --network synthetic:10000:0 --repeats 3
+
+For each environment (``paper``: the paper's GP draw, regret reference by Johnson's algorithm, which is what
+``evroute run`` did before; ``consistent``: the same GP draw turned into non-negative reduced costs, exact
+reference by one Dijkstra) it times, ``--repeats`` times each, the three parts of a run's set-up before its first
+round: loading the network and line graph (cached after the first load, as in a run), drawing the environment
+(``make_environment``) and the regret reference (``regret_reference_route``); and the whole set-up as ``evroute
+run`` does it (``build_problem`` + ``make_bandit`` with fresh caches).  Medians are reported; the two environments
+are measured alternately in the same process.  Johnson's reference is timed ``--johnson-repeats`` times (it is
+slow and not the default any more).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+from _bench import machine_line
+
+from evroute.bandit import regret_reference_route
+from evroute.environments import make_environment
+from evroute.experiments import ExperimentConfig
+from evroute.experiments import runner as R
+from evroute.io import atomic_write_text
+from evroute.routes import resolve_route
+
+
+def _t(fn):  # noqa: ANN001, ANN202
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--network", default="synthetic:100000:0")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--johnson-repeats", type=int, default=1)
+    ap.add_argument("--markdown", default=None)
+    args = ap.parse_args()
+
+    t_load, lg = _t(lambda: R.load_linegraph(args.network))
+    route = resolve_route(lg, args.network, "A", None, None)
+    times: dict[str, dict[str, list[float]]] = {e: {"env": [], "ref": [], "setup": []} for e in ("paper", "consistent")}
+    for rep in range(args.repeats):
+        for name in ("consistent", "paper"):
+            dt, env = _t(lambda name=name, rep=rep: make_environment(lg, name, seed=rep))
+            times[name]["env"].append(dt)
+            if name == "consistent" or rep < args.johnson_repeats:
+                dt, _ = _t(lambda env=env: regret_reference_route(env, route.start, route.goal, "auto"))
+                times[name]["ref"].append(dt)
+            if name == "consistent" or rep < args.johnson_repeats:
+                R._environment.cache_clear()
+                cfg = ExperimentConfig(network=args.network, route="A", model="bi", policy="ts", env=name,
+                                       potential="elevation", seeds=(rep,))
+                dt, _ = _t(lambda cfg=cfg, rep=rep: R.make_bandit(cfg, R.build_problem(cfg, rep), rep))
+                times[name]["setup"].append(dt)
+            print(name, rep, {k: round(v[-1], 2) for k, v in times[name].items() if v}, flush=True)
+
+    def med(v: list[float]) -> str:
+        return f"{statistics.median(v):.1f} (n = {len(v)})" if v else "--"
+
+    lines = [f"# Set-up time of a BI-TS run on {args.network} ({lg.n_nodes} edges)", "",
+             f"Command: `OMP_NUM_THREADS=1 python scripts/bench_env_setup.py --network {args.network} "
+             f"--repeats {args.repeats} --johnson-repeats {args.johnson_repeats}`", "",
+             f"Machine: {machine_line()}.", "",
+             f"Network + line graph load (first load, cached afterwards in a run): {t_load:.1f} s.", "",
+             "| environment | draw the environment (s) | regret reference (s) | whole set-up: build_problem + "
+             "make_bandit (s) |", "|---|---|---|---|"]
+    ref_name = {"paper": "Johnson (no negative cycle on the synthetic city)", "consistent": "one Dijkstra"}
+    for name in ("paper", "consistent"):
+        t = times[name]
+        lines.append(f"| {name} | {med(t['env'])} | {med(t['ref'])}: {ref_name[name]} | {med(t['setup'])} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.markdown:
+        atomic_write_text(Path(args.markdown), text)
+
+
+if __name__ == "__main__":
+    main()
