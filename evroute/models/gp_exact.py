@@ -43,10 +43,10 @@ class ExactGPConfig:
 
     method: str = "auto"  # auto | dense | lowrank
     dense_max: int = DENSE_MAX  # auto: dense up to this many edges
-    refresh_every: int = 50  # rounds between exact refreshes from the statistics (0: never)
+    refresh_every: int = 200  # rounds between exact refreshes from the statistics (0: never)
     refit_first: int = 16  # first hyperparameter refit (round); then at 2x, 4x, ... (0: never refit)
     fit_iters: int = 20  # L-BFGS iterations per refit
-    fit_max_edges: int = 1500  # refit on at most this many distinct edges (the most visited)
+    fit_max_edges: int = 1000  # refit on at most this many distinct edges (the most visited)
     learn_hyper: bool = True  # outputscales and lengthscales
     learn_noise: bool = False  # else fixed to the environment's noise variance
     device: str = "cpu"  # cpu | auto | cuda (dense path on a torch device)
