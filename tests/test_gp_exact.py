@@ -195,3 +195,31 @@ def test_bandit_run_deterministic_and_resumes_bit_identically(env):
     np.testing.assert_array_equal(a.model.posterior().var, c.model.posterior().var)
     np.testing.assert_array_equal(a.model.posterior().mean, c.model.posterior().mean)
     assert a.model.hyperparameters()["outputscale_prod"] != 0.5  # refits happened (rounds 8, 16)
+
+
+def test_joint_thompson_sample_has_the_posterior_mean_and_covariance(env):
+    """Matheron draws: sample mean and covariance of 3000 draws match mu and Sigma within 5 standard errors."""
+    m = make_model("gp-exact", env, refit_first=0, ts_joint=True)
+    rng = np.random.default_rng(6)
+    for _ in range(30):
+        m.update(*_observe(env, rng))
+    post = m.posterior()
+    assert post.sampler is not None
+    n = 3000
+    draws = np.stack([post.sampler(rng) for _ in range(n)])
+    sig = m._post.sigma * m.scale**2
+    sig = np.tril(sig) + np.tril(sig, -1).T
+    corr = sig / np.sqrt(np.outer(np.diag(sig), np.diag(sig)))
+    np.fill_diagonal(corr, 0.0)
+    i, j = np.unravel_index(np.argmax(np.abs(corr)), corr.shape)
+    assert abs(corr[i, j]) > 0.2  # the posterior couples edges (per-edge draws would not)
+    sub = np.unique(np.concatenate([[i, j], m.order[:10], np.setdiff1d(np.arange(env.n_edges), m.order)[:10]]))
+    z = (draws[:, sub].mean(0) - post.mean[sub]) / np.sqrt(np.diag(sig)[sub] / n)
+    assert np.max(np.abs(z)) < 5
+    c_hat = np.cov(draws[:, sub].T)
+    s = sig[np.ix_(sub, sub)]
+    se = np.sqrt((np.outer(np.diag(s), np.diag(s)) + s**2) / n)
+    assert np.max(np.abs(c_hat - s) / se) < 5
+    ts = make_policy("ts")
+    np.testing.assert_array_equal(ts.estimates(post, 1, np.random.default_rng(9)),
+                                  post.sampler(np.random.default_rng(9)))

@@ -50,6 +50,7 @@ class ExactGPConfig:
     learn_hyper: bool = True  # outputscales and lengthscales
     learn_noise: bool = False  # else fixed to the environment's noise variance
     device: str = "cpu"  # cpu | auto | cuda (dense path on a torch device)
+    ts_joint: bool = False  # Thompson sampling with one joint posterior draw (Matheron update; dense method only)
     diag_probes: int = 64  # lowrank above exact_diag_max edges: probing vectors of the graph prior variances
     seed: int = 0
 
@@ -58,6 +59,8 @@ class ExactGPConfig:
             raise ParameterError(f"method must be auto, dense or lowrank, got {self.method!r}")
         if self.refresh_every < 0 or self.refit_first < 0 or self.fit_iters < 1 or self.fit_max_edges < 2:
             raise ParameterError("refresh_every, refit_first >= 0, fit_iters >= 1, fit_max_edges >= 2")
+        if self.ts_joint and self.method == "lowrank":
+            raise ParameterError("ts_joint needs method dense (a joint prior draw of the product kernel)")
         if self.device not in ("cpu", "auto", "cuda"):
             raise ParameterError(f"device must be cpu, auto or cuda, got {self.device!r}")
 
@@ -140,6 +143,8 @@ class ExactGPEdgeModel(EdgeModel):
         if self.contexts.shape[0] != self.n_edges:
             raise ParameterError("contexts and prior mean disagree on the number of edges")
         self.method = cfg.method if cfg.method != "auto" else ("dense" if self.n_edges <= cfg.dense_max else "lowrank")
+        if cfg.ts_joint and self.method != "dense":
+            raise ParameterError(f"ts_joint needs the dense method ({self.n_edges} edges > dense_max)")
         d = self.contexts.shape[1]
         w = float(product_weight)
         self.hyper = Hyper(w, 1.0 - w if w < 1 else 1e-6, np.full(d, float(lengthscale)),
@@ -156,6 +161,7 @@ class ExactGPEdgeModel(EdgeModel):
         self._since: list[tuple[np.ndarray, np.ndarray]] = []  # batches since the last refresh
         self._post: Any = None
         self._graph: Any = None
+        self._chol_k: np.ndarray | None = None  # Cholesky factor of K (joint TS draws)
         self.stats: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------------------------ kernel
@@ -201,6 +207,7 @@ class ExactGPEdgeModel(EdgeModel):
         state = self.__dict__.copy()
         state["_post"] = None
         state["_graph"] = None
+        state["_chol_k"] = None
         return state
 
     # ------------------------------------------------------------------------------------------ statistics
@@ -236,7 +243,7 @@ class ExactGPEdgeModel(EdgeModel):
             (self.t / cfg.refit_first).is_integer() and math.log2(self.t / cfg.refit_first).is_integer()
         if refit:
             self.fit_hyperparameters()
-            self._post = None
+            self._post = self._chol_k = None
         if refit or (cfg.refresh_every and self.t % cfg.refresh_every == 0):
             self._snap = self.statistics()[:3]
             self._since = []
@@ -253,7 +260,29 @@ class ExactGPEdgeModel(EdgeModel):
         post = self._ensure()
         s2 = self.scale**2
         return EdgePosterior(mean=post.mu * self.scale, var=np.maximum(post.var, 0.0) * s2,
-                             noise_var=np.full(self.n_edges, self.hyper.noise * s2))
+                             noise_var=np.full(self.n_edges, self.hyper.noise * s2),
+                             sampler=self.joint_sample if self.config.ts_joint else None)
+
+    def joint_sample(self, rng: np.random.Generator) -> np.ndarray:
+        """One draw ``(E,)`` (Wh) of all edges from the exact joint posterior, by Matheron's rule::
+
+            f* = f + K_{.U} A^-1 (ybar_U - f_U - eps),  f ~ N(m, K),  eps ~ N(0, diag(s^2 / n_U))
+
+        ``f`` uses the Cholesky factor of ``K`` (``E^3 / 3`` once per hyperparameter setting, then ``E^2`` per
+        draw); the update costs ``|U|^3 / 3 + E |U|``.  Dense method only.
+        """
+        post = self._ensure()
+        if self._chol_k is None:
+            from evroute.models.exact_posterior import _chol
+
+            self._chol_k = _chol(post._k)
+        f = self.m0 + self._chol_k @ rng.standard_normal(self.n_edges)
+        e, n, ybar, _ = self.statistics()
+        if len(e):
+            eps = np.sqrt(self.hyper.noise / n) * rng.standard_normal(len(e))
+            kxu = post._k[:, e]
+            f += kxu @ np.linalg.solve(kxu[e] + np.diag(self.hyper.noise / n), ybar - f[e] - eps)
+        return f * self.scale
 
     @property
     def noise_var(self) -> float:
