@@ -85,7 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start", default=None, help="start edge id")
     p.add_argument("--goal", default=None, help="goal edge id")
     p.add_argument("--model", default=None,
-                   help="edge model: bi (default), gp, kr (kernel regression), or routeset (IGP-UCB with --policy ucb, "
+                   help="edge model: bi (default), gp (sparse variational GP, the paper's), gp-exact (exact GP "
+                        "posterior), kr (kernel regression), or routeset (IGP-UCB with --policy ucb, "
                         "GP-TS with --policy ts, over the k prior-shortest routes; parameters via --model-param)")
     p.add_argument("--policy", default=None, help="ucb, bucb, ts (default) or greedy")
     p.add_argument("--policy-param", action="append", metavar="NAME=VALUE",

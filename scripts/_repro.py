@@ -48,6 +48,9 @@ def add_common_args(ap: argparse.ArgumentParser, *, runs: str, seeds: int = 5, h
                          "consistent = its physically consistent version (exact optimum)")
     ap.add_argument("--executor", default="process", choices=["serial", "process", "ray"])
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--gp-model", default="gp", choices=["gp", "gp-exact"],
+                    help="edge model of the GP methods: gp = the paper's SVGP (default), gp-exact = exact GP posterior "
+                         "(runs named GP-EXACT-*)")
     ap.add_argument("--runs", default=runs, help="raw results folder (not committed)")
     ap.add_argument("--docs", default="docs/results", help="figures and tables folder")
     ap.add_argument("--tag", default="", help="suffix of the figure/table names")
@@ -64,6 +67,14 @@ def parse_routes(items: Sequence[str]) -> list[tuple[str, str]]:
     return [tuple(item.rsplit(":", 1)) for item in items]  # type: ignore[misc]
 
 
+def resolve_method(method: str, args: argparse.Namespace) -> str:
+    """``gp-<policy>`` -> ``gp-exact-<policy>`` under ``--gp-model gp-exact`` (other methods unchanged)."""
+    model, policy = method.lower().rsplit("-", 1)
+    if model == "gp" and getattr(args, "gp_model", "gp") != "gp":
+        return f"{args.gp_model}-{policy}"
+    return method.lower()
+
+
 def route_key(network: str, route: str) -> str:
     return f"{network.replace(':', '_')}-{route}"
 
@@ -78,10 +89,10 @@ def method_config(network: str, route: str, method: str, args: argparse.Namespac
     """
     from evroute.experiments import ExperimentConfig
 
-    model, policy = method.lower().split("-")
+    model, policy = method.lower().rsplit("-", 1)
     return ExperimentConfig(network=network, route=route, model=model, policy=policy, env=args.env,
                             policy_params=dict(policy_params or {}),
-                            model_params=gp_params(args) if model == "gp" else {},
+                            model_params=gp_params(args) if model.startswith("gp") else {},
                             environment=dict(environment or {}), horizon=args.horizon,
                             seeds=tuple(range(args.seeds)), potential=potential or args.potential)
 

@@ -53,16 +53,17 @@ def main() -> None:
     for network, route in routes:
         key = R.route_key(network, route)
         names[key] = []
-        for meth in args.methods:
+        for meth in (R.resolve_method(m, args) for m in args.methods):
             names[key].append(meth.upper())
             cfgs[f"{key}/{meth.upper()}"] = R.method_config(network, route, meth, args)
         if args.elevation_methods and args.potential == "none" and elevation_matters(network):
-            for meth in args.elevation_methods:
+            for meth in (R.resolve_method(m, args) for m in args.elevation_methods):
                 names[key].append(meth.upper() + R.ELEV)
                 cfgs[f"{key}/{meth.upper()}{R.ELEV}"] = R.method_config(network, route, meth, args,
                                                                         potential="elevation")
     R.run_grid(cfgs, args)
 
+    pairs = [(R.resolve_method(a, args).upper(), R.resolve_method(b, args).upper()) for a, b in PAIRS]
     docs = Path(args.docs)
     runs = Path(args.runs)
     all_names = list(dict.fromkeys(n for v in names.values() for n in v))
@@ -122,7 +123,7 @@ def main() -> None:
         "from the best route):", "", *common, "",
         "Paired differences (same environment and reference per seed):", "",
         *[line for network, route in routes
-          for line in ["", *R.paired_lines(runs / R.route_key(network, route), PAIRS, args.seeds,
+          for line in ["", *R.paired_lines(runs / R.route_key(network, route), pairs, args.seeds,
                                            f"{network} {route}")]], "",
         "Final cumulative regret of every seed (Wh, rectified reference):", "",
         *[line for network, route in routes

@@ -8,7 +8,8 @@ and the sparse variational GP share this interface.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -23,11 +24,14 @@ class EdgePosterior:
         mean: ``(E,)`` posterior mean, Wh.
         var: ``(E,)`` posterior variance, Wh^2 (>= 0).
         noise_var: ``(E,)`` observation-noise variance ``varsigma^2``, Wh^2 (used for rectification).
+        sampler: optional ``rng -> (E,)`` joint draw of all edges (Wh) from the full posterior; Thompson sampling
+            uses it instead of independent per-edge draws when present (``gp-exact`` with ``ts_joint``).
     """
 
     mean: np.ndarray
     var: np.ndarray
     noise_var: np.ndarray
+    sampler: Callable[[np.random.Generator], np.ndarray] | None = field(default=None, compare=False, repr=False)
 
     @property
     def std(self) -> np.ndarray:

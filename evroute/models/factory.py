@@ -24,6 +24,7 @@ ModelBuilder = Callable[..., EdgeModel]
 _REGISTRY: dict[str, str | ModelBuilder] = {
     "bi": "evroute.models.bi:build_bi_model",
     "gp": "evroute.models.gp:build_gp_model",
+    "gp-exact": "evroute.models.gp_exact:build_exact_gp_model",
     "gp-tv": "evroute.models.gp_tv:build_gp_tv_model",
     "kr": "evroute.models.kr:build_kr_model",
 }

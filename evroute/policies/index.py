@@ -138,11 +138,14 @@ class BayesUCB(IndexPolicy):
 
 
 class ThompsonSampling(IndexPolicy):
-    """Independent per-edge posterior samples ``mu~_e ~ N(mu_e, sigma_e^2)``."""
+    """Independent per-edge posterior samples ``mu~_e ~ N(mu_e, sigma_e^2)`` (the paper's), or one joint posterior
+    draw when the model provides it (``EdgePosterior.sampler``)."""
 
     name = "ts"
 
     def estimates(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
+        if posterior.sampler is not None:
+            return posterior.sampler(rng)
         return posterior.mean + posterior.std * rng.standard_normal(len(posterior.mean))
 
 

@@ -1,0 +1,349 @@
+"""Exact GP edge model (``--model gp-exact``): the paper's GP without the sparse approximation.
+
+Same prior as the SVGP model (:mod:`evroute.models.gp`): ``f ~ GP(E_det, s_1 k_G k_f + s_2 k_f')`` with the graph
+Matérn kernel ``k_G`` on the line graph and Matérn-5/2 kernels ``k_f``, ``k_f'`` on the standardised edge contexts;
+Gaussian noise.  Every observation is of one of the ``E`` edges, so the exact posterior over all edges is a finite
+Gaussian kept by :mod:`evroute.models.exact_posterior`:
+
+* ``method="dense"`` (default up to ``dense_max`` = 8000 edges: ``Sigma`` and ``K`` take ``2 * 8 E^2`` bytes,
+  1 GB at 8000 edges, 0.5 GB on Luxembourg): one BLAS ``dsyrk`` rank-``k`` update per round;
+* ``method="lowrank"`` (above): ``Sigma = K - K_{.U} A^-1 K_{U.}`` over the distinct visited edges ``U``, graph-kernel
+  columns by sparse-precision solves (:class:`~evroute.kernels.GraphMaternKernel`, ``method="sparse"``); no ``E x E``
+  matrix anywhere.
+
+Per-edge sufficient statistics (count, sum, sum of squares) are kept; every ``refresh_every`` rounds the posterior is
+recomputed from them exactly (bounding the round-off of the incremental updates).  Hyperparameters (outputscales,
+context lengthscales; the noise with ``learn_noise``) maximise the exact marginal likelihood of the statistics
+(:func:`marginal_log_likelihood`) at rounds ``refit_first * 2^j`` (the data doubled since the last fit); the graph
+``kappa``, ``nu`` stay fixed, as in the SVGP model.
+
+Units: like the SVGP model, everything is in units of ``sigma0`` internally; :meth:`posterior` returns Wh.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from evroute.errors import ParameterError
+from evroute.kernels.graph_matern import GraphMaternKernel
+from evroute.kernels.matern import matern52
+from evroute.models.base import EdgeModel, EdgePosterior
+from evroute.models.exact_posterior import DensePosterior, LowRankPosterior
+
+DENSE_MAX = 8000
+
+
+@dataclass(frozen=True)
+class ExactGPConfig:
+    """Settings of :class:`ExactGPEdgeModel`."""
+
+    method: str = "auto"  # auto | dense | lowrank
+    dense_max: int = DENSE_MAX  # auto: dense up to this many edges
+    refresh_every: int = 200  # rounds between exact refreshes from the statistics (0: never)
+    refit_first: int = 16  # first hyperparameter refit (round); then at 2x, 4x, ... (0: never refit)
+    fit_iters: int = 20  # L-BFGS iterations per refit
+    fit_max_edges: int = 1000  # refit on at most this many distinct edges (the most visited)
+    learn_hyper: bool = True  # outputscales and lengthscales
+    learn_noise: bool = False  # else fixed to the environment's noise variance
+    device: str = "cpu"  # cpu | auto | cuda (dense path on a torch device)
+    ts_joint: bool = False  # Thompson sampling with one joint posterior draw (Matheron update; dense method only)
+    diag_probes: int = 64  # lowrank above exact_diag_max edges: probing vectors of the graph prior variances
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.method not in ("auto", "dense", "lowrank"):
+            raise ParameterError(f"method must be auto, dense or lowrank, got {self.method!r}")
+        if self.refresh_every < 0 or self.refit_first < 0 or self.fit_iters < 1 or self.fit_max_edges < 2:
+            raise ParameterError("refresh_every, refit_first >= 0, fit_iters >= 1, fit_max_edges >= 2")
+        if self.ts_joint and self.method == "lowrank":
+            raise ParameterError("ts_joint needs method dense (a joint prior draw of the product kernel)")
+        if self.device not in ("cpu", "auto", "cuda"):
+            raise ParameterError(f"device must be cpu, auto or cuda, got {self.device!r}")
+
+
+@dataclass
+class Hyper:
+    """Kernel hyperparameters in model units (variances relative to ``sigma0^2``)."""
+
+    s1: float
+    s2: float
+    ls1: np.ndarray  # (d,) lengthscales of k_f
+    ls2: np.ndarray  # (d,) lengthscales of k_f'
+    noise: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"outputscale_prod": self.s1, "outputscale_add": self.s2, "lengthscale_f": self.ls1.tolist(),
+                "lengthscale_f2": self.ls2.tolist(), "noise": self.noise}
+
+
+class EdgeKernel:
+    """``K = s1 K_G o K_f + s2 K_f'`` on all edges, as a :class:`~evroute.models.exact_posterior.KernelSource`.
+
+    ``graph``: either a dense ``(E, E)`` normalised graph Gram matrix or a :class:`GraphMaternKernel` (columns by
+    sparse solves; ``graph_diag`` its ``(E,)`` prior variances).
+    """
+
+    def __init__(self, graph: Any, contexts: np.ndarray, hyper: Hyper, graph_diag: np.ndarray | None = None) -> None:
+        self.graph, self.x, self.h = graph, contexts, hyper
+        self.n = contexts.shape[0]
+        self._gdiag = np.diagonal(graph).copy() if isinstance(graph, np.ndarray) else graph_diag
+
+    def _ctx(self, i: np.ndarray | slice, j: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+        xi, xj = self.x[i], self.x[j]
+        return matern52(xi, xj, self.h.ls1), matern52(xi, xj, self.h.ls2)
+
+    def diag(self) -> np.ndarray:
+        return self.h.s1 * self._gdiag + self.h.s2
+
+    def graph_columns(self, idx: np.ndarray) -> np.ndarray:
+        if isinstance(self.graph, np.ndarray):
+            return self.graph[:, idx]
+        return self.graph.columns(idx)
+
+    def columns(self, idx: np.ndarray, graph_cols: np.ndarray | None = None) -> np.ndarray:
+        g = self.graph_columns(idx) if graph_cols is None else graph_cols
+        kf, kf2 = self._ctx(slice(None), idx)
+        return np.asfortranarray(self.h.s1 * g * kf + self.h.s2 * kf2)
+
+    def dense(self, block: int = 512) -> np.ndarray:
+        if not isinstance(self.graph, np.ndarray):
+            raise ParameterError("a dense kernel needs the dense graph Gram matrix")
+        out = np.empty((self.n, self.n), order="F")
+        for j in range(0, self.n, block):  # column blocks: temporaries stay E x block
+            sl = slice(j, j + block)
+            kf, kf2 = self._ctx(slice(None), sl)
+            out[:, sl] = self.h.s1 * self.graph[:, sl] * kf + self.h.s2 * kf2
+        return out
+
+
+class ExactGPEdgeModel(EdgeModel):
+    """Exact GP model of the expected energy of every edge (use with any index policy).
+
+    Args:
+        prior_mean_wh: ``(E,)`` physics energies ``E_det`` (Wh), the prior mean.
+        prior_var: ``sigma0^2`` (Wh^2); noise_var: observation-noise variance (Wh^2).
+        laplacian: ``(E, E)`` line-graph Laplacian; contexts: ``(E, d)`` standardised contexts.
+        graph_nu, graph_kappa, lengthscale, product_weight: initial kernel (the environment's, as for the SVGP).
+    """
+
+    def __init__(self, prior_mean_wh: np.ndarray, prior_var: float, noise_var: float, laplacian: Any,
+                 contexts: np.ndarray, *, graph_nu: float = 2.0, graph_kappa: float = 1.0, lengthscale: float = 1.0,
+                 product_weight: float = 0.5, config: ExactGPConfig | None = None) -> None:
+        self.config = cfg = config or ExactGPConfig()
+        self.prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64).copy()
+        self.n_edges = len(self.prior_mean_wh)
+        if prior_var <= 0 or noise_var <= 0:
+            raise ParameterError("prior and noise variances must be > 0")
+        self.scale = math.sqrt(float(prior_var))
+        self.contexts = np.asarray(contexts, dtype=np.float64)
+        if self.contexts.shape[0] != self.n_edges:
+            raise ParameterError("contexts and prior mean disagree on the number of edges")
+        self.method = cfg.method if cfg.method != "auto" else ("dense" if self.n_edges <= cfg.dense_max else "lowrank")
+        if cfg.ts_joint and self.method != "dense":
+            raise ParameterError(f"ts_joint needs the dense method ({self.n_edges} edges > dense_max)")
+        d = self.contexts.shape[1]
+        w = float(product_weight)
+        self.hyper = Hyper(w, 1.0 - w if w < 1 else 1e-6, np.full(d, float(lengthscale)),
+                           np.full(d, float(lengthscale)), float(noise_var) / float(prior_var))
+        self.graph_nu, self.graph_kappa = float(graph_nu), float(graph_kappa)
+        self._lap = laplacian
+        self.m0 = self.prior_mean_wh / self.scale
+        self.counts = np.zeros(self.n_edges, dtype=np.int64)
+        self.sum_y = np.zeros(self.n_edges)
+        self.sum_y2 = np.zeros(self.n_edges)
+        self.order = np.zeros(0, dtype=np.int64)  # visited edges in order of first visit
+        self.t = 0
+        self._snap: tuple[np.ndarray, np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+        self._since: list[tuple[np.ndarray, np.ndarray]] = []  # batches since the last refresh
+        self._post: Any = None
+        self._graph: Any = None
+        self._chol_k: np.ndarray | None = None  # Cholesky factor of K (joint TS draws)
+        self.stats: dict[str, float] = {}
+
+    # ------------------------------------------------------------------------------------------------ kernel
+    def _graph_source(self) -> tuple[Any, np.ndarray | None]:
+        if self._graph is None:
+            from evroute.models.gp_kernels import dense_graph_gram
+
+            if self.method == "dense":
+                self._graph = (dense_graph_gram(self._lap, self.graph_nu, self.graph_kappa), None)
+            else:
+                k = GraphMaternKernel(self._lap, self.graph_nu, self.graph_kappa, method="sparse")
+                self._graph = (k, k.diag_estimate(self.config.diag_probes) if self.n_edges > 4000 else k.diag())
+        return self._graph
+
+    def kernel(self) -> EdgeKernel:
+        g, gdiag = self._graph_source()
+        return EdgeKernel(g, self.contexts, self.hyper, gdiag)
+
+    def _device(self) -> Any:
+        if self.config.device == "cpu":
+            return None
+        import torch
+
+        if self.config.device == "auto" and not torch.cuda.is_available():
+            return None
+        return torch.device("cuda")
+
+    def _new_posterior(self) -> Any:
+        if self.method == "dense":
+            return DensePosterior(self.kernel(), self.m0, self.hyper.noise, device=self._device())
+        return LowRankPosterior(self.kernel(), self.m0, self.hyper.noise)
+
+    def _ensure(self) -> Any:
+        """The posterior object (rebuilt after unpickling: refresh from the snapshot, then replay the batches)."""
+        if self._post is None:
+            self._post = self._new_posterior()
+            self._post.refresh(*self._snap)
+            for e, y in self._since:
+                self._post.condition(e, y)
+        return self._post
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_post"] = None
+        state["_graph"] = None
+        state["_chol_k"] = None
+        return state
+
+    # ------------------------------------------------------------------------------------------ statistics
+    def statistics(self, edges: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``(edges, n_u, ybar_u, scatter_u)`` of the visited edges (model units), in first-visit order."""
+        e = self.order if edges is None else edges
+        n = self.counts[e].astype(np.float64)
+        ybar = self.sum_y[e] / n
+        scatter = np.maximum(self.sum_y2[e] - n * ybar * ybar, 0.0)
+        return e, n, ybar, scatter
+
+    # ----------------------------------------------------------------------------------------------- update
+    def update(self, edges: np.ndarray, energies_wh: np.ndarray) -> None:
+        import time
+
+        e, y = self._check_batch(edges, energies_wh)
+        if len(e) == 0:
+            return
+        post = self._ensure()
+        y = y / self.scale
+        new = e[self.counts[e] == 0]
+        _, first = np.unique(new, return_index=True)
+        new = new[np.sort(first)]  # first-visit order (the low-rank posterior's column order)
+        if len(new):
+            self.order = np.concatenate([self.order, new])
+        np.add.at(self.counts, e, 1)
+        np.add.at(self.sum_y, e, y)
+        np.add.at(self.sum_y2, e, y * y)
+        self.t += 1
+        cfg = self.config
+        t0 = time.perf_counter()
+        refit = cfg.learn_hyper and cfg.refit_first > 0 and self.t >= cfg.refit_first and \
+            (self.t / cfg.refit_first).is_integer() and math.log2(self.t / cfg.refit_first).is_integer()
+        if refit:
+            self.fit_hyperparameters()
+            self._post = self._chol_k = None
+        if refit or (cfg.refresh_every and self.t % cfg.refresh_every == 0):
+            self._snap = self.statistics()[:3]
+            self._since = []
+            post = self._ensure()  # new posterior after a refit, else the same object refreshed below
+            if not refit:
+                post.refresh(*self._snap)
+        else:
+            post.condition(e, y)
+            self._since.append((e, y))
+        self.stats["update_ms"] = 1e3 * (time.perf_counter() - t0)
+        self.stats["refit"] = float(refit)
+
+    def posterior(self) -> EdgePosterior:
+        post = self._ensure()
+        s2 = self.scale**2
+        return EdgePosterior(mean=post.mu * self.scale, var=np.maximum(post.var, 0.0) * s2,
+                             noise_var=np.full(self.n_edges, self.hyper.noise * s2),
+                             sampler=self.joint_sample if self.config.ts_joint else None)
+
+    def joint_sample(self, rng: np.random.Generator) -> np.ndarray:
+        """One draw ``(E,)`` (Wh) of all edges from the exact joint posterior, by Matheron's rule::
+
+            f* = f + K_{.U} A^-1 (ybar_U - f_U - eps),  f ~ N(m, K),  eps ~ N(0, diag(s^2 / n_U))
+
+        ``f`` uses the Cholesky factor of ``K`` (``E^3 / 3`` once per hyperparameter setting, then ``E^2`` per
+        draw); the update costs ``|U|^3 / 3 + E |U|``.  Dense method only.
+        """
+        post = self._ensure()
+        if self._chol_k is None:
+            from evroute.models.exact_posterior import _chol
+
+            self._chol_k = _chol(post._k)
+        f = self.m0 + self._chol_k @ rng.standard_normal(self.n_edges)
+        e, n, ybar, _ = self.statistics()
+        if len(e):
+            eps = np.sqrt(self.hyper.noise / n) * rng.standard_normal(len(e))
+            kxu = post._k[:, e]
+            f += kxu @ np.linalg.solve(kxu[e] + np.diag(self.hyper.noise / n), ybar - f[e] - eps)
+        return f * self.scale
+
+    @property
+    def noise_var(self) -> float:
+        return self.hyper.noise * self.scale**2
+
+    def hyperparameters(self) -> dict[str, Any]:
+        return {**self.hyper.as_dict(), "graph_nu": self.graph_nu, "graph_kappa": self.graph_kappa,
+                "method": self.method, "n_visited": int(len(self.order)), "rounds": self.t}
+
+    # ----------------------------------------------------------------------------------------------- refit
+    def fit_hyperparameters(self) -> None:
+        """Maximise the exact marginal likelihood of the statistics (L-BFGS, from the current values)."""
+        from evroute.models.gp_exact_mll import fit_hyperparameters
+
+        e, n, ybar, scatter = self.statistics()
+        if len(e) > self.config.fit_max_edges:  # the most visited edges (ties: first visited)
+            keep = np.sort(np.argsort(-n, kind="stable")[:self.config.fit_max_edges])
+            e, n, ybar, scatter = e[keep], n[keep], ybar[keep], scatter[keep]
+        g, _ = self._graph_source()
+        g_uu = g[np.ix_(e, e)] if isinstance(g, np.ndarray) else g.columns(e)[e]
+        self.hyper = fit_hyperparameters(self.hyper, g_uu, self.contexts[e], self.m0[e], n, ybar, scatter,
+                                         iters=self.config.fit_iters, learn_noise=self.config.learn_noise)
+
+
+def build_exact_gp_model(env, *, seed: int = 0, **params: Any) -> ExactGPEdgeModel:  # env: EnergyEnvironment
+    """Exact GP edge model with the environment's prior and kernel initialisation (as :func:`build_gp_model`).
+
+    Keyword parameters: any :class:`ExactGPConfig` field and ``graph_nu``, ``graph_kappa``, ``lengthscale``,
+    ``product_weight`` (initial kernel; default the environment's), ``threads`` (BLAS/torch threads; default 1,
+    0 keeps the process's setting).
+    """
+    ec = env.config
+    init = {k: float(params.pop(k, getattr(ec, k))) for k in ("graph_nu", "graph_kappa", "lengthscale",
+                                                              "product_weight")}
+    threads = int(params.pop("threads", 1))
+    if threads > 0:
+        _set_threads(threads)
+    known = set(ExactGPConfig.__dataclass_fields__)
+    unknown = set(params) - known
+    if unknown:
+        raise ParameterError(f"unknown exact GP model parameters: {', '.join(sorted(unknown))}")
+    for k, f in ExactGPConfig.__dataclass_fields__.items():
+        if k in params and isinstance(params[k], str) and f.type in ("bool", bool):
+            params[k] = params[k].lower() in ("1", "true", "yes")
+    cfg = ExactGPConfig(**{"seed": int(seed), **params})
+    lg = env.linegraph
+    return ExactGPEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var, lg.laplacian(), lg.contexts(),
+                            config=cfg, **init)
+
+
+def _set_threads(n: int) -> None:
+    import torch
+
+    torch.set_num_threads(n)
+    try:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(n)
+    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn / is in the lock file
+        pass
+
+
+def exact_config_dict(model: ExactGPEdgeModel) -> dict[str, Any]:
+    return asdict(model.config)
