@@ -4,7 +4,7 @@ Runs are saved one file each under ``--out`` and skipped when present, so the co
 
     nohup .venv/bin/python scripts/tvbo_table3.py --protocol reduced > tvbo.log 2>&1 &   # what docs/results has
     .venv/bin/python scripts/tvbo_table3.py --protocol full --workers 16                 # paper: 600 s x 10 reps
-    .venv/bin/python scripts/tvbo_table3.py --protocol full --executor ray               # on a Ray cluster
+    .venv/bin/python scripts/tvbo_table3.py --protocol full --executor ray --address HOST:6379   # Ray cluster
     .venv/bin/python scripts/tvbo_table3.py --report-only                                # table/figures only
 
 ``--protocol reduced``: 600 s simulated-clock runs, compute time x50 (emulates a 50x slower machine, so a run costs
@@ -92,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--algorithms", nargs="*", help="subset of algorithms")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--executor", choices=["process", "ray"], default="process")
+    ap.add_argument("--address", help="Ray cluster address for --executor ray (default: RAY_ADDRESS or local Ray)")
     ap.add_argument("--out", default="runs/tvbo", help="directory of per-run results (resumable)")
     ap.add_argument("--results", default="docs/results", help="where the table and figures go")
     ap.add_argument("--report-only", action="store_true")
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     proto = dataclasses.replace(proto, **{k: v for k, v in changes.items() if v is not None})
     if not args.report_only:
-        run_protocol(proto.specs(), args.out, workers=args.workers, executor=args.executor)
+        run_protocol(proto.specs(), args.out, workers=args.workers, executor=args.executor, address=args.address)
 
     df, logs = load_runs(args.out)
     cells = len(set(proto.problems)) * len(set(proto.algorithms))

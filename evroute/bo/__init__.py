@@ -5,15 +5,22 @@ Policies: :class:`IGPUCB`, :class:`GPTS` (Chowdhury & Gopalan 2017), :class:`Sri
 See ``docs/bo.md`` for the interface and the formulas each policy implements.
 """
 
+from evroute.bo.acquisition import (
+    expected_improvement,
+    log_probability_of_improvement,
+    thompson_sample,
+    upper_confidence_bound,
+)
 from evroute.bo.base import BoxDomain, Domain, FiniteDomain, Policy, as_generator
 from evroute.bo.functions import FUNCTION_NAMES, BenchmarkFunction, get_function
-from evroute.bo.gp import FiniteArmGP, GPRegressor, sample_mvn
+from evroute.bo.gp import FiniteArmGP, GPRegressor
 from evroute.bo.gp_policies import GPEI, GPPI, GPTS, GPUCB, IGPUCB, GPPolicy, SrinivasGPUCB, info_gain_bound
 from evroute.bo.kernels import Kernel, Matern, SquaredExponential, make_kernel
 from evroute.bo.kr import NadarayaWatson, scott_bandwidth, silverman_bandwidth
 from evroute.bo.kr_policies import BOKE, KRUCB, BOKEPlus, KernelRegressionPolicy, ikr_ucb
 from evroute.bo.loop import RunResult, run_policy
 from evroute.bo.optim import AcquisitionOptimizer
+from evroute.bo.posterior import GaussianPosterior, sample_mvn
 
 __all__ = [
     "BOKE",
@@ -31,6 +38,7 @@ __all__ = [
     "Domain",
     "FiniteArmGP",
     "FiniteDomain",
+    "GaussianPosterior",
     "GPPolicy",
     "GPRegressor",
     "Kernel",
@@ -42,6 +50,10 @@ __all__ = [
     "SquaredExponential",
     "SrinivasGPUCB",
     "as_generator",
+    "expected_improvement",
+    "log_probability_of_improvement",
+    "thompson_sample",
+    "upper_confidence_bound",
     "get_function",
     "ikr_ucb",
     "info_gain_bound",

@@ -21,31 +21,12 @@ from scipy.linalg import cho_solve, solve_triangular
 
 from evroute.bo.base import FloatArray
 from evroute.bo.kernels import Kernel
+from evroute.bo.posterior import sample_mvn
 from evroute.errors import ParameterError, check_positive
 
 __all__ = ["FiniteArmGP", "GPRegressor", "sample_mvn"]
 
 _JITTER = 1e-10
-
-
-def sample_mvn(mean: FloatArray, cov: FloatArray, rng: np.random.Generator, scale: float = 1.0) -> FloatArray:
-    """One draw from ``N(mean, scale^2 cov)`` (``(N,)``), robust to a singular ``cov``.
-
-    Tries a Cholesky factorisation with growing jitter, then falls back to an eigendecomposition with the negative
-    eigenvalues clipped to zero.
-    """
-    n = mean.shape[0]
-    z = rng.standard_normal(n)
-    cov = 0.5 * (cov + cov.T)
-    base = max(float(np.mean(np.diag(cov))), 1e-300)
-    for jit in (1e-10, 1e-8, 1e-6):
-        try:
-            chol = np.linalg.cholesky(cov + jit * base * np.eye(n))
-        except np.linalg.LinAlgError:
-            continue
-        return mean + scale * (chol @ z)
-    w, q = np.linalg.eigh(cov)
-    return mean + scale * (q @ (np.sqrt(np.clip(w, 0.0, None)) * z))
 
 
 class FiniteArmGP:

@@ -24,12 +24,13 @@ from abc import abstractmethod
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import norm
 
+from evroute.bo.acquisition import ei_terms, log_pi_terms, thompson_sample, ucb_terms
 from evroute.bo.base import BoxDomain, Domain, FiniteDomain, FloatArray, Policy, SeedLike
-from evroute.bo.gp import FiniteArmGP, GPRegressor, sample_mvn
+from evroute.bo.gp import FiniteArmGP, GPRegressor
 from evroute.bo.kernels import Kernel, Matern, SquaredExponential
 from evroute.bo.optim import AcquisitionOptimizer
+from evroute.bo.posterior import GaussianPosterior
 from evroute.errors import ParameterError, check_positive
 
 __all__ = ["GPEI", "GPPI", "GPTS", "GPUCB", "IGPUCB", "GPPolicy", "SrinivasGPUCB", "info_gain_bound"]
@@ -141,6 +142,24 @@ class GPPolicy(Policy):
         mean, var = self.gp.predict(self.domain.to_unit(np.atleast_2d(x)), self._alpha_vec())  # type: ignore
         return self._y_shift + self._y_scale * mean, self._y_scale * np.sqrt(var)
 
+    def posterior_at(self, x: ArrayLike | None = None, *, unit: bool = False) -> GaussianPosterior:
+        """The posterior object at ``x`` ``(m, d)`` (all arms if None), observation units, joint covariance lazily.
+
+        ``unit=True``: ``x`` is in unit-cube coordinates (box domains).
+        """
+        if self.finite is not None:
+            if x is None:
+                return GaussianPosterior(self.finite.mean, self.finite.var, self.finite.cov)
+            idx = [self.domain.index_of(row) for row in np.atleast_2d(x)]  # type: ignore[attr-defined]
+            return GaussianPosterior(self.finite.mean[idx], self.finite.var[idx], self.finite.cov[np.ix_(idx, idx)])
+        if x is None:
+            raise ParameterError("posterior on a box domain needs query points x")
+        u = np.atleast_2d(np.asarray(x, dtype=float)) if unit else self.domain.to_unit(np.atleast_2d(x))  # type: ignore
+        gp = self.gp
+        mean, var = gp.predict(u, self._alpha_vec())  # type: ignore[union-attr]
+        post = GaussianPosterior(mean, var, lambda: gp.posterior_cov(u))  # type: ignore[union-attr]
+        return post if (self._y_shift, self._y_scale) == (0.0, 1.0) else post.affine(self._y_shift, self._y_scale)
+
     # ---------------------------------------------------------------- acquisition
     @abstractmethod
     def acquisition(self, mean: FloatArray, std: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
@@ -200,8 +219,7 @@ class GPUCB(GPPolicy):
         self.current_width = self.width(self.n_obs + 1)
 
     def acquisition(self, mean: FloatArray, std: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        w = self.current_width
-        return mean + w * std, np.ones_like(mean), np.full_like(std, w)
+        return ucb_terms(mean, std, self.current_width)
 
 
 class IGPUCB(GPUCB):
@@ -289,14 +307,12 @@ class GPTS(IGPUCB):
     def _ask(self, t: float | None) -> FloatArray:
         v = self.width(self.n_obs + 1)
         if self.finite is not None:
-            draw = sample_mvn(self.finite.mean, self.finite.cov, self.rng, scale=v)
+            draw = thompson_sample(self.posterior_at(), self.rng, scale=v)
             return self.domain.points[_argmax_random_tie(draw, self.rng)]  # type: ignore[attr-defined]
         u = self.rng.random((self.n_candidates, self.domain.dim))
         if self.n_obs:
             u = np.vstack([u, self.domain.to_unit(self.X[np.argmax(self.y)])])  # type: ignore[attr-defined]
-        gp, alpha = self.gp, self._alpha_vec()
-        mean, _ = gp.predict(u, alpha)  # type: ignore[union-attr]
-        draw = sample_mvn(mean, gp.posterior_cov(u), self.rng, scale=v)  # type: ignore[union-attr]
+        draw = thompson_sample(self.posterior_at(u, unit=True), self.rng, scale=v)
         return self.domain.from_unit(u[int(np.argmax(draw))])  # type: ignore[attr-defined]
 
 
@@ -317,19 +333,12 @@ class _ImprovementPolicy(GPPolicy):
             mean, _ = self.gp.predict(self.domain.to_unit(self.X), self._alpha_vec())  # type: ignore
             self.incumbent = float(np.max(mean))
 
-    def _z(self, mean: FloatArray, std: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        s = np.maximum(std, 1e-12)
-        imp = mean - self.incumbent - self.xi
-        return imp, s, imp / s
-
 
 class GPEI(_ImprovementPolicy):
     """GP-EI: ``EI = (mu - f+ - xi) Phi(z) + sigma phi(z)``, ``z = (mu - f+ - xi) / sigma`` (default ``xi = 0``)."""
 
     def acquisition(self, mean: FloatArray, std: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        imp, s, z = self._z(mean, std)
-        cdf, pdf = norm.cdf(z), norm.pdf(z)
-        return imp * cdf + s * pdf, cdf, pdf
+        return ei_terms(mean, std, self.incumbent, self.xi)
 
 
 class GPPI(_ImprovementPolicy):
@@ -339,7 +348,4 @@ class GPPI(_ImprovementPolicy):
     """
 
     def acquisition(self, mean: FloatArray, std: FloatArray) -> tuple[FloatArray, FloatArray, FloatArray]:
-        _, s, z = self._z(mean, std)
-        logcdf = norm.logcdf(z)
-        ratio = np.exp(norm.logpdf(z) - logcdf)  # phi / Phi, finite for very negative z
-        return logcdf, ratio / s, -ratio * z / s
+        return log_pi_terms(mean, std, self.incumbent, self.xi)

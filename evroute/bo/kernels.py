@@ -14,6 +14,7 @@ from scipy.spatial.distance import cdist
 
 from evroute.bo.base import FloatArray
 from evroute.errors import ParameterError, check_positive
+from evroute.kernels.matern import matern, matern_grad_factor
 
 __all__ = ["Kernel", "Matern", "SquaredExponential", "make_kernel"]
 
@@ -71,7 +72,8 @@ class SquaredExponential(Kernel):
 
 
 class Matern(Kernel):
-    """Matérn kernel with smoothness ``nu`` in {0.5, 1.5, 2.5} (closed forms)."""
+    """Matérn kernel with smoothness ``nu`` in {0.5, 1.5, 2.5}: :func:`evroute.kernels.matern.matern` (the one
+    implementation) at ``r = s / l``; its gradient factor is ``0`` at ``r = 0`` for ``nu = 1/2`` (subgradient)."""
 
     def __init__(self, lengthscale: float = 0.2, variance: float = 1.0, nu: float = 2.5) -> None:
         super().__init__(lengthscale, variance)
@@ -80,21 +82,10 @@ class Matern(Kernel):
         self.nu = float(nu)
 
     def _kappa(self, r: FloatArray) -> FloatArray:
-        if self.nu == 0.5:
-            return np.exp(-r)
-        if self.nu == 1.5:
-            s = np.sqrt(3.0) * r
-            return (1 + s) * np.exp(-s)
-        s = np.sqrt(5.0) * r
-        return (1 + s + s**2 / 3) * np.exp(-s)
+        return matern(r, 1.0, self.nu)
 
     def _dkappa_over_r(self, r: FloatArray) -> FloatArray:
-        if self.nu == 0.5:
-            return -np.exp(-r) / np.maximum(r, 1e-12)
-        if self.nu == 1.5:
-            return -3.0 * np.exp(-np.sqrt(3.0) * r)
-        s = np.sqrt(5.0) * r
-        return -(5.0 / 3.0) * (1 + s) * np.exp(-s)
+        return matern_grad_factor(r, 1.0, self.nu)
 
     def __repr__(self) -> str:
         return f"Matern(lengthscale={self.lengthscale}, variance={self.variance}, nu={self.nu})"

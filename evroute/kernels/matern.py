@@ -1,6 +1,19 @@
-"""Matérn-5/2 kernel on edge contexts: exact dense evaluation and random Fourier features.
+"""The project's one Matérn implementation: half-integer correlations, derivatives, Gram matrices, Fourier features.
+
+Correlations ``k(0) = 1`` in the scaled distance ``s = sqrt(2 nu) r / l`` (:func:`matern`):
+
+* ``nu = 1/2``: ``k = exp(-s)``
+* ``nu = 3/2``: ``k = (1 + s) exp(-s)``
+* ``nu = 5/2``: ``k = (1 + s + s^2 / 3) exp(-s)``
+
+with their derivatives (:func:`matern_dlog_lengthscale` for marginal-likelihood gradients, :func:`matern_grad_factor`
+for input gradients), any ``nu > 0`` through the Bessel function (:func:`matern_general`), and the dense Matérn-5/2
+Gram matrix on edge contexts (:func:`matern52`):
 
     k(x, x') = s (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r),  r = ||(x - x') / lengthscale||
+
+Users: :mod:`evroute.bo.kernels` (isotropic kernel classes of the BO policies), :mod:`evroute.bo.timevarying`
+(spatio-temporal GP), the edge models and the environment.
 
 Random Fourier features (Rahimi & Recht 2007): the spectral density of the Matérn-nu kernel with
 lengthscale ``l`` in ``d`` dimensions is a multivariate Student-t with ``2 nu`` degrees of freedom and
@@ -10,10 +23,99 @@ scale ``1 / l``, so ``phi_j(x) = sqrt(2 / D) cos(w_j . x + b_j)`` with ``w_j = g
 
 from __future__ import annotations
 
+from math import lgamma, log
+
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.spatial.distance import cdist
+from scipy.special import kv
 
 from evroute.errors import ParameterError
+
+__all__ = [
+    "NU_VALUES",
+    "check_nu",
+    "matern",
+    "matern52",
+    "matern_dlog_lengthscale",
+    "matern_general",
+    "matern_grad_factor",
+    "matern_rff",
+]
+
+FloatArray = np.ndarray
+
+
+NU_VALUES: tuple[float, ...] = (0.5, 1.5, 2.5)
+
+
+def check_nu(nu: float) -> float:
+    """Return ``nu`` as float if it is one of :data:`NU_VALUES`, else raise :class:`ParameterError`."""
+    v = float(nu)
+    if v not in NU_VALUES:
+        raise ParameterError(f"Matérn smoothness nu must be one of {NU_VALUES}, got {nu!r}")
+    return v
+
+
+def _scaled_distance(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
+    if not lengthscale > 0:
+        raise ParameterError(f"lengthscale must be > 0, got {lengthscale!r}")
+    return np.sqrt(2.0 * nu) * np.abs(np.asarray(r, dtype=float)) / float(lengthscale)
+
+
+def matern(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
+    """Matérn correlation ``k(r)`` for distances ``r`` (any shape, same units as ``lengthscale``)."""
+    nu = check_nu(nu)
+    s = _scaled_distance(r, lengthscale, nu)
+    e = np.exp(-s)
+    if nu == 0.5:
+        return e
+    if nu == 1.5:
+        return (1.0 + s) * e
+    return (1.0 + s + s * s / 3.0) * e
+
+
+def _dk_ds(s: FloatArray, nu: float) -> FloatArray:
+    e = np.exp(-s)
+    if nu == 0.5:
+        return -e
+    if nu == 1.5:
+        return -s * e
+    return -(s / 3.0) * (1.0 + s) * e
+
+
+def matern_dlog_lengthscale(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
+    """``d k(r) / d log(lengthscale)`` (same shape as ``r``); used by the marginal-likelihood gradient."""
+    nu = check_nu(nu)
+    s = _scaled_distance(r, lengthscale, nu)
+    return -s * _dk_ds(s, nu)
+
+
+def matern_grad_factor(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
+    """``h(r)`` such that ``d k(||u - v||) / d u = h(r) (u - v)``; zero at ``r = 0`` for ``nu = 1/2`` (subgradient)."""
+    nu = check_nu(nu)
+    r = np.abs(np.asarray(r, dtype=float))
+    s = _scaled_distance(r, lengthscale, nu)
+    e = np.exp(-s)
+    if nu == 1.5:
+        return -(3.0 / lengthscale**2) * e
+    if nu == 2.5:
+        return -(5.0 / (3.0 * lengthscale**2)) * (1.0 + s) * e
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = -e / (lengthscale * r)
+    return np.where(r > 0, out, 0.0)
+
+
+def matern_general(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
+    """Matérn correlation for any ``nu > 0`` through the modified Bessel function ``K_nu`` (``k(0) = 1``)."""
+    if not nu > 0:
+        raise ParameterError(f"nu must be > 0, got {nu!r}")
+    z = _scaled_distance(r, lengthscale, nu)
+    safe = np.where(z > 0, z, 1.0)
+    with np.errstate(over="ignore", invalid="ignore"):
+        val = np.exp((1.0 - nu) * log(2.0) - lgamma(nu) + nu * np.log(safe)) * kv(nu, safe)
+    val = np.where(np.isfinite(val), val, 0.0)
+    return np.where(z > 0, val, 1.0)
 
 
 def _scaled(x: np.ndarray, lengthscale: float | np.ndarray) -> np.ndarray:
@@ -29,9 +131,7 @@ def matern52(
     """Dense Matérn-5/2 Gram matrix, ``(n1, n2)`` for inputs ``(n1, d)`` and ``(n2, d)``."""
     x1 = np.atleast_2d(np.asarray(x1, dtype=np.float64))
     x2 = x1 if x2 is None else np.atleast_2d(np.asarray(x2, dtype=np.float64))
-    r = cdist(_scaled(x1, lengthscale), _scaled(x2, lengthscale))
-    s5r = np.sqrt(5.0) * r
-    return outputscale * (1.0 + s5r + s5r**2 / 3.0) * np.exp(-s5r)
+    return outputscale * matern(cdist(_scaled(x1, lengthscale), _scaled(x2, lengthscale)), 1.0, 2.5)
 
 
 def matern_rff(

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from evroute.bo.timevarying.clock import make_clock
-from evroute.bo.timevarying.policies import ALGORITHMS, make_policy
+from evroute.bo.timevarying.policies import ALGORITHMS, PAPER_ALGORITHMS, make_policy
 from evroute.bo.timevarying.problems import PROBLEMS, REFERENCE_VERSION, TVProblem, get_problem
 from evroute.errors import ParameterError, check_positive
 
@@ -59,7 +59,7 @@ class Protocol:
     compute_scale: float = 1.0
     clock: str = "simulated"
     problems: tuple[str, ...] = tuple(PROBLEMS)
-    algorithms: tuple[str, ...] = tuple(ALGORITHMS)
+    algorithms: tuple[str, ...] = PAPER_ALGORITHMS
     note: str = field(default="", compare=False)
 
     def specs(self) -> list[RunSpec]:
@@ -154,6 +154,9 @@ def run_one(spec: RunSpec, out_dir: str | Path | None = None) -> dict[str, np.nd
         "dataset_size": np.asarray(log_n),
         "compute": np.asarray(log_c),
     }
+    agreements = getattr(policy.manager, "agreements", None)
+    if getattr(policy.manager, "compare", False) and agreements is not None:
+        result["w2_agree"] = np.asarray(agreements, dtype=bool)  # exact Eq. 12 vs W-DBO bound, per removal
     if out_dir is not None:
         path = run_path(out_dir, spec)
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -174,6 +177,7 @@ def run_protocol(
     *,
     workers: int = 1,
     executor: str = "process",
+    address: str | None = None,
     progress: bool = True,
 ) -> list[Path]:
     """Run every spec whose result file is missing; returns the paths of all result files.
@@ -182,8 +186,9 @@ def run_protocol(
         specs: the runs (e.g. ``Protocol.specs()``).
         out_dir: results directory (``runs/`` and ``optima/`` are created under it).
         workers: parallel runs (``1``: sequential in this process).
-        executor: ``"process"`` (a process pool) or ``"ray"`` (needs ``ray`` installed; uses a running cluster if
-            ``RAY_ADDRESS`` is set).
+        executor: ``"process"`` (a process pool) or ``"ray"`` (needs ``ray`` installed).
+        address: Ray cluster address (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``); ``None``: ``RAY_ADDRESS``
+            if set, else a local Ray instance.
     """
     out = str(out_dir)
     specs = list(specs)
@@ -199,7 +204,7 @@ def run_protocol(
             import ray
         except ImportError as exc:
             raise ParameterError("executor='ray' needs the optional dependency ray (pip install ray)") from exc
-        ray.init(ignore_reinit_error=True)
+        ray.init(address=address, ignore_reinit_error=True)
         remote = ray.remote(num_cpus=1)(_run_and_forget)
         for done in ray.get([remote.remote(s, out) for s in todo]):
             if progress:

@@ -20,6 +20,7 @@ from scipy.linalg import cho_solve, solve_triangular
 from scipy.optimize import minimize
 
 from evroute.bo.base import FloatArray
+from evroute.bo.posterior import GaussianPosterior
 from evroute.bo.timevarying.kernels import check_nu, matern, matern_dlog_lengthscale, matern_grad_factor
 from evroute.errors import ParameterError
 
@@ -222,6 +223,26 @@ class SpatioTemporalGP:
         v = solve_triangular(self._chol, kq.T, lower=True)
         var = np.maximum(lam - np.sum(v * v, axis=0), 1e-12)
         return kq @ self.alpha, np.sqrt(var)
+
+    def posterior(self, Xq: ArrayLike, tq: ArrayLike | float, *, original_units: bool = False) -> GaussianPosterior:  # noqa: N803
+        """The :class:`~evroute.bo.posterior.GaussianPosterior` of the latent ``f`` at ``(m, d)`` points and times.
+
+        Standardised units unless ``original_units``; the joint covariance is computed on first access.
+        """
+        Xq = np.atleast_2d(np.asarray(Xq, dtype=float))  # noqa: N806
+        tq = np.broadcast_to(np.asarray(tq, dtype=float), (Xq.shape[0],))
+        mu, sd = self.predict(Xq, tq)
+        lam = self.hyper.signal
+
+        def cov() -> FloatArray:
+            prior = lam * self.correlations(Xq, tq, Xq, tq)
+            if self.n == 0:
+                return prior
+            v = solve_triangular(self._chol, lam * self.correlations(Xq, tq, self.X, self.t).T, lower=True)
+            return prior - v.T @ v
+
+        post = GaussianPosterior(mu, sd**2, cov)
+        return post.affine(self.y_mean, self.y_std) if original_units else post
 
     def predict_original(self, Xq: ArrayLike, tq: ArrayLike | float) -> tuple[FloatArray, FloatArray]:  # noqa: N803
         """:meth:`predict` in the units of the observations."""

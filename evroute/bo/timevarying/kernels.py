@@ -1,10 +1,7 @@
 """Half-integer Matérn correlations and the closed-form integrals behind the integrated-W2 criterion.
 
-All correlations are stationary and isotropic, ``k(0) = 1``, written in the scaled distance ``s = sqrt(2 nu) r / l``:
-
-* ``nu = 1/2``: ``k = exp(-s)``
-* ``nu = 3/2``: ``k = (1 + s) exp(-s)``
-* ``nu = 5/2``: ``k = (1 + s + s^2 / 3) exp(-s)``
+The correlations themselves (:func:`matern` and its derivatives) are those of :mod:`evroute.kernels.matern`, the
+project's one Matérn implementation, re-exported here.
 
 The product kernel of :mod:`evroute.bo.timevarying.gp` is ``lambda * k_S(||x - x'||) * k_T(|t - t'|)``.  The integrals
 used by the removal criterion of W-DBO / BOLT are
@@ -21,10 +18,18 @@ from math import factorial, lgamma, log, pi, sqrt
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import comb, kv
+from scipy.special import comb
 
 from evroute.bo.base import FloatArray
 from evroute.errors import ParameterError
+from evroute.kernels.matern import (  # the project's one Matérn implementation, re-exported
+    NU_VALUES,
+    check_nu,
+    matern,
+    matern_dlog_lengthscale,
+    matern_general,
+    matern_grad_factor,
+)
 
 __all__ = [
     "NU_VALUES",
@@ -36,77 +41,6 @@ __all__ = [
     "matern_general",
     "spatial_convolution",
 ]
-
-NU_VALUES: tuple[float, ...] = (0.5, 1.5, 2.5)
-
-
-def check_nu(nu: float) -> float:
-    """Return ``nu`` as float if it is one of :data:`NU_VALUES`, else raise :class:`ParameterError`."""
-    v = float(nu)
-    if v not in NU_VALUES:
-        raise ParameterError(f"Matérn smoothness nu must be one of {NU_VALUES}, got {nu!r}")
-    return v
-
-
-def _scaled(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
-    if not lengthscale > 0:
-        raise ParameterError(f"lengthscale must be > 0, got {lengthscale!r}")
-    return np.sqrt(2.0 * nu) * np.abs(np.asarray(r, dtype=float)) / float(lengthscale)
-
-
-def matern(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
-    """Matérn correlation ``k(r)`` for distances ``r`` (any shape, same units as ``lengthscale``)."""
-    nu = check_nu(nu)
-    s = _scaled(r, lengthscale, nu)
-    e = np.exp(-s)
-    if nu == 0.5:
-        return e
-    if nu == 1.5:
-        return (1.0 + s) * e
-    return (1.0 + s + s * s / 3.0) * e
-
-
-def _dk_ds(s: FloatArray, nu: float) -> FloatArray:
-    e = np.exp(-s)
-    if nu == 0.5:
-        return -e
-    if nu == 1.5:
-        return -s * e
-    return -(s / 3.0) * (1.0 + s) * e
-
-
-def matern_dlog_lengthscale(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
-    """``d k(r) / d log(lengthscale)`` (same shape as ``r``); used by the marginal-likelihood gradient."""
-    nu = check_nu(nu)
-    s = _scaled(r, lengthscale, nu)
-    return -s * _dk_ds(s, nu)
-
-
-def matern_grad_factor(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
-    """``h(r)`` such that ``d k(||u - v||) / d u = h(r) (u - v)``; zero at ``r = 0`` for ``nu = 1/2`` (subgradient)."""
-    nu = check_nu(nu)
-    r = np.abs(np.asarray(r, dtype=float))
-    s = _scaled(r, lengthscale, nu)
-    e = np.exp(-s)
-    if nu == 1.5:
-        return -(3.0 / lengthscale**2) * e
-    if nu == 2.5:
-        return -(5.0 / (3.0 * lengthscale**2)) * (1.0 + s) * e
-    with np.errstate(divide="ignore", invalid="ignore"):
-        out = -e / (lengthscale * r)
-    return np.where(r > 0, out, 0.0)
-
-
-def matern_general(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
-    """Matérn correlation for any ``nu > 0`` through the modified Bessel function ``K_nu`` (``k(0) = 1``)."""
-    if not nu > 0:
-        raise ParameterError(f"nu must be > 0, got {nu!r}")
-    z = _scaled(r, lengthscale, nu)
-    safe = np.where(z > 0, z, 1.0)
-    with np.errstate(over="ignore", invalid="ignore"):
-        val = np.exp((1.0 - nu) * log(2.0) - lgamma(nu) + nu * np.log(safe)) * kv(nu, safe)
-    val = np.where(np.isfinite(val), val, 0.0)
-    return np.where(z > 0, val, 1.0)
 
 
 def _log_spectral_constant(nu: float, lengthscale: float, dim: int) -> float:

@@ -23,6 +23,7 @@ L-BFGS-B from the best of ``n_raw`` random points.  Clock-based policies need ``
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Literal
 
 import numpy as np
@@ -39,6 +40,8 @@ __all__ = [
     "ABO",
     "ALGORITHMS",
     "BOLT",
+    "PAPER_ALGORITHMS",
+    "BOLTExact",
     "ETGPUCB",
     "RGPUCB",
     "TVGPUCB",
@@ -70,6 +73,8 @@ class TimeVaryingGPUCB(Policy):
         n_raw, n_restarts: random candidates and local searches of the acquisition maximisation.
         time_bounds: bounds of ``l_T`` in the units of the time input.
         init_length_t: initial ``l_T``.
+        init_hyper: initial ``lambda, l_S, sigma0^2`` (standardised units; its ``length_t`` is replaced by
+            ``init_length_t``); with ``fit_iters=0`` they stay fixed.
     """
 
     def __init__(
@@ -89,6 +94,7 @@ class TimeVaryingGPUCB(Policy):
         n_restarts: int = 5,
         time_bounds: tuple[float, float] = (1.0, 1e4),
         init_length_t: float = 100.0,
+        init_hyper: GPHyper | None = None,
     ) -> None:
         super().__init__(domain, seed=seed)
         if time_input not in ("none", "clock", "index"):
@@ -106,7 +112,7 @@ class TimeVaryingGPUCB(Policy):
         lo, hi = (float(v) for v in time_bounds)
         if not 0 < lo < hi:
             raise ParameterError(f"time_bounds must satisfy 0 < low < high, got {time_bounds!r}")
-        init = GPHyper(length_t=float(np.clip(init_length_t, lo, hi)))
+        init = replace(init_hyper or GPHyper(), length_t=float(np.clip(init_length_t, lo, hi)))
         self._gp_args = {
             "nu_s": nu_s,
             "nu_t": None if time_input == "none" else nu_t,
@@ -212,8 +218,11 @@ class RGPUCB(TimeVaryingGPUCB):
 class ETGPUCB(TimeVaryingGPUCB):
     """ET-GP-UCB (Brunzema et al. 2022): time-invariant GP-UCB with an event-triggered reset (:class:`EventReset`)."""
 
-    def __init__(self, domain: Domain, *, seed: SeedLike = None, delta: float = 0.1, **kw: object) -> None:
-        super().__init__(domain, seed=seed, time_input="none", manager=EventReset(delta), **kw)  # type: ignore[arg-type]
+    def __init__(
+        self, domain: Domain, *, seed: SeedLike = None, delta: float = 0.1, noise_var: float | None = None, **kw: object
+    ) -> None:
+        manager = EventReset(delta, noise_var)
+        super().__init__(domain, seed=seed, time_input="none", manager=manager, **kw)  # type: ignore[arg-type]
 
 
 class TVGPUCB(TimeVaryingGPUCB):
@@ -256,14 +265,32 @@ class WDBO(TimeVaryingGPUCB):
 class BOLT(TimeVaryingGPUCB):
     """BOLT (Bardou & Thiran): spatio-temporal GP, data set capped at ``n*``, W2-relevance removal (:class:`W2Cap`)."""
 
-    def __init__(self, domain: Domain, *, seed: SeedLike = None, n_max: int = 10_000, **kw: object) -> None:
-        super().__init__(domain, seed=seed, time_input="clock", manager=W2Cap(n_max), **kw)  # type: ignore[arg-type]
+    def __init__(
+        self,
+        domain: Domain,
+        *,
+        seed: SeedLike = None,
+        n_max: int = 10_000,
+        criterion: str = "bound",
+        compare: bool = False,
+        **kw: object,
+    ) -> None:
+        manager = W2Cap(n_max, criterion=criterion, compare=compare)
+        super().__init__(domain, seed=seed, time_input="clock", manager=manager, **kw)  # type: ignore[arg-type]
 
     @property
     def n_star(self) -> int | None:
         """The current cap ``n*`` (None until the response-time model is ready)."""
         assert isinstance(self.manager, W2Cap)
         return self.manager.n_star
+
+
+class BOLTExact(BOLT):
+    """BOLT removing by the exact Eq. 12 criterion (numerical ``(d sigma)^2``), also recording at every removal
+    whether the W-DBO bound would have removed the same observation (``manager.agreements``)."""
+
+    def __init__(self, domain: Domain, *, seed: SeedLike = None, **kw: object) -> None:
+        super().__init__(domain, seed=seed, criterion="exact", compare=True, **kw)  # type: ignore[arg-type]
 
 
 ALGORITHMS: dict[str, type[TimeVaryingGPUCB]] = {
@@ -274,7 +301,10 @@ ALGORITHMS: dict[str, type[TimeVaryingGPUCB]] = {
     "abo": ABO,
     "w-dbo": WDBO,
     "bolt": BOLT,
+    "bolt-exact": BOLTExact,
 }
+#: The seven algorithms of the paper's Table 3 (``bolt-exact`` is our variant).
+PAPER_ALGORITHMS: tuple[str, ...] = tuple(ALGORITHMS)[:7]
 
 
 def make_policy(name: str, domain: Domain, *, seed: SeedLike = None, **kw: object) -> TimeVaryingGPUCB:
