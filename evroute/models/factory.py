@@ -90,6 +90,12 @@ def model_param_sources(name: str) -> list[Any]:
 _RUNNER_KEYWORDS = ("env", "start", "goal", "policy", "seed", "regret_reference", "potential_wh")
 
 
+def runner_keywords(name: str) -> tuple[str, ...]:
+    """Keywords of model ``name``'s sources that evroute sets itself: ``seed`` is a user parameter of edge models
+    (it overrides the run's seed) but not of learners."""
+    return _RUNNER_KEYWORDS if is_learner(name) else tuple(k for k in _RUNNER_KEYWORDS if k != "seed")
+
+
 def check_model_params(name: str, params: Mapping[str, Any]) -> None:
     """Types and unknown keys of ``params`` for model ``name``, then the ranges its config dataclasses check."""
     from dataclasses import fields, is_dataclass
@@ -97,7 +103,7 @@ def check_model_params(name: str, params: Mapping[str, Any]) -> None:
     from evroute.validation import call_checked, check_params
 
     sources = model_param_sources(name)
-    check_params(f"model parameter ({name})", params, sources, skip=[k for k in _RUNNER_KEYWORDS if k != "seed"])
+    check_params(f"model parameter ({name})", params, sources, skip=runner_keywords(name))
     for src in sources:  # ranges of config dataclasses (their __post_init__), without building the model
         if is_dataclass(src):
             own = {f.name for f in fields(src)}
