@@ -56,7 +56,7 @@ class GridSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     base: dict[str, Any] = Field(default_factory=dict, description="config fields shared by every grid point")
     grid: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(
-        default_factory=dict, description="config field -> non-empty list of values; one run per combination")
+        description="config field -> non-empty list of values; one run per combination ({} for one run of base)")
 
 
 def expand_grid(base: Mapping[str, Any], grid: Mapping[str, Sequence[Any]]) -> dict[str, ExperimentConfig]:
