@@ -1,7 +1,8 @@
-"""Command-line interface: ``evroute demo | run | sweep | route | info | data fetch``.
+"""Command-line interface: ``evroute demo | run | sweep | route | info | data | config``.
 
-Errors a user can cause (bad file, unknown network/edge, unreachable goal, invalid parameter) are
-printed as one line ``evroute: error: ...`` with exit status 2; no traceback.
+Errors a user can cause (bad file, unknown network/edge, unreachable goal, invalid parameter, an unwritable or
+full disk) are printed as one line ``evroute: error: ...`` with exit status 2; no traceback.  This module imports
+nothing heavy at import time, so ``evroute --help`` answers at once.
 """
 
 from __future__ import annotations
@@ -16,32 +17,90 @@ from typing import Any
 from evroute.errors import EvrouteError, ParameterError
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``evroute: error: ...``, status 2) instead of usage plus message."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        where = self.prog.removeprefix("evroute").strip()
+        self.exit(2, f"evroute: error: {where + ': ' if where else ''}{' '.join(message.split())}\n")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
+    return n
+
+
 def _parse_seeds(text: str) -> list[int]:
-    """``"5"`` -> seeds 0..4; ``"3,7,9"`` -> those seeds; ``"2-4"`` -> 2, 3, 4."""
+    """``"5"`` -> seeds 0..4; ``"3,7,9"`` -> those seeds; ``"2-4"`` -> 2, 3, 4 (at most ``MAX_SEEDS`` seeds)."""
+    from evroute.experiments.config import MAX_SEEDS
+
     try:
         if "," in text:
-            return [int(s) for s in text.split(",") if s.strip()]
-        if "-" in text:
-            a, b = text.split("-")
-            return list(range(int(a), int(b) + 1))
+            seeds = [int(s) for s in text.split(",") if s.strip()]
+            if len(seeds) > MAX_SEEDS:
+                raise ParameterError(f"--seeds lists {len(seeds)} seeds, more than {MAX_SEEDS}")
+            return seeds
+        if "-" in text.strip().lstrip("-"):
+            a, b = (int(v) for v in text.split("-"))
+            if a < 0 or b < a:
+                raise ParameterError(f"--seeds range {text!r} must be FIRST-LAST with 0 <= FIRST <= LAST")
+            if b - a + 1 > MAX_SEEDS:
+                raise ParameterError(f"--seeds range {text!r} has {b - a + 1} seeds, more than {MAX_SEEDS}")
+            return list(range(a, b + 1))
         n = int(text)
     except ValueError:
         raise ParameterError(f"--seeds must be a count, a list like 0,3,5 or a range like 0-4, got {text!r}") from None
-    if n < 1:
-        raise ParameterError(f"--seeds must be >= 1, got {n}")
+    if not 1 <= n <= MAX_SEEDS:
+        raise ParameterError(f"--seeds count must be between 1 and {MAX_SEEDS}, got {n}")
     return list(range(n))
 
 
-def _parse_params(items: Sequence[str] | None) -> dict[str, Any]:
+def _parse_params(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
+    """``NAME=VALUE`` flags; a VALUE that parses as JSON (``3``, ``0.5``, ``true``, ``[1, 2]``) is that JSON value,
+    anything else a string.  ``NaN`` / ``Infinity`` are strings here (rejected by numeric fields)."""
     out: dict[str, Any] = {}
     for item in items or []:
-        if "=" not in item:
-            raise ParameterError(f"parameter {item!r} must look like NAME=VALUE")
-        k, v = item.split("=", 1)
+        k, sep, v = item.partition("=")
+        if not sep or not k.strip():
+            raise ParameterError(f"{flag} {item!r} must look like NAME=VALUE")
         try:
-            out[k.strip()] = json.loads(v)
+            out[k.strip()] = json.loads(v, parse_constant=lambda c: c)
         except json.JSONDecodeError:
             out[k.strip()] = v
+    return out
+
+
+def _split_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """Join ``--opt VALUE`` into ``--opt=VALUE`` when VALUE starts with ``-`` but is no option, so negative
+    coordinates (``--from -0.1,51.5``) and SUMO ids (``--start -271#3``) need no ``=``."""
+    takes_value: set[str] = set()
+    known: set[str] = set()
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        for action in p._actions:  # noqa: SLF001 - argparse has no public walk over its actions
+            known.update(action.option_strings)
+            if action.option_strings and action.nargs is None:
+                takes_value.update(action.option_strings)
+            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
+                stack.extend(action.choices.values())
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if tok in takes_value and nxt is not None and nxt.startswith("-") and nxt != "--" and nxt not in known \
+                and not nxt.startswith("--"):
+            out.append(f"{tok}={nxt}")
+            i += 2
+            continue
+        out.append(tok)
+        i += 1
     return out
 
 
@@ -53,7 +112,7 @@ def _add_network_args(p: argparse.ArgumentParser, default: str | None = "synthet
 
 
 def _add_executor_args(p: argparse.ArgumentParser, default: str | None) -> None:
-    from evroute.experiments.sweep import EXECUTORS
+    from evroute.experiments.executors import EXECUTORS
 
     p.add_argument("--executor", default=default, choices=EXECUTORS,
                    help="where the seeds run: serial, a local process pool or Ray (optional extra 'ray')"
@@ -62,7 +121,7 @@ def _add_executor_args(p: argparse.ArgumentParser, default: str | None) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="evroute", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="evroute", description=__doc__.splitlines()[0])
     from evroute import __version__
 
     parser.add_argument("--version", action="version", version=f"evroute {__version__}")
@@ -70,13 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("demo", help="learn routes on a synthetic city with several policies and plot the regret")
     _add_network_args(p, "synthetic:1500:0")
-    p.add_argument("--horizon", type=int, default=150, help="rounds per run (default: %(default)s)")
+    p.add_argument("--horizon", type=_positive_int, default=150, help="rounds per run (default: %(default)s)")
     p.add_argument("--seeds", default="3", help="number of seeds or a list (default: %(default)s)")
     p.add_argument("--policies", default="ts,bucb,ucb,greedy", help="comma-separated policies (default: %(default)s)")
     p.add_argument("--model", default="bi", help="edge model (default: %(default)s)")
     p.add_argument("--out", default="results/demo", help="results folder (default: %(default)s)")
-    p.add_argument("--workers", type=int, default=1, help="processes for the seeds (default: %(default)s)")
-    p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--workers", type=_positive_int, default=1, help="processes for the seeds (default: %(default)s)")
+    p.add_argument("--overwrite", action="store_true", help="replace earlier demo results in --out")
+    p.add_argument("--no-progress", action="store_true", help="hide progress bars (shown only on a terminal)")
 
     p = sub.add_parser("run", help="run one experiment config (network, route, model, policy, horizon, seeds)")
     _add_network_args(p, None)
@@ -97,7 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "exact optimum), paper (the reference paper's), drifting (the paper's, drifting over rounds)")
     p.add_argument("--env-param", action="append", metavar="NAME=VALUE",
                    help="environment parameter, e.g. lengthscale=0.5 (repeatable)")
-    p.add_argument("--horizon", type=int, default=None, help="rounds per seed (default 100)")
+    p.add_argument("--horizon", type=_positive_int, default=None, help="rounds per seed (default 100)")
     p.add_argument("--seeds", default=None, help="number of seeds, a list 0,3,5 or a range 0-4 (default 1)")
     p.add_argument("--env-seed", type=int, default=None, help="fixed environment seed for all runs")
     p.add_argument("--regret-reference", default=None, choices=["auto", "exact", "rectified"],
@@ -106,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rectify estimates minus the elevation potential (default) or raw (the paper's Algorithm 2)")
     p.add_argument("--vehicle", default=None, help="vehicle profile name or JSON file (default sumo_ev)")
     p.add_argument("--out", default=None, help="results folder (default: results/<network>-<route>-<model>-<policy>)")
-    p.add_argument("--workers", type=int, default=1,
+    p.add_argument("--workers", type=_positive_int, default=1,
                    help="processes (or Ray CPUs) for the seeds (default: %(default)s)")
     _add_executor_args(p, default=None)
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
@@ -115,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="run a grid of experiments from a JSON grid file, resumable")
     p.add_argument("grid", help='JSON file {"base": {config fields}, "grid": {field: [values, ...]}}')
     p.add_argument("--out", required=True, help="results folder (one sub-folder per grid point)")
-    p.add_argument("--workers", type=int, default=None, help="processes or Ray CPUs (default: all cores)")
+    p.add_argument("--workers", type=_positive_int, default=None, help="processes or Ray CPUs (default: all cores)")
     _add_executor_args(p, default="process")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -139,6 +199,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("out", help="output .net.xml (or .net.xml.gz) file")
     c.add_argument("--no-elevation", action="store_true", help="ignore OSM ele tags")
     c.add_argument("--no-join", action="store_true", help="do not join nearby junctions")
+
+    p = sub.add_parser("config", help="the configuration schema")
+    csub = p.add_subparsers(dest="config_command", required=True)
+    csub.add_parser("schema", help="print the configuration schema (Markdown, generated from the validation layer)")
     return parser
 
 
@@ -155,13 +219,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
     base.update({k: v for k, v in over.items() if v is not None})
     if args.seeds is not None:
         base["seeds"] = _parse_seeds(args.seeds)
-    for key, items in (("policy_params", args.policy_param), ("model_params", args.model_param),
-                       ("environment", args.env_param)):
+    for key, items, flag in (("policy_params", args.policy_param, "--policy-param"),
+                             ("model_params", args.model_param, "--model-param"),
+                             ("environment", args.env_param, "--env-param")):
         if items:
-            base[key] = {**base.get(key, {}), **_parse_params(items)}
+            base[key] = {**base.get(key, {}), **_parse_params(items, flag)}
     if args.start is not None:
         base["route"] = None
-    cfg = ExperimentConfig.from_dict(base)
+    cfg = ExperimentConfig.from_dict(base, what="config" if args.config is None else f"config {args.config}:")
     out = args.out or f"results/{cfg.network.replace(':', '_')}-{cfg.route or 'custom'}-{cfg.model}-{cfg.policy}"
     if args.executor is None:
         summary = run_experiment(cfg, out, workers=args.workers, progress=not args.no_progress,
@@ -178,11 +243,29 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"{summary['label']} on {cfg.network} route {summary['route']}: T={cfg.horizon}, "
           f"{len(cfg.seeds)} seed(s), final cumulative regret {summary['mean_final_regret_wh']:.2f} "
           f"+- {summary['se_final_regret_wh']:.2f} Wh (mean +- s.e.)")
-    ref = summary.get("regret_reference")
-    if ref:
-        print(f"regret reference: {ref['text']} ({', '.join(ref['methods'])})")
+    print(f"regret reference: {regret_reference_text(summary, out)}")
     print(f"results: {out}")
     return 0
+
+
+def regret_reference_text(summary: dict[str, Any], out: str | Path) -> str:
+    """The regret reference a results folder used: the summary's ``reference`` when it has one, else each seed's
+    ``optimal_method`` (``exact``, ``rectified``, ...) as recorded in ``seed_<s>/summary.json``."""
+    ref = summary.get("regret_reference")
+    if isinstance(ref, dict) and ref.get("text"):
+        return f"{ref['text']} ({', '.join(map(str, ref.get('methods', [])))})"
+    methods: dict[str, list[int]] = {}
+    for s in summary.get("seeds", []):
+        try:
+            seed_summary = json.loads((Path(out) / f"seed_{s}" / "summary.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        methods.setdefault(str(seed_summary.get("optimal_method", "unknown")), []).append(int(s))
+    if not methods:
+        return "unknown"
+    if len(methods) == 1:
+        return f"{next(iter(methods))} route (all seeds)"
+    return ", ".join(f"{m} route (seeds {', '.join(map(str, ss))})" for m, ss in sorted(methods.items()))
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
@@ -191,8 +274,6 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     configs = load_grid(args.grid)
     if not configs:
         raise ParameterError(f"grid file {args.grid} defines no experiment")
-    if args.workers is not None and args.workers < 1:
-        raise ParameterError(f"--workers must be >= 1, got {args.workers}")
     out = run_sweep(configs, args.out, executor=args.executor, workers=args.workers, address=args.address,
                     progress=not args.no_progress)
     width = max(len(n) for n in out)
@@ -209,13 +290,21 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     seeds = _parse_seeds(args.seeds)
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    if not policies:
+        raise ParameterError("--policies names no policy")
     cfgs = [ExperimentConfig(network=args.network, route="A", model=args.model, policy=p, horizon=args.horizon,
                              seeds=tuple(seeds), data_dir=args.data_dir, dem=args.dem) for p in policies]
+    from evroute.experiments.runner import validate
+
+    for cfg in cfgs:  # every policy before the first folder is written
+        validate(cfg)
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ParameterError(f"--out {out} is a file")
     frames, rows = {}, []
     for cfg in cfgs:
         d = out / cfg.label.lower()
-        s = run_experiment(cfg, d, workers=args.workers, progress=not args.no_progress)
+        s = run_experiment(cfg, d, workers=args.workers, progress=not args.no_progress, overwrite=args.overwrite)
         frames[cfg.label] = load_rounds(d)
         df = frames[cfg.label]
         half = df[df["round"] > args.horizon // 2]
@@ -231,10 +320,14 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _endpoint(net: Any, text: str) -> int:
     """Edge index for an edge id or the nearest edge midpoint to ``LON,LAT``."""
     if "," in text:
+        import math
+
         try:
             lon, lat = (float(v) for v in text.split(","))
         except ValueError:
             raise ParameterError(f"point {text!r} must be LON,LAT") from None
+        if not (math.isfinite(lon) and math.isfinite(lat) and -180 <= lon <= 180 and -90 <= lat <= 90):
+            raise ParameterError(f"point {text!r} must be LON,LAT with -180 <= LON <= 180 and -90 <= LAT <= 90")
         import numpy as np
 
         mid = np.array([g.mean(axis=0) for g in net.geometry])
@@ -280,11 +373,11 @@ def _cmd_route(args: argparse.Namespace) -> int:
 
 def _cmd_info(args: argparse.Namespace) -> int:
     from evroute.energy import network_energy_wh
-    from evroute.experiments.runner import load_linegraph
+    from evroute.linegraph import build_line_graph
     from evroute.network.registry import load_network
 
     net = load_network(args.network, data_dir=args.data_dir, dem=args.dem)
-    lg = load_linegraph(args.network, args.data_dir, args.dem)
+    lg = build_line_graph(net)  # the same network object: loaded once
     info = net.summary()
     e = network_energy_wh(lg.network)
     info.update({"lcc_edges": lg.n_nodes, "lcc_turns": lg.n_arcs, "energy_mean_wh": float(e.mean()),
@@ -311,15 +404,31 @@ def _cmd_data(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_config(args: argparse.Namespace) -> int:
+    from evroute.experiments.schema_doc import schema_markdown
+
+    sys.stdout.write(schema_markdown())
+    return 0
+
+
+def _os_error_text(exc: OSError) -> str:
+    what = exc.strerror or str(exc) or type(exc).__name__
+    name = exc.filename if exc.filename is not None else None
+    return f"{what}: {name}" if name else what
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_split_negative_values(parser, list(sys.argv[1:] if argv is None else argv)))
     handlers = {"run": _cmd_run, "sweep": _cmd_sweep, "demo": _cmd_demo, "route": _cmd_route, "info": _cmd_info,
-                "data": _cmd_data}
+                "data": _cmd_data, "config": _cmd_config}
     try:
         return handlers[args.command](args)
     except EvrouteError as exc:
-        print(f"evroute: error: {exc}", file=sys.stderr)
+        print(f"evroute: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # read-only folder, full disk, a file where a folder should be, ...
+        print(f"evroute: error: {_os_error_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("evroute: interrupted (completed rounds are saved; run the same command again to resume)",

@@ -11,15 +11,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
 from evroute.errors import DataError, ParameterError, check_positive
-from evroute.paths import PROJECT_DATA
+from evroute.paths import resource
 
-VEHICLE_DIR = PROJECT_DATA / "vehicles"
+VEHICLE_DIR = resource("vehicles")
 
 
 @dataclass(frozen=True)
@@ -47,25 +47,25 @@ class VehicleProfile:
 
     @classmethod
     def load(cls, name_or_path: str | Path = "sumo_ev") -> VehicleProfile:
-        """Load a profile by name (``data/vehicles/NAME.json``) or from a JSON file path."""
+        """Load a profile by name (``evroute/resources/vehicles/NAME.json``) or from a JSON file path.
+
+        The JSON object is checked against the fields of this class (strict types: ``"mass_kg": true`` is an
+        error, unknown keys too), then their ranges.
+        """
+        from evroute.validation import call_checked, check_params
+
         p = Path(name_or_path)
-        if not p.suffix:
-            p = VEHICLE_DIR / f"{name_or_path}.json"
-        if not p.is_file():
-            known = ", ".join(sorted(q.stem for q in VEHICLE_DIR.glob("*.json")))
-            raise DataError(f"vehicle profile {str(name_or_path)!r} not found (known: {known})")
+        src = VEHICLE_DIR / f"{name_or_path}.json" if not p.suffix else p
+        if not src.is_file():
+            known = ", ".join(sorted(q.name[:-5] for q in VEHICLE_DIR.iterdir() if q.name.endswith(".json")))
+            what = "is a directory" if p.suffix and p.is_dir() else "not found"
+            raise DataError(f"vehicle profile {str(name_or_path)!r} {what} (known: {known})")
         try:
-            raw = json.loads(p.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise DataError(f"cannot read vehicle profile {p}: {exc}") from None
-        allowed = {f.name for f in fields(cls)}
-        unknown = set(raw) - allowed
-        if unknown:
-            raise DataError(f"vehicle profile {p} has unknown keys: {', '.join(sorted(unknown))}")
-        try:
-            return cls(**raw)
-        except TypeError as exc:
-            raise DataError(f"vehicle profile {p} is malformed: {exc}") from None
+            raw = json.loads(src.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"cannot read vehicle profile {src}: {exc}") from None
+        check_params(f"vehicle profile {src}: field", raw, [cls])
+        return call_checked(f"vehicle profile {src}", cls, **raw)
 
     def to_dict(self) -> dict[str, float | str]:
         return asdict(self)

@@ -1,4 +1,8 @@
-"""Atomic file writes: a file is either absent, or complete (temp file in the same folder + ``os.replace``)."""
+"""Atomic file writes: a file is either absent, or complete (temp file in the same folder + ``os.replace``).
+
+Files get the mode the user's umask gives a normal ``open`` (``0666 & ~umask``), not ``mkstemp``'s 0600.  A failed
+write (full disk, read-only folder) removes its temp file and leaves the target as it was.
+"""
 
 from __future__ import annotations
 
@@ -10,12 +14,20 @@ from pathlib import Path
 from typing import Any
 
 
+def umask_mode(mode: int = 0o666) -> int:
+    """``mode & ~umask``: the permissions ``open``/``mkdir`` would give a new file or folder."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mode & ~mask
+
+
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; returns the path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     try:
+        os.fchmod(fd, umask_mode())
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()

@@ -1,6 +1,6 @@
 """Named start/goal routes (paper routes A and B) and resolution of user-given start/goal edges.
 
-Routes for real networks are data: ``data/routes.json`` maps ``network -> route name -> {start, goal,
+Routes for real networks are data: ``evroute/resources/routes.json`` maps ``network -> route name -> {start, goal,
 why}`` with SUMO edge ids.  Synthetic cities get routes from their geometry: ``A`` from the edge
 nearest the south-west corner to the edge nearest the north-east corner, ``B`` from north-west to
 south-east (both deterministic, spanning the whole city).
@@ -15,9 +15,9 @@ import numpy as np
 
 from evroute.errors import DataError, ParameterError, UnknownEdgeError
 from evroute.linegraph import LineGraph
-from evroute.paths import PROJECT_DATA
+from evroute.paths import resource
 
-ROUTES_FILE = PROJECT_DATA / "routes.json"
+ROUTES_FILE = resource("routes.json")
 _CORNERS = {"A": ((0.0, 0.0), (1.0, 1.0)), "B": ((0.0, 1.0), (1.0, 0.0))}
 
 
@@ -34,7 +34,7 @@ class RouteSpec:
 
 
 def route_table() -> dict[str, dict[str, dict[str, str]]]:
-    """The ``data/routes.json`` table (network -> route -> {start, goal, why})."""
+    """The ``evroute/resources/routes.json`` table (network -> route -> {start, goal, why})."""
     try:
         return json.loads(ROUTES_FILE.read_text())
     except (OSError, json.JSONDecodeError) as exc:

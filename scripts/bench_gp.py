@@ -38,7 +38,7 @@ def bench(network: str, rounds: int, params: dict, policy: str = "ts", route: st
     t0 = time.perf_counter()
     env = _environment(lg, "sumo_ev", "{}", 0)
     t_env = time.perf_counter() - t0
-    rs = resolve_route(lg, network, route, None, None)  # named route (data/routes.json), else a corner route
+    rs = resolve_route(lg, network, route, None, None)  # named route (resources/routes.json), else a corner route
     s, g = rs.start, rs.goal
     opt = RouteOracle(lg).shortest_route(np.maximum(env.true_mean_wh, 1e-9), s, g)
     t0 = time.perf_counter()
@@ -82,7 +82,7 @@ def main() -> None:
     ap.add_argument("--n-inducing", type=int, default=1000)
     ap.add_argument("--dtype", default="float64")
     ap.add_argument("--policy", default="ts", help="index policy (ts: GP-TS; ucb: GP-UCB, whose M saturates)")
-    ap.add_argument("--route", default="A", help="named route of data/routes.json (else a corner route)")
+    ap.add_argument("--route", default="A", help="named route of evroute/resources/routes.json (else a corner route)")
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads (the model's default: 1)")
     ap.add_argument("--out", default=None, help="append a Markdown table to this file")
     args = ap.parse_args()

@@ -47,7 +47,8 @@ def environment_names() -> list[str]:
     return sorted(ENVIRONMENTS)
 
 
-def _module(name: str) -> ModuleType:
+def environment_module(name: str) -> ModuleType:
+    """The module of environment ``name`` (:class:`ParameterError` naming the known ones if unknown)."""
     key = str(name).lower()
     if key not in ENVIRONMENTS:
         raise ParameterError(f"unknown environment {name!r} (choose from {', '.join(environment_names())})")
@@ -56,13 +57,13 @@ def _module(name: str) -> ModuleType:
 
 def check_environment(name: str, params: dict[str, Any]) -> Any:
     """Validate ``params`` for environment ``name`` without sampling; returns its config object."""
-    return _module(name).parse_params(dict(params))
+    return environment_module(name).parse_params(dict(params))
 
 
 def make_environment(linegraph: LineGraph, name: str = DEFAULT_ENVIRONMENT, params: dict[str, Any] | None = None, *,
                      vehicle: VehicleProfile | None = None, seed: int = 0) -> EnergyEnvironment:
     """Environment ``name`` on ``linegraph`` with ``params`` (deterministic given ``seed``)."""
-    return _module(name).build(linegraph, dict(params or {}), vehicle=vehicle, seed=seed)
+    return environment_module(name).build(linegraph, dict(params or {}), vehicle=vehicle, seed=seed)
 
 
 __all__ = [
@@ -74,6 +75,7 @@ __all__ = [
     "EnvironmentConfig",
     "PaperEnvironment",
     "check_environment",
+    "environment_module",
     "environment_names",
     "make_environment",
     "register_environment",

@@ -142,3 +142,7 @@ def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfi
           seed: int = 0) -> ConsistentEnvironment:
     """Registry entry: the consistent environment of ``seed`` with the parameters ``params``."""
     return ConsistentEnvironment.sample(linegraph, vehicle=vehicle, config=parse_params(params), seed=seed)
+
+
+#: parameter schema of this environment (checked by :mod:`evroute.validation` before a run)
+CONFIG = ConsistentConfig

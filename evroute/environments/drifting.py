@@ -161,3 +161,9 @@ def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfi
     """Registry entry: the drifting environment of ``seed`` with the parameters ``params`` (see the module doc)."""
     cfg, drift = parse_params(params)
     return DriftingEnvironment.sample_drifting(linegraph, drift, vehicle=vehicle, config=cfg, seed=seed)
+
+
+#: parameter schema of this environment (checked by :mod:`evroute.validation` before a run)
+CONFIG = EnvironmentConfig
+#: schema of the ``drift_*`` parameters
+DRIFT_CONFIG = DriftConfig

@@ -168,3 +168,7 @@ def _cholesky(cov: np.ndarray) -> np.ndarray:
         except np.linalg.LinAlgError:
             jitter *= 10.0
     raise ParameterError("environment covariance is not positive definite even with jitter")
+
+
+#: parameter schema of this environment (checked by :mod:`evroute.validation` before a run)
+CONFIG = EnvironmentConfig

@@ -1,17 +1,39 @@
-"""Experiment configuration: network, route, model, policy, horizon, seeds and parameters."""
+"""Experiment configuration: network, route, model, policy, horizon, seeds and parameters.
+
+:class:`ExperimentConfig` is a pydantic dataclass: types, ranges and unknown keys are checked when it is built
+(from Python, a JSON file or the CLI), and model / policy / environment parameters are checked against the
+schemas derived from the classes that take them (:mod:`evroute.validation`).  Errors are one-line
+:class:`~evroute.errors.ParameterError` messages naming the field.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import ConfigDict, Field, Strict, TypeAdapter, ValidationError, model_validator
+from pydantic.dataclasses import dataclass
 
 from evroute.errors import DataError, ParameterError
-from evroute.policies import make_policy
+from evroute.validation import check_params, format_error
+
+#: Most seeds one experiment may run (a guard against ``--seeds 1000000000``).
+MAX_SEEDS = 10_000
+#: Largest seed (numpy's seed range is unbounded, but a 32-bit seed keeps configs portable).
+MAX_SEED = 2**32 - 1
+#: Most rounds per seed.
+MAX_HORIZON = 10_000_000
+#: Route references for regret (see :func:`evroute.bandit.regret_reference_route`).
+REGRET_REFERENCES = ("auto", "exact", "rectified")
+POTENTIALS = ("elevation", "none")
+
+Seed = Annotated[int, Strict(), Field(ge=0, le=MAX_SEED)]
+NonEmpty = Annotated[str, Strict(), Field(min_length=1)]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, config=ConfigDict(extra="forbid", allow_inf_nan=False))
 class ExperimentConfig:
     """One experiment: a (model, policy) pair on one route for several seeds.
 
@@ -41,37 +63,44 @@ class ExperimentConfig:
         dem: elevation raster for OSM networks without elevation.
     """
 
-    network: str = "synthetic:2000:0"
-    route: str | None = "A"
-    start: str | None = None
-    goal: str | None = None
-    model: str = "bi"
-    policy: str = "ts"
-    policy_params: dict[str, float] = field(default_factory=dict)
-    model_params: dict[str, Any] = field(default_factory=dict)
-    env: str = "consistent"
-    environment: dict[str, Any] = field(default_factory=dict)
-    horizon: int = 100
-    seeds: tuple[int, ...] = (0,)
-    env_seed: int | None = None
-    regret_reference: str = "auto"
-    potential: str = "elevation"
-    vehicle: str = "sumo_ev"
-    data_dir: str | None = None
-    dem: str | None = None
+    network: NonEmpty = Field("synthetic:2000:0", description="synthetic[:EDGES[:SEED]], monaco, luxembourg or a path")
+    route: NonEmpty | None = Field("A", description="named route (A or B) when start/goal are not given")
+    start: NonEmpty | None = Field(None, description="start edge id (with goal, instead of route)")
+    goal: NonEmpty | None = Field(None, description="goal edge id (with start, instead of route)")
+    model: NonEmpty = Field("bi", description="edge model or learner name (evroute.models.factory)")
+    policy: NonEmpty = Field("ts", description="index policy: ucb, bucb, ts or greedy")
+    policy_params: dict[str, Any] = Field(default_factory=dict, description="policy keyword parameters")
+    model_params: dict[str, Any] = Field(default_factory=dict, description="model keyword parameters")
+    env: NonEmpty = Field("consistent", description="environment name (evroute.environments): consistent, paper, "
+                          "drifting, ...")
+    environment: dict[str, Any] = Field(default_factory=dict, description="environment parameters")
+    horizon: Annotated[int, Strict(), Field(ge=1, le=MAX_HORIZON)] = Field(100, description="rounds per seed T")
+    seeds: Annotated[tuple[Seed, ...], Field(min_length=1, max_length=MAX_SEEDS)] = Field(
+        (0,), description="one run per seed (distinct, >= 0)")
+    env_seed: Seed | None = Field(None, description="fixed environment seed for all runs (null: the run's seed)")
+    regret_reference: NonEmpty = Field("auto", description="auto, exact or rectified")
+    potential: NonEmpty = Field("elevation", description="elevation or none")
+    vehicle: NonEmpty = Field("sumo_ev", description="vehicle profile name or JSON file")
+    data_dir: NonEmpty | None = Field(None, description="folder with real road data (else $EVROUTE_DATA)")
+    dem: NonEmpty | None = Field(None, description="elevation raster for OSM networks without elevation")
+
+    @model_validator(mode="after")
+    def _check(self) -> ExperimentConfig:
+        if len(set(self.seeds)) != len(self.seeds):
+            raise ValueError("seeds must be distinct")
+        if self.potential not in POTENTIALS:
+            raise ValueError(f"potential must be one of {', '.join(POTENTIALS)}, got {self.potential!r}")
+        if self.regret_reference not in REGRET_REFERENCES:
+            raise ValueError(f"regret_reference must be one of {', '.join(REGRET_REFERENCES)}, "
+                             f"got {self.regret_reference!r}")
+        if (self.start is None) != (self.goal is None):
+            raise ValueError("start and goal must be given together")
+        if self.start is not None and self.start == self.goal:
+            raise ValueError(f"start and goal are the same edge {self.start!r}")
+        return self
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
-        if int(self.horizon) < 1:
-            raise ParameterError(f"horizon must be >= 1, got {self.horizon}")
-        if not self.seeds or min(self.seeds) < 0 or len(set(self.seeds)) != len(self.seeds):
-            raise ParameterError("seeds must be distinct non-negative integers")
-        make_policy(self.policy, **self.policy_params)  # validates name and parameters
-        if self.potential not in ("elevation", "none"):
-            raise ParameterError(f"potential must be elevation or none, got {self.potential!r}")
-        if self.regret_reference not in ("auto", "exact", "rectified"):
-            raise ParameterError(f"regret_reference must be auto, exact or rectified, got {self.regret_reference!r}")
-        self.env_config()
+        check_parameters(self)
 
     @property
     def label(self) -> str:
@@ -90,20 +119,95 @@ class ExperimentConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> ExperimentConfig:
-        known = {f.name for f in fields(cls)}
-        unknown = set(d) - known
-        if unknown:
-            raise ParameterError(f"unknown config keys: {', '.join(sorted(unknown))}")
-        return cls(**d)
+    def from_dict(cls, d: Any, what: str = "config") -> ExperimentConfig:
+        """Validate a JSON object; errors name the field (``what 'horizon': ...``)."""
+        if not isinstance(d, dict):
+            raise ParameterError(f"{what} must be a JSON object of config fields, got {type(d).__name__}")
+        try:
+            return _ADAPTER.validate_python(d)
+        except ValidationError as exc:
+            raise ParameterError(format_error(exc, what)) from None
 
     @classmethod
     def from_file(cls, path: str | Path) -> ExperimentConfig:
         """Load a JSON config file."""
-        p = Path(path)
-        try:
-            return cls.from_dict(json.loads(p.read_text()))
-        except FileNotFoundError:
-            raise DataError(f"config file {p} not found") from None
-        except json.JSONDecodeError as exc:
-            raise DataError(f"config file {p} is not valid JSON: {exc}") from None
+        return cls.from_dict(read_json(path, "config file"), what=f"config file {path}:")
+
+
+_ADAPTER: TypeAdapter[ExperimentConfig] = TypeAdapter(ExperimentConfig)
+_pydantic_init = ExperimentConfig.__init__
+
+
+def _init(self: ExperimentConfig, *args: Any, **kwargs: Any) -> None:
+    """pydantic's ``__init__`` with its :class:`ValidationError` as a one-line :class:`ParameterError`."""
+    try:
+        _pydantic_init(self, *args, **kwargs)
+    except ValidationError as exc:
+        raise ParameterError(format_error(exc, "config")) from None
+
+
+ExperimentConfig.__init__ = _init  # type: ignore[method-assign]
+
+
+def field_names() -> list[str]:
+    return [f.name for f in fields(ExperimentConfig)]
+
+
+def config_json_schema() -> dict[str, Any]:
+    """JSON schema of :class:`ExperimentConfig` (for ``evroute config schema``)."""
+    return _ADAPTER.json_schema()
+
+
+def read_json(path: str | Path, what: str) -> Any:
+    """Parse a JSON file; one-line :class:`DataError` when it is missing, a folder, unreadable or malformed."""
+    p = Path(path)
+    try:
+        return json.loads(p.read_text())
+    except FileNotFoundError:
+        raise DataError(f"{what} {p} not found") from None
+    except IsADirectoryError:
+        raise DataError(f"{what} {p} is a directory, not a JSON file") from None
+    except OSError as exc:
+        raise DataError(f"cannot read {what} {p}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise DataError(f"{what} {p} is not a text file") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{what} {p} is not valid JSON: {exc}") from None
+
+
+def check_parameters(cfg: ExperimentConfig) -> None:
+    """Model, policy and environment names and parameters against their registries and schemas (no files)."""
+    from evroute.models.factory import check_model, check_model_params, is_learner
+    from evroute.policies import POLICIES, make_policy
+
+    check_model(cfg.model, cfg.policy)
+    if is_learner(cfg.model):
+        if cfg.policy_params:
+            raise ParameterError(f"model {cfg.model!r} takes its parameters as model parameters, not policy "
+                                 "parameters")
+    else:
+        if cfg.policy.lower() not in POLICIES:
+            make_policy(cfg.policy)  # the registry's own "unknown policy" error
+        check_params("policy parameter", cfg.policy_params, [POLICIES[cfg.policy.lower()]])
+        make_policy(cfg.policy, **cfg.policy_params)  # ranges
+    check_model_params(cfg.model, cfg.model_params)
+    check_environment_params(cfg.env, cfg.environment)
+
+
+def check_environment_params(env: str, params: dict[str, Any]) -> None:
+    """Name, types and unknown keys of an environment's parameters against its config class (``CONFIG`` of its
+    module; the drifting environment's ``drift_*`` keys against :class:`DriftConfig`), then their ranges."""
+    from evroute.environments import check_environment, environment_module
+
+    mod = environment_module(env)
+    drift_cls = getattr(mod, "DRIFT_CONFIG", None)
+    if drift_cls is None:
+        check_params("environment parameter", params, [mod.CONFIG])
+    else:
+        static = {k: v for k, v in params.items() if k != "drift" and not k.startswith("drift_")}
+        check_params("environment parameter", static, [mod.CONFIG])
+        drift = {k[len("drift_"):]: v for k, v in params.items() if k.startswith("drift_")}
+        check_params("environment parameter", drift, [drift_cls], skip=["kind"], prefix="drift_")
+        if "drift" in params and not isinstance(params["drift"], str):
+            raise ParameterError(f"environment parameter 'drift' must be a string, got {params['drift']!r}")
+    check_environment(env, params)

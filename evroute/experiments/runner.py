@@ -38,12 +38,14 @@ from evroute.energy import VehicleProfile, elevation_potential_wh
 from evroute.environments import EnergyEnvironment
 from evroute.errors import DataError, ParameterError
 from evroute.experiments.config import ExperimentConfig
+from evroute.experiments.output import claim, output_lock, read_rounds
 from evroute.io import atomic_pickle, atomic_write_json, atomic_write_text
 from evroute.linegraph import LineGraph, build_line_graph
-from evroute.models.factory import check_model, is_learner, make_learner, make_model
+from evroute.models.factory import is_learner, make_learner, make_model
 from evroute.oracle import EXACT_METHODS
 from evroute.policies import make_policy
 from evroute.routes import RouteSpec, resolve_route
+from evroute.validation import call_checked
 
 RECORD_FIELDS = [f.name for f in fields(RoundRecord)]
 
@@ -82,14 +84,28 @@ def _environment(lg: LineGraph, vehicle: str, name: str, env_json: str, seed: in
 
 
 def validate(cfg: ExperimentConfig) -> RouteSpec:
-    """Check everything the config names; returns the resolved route.  Creates no files."""
-    check_model(cfg.model, cfg.policy)
-    if is_learner(cfg.model) and cfg.policy_params:
-        raise ParameterError(f"model {cfg.model!r} takes its parameters as model parameters, not policy parameters")
-    make_policy(cfg.policy, **cfg.policy_params)
+    """Check everything the config names; returns the resolved route.  Creates no files.
+
+    Names and parameter types were checked when ``cfg`` was built; here the network, route and vehicle are
+    loaded, the first seed's environment is built, and a model given parameters is built once (constructors
+    check ranges that depend on the network), so no error can appear after the results folder exists.
+    """
+    key = json.dumps(cfg.to_dict(), sort_keys=True)
+    if key in _VALIDATED:
+        return _VALIDATED[key]
     VehicleProfile.load(cfg.vehicle)
     lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem)
-    return resolve_route(lg, cfg.network, cfg.route, cfg.start, cfg.goal)
+    route = resolve_route(lg, cfg.network, cfg.route, cfg.start, cfg.goal)
+    seed = cfg.seeds[0]
+    problem = call_checked("environment parameters", build_problem, cfg, seed)
+    if cfg.model_params and not is_learner(cfg.model):
+        call_checked(f"parameters for model {cfg.model!r}", make_model, cfg.model, problem.env, seed=seed,
+                     **cfg.model_params)
+    _VALIDATED[key] = route
+    return route
+
+
+_VALIDATED: dict[str, RouteSpec] = {}  # config JSON -> route, for configs validated in this process
 
 
 def _versions() -> dict[str, str]:
@@ -102,14 +118,6 @@ def _versions() -> dict[str, str]:
         except md.PackageNotFoundError:
             pass
     return out
-
-
-def _read_rounds(path: Path, upto: int) -> list[dict[str, str]]:
-    if not path.exists():
-        return []
-    with path.open(newline="") as fh:
-        rows = [r for r in csv.DictReader(fh) if int(r["round"]) <= upto]
-    return rows
 
 
 def _rows_to_csv(rows: list[dict[str, Any]], header: bool) -> str:
@@ -152,9 +160,13 @@ def run_seed(cfg: ExperimentConfig, seed: int, out_dir: str | Path, *, progress:
         with ckpt.open("rb") as fh:
             bandit.load_state(pickle.load(fh))
     # keep exactly the rounds covered by the checkpoint (later ones are replayed identically)
-    atomic_write_text(rounds_path, _rows_to_csv(_read_rounds(rounds_path, bandit.t), header=True))
+    rows = read_rounds(rounds_path, RECORD_FIELDS, bandit.t)
+    if len(rows) != bandit.t:  # the checkpoint is ahead of the saved rows: start the seed again
+        bandit, rows = make_bandit(cfg, build_problem(cfg, seed), seed), []
+        ckpt.unlink(missing_ok=True)
+    atomic_write_text(rounds_path, _rows_to_csv(rows, header=True))
     bar = None
-    if progress:
+    if progress and sys.stderr.isatty():
         from tqdm.auto import tqdm
 
         bar = tqdm(total=cfg.horizon, initial=bandit.t, desc=f"{cfg.label} seed {seed}", unit="round", leave=False)
@@ -174,7 +186,7 @@ def run_seed(cfg: ExperimentConfig, seed: int, out_dir: str | Path, *, progress:
     ref = bandit.optimal
     cumulative, reference_wh = bandit.cumulative_regret, ref.cost
     if getattr(bandit.env, "static", True) and not ref.exact:  # no exact optimum: also the routes the run drove
-        rows, reference_wh, cumulative = rebase_regret(_read_rounds(rounds_path, bandit.t), ref)
+        rows, reference_wh, cumulative = rebase_regret(read_rounds(rounds_path, RECORD_FIELDS, bandit.t), ref)
         atomic_write_text(rounds_path, _rows_to_csv(rows, header=True))
     summary = {
         "seed": seed,
@@ -193,39 +205,46 @@ def run_seed(cfg: ExperimentConfig, seed: int, out_dir: str | Path, *, progress:
 
 
 def prepare_output(cfg: ExperimentConfig, out_dir: str | Path, *, overwrite: bool = False) -> Path:
-    """Validate ``cfg``, then create ``out_dir`` with config/meta (or check it holds the same config)."""
+    """Validate ``cfg``, then claim ``out_dir`` atomically with config/meta (or check it holds the same config).
+
+    Nothing is written when validation fails; a visible results folder always holds its ``config.json``
+    (:func:`evroute.experiments.output.claim`).
+    """
     route = validate(cfg)
     out = Path(out_dir)
-    cfg_path = out / "config.json"
-    if cfg_path.exists() and not overwrite:
-        try:
-            old = json.loads(cfg_path.read_text())
-        except json.JSONDecodeError:
-            raise DataError(f"{cfg_path} is corrupt; remove the directory or pass --overwrite") from None
-        old.setdefault("potential", "none")  # folders written before the option existed used Algorithm 2 as is
-        old.setdefault("regret_reference", "auto")
-        # folders written before environments were named used the paper's (drifting when drift keys were given)
-        old.setdefault("env", "drifting" if "drift" in old.get("environment", {}) else "paper")
-        if old != json.loads(json.dumps(cfg.to_dict())):
-            raise ParameterError(f"results directory {out} holds a different experiment; use another --out")
-        return out
-    if out.exists() and any(out.iterdir()) and not overwrite and not cfg_path.exists():
-        raise ParameterError(f"results directory {out} exists and is not an evroute results directory")
-    if overwrite and out.exists():
-        import shutil
-
-        shutil.rmtree(out)
     lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(out / "meta.json", {
-        "versions": _versions(),
-        "network": lg.network.summary(),
-        "line_graph": {"nodes": lg.n_nodes, "arcs": lg.n_arcs},
-        "route": {"name": route.name, "start": route.start_id, "goal": route.goal_id, "note": route.note},
-        "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-    })
-    atomic_write_json(cfg_path, cfg.to_dict())
+
+    def write(staging: Path) -> None:
+        atomic_write_json(staging / "meta.json", {
+            "versions": _versions(),
+            "network": lg.network.summary(),
+            "line_graph": {"nodes": lg.n_nodes, "arcs": lg.n_arcs},
+            "route": {"name": route.name, "start": route.start_id, "goal": route.goal_id, "note": route.note},
+            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+        })
+        atomic_write_json(staging / "config.json", cfg.to_dict())
+
+    if not claim(out, write, overwrite=overwrite):
+        _check_same_experiment(cfg, out)
     return out
+
+
+def _check_same_experiment(cfg: ExperimentConfig, out: Path) -> None:
+    cfg_path = out / "config.json"
+    if not cfg_path.is_file():
+        raise ParameterError(f"results directory {out} exists and is not an evroute results directory")
+    try:
+        old = json.loads(cfg_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise DataError(f"{cfg_path} is corrupt; remove the directory or pass --overwrite") from None
+    if not isinstance(old, dict):
+        raise DataError(f"{cfg_path} is corrupt; remove the directory or pass --overwrite")
+    old.setdefault("potential", "none")  # folders written before the option existed used Algorithm 2 as is
+    old.setdefault("regret_reference", "auto")
+    # folders written before environments were named used the paper's (drifting when drift keys were given)
+    old.setdefault("env", "drifting" if "drift" in old.get("environment", {}) else "paper")
+    if old != json.loads(json.dumps(cfg.to_dict())):
+        raise ParameterError(f"results directory {out} holds a different experiment; use another --out")
 
 
 def _run_seed_job(args: tuple[dict[str, Any], int, str, int]) -> dict[str, Any]:
@@ -235,13 +254,24 @@ def _run_seed_job(args: tuple[dict[str, Any], int, str, int]) -> dict[str, Any]:
 
 def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int = 1, progress: bool = True,
                    overwrite: bool = False, checkpoint_every: int = 10) -> dict[str, Any]:
-    """Run every seed of ``cfg`` (in a process pool when ``workers > 1``); returns the aggregate summary."""
+    """Run every seed of ``cfg`` (in a process pool when ``workers > 1``); returns the aggregate summary.
+
+    ``progress``: progress bars on stderr, shown only when stderr is a terminal.  The results folder is locked
+    while the seeds run (a second run into it stops with an error).
+    """
     out = prepare_output(cfg, out_dir, overwrite=overwrite)
+    with output_lock(out):
+        return _run_locked(cfg, out, workers, progress, checkpoint_every)
+
+
+def _run_locked(cfg: ExperimentConfig, out: Path, workers: int, progress: bool, checkpoint_every: int
+                ) -> dict[str, Any]:
     if workers > 1 and len(cfg.seeds) > 1:
         jobs = [(cfg.to_dict(), s, str(out), checkpoint_every) for s in cfg.seeds]
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn")) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
+                                 initializer=die_with_parent) as pool:
             it = pool.map(_run_seed_job, jobs)
-            if progress:
+            if progress and sys.stderr.isatty():
                 from tqdm.auto import tqdm
 
                 it = tqdm(it, total=len(jobs), desc=cfg.label, unit="seed")
@@ -275,6 +305,34 @@ def reference_statement(summaries: list[dict[str, Any]]) -> dict[str, Any]:
             "among the rectified references, the k shortest simple routes under clipped reduced costs and every "
             "route the run drove")
     return {"exact": exact, "methods": sorted({str(r["method"]) for r in per.values()}), "text": text, "per_seed": per}
+
+
+def die_with_parent() -> None:
+    """Pool-worker initializer: the worker is killed when the process that started it dies (Linux
+    ``PR_SET_PDEATHSIG``; elsewhere a watcher thread exits when the parent is gone), so a killed run or sweep
+    leaves no worker writing into its results."""
+    import os
+    import signal
+    import threading
+
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        if libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0:  # PR_SET_PDEATHSIG = 1
+            if os.getppid() != parent:  # the parent died before the call
+                os._exit(1)
+            return
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def load_rounds(out_dir: str | Path) -> Any:

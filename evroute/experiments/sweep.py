@@ -17,21 +17,27 @@ the product of the grid values gives one config per combination, named by its va
 
 from __future__ import annotations
 
+import contextlib
 import itertools
-import json
 import os
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from evroute.errors import DataError, ParameterError
-from evroute.experiments.config import ExperimentConfig
-from evroute.experiments.runner import prepare_output, run_experiment, run_seed
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-EXECUTORS = ("serial", "process", "ray")
+from evroute.errors import ParameterError
+from evroute.experiments.config import ExperimentConfig, field_names, read_json
+from evroute.experiments.executors import EXECUTORS
+from evroute.experiments.output import output_lock
+from evroute.experiments.runner import die_with_parent, prepare_output, run_experiment, run_seed, validate
+from evroute.validation import format_error
+
+__all__ = ["EXECUTORS", "GridSpec", "expand_grid", "load_grid", "run_sweep"]
 
 
 def _slug(value: Any) -> str:
@@ -40,24 +46,53 @@ def _slug(value: Any) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]+", "_", str(value)).strip("_") or "x"
 
 
+#: Most grid points one sweep may define.
+MAX_GRID_POINTS = 10_000
+
+
+class GridSpec(BaseModel):
+    """A sweep grid file: config fields in ``base``, lists of values to combine in ``grid``."""
+
+    model_config = ConfigDict(extra="forbid")
+    base: dict[str, Any] = Field(default_factory=dict, description="config fields shared by every grid point")
+    grid: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(
+        description="config field -> non-empty list of values; one run per combination ({} for one run of base)")
+
+
 def expand_grid(base: Mapping[str, Any], grid: Mapping[str, Sequence[Any]]) -> dict[str, ExperimentConfig]:
     """One named config per combination of ``grid`` values on top of ``base`` (names join the values)."""
+    known = set(field_names())
+    for where, keys in (("base", base), ("grid", grid)):
+        unknown = sorted(set(keys) - known)
+        if unknown:
+            raise ParameterError(f"grid file {where}: unknown config field(s) {', '.join(map(repr, unknown))}")
     keys = list(grid)
+    n = 1
+    for k in keys:
+        n *= len(grid[k])
+    if n > MAX_GRID_POINTS:
+        raise ParameterError(f"the grid defines {n} experiments, more than {MAX_GRID_POINTS}")
     out: dict[str, ExperimentConfig] = {}
     for combo in itertools.product(*(grid[k] for k in keys)):
         d = {**base, **dict(zip(keys, combo, strict=True))}
         name = "-".join(_slug(v) for v in combo) or "run"
-        out[name] = ExperimentConfig.from_dict(d)
+        if name in out:
+            raise ParameterError(f"grid values give two experiments the same folder name {name!r}")
+        out[name] = ExperimentConfig.from_dict(d, what=f"grid point {name!r}:")
     return out
 
 
 def load_grid(path: str | Path) -> dict[str, ExperimentConfig]:
-    """Read a grid file (see module docstring)."""
+    """Read and validate a grid file (see module docstring); one-line errors naming the field."""
+    raw = read_json(path, "grid file")
+    if not isinstance(raw, dict):
+        raise ParameterError(f"grid file {path} must be a JSON object {{\"base\": {{...}}, \"grid\": {{...}}}}, "
+                             f"got {type(raw).__name__}")
     try:
-        spec = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise DataError(f"cannot read grid file {path}: {exc}") from None
-    return expand_grid(spec.get("base", {}), spec.get("grid", {}))
+        spec = GridSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise ParameterError(format_error(exc, f"grid file {path}:")) from None
+    return expand_grid(spec.base, spec.grid)
 
 
 def _job(args: tuple[dict[str, Any], int, str, int]) -> dict[str, Any]:
@@ -103,13 +138,24 @@ def run_sweep(configs: Mapping[str, ExperimentConfig], out_root: str | Path, *, 
     root = Path(out_root)
     if executor == "ray":
         _check_ray(address)  # before anything is written
-    dirs = {name: prepare_output(cfg, root / name) for name, cfg in configs.items()}  # validates everything first
+    for cfg in configs.values():  # validate every grid point before any folder is created
+        validate(cfg)
+    dirs = {name: prepare_output(cfg, root / name) for name, cfg in configs.items()}
+    with contextlib.ExitStack() as locks:
+        for d in dirs.values():
+            locks.enter_context(output_lock(d))
+        _run_jobs(configs, dirs, executor, workers, address, checkpoint_every, progress)
+        return {name: run_experiment(cfg, dirs[name], progress=False) for name, cfg in configs.items()}
+
+
+def _run_jobs(configs: Mapping[str, ExperimentConfig], dirs: Mapping[str, Path], executor: str, workers: int | None,
+              address: str | None, checkpoint_every: int, progress: bool) -> None:
     jobs = [(cfg.to_dict(), s, str(dirs[name]), checkpoint_every)
             for name, cfg in configs.items() for s in cfg.seeds
             if not (dirs[name] / f"seed_{s}" / "summary.json").exists()]
     n = max(1, int(workers or os.cpu_count() or 1))
     bar = None
-    if progress:
+    if progress and sys.stderr.isatty():
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(jobs), desc="sweep", unit="seed")
@@ -119,7 +165,7 @@ def run_sweep(configs: Mapping[str, ExperimentConfig], out_root: str | Path, *, 
             if bar is not None:
                 bar.update(1)
     elif executor == "process":
-        with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn")) as pool:
+        with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), initializer=die_with_parent) as pool:
             for _ in pool.map(_job, jobs):
                 if bar is not None:
                     bar.update(1)
@@ -127,7 +173,6 @@ def run_sweep(configs: Mapping[str, ExperimentConfig], out_root: str | Path, *, 
         _run_ray(jobs, n, address, bar)
     if bar is not None:
         bar.close()
-    return {name: run_experiment(cfg, dirs[name], progress=False) for name, cfg in configs.items()}
 
 
 def _check_ray(address: str | None, timeout_s: float = 5.0) -> None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from evroute.environments import EnergyEnvironment
@@ -36,9 +37,78 @@ _LEARNERS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def register_model(name: str, builder: str | ModelBuilder) -> None:
-    """Register ``builder(env, **params) -> EdgeModel`` (or its ``"module:function"`` path) under ``name``."""
+@dataclass(frozen=True)
+class KernelInitParams:
+    """Parameters the GP builders take besides their config dataclass: the initial spatial-kernel hyperparameters
+    (default: the environment's) and ``threads`` (torch threads, 0 keeps torch's setting)."""
+
+    graph_nu: float | None = None
+    graph_kappa: float | None = None
+    lengthscale: float | None = None
+    product_weight: float | None = None
+    threads: int = 1
+
+
+#: model name -> ``"module:object"`` whose fields (dataclass) or keyword parameters with defaults (class ``__init__``,
+#: function) are the model's ``--model-param`` names and types.  Default: the builder's own keyword parameters, so a
+#: builder with explicit keywords needs no entry; one taking ``**params`` names the objects it forwards them to.
+_PARAM_SOURCES: dict[str, tuple[str, ...]] = {
+    "gp": ("evroute.models.gp:GPConfig", "evroute.models.factory:KernelInitParams"),
+    "gp-tv": ("evroute.models.gp_tv:TVGPConfig", "evroute.models.factory:KernelInitParams"),
+    "kr": ("evroute.models.kr:KernelRegressionEdgeModel",),
+    "routeset": ("evroute.routeset:RouteSetBandit",),
+}
+
+
+def register_model(name: str, builder: str | ModelBuilder, params: tuple[str, ...] | None = None) -> None:
+    """Register ``builder(env, **params) -> EdgeModel`` (or its ``"module:function"`` path) under ``name``.
+
+    ``params``: ``"module:object"`` paths whose fields / keyword parameters are the model's parameters (default:
+    the builder's keyword parameters).
+    """
     _REGISTRY[name.lower()] = builder
+    if params is not None:
+        _PARAM_SOURCES[name.lower()] = tuple(params)
+
+
+def _resolve(path: str | Callable[..., Any]) -> Any:
+    if not isinstance(path, str):
+        return path
+    module, attr = path.split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def model_param_sources(name: str) -> list[Any]:
+    """The objects whose parameters make up model ``name``'s parameters (see :data:`_PARAM_SOURCES`)."""
+    key = name.lower()
+    check_model(key)
+    if key in _PARAM_SOURCES:
+        return [_resolve(p) for p in _PARAM_SOURCES[key]]
+    return [_resolve(_LEARNERS[key][0]) if key in _LEARNERS else _builder(key)]
+
+
+#: keywords evroute itself passes to builders and learners (not user parameters)
+_RUNNER_KEYWORDS = ("env", "start", "goal", "policy", "seed", "regret_reference", "potential_wh")
+
+
+def runner_keywords(name: str) -> tuple[str, ...]:
+    """Keywords of model ``name``'s sources that evroute sets itself: ``seed`` is a user parameter of edge models
+    (it overrides the run's seed) but not of learners."""
+    return _RUNNER_KEYWORDS if is_learner(name) else tuple(k for k in _RUNNER_KEYWORDS if k != "seed")
+
+
+def check_model_params(name: str, params: Mapping[str, Any]) -> None:
+    """Types and unknown keys of ``params`` for model ``name``, then the ranges its config dataclasses check."""
+    from dataclasses import fields, is_dataclass
+
+    from evroute.validation import call_checked, check_params
+
+    sources = model_param_sources(name)
+    check_params(f"model parameter ({name})", params, sources, skip=runner_keywords(name))
+    for src in sources:  # ranges of config dataclasses (their __post_init__), without building the model
+        if is_dataclass(src):
+            own = {f.name for f in fields(src)}
+            call_checked(f"model parameters for {name!r}", src, **{k: v for k, v in params.items() if k in own})
 
 
 def model_names() -> list[str]:

@@ -97,6 +97,25 @@ def _error_line(output: str) -> str:
     return lines[-1] if lines else "no output"
 
 
+def _complete_net(path: Path) -> bool:
+    """Whether a SUMO network file is whole: its XML ends with ``</net>`` (a gzip file must also decompress)."""
+    import gzip
+
+    try:
+        if path.suffix == ".gz":
+            tail = b""
+            with gzip.open(path, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    tail = (tail + chunk)[-64:]
+        else:
+            with path.open("rb") as fh:
+                fh.seek(max(0, path.stat().st_size - 64))
+                tail = fh.read()
+    except (OSError, EOFError):
+        return False
+    return tail.rstrip().endswith(b"</net>")
+
+
 def osm_to_sumo(
     osm_path: str | os.PathLike[str],
     out_path: str | os.PathLike[str],
@@ -158,7 +177,11 @@ def osm_to_sumo(
         if proc.returncode != 0 or not tmp_out.is_file() or tmp_out.stat().st_size == 0:
             line = _error_line(proc.stderr + "\n" + proc.stdout)
             raise DataError(f"netconvert failed on {src}: {line}")
-        os.chmod(tmp_out, 0o644)  # mkstemp creates 0600 files
+        if not _complete_net(tmp_out):  # e.g. a full disk: never move a truncated network into place
+            raise DataError(f"netconvert wrote an incomplete network for {src} (disk full?); nothing was written")
+        from evroute.io import umask_mode
+
+        os.chmod(tmp_out, umask_mode())  # mkstemp creates 0600 files
         os.replace(tmp_out, out)
     finally:
         tmp_out.unlink(missing_ok=True)

@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 import urllib.error
 import urllib.request
 import warnings
@@ -70,7 +69,11 @@ OSM_SUFFIXES = (".osm", ".osm.xml", ".osm.bz2", ".osm.gz")
 
 
 def _cache_home() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "evroute"
+    """The user cache folder of evroute (:mod:`platformdirs`: ``$XDG_CACHE_HOME/evroute`` or ``~/.cache/evroute``
+    on Linux, ``~/Library/Caches/evroute`` on macOS, ``%LOCALAPPDATA%\\evroute\\Cache`` on Windows)."""
+    import platformdirs
+
+    return platformdirs.user_cache_path("evroute", appauthor=False)
 
 
 def default_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
@@ -118,7 +121,13 @@ def _dataset(name: str) -> Dataset:
 
 
 def _download(url: str, dest: Path, timeout_s: float = 120.0) -> None:
-    """Copy ``url`` (http(s) or file://) to ``dest``."""
+    """Copy ``url`` to ``dest``: http(s) through :class:`pooch.HTTPDownloader`, ``file://`` (mirrors, tests) with
+    :mod:`urllib`."""
+    if url.startswith(("http://", "https://")):
+        import pooch
+
+        pooch.HTTPDownloader(progressbar=False, timeout=timeout_s)(url, str(dest), None)
+        return
     with urllib.request.urlopen(url, timeout=timeout_s) as resp, open(dest, "wb") as out:  # noqa: S310
         shutil.copyfileobj(resp, out, 1 << 20)
 
@@ -126,8 +135,9 @@ def _download(url: str, dest: Path, timeout_s: float = 120.0) -> None:
 def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *, url: str | None = None) -> Path:
     """Download dataset ``name`` into ``cache_dir`` (default: the data directory) and verify its SHA-256.
 
-    The file is written to a temporary file and moved into place only when its checksum matches.
-    A file already present with the right checksum is not downloaded again.
+    The download goes through :func:`pooch.retrieve`: written to a temporary file in the target folder and moved
+    into place only when its SHA-256 matches the pinned one.  A file already present with the right checksum is
+    not downloaded again; one with another checksum is replaced by a verified download.
 
     Args:
         name: ``"monaco"`` or ``"luxembourg"``.
@@ -139,8 +149,10 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
 
     Raises:
         UnknownNetworkError: for an unknown name.
-        DataError: when the download fails or the checksum does not match.
+        DataError: when the folder cannot be written, the download fails or the checksum does not match.
     """
+    import pooch
+
     ds = _dataset(name)
     target_dir = default_data_dir(cache_dir)
     dest = target_dir / ds.filename
@@ -151,24 +163,21 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
         target_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise DataError(f"cannot create data directory {target_dir}: {exc.strerror or exc}") from None
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{ds.filename}.", suffix=".part", dir=target_dir)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    pooch.get_logger().setLevel("WARNING")
     try:
-        try:
-            _download(source, tmp)
-        except (urllib.error.URLError, OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", None) or exc
-            raise DataError(f"cannot download {name} from {source}: {str(reason).splitlines()[0]}") from None
-        got = file_sha256(tmp)
-        if got != ds.sha256:
-            raise DataError(f"checksum mismatch for {name} from {source}: sha256 {got[:16]}..., expected "
-                            f"{ds.sha256[:16]}...")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, dest)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return dest
+        got = pooch.retrieve(source, known_hash=f"sha256:{ds.sha256}", fname=ds.filename, path=target_dir,
+                             downloader=lambda u, out, _p: _download(u, Path(out)), progressbar=False)
+    except ValueError as exc:
+        if "hash" not in str(exc).lower():
+            raise DataError(f"cannot download {name} from {source}: {str(exc).splitlines()[0]}") from None
+        raise DataError(f"checksum mismatch for {name} from {source}: expected sha256 {ds.sha256[:16]}...") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
+        raise DataError(f"cannot download {name} from {source}: {str(reason).splitlines()[0]}") from None
+    from evroute.io import umask_mode
+
+    os.chmod(got, umask_mode())  # pooch's temporary file is created 0600
+    return Path(got)
 
 
 def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> Path:

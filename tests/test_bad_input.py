@@ -1,0 +1,271 @@
+"""Every bad input is one line ``evroute: error: ...`` on stderr, exit status 2, no traceback, and no new file.
+
+Runs the CLI in-process (``main``) with the working directory in a temporary folder, so default outputs
+(``results/...``) would land there; the folder's file list is compared before and after each case.  Cases cover the
+issue's list (types, ranges, unknown keys, files that are folders / lists / read-only / full, parameter errors that
+used to appear after the results folder existed) and more.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from evroute.cli import main
+
+NET = "synthetic:300:2"
+ROUTE = ["route", "--network", NET, "--from", "@EDGE0", "--to", "@EDGE1"]
+RUN = ["run", "--network", NET, "--horizon", "3"]
+FIXTURE_OSM = Path(__file__).parent / "fixtures" / "tiny.osm.xml"
+
+
+def _readonly_dir(tmp: Path) -> str:
+    """A folder nobody may write into: chmod 555, or for root (who ignores modes) a path in sysfs."""
+    if os.geteuid() == 0:
+        return "/sys/evroute-readonly-test"
+    d = tmp / "ro"
+    d.mkdir()
+    d.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    return str(d)
+
+
+def _files(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+def _write(root: Path, name: str, obj: object) -> str:
+    p = root / name
+    p.write_text(obj if isinstance(obj, str) else json.dumps(obj))
+    return name
+
+
+GRID_OK_BASE = {"network": NET, "horizon": 2}
+
+CASES: dict[str, object] = {
+    # --- issue list
+    "model-param float for int": RUN + ["--model", "gp", "--model-param", "n_inducing=1.5"],
+    "env-seed negative": RUN + ["--env-seed=-1"],
+    "vehicle file is a list": RUN + ["--vehicle", "@vehicle_list.json"],
+    "config is a directory": RUN + ["--config", "@cfgdir"],
+    "config holds a list": RUN + ["--config", "@cfg_list.json"],
+    "config seeds an int": RUN + ["--config", "@cfg_seeds_int.json"],
+    "config horizon abc": ["run", "--config", "@cfg_horizon_abc.json"],
+    "config policy_params list": ["run", "--config", "@cfg_pp_list.json"],
+    "out is a file": RUN + ["--out", "@afile.txt"],
+    "out read-only": RUN + ["--out", "@RO/out"],
+    "out full disk": RUN + ["--out", "full"],
+    "sweep grid a list": ["sweep", "@grid_list.json", "--out", "sw"],
+    "data fetch read-only": ["data", "fetch", "monaco", "--cache-dir", "@RO/data"],
+    "data convert read-only": ["data", "convert", str(FIXTURE_OSM), "@RO/x.net.xml"],
+    "seeds huge range": RUN + ["--seeds", "0-100000000000"],
+    "vehicle mass_kg true": RUN + ["--vehicle", "@vehicle_bool.json"],
+    "config horizon 10.7": ["run", "--config", "@cfg_horizon_float.json"],
+    "seeds count huge": RUN + ["--seeds", "1000000000"],
+    "start equals goal": ["run", "--network", NET, "--start", "@EDGE0", "--goal", "@EDGE0"],
+    "workers 0 on run": RUN + ["--workers", "0"],
+    "route from nan": ["route", "--network", NET, "--from", "nan,nan", "--to", "@EDGE0"],
+    "sweep misspelt grid key": ["sweep", "@grid_misspelt.json", "--out", "sw"],
+    "sweep misspelt base key": ["sweep", "@grid_misspelt_base.json", "--out", "sw"],
+    "data convert full disk": ["data", "convert", str(FIXTURE_OSM), "conv.net.xml"],
+    "model param range (kr hops -1)": RUN + ["--model", "kr", "--model-param", "hops=-1"],
+    "env param range": RUN + ["--env-param", "noise_frac=-1"],
+    # --- types and ranges of flags
+    "horizon 0": RUN + ["--horizon", "0"],
+    "horizon float": ["run", "--network", NET, "--horizon", "2.5"],
+    "horizon text": ["run", "--network", NET, "--horizon", "abc"],
+    "seeds zero": RUN + ["--seeds", "0"],
+    "seeds negative count": RUN + ["--seeds", "-3"],
+    "seeds backwards range": RUN + ["--seeds", "5-2"],
+    "seeds text": RUN + ["--seeds", "a,b"],
+    "seeds duplicate": RUN + ["--seeds", "1,1"],
+    "seeds too large": RUN + ["--seeds", "5000000000,1"],
+    "env-seed text": RUN + ["--env-seed", "x"],
+    "env-seed huge": RUN + ["--env-seed", str(2**40)],
+    "workers negative": RUN + ["--workers", "-2"],
+    "sweep workers 0": ["sweep", "@grid_ok.json", "--out", "sw", "--workers", "0"],
+    "demo workers 0": ["demo", "--workers", "0"],
+    "demo horizon 0": ["demo", "--horizon", "0"],
+    "demo bad policy": ["demo", "--network", NET, "--policies", "ts,nope", "--horizon", "2"],
+    "demo empty policies": ["demo", "--network", NET, "--policies", ",", "--horizon", "2"],
+    "demo out is a file": ["demo", "--network", NET, "--horizon", "2", "--seeds", "1", "--out", "@afile.txt"],
+    "unknown model": RUN + ["--model", "nope"],
+    "unknown policy": RUN + ["--policy", "nope"],
+    "policy param unknown": RUN + ["--policy", "ucb", "--policy-param", "betascale=1"],
+    "policy param text": RUN + ["--policy", "ucb", "--policy-param", "beta_scale=abc"],
+    "policy param bool": RUN + ["--policy", "bucb", "--policy-param", "xi=true"],
+    "policy param negative": RUN + ["--policy", "ucb", "--policy-param", "beta_scale=-2"],
+    "policy param nan": RUN + ["--policy", "ucb", "--policy-param", "beta_scale=NaN"],
+    "policy param not NAME=VALUE": RUN + ["--policy", "ucb", "--policy-param", "beta_scale"],
+    "policy params on a learner": RUN + ["--model", "routeset", "--policy-param", "beta_scale=1"],
+    "learner with unsupported policy": RUN + ["--model", "routeset", "--policy", "bucb"],
+    "model param unknown": RUN + ["--model-param", "nope=1"],
+    "model param bool for float": RUN + ["--model-param", "prior_var_scale=true"],
+    "gp param unknown": RUN + ["--model", "gp", "--model-param", "n_inducng=10"],
+    "gp param zero": RUN + ["--model", "gp", "--model-param", "n_inducing=0"],
+    "gp dtype": RUN + ["--model", "gp", "--model-param", "dtype=float16"],
+    "kr param text": RUN + ["--model", "kr", "--model-param", "hops=two"],
+    "routeset k float": RUN + ["--model", "routeset", "--model-param", "k=2.5"],
+    "env param unknown": RUN + ["--env-param", "lenghtscale=1"],
+    "env param bool": RUN + ["--env-param", "lengthscale=true"],
+    "env param product weight": RUN + ["--env-param", "product_weight=2"],
+    "env drift unknown": RUN + ["--env-param", "drift=weekly"],
+    "env drift param without drift": RUN + ["--env-param", "drift_period=5"],
+    "env drift param text": RUN + ["--env-param", "drift=daily", "--env-param", "drift_period=x"],
+    "regret reference bad": RUN + ["--regret-reference", "best"],
+    "potential bad": RUN + ["--potential", "gravity"],
+    "unknown network": RUN[:1] + ["--network", "atlantis"],
+    "synthetic bad size": ["run", "--network", "synthetic:abc"],
+    "missing network file": ["run", "--network", "/nonexistent/x.net.xml"],
+    "unknown route": RUN + ["--route", "Z"],
+    "unknown start edge": ["run", "--network", NET, "--start", "nope", "--goal", "@EDGE0"],
+    "start without goal": ["run", "--network", NET, "--start", "@EDGE0"],
+    "vehicle unknown": RUN + ["--vehicle", "tesla"],
+    "vehicle missing file": RUN + ["--vehicle", "/nonexistent/v.json"],
+    "vehicle unknown key": RUN + ["--vehicle", "@vehicle_unknown_key.json"],
+    "vehicle negative mass": RUN + ["--vehicle", "@vehicle_negative.json"],
+    "vehicle malformed": RUN + ["--vehicle", "@malformed.json"],
+    "vehicle efficiency > 1": RUN + ["--vehicle", "@vehicle_eff.json"],
+    # --- config files
+    "config missing": ["run", "--config", "/nonexistent/c.json"],
+    "config malformed": ["run", "--config", "@malformed.json"],
+    "config unknown key": ["run", "--config", "@cfg_unknown.json"],
+    "config horizon bool": ["run", "--config", "@cfg_horizon_bool.json"],
+    "config seeds text": ["run", "--config", "@cfg_seeds_text.json"],
+    "config env not object": ["run", "--config", "@cfg_env_list.json"],
+    "config model params wrong type": ["run", "--config", "@cfg_mp_type.json"],
+    "config network empty": ["run", "--config", "@cfg_network_empty.json"],
+    "config binary file": ["run", "--config", "@binary.bin"],
+    # --- sweep grids
+    "sweep grid missing": ["sweep", "/nonexistent/g.json", "--out", "sw"],
+    "sweep grid malformed": ["sweep", "@malformed.json", "--out", "sw"],
+    "sweep grid empty": ["sweep", "@grid_empty.json", "--out", "sw"],
+    "sweep grid values not a list": ["sweep", "@grid_scalar.json", "--out", "sw"],
+    "sweep grid empty list": ["sweep", "@grid_empty_list.json", "--out", "sw"],
+    "sweep grid bad value at point 2": ["sweep", "@grid_bad_point.json", "--out", "sw"],
+    "sweep grid top-level typo": ["sweep", "@grid_top_typo.json", "--out", "sw"],
+    "sweep out is a file": ["sweep", "@grid_ok.json", "--out", "@afile.txt"],
+    "sweep out read-only": ["sweep", "@grid_ok.json", "--out", "@RO/sw"],
+    # --- route / info / data
+    "route from out of range": ["route", "--network", NET, "--from", "500,100", "--to", "@EDGE0"],
+    "route from inf": ["route", "--network", NET, "--from", "inf,0", "--to", "@EDGE0"],
+    "route from three numbers": ["route", "--network", NET, "--from", "1,2,3", "--to", "@EDGE0"],
+    "route unknown edge": ["route", "--network", NET, "--from", "nope", "--to", "@EDGE0"],
+    "route vehicle bad": ROUTE + ["--vehicle", "@vehicle_bool.json"],
+    "route geojson read-only": ROUTE + ["--geojson", "@RO/r.geojson"],
+    "route geojson full disk": ROUTE + ["--geojson", "r.geojson"],
+    "info unknown network": ["info", "--network", "atlantis"],
+    "data fetch unknown": ["data", "fetch", "atlantis"],
+    "data convert missing input": ["data", "convert", "/nonexistent/x.osm", "x.net.xml"],
+    "data convert into a file's folder": ["data", "convert", str(FIXTURE_OSM), "@afile.txt/x.net.xml"],
+    # --- argparse
+    "unknown command": ["fly"],
+    "unknown option": RUN + ["--speed", "3"],
+    "missing option value": ["run", "--network"],
+    "bad executor": RUN + ["--executor", "cloud"],
+    "bad regret choice": RUN + ["--regret-reference", "exactly"],
+}
+
+FULL_DISK = {"out full disk", "data convert full disk", "route geojson full disk"}
+
+
+@pytest.fixture(scope="module")
+def edges():
+    from evroute.experiments.runner import load_linegraph
+
+    lg = load_linegraph(NET)
+    return lg.network.edge_ids[0], lg.network.edge_ids[lg.n_nodes // 2]
+
+
+def _setup(root: Path) -> None:
+    _write(root, "vehicle_list.json", [1, 2, 3])
+    _write(root, "vehicle_bool.json", {"mass_kg": True})
+    _write(root, "vehicle_unknown_key.json", {"mass": 1000})
+    _write(root, "vehicle_negative.json", {"mass_kg": -5})
+    _write(root, "vehicle_eff.json", {"propulsion_efficiency": 1.5})
+    _write(root, "malformed.json", "{not json")
+    (root / "binary.bin").write_bytes(b"\xff\xfe\x00\x81")
+    (root / "cfgdir").mkdir()
+    (root / "afile.txt").write_text("x")
+    _write(root, "cfg_list.json", [1, 2])
+    _write(root, "cfg_seeds_int.json", {"network": NET, "seeds": 5})
+    _write(root, "cfg_horizon_abc.json", {"network": NET, "horizon": "abc"})
+    _write(root, "cfg_horizon_float.json", {"network": NET, "horizon": 10.7})
+    _write(root, "cfg_horizon_bool.json", {"network": NET, "horizon": True})
+    _write(root, "cfg_pp_list.json", {"network": NET, "policy_params": [1, 2]})
+    _write(root, "cfg_unknown.json", {"network": NET, "hoizon": 3})
+    _write(root, "cfg_seeds_text.json", {"network": NET, "seeds": ["a"]})
+    _write(root, "cfg_env_list.json", {"network": NET, "environment": [1]})
+    _write(root, "cfg_mp_type.json", {"network": NET, "model": "gp", "model_params": {"batch_size": "big"}})
+    _write(root, "cfg_network_empty.json", {"network": ""})
+    _write(root, "grid_list.json", [{"policy": "ts"}])
+    _write(root, "grid_ok.json", {"base": GRID_OK_BASE, "grid": {"policy": ["ts"]}})
+    _write(root, "grid_misspelt.json", {"base": GRID_OK_BASE, "grid": {"polcy": ["ts", "ucb"]}})
+    _write(root, "grid_misspelt_base.json", {"base": {**GRID_OK_BASE, "horizn": 3}, "grid": {"policy": ["ts"]}})
+    _write(root, "grid_empty.json", {})
+    _write(root, "grid_scalar.json", {"base": GRID_OK_BASE, "grid": {"policy": "ts"}})
+    _write(root, "grid_empty_list.json", {"base": GRID_OK_BASE, "grid": {"policy": []}})
+    _write(root, "grid_bad_point.json", {"base": GRID_OK_BASE, "grid": {"horizon": [2, 0]}})
+    _write(root, "grid_top_typo.json", {"bsae": GRID_OK_BASE, "grid": {"policy": ["ts"]}})
+
+
+def _resolve(argv: list[str], root: Path, ro: str, edges: tuple[str, str]) -> list[str]:
+    out = []
+    for a in argv:
+        a = a.replace("@EDGE0", edges[0]).replace("@EDGE1", edges[1])
+        if a.startswith("@RO"):
+            a = ro + a[3:]
+        elif a.startswith("@"):
+            a = str(root / a[1:])
+        out.append(a)
+    return out
+
+
+def _no_space(*_args, **_kw):
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def _fake_netconvert(tmp_path: Path) -> Path:
+    """A netconvert that succeeds but writes a truncated network (what a full disk did)."""
+    exe = tmp_path / "fake_netconvert"
+    exe.write_text(f"#!{sys.executable}\nimport sys\nout = sys.argv[sys.argv.index('-o') + 1]\n"
+                   "open(out, 'w').write('<net version=\"1.20\">\\n<edge id=\"a\"')\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_at_least_60_cases():
+    assert len(CASES) >= 60
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_input_is_one_clean_line(name, tmp_path, monkeypatch, capsys, edges):
+    root = tmp_path / "work"
+    root.mkdir()
+    _setup(root)
+    monkeypatch.chdir(root)
+    ro = _readonly_dir(tmp_path)
+    argv = _resolve(CASES[name], root, ro, edges)  # type: ignore[arg-type]
+    if name in FULL_DISK:
+        monkeypatch.setattr(os, "fsync", _no_space)
+        import evroute.network.netconvert as nc
+
+        monkeypatch.setattr(nc, "netconvert_binary", lambda: _fake_netconvert(tmp_path))
+    before = _files(root)
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse
+        code = exc.code
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert code == 2, (name, captured.out, err)
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, err
+    assert err.startswith("evroute: error: "), err
+    assert _files(root) == before, f"{name} left files: {_files(root) - before}"
+    assert not Path(ro).exists() or not any(Path(ro).iterdir())

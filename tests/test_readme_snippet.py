@@ -1,0 +1,34 @@
+"""The README's Python snippet runs the same algorithm as the CLI default: same routes, same regret, round by round."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from evroute.cli import main
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _snippet() -> str:
+    text = README.read_text()
+    section = text[text.index("## Python API"):]
+    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+
+
+@pytest.mark.skipif(not README.is_file(), reason="needs the source checkout")
+def test_readme_snippet_equals_cli_default(tmp_path, capsys):
+    ns: dict = {}
+    exec(compile(_snippet(), "README.md", "exec"), ns)  # noqa: S102 - the documented code, run as a user would
+    records = ns["records"]
+    horizon = len(records)
+    assert main(["run", "--horizon", str(horizon), "--out", str(tmp_path / "cli"), "--no-progress"]) == 0
+    cli = pd.read_csv(tmp_path / "cli" / "seed_0" / "rounds.csv")
+    assert list(cli["route"]) == [r.route for r in records]
+    np.testing.assert_allclose(cli["cumulative_regret_wh"], [r.cumulative_regret_wh for r in records], rtol=1e-9)
+    out = capsys.readouterr().out
+    assert f"final cumulative regret {records[-1].cumulative_regret_wh:.2f}" in out
