@@ -3,12 +3,23 @@
 :func:`drive_counts` turns the per-round records of a results folder into per-edge counts;
 :func:`exploration_map_html` draws an interactive ``folium`` map and :func:`exploration_map_png` a
 static matplotlib figure of the same data.  Geometry is the network's lon/lat polylines (EPSG:4326).
+
+The HTML maps are self-contained: Leaflet's JavaScript, CSS and icons are inlined from the copy this
+package ships (``evroute/resources/leaflet``, fetched from the npm registry by
+``scripts/fetch_map_assets.py``, licence alongside), so a map renders with no network access.  Only the
+basemap tiles (OpenStreetMap, no API key) are loaded online; offline the routes, markers and legend
+still render on a blank background.
 """
 
 from __future__ import annotations
 
+import base64
+import html
 import io
+import re
 from collections.abc import Sequence
+from functools import lru_cache
+from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,9 +28,20 @@ import numpy as np
 from evroute.io import atomic_write_bytes, atomic_write_text
 
 if TYPE_CHECKING:  # pragma: no cover
+    import folium
     import pandas as pd
 
     from evroute.linegraph import LineGraph
+
+#: Basemaps that need no API key: name -> (tile URL template, attribution).
+TILES: dict[str, tuple[str, str]] = {
+    "openstreetmap": ("https://tile.openstreetmap.org/{z}/{x}/{y}.png",
+                      '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors'),
+}
+_CMAP = "plasma"
+LEGEND_WIDTH_PX = 220  #: the fitted view keeps this many pixels on the right free for the legend
+_CMAP_LO = 0.15  # start of the colour map used for the least-driven edges (the darkest purple is hard to see)
+_EXTERNAL_ASSET = re.compile(r"<(?:script[^>]*\ssrc|link[^>]*\shref)\s*=\s*[\"']?(?:https?:)?//", re.IGNORECASE)
 
 
 def drive_counts(linegraph: LineGraph, rounds: pd.DataFrame) -> np.ndarray:
@@ -35,23 +57,102 @@ def drive_counts(linegraph: LineGraph, rounds: pd.DataFrame) -> np.ndarray:
 def _colour(frac: float) -> str:
     import matplotlib
 
-    r, g, b, _ = matplotlib.colormaps["plasma"](0.15 + 0.85 * frac)
+    r, g, b, _ = matplotlib.colormaps[_CMAP](_CMAP_LO + (1 - _CMAP_LO) * frac)
     return f"#{int(255 * r):02x}{int(255 * g):02x}{int(255 * b):02x}"
 
 
-def exploration_map_html(linegraph: LineGraph, counts: np.ndarray, path: str | Path, *, start: int, goal: int,
-                         optimal: Sequence[int] = (), title: str = "") -> Path:
-    """Interactive folium map: driven edges coloured by (log) count, optimal route, start and goal markers."""
+@lru_cache(maxsize=1)
+def leaflet_inline() -> tuple[str, str]:
+    """``(css, js)`` of the shipped Leaflet, ready to inline: CSS images as data URIs, no source-map comment."""
+    root = resources.files("evroute") / "resources" / "leaflet"
+    css = (root / "leaflet.css").read_text(encoding="utf-8")
+
+    def data_uri(m: re.Match[str]) -> str:
+        png = (root / m.group(1)).read_bytes()
+        return f"url(data:image/png;base64,{base64.b64encode(png).decode()})"
+
+    css = re.sub(r"url\((images/[\w.-]+\.png)\)", data_uri, css)
+    js = (root / "leaflet.js").read_text(encoding="utf-8")
+    js = re.sub(r"\n//# sourceMappingURL=\S+\s*$", "\n", js)
+    return css, js
+
+
+def external_assets(page: str) -> list[str]:
+    """The ``<script src>`` / ``<link href>`` tags of an HTML page that point at another host (none for our maps)."""
+    return [page[m.start():page.find(">", m.start()) + 1] for m in _EXTERNAL_ASSET.finditer(page)]
+
+
+def offline_map(**kwargs: object) -> folium.Map:
+    """A :class:`folium.Map` whose Leaflet comes inlined from the package instead of CDN links.
+
+    Only Leaflet itself is inlined: the maps here use plain Leaflet layers (polylines, GeoJSON, circle
+    markers, tooltips, layer control), none of the jQuery / Bootstrap / Font Awesome plugins folium links by
+    default, so those links are dropped.  ``kwargs`` go to :class:`folium.Map`.
+    """
     import folium
 
-    geom = linegraph.network.geometry
-    mids = np.array([g.mean(axis=0) for g in geom])
-    m = folium.Map(location=[float(mids[:, 1].mean()), float(mids[:, 0].mean())], zoom_start=14,
-                   tiles="cartodbpositron")
-    if title:
-        m.get_root().html.add_child(folium.Element(f"<h4 style='position:absolute;z-index:1000;left:60px'>"
-                                                   f"{title}</h4>"))
-    base = folium.FeatureGroup(name="network")
+    m = folium.Map(**kwargs)
+    m.default_js, m.default_css = [], []  # instance attributes shadow folium's CDN lists
+    css, js = leaflet_inline()
+    m.get_root().header.add_child(folium.Element(f"<style>{css}</style>\n<script>{js}</script>"), name="leaflet")
+    return m
+
+
+def _legend_html(cmax: int, *, optimal: bool, title: str) -> str:
+    """A fixed legend (bottom right): colour bar of the drive counts (log scale), line and marker keys."""
+    stops = ", ".join(_colour(f) for f in np.linspace(0, 1, 9))
+    ticks = sorted({1, max(1, int(round(np.expm1(np.log1p(cmax) / 2)))), max(1, cmax)})
+    pos = [0.0 if cmax <= 1 else np.log1p(t) / np.log1p(cmax) * 100 for t in ticks]
+    # the colour of an edge driven t times is frac = log1p(t) / log1p(cmax), so ticks sit at that fraction
+    tick_html = "".join(f"<span style='position:absolute;left:{p:.1f}%;transform:translateX(-50%)'>{t}</span>"
+                        for t, p in zip(ticks, pos, strict=True))
+    line = "display:inline-block;width:28px;height:0;vertical-align:middle;margin-right:6px;"
+    dot = "display:inline-block;width:11px;height:11px;border-radius:50%;vertical-align:middle;margin:0 9px 0 8px;"
+    rows = [f"<div><span style='{line}border-top:2px solid #999999'></span>road network</div>"]
+    if optimal:
+        rows.append(f"<div><span style='{line}border-top:3px dashed #00a000'></span>optimal route</div>")
+    rows.append(f"<div><span style='{dot}background:#00c000;border:2px solid #006000'></span>start</div>")
+    rows.append(f"<div><span style='{dot}background:#e00000;border:2px solid #700000'></span>goal</div>")
+    head = f"<div style='font-weight:bold;margin-bottom:4px'>{html.escape(title)}</div>" if title else ""
+    return (
+        "<div id='evroute-legend' style='position:absolute;bottom:26px;right:10px;z-index:1000;background:white;"
+        f"width:{LEGEND_WIDTH_PX - 20}px;padding:8px 10px;border-radius:4px;box-shadow:0 1px 5px rgba(0,0,0,0.4);"
+        "font:12px/1.5 sans-serif'>"
+        f"{head}<div>times driven (colour, log scale)</div>"
+        f"<div style='height:10px;width:180px;background:linear-gradient(to right, {stops})'></div>"
+        f"<div style='position:relative;height:16px;width:180px'>{tick_html}</div>{''.join(rows)}</div>"
+    )
+
+
+def exploration_map_html(linegraph: LineGraph, counts: np.ndarray, path: str | Path, *, start: int, goal: int,
+                         optimal: Sequence[int] = (), title: str = "", tiles: str | None = "openstreetmap") -> Path:
+    """Self-contained interactive map: driven edges coloured by (log) count, optimal route, start/goal, legend.
+
+    The view is fitted to the driven edges, the optimal route and the start and goal edges.
+
+    Args:
+        linegraph: the line graph the counts refer to (its network's geometry is lon/lat).
+        counts: ``(E,)`` times each edge was driven.
+        path: HTML file to write.
+        start, goal: edge indices of the start and goal edges.
+        optimal: edge indices of the optimal route (drawn dashed).
+        title: shown at the top of the legend.
+        tiles: basemap (a key of :data:`TILES`) or ``None`` for none.
+    """
+    import folium
+
+    net = linegraph.network
+    geom = net.geometry
+    if tiles is not None and tiles not in TILES:
+        raise ValueError(f"unknown basemap {tiles!r}; known: {', '.join(TILES)}")
+    focus = np.concatenate([geom[int(e)] for e in [*np.flatnonzero(counts > 0), *optimal, start, goal]])
+    (west, south), (east, north) = focus.min(axis=0), focus.max(axis=0)
+    m = offline_map(location=[float(south + north) / 2, float(west + east) / 2], zoom_start=14, tiles=None,
+                    control_scale=True)
+    if tiles is not None:
+        url, attribution = TILES[tiles]
+        folium.TileLayer(url, attr=attribution, name=tiles, max_zoom=19).add_to(m)
+    base = folium.FeatureGroup(name="road network")
     # the whole network as ONE multi-polyline of straight end-to-end segments rounded to ~1 m (the tiles show the
     # street shapes; driven edges below keep their full geometry): a per-edge PolyLine with every vertex made
     # real-city maps several MB each
@@ -67,7 +168,7 @@ def exploration_map_html(linegraph: LineGraph, counts: np.ndarray, path: str | P
             "type": "Feature",
             "geometry": {"type": "LineString",
                          "coordinates": [[round(float(x), 5), round(float(y), 5)] for x, y in geom[e]]},
-            "properties": {"label": f"{linegraph.network.edge_ids[e]}: driven {int(counts[e])}x",
+            "properties": {"label": f"{net.edge_ids[e]}: driven {int(counts[e])}x",
                            "color": _colour(frac), "weight": round(2 + 4 * frac, 1)},
         })
     if features:  # one GeoJSON layer (compact) instead of one PolyLine object per edge
@@ -80,12 +181,20 @@ def exploration_map_html(linegraph: LineGraph, counts: np.ndarray, path: str | P
         pts = np.concatenate([geom[int(e)] for e in optimal])
         folium.PolyLine([(y, x) for x, y in pts], color="#00a000", weight=3, dash_array="6 6",
                         tooltip="optimal route").add_to(folium.FeatureGroup(name="optimal route").add_to(m))
-    for e, label, colour in ((start, "start", "green"), (goal, "goal", "red")):
-        x, y = mids[e]
-        folium.Marker([float(y), float(x)], tooltip=f"{label}: {linegraph.network.edge_ids[e]}",
-                      icon=folium.Icon(color=colour)).add_to(m)
+    for e, label, fill, line in ((start, "start", "#00c000", "#006000"), (goal, "goal", "#e00000", "#700000")):
+        x, y = geom[e].mean(axis=0)
+        folium.CircleMarker([float(y), float(x)], radius=7, color=line, weight=2, fill=True, fill_color=fill,
+                            fill_opacity=1.0, tooltip=f"{label}: {net.edge_ids[e]}").add_to(m)
     folium.LayerControl().add_to(m)
-    return atomic_write_text(path, m.get_root().render())
+    m.get_root().html.add_child(folium.Element(_legend_html(int(counts.max()), optimal=bool(len(optimal)),
+                                                            title=title)))
+    # keep the data clear of the legend (bottom right, ~220 px wide) and of the zoom / layer controls
+    m.fit_bounds([[float(south), float(west)], [float(north), float(east)]], padding_top_left=(60, 60),
+                 padding_bottom_right=(LEGEND_WIDTH_PX + 30, 30))
+    page = m.get_root().render()
+    if external_assets(page):  # a folium upgrade that adds a CDN dependency must not silently break offline maps
+        raise RuntimeError(f"map would load assets from the network: {external_assets(page)[:3]}")
+    return atomic_write_text(path, page)
 
 
 def exploration_map_png(linegraph: LineGraph, counts: np.ndarray, path: str | Path, *, start: int, goal: int,
