@@ -36,7 +36,8 @@ class ExperimentConfig:
             ``none``: Algorithm 2 of the paper as published (rectify the raw estimates).
         vehicle: vehicle profile name or JSON path.
         data_dir: directory with real road data (else ``EVROUTE_DATA``).
-        dem: elevation raster for OSM networks without elevation.
+        dem: elevation raster (or a list of tiles to mosaic) for networks without elevation.
+        loader: OpenStreetMap loader, ``netconvert`` (default: turn restrictions honoured) or ``osmnx``.
     """
 
     network: str = "synthetic:2000:0"
@@ -55,7 +56,8 @@ class ExperimentConfig:
     potential: str = "elevation"
     vehicle: str = "sumo_ev"
     data_dir: str | None = None
-    dem: str | None = None
+    dem: str | list[str] | None = None
+    loader: str = "netconvert"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "seeds", tuple(int(s) for s in self.seeds))
@@ -66,6 +68,8 @@ class ExperimentConfig:
         make_policy(self.policy, **self.policy_params)  # validates name and parameters
         if self.potential not in ("elevation", "none"):
             raise ParameterError(f"potential must be elevation or none, got {self.potential!r}")
+        if self.loader not in ("netconvert", "osmnx"):
+            raise ParameterError(f"loader must be netconvert or osmnx, got {self.loader!r}")
         if self.regret_reference not in ("auto", "exact", "rectified"):
             raise ParameterError(f"regret_reference must be auto, exact or rectified, got {self.regret_reference!r}")
         self.env_config()
