@@ -136,6 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: %(default)s m)")
     p.add_argument("--vehicle", default="sumo_ev", help="vehicle profile name or JSON file (default: %(default)s)")
     p.add_argument("--geojson", default=None, help="write the three routes to this GeoJSON file")
+    p.add_argument("--html", default=None, help="write an interactive map of the three routes (works offline)")
 
     p = sub.add_parser("info", help="network statistics")
     _add_network_args(p)
@@ -270,6 +271,12 @@ def _cmd_route(args: argparse.Namespace) -> int:
                                   energy_wh={k: v[2] for k, v in stats.items()})
         atomic_write_text(args.geojson, gdf.to_json())
         print(f"GeoJSON: {args.geojson}")
+    if args.html:
+        from evroute.maps import route_map_html
+
+        labels = {k: f"{k}: {v[0] / 1000:.2f} km, {v[1] / 60:.1f} min, {v[2]:.0f} Wh" for k, v in stats.items()}
+        route_map_html(lg, routes, args.html, start=s, goal=g, labels=labels, title=f"{net.name}, {args.vehicle}")
+        print(f"map: {args.html}")
     return 0
 
 

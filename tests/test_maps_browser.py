@@ -114,12 +114,18 @@ def _render(browser, tmp_path: Path, lg, counts, start: int, goal: int, optimal,
     return _open(browser, p, [lg.network.geometry[e].mean(axis=0).tolist() for e in (start, goal)], tiles=tiles)
 
 
-def _assert_rendered(res: dict) -> None:
+def _pixels(shot: np.ndarray, colour: str, tol: float = 40.0) -> int:
+    """Number of screenshot pixels within ``tol`` (RGB distance) of ``colour`` (``#rrggbb``)."""
+    rgb = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.float64)
+    return int((np.linalg.norm(shot.astype(np.float64) - rgb, axis=-1) < tol).sum())
+
+
+def _assert_rendered(res: dict, colours: tuple[str, ...] = ("#f0f921",)) -> None:
+    """Non-blank screenshot showing ``colours`` (default: the top of the plasma map, the most driven edges)."""
     shot = res["shot"].astype(np.float64)
     assert shot.std() > 10, "blank screenshot"
-    # the driven edges' plasma colours are on screen (yellow-orange end of the colour map)
-    warm = (shot[..., 0] > 200) & (shot[..., 1] > 120) & (shot[..., 2] < 90)
-    assert warm.sum() > 50, "no driven edge visible"
+    for c in colours:
+        assert _pixels(res["shot"], c) > 50, f"colour {c} not on screen"
     f = res["facts"]
     assert f["leaflet"] == "1.9.3" and f["paths"] >= 4 and f["legendVisible"]
     assert all(f["inView"]), f"start/goal off-screen: {f}"
@@ -186,3 +192,19 @@ def test_luxembourg_map_shows_start_and_goal(browser, tmp_path):
         counts[route] = 5
         res = _render(browser, tmp_path, lg, counts, r.start, r.goal, route, tiles="offline", name=f"lux{name}.html")
         _assert_rendered(res)
+
+
+def test_route_map_from_cli_renders(browser, tmp_path, city, capsys):
+    from evroute.cli import main
+
+    lg, routes = city
+    r, *_ = routes["B"]
+    out = tmp_path / "routes.html"
+    argv = ["route", "--network", "synthetic:600:2", "--from", r.start_id, "--to", r.goal_id, "--html", str(out)]
+    assert main(argv) == 0 and f"map: {out}" in capsys.readouterr().out
+    points = [lg.network.geometry[e].mean(axis=0).tolist() for e in (r.start, r.goal)]
+    res = _open(browser, out, points, tiles="offline")
+    from evroute.maps import ROUTE_COLOURS
+
+    _assert_rendered(res, colours=ROUTE_COLOURS[:3])  # energy-optimal, shortest and fastest all visible
+    assert [c for c in res["console"] if c[0] == "error" and TILE_HOST not in c[2]] == []
