@@ -180,6 +180,20 @@ def test_cli_dem_repeated(tiles, capsys):
     assert "outside the raster" in capsys.readouterr().err
 
 
+def test_cli_run_with_dem_tiles_resumes(tiles, tmp_path, capsys):
+    import json
+
+    net, west, east, mid = tiles
+    argv = ["run", "--network", "synthetic:150:1", "--dem", str(west), "--dem", str(east), "--horizon", "3",
+            "--out", str(tmp_path / "run"), "--no-progress"]
+    assert main(argv) == 0
+    cfg = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert cfg["dem"] == [str(west), str(east)] and cfg["loader"] == "netconvert"
+    first = capsys.readouterr().out
+    assert main(argv) == 0  # same command again: the folder holds the same experiment, nothing to redo
+    assert capsys.readouterr().out == first
+
+
 def test_cli_loader_flag(capsys):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
