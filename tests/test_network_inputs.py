@@ -157,6 +157,23 @@ def test_several_dem_tiles_are_mosaicked(tiles):
     assert read_dem([west]).shape == read_dem(west).shape
 
 
+def test_srtm_tiles_are_mosaicked(tmp_path):
+    side = 1201
+    r, c = np.mgrid[0:side, 0:side]
+    for name, offset in (("N49E005.hgt", 0), ("N49E006.hgt", 2 * (side - 1))):
+        # z = row + 2 * (column counted from 5 deg E): one linear field over both tiles, equal on the shared edge
+        (r + 2 * c + offset).astype(">i2").tofile(tmp_path / name)
+    west, east = read_dem(tmp_path / "N49E005.hgt"), read_dem(tmp_path / "N49E006.hgt")
+    both = read_dem([tmp_path / "N49E005.hgt", tmp_path / "N49E006.hgt"])
+    assert both.shape == (side, 2 * side - 1)
+    lon = np.array([5.3, 5.9991, 6.0, 6.0004, 6.7])
+    lat = np.array([49.2, 49.5, 49.5, 49.4, 49.9])
+    expected = (50 - lat) * (side - 1) + 2 * (lon - 5) * (side - 1)
+    np.testing.assert_allclose(both.sample(lon, lat), expected, atol=1e-6)
+    np.testing.assert_allclose(both.sample(lon[:2], lat[:2]), west.sample(lon[:2], lat[:2]))
+    np.testing.assert_allclose(both.sample(lon[3:], lat[3:]), east.sample(lon[3:], lat[3:]))
+
+
 def test_dem_tile_errors(tiles, tmp_path):
     net, west, east, mid = tiles
     utm = _tile(tmp_path / "utm.tif", 300000, 300100, 5500000, 5500100, crs="EPSG:32632", res=10.0)
