@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from evroute.errors import DataError
 from evroute.io import atomic_write_bytes, atomic_write_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -135,6 +136,9 @@ def _base_map(linegraph: LineGraph, focus: Sequence[int], tiles: str | None) -> 
 
     if tiles is not None and tiles not in TILES:
         raise ValueError(f"unknown basemap {tiles!r}; known: {', '.join(TILES)}")
+    crs = linegraph.network.meta.get("crs", "EPSG:4326")
+    if crs != "EPSG:4326":
+        raise DataError(f"network {linegraph.network.name!r} has no lon/lat geometry ({crs}): it cannot be mapped")
     geom = linegraph.network.geometry
     pts = np.concatenate([geom[int(e)] for e in focus])
     (west, south), (east, north) = pts.min(axis=0), pts.max(axis=0)

@@ -97,3 +97,16 @@ def test_map_is_self_contained_with_keyless_basemap_bounds_and_legend(tmp_path, 
     assert "tile.openstreetmap.org" not in no_tiles.read_text()
     with pytest.raises(ValueError, match="unknown basemap"):
         exploration_map_html(lg, counts, tmp_path / "x.html", start=r.start, goal=r.goal, tiles="cartodbpositron")
+
+
+def test_map_of_a_network_without_lonlat_is_a_clean_error(tmp_path):
+    from pathlib import Path
+
+    from evroute.errors import DataError
+    from evroute.linegraph import build_line_graph
+    from evroute.network import load_network
+
+    lg = build_line_graph(load_network(Path(__file__).parent / "fixtures" / "tiny.net.xml"))
+    with pytest.raises(DataError, match="no lon/lat geometry"):
+        exploration_map_html(lg, np.ones(lg.n_nodes), tmp_path / "m.html", start=0, goal=1)
+    assert not (tmp_path / "m.html").exists()
