@@ -100,13 +100,14 @@ def test_map_is_self_contained_with_keyless_basemap_bounds_and_legend(tmp_path, 
 
 
 def test_map_of_a_network_without_lonlat_is_a_clean_error(tmp_path):
-    from pathlib import Path
+    from netfixtures import grid_network
 
     from evroute.errors import DataError
     from evroute.linegraph import build_line_graph
-    from evroute.network import load_network
 
-    lg = build_line_graph(load_network(Path(__file__).parent / "fixtures" / "tiny.net.xml"))
+    net = grid_network()
+    net.meta["crs"] = "local-metres"  # what load_sumo_net sets for a net without geo-projection
+    lg = build_line_graph(net)
     with pytest.raises(DataError, match="no lon/lat geometry"):
         exploration_map_html(lg, np.ones(lg.n_nodes), tmp_path / "m.html", start=0, goal=1)
     assert not (tmp_path / "m.html").exists()
