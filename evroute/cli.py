@@ -106,9 +106,21 @@ def _split_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> 
 
 def _add_network_args(p: argparse.ArgumentParser, default: str | None = "synthetic:2000:0") -> None:
     p.add_argument("--network", default=default,
-                   help="synthetic[:EDGES[:SEED]], monaco, luxembourg, or a .net.xml/.osm path (default: %(default)s)")
+                   help="synthetic[:EDGES[:SEED]], monaco, luxembourg, or a .net.xml/.osm/.osm.pbf path "
+                        "(default: %(default)s)")
     p.add_argument("--data-dir", default=None, help="folder with monaco.osm / luxembourg.osm (default: $EVROUTE_DATA)")
-    p.add_argument("--dem", default=None, help="elevation raster (GeoTIFF or SRTM .hgt) for networks without elevation")
+    p.add_argument("--dem", action="append", default=None, metavar="RASTER",
+                   help="elevation raster (GeoTIFF or SRTM .hgt) for networks without elevation; repeat for several "
+                        "tiles, which are mosaicked")
+    p.add_argument("--loader", default=None, choices=["netconvert", "osmnx"],
+                   help="OpenStreetMap loader: netconvert (default; honours turn restrictions) or osmnx (ignores them)")
+
+
+def _dem(args: argparse.Namespace) -> str | list[str] | None:
+    """The ``--dem`` option(s): None, one path, or a list of tiles."""
+    if not args.dem:
+        return None
+    return args.dem[0] if len(args.dem) == 1 else list(args.dem)
 
 
 def _add_executor_args(p: argparse.ArgumentParser, default: str | None) -> None:
@@ -183,8 +195,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_network_args(p)
     p.add_argument("--from", dest="origin", required=True, help="start edge id, or a point LON,LAT")
     p.add_argument("--to", dest="dest", required=True, help="goal edge id, or a point LON,LAT")
+    p.add_argument("--max-snap-m", type=float, default=250.0,
+                   help="a LON,LAT point farther than this from every edge (true geometry) is an error "
+                        "(default: %(default)s m)")
     p.add_argument("--vehicle", default="sumo_ev", help="vehicle profile name or JSON file (default: %(default)s)")
     p.add_argument("--geojson", default=None, help="write the three routes to this GeoJSON file")
+    p.add_argument("--html", default=None, help="write an interactive map of the three routes (works offline)")
 
     p = sub.add_parser("info", help="network statistics")
     _add_network_args(p)
@@ -214,7 +230,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "network": args.network, "route": args.route, "start": args.start, "goal": args.goal, "model": args.model,
         "policy": args.policy, "horizon": args.horizon, "env": args.env, "env_seed": args.env_seed,
         "regret_reference": args.regret_reference, "potential": args.potential, "vehicle": args.vehicle,
-        "data_dir": args.data_dir, "dem": args.dem,
+        "data_dir": args.data_dir, "dem": _dem(args), "loader": args.loader,
     }
     base.update({k: v for k, v in over.items() if v is not None})
     if args.seeds is not None:
@@ -293,7 +309,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     if not policies:
         raise ParameterError("--policies names no policy")
     cfgs = [ExperimentConfig(network=args.network, route="A", model=args.model, policy=p, horizon=args.horizon,
-                             seeds=tuple(seeds), data_dir=args.data_dir, dem=args.dem) for p in policies]
+                             seeds=tuple(seeds), data_dir=args.data_dir, dem=_dem(args),
+                             loader=args.loader or "netconvert") for p in policies]
     from evroute.experiments.runner import validate
 
     for cfg in cfgs:  # every policy before the first folder is written
@@ -317,34 +334,16 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _endpoint(net: Any, text: str) -> int:
-    """Edge index for an edge id or the nearest edge midpoint to ``LON,LAT``."""
-    if "," in text:
-        import math
-
-        try:
-            lon, lat = (float(v) for v in text.split(","))
-        except ValueError:
-            raise ParameterError(f"point {text!r} must be LON,LAT") from None
-        if not (math.isfinite(lon) and math.isfinite(lat) and -180 <= lon <= 180 and -90 <= lat <= 90):
-            raise ParameterError(f"point {text!r} must be LON,LAT with -180 <= LON <= 180 and -90 <= LAT <= 90")
-        import numpy as np
-
-        mid = np.array([g.mean(axis=0) for g in net.geometry])
-        coslat = np.cos(np.radians(lat))
-        d2 = ((mid[:, 0] - lon) * coslat) ** 2 + (mid[:, 1] - lat) ** 2
-        return int(np.argmin(d2))
-    return net.index_of(text)
-
-
 def _cmd_route(args: argparse.Namespace) -> int:
     from evroute.energy import VehicleProfile, network_energy_wh, travel_time_s
     from evroute.experiments.runner import load_linegraph
     from evroute.oracle import RouteOracle, optimal_route
+    from evroute.routes import resolve_endpoint
 
-    lg = load_linegraph(args.network, args.data_dir, args.dem)
+    lg = load_linegraph(args.network, args.data_dir, _dem(args), args.loader)
     net = lg.network
-    s, g = _endpoint(net, args.origin), _endpoint(net, args.dest)
+    s = resolve_endpoint(lg, args.origin, "start", max_snap_m=args.max_snap_m)
+    g = resolve_endpoint(lg, args.dest, "goal", max_snap_m=args.max_snap_m)
     energy = network_energy_wh(net, VehicleProfile.load(args.vehicle))
     time_s = travel_time_s(net.length_m, net.speed_mps)
     oracle = RouteOracle(lg)
@@ -368,6 +367,12 @@ def _cmd_route(args: argparse.Namespace) -> int:
                                   energy_wh={k: v[2] for k, v in stats.items()})
         atomic_write_text(args.geojson, gdf.to_json())
         print(f"GeoJSON: {args.geojson}")
+    if args.html:
+        from evroute.maps import route_map_html
+
+        labels = {k: f"{k}: {v[0] / 1000:.2f} km, {v[1] / 60:.1f} min, {v[2]:.0f} Wh" for k, v in stats.items()}
+        route_map_html(lg, routes, args.html, start=s, goal=g, labels=labels, title=f"{net.name}, {args.vehicle}")
+        print(f"map: {args.html}")
     return 0
 
 
@@ -376,7 +381,7 @@ def _cmd_info(args: argparse.Namespace) -> int:
     from evroute.linegraph import build_line_graph
     from evroute.network.registry import load_network
 
-    net = load_network(args.network, data_dir=args.data_dir, dem=args.dem)
+    net = load_network(args.network, data_dir=args.data_dir, dem=_dem(args), loader=args.loader)
     lg = build_line_graph(net)  # the same network object: loaded once
     info = net.summary()
     e = network_energy_wh(lg.network)

@@ -1,5 +1,8 @@
 """Named start/goal routes (paper routes A and B) and resolution of user-given start/goal edges.
 
+Start and goal may be edge ids or points ``LON,LAT``, snapped to the nearest edge by its true geometry within
+a maximum distance (:func:`resolve_endpoint`, default :data:`~evroute.network.snap.DEFAULT_MAX_SNAP_M`).
+
 Routes for real networks are data: ``evroute/resources/routes.json`` maps ``network -> route name -> {start, goal,
 why}`` with SUMO edge ids.  Synthetic cities get routes from their geometry: ``A`` from the edge
 nearest the south-west corner to the edge nearest the north-east corner, ``B`` from north-west to
@@ -15,6 +18,7 @@ import numpy as np
 
 from evroute.errors import DataError, ParameterError, UnknownEdgeError
 from evroute.linegraph import LineGraph
+from evroute.network.snap import DEFAULT_MAX_SNAP_M, nearest_edge
 from evroute.paths import resource
 
 ROUTES_FILE = resource("routes.json")
@@ -55,6 +59,40 @@ def _edge_index(lg: LineGraph, edge_id: str, what: str) -> int:
         ) from None
 
 
+def parse_point(text: str) -> tuple[float, float] | None:
+    """``(lon, lat)`` for a ``"LON,LAT"`` string of two numbers, else ``None``."""
+    parts = str(text).split(",")
+    if len(parts) != 2:
+        return None
+    try:
+        return float(parts[0]), float(parts[1])
+    except ValueError:
+        return None
+
+
+def resolve_endpoint(lg: LineGraph, text: str, what: str = "start", *,
+                     max_snap_m: float = DEFAULT_MAX_SNAP_M) -> int:
+    """Line-graph index of an edge id, or of the edge nearest the point ``"LON,LAT"`` (true geometry).
+
+    An existing edge id wins over a point reading of the same text.
+
+    Raises:
+        UnknownEdgeError: an edge id that is not in the line graph.
+        ParameterError: a malformed point, or one farther than ``max_snap_m`` metres from every edge.
+    """
+    s = str(text).strip()
+    try:
+        return lg.network.index_of(s)
+    except UnknownEdgeError:
+        pass
+    point = parse_point(s)
+    if point is None:
+        if "," in s:
+            raise ParameterError(f"{what} {s!r} is neither an edge id nor a point LON,LAT")
+        return _edge_index(lg, s, what)
+    return nearest_edge(lg.network, *point, max_distance_m=max_snap_m)
+
+
 def corner_route(lg: LineGraph, name: str) -> tuple[int, int]:
     """Start/goal indices nearest two opposite corners of the network's bounding box."""
     mid = np.array([g.mean(axis=0) for g in lg.network.geometry])
@@ -72,18 +110,23 @@ def resolve_route(
     route: str | None = None,
     start: str | None = None,
     goal: str | None = None,
+    *,
+    max_snap_m: float = DEFAULT_MAX_SNAP_M,
 ) -> RouteSpec:
-    """Resolve a named route (``A``/``B``) or explicit ``start``/``goal`` edge ids on ``lg``.
+    """Resolve a named route (``A``/``B``) or explicit ``start``/``goal`` (edge ids or points ``LON,LAT``) on ``lg``.
 
     Raises:
         ParameterError: neither or both of a route name and start/goal are given, or the name is unknown.
         UnknownEdgeError: an edge id is not in the line graph (largest strongly connected component).
+        ParameterError: a point farther than ``max_snap_m`` metres from the network.
     """
     if (start is None) != (goal is None):
         raise ParameterError("give both a start and a goal edge, or a route name")
     if start is not None and goal is not None:
-        s, g = _edge_index(lg, start, "start"), _edge_index(lg, goal, "goal")
-        return RouteSpec(f"{start}->{goal}", s, g, start, goal)
+        s = resolve_endpoint(lg, start, "start", max_snap_m=max_snap_m)
+        g = resolve_endpoint(lg, goal, "goal", max_snap_m=max_snap_m)
+        ids = lg.network.edge_ids
+        return RouteSpec(f"{start}->{goal}", s, g, str(ids[s]), str(ids[g]))
     name = (route or "A").upper()
     fam = network_family(network_name)
     ids = lg.network.edge_ids

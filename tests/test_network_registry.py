@@ -46,8 +46,12 @@ def test_unknown_name_lists_valid_names():
 def test_paths(tmp_path):
     net = load_network(FIXTURES / "tiny.net.xml")
     assert net.n_edges == 5 and net.meta["loader"] == "sumo"
-    osm = load_network(str(FIXTURES / "tiny.osm.xml"))
-    assert osm.n_edges == 8 and osm.meta["loader"] == "osm"
+    osm = load_network(str(FIXTURES / "tiny.osm.xml"))  # default OSM loader: netconvert
+    assert osm.n_edges == 8 and osm.meta["loader"] == "sumo" and osm.meta["osm_loader"] == "netconvert"
+    osm = load_network(str(FIXTURES / "tiny.osm.xml"), loader="osmnx")
+    assert osm.n_edges == 8 and osm.meta["loader"] == "osm" and osm.meta["osm_loader"] == "osmnx"
+    with pytest.raises(ParameterError, match="unknown OSM loader"):
+        load_network(str(FIXTURES / "tiny.osm.xml"), loader="overpass")
     with pytest.raises(DataError, match="not found"):
         load_network(tmp_path / "gone.net.xml")
     with pytest.raises(DataError, match="not found"):

@@ -28,6 +28,8 @@ MAX_HORIZON = 10_000_000
 #: Route references for regret (see :func:`evroute.bandit.regret_reference_route`).
 REGRET_REFERENCES = ("auto", "exact", "rectified")
 POTENTIALS = ("elevation", "none")
+#: OpenStreetMap loaders (:func:`evroute.network.load_network`)
+LOADERS = ("netconvert", "osmnx")
 
 Seed = Annotated[int, Strict(), Field(ge=0, le=MAX_SEED)]
 NonEmpty = Annotated[str, Strict(), Field(min_length=1)]
@@ -60,7 +62,8 @@ class ExperimentConfig:
             ``none``: Algorithm 2 of the paper as published (rectify the raw estimates).
         vehicle: vehicle profile name or JSON path.
         data_dir: directory with real road data (else ``EVROUTE_DATA``).
-        dem: elevation raster for OSM networks without elevation.
+        dem: elevation raster (or a list of tiles to mosaic) for networks without elevation.
+        loader: OpenStreetMap loader, ``netconvert`` (default: turn restrictions honoured) or ``osmnx``.
     """
 
     network: NonEmpty = Field("synthetic:2000:0", description="synthetic[:EDGES[:SEED]], monaco, luxembourg or a path")
@@ -82,7 +85,10 @@ class ExperimentConfig:
     potential: NonEmpty = Field("elevation", description="elevation or none")
     vehicle: NonEmpty = Field("sumo_ev", description="vehicle profile name or JSON file")
     data_dir: NonEmpty | None = Field(None, description="folder with real road data (else $EVROUTE_DATA)")
-    dem: NonEmpty | None = Field(None, description="elevation raster for OSM networks without elevation")
+    dem: NonEmpty | list[NonEmpty] | None = Field(
+        None, description="elevation raster (or a list of tiles to mosaic) for networks without elevation")
+    loader: NonEmpty = Field("netconvert", description="OpenStreetMap loader: netconvert (turn restrictions "
+                             "honoured) or osmnx")
 
     @model_validator(mode="after")
     def _check(self) -> ExperimentConfig:
@@ -90,6 +96,8 @@ class ExperimentConfig:
             raise ValueError("seeds must be distinct")
         if self.potential not in POTENTIALS:
             raise ValueError(f"potential must be one of {', '.join(POTENTIALS)}, got {self.potential!r}")
+        if self.loader not in LOADERS:
+            raise ValueError(f"loader must be one of {', '.join(LOADERS)}, got {self.loader!r}")
         if self.regret_reference not in REGRET_REFERENCES:
             raise ValueError(f"regret_reference must be one of {', '.join(REGRET_REFERENCES)}, "
                              f"got {self.regret_reference!r}")

@@ -59,17 +59,26 @@ class Problem:
     route: RouteSpec
 
 
+def load_linegraph(network: str, data_dir: str | None = None, dem: str | list[str] | None = None,
+                   loader: str | None = None) -> LineGraph:
+    """Load a network by name/path and build its line graph (largest SCC); cached per process.
+
+    ``dem``: a raster or a list of tiles to mosaic; ``loader``: OSM loader (``netconvert`` default, ``osmnx``).
+    """
+    return _load_linegraph(network, data_dir, tuple(dem) if isinstance(dem, list) else dem, loader)
+
+
 @functools.lru_cache(maxsize=4)
-def load_linegraph(network: str, data_dir: str | None = None, dem: str | None = None) -> LineGraph:
-    """Load a network by name/path and build its line graph (largest SCC); cached per process."""
+def _load_linegraph(network: str, data_dir: str | None, dem: str | tuple[str, ...] | None,
+                    loader: str | None) -> LineGraph:
     from evroute.network.registry import load_network
 
-    return build_line_graph(load_network(network, data_dir=data_dir, dem=dem))
+    return build_line_graph(load_network(network, data_dir=data_dir, dem=dem, loader=loader))
 
 
 def build_problem(cfg: ExperimentConfig, seed: int) -> Problem:
     """Line graph, environment (seed ``cfg.env_seed`` or ``seed``) and resolved route for one run."""
-    lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem)
+    lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem, cfg.loader)
     route = resolve_route(lg, cfg.network, cfg.route, cfg.start, cfg.goal)
     env_seed = seed if cfg.env_seed is None else cfg.env_seed
     env = _environment(lg, cfg.vehicle, cfg.env, json.dumps(cfg.environment, sort_keys=True), env_seed)
@@ -94,7 +103,7 @@ def validate(cfg: ExperimentConfig) -> RouteSpec:
     if key in _VALIDATED:
         return _VALIDATED[key]
     VehicleProfile.load(cfg.vehicle)
-    lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem)
+    lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem, cfg.loader)
     route = resolve_route(lg, cfg.network, cfg.route, cfg.start, cfg.goal)
     seed = cfg.seeds[0]
     problem = call_checked("environment parameters", build_problem, cfg, seed)
@@ -212,7 +221,7 @@ def prepare_output(cfg: ExperimentConfig, out_dir: str | Path, *, overwrite: boo
     """
     route = validate(cfg)
     out = Path(out_dir)
-    lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem)
+    lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem, cfg.loader)
 
     def write(staging: Path) -> None:
         atomic_write_json(staging / "meta.json", {
@@ -243,6 +252,8 @@ def _check_same_experiment(cfg: ExperimentConfig, out: Path) -> None:
     old.setdefault("regret_reference", "auto")
     # folders written before environments were named used the paper's (drifting when drift keys were given)
     old.setdefault("env", "drifting" if "drift" in old.get("environment", {}) else "paper")
+    # folders written before the option existed loaded OSM paths with osmnx, named networks with netconvert
+    old.setdefault("loader", "osmnx" if ".osm" in str(old.get("network", "")).lower() else "netconvert")
     if old != json.loads(json.dumps(cfg.to_dict())):
         raise ParameterError(f"results directory {out} holds a different experiment; use another --out")
 

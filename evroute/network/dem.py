@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 
@@ -110,6 +111,10 @@ class Dem:
         return float(out[0]) if scalar else out.reshape(shape)
 
 
+#: What the loaders accept as a DEM: a path, several paths (tiles to mosaic) or a :class:`Dem`.
+DemSpec: TypeAlias = str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | Dem
+
+
 def _is_lonlat(crs: str) -> bool:
     s = str(crs).upper().replace(" ", "")
     if s in {"EPSG:4326", "OGC:CRS84", "WGS84", "+PROJ=LONGLAT+DATUM=WGS84+NO_DEFS"}:
@@ -167,14 +172,62 @@ def read_geotiff(path: str | os.PathLike[str], band: int = 1) -> Dem:
     return Dem(z=z, transform=(t.a, t.b, c, t.d, t.e, f), crs=crs, source=str(p))
 
 
-def read_dem(path: str | os.PathLike[str] | Dem) -> Dem:
-    """Read a DEM from a GeoTIFF (``.tif``/``.tiff``, any CRS) or an SRTM ``.hgt`` tile; a :class:`Dem` passes through.
+def merge_dems(paths: Sequence[str | os.PathLike[str]]) -> Dem:
+    """Mosaic DEM tiles (GeoTIFF or SRTM ``.hgt``, all in one CRS) into one :class:`Dem` with ``rasterio.merge``.
+
+    The mosaic takes the first tile's resolution; where tiles overlap the first one wins (for SRTM tiles the
+    shared edge rows/columns hold the same samples).  Nodata / void cells become NaN.
 
     Raises:
-        DataError: if the file is missing, unreadable or not a supported raster.
+        DataError: if a file is missing or unreadable, or the tiles are in different CRSs.
+    """
+    import rasterio
+    from rasterio.merge import merge
+
+    files = [Path(p) for p in paths]
+    for p in files:
+        if not p.is_file():
+            raise DataError(f"DEM file not found: {p}")
+    try:
+        datasets = [rasterio.open(p) for p in files]
+    except (rasterio.errors.RasterioError, OSError) as exc:
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DataError(f"cannot read DEM tiles {', '.join(map(str, files))}: {msg}") from None
+    try:
+        crss = {ds.crs.to_string() if ds.crs else None for ds in datasets}
+        if len(crss) > 1:
+            raise DataError(f"DEM tiles are in different CRSs ({', '.join(sorted(map(str, crss)))}): reproject them")
+        nodata = datasets[0].nodata
+        fill = nodata if nodata is not None and np.isfinite(nodata) else HGT_VOID
+        try:
+            z, t = merge(datasets, indexes=[1], nodata=fill)
+        except (rasterio.errors.RasterioError, ValueError) as exc:
+            raise DataError(f"cannot merge DEM tiles {', '.join(map(str, files))}: {exc}") from None
+        crs = crss.pop()
+    finally:
+        for ds in datasets:
+            ds.close()
+    z = z[0].astype(np.float64)
+    z[z == fill] = np.nan
+    c = t.c + 0.5 * t.a + 0.5 * t.b  # pixel-corner to pixel-centre indexing
+    f = t.f + 0.5 * t.d + 0.5 * t.e
+    return Dem(z=z, transform=(t.a, t.b, c, t.d, t.e, f), crs=crs, source="+".join(map(str, files)))
+
+
+def read_dem(path: DemSpec) -> Dem:
+    """Read a DEM: a GeoTIFF (``.tif``/``.tiff``, any CRS), an SRTM ``.hgt`` tile, or a list of tiles to mosaic.
+
+    A :class:`Dem` passes through; a list or tuple of several paths is merged with :func:`merge_dems`.
+
+    Raises:
+        DataError: if a file is missing, unreadable or not a supported raster.
     """
     if isinstance(path, Dem):
         return path
+    if isinstance(path, (list, tuple)):
+        if not path:
+            raise DataError("no DEM file given")
+        return read_dem(path[0]) if len(path) == 1 else merge_dems(path)
     p = Path(path)
     if not p.is_file():
         raise DataError(f"DEM file not found: {p}")
@@ -183,7 +236,7 @@ def read_dem(path: str | os.PathLike[str] | Dem) -> Dem:
     return read_geotiff(p)
 
 
-def drape(network: Any, dem: str | os.PathLike[str] | Dem) -> Any:
+def drape(network: Any, dem: DemSpec) -> Any:
     """Copy of ``network`` (a :class:`RoadNetwork`) with junction elevations sampled from ``dem``.
 
     Every junction gets one elevation, sampled at the mean lon/lat of the edge end points touching it,

@@ -7,7 +7,16 @@ Specs understood by :func:`load_network`:
 * ``monaco``, ``luxembourg`` -- the OSM files of the MoST / LuST scenarios, converted with netconvert
   (:func:`~evroute.network.netconvert.osm_to_sumo`) so that edge ids are SUMO ids, then read with
   :func:`~evroute.network.sumo.load_sumo_net`;
-* a path: ``.net.xml`` / ``.net.xml.gz`` (SUMO) or ``.osm`` / ``.osm.xml`` / ``.osm.bz2`` (OpenStreetMap).
+* a path: ``.net.xml`` / ``.net.xml.gz`` (SUMO) or ``.osm`` / ``.osm.xml`` / ``.osm.bz2`` / ``.osm.gz`` /
+  ``.osm.pbf`` (OpenStreetMap).
+
+One loader for OpenStreetMap files, whether named or given by path: ``loader="netconvert"`` (the default,
+:data:`DEFAULT_LOADER`) converts with SUMO's netconvert, which honours turn restrictions (``restriction``
+relations), joins clustered junctions and gives SUMO edge ids; ``loader="osmnx"``
+(:func:`~evroute.network.osm.load_osm`) builds the graph with osmnx: every turn between two drivable ways is
+allowed (turn restrictions are ignored), edge ids are ``"u-v-k"``.  So ``load_network("monaco")`` and
+``load_network("/data/monaco.osm")`` give the same network.  ``.osm.pbf`` files are converted to OSM XML
+first (:func:`~evroute.network.pbf.pbf_to_osm`, cached).
 
 Data files are looked up in ``data_dir`` (argument), else ``$EVROUTE_DATA``, else
 ``$XDG_CACHE_HOME/evroute/data`` (``~/.cache/evroute/data``).  Converted networks are cached in
@@ -27,9 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evroute.errors import DataError, ParameterError, UnknownNetworkError
-from evroute.network.dem import Dem, drape
+from evroute.network.dem import DemSpec, drape
 from evroute.network.netconvert import netconvert_options, osm_to_sumo
 from evroute.network.osm import load_osm
+from evroute.network.pbf import PBF_SUFFIX, pbf_to_osm
 from evroute.network.road_network import RoadNetwork
 from evroute.network.sumo import load_sumo_net
 from evroute.network.synthetic import synthetic_city
@@ -65,7 +75,10 @@ DATASETS: dict[str, Dataset] = {
 }
 NETWORK_NAMES: tuple[str, ...] = ("synthetic", *DATASETS)
 SUMO_SUFFIXES = (".net.xml", ".net.xml.gz")
-OSM_SUFFIXES = (".osm", ".osm.xml", ".osm.bz2", ".osm.gz")
+OSM_SUFFIXES = (".osm", ".osm.xml", ".osm.bz2", ".osm.gz", PBF_SUFFIX)
+#: OSM loaders: ``netconvert`` (default; turn restrictions honoured) or ``osmnx`` (turn restrictions ignored).
+LOADERS = ("netconvert", "osmnx")
+DEFAULT_LOADER = "netconvert"
 
 
 def _cache_home() -> Path:
@@ -188,21 +201,52 @@ def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert
     return net_cache_dir() / f"{name}-{key.hexdigest()[:20]}.net.xml.gz"
 
 
-def _load_named(name: str, data_dir: str | os.PathLike[str] | None, dem: str | os.PathLike[str] | Dem | None
-                ) -> RoadNetwork:
-    ds = _dataset(name)
-    osm = dataset_path(name, data_dir)
-    net_path = converted_net_path(osm, name)
-    if not net_path.is_file():
-        osm_to_sumo(osm, net_path)
-    net = load_sumo_net(net_path, name=name)
-    net.meta["osm_source"] = str(osm)
-    if dem is not None:
-        return drape(net, dem)
-    if not ds.has_elevation:
-        warnings.warn(f"{name} has no elevation data: the network is flat (pass a DEM with dem= / --dem)",
-                      UserWarning, stacklevel=3)
-        net.meta["warning"] = "no elevation data: the network is flat"
+def _osm_xml(path: Path) -> Path:
+    """``path`` itself, or for a ``.osm.pbf`` file its (cached) OSM XML conversion."""
+    if not path.name.lower().endswith(PBF_SUFFIX):
+        return path
+    xml = net_cache_dir() / f"{path.name[: -len(PBF_SUFFIX)]}-{file_sha256(path)[:20]}.osm"
+    if not xml.is_file():
+        pbf_to_osm(path, xml)
+    return xml
+
+
+def _check_loader(loader: str | None) -> str:
+    loader = DEFAULT_LOADER if loader is None else str(loader).lower()
+    if loader not in LOADERS:
+        raise ParameterError(f"unknown OSM loader {loader!r}; valid: {', '.join(LOADERS)}")
+    return loader
+
+
+def load_osm_file(path: str | os.PathLike[str], *, name: str | None = None, loader: str | None = None,
+                  dem: DemSpec | None = None) -> RoadNetwork:
+    """Load an OpenStreetMap file (``.osm[.xml|.bz2|.gz|.pbf]``) with ``loader`` (default netconvert).
+
+    With ``netconvert`` the conversion is cached (see :func:`converted_net_path`) and a DEM, when given,
+    replaces every junction elevation; with ``osmnx`` the DEM fills the nodes without ``ele`` tags.
+    A network with no elevation at all loads flat with a :class:`UserWarning`.
+    """
+    loader = _check_loader(loader)
+    src = Path(path).expanduser()
+    if not src.is_file():
+        raise DataError(f"OSM file not found: {src}")
+    label = name or src.name.split(".")[0]
+    osm = _osm_xml(src)
+    if loader == "osmnx":
+        net = load_osm(osm, dem=dem, name=label)
+    else:
+        net_path = converted_net_path(osm, label)
+        if not net_path.is_file():
+            osm_to_sumo(osm, net_path)
+        net = load_sumo_net(net_path, name=label)
+        if dem is not None:
+            net = drape(net, dem)
+        elif not (net.z_from_m.any() or net.z_to_m.any()):
+            warnings.warn(f"{label} has no elevation data: the network is flat (pass a DEM with dem= / --dem)",
+                          UserWarning, stacklevel=3)
+            net.meta["warning"] = "no elevation data: the network is flat"
+    net.meta["osm_source"] = str(src)
+    net.meta["osm_loader"] = loader
     return net
 
 
@@ -222,15 +266,18 @@ def load_network(
     spec: str | os.PathLike[str],
     *,
     data_dir: str | os.PathLike[str] | None = None,
-    dem: str | os.PathLike[str] | Dem | None = None,
+    dem: DemSpec | None = None,
+    loader: str | None = None,
 ) -> RoadNetwork:
     """Load a network by name or path (see the module docstring for the specs).
 
     Args:
-        spec: ``synthetic[:EDGES[:SEED]]``, ``monaco``, ``luxembourg`` or a ``.net.xml[.gz]`` / ``.osm[.bz2]`` path.
+        spec: ``synthetic[:EDGES[:SEED]]``, ``monaco``, ``luxembourg`` or a ``.net.xml[.gz]`` / ``.osm[.bz2|.pbf]``
+            path.
         data_dir: folder holding ``monaco.osm`` / ``luxembourg.osm`` (default ``$EVROUTE_DATA`` / user cache).
-        dem: DEM raster (GeoTIFF or ``.hgt``) whose elevations replace the network's junction elevations
-            (for OSM files: used for nodes without ``ele`` tags).
+        dem: DEM raster (GeoTIFF or ``.hgt``), or a list of tiles to mosaic, whose elevations replace the
+            network's junction elevations (with ``loader="osmnx"``: used for nodes without ``ele`` tags).
+        loader: OSM loader for named networks and OSM files, ``netconvert`` (default) or ``osmnx``.
 
     Raises:
         UnknownNetworkError: for a name that is neither known nor an existing file.
@@ -239,11 +286,12 @@ def load_network(
     """
     s = str(spec).strip()
     low = s.lower()
+    loader = _check_loader(loader)
     if low == "synthetic" or low.startswith("synthetic:"):
         net = _parse_synthetic(s)
         return drape(net, dem) if dem is not None else net
     if low in DATASETS:
-        return _load_named(low, data_dir, dem)
+        return load_osm_file(dataset_path(low, data_dir), name=low, loader=loader, dem=dem)
     p = Path(s).expanduser()
     if low.endswith(SUMO_SUFFIXES):
         if not p.is_file():
@@ -251,9 +299,7 @@ def load_network(
         net = load_sumo_net(p)
         return drape(net, dem) if dem is not None else net
     if low.endswith(OSM_SUFFIXES):
-        if not p.is_file():
-            raise DataError(f"OSM file not found: {p}")
-        return load_osm(p, dem=dem)
+        return load_osm_file(p, loader=loader, dem=dem)
     if p.is_file():
         raise DataError(f"unsupported network file {p}: expected {', '.join(SUMO_SUFFIXES + OSM_SUFFIXES)}")
     raise UnknownNetworkError(

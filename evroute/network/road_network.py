@@ -163,18 +163,70 @@ class RoadNetwork:
         geoms = [LineString(g) if len(g) >= 2 else LineString([g[0], g[0]]) for g in self.geometry]
         return gpd.GeoDataFrame(self.edge_frame(), geometry=geoms, crs="EPSG:4326")
 
-    def to_networkx(self) -> nx.MultiDiGraph:
-        """Junction graph: nodes are junctions, one keyed edge per road edge (key = edge id).
+    def junction_positions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Junction ids and their x, y (mean of the edge end points touching each junction) and elevation (m).
 
-        Edge attributes: ``edge_id``, ``index``, ``length`` (m), ``speed`` (m/s), ``incline``.
+        Returns:
+            ``(ids, x, y, z)``: ``(N,)`` arrays, ``ids`` sorted; x/y in the network's CRS (lon/lat degrees for
+            ``meta["crs"] == "EPSG:4326"``).
+        """
+        from evroute.network._graph import node_codes
+
+        (fi, ti), uniq = node_codes(self.from_node, self.to_node)
+        idx = np.concatenate([fi, ti])
+        pts = np.concatenate([np.array([g[0] for g in self.geometry]), np.array([g[-1] for g in self.geometry])])
+        cnt = np.bincount(idx, minlength=len(uniq)).astype(np.float64)
+        x = np.bincount(idx, weights=pts[:, 0], minlength=len(uniq)) / cnt
+        y = np.bincount(idx, weights=pts[:, 1], minlength=len(uniq)) / cnt
+        z = np.bincount(idx, weights=np.concatenate([self.z_from_m, self.z_to_m]), minlength=len(uniq)) / cnt
+        return uniq, x, y, z
+
+    def to_networkx(self, *, vehicle: Any = "sumo_ev") -> nx.MultiDiGraph:
+        """osmnx-compatible junction graph: nodes are integers, one keyed edge per road edge (key = edge id).
+
+        Works with ``osmnx.plot_graph``, ``osmnx.graph_to_gdfs``, ``osmnx.nearest_edges`` / ``nearest_nodes``
+        and networkx shortest paths (``weight="length"``, ``"travel_time"`` or ``"energy_wh"``).
+
+        Graph attributes: ``name``, ``crs`` (``meta["crs"]``, ``"EPSG:4326"`` for lon/lat networks).
+        Nodes are ``0 .. N-1`` (osmnx treats node ids as scalars, so string ids cannot be used) in the order of
+        :meth:`junction_positions`; node attributes: ``junction`` (the network's junction id), ``x``, ``y``
+        (lon/lat degrees, mean of the edge end points at the junction), ``elevation`` (m), ``street_count``
+        (distinct neighbouring junctions).
+        Edge attributes: ``edge_id``, ``index`` (edge index), ``length`` (m), ``speed`` (m/s), ``speed_kph``,
+        ``travel_time`` (s), ``incline`` (sine of the slope), ``grade`` (rise / length, osmnx's name),
+        ``energy_wh`` (physics energy of :func:`evroute.energy.network_energy_wh` at the speed limit) and
+        ``geometry`` (shapely LineString in the graph CRS).
+
+        Args:
+            vehicle: vehicle profile name, JSON path or :class:`~evroute.energy.VehicleProfile` for ``energy_wh``.
         """
         import networkx as nx
+        from shapely.geometry import LineString
 
-        g = nx.MultiDiGraph(name=self.name)
+        from evroute.energy import VehicleProfile, network_energy_wh
+
+        profile = vehicle if isinstance(vehicle, VehicleProfile) else VehicleProfile.load(vehicle)
+        energy = network_energy_wh(self, profile)
+        g = nx.MultiDiGraph(name=self.name, crs=self.meta.get("crs", "EPSG:4326"))
+        ids, x, y, z = self.junction_positions()
+        code = {n: k for k, n in enumerate(ids.tolist())}
+        fi = [code[n] for n in self.from_node.tolist()]
+        ti = [code[n] for n in self.to_node.tolist()]
+        neigh: dict[int, set[int]] = {}
+        for u, v in zip(fi, ti, strict=True):
+            if u != v:
+                neigh.setdefault(u, set()).add(v)
+                neigh.setdefault(v, set()).add(u)
+        for k, (n, xi, yi, zi) in enumerate(zip(ids.tolist(), x.tolist(), y.tolist(), z.tolist(), strict=True)):
+            g.add_node(k, junction=n, x=xi, y=yi, elevation=zi, street_count=len(neigh.get(k, ())))
         inc = self.incline
-        for i, (u, v, eid) in enumerate(zip(self.from_node, self.to_node, self.edge_ids, strict=True)):
-            g.add_edge(u, v, key=eid, edge_id=eid, index=i, length=float(self.length_m[i]),
-                       speed=float(self.speed_mps[i]), incline=float(inc[i]))
+        for i, (u, v, eid) in enumerate(zip(fi, ti, self.edge_ids.tolist(), strict=True)):
+            geom = self.geometry[i]
+            length, speed = float(self.length_m[i]), float(self.speed_mps[i])
+            g.add_edge(u, v, key=eid, edge_id=eid, index=i, length=length, speed=speed, speed_kph=speed * 3.6,
+                       travel_time=length / speed, incline=float(inc[i]),
+                       grade=float((self.z_to_m[i] - self.z_from_m[i]) / length), energy_wh=float(energy[i]),
+                       geometry=LineString(geom if len(geom) >= 2 else np.vstack([geom, geom])))
         return g
 
     def turn_graph(self) -> nx.DiGraph:
