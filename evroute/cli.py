@@ -260,8 +260,8 @@ def regret_reference_text(summary: dict[str, Any], out: str | Path) -> str:
     if not methods:
         return "unknown"
     if len(methods) == 1:
-        return f"{next(iter(methods))} route (all seeds)"
-    return ", ".join(f"{m} route (seeds {', '.join(map(str, ss))})" for m, ss in sorted(methods.items()))
+        return f"{next(iter(methods))} (all seeds)"
+    return "; ".join(f"{m} (seeds {', '.join(map(str, ss))})" for m, ss in sorted(methods.items()))
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

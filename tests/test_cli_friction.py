@@ -64,7 +64,7 @@ def test_run_summary_names_the_regret_reference(tmp_path, capsys):
     assert main(["run", "--network", NET, "--horizon", "3", "--seeds", "2", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     method = json.loads((out / "seed_0" / "summary.json").read_text())["optimal_method"]
-    assert f"regret reference: {method} route" in text
+    assert f"regret reference: {method} (all seeds)" in text
 
 
 @pytest.mark.parametrize(("argv", "attr", "value"), [
