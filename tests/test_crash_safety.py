@@ -143,23 +143,31 @@ def test_stale_temp_files_are_removed_on_resume(tmp_path):
     assert not list(out.rglob("*.tmp"))
 
 
-def test_pool_workers_die_with_their_parent(tmp_path):
+@pytest.mark.parametrize("moment", ["starting", "running"])
+def test_pool_workers_die_with_their_parent(tmp_path, moment):
+    """Kill the sweep's parent while its workers start (they must not pick up the queued jobs) or run seeds."""
     psutil = pytest.importorskip("psutil")
     grid = tmp_path / "grid.json"
-    grid.write_text(json.dumps({"base": {"network": NET, "horizon": 100000, "seeds": [0, 1]},
+    grid.write_text(json.dumps({"base": {"network": NET, "horizon": 100000, "seeds": [0, 1, 2, 3]},
                                 "grid": {"policy": ["ts"]}}))
     proc = subprocess.Popen([sys.executable, "-m", "evroute", "sweep", str(grid), "--out", str(tmp_path / "sw"),
                              "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parent = psutil.Process(proc.pid)
     deadline = time.time() + 180
     workers: list = []
-    while time.time() < deadline:  # wait until the workers are running seeds
+    while time.time() < deadline:
         workers = [c for c in parent.children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
+        if moment == "starting" and workers:
+            break
         if len(workers) >= 2 and list((tmp_path / "sw").glob("*/seed_*/rounds.csv")):
             break
-        time.sleep(0.2)
-    assert len(workers) >= 2
+        time.sleep(0.002 if moment == "starting" else 0.2)
+    assert workers
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    gone, alive = psutil.wait_procs(workers, timeout=10)
+    gone, alive = psutil.wait_procs(workers, timeout=20)
     assert not alive, [p.pid for p in alive]
+    time.sleep(1.0)
+    n_rows = {p: p.read_text().count("\n") for p in (tmp_path / "sw").glob("*/seed_*/rounds.csv")}
+    time.sleep(1.5)  # nobody writes any more
+    assert n_rows == {p: p.read_text().count("\n") for p in (tmp_path / "sw").glob("*/seed_*/rounds.csv")}

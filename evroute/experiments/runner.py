@@ -21,6 +21,7 @@ import csv
 import functools
 import io
 import json
+import os
 import pickle
 import platform
 import sys
@@ -259,7 +260,7 @@ def _run_locked(cfg: ExperimentConfig, out: Path, workers: int, progress: bool, 
     if workers > 1 and len(cfg.seeds) > 1:
         jobs = [(cfg.to_dict(), s, str(out), checkpoint_every) for s in cfg.seeds]
         with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
-                                 initializer=die_with_parent) as pool:
+                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             it = pool.map(_run_seed_job, jobs)
             if progress and sys.stderr.isatty():
                 from tqdm.auto import tqdm
@@ -283,15 +284,16 @@ def _run_locked(cfg: ExperimentConfig, out: Path, workers: int, progress: bool, 
     return agg
 
 
-def die_with_parent() -> None:
-    """Pool-worker initializer: the worker is killed when the process that started it dies (Linux
-    ``PR_SET_PDEATHSIG``; elsewhere a watcher thread exits when the parent is gone), so a killed run or sweep
-    leaves no worker writing into its results."""
-    import os
+def die_with_parent(parent: int) -> None:
+    """Pool-worker initializer (``initargs=(os.getpid(),)``): the worker is killed when process ``parent`` dies
+    (Linux ``PR_SET_PDEATHSIG``; elsewhere a watcher thread exits when the parent is gone), so a killed run or
+    sweep leaves no worker writing into its results.  A worker whose parent died while it was starting exits at
+    once (it must not pick up the jobs still queued in the pipe)."""
     import signal
     import threading
 
-    parent = os.getppid()
+    if os.getppid() != parent:
+        os._exit(1)
     try:
         import ctypes
 

@@ -165,7 +165,8 @@ def _run_jobs(configs: Mapping[str, ExperimentConfig], dirs: Mapping[str, Path],
             if bar is not None:
                 bar.update(1)
     elif executor == "process":
-        with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), initializer=die_with_parent) as pool:
+        with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), initializer=die_with_parent,
+                                 initargs=(os.getpid(),)) as pool:
             for _ in pool.map(_job, jobs):
                 if bar is not None:
                     bar.update(1)
