@@ -265,23 +265,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def regret_reference_text(summary: dict[str, Any], out: str | Path) -> str:
-    """The regret reference a results folder used: the summary's ``reference`` when it has one, else each seed's
-    ``optimal_method`` (``exact``, ``rectified``, ...) as recorded in ``seed_<s>/summary.json``."""
-    ref = summary.get("regret_reference")
+    """The regret reference a results folder used: the summary's own ``regret_reference`` (or ``reference``) when
+    it has one (a string, or ``{"text": ..., "methods": [...]}``), else each seed's ``optimal_method`` (e.g.
+    ``johnson``, ``rectified``) as recorded in ``seed_<s>/summary.json``."""
+    ref = summary.get("regret_reference") or summary.get("reference")
     if isinstance(ref, dict) and ref.get("text"):
-        return f"{ref['text']} ({', '.join(map(str, ref.get('methods', [])))})"
-    methods: dict[str, list[int]] = {}
+        methods = ref.get("methods") or []
+        return f"{ref['text']} ({', '.join(map(str, methods))})" if methods else str(ref["text"])
+    if ref:
+        return ref if isinstance(ref, str) else json.dumps(ref, sort_keys=True)
+    methods_by_seed: dict[str, list[int]] = {}
     for s in summary.get("seeds", []):
         try:
             seed_summary = json.loads((Path(out) / f"seed_{s}" / "summary.json").read_text())
         except (OSError, json.JSONDecodeError):
             continue
-        methods.setdefault(str(seed_summary.get("optimal_method", "unknown")), []).append(int(s))
-    if not methods:
+        methods_by_seed.setdefault(str(seed_summary.get("optimal_method", "unknown")), []).append(int(s))
+    if not methods_by_seed:
         return "unknown"
-    if len(methods) == 1:
-        return f"{next(iter(methods))} route (all seeds)"
-    return ", ".join(f"{m} route (seeds {', '.join(map(str, ss))})" for m, ss in sorted(methods.items()))
+    if len(methods_by_seed) == 1:
+        return f"{next(iter(methods_by_seed))} (all seeds)"
+    return "; ".join(f"{m} (seeds {', '.join(map(str, ss))})" for m, ss in sorted(methods_by_seed.items()))
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

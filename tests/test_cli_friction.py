@@ -87,3 +87,16 @@ def test_negative_edge_id_reaches_the_route_resolver(capsys):
     assert main(["run", "--network", NET, "--start", "-271#3", "--goal", goal, "--horizon", "2"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("evroute: error:") and "'-271#3'" in err and "expected one argument" not in err
+
+
+def test_regret_reference_text_prefers_the_summarys_own_reference(tmp_path):
+    from evroute.cli import regret_reference_text
+
+    ref = {"text": "best known route", "methods": ["ilp", "best-known"]}
+    assert regret_reference_text({"regret_reference": ref, "seeds": [0]}, tmp_path) == \
+        "best known route (ilp, best-known)"
+    assert regret_reference_text({"reference": "exact optimum", "seeds": [0]}, tmp_path) == "exact optimum"
+    for s, m in ((0, "johnson"), (1, "rectified"), (2, "johnson")):
+        (tmp_path / f"seed_{s}").mkdir()
+        (tmp_path / f"seed_{s}" / "summary.json").write_text(json.dumps({"optimal_method": m}))
+    assert regret_reference_text({"seeds": [0, 1, 2]}, tmp_path) == "johnson (seeds 0, 2); rectified (seeds 1)"

@@ -38,31 +38,48 @@ def _summary(out: Path) -> dict:
     return json.loads((out / "summary.json").read_text())
 
 
+def _kill_when(out: Path, ready, extra_s: float, env: dict) -> None:
+    """Start the run into ``out``, SIGKILL it ``extra_s`` after ``ready(out)`` first holds (polled every 0.5 ms),
+    or when it exits; then check the folder is absent or claimed with its config (never half-created)."""
+    proc = subprocess.Popen([*RUN, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while proc.poll() is None and not ready(out) and time.time() < deadline:
+        time.sleep(0.0005)
+    time.sleep(extra_s)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert not out.exists() or (out / "config.json").is_file()
+
+
 def test_sigkill_at_random_moments_then_resume_equals_uninterrupted(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     full = tmp_path / "full"
-    subprocess.run([*RUN, "--out", str(full)], check=True, env=env, capture_output=True, timeout=120)
+    t0 = time.perf_counter()
+    subprocess.run([*RUN, "--out", str(full)], check=True, env=env, capture_output=True, timeout=600)
+    t_full = time.perf_counter() - t0
     rng = random.Random(0)
+    outs = []
+    # the first 50 ms of the results folder's life: at first sight of the folder, and a random moment within 50 ms
+    for k, extra in enumerate([0.0, rng.uniform(0.0, 0.05)]):
+        out = tmp_path / f"claim{k}"
+        _kill_when(out, Path.exists, extra, env)
+        outs.append(out)
+    # one folder killed again and again: when seed files appear, then at random moments of the whole run
     out = tmp_path / "killed"
-    delays = [0.005, 0.03, 0.05] + [rng.uniform(0.3, 3.0) for _ in range(6)]
-    finished_early = 0
-    for delay in delays:
-        proc = subprocess.Popen([*RUN, "--out", str(out)], env=env, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        if proc.poll() is not None:
-            finished_early += 1
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        # between kills: the folder is absent, or claimed with its config (never half-created)
-        assert not out.exists() or (out / "config.json").is_file()
-    res = subprocess.run([*RUN, "--out", str(out)], env=env, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    pd.testing.assert_frame_equal(_rounds(full), _rounds(out))
-    assert _summary(full) == _summary(out)
-    leftovers = [p.name for p in [*out.rglob(".*"), *tmp_path.glob(".*")] if p.name != ".lock"]
-    assert leftovers == [], leftovers
-    assert finished_early < len(delays)  # the kills did land while the run was going
+    _kill_when(out, lambda o: (o / "seed_0" / "rounds.csv").exists(), 0.0, env)
+    _kill_when(out, lambda o: (o / "seed_0" / "checkpoint.pkl").exists(), rng.uniform(0.0, 0.05), env)
+    _kill_when(out, lambda o: (o / "seed_1" / "rounds.csv").exists(), 0.0, env)
+    for _ in range(4):
+        _kill_when(out, lambda o: True, rng.uniform(0.0, t_full), env)
+    outs.append(out)
+    for o in outs:
+        res = subprocess.run([*RUN, "--out", str(o)], env=env, capture_output=True, text=True, timeout=600)
+        assert res.returncode == 0, res.stderr
+        pd.testing.assert_frame_equal(_rounds(full), _rounds(o))
+        assert _summary(full) == _summary(o)
+        leftovers = [p.name for p in o.rglob(".*") if p.name != ".lock"]
+        assert leftovers == [], leftovers
+    assert [p.name for p in tmp_path.glob(".*")] == []  # no staged claim folder left
 
 
 def test_second_run_into_a_locked_folder_is_refused(tmp_path, capsys):
@@ -126,23 +143,31 @@ def test_stale_temp_files_are_removed_on_resume(tmp_path):
     assert not list(out.rglob("*.tmp"))
 
 
-def test_pool_workers_die_with_their_parent(tmp_path):
+@pytest.mark.parametrize("moment", ["starting", "running"])
+def test_pool_workers_die_with_their_parent(tmp_path, moment):
+    """Kill the sweep's parent while its workers start (they must not pick up the queued jobs) or run seeds."""
     psutil = pytest.importorskip("psutil")
     grid = tmp_path / "grid.json"
-    grid.write_text(json.dumps({"base": {"network": NET, "horizon": 100000, "seeds": [0, 1]},
+    grid.write_text(json.dumps({"base": {"network": NET, "horizon": 100000, "seeds": [0, 1, 2, 3]},
                                 "grid": {"policy": ["ts"]}}))
     proc = subprocess.Popen([sys.executable, "-m", "evroute", "sweep", str(grid), "--out", str(tmp_path / "sw"),
                              "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     parent = psutil.Process(proc.pid)
-    deadline = time.time() + 60
+    deadline = time.time() + 180
     workers: list = []
-    while time.time() < deadline:  # wait until the workers are running seeds
+    while time.time() < deadline:
         workers = [c for c in parent.children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
+        if moment == "starting" and workers:
+            break
         if len(workers) >= 2 and list((tmp_path / "sw").glob("*/seed_*/rounds.csv")):
             break
-        time.sleep(0.2)
-    assert len(workers) >= 2
+        time.sleep(0.002 if moment == "starting" else 0.2)
+    assert workers
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    gone, alive = psutil.wait_procs(workers, timeout=10)
+    gone, alive = psutil.wait_procs(workers, timeout=20)
     assert not alive, [p.pid for p in alive]
+    time.sleep(1.0)
+    n_rows = {p: p.read_text().count("\n") for p in (tmp_path / "sw").glob("*/seed_*/rounds.csv")}
+    time.sleep(1.5)  # nobody writes any more
+    assert n_rows == {p: p.read_text().count("\n") for p in (tmp_path / "sw").glob("*/seed_*/rounds.csv")}

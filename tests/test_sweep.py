@@ -30,14 +30,21 @@ def test_expand_grid_names():
     assert g["gp-ts"].model == "gp" and g["gp-ts"].seeds == (0, 1)
 
 
-@pytest.mark.parametrize("executor", ["process", "ray"])
-def test_executor_equals_serial(tmp_path, executor):
-    """A process pool and Ray (a local instance here; a cluster address for users) give the serial numbers."""
+@pytest.mark.parametrize(("executor", "threads"), [("process", None), ("process", 1), ("ray", None)])
+def test_executor_equals_serial(tmp_path, executor, threads):
+    """A process pool and Ray (a local instance here; a cluster address for users) give the serial numbers, also
+    when the submitting process runs BLAS with another thread count than a fresh worker would."""
     if executor == "ray":
         pytest.importorskip("ray")
+    from threadpoolctl import threadpool_limits
+
+    from evroute.experiments import runner
+
+    runner._environment.cache_clear()  # environments cached by earlier tests were sampled with other BLAS threads
     g = grid()
-    a = run_sweep(g, tmp_path / "serial", executor="serial")
-    b = run_sweep(g, tmp_path / executor, executor=executor, workers=2)
+    with threadpool_limits(limits=threads, user_api="blas"):
+        a = run_sweep(g, tmp_path / "serial", executor="serial")
+        b = run_sweep(g, tmp_path / executor, executor=executor, workers=2)
     for name in g:
         pd.testing.assert_frame_equal(rounds(tmp_path / "serial" / name), rounds(tmp_path / executor / name),
                                       check_exact=True)

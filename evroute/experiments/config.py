@@ -9,11 +9,12 @@ schemas derived from the classes that take them (:mod:`evroute.validation`).  Er
 from __future__ import annotations
 
 import json
+import numbers
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, Field, Strict, TypeAdapter, ValidationError, model_validator
+from pydantic import BeforeValidator, ConfigDict, Field, Strict, TypeAdapter, ValidationError, model_validator
 from pydantic.dataclasses import dataclass
 
 from evroute.errors import DataError, ParameterError
@@ -31,7 +32,13 @@ POTENTIALS = ("elevation", "none")
 #: OpenStreetMap loaders (:func:`evroute.network.load_network`)
 LOADERS = ("netconvert", "osmnx")
 
-Seed = Annotated[int, Strict(), Field(ge=0, le=MAX_SEED)]
+def _integral(v: Any) -> Any:
+    """numpy integers count as integers (``seeds=np.arange(3)``); floats, strings and bools stay errors."""
+    return int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
+
+
+Int = Annotated[int, BeforeValidator(_integral), Strict()]
+Seed = Annotated[Int, Field(ge=0, le=MAX_SEED)]
 NonEmpty = Annotated[str, Strict(), Field(min_length=1)]
 
 
@@ -77,7 +84,7 @@ class ExperimentConfig:
     env: NonEmpty = Field("consistent", description="environment name (evroute.environments): consistent, paper, "
                           "drifting, ...")
     environment: dict[str, Any] = Field(default_factory=dict, description="environment parameters")
-    horizon: Annotated[int, Strict(), Field(ge=1, le=MAX_HORIZON)] = Field(100, description="rounds per seed T")
+    horizon: Annotated[Int, Field(ge=1, le=MAX_HORIZON)] = Field(100, description="rounds per seed T")
     seeds: Annotated[tuple[Seed, ...], Field(min_length=1, max_length=MAX_SEEDS)] = Field(
         (0,), description="one run per seed (distinct, >= 0)")
     env_seed: Seed | None = Field(None, description="fixed environment seed for all runs (null: the run's seed)")

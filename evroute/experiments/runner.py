@@ -21,6 +21,7 @@ import csv
 import functools
 import io
 import json
+import os
 import pickle
 import platform
 import sys
@@ -280,7 +281,7 @@ def _run_locked(cfg: ExperimentConfig, out: Path, workers: int, progress: bool, 
     if workers > 1 and len(cfg.seeds) > 1:
         jobs = [(cfg.to_dict(), s, str(out), checkpoint_every) for s in cfg.seeds]
         with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
-                                 initializer=die_with_parent) as pool:
+                                 initializer=init_worker, initargs=(os.getpid(), blas_threads())) as pool:
             it = pool.map(_run_seed_job, jobs)
             if progress and sys.stderr.isatty():
                 from tqdm.auto import tqdm
@@ -318,15 +319,37 @@ def reference_statement(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"exact": exact, "methods": sorted({str(r["method"]) for r in per.values()}), "text": text, "per_seed": per}
 
 
-def die_with_parent() -> None:
-    """Pool-worker initializer: the worker is killed when the process that started it dies (Linux
-    ``PR_SET_PDEATHSIG``; elsewhere a watcher thread exits when the parent is gone), so a killed run or sweep
-    leaves no worker writing into its results."""
-    import os
+def blas_threads() -> int | None:
+    """Threads of this process's BLAS (``None`` when no BLAS is loaded)."""
+    from threadpoolctl import threadpool_info
+
+    counts = [int(i["num_threads"]) for i in threadpool_info() if i.get("user_api") == "blas"]
+    return max(counts) if counts else None
+
+
+def init_worker(parent: int, threads: int | None) -> None:
+    """Pool-worker initializer: :func:`die_with_parent`, and the BLAS thread count of the submitting process
+    (``threads``, from :func:`blas_threads`): with another count BLAS reductions sum in another order, results
+    differ in the last bits and a bandit can amplify that into other routes, so every executor gives the numbers
+    of a serial run."""
+    die_with_parent(parent)
+    if threads is not None:
+        import scipy.linalg  # noqa: F401 - load scipy's own BLAS now: a limit reaches only the libraries loaded
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=threads, user_api="blas")
+
+
+def die_with_parent(parent: int) -> None:
+    """Pool-worker initializer (``initargs=(os.getpid(),)``): the worker is killed when process ``parent`` dies
+    (Linux ``PR_SET_PDEATHSIG``; elsewhere a watcher thread exits when the parent is gone), so a killed run or
+    sweep leaves no worker writing into its results.  A worker whose parent died while it was starting exits at
+    once (it must not pick up the jobs still queued in the pipe)."""
     import signal
     import threading
 
-    parent = os.getppid()
+    if os.getppid() != parent:
+        os._exit(1)
     try:
         import ctypes
 

@@ -36,8 +36,8 @@ def _json_type(prop: dict[str, Any]) -> str:
 def _limits(prop: dict[str, Any]) -> str:
     parts = []
     for p in [prop, *prop.get("anyOf", [])]:
-        for key, sym in (("minimum", ">="), ("maximum", "<="), ("exclusiveMinimum", ">"), ("minLength", "length >="),
-                         ("minItems", "items >="), ("maxItems", "items <=")):
+        for key, sym in (("minimum", ">="), ("ge", ">="), ("maximum", "<="), ("le", "<="), ("exclusiveMinimum", ">"),
+                         ("gt", ">"), ("minLength", "length >="), ("minItems", "items >="), ("maxItems", "items <=")):
             if key in p:
                 parts.append(f"{sym} {p[key]}")
         if "items" in p:

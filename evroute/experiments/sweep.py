@@ -34,7 +34,7 @@ from evroute.errors import ParameterError
 from evroute.experiments.config import ExperimentConfig, field_names, read_json
 from evroute.experiments.executors import EXECUTORS
 from evroute.experiments.output import output_lock
-from evroute.experiments.runner import die_with_parent, prepare_output, run_experiment, run_seed, validate
+from evroute.experiments.runner import blas_threads, init_worker, prepare_output, run_experiment, run_seed, validate
 from evroute.validation import format_error
 
 __all__ = ["EXECUTORS", "GridSpec", "expand_grid", "load_grid", "run_sweep"]
@@ -100,14 +100,6 @@ def _job(args: tuple[dict[str, Any], int, str, int]) -> dict[str, Any]:
     return run_seed(ExperimentConfig.from_dict(cfg_d), seed, out, checkpoint_every=every)
 
 
-def _blas_threads() -> int | None:
-    """Threads of this process's BLAS (``None`` when no BLAS is loaded)."""
-    from threadpoolctl import threadpool_info
-
-    counts = [int(i["num_threads"]) for i in threadpool_info() if i.get("user_api") == "blas"]
-    return max(counts) if counts else None
-
-
 def _job_with_blas_threads(args: tuple[dict[str, Any], int, str, int], threads: int | None) -> dict[str, Any]:
     """:func:`_job` with the BLAS thread count of the submitting process.
 
@@ -165,7 +157,8 @@ def _run_jobs(configs: Mapping[str, ExperimentConfig], dirs: Mapping[str, Path],
             if bar is not None:
                 bar.update(1)
     elif executor == "process":
-        with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), initializer=die_with_parent) as pool:
+        with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), initializer=init_worker,
+                                 initargs=(os.getpid(), blas_threads())) as pool:
             for _ in pool.map(_job, jobs):
                 if bar is not None:
                     bar.update(1)
@@ -204,7 +197,7 @@ def _run_ray(jobs: list, workers: int, address: str | None, bar: Any) -> None:
         started = True
     try:
         remote = ray.remote(num_cpus=1)(_job_with_blas_threads)
-        threads = _blas_threads()
+        threads = blas_threads()
         pending = [remote.remote(j, threads) for j in jobs]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)

@@ -54,6 +54,7 @@ class KernelInitParams:
 #: builder with explicit keywords needs no entry; one taking ``**params`` names the objects it forwards them to.
 _PARAM_SOURCES: dict[str, tuple[str, ...]] = {
     "gp": ("evroute.models.gp:GPConfig", "evroute.models.factory:KernelInitParams"),
+    "gp-exact": ("evroute.models.gp_exact:ExactGPConfig", "evroute.models.factory:KernelInitParams"),
     "gp-tv": ("evroute.models.gp_tv:TVGPConfig", "evroute.models.factory:KernelInitParams"),
     "kr": ("evroute.models.kr:KernelRegressionEdgeModel",),
     "routeset": ("evroute.routeset:RouteSetBandit",),
