@@ -53,7 +53,8 @@ def main() -> None:
         if labelled:
             fig, ax = R.new_axes(2, width=5.6)
             R.plot_curves(ax[0, 0], labelled)
-            ax[0, 0].set_ylabel("cumulative regret (Wh)")
+            ax[0, 0].set_ylabel("cumulative regret (Wh)\n" + R.reference_label([runs / key / n for n in frames]),
+                                fontsize=8)
             ax[0, 0].legend(fontsize=8)
             R.plot_curves(ax[0, 1], labelled, "beta", per_seed_constant=True)
             ax[0, 1].set_ylabel("beta_t")
