@@ -137,7 +137,7 @@ def sample_prior_function_and_variance(linegraph: LineGraph, cfg: EnvironmentCon
     f = np.zeros(n)
     var = np.zeros(n)
     if w > 0:
-        phi = matern_rff(x, cfg.n_features, rng, cfg.lengthscale)
+        phi = matern_rff(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32)  # single-precision cosines
         block = 64
         g_sq = np.zeros(n)
         for j in range(0, cfg.n_features, block):
@@ -146,11 +146,11 @@ def sample_prior_function_and_variance(linegraph: LineGraph, cfg: EnvironmentCon
             f += np.einsum("ij,ij->i", phi[:, j : j + block], g)
         scale = w / (float(g_sq.sum()) / (n * cfg.n_features))
         f *= np.sqrt(scale)
-        var += scale * (g_sq / cfg.n_features) * np.einsum("ij,ij->i", phi, phi)
+        var += scale * (g_sq / cfg.n_features) * np.einsum("ij,ij->i", phi, phi, dtype=np.float64)
     if w < 1:
-        phi2 = matern_rff(x, cfg.n_features, rng, cfg.lengthscale)
+        phi2 = matern_rff(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32)
         f += np.sqrt(1.0 - w) * (phi2 @ rng.standard_normal(cfg.n_features))
-        var += (1.0 - w) * np.einsum("ij,ij->i", phi2, phi2)
+        var += (1.0 - w) * np.einsum("ij,ij->i", phi2, phi2, dtype=np.float64)
     return f, var
 
 
