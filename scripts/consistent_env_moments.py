@@ -67,7 +67,7 @@ def study(network: str, draws: int, seeds: int) -> dict[str, str]:
     out = {"network": f"{network} ({lg.n_nodes} edges)"}
     for label, pairs in (("adjacent", turns), ("within 2 km", cand)):
         cp, cc = _corr(paper, pairs), _corr(cons, pairs)
-        out[label] = (f"{np.median(cp):.2f} / {np.median(cc):.2f}; |diff| median {np.median(np.abs(cp - cc)):.2f}, "
+        out[label] = (f"{np.median(cp):.2f} / {np.median(cc):.2f}; abs. diff. median {np.median(np.abs(cp - cc)):.2f}, "
                       f"90% {np.quantile(np.abs(cp - cc), 0.9):.2f}; rank-corr. of the pair values "
                       f"{np.corrcoef(np.argsort(np.argsort(cp)), np.argsort(np.argsort(cc)))[0, 1]:.2f}")
     out["mean"] = f"max {z_mean.max():.1f} s.e., {np.mean(z_mean < 3) * 100:.0f}% within 3 s.e."
