@@ -51,7 +51,7 @@ class ExactGPConfig:
     learn_noise: bool = False  # else fixed to the environment's noise variance
     device: str = "cpu"  # cpu | auto | cuda (dense path on a torch device)
     ts_joint: bool = False  # Thompson sampling with one joint posterior draw (Matheron update; dense method only)
-    diag_probes: int = 64  # lowrank above exact_diag_max edges: probing vectors of the graph prior variances
+    diag_probes: int = 128  # lowrank above 4000 edges: probes of the graph prior-variance estimate (the normaliser's)
     seed: int = 0
 
     def __post_init__(self) -> None:
