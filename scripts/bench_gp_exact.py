@@ -67,6 +67,30 @@ def child(network: str, model: str, policy: str, rounds: int, route: str, refere
             "load": (load0, os.getloadavg()[0])}
 
 
+def rank_k(n: int, k: int, repeats: int) -> str:
+    """Median ms of one rank-k update of an ``n x n`` covariance: BLAS dsyrk in place vs a full GEMM (NumPy) vs
+    torch ``addmm_`` (the CUDA code path, here on the CPU), with the BLAS threads of the process."""
+    import torch
+    from scipy.linalg import blas
+
+    rng = np.random.default_rng(0)
+    w = np.asfortranarray(rng.standard_normal((k, n)) * 1e-3)
+    sig = np.asfortranarray(np.eye(n))
+    tsig, tw = torch.eye(n, dtype=torch.float64), torch.as_tensor(w)
+    out = {}
+    for name, fn in (("dsyrk (lower triangle, in place)",
+                      lambda: blas.dsyrk(-1.0, w, beta=1.0, c=sig, trans=1, lower=1, overwrite_c=1)),
+                     ("NumPy GEMM (Sigma -= W^T W)", lambda: np.subtract(sig, w.T @ w, out=sig)),
+                     ("torch addmm_", lambda: tsig.addmm_(tw.T, tw, alpha=-1.0))):
+        ts = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(1e3 * (time.perf_counter() - t0))
+        out[name] = float(np.median(ts))
+    return f"E = {n}, k = {k}: " + ", ".join(f"{a} {b:.1f} ms" for a, b in out.items())
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--networks", nargs="+", default=["monaco", "luxembourg", "synthetic:20000:0",
@@ -81,8 +105,17 @@ def main() -> None:
     ap.add_argument("--model-param", action="append", default=[], metavar="MODEL:NAME=VALUE",
                     help="e.g. gp-exact:threads=2")
     ap.add_argument("--out", default=None, help="append the Markdown table to this file")
+    ap.add_argument("--rank-k", nargs=2, type=int, metavar=("E", "K"), default=None,
+                    help="only time one rank-K update of an E x E covariance (dsyrk vs GEMM vs torch)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.rank_k:
+        text = f"\n{machine_line()}\n`{' '.join(sys.argv)}`\n\n{rank_k(*args.rank_k, max(args.repeats, 5))}\n"
+        print(text)
+        if args.out:
+            with open(args.out, "a") as fh:
+                fh.write(text)
+        return
     if args.child:
         spec = json.loads(args.child)
         print("RESULT " + json.dumps(child(**spec)), flush=True)
