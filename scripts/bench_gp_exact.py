@@ -91,6 +91,26 @@ def rank_k(n: int, k: int, repeats: int) -> str:
     return f"E = {n}, k = {k}: " + ", ".join(f"{a} {b:.1f} ms" for a, b in out.items())
 
 
+def diag_probing_error(network: str, hops: list[int]) -> str:
+    """Relative error of the probed graph prior variances (the low-rank path above 4000 edges) against the exact
+    diagonal of the same normalised kernel (dense: only for networks that fit)."""
+    from evroute.experiments.runner import load_linegraph
+    from evroute.kernels.graph_matern import GraphMaternKernel
+
+    lap = load_linegraph(network).laplacian()
+    k = GraphMaternKernel(lap, 2.0, 1.0, method="sparse")
+    exact = k.scale * np.diag(GraphMaternKernel(lap, 2.0, 1.0, method="sparse", normalise=False)._dense_raw())
+    rows = []
+    for h in hops:
+        t0 = time.perf_counter()
+        est, n_col = k.diag_probing(h)
+        rel = np.abs(est - exact) / exact
+        rows.append(f"| {network} | {h} | {n_col} | {time.perf_counter() - t0:.1f} | {np.median(rel):.1e} | "
+                    f"{np.percentile(rel, 90):.1e} | {rel.max():.1e} |")
+    return "\n".join(["| network | hops | colours (solves) | s | median rel. error | p90 | max |",
+                      "|---|---|---|---|---|---|---|", *rows])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--networks", nargs="+", default=["monaco", "luxembourg", "synthetic:20000:0",
@@ -107,10 +127,14 @@ def main() -> None:
     ap.add_argument("--out", default=None, help="append the Markdown table to this file")
     ap.add_argument("--rank-k", nargs=2, type=int, metavar=("E", "K"), default=None,
                     help="only time one rank-K update of an E x E covariance (dsyrk vs GEMM vs torch)")
+    ap.add_argument("--diag-hops", nargs="+", type=int, default=None,
+                    help="only measure the probed graph prior variances at these hop distances (first --networks)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.rank_k:
-        text = f"\n{machine_line()}\n`{' '.join(sys.argv)}`\n\n{rank_k(*args.rank_k, max(args.repeats, 5))}\n"
+    if args.rank_k or args.diag_hops:
+        body = rank_k(*args.rank_k, max(args.repeats, 5)) if args.rank_k else \
+            diag_probing_error(args.networks[0], args.diag_hops)
+        text = f"\n{machine_line()}\n`{' '.join(sys.argv)}`\n\n{body}\n"
         print(text)
         if args.out:
             with open(args.out, "a") as fh:

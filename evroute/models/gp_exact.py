@@ -56,7 +56,7 @@ class ExactGPConfig:
     learn_noise: bool = False  # else fixed to the environment's noise variance
     device: str = "cpu"  # cpu | auto | cuda (dense path on a torch device)
     ts_joint: bool = False  # Thompson sampling with one joint posterior draw (Matheron update; dense method only)
-    diag_probes: int = 128  # lowrank above 4000 edges: probes of the graph prior-variance estimate (the normaliser's)
+    diag_hops: int = 20  # lowrank above 4000 edges: graph prior variances by probing with a distance-20 colouring
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -184,7 +184,7 @@ class ExactGPEdgeModel(EdgeModel):
                 self._graph = (dense_graph_gram(self._lap, self.graph_nu, self.graph_kappa), None)
             else:
                 k = GraphMaternKernel(self._lap, self.graph_nu, self.graph_kappa, method="sparse")
-                self._graph = (k, k.diag_estimate(self.config.diag_probes) if self.n_edges > 4000 else k.diag())
+                self._graph = (k, k.diag_probing(self.config.diag_hops)[0] if self.n_edges > 4000 else k.diag())
         return self._graph
 
     def kernel(self) -> EdgeKernel:
