@@ -31,6 +31,9 @@ def main() -> None:
     ap.add_argument("--routes", nargs="+", default=["monaco:A"], help="NETWORK:ROUTE items")
     R.add_common_args(ap, runs="results/repro")
     args = ap.parse_args()
+    if args.gp_model != "gp":
+        ap.error("--gp-model: Fig. 3 is run with the paper's SVGP only (the exact GP: repro_fig2.py, "
+                 "repro_lengthscale.py)")
     cmd = R.command_line()
 
     routes = R.parse_routes(args.routes)

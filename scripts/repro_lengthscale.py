@@ -53,6 +53,7 @@ def main() -> None:
                     help="initial GP lengthscale for every environment (default: the environment's)")
     R.add_common_args(ap, runs="results/repro")
     args = ap.parse_args()
+    args.methods = [R.resolve_method(m, args) for m in args.methods]  # gp-* -> gp-exact-* under --gp-model gp-exact
     cmd = R.command_line()
     args.methods = [R.resolve_method(m, args) for m in args.methods]  # gp-* -> gp-exact-* under --gp-model gp-exact
     if args.fixed_model_lengthscale is not None:
@@ -106,7 +107,8 @@ def main() -> None:
     for network, route in routes:
         fm = args.fixed_model_lengthscale
         pairs = [(run_name(g, ls, fm), run_name(b, ls, fm)) for ls in args.lengthscales
-                 for g, b in (("gp-bucb", "bi-bucb"), ("gp-ts", "bi-ts"))
+                 for g, b in ((R.resolve_method("gp-bucb", args), "bi-bucb"),
+                              (R.resolve_method("gp-ts", args), "bi-ts"))
                  if g in args.methods and b in args.methods]
         paired += ["", *R.paired_lines(runs / R.route_key(network, route), pairs, args.seeds, f"{network} {route}")]
     init = (f"GP initial lengthscale fixed to {args.fixed_model_lengthscale:g}" if args.fixed_model_lengthscale

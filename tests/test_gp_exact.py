@@ -44,7 +44,7 @@ def _rel(a, b):
 def test_registered_prior_and_bad_parameters(env):
     assert "gp-exact" in model_names()
     m = make_model("gp-exact", env, seed=1)
-    assert isinstance(m, ExactGPEdgeModel) and m.method == "dense"
+    assert isinstance(m, ExactGPEdgeModel) and m.method == "lowrank"  # auto: low-rank until E / 4 edges are visited
     post = m.posterior()
     np.testing.assert_allclose(post.mean, env.prior_mean_wh, rtol=1e-12)
     assert abs(post.var.mean() - env.prior_var) < 1e-9 * env.prior_var  # unit-average-variance kernel
@@ -93,6 +93,21 @@ def test_lowrank_path_equals_dense_path(env):
     assert _rel(pl.mean, pd_.mean) < 1e-9
     assert np.max(np.abs(pl.var - pd_.var) / pd_.var) < 1e-8
     assert not hasattr(ml._post, "sigma")
+
+
+def test_auto_switches_from_lowrank_to_dense_exactly(env):
+    ma = make_model("gp-exact", env, refresh_every=0, refit_first=0, switch_edges=60)
+    md = make_model("gp-exact", env, method="dense", refresh_every=0, refit_first=0)
+    rng = np.random.default_rng(7)
+    methods = []
+    for _ in range(40):
+        e, y = _observe(env, rng)
+        ma.update(e, y)
+        md.update(e, y)
+        methods.append(ma.method)
+    assert methods[0] == "lowrank" and methods[-1] == "dense"
+    assert _rel(ma.posterior().mean, md.posterior().mean) < 1e-10
+    assert np.max(np.abs(ma.posterior().var - md.posterior().var) / md.posterior().var) < 1e-8
 
 
 def test_dsyrk_update_is_in_place_and_torch_path_agrees(env):

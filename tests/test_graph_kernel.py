@@ -56,3 +56,19 @@ def test_matern52_closed_form_and_rff():
     pts = np.random.default_rng(1).normal(size=(30, 3))
     phi = matern_rff(pts, 40000, np.random.default_rng(2))
     assert np.abs(phi @ phi.T - matern52(pts)).max() < 0.05
+
+
+def test_diag_probing_converges_to_the_exact_diagonal():
+    """Distance-colouring probes: the error is the kernel between same-coloured edges, shrinking with the hops."""
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+
+    lap = build_line_graph(load_network("synthetic:1500:2")).laplacian()
+    k = GraphMaternKernel(lap, 2.0, 1.0, method="sparse")
+    exact = k.diag()
+    errs = []
+    for hops in (3, 8):
+        est, n_col = k.diag_probing(hops)
+        assert n_col < k.n
+        errs.append(np.max(np.abs(est - exact) / exact))
+    assert errs[1] < 0.1 * errs[0] and errs[1] < 1e-2

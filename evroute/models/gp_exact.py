@@ -5,11 +5,15 @@ Matérn kernel ``k_G`` on the line graph and Matérn-5/2 kernels ``k_f``, ``k_f'
 Gaussian noise.  Every observation is of one of the ``E`` edges, so the exact posterior over all edges is a finite
 Gaussian kept by :mod:`evroute.models.exact_posterior`:
 
-* ``method="dense"`` (default up to ``dense_max`` = 8000 edges: ``Sigma`` and ``K`` take ``2 * 8 E^2`` bytes,
-  1 GB at 8000 edges, 0.5 GB on Luxembourg): one BLAS ``dsyrk`` rank-``k`` update per round;
-* ``method="lowrank"`` (above): ``Sigma = K - K_{.U} A^-1 K_{U.}`` over the distinct visited edges ``U``, graph-kernel
-  columns by sparse-precision solves (:class:`~evroute.kernels.GraphMaternKernel`, ``method="sparse"``); no ``E x E``
-  matrix anywhere.
+* ``method="dense"``: ``Sigma`` (``E x E``) with one BLAS ``dsyrk`` rank-``k`` update per round (``E^2 k``; ``Sigma``,
+  ``K`` and the graph Gram matrix take ``3 * 8 E^2`` bytes: 0.8 GB on Luxembourg, 1.5 GB at ``dense_max`` = 8000);
+* ``method="lowrank"``: ``Sigma = K - K_{.U} A^-1 K_{U.}`` over the distinct visited edges ``U``
+  (``E |U| k + |U|^3 / 3`` per round); with ``method="lowrank"`` or above ``dense_max`` edges the graph-kernel
+  columns come from sparse-precision solves (:class:`~evroute.kernels.GraphMaternKernel`, ``method="sparse"``)
+  and no ``E x E`` matrix exists anywhere;
+* ``method="auto"`` (default): up to ``dense_max`` edges, low-rank while few edges are visited (TS drives a few hundred)
+  and dense from ``switch_edges`` (``E / 4``) visited edges on (UCB / BUCB), the switch being an exact refresh; above
+  ``dense_max`` edges, low-rank.
 
 Per-edge sufficient statistics (count, sum, sum of squares) are kept; every ``refresh_every`` rounds the posterior is
 recomputed from them exactly (bounding the round-off of the incremental updates).  Hyperparameters (outputscales,
@@ -42,7 +46,8 @@ class ExactGPConfig:
     """Settings of :class:`ExactGPEdgeModel`."""
 
     method: str = "auto"  # auto | dense | lowrank
-    dense_max: int = DENSE_MAX  # auto: dense up to this many edges
+    dense_max: int = DENSE_MAX  # auto: the dense method is used up to this many edges
+    switch_edges: int = 0  # auto: low-rank until this many distinct edges are visited, then dense (0: E / 4)
     refresh_every: int = 200  # rounds between exact refreshes from the statistics (0: never)
     refit_first: int = 16  # first hyperparameter refit (round); then at 2x, 4x, ... (0: never refit)
     fit_iters: int = 20  # L-BFGS iterations per refit
@@ -51,14 +56,15 @@ class ExactGPConfig:
     learn_noise: bool = False  # else fixed to the environment's noise variance
     device: str = "cpu"  # cpu | auto | cuda (dense path on a torch device)
     ts_joint: bool = False  # Thompson sampling with one joint posterior draw (Matheron update; dense method only)
-    diag_probes: int = 64  # lowrank above exact_diag_max edges: probing vectors of the graph prior variances
+    diag_hops: int = 20  # lowrank above 4000 edges: graph prior variances by probing with a distance-20 colouring
     seed: int = 0
 
     def __post_init__(self) -> None:
         if self.method not in ("auto", "dense", "lowrank"):
             raise ParameterError(f"method must be auto, dense or lowrank, got {self.method!r}")
-        if self.refresh_every < 0 or self.refit_first < 0 or self.fit_iters < 1 or self.fit_max_edges < 2:
-            raise ParameterError("refresh_every, refit_first >= 0, fit_iters >= 1, fit_max_edges >= 2")
+        if min(self.refresh_every, self.switch_edges, self.refit_first) < 0 or self.fit_iters < 1 or \
+                self.fit_max_edges < 2:
+            raise ParameterError("refresh_every, switch_edges, refit_first >= 0, fit_iters >= 1, fit_max_edges >= 2")
         if self.ts_joint and self.method == "lowrank":
             raise ParameterError("ts_joint needs method dense (a joint prior draw of the product kernel)")
         if self.device not in ("cpu", "auto", "cuda"):
@@ -142,7 +148,12 @@ class ExactGPEdgeModel(EdgeModel):
         self.contexts = np.asarray(contexts, dtype=np.float64)
         if self.contexts.shape[0] != self.n_edges:
             raise ParameterError("contexts and prior mean disagree on the number of edges")
-        self.method = cfg.method if cfg.method != "auto" else ("dense" if self.n_edges <= cfg.dense_max else "lowrank")
+        # auto: low-rank while few edges are visited, switching to dense (once) past switch_edges; lowrank above
+        # dense_max edges.  ts_joint draws need the dense K from the start.
+        self._hybrid = cfg.method == "auto" and self.n_edges <= cfg.dense_max
+        self.switch_edges = cfg.switch_edges if cfg.switch_edges > 0 else max(1, self.n_edges // 4)
+        self.method = cfg.method if cfg.method != "auto" else ("lowrank" if self.n_edges > cfg.dense_max else
+                                                               "dense" if cfg.ts_joint else "lowrank")
         if cfg.ts_joint and self.method != "dense":
             raise ParameterError(f"ts_joint needs the dense method ({self.n_edges} edges > dense_max)")
         d = self.contexts.shape[1]
@@ -169,11 +180,11 @@ class ExactGPEdgeModel(EdgeModel):
         if self._graph is None:
             from evroute.models.gp_kernels import dense_graph_gram
 
-            if self.method == "dense":
+            if self.method == "dense" or self._hybrid:
                 self._graph = (dense_graph_gram(self._lap, self.graph_nu, self.graph_kappa), None)
             else:
                 k = GraphMaternKernel(self._lap, self.graph_nu, self.graph_kappa, method="sparse")
-                self._graph = (k, k.diag_estimate(self.config.diag_probes) if self.n_edges > 4000 else k.diag())
+                self._graph = (k, k.diag_probing(self.config.diag_hops)[0] if self.n_edges > 4000 else k.diag())
         return self._graph
 
     def kernel(self) -> EdgeKernel:
@@ -241,14 +252,18 @@ class ExactGPEdgeModel(EdgeModel):
         t0 = time.perf_counter()
         refit = cfg.learn_hyper and cfg.refit_first > 0 and self.t >= cfg.refit_first and \
             (self.t / cfg.refit_first).is_integer() and math.log2(self.t / cfg.refit_first).is_integer()
+        switch = self._hybrid and self.method == "lowrank" and len(self.order) > self.switch_edges
+        if switch:  # many visited edges: the dense rank-k update is now the cheaper one
+            self.method = "dense"
+            self._post = None
         if refit:
             self.fit_hyperparameters()
             self._post = self._chol_k = None
-        if refit or (cfg.refresh_every and self.t % cfg.refresh_every == 0):
+        if refit or switch or (cfg.refresh_every and self.t % cfg.refresh_every == 0):
             self._snap = self.statistics()[:3]
             self._since = []
-            post = self._ensure()  # new posterior after a refit, else the same object refreshed below
-            if not refit:
+            post = self._ensure()  # new posterior after a refit or switch, else the same object refreshed below
+            if not (refit or switch):
                 post.refresh(*self._snap)
         else:
             post.condition(e, y)

@@ -1,0 +1,200 @@
+"""Exact GP (``gp-exact``) next to the SVGP (``gp``): per-round latency of UCB / BUCB / TS, set-up time, peak RSS.
+
+    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/bench_gp_exact.py \
+        --networks monaco luxembourg synthetic:20000:0 synthetic:100000:0 --out docs/benchmark_gp_exact_raw.md
+
+Every (network, model, policy, repeat) runs in its own child process (so its peak RSS is its own), and the models
+alternate within each repeat (exact, SVGP, exact, SVGP, ...) so both see the same machine load.  Each child times
+the set-up stages (network + line graph, environment sampling, model construction with its kernel and first
+posterior) and then ``--rounds`` bandit rounds (``--svgp-rounds`` for the SVGP, whose UCB/BUCB rounds take seconds)
+against a cheap stand-in optimal route (Dijkstra on the clipped true energies: the regret reference does not affect
+latency; ``--reference`` times the real one once per network instead).  Reported: medians over all rounds of all
+repeats of update, posterior, index + oracle and their total; the median set-up; the largest peak RSS.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+from _bench import machine_line
+
+LABEL = {"gp-exact": "exact", "gp": "SVGP"}
+
+
+def child(network: str, model: str, policy: str, rounds: int, route: str, reference: bool,
+          params: dict) -> dict:
+    import resource
+
+    from evroute.bandit import RoutingBandit, regret_reference_route
+    from evroute.experiments.runner import _environment, load_linegraph
+    from evroute.models.factory import make_model
+    from evroute.oracle import RouteOracle
+    from evroute.policies import make_policy
+    from evroute.routes import resolve_route
+
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    lg = load_linegraph(network)
+    t1 = time.perf_counter()
+    env = _environment(lg, "sumo_ev", "{}", 0)
+    t2 = time.perf_counter()
+    rs = resolve_route(lg, network, route, None, None)
+    if reference:
+        opt = regret_reference_route(env, rs.start, rs.goal, "auto")
+    else:
+        opt = RouteOracle(lg).shortest_route(np.maximum(env.true_mean_wh, 1e-9), rs.start, rs.goal)
+    t3 = time.perf_counter()
+    m = make_model(model, env, seed=0, **params)
+    m.posterior()
+    t4 = time.perf_counter()
+    bandit = RoutingBandit(env, m, make_policy(policy), rs.start, rs.goal, seed=0, optimal=opt)
+    c0, w0 = time.process_time(), time.perf_counter()
+    recs = bandit.run(rounds)
+    share = (time.process_time() - c0) / max(time.perf_counter() - w0, 1e-9)
+    cols = ["update_ms", "posterior_ms", "index_ms", "oracle_ms"]
+    per = {c: [getattr(r, c) for r in recs] for c in cols}
+    edges = {e for r in recs for e in r.route.split()}
+    return {"network": network, "model": model, "policy": policy, "edges": lg.n_nodes, "rounds": rounds,
+            "linegraph_s": t1 - t0, "env_s": t2 - t1, ("reference_s" if reference else "standin_s"): t3 - t2,
+            "model_s": t4 - t3, **per, "distinct_edges": len(edges), "cpu_share": share,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "load": (load0, os.getloadavg()[0])}
+
+
+def rank_k(n: int, k: int, repeats: int) -> str:
+    """Median ms of one rank-k update of an ``n x n`` covariance: BLAS dsyrk in place vs a full GEMM (NumPy) vs
+    torch ``addmm_`` (the CUDA code path, here on the CPU), with the BLAS threads of the process."""
+    import torch
+    from scipy.linalg import blas
+
+    rng = np.random.default_rng(0)
+    w = np.asfortranarray(rng.standard_normal((k, n)) * 1e-3)
+    sig = np.asfortranarray(np.eye(n))
+    tsig, tw = torch.eye(n, dtype=torch.float64), torch.as_tensor(w)
+    out = {}
+    for name, fn in (("dsyrk (lower triangle, in place)",
+                      lambda: blas.dsyrk(-1.0, w, beta=1.0, c=sig, trans=1, lower=1, overwrite_c=1)),
+                     ("NumPy GEMM (Sigma -= W^T W)", lambda: np.subtract(sig, w.T @ w, out=sig)),
+                     ("torch addmm_", lambda: tsig.addmm_(tw.T, tw, alpha=-1.0))):
+        ts = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(1e3 * (time.perf_counter() - t0))
+        out[name] = float(np.median(ts))
+    return f"E = {n}, k = {k}: " + ", ".join(f"{a} {b:.1f} ms" for a, b in out.items())
+
+
+def diag_probing_error(network: str, hops: list[int]) -> str:
+    """Relative error of the probed graph prior variances (the low-rank path above 4000 edges) against the exact
+    diagonal of the same normalised kernel (dense: only for networks that fit)."""
+    from evroute.experiments.runner import load_linegraph
+    from evroute.kernels.graph_matern import GraphMaternKernel
+
+    lap = load_linegraph(network).laplacian()
+    k = GraphMaternKernel(lap, 2.0, 1.0, method="sparse")
+    exact = k.scale * np.diag(GraphMaternKernel(lap, 2.0, 1.0, method="sparse", normalise=False)._dense_raw())
+    rows = []
+    for h in hops:
+        t0 = time.perf_counter()
+        est, n_col = k.diag_probing(h)
+        rel = np.abs(est - exact) / exact
+        rows.append(f"| {network} | {h} | {n_col} | {time.perf_counter() - t0:.1f} | {np.median(rel):.1e} | "
+                    f"{np.percentile(rel, 90):.1e} | {rel.max():.1e} |")
+    return "\n".join(["| network | hops | colours (solves) | s | median rel. error | p90 | max |",
+                      "|---|---|---|---|---|---|---|", *rows])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--networks", nargs="+", default=["monaco", "luxembourg", "synthetic:20000:0",
+                                                       "synthetic:100000:0"])
+    ap.add_argument("--models", nargs="+", default=["gp-exact", "gp"])
+    ap.add_argument("--policies", nargs="+", default=["ucb", "bucb", "ts"])
+    ap.add_argument("--rounds", type=int, default=40, help="rounds per exact-model run")
+    ap.add_argument("--svgp-rounds", type=int, default=12, help="rounds per SVGP run (UCB ~2 s per round)")
+    ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--route", default="A")
+    ap.add_argument("--reference", action="store_true", help="time the real regret reference (once per child)")
+    ap.add_argument("--model-param", action="append", default=[], metavar="MODEL:NAME=VALUE",
+                    help="e.g. gp-exact:threads=2")
+    ap.add_argument("--out", default=None, help="append the Markdown table to this file")
+    ap.add_argument("--rank-k", nargs=2, type=int, metavar=("E", "K"), default=None,
+                    help="only time one rank-K update of an E x E covariance (dsyrk vs GEMM vs torch)")
+    ap.add_argument("--diag-hops", nargs="+", type=int, default=None,
+                    help="only measure the probed graph prior variances at these hop distances (first --networks)")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.rank_k or args.diag_hops:
+        body = rank_k(*args.rank_k, max(args.repeats, 5)) if args.rank_k else \
+            diag_probing_error(args.networks[0], args.diag_hops)
+        text = f"\n{machine_line()}\n`{' '.join(sys.argv)}`\n\n{body}\n"
+        print(text)
+        if args.out:
+            with open(args.out, "a") as fh:
+                fh.write(text)
+        return
+    if args.child:
+        spec = json.loads(args.child)
+        print("RESULT " + json.dumps(child(**spec)), flush=True)
+        return
+    params: dict[str, dict] = {m: {} for m in args.models}
+    for item in args.model_param:
+        mod, kv = item.split(":", 1)
+        k, v = kv.split("=", 1)
+        params.setdefault(mod, {})[k] = json.loads(v)
+    results: dict[tuple, list[dict]] = {}
+    for net in args.networks:
+        for pol in args.policies:
+            for _ in range(args.repeats):
+                for mod in args.models:  # alternate the models: same load for both
+                    spec = {"network": net, "model": mod, "policy": pol, "route": args.route,
+                            "rounds": args.rounds if mod == "gp-exact" else args.svgp_rounds,
+                            "reference": args.reference, "params": params.get(mod, {})}
+                    proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
+                                          capture_output=True, text=True, env=os.environ)
+                    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+                    if not line:
+                        print(f"{net} {mod} {pol}: failed\n{proc.stderr[-2000:]}", flush=True)
+                        continue
+                    r = json.loads(line[0][7:])
+                    results.setdefault((net, pol, mod), []).append(r)
+                    tot = np.sum([r[c] for c in ("update_ms", "posterior_ms", "index_ms", "oracle_ms")], axis=0)
+                    print(f"{net} {mod} {pol}: median {np.median(tot):.0f} ms/round, model set-up "
+                          f"{r['model_s']:.1f} s, RSS {r['peak_rss_mb']:.0f} MB, load {r['load']}", flush=True)
+    head = ("| network | edges | policy | model | rounds x repeats | **total ms (median)** | update | posterior | "
+            "index + oracle | p90 total | distinct edges | line graph s | environment s | model set-up s | "
+            "peak RSS MB | load avg | CPU share |")
+    lines = [f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {machine_line()}\n", f"`{' '.join(sys.argv)}`\n", head,
+             "|" + "---|" * 17]
+    for (net, pol, mod), rs in results.items():
+        def cat(c: str, rs: list[dict] = rs) -> np.ndarray:
+            return np.concatenate([r[c] for r in rs])
+
+        def med(k: str, rs: list[dict] = rs) -> float:
+            return float(np.median([r[k] for r in rs]))
+
+        tot = cat("update_ms") + cat("posterior_ms") + cat("index_ms") + cat("oracle_ms")
+        loads = [x for r in rs for x in r["load"]]
+        lines.append(
+            f"| {net} | {rs[0]['edges']} | {pol.upper()} | {LABEL.get(mod, mod)} | {rs[0]['rounds']} x {len(rs)} | "
+            f"**{np.median(tot):.0f}** | {np.median(cat('update_ms')):.0f} | {np.median(cat('posterior_ms')):.1f} | "
+            f"{np.median(cat('index_ms') + cat('oracle_ms')):.1f} | {np.percentile(tot, 90):.0f} | "
+            f"{max(r['distinct_edges'] for r in rs)} | {med('linegraph_s'):.1f} | {med('env_s'):.1f} | "
+            f"{med('model_s'):.1f} | {max(r['peak_rss_mb'] for r in rs):.0f} | {min(loads):.1f}-{max(loads):.1f} | "
+            f"{med('cpu_share'):.2f} |")
+    text = "\n".join(lines) + "\n"
+    print(text)
+    if args.out:
+        with open(args.out, "a") as fh:
+            fh.write(text)
+
+
+if __name__ == "__main__":
+    main()
