@@ -143,6 +143,19 @@ def run_hpo(seeds: int, budget: int = 25) -> None:
             print(f"hpo {method} seed {seed}: {time.time() - t0:.1f}s", flush=True)
 
 
+def _completed(seeds: int) -> str:
+    """Completed seeds per method over all (function, noise) cells, as 'METHOD min-max'."""
+    parts = []
+    for method in METHODS:
+        counts = [
+            min(len(list(CACHE.glob(f"{key}_{setting}_{method}_*.npz"))), seeds)
+            for key in FUNCS
+            for setting in ("clean", "noisy")
+        ]
+        parts.append(f"{method} {min(counts)}" + (f"-{max(counts)}" if max(counts) != min(counts) else ""))
+    return ", ".join(parts)
+
+
 def report(seeds: int, hpo_seeds: int, command: str) -> None:
     import matplotlib
 
@@ -154,9 +167,10 @@ def report(seeds: int, hpo_seeds: int, command: str) -> None:
         "",
         f"Command: `{command}`",
         "",
-        f"Seeds: {seeds} per (function, noise, method) (paper: 30, `--full`), HPO seeds: {hpo_seeds}. Fewer seeds were",
-        "run when CPU was scarce (see boke.md). HPO uses sklearn's diabetes data as a stand-in; sprinkler and XGBoost",
-        "are not reproduced.",
+        f"Seeds requested: {seeds} per (function, noise, method) (paper: 30, `--full`); completed: "
+        + _completed(seeds)
+        + f". HPO seeds: {hpo_seeds} (0: not run). HPO uses sklearn's diabetes data as a stand-in; sprinkler and",
+        "XGBoost are not reproduced.",
         "Final simple regret after the budget, mean +- standard error over seeds (lower is better), and the mean CPU",
         "seconds of the policy per run. Budgets (iterations after the 3d-point LHS): "
         + ", ".join(f"{k} {v[2]}" for k, v in FUNCS.items())
