@@ -74,7 +74,7 @@ def noise_std(fn) -> float:  # noqa: ANN001
     return 0.1 * float(q75 - q25)
 
 
-def run_synthetic(seeds: int) -> None:
+def run_synthetic(seeds: int, methods: list[str] = METHODS) -> None:
     # seed-major order: an interrupted run leaves every (function, noise, method) with about the same number of seeds
     for seed in range(seeds):
         for key, (name, dim, budget) in FUNCS.items():
@@ -82,7 +82,7 @@ def run_synthetic(seeds: int) -> None:
             sigma = noise_std(fn)
             for noisy in (False, True):
                 init = fn.domain.latin_hypercube(3 * fn.dim, np.random.default_rng([7, seed]))
-                for method in METHODS:
+                for method in methods:
                     path = CACHE / f"{key}_{'noisy' if noisy else 'clean'}_{method}_{seed}.npz"
                     if path.exists():
                         continue
@@ -143,6 +143,19 @@ def run_hpo(seeds: int, budget: int = 25) -> None:
             print(f"hpo {method} seed {seed}: {time.time() - t0:.1f}s", flush=True)
 
 
+def _completed(seeds: int) -> str:
+    """Completed seeds per method over all (function, noise) cells, as 'METHOD min-max'."""
+    parts = []
+    for method in METHODS:
+        counts = [
+            min(len(list(CACHE.glob(f"{key}_{setting}_{method}_*.npz"))), seeds)
+            for key in FUNCS
+            for setting in ("clean", "noisy")
+        ]
+        parts.append(f"{method} {min(counts)}" + (f"-{max(counts)}" if max(counts) != min(counts) else ""))
+    return ", ".join(parts)
+
+
 def report(seeds: int, hpo_seeds: int, command: str) -> None:
     import matplotlib
 
@@ -154,9 +167,10 @@ def report(seeds: int, hpo_seeds: int, command: str) -> None:
         "",
         f"Command: `{command}`",
         "",
-        f"Seeds: {seeds} per (function, noise, method) (paper: 30, `--full`), HPO seeds: {hpo_seeds}. Fewer seeds were",
-        "run when CPU was scarce (see boke.md). HPO uses sklearn's diabetes data as a stand-in; sprinkler and XGBoost",
-        "are not reproduced.",
+        f"Seeds requested: {seeds} per (function, noise, method) (paper: 30, `--full`); completed: "
+        + _completed(seeds)
+        + f". HPO seeds: {hpo_seeds} (0: not run). HPO uses sklearn's diabetes data as a stand-in; sprinkler and",
+        "XGBoost are not reproduced.",
         "Final simple regret after the budget, mean +- standard error over seeds (lower is better), and the mean CPU",
         "seconds of the policy per run. Budgets (iterations after the 3d-point LHS): "
         + ", ".join(f"{k} {v[2]}" for k, v in FUNCS.items())
@@ -244,13 +258,14 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--hpo-seeds", type=int, default=None)
     ap.add_argument("--skip-hpo", action="store_true")
     ap.add_argument("--report-only", action="store_true", help="write the tables from the cached runs only")
+    ap.add_argument("--methods", default=",".join(METHODS), help="comma-separated subset of the methods to run")
     args = ap.parse_args(argv)
     seeds = 30 if args.full else args.seeds
     hpo_seeds = args.hpo_seeds if args.hpo_seeds is not None and not args.full else seeds
     CACHE.mkdir(parents=True, exist_ok=True)
     command = "python scripts/bo_boke.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     if not args.report_only:
-        run_synthetic(seeds)
+        run_synthetic(seeds, [m for m in args.methods.split(",") if m])
     if not args.skip_hpo and not args.report_only:
         run_hpo(hpo_seeds)
     report(seeds, 0 if args.skip_hpo else hpo_seeds, command)

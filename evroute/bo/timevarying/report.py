@@ -27,6 +27,7 @@ ALGO_LABELS = {
     "abo": "ABO",
     "w-dbo": "W-DBO",
     "bolt": "BOLT",
+    "bolt-exact": "BOLT (exact Eq. 12)",
 }
 #: Table 3 of the paper (mean average regret), columns in :data:`ALGORITHMS` order.
 PAPER_TABLE3: dict[str, tuple[float, ...]] = {
