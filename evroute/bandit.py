@@ -2,8 +2,9 @@
 
 Each round ``t``: the edge model's posterior -> index policy weights (Algorithm 2) -> shortest route
 (oracle) -> drive it and observe every edge's noisy energy (semi-bandit feedback) -> batch update.
-Regret is measured against the exact minimum expected-energy route of the environment; in a drifting environment
-(:mod:`evroute.environment_tv`) that route is recomputed every round in which the truth changed.
+Regret is measured against the exact minimum expected-energy route of the environment
+(:meth:`~evroute.environments.EnergyEnvironment.optimal_route`); in a drifting environment
+(:mod:`evroute.environments.drifting`) that route is recomputed every round in which the truth changed.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from evroute.environment import EnergyEnvironment
+from evroute.environments import EnergyEnvironment
 from evroute.models.base import EdgeModel
 from evroute.oracle import Route, RouteOracle, optimal_route
 from evroute.policies.index import IndexPolicy
@@ -188,6 +189,11 @@ def regret_reference_route(env: EnergyEnvironment, start: int, goal: int, refere
         return rectified_reference_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal, potential_wh)
     if reference not in ("auto", "exact"):
         raise ParameterError(f"regret_reference must be auto, exact or rectified, got {reference!r}")
-    mode = "rectified" if reference == "auto" else "exact"
-    return optimal_route(env.linegraph, env.true_mean_wh, start, goal, on_negative_cycle=mode,
-                         noise_var=env.noise_var, potential_wh=potential_wh)
+    if reference == "exact":
+        return optimal_route(env.linegraph, env.true_mean_wh, start, goal, on_negative_cycle="exact")
+    from evroute.errors import NegativeCycleError
+
+    try:
+        return env.optimal_route(start, goal)
+    except NegativeCycleError:
+        return rectified_reference_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal, potential_wh)

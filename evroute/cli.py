@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policy-param", action="append", metavar="NAME=VALUE",
                    help="policy parameter, e.g. beta_scale=0.5, xi=0.5 (repeatable)")
     p.add_argument("--model-param", action="append", metavar="NAME=VALUE", help="model parameter (repeatable)")
+    p.add_argument("--env", default=None,
+                   help="environment: consistent (default: the paper's perturbation on the dissipative energy only, "
+                        "exact optimum), paper (the reference paper's), drifting (the paper's, drifting over rounds)")
     p.add_argument("--env-param", action="append", metavar="NAME=VALUE",
                    help="environment parameter, e.g. lengthscale=0.5 (repeatable)")
     p.add_argument("--horizon", type=int, default=None, help="rounds per seed (default 100)")
@@ -148,7 +151,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     base: dict[str, Any] = ExperimentConfig.from_file(args.config).to_dict() if args.config else {}
     over = {
         "network": args.network, "route": args.route, "start": args.start, "goal": args.goal, "model": args.model,
-        "policy": args.policy, "horizon": args.horizon, "env_seed": args.env_seed,
+        "policy": args.policy, "horizon": args.horizon, "env": args.env, "env_seed": args.env_seed,
         "regret_reference": args.regret_reference, "potential": args.potential, "vehicle": args.vehicle,
         "data_dir": args.data_dir, "dem": args.dem,
     }

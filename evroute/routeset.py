@@ -49,7 +49,7 @@ import numpy as np
 from evroute.bandit import RoundRecord, RouteLearner, regret_reference_route
 from evroute.bo import GPTS, IGPUCB, FiniteDomain, SquaredExponential
 from evroute.energy import travel_time_s
-from evroute.environment import EnergyEnvironment
+from evroute.environments import EnergyEnvironment
 from evroute.errors import ParameterError, UnreachableError, check_positive
 from evroute.linegraph import LineGraph, standardise
 from evroute.oracle import Route

@@ -43,6 +43,9 @@ def add_common_args(ap: argparse.ArgumentParser, *, runs: str, seeds: int = 5, h
                     help="GP model parameter (JSON value), e.g. n_inducing=250 (paper: M = 1000)")
     ap.add_argument("--potential", default="none", choices=["none", "elevation"],
                     help="index rectification of the main runs: none = the paper's Algorithm 2 (default)")
+    ap.add_argument("--env", default="paper", choices=["paper", "consistent"],
+                    help="environment: paper = the reference paper's GP environment (default, the reproductions); "
+                         "consistent = its physically consistent version (exact optimum)")
     ap.add_argument("--executor", default="process", choices=["serial", "process", "ray"])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--runs", default=runs, help="raw results folder (not committed)")
@@ -76,7 +79,7 @@ def method_config(network: str, route: str, method: str, args: argparse.Namespac
     from evroute.experiments import ExperimentConfig
 
     model, policy = method.lower().split("-")
-    return ExperimentConfig(network=network, route=route, model=model, policy=policy,
+    return ExperimentConfig(network=network, route=route, model=model, policy=policy, env=args.env,
                             policy_params=dict(policy_params or {}),
                             model_params=gp_params(args) if model == "gp" else {},
                             environment=dict(environment or {}), horizon=args.horizon,

@@ -7,7 +7,7 @@ Usage::
 
 For each network: time to build the kernel with each backend (``dense`` eigendecomposition,
 ``sparse`` LU of the precision root plus the normaliser, ``eig`` with 200 eigenpairs), the time of
-one ``K @ v`` product (sparse) and the time of one environment draw (``EnergyEnvironment.sample``,
+one ``K @ v`` product (sparse) and the time of one environment draw (``PaperEnvironment.sample``,
 ``auto`` method).  Medians over ``--repeats`` runs; backends too large for the machine are skipped
 (``dense`` above 8,000 edges).  Real networks need ``EVROUTE_DATA``.
 """
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from _bench import available_networks, machine_line
 
-from evroute.environment import EnergyEnvironment
+from evroute.environments import PaperEnvironment
 from evroute.experiments.runner import load_linegraph
 from evroute.io import atomic_write_text
 from evroute.kernels import GraphMaternKernel
@@ -55,7 +55,7 @@ def measure(net: str, repeats: int) -> dict[str, str]:
     k = GraphMaternKernel(lap, method="sparse")
     v = np.random.default_rng(0).standard_normal(n)
     r["matvec_ms"] = f"{1e3 * _median_time(lambda: k.matmul(v), max(repeats, 5)):.1f}"
-    r["env_sample"] = f"{_median_time(lambda: EnergyEnvironment.sample(lg, seed=0), repeats):.1f}"
+    r["env_sample"] = f"{_median_time(lambda: PaperEnvironment.sample(lg, seed=0), repeats):.1f}"
     return r
 
 

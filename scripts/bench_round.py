@@ -24,7 +24,7 @@ from pathlib import Path
 from _bench import available_networks, machine_line
 
 from evroute.bandit import RoutingBandit
-from evroute.environment import EnergyEnvironment
+from evroute.environments import PaperEnvironment
 from evroute.errors import EvrouteError
 from evroute.experiments.runner import load_linegraph
 from evroute.io import atomic_write_text
@@ -40,7 +40,7 @@ COMPONENTS = ["posterior_ms", "index_ms", "oracle_ms", "update_ms"]
 def bench(network: str, rounds: int, warmup: int, repeats: int, seed: int) -> dict[str, float]:
     lg = load_linegraph(network, None, None)
     route = resolve_route(lg, network, "A")
-    env = EnergyEnvironment.sample(lg, seed=seed)
+    env = PaperEnvironment.sample(lg, seed=seed)
     ref = rectified_reference_route(lg, env.true_mean_wh, env.noise_var, route.start, route.goal)
     samples: dict[str, list[float]] = {c: [] for c in COMPONENTS}
     totals: list[float] = []

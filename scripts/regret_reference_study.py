@@ -24,7 +24,7 @@ from _bench import available_networks
 
 from evroute.bandit import RoutingBandit, regret_reference_route
 from evroute.energy import elevation_potential_wh
-from evroute.environment import EnergyEnvironment
+from evroute.environments import PaperEnvironment
 from evroute.experiments.runner import load_linegraph
 from evroute.io import atomic_write_text
 from evroute.models import BayesianEdgeModel
@@ -36,7 +36,7 @@ from evroute.routes import resolve_route
 def study(network: str, seed: int, horizon: int) -> dict[str, object]:
     lg = load_linegraph(network)
     route = resolve_route(lg, network, "A")
-    env = EnergyEnvironment.sample(lg, seed=seed)
+    env = PaperEnvironment.sample(lg, seed=seed)
     pot = elevation_potential_wh(lg.network)
     f = env.true_mean_wh
     neg_cycle = has_negative_cycle(lg, f, route.start)

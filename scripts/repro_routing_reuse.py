@@ -63,7 +63,7 @@ def main() -> None:
         for meth in args.methods:
             model, policy = meth.split("-")
             cfgs[meth.upper()] = ExperimentConfig(network=network, route=route, model=model, policy=policy,
-                                                  horizon=args.horizon, seeds=tuple(seeds))
+                                                  env="paper", horizon=args.horizon, seeds=tuple(seeds))
         root = Path(args.runs) / f"{network.replace(':', '_')}-{route}"
         for name, cfg in cfgs.items():  # one method at a time: cheap methods finish first
             summary = run_sweep({name: cfg}, root, executor=args.executor, workers=args.workers)[name]

@@ -1,11 +1,12 @@
 """Time-varying routing study (issue 5, item 5): time-aware GP-TS with BOLT pruning vs static GP-TS and BI-TS.
 
-Every edge's expected energy drifts (``environment={"drift": "daily", ...}``, :mod:`evroute.environment_tv`) and
-regret is measured per round against the current optimal route.  Methods: ``GP-TV-TS`` (model ``gp-tv``: exact GP
-with a Matérn-3/2 time kernel, BOLT cap ``n*`` and integrated-W2 pruning), ``GP-TS`` (static SVGP, model ``gp``)
-and ``BI-TS`` (static independent edges).  Resumable: results go to RUNS/<network>-<route>/<METHOD>/ through the
-experiment runner (re-run the same command to continue).  Writes docs/results/tv_routing_generated.md (table with
-the command) and docs/results/tv_routing.png (regret per round and per-round model latency vs round).
+Every edge's expected energy drifts (``env="drifting"``, ``environment={"drift": "daily", ...}``,
+:mod:`evroute.environments.drifting`) and regret is measured per round against the current optimal route. Methods:
+``GP-TV-TS`` (model ``gp-tv``: exact GP with a Matérn-3/2 time kernel, BOLT cap ``n*`` and integrated-W2 pruning),
+``GP-TS`` (static SVGP, model ``gp``) and ``BI-TS`` (static independent edges). Resumable: results go to
+RUNS/<network>-<route>/<METHOD>/ through the experiment runner (re-run the same command to continue). Writes
+docs/results/tv_routing_generated.md (table with the command) and docs/results/tv_routing.png (regret per round and
+per-round model latency vs round).
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/repro_tv_routing.py
 """
@@ -35,7 +36,7 @@ def method_config(network: str, route: str, model: str, args: argparse.Namespace
     env = {"drift": "daily", "drift_period": args.period}
     params = {"time_lengthscale": args.time_lengthscale} if model == "gp-tv" else {}
     return ExperimentConfig(network=network, route=route, model=model, policy="ts", model_params=params,
-                            environment=env, horizon=args.horizon, seeds=tuple(args.seeds))
+                            env="drifting", environment=env, horizon=args.horizon, seeds=tuple(args.seeds))
 
 
 def window_means(x: np.ndarray, width: int) -> np.ndarray:

@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("gpytorch")
 
-from evroute.environment import EnergyEnvironment  # noqa: E402
+from evroute.environments import PaperEnvironment  # noqa: E402
 from evroute.kernels import matern52  # noqa: E402
 from evroute.linegraph import build_line_graph  # noqa: E402
 from evroute.models.gp_kernels import EdgeContextKernel, EdgePriorMean, GraphMaternIndexKernel  # noqa: E402
@@ -84,7 +84,7 @@ def test_edge_context_kernel_positive_definite_and_matches_numpy(lg, learn):
 
 
 def test_prior_mean_and_environment_kernel_agree(lg):
-    env = EnergyEnvironment.sample(lg, seed=1)
+    env = PaperEnvironment.sample(lg, seed=1)
     mean = EdgePriorMean(env.prior_mean_wh).double()
     x = torch.as_tensor(np.concatenate([np.arange(lg.n_nodes)[:, None], lg.contexts()], axis=1))
     np.testing.assert_allclose(mean(x).numpy(), env.prior_mean_wh)

@@ -13,7 +13,7 @@ gpytorch = pytest.importorskip("gpytorch")
 
 from evroute.bandit import RoutingBandit  # noqa: E402
 from evroute.cli import main  # noqa: E402
-from evroute.environment import EnergyEnvironment  # noqa: E402
+from evroute.environments import PaperEnvironment  # noqa: E402
 from evroute.experiments import ExperimentConfig, run_experiment  # noqa: E402
 from evroute.linegraph import build_line_graph  # noqa: E402
 from evroute.models.factory import make_model, model_names  # noqa: E402
@@ -27,7 +27,7 @@ NET = "synthetic:200:3"
 
 @pytest.fixture(scope="module")
 def env():
-    return EnergyEnvironment.sample(build_line_graph(load_network(NET)), seed=2)
+    return PaperEnvironment.sample(build_line_graph(load_network(NET)), seed=2)
 
 
 def test_gp_registered_and_prior_matches_environment(env):

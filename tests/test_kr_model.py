@@ -9,7 +9,7 @@ import pytest
 from netfixtures import grid_network
 
 from evroute.bo import NadarayaWatson, scott_bandwidth
-from evroute.environment import EnergyEnvironment
+from evroute.environments import PaperEnvironment
 from evroute.errors import DataError, ParameterError
 from evroute.linegraph import build_line_graph
 from evroute.models import BayesianEdgeModel
@@ -18,11 +18,11 @@ from evroute.models.kr import KernelRegressionEdgeModel, hop_distances
 
 
 @pytest.fixture(scope="module")
-def env() -> EnergyEnvironment:
-    return EnergyEnvironment.sample(build_line_graph(grid_network(5, 4, seed=1)), seed=3)
+def env() -> PaperEnvironment:
+    return PaperEnvironment.sample(build_line_graph(grid_network(5, 4, seed=1)), seed=3)
 
 
-def _batches(env: EnergyEnvironment, n: int, size: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
+def _batches(env: PaperEnvironment, n: int, size: int, seed: int = 0) -> list[tuple[np.ndarray, np.ndarray]]:
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):

@@ -9,7 +9,7 @@ import pytest
 from netfixtures import grid_network
 
 from evroute.bandit import RoutingBandit, regret_reference_route
-from evroute.environment import EnergyEnvironment
+from evroute.environments import PaperEnvironment
 from evroute.errors import ParameterError
 from evroute.linegraph import build_line_graph
 from evroute.models import BayesianEdgeModel
@@ -19,11 +19,11 @@ from evroute.routeset import FEATURE_NAMES, RouteSetBandit, candidate_routes, ro
 
 
 @pytest.fixture(scope="module")
-def env() -> EnergyEnvironment:
-    return EnergyEnvironment.sample(build_line_graph(grid_network(4, 4, seed=2)), seed=5)
+def env() -> PaperEnvironment:
+    return PaperEnvironment.sample(build_line_graph(grid_network(4, 4, seed=2)), seed=5)
 
 
-def _corners(env: EnergyEnvironment) -> tuple[int, int]:
+def _corners(env: PaperEnvironment) -> tuple[int, int]:
     ids = env.linegraph.network.edge_ids.tolist()
     return ids.index("0>1"), ids.index("14>15")
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from evroute.bandit import RoutingBandit
-from evroute.environment_tv import DriftConfig, DriftingEnvironment, make_environment, split_environment_params
+from evroute.environments import make_environment
+from evroute.environments.drifting import DriftConfig, DriftingEnvironment, parse_params
 from evroute.errors import ParameterError
 from evroute.experiments.config import ExperimentConfig
 from evroute.experiments.runner import load_linegraph
@@ -26,12 +27,12 @@ def lg():
 
 @pytest.fixture(scope="module")
 def env(lg):
-    return make_environment(lg, {"drift": "daily", "drift_period": 40}, seed=3)
+    return make_environment(lg, "drifting", {"drift": "daily", "drift_period": 40}, seed=3)
 
 
 def test_drift_is_seeded_smooth_and_moves(lg, env) -> None:
-    again = make_environment(lg, {"drift": "daily", "drift_period": 40}, seed=3)
-    other = make_environment(lg, {"drift": "daily", "drift_period": 40}, seed=4)
+    again = make_environment(lg, "drifting", {"drift": "daily", "drift_period": 40}, seed=3)
+    other = make_environment(lg, "drifting", {"drift": "daily", "drift_period": 40}, seed=4)
     ts = np.linspace(0.0, 80.0, 801)
     f = np.stack([env.mean_at(t) for t in ts])
     assert np.array_equal(f, np.stack([again.mean_at(t) for t in ts]))
@@ -45,15 +46,17 @@ def test_drift_is_seeded_smooth_and_moves(lg, env) -> None:
 
 
 def test_environment_params_are_validated(lg) -> None:
-    cfg, drift = split_environment_params({"drift": "slow", "drift_slow_lengthscale": 30, "noise_frac": 0.2})
+    cfg, drift = parse_params({"drift": "slow", "drift_slow_lengthscale": 30, "noise_frac": 0.2})
     assert cfg.noise_frac == 0.2 and drift == DriftConfig(kind="slow", slow_lengthscale=30.0)
-    assert split_environment_params({})[1] is None
-    for bad in ({"drift": "weekly"}, {"drift": "daily", "drift_colour": 1}, {"drift_period": 5},
+    assert parse_params({})[1] == DriftConfig(kind="daily")
+    for bad in ({"drift": "weekly"}, {"drift": "none"}, {"drift": "daily", "drift_colour": 1},
                 {"drift": "daily", "drift_period": -1}):
         with pytest.raises(ParameterError):
-            split_environment_params(bad)
-    cfg = ExperimentConfig(network=NET, environment={"drift": "daily"}, model="gp-tv")
-    assert cfg.env_config().noise_frac == 0.1
+            parse_params(bad)
+    with pytest.raises(ParameterError):  # drift keys belong to the drifting environment
+        ExperimentConfig(network=NET, env="paper", environment={"drift": "daily"})
+    cfg = ExperimentConfig(network=NET, env="drifting", environment={"drift": "daily"}, model="gp-tv")
+    assert cfg.env_config()[0].noise_frac == 0.1
 
 
 def test_reference_route_follows_the_truth(lg, env) -> None:
@@ -75,7 +78,7 @@ def test_reference_route_follows_the_truth(lg, env) -> None:
 
 
 def test_static_environment_never_advances(lg) -> None:
-    static = make_environment(lg, {}, seed=3)
+    static = make_environment(lg, "paper", {}, seed=3)
     assert not isinstance(static, DriftingEnvironment) and static.advance(5) is False
 
 
@@ -123,7 +126,7 @@ def _post_at(model, t: float) -> tuple[np.ndarray, np.ndarray]:
 
 def test_time_aware_model_follows_a_change_static_misses(lg) -> None:
     """Edge energies jump from +sigma0 to -sigma0 around the prior: gp-tv follows, the static GP stays stuck."""
-    env = make_environment(lg, {}, seed=0)
+    env = make_environment(lg, "paper", {}, seed=0)
     edges = np.arange(0, 10)
     sigma0 = np.sqrt(env.prior_var)
     tv = make_model("gp-tv", env, time_lengthscale=10.0, compute_scale=0.0)

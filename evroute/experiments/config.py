@@ -7,7 +7,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from evroute.environment import EnvironmentConfig
 from evroute.errors import DataError, ParameterError
 from evroute.policies import make_policy
 
@@ -24,8 +23,11 @@ class ExperimentConfig:
         policy: ``ucb``, ``bucb``, ``ts`` or ``greedy``.
         policy_params: e.g. ``{"beta_scale": 0.5}`` or ``{"xi": 0.5, "omega": 1}``.
         model_params: model-specific parameters.
-        environment: :class:`EnvironmentConfig` fields (paper defaults when empty), plus ``drift`` and ``drift_*``
-            keys for a time-varying environment (:mod:`evroute.environment_tv`).
+        env: environment name (:mod:`evroute.environments`): ``consistent`` (default: the paper's perturbation on
+            the dissipative energy only, exact optimum), ``paper`` (the reference paper's, used by the
+            reproductions) or ``drifting`` (the paper's, drifting over rounds).
+        environment: that environment's parameters (its defaults when empty), e.g. ``{"lengthscale": 0.5}``, or
+            ``{"drift": "daily", "drift_period": 100}`` for ``drifting``.
         horizon: rounds per seed ``T``.
         seeds: one run per seed; seed ``s`` draws environment ``s`` (unless ``env_seed`` is fixed) and
             seeds the policy and the feedback noise.
@@ -47,6 +49,7 @@ class ExperimentConfig:
     policy: str = "ts"
     policy_params: dict[str, float] = field(default_factory=dict)
     model_params: dict[str, Any] = field(default_factory=dict)
+    env: str = "consistent"
     environment: dict[str, Any] = field(default_factory=dict)
     horizon: int = 100
     seeds: tuple[int, ...] = (0,)
@@ -75,11 +78,11 @@ class ExperimentConfig:
         """Short method label, e.g. ``BI-TS``."""
         return f"{self.model.upper()}-{self.policy.upper()}"
 
-    def env_config(self) -> EnvironmentConfig:
-        """The static part of :attr:`environment` (validates the drift keys too)."""
-        from evroute.environment_tv import split_environment_params
+    def env_config(self) -> Any:
+        """The environment's config object (validates :attr:`env` and :attr:`environment`)."""
+        from evroute.environments import check_environment
 
-        return split_environment_params(self.environment)[0]
+        return check_environment(self.env, self.environment)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -35,7 +35,7 @@ import numpy as np
 
 from evroute.bandit import RoundRecord, RoutingBandit
 from evroute.energy import VehicleProfile, elevation_potential_wh
-from evroute.environment import EnergyEnvironment
+from evroute.environments import EnergyEnvironment
 from evroute.errors import DataError, ParameterError
 from evroute.experiments.config import ExperimentConfig
 from evroute.io import atomic_pickle, atomic_write_json, atomic_write_text
@@ -69,15 +69,15 @@ def build_problem(cfg: ExperimentConfig, seed: int) -> Problem:
     lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem)
     route = resolve_route(lg, cfg.network, cfg.route, cfg.start, cfg.goal)
     env_seed = seed if cfg.env_seed is None else cfg.env_seed
-    env = _environment(lg, cfg.vehicle, json.dumps(cfg.environment, sort_keys=True), env_seed)
+    env = _environment(lg, cfg.vehicle, cfg.env, json.dumps(cfg.environment, sort_keys=True), env_seed)
     return Problem(lg, env, route)
 
 
 @functools.lru_cache(maxsize=8)
-def _environment(lg: LineGraph, vehicle: str, env_json: str, seed: int) -> EnergyEnvironment:
-    from evroute.environment_tv import make_environment
+def _environment(lg: LineGraph, vehicle: str, name: str, env_json: str, seed: int) -> EnergyEnvironment:
+    from evroute.environments import make_environment
 
-    return make_environment(lg, json.loads(env_json), vehicle=VehicleProfile.load(vehicle), seed=seed)
+    return make_environment(lg, name, json.loads(env_json), vehicle=VehicleProfile.load(vehicle), seed=seed)
 
 
 def validate(cfg: ExperimentConfig) -> RouteSpec:
@@ -196,6 +196,8 @@ def prepare_output(cfg: ExperimentConfig, out_dir: str | Path, *, overwrite: boo
             raise DataError(f"{cfg_path} is corrupt; remove the directory or pass --overwrite") from None
         old.setdefault("potential", "none")  # folders written before the option existed used Algorithm 2 as is
         old.setdefault("regret_reference", "auto")
+        # folders written before environments were named used the paper's (drifting when drift keys were given)
+        old.setdefault("env", "drifting" if "drift" in old.get("environment", {}) else "paper")
         if old != json.loads(json.dumps(cfg.to_dict())):
             raise ParameterError(f"results directory {out} holds a different experiment; use another --out")
         return out

@@ -15,7 +15,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from evroute.environment import EnergyEnvironment
+from evroute.environments import EnergyEnvironment
 from evroute.errors import ParameterError
 from evroute.models.base import EdgeModel
 

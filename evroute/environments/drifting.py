@@ -1,9 +1,9 @@
 """Time-varying energy environment: every edge's expected energy drifts over rounds (issue 5, item 5).
 
 The static environment draws ``f_0 = E_det + sigma0 g_0`` with ``g_0`` one draw of the paper's GP perturbation
-(:func:`evroute.environment.sample_prior_function`).  The drifting environment adds ``C`` further independent draws
-``g_1 .. g_C`` of the same perturbation (so each component is smooth and correlated over the graph exactly like the
-static one), weighted by smooth temporal coefficients:
+(:func:`evroute.environments.paper.sample_prior_function`). The drifting environment adds ``C`` further independent
+draws ``g_1 .. g_C`` of the same perturbation (so each component is smooth and correlated over the graph exactly
+like the static one), weighted by smooth temporal coefficients:
 
     f(e, t) = f_0(e) + sigma0 [ a_d (g_1(e) sin(2 pi t / P + phi) + g_2(e) cos(2 pi t / P + phi))
                                 + a_s sum_{k=1}^{K} g_{2+k}(e) c_k(t) ]
@@ -15,11 +15,11 @@ static one), weighted by smooth temporal coefficients:
   squared-exponential covariance of lengthscale ``L`` rounds, represented exactly enough by ``n_features`` random
   Fourier features so that it is defined (and infinitely smooth) at every real ``t``.
 
-Time ``t`` is the round index (one round = one time unit); all draws are seeded.  Configured through the experiment's
-``environment`` dict: ``drift`` (``"none"``: static, ``"daily"``: cycle + drift, ``"slow"``: drift only) and the
-``drift_*`` keys of :class:`DriftConfig` (without the prefix there), e.g.
-``{"drift": "daily", "drift_period": 100, "drift_daily_amplitude": 1.0}``; every other key is an
-:class:`~evroute.environment.EnvironmentConfig` field.
+Time ``t`` is the round index (one round = one time unit); all draws are seeded.  Registered as environment
+``drifting`` (``--env drifting``) and configured through the experiment's ``environment`` dict: ``drift``
+(``"daily"``, the default: cycle + drift, ``"slow"``: drift only) and the ``drift_*`` keys of :class:`DriftConfig`
+(without the prefix there), e.g. ``{"drift": "daily", "drift_period": 100, "drift_daily_amplitude": 1.0}``; every
+other key is an :class:`~evroute.environments.paper.EnvironmentConfig` field.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 
 from evroute.energy import VehicleProfile
-from evroute.environment import EnergyEnvironment, EnvironmentConfig, sample_prior_function
+from evroute.environments.paper import EnvironmentConfig, PaperEnvironment, sample_prior_function
 from evroute.errors import ParameterError, check_positive
 from evroute.linegraph import LineGraph
 
-__all__ = ["DRIFT_KINDS", "DriftConfig", "DriftingEnvironment", "make_environment", "split_environment_params"]
+__all__ = ["DRIFT_KINDS", "DriftConfig", "DriftingEnvironment", "build", "parse_params"]
 
-DRIFT_KINDS: tuple[str, ...] = ("none", "daily", "slow")
+DRIFT_KINDS: tuple[str, ...] = ("daily", "slow")
 
 
 @dataclass(frozen=True)
@@ -52,7 +52,7 @@ class DriftConfig:
     n_features: int = 64  # random Fourier features per slow coefficient
 
     def __post_init__(self) -> None:
-        if self.kind not in DRIFT_KINDS[1:]:
+        if self.kind not in DRIFT_KINDS:
             raise ParameterError(f"drift must be one of {', '.join(DRIFT_KINDS)}, got {self.kind!r}")
         check_positive("drift_period", self.period)
         check_positive("drift_daily_amplitude", self.daily_amplitude, allow_zero=True)
@@ -66,36 +66,37 @@ class DriftConfig:
         return asdict(self)
 
 
-def split_environment_params(params: dict[str, Any]) -> tuple[EnvironmentConfig, DriftConfig | None]:
-    """Split an experiment's ``environment`` dict into the static config and the drift (``None``: static)."""
+def parse_params(params: dict[str, Any]) -> tuple[EnvironmentConfig, DriftConfig]:
+    """Split an experiment's ``environment`` dict into the static (paper) config and the drift."""
+    from evroute.environments.paper import parse_params as parse_static
+
     base = {k: v for k, v in params.items() if k != "drift" and not k.startswith("drift_")}
     drift = {k[len("drift_"):]: v for k, v in params.items() if k.startswith("drift_")}
-    kind = str(params.get("drift", "none")).lower()
+    kind = str(params.get("drift", "daily")).lower()
     if kind not in DRIFT_KINDS:
         raise ParameterError(f"drift must be one of {', '.join(DRIFT_KINDS)}, got {kind!r}")
-    try:
-        cfg = EnvironmentConfig(**base)
-    except TypeError:
-        raise ParameterError(f"unknown environment parameters: {sorted(base)}") from None
-    if kind == "none":
-        if drift:
-            raise ParameterError(f"drift parameters {sorted(drift)} given without drift=daily or drift=slow")
-        return cfg, None
+    cfg = parse_static(base)
     known = {f.name for f in fields(DriftConfig)} - {"kind"}
     if set(drift) - known:
         raise ParameterError(f"unknown drift parameters: {sorted('drift_' + k for k in set(drift) - known)}")
     ints = {"n_slow", "n_features"}
-    return cfg, DriftConfig(kind=kind, **{k: int(v) if k in ints else float(v) for k, v in drift.items()})
+    try:
+        return cfg, DriftConfig(kind=kind, **{k: int(v) if k in ints else float(v) for k, v in drift.items()})
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"invalid drift parameter: {exc}") from None
 
 
-class DriftingEnvironment(EnergyEnvironment):
-    """An :class:`EnergyEnvironment` whose ``true_mean_wh`` is ``f(., t)`` of the round set by :meth:`advance`.
+class DriftingEnvironment(PaperEnvironment):
+    """A :class:`~evroute.environments.paper.PaperEnvironment` whose ``true_mean_wh`` is ``f(., t)`` of the round
+    set by :meth:`advance`.
 
     Attributes (besides the base class's):
         base_mean_wh: ``(E,)`` static part ``f_0`` (Wh).
         components_wh: ``(C, E)`` spatial components ``sigma0 g_c`` (Wh), ``C = 2 + K`` (daily) or ``K`` (slow).
         drift: the :class:`DriftConfig`.
     """
+
+    name = "drifting"
 
     def __init__(self, linegraph: LineGraph, prior_mean_wh: np.ndarray, base_mean_wh: np.ndarray,
                  components_wh: np.ndarray, prior_var: float, noise_var: float, config: EnvironmentConfig,
@@ -112,6 +113,10 @@ class DriftingEnvironment(EnergyEnvironment):
         self._weights = rng.standard_normal((k, j))
         self.time: float | None = None
         self.advance(0)
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), **{f"drift_{k}" if k != "kind" else "drift": v
+                                         for k, v in self.drift.to_dict().items()}}
 
     def coefficients(self, t: float) -> np.ndarray:
         """``(C,)`` temporal coefficients at round ``t`` (units of ``sigma0``)."""
@@ -139,7 +144,7 @@ class DriftingEnvironment(EnergyEnvironment):
     def sample_drifting(cls, linegraph: LineGraph, drift: DriftConfig, *, vehicle: VehicleProfile | None = None,
                         config: EnvironmentConfig | None = None, seed: int = 0) -> DriftingEnvironment:
         """Draw a drifting environment: the static one of ``seed`` plus seeded drift components."""
-        static = EnergyEnvironment.sample(linegraph, vehicle=vehicle, config=config, seed=seed)
+        static = PaperEnvironment.sample(linegraph, vehicle=vehicle, config=config, seed=seed)
         cfg = static.config
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x7D1F7]))
         n_comp = int(drift.n_slow) + (2 if drift.kind == "daily" else 0)
@@ -150,10 +155,8 @@ class DriftingEnvironment(EnergyEnvironment):
                    cfg, drift, rng)
 
 
-def make_environment(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,
-                     seed: int = 0) -> EnergyEnvironment:
-    """Static or drifting environment from an experiment's ``environment`` dict (see the module doc)."""
-    cfg, drift = split_environment_params(params)
-    if drift is None:
-        return EnergyEnvironment.sample(linegraph, vehicle=vehicle, config=cfg, seed=seed)
+def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,
+          seed: int = 0) -> DriftingEnvironment:
+    """Registry entry: the drifting environment of ``seed`` with the parameters ``params`` (see the module doc)."""
+    cfg, drift = parse_params(params)
     return DriftingEnvironment.sample_drifting(linegraph, drift, vehicle=vehicle, config=cfg, seed=seed)

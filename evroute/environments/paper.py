@@ -24,11 +24,13 @@ Sampling backends (``method``):
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 import numpy as np
 
 from evroute.energy import VehicleProfile, network_energy_wh
+from evroute.environments.base import EnergyEnvironment
 from evroute.errors import ParameterError, check_positive
 from evroute.kernels import GraphMaternKernel, matern52, matern_rff
 from evroute.linegraph import LineGraph
@@ -61,53 +63,15 @@ class EnvironmentConfig:
         return asdict(self)
 
 
-class EnergyEnvironment:
-    """True expected edge energies and noisy semi-bandit feedback.
+class PaperEnvironment(EnergyEnvironment):
+    """The paper's environment: ``true_mean_wh`` is one draw ``E_det + sigma0 g`` of the GP above (static).
 
-    Attributes:
-        linegraph: the line graph the environment lives on.
-        prior_mean_wh: ``(E,)`` physics energy ``E_det`` (Wh), the models' prior mean.
-        true_mean_wh: ``(E,)`` true expected energy ``f`` (Wh).
-        prior_var: ``sigma0^2`` (Wh^2), average prior variance of ``f``.
-        noise_var: observation-noise variance (Wh^2).
+    Its energies can be negative on flat and downhill roads, and on real maps negative-energy cycles are reachable
+    (then :meth:`optimal_route` raises :class:`~evroute.errors.NegativeCycleError`; the bandit falls back to the best
+    known route, see :func:`evroute.bandit.regret_reference_route`).
     """
 
-    def __init__(
-        self,
-        linegraph: LineGraph,
-        prior_mean_wh: np.ndarray,
-        true_mean_wh: np.ndarray,
-        prior_var: float,
-        noise_var: float,
-        config: EnvironmentConfig | None = None,
-    ) -> None:
-        self.linegraph = linegraph
-        self.prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64)
-        self.true_mean_wh = np.asarray(true_mean_wh, dtype=np.float64)
-        self.prior_var = float(prior_var)
-        self.noise_var = float(noise_var)
-        self.config = config or EnvironmentConfig()
-
-    @property
-    def n_edges(self) -> int:
-        return len(self.true_mean_wh)
-
-    def observe(self, edges: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Noisy energies (Wh) of the driven ``edges`` (semi-bandit feedback), shape ``(len(edges),)``."""
-        edges = np.asarray(edges, dtype=np.int64)
-        return self.true_mean_wh[edges] + np.sqrt(self.noise_var) * rng.standard_normal(len(edges))
-
-    def advance(self, t: float) -> bool:
-        """Move the truth to round ``t``; returns whether ``true_mean_wh`` changed (never: static environment).
-
-        Drifting environments (:mod:`evroute.environment_tv`) override this; the bandit calls it every round and
-        recomputes its regret reference when it returns ``True``.
-        """
-        return False
-
-    def expected_energy(self, edges: np.ndarray) -> float:
-        """True expected energy (Wh) of a route given as edge indices."""
-        return float(self.true_mean_wh[np.asarray(edges, dtype=np.int64)].sum())
+    name = "paper"
 
     @classmethod
     def sample(
@@ -117,7 +81,7 @@ class EnergyEnvironment:
         vehicle: VehicleProfile | None = None,
         config: EnvironmentConfig | None = None,
         seed: int = 0,
-    ) -> EnergyEnvironment:
+    ) -> PaperEnvironment:
         """Draw an environment on ``linegraph`` (deterministic given ``seed``)."""
         cfg = config or EnvironmentConfig()
         e_det = network_energy_wh(linegraph.network, vehicle)
@@ -129,8 +93,35 @@ class EnergyEnvironment:
         return cls(linegraph, e_det, f, prior_var, noise_var, cfg)
 
 
+def parse_params(params: dict[str, Any]) -> EnvironmentConfig:
+    """:class:`EnvironmentConfig` from an experiment's ``environment`` dict (:class:`ParameterError` if invalid)."""
+    known = {f.name for f in fields(EnvironmentConfig)}
+    if set(params) - known:
+        raise ParameterError(f"unknown parameters of the paper environment: {sorted(set(params) - known)} "
+                             f"(known: {', '.join(sorted(known))})")
+    return EnvironmentConfig(**params)
+
+
+def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,
+          seed: int = 0) -> PaperEnvironment:
+    """Registry entry: the paper environment of ``seed`` with the parameters ``params``."""
+    return PaperEnvironment.sample(linegraph, vehicle=vehicle, config=parse_params(params), seed=seed)
+
+
 def sample_prior_function(linegraph: LineGraph, cfg: EnvironmentConfig, rng: np.random.Generator) -> np.ndarray:
     """One ``(E,)`` draw from ``GP(0, w k_G k_f + (1 - w) k_f')`` (unit average variance)."""
+    return sample_prior_function_and_variance(linegraph, cfg, rng)[0]
+
+
+def sample_prior_function_and_variance(linegraph: LineGraph, cfg: EnvironmentConfig,
+                                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """One ``(E,)`` draw of :func:`sample_prior_function` and the ``(E,)`` prior variance of each of its entries.
+
+    The variances are exact for ``method="dense"``; for ``"sparse"`` they are the variances of the random-feature
+    construction given its features, with the graph kernel's diagonal estimated from the draw's own graph samples
+    (``n_features`` samples per edge, relative error about ``sqrt(2 / n_features)``).  Same random stream as
+    :func:`sample_prior_function`: the draw is the same for the same ``rng`` state.
+    """
     n = linegraph.n_nodes
     x = linegraph.contexts()
     method = cfg.method if cfg.method != "auto" else ("dense" if n <= cfg.dense_max else "sparse")
@@ -144,24 +135,28 @@ def sample_prior_function(linegraph: LineGraph, cfg: EnvironmentConfig, rng: np.
         kg /= np.mean(np.diag(kg))  # exact unit average variance
         kf = matern52(x, lengthscale=cfg.lengthscale)
         cov = w * kg * kf + (1.0 - w) * kf
-        return _cholesky(cov) @ rng.standard_normal(n)
+        return _cholesky(cov) @ rng.standard_normal(n), np.diag(cov).copy()
     # unnormalised graph kernel: the draws g_j themselves estimate its average variance (n * D terms)
     graph = GraphMaternKernel(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method,
                               normalise=False)
     f = np.zeros(n)
+    var = np.zeros(n)
     if w > 0:
         phi = matern_rff(x, cfg.n_features, rng, cfg.lengthscale)
         block = 64
-        sum_sq = 0.0
+        g_sq = np.zeros(n)
         for j in range(0, cfg.n_features, block):
             g = graph.sample(min(block, cfg.n_features - j), rng)
-            sum_sq += float(np.einsum("ij,ij->", g, g))
+            g_sq += np.einsum("ij,ij->i", g, g)
             f += np.einsum("ij,ij->i", phi[:, j : j + block], g)
-        f *= np.sqrt(w / (sum_sq / (n * cfg.n_features)))
+        scale = w / (float(g_sq.sum()) / (n * cfg.n_features))
+        f *= np.sqrt(scale)
+        var += scale * (g_sq / cfg.n_features) * np.einsum("ij,ij->i", phi, phi)
     if w < 1:
         phi2 = matern_rff(x, cfg.n_features, rng, cfg.lengthscale)
         f += np.sqrt(1.0 - w) * (phi2 @ rng.standard_normal(cfg.n_features))
-    return f
+        var += (1.0 - w) * np.einsum("ij,ij->i", phi2, phi2)
+    return f, var
 
 
 def _cholesky(cov: np.ndarray) -> np.ndarray:

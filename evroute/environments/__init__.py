@@ -1,0 +1,81 @@
+"""Environments: the truth a route learner is scored against (true edge energies, feedback, exact optimum).
+
+Every environment is a :class:`EnergyEnvironment` (truth, :meth:`~EnergyEnvironment.observe`,
+:meth:`~EnergyEnvironment.advance`, :meth:`~EnergyEnvironment.optimal_route`) and lives in one module of this
+package that defines ``parse_params(params) -> config`` (validation, no sampling) and
+``build(linegraph, params, *, vehicle, seed) -> EnergyEnvironment``.  The registry maps names to those modules:
+
+* ``consistent`` (default of ``evroute run``): the paper's GP perturbation applied, log-normally, to the
+  dissipative part of the energy only; no negative reduced cost, exact optimum by one Dijkstra
+  (:mod:`evroute.environments.consistent`);
+* ``paper``: the reference paper's environment, ``E_det`` plus a Gaussian process draw (the reproductions use it;
+  :mod:`evroute.environments.paper`);
+* ``drifting``: the paper's environment whose energies drift over rounds (:mod:`evroute.environments.drifting`).
+
+A new environment is one module plus one line in :data:`ENVIRONMENTS` (or :func:`register_environment`).
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+from evroute.energy import VehicleProfile
+from evroute.environments.base import EnergyEnvironment
+from evroute.environments.consistent import ConsistentConfig, ConsistentEnvironment
+from evroute.environments.paper import EnvironmentConfig, PaperEnvironment, sample_prior_function
+from evroute.errors import ParameterError
+from evroute.linegraph import LineGraph
+
+#: environment name -> module defining ``parse_params`` and ``build``
+ENVIRONMENTS: dict[str, str] = {
+    "consistent": "evroute.environments.consistent",
+    "paper": "evroute.environments.paper",
+    "drifting": "evroute.environments.drifting",
+}
+#: environment of ``evroute run`` when none is named
+DEFAULT_ENVIRONMENT = "consistent"
+
+
+def register_environment(name: str, module: str) -> None:
+    """Register the module ``module`` (dotted path; it defines ``parse_params`` and ``build``) as ``name``."""
+    ENVIRONMENTS[name.lower()] = module
+
+
+def environment_names() -> list[str]:
+    return sorted(ENVIRONMENTS)
+
+
+def _module(name: str) -> ModuleType:
+    key = str(name).lower()
+    if key not in ENVIRONMENTS:
+        raise ParameterError(f"unknown environment {name!r} (choose from {', '.join(environment_names())})")
+    return importlib.import_module(ENVIRONMENTS[key])
+
+
+def check_environment(name: str, params: dict[str, Any]) -> Any:
+    """Validate ``params`` for environment ``name`` without sampling; returns its config object."""
+    return _module(name).parse_params(dict(params))
+
+
+def make_environment(linegraph: LineGraph, name: str = DEFAULT_ENVIRONMENT, params: dict[str, Any] | None = None, *,
+                     vehicle: VehicleProfile | None = None, seed: int = 0) -> EnergyEnvironment:
+    """Environment ``name`` on ``linegraph`` with ``params`` (deterministic given ``seed``)."""
+    return _module(name).build(linegraph, dict(params or {}), vehicle=vehicle, seed=seed)
+
+
+__all__ = [
+    "DEFAULT_ENVIRONMENT",
+    "ENVIRONMENTS",
+    "ConsistentConfig",
+    "ConsistentEnvironment",
+    "EnergyEnvironment",
+    "EnvironmentConfig",
+    "PaperEnvironment",
+    "check_environment",
+    "environment_names",
+    "make_environment",
+    "register_environment",
+    "sample_prior_function",
+]

@@ -1,0 +1,83 @@
+"""The interface every environment implements: truth, feedback, time and the exact optimum.
+
+An environment holds the TRUE expected energy of every road edge (``true_mean_wh``, Wh, the "truth" of the
+current round), returns noisy semi-bandit feedback for the edges a route drives (:meth:`observe`), moves its truth
+to a round (:meth:`advance`, a no-op for static environments) and knows the best route between two edges
+(:meth:`optimal_route`: exact, or :class:`~evroute.errors.NegativeCycleError` when no exact optimum is defined).
+It also hands the edge models their prior: ``prior_mean_wh`` (the physics energy ``E_det``), ``prior_var`` and
+``noise_var``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from evroute.linegraph import LineGraph
+from evroute.oracle import Route
+
+
+class EnergyEnvironment:
+    """True expected edge energies and noisy semi-bandit feedback (the base class of every environment).
+
+    Attributes:
+        linegraph: the line graph the environment lives on.
+        prior_mean_wh: ``(E,)`` physics energy ``E_det`` (Wh), the models' prior mean.
+        true_mean_wh: ``(E,)`` true expected energy ``f`` (Wh) of the current round.
+        prior_var: ``sigma0^2`` (Wh^2), average prior variance of ``f``.
+        noise_var: observation-noise variance (Wh^2).
+        config: the environment's parameters (an object with ``to_dict()``).
+    """
+
+    #: registry name of the environment (``evroute.environments.make_environment``)
+    name: str = "base"
+
+    def __init__(self, linegraph: LineGraph, prior_mean_wh: np.ndarray, true_mean_wh: np.ndarray, prior_var: float,
+                 noise_var: float, config: Any = None) -> None:
+        self.linegraph = linegraph
+        self.prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64)
+        self.true_mean_wh = np.asarray(true_mean_wh, dtype=np.float64)
+        self.prior_var = float(prior_var)
+        self.noise_var = float(noise_var)
+        self.config = config
+
+    @property
+    def n_edges(self) -> int:
+        return len(self.true_mean_wh)
+
+    def truth(self) -> np.ndarray:
+        """``(E,)`` true expected energies (Wh) of the current round."""
+        return self.true_mean_wh
+
+    def observe(self, edges: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Noisy energies (Wh) of the driven ``edges`` (semi-bandit feedback), shape ``(len(edges),)``."""
+        edges = np.asarray(edges, dtype=np.int64)
+        return self.true_mean_wh[edges] + np.sqrt(self.noise_var) * rng.standard_normal(len(edges))
+
+    def advance(self, t: float) -> bool:
+        """Move the truth to round ``t``; returns whether ``true_mean_wh`` changed (static: never).
+
+        The bandit calls it every round and recomputes its regret reference when it returns ``True``.
+        """
+        return False
+
+    def expected_energy(self, edges: np.ndarray) -> float:
+        """True expected energy (Wh) of a route given as edge indices."""
+        return float(self.true_mean_wh[np.asarray(edges, dtype=np.int64)].sum())
+
+    def optimal_route(self, start: int, goal: int) -> Route:
+        """The exact minimum-energy route from ``start`` to ``goal`` under the current truth.
+
+        Default: Dijkstra when every energy is non-negative, else Johnson's algorithm.
+
+        Raises:
+            NegativeCycleError: a negative-energy cycle is reachable from ``start`` (no exact optimum is defined).
+        """
+        from evroute.oracle import optimal_route
+
+        return optimal_route(self.linegraph, self.true_mean_wh, start, goal, on_negative_cycle="raise")
+
+    def describe(self) -> dict[str, Any]:
+        """Name and parameters, for results metadata."""
+        return {"name": self.name, **(self.config.to_dict() if self.config is not None else {})}

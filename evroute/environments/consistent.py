@@ -1,0 +1,144 @@
+"""A physically consistent version of the paper's environment: no edge can have a negative reduced cost.
+
+The paper perturbs every edge's energy by a Gaussian ``sigma0 g_e`` (:mod:`evroute.environments.paper`).  That
+can make a flat edge's energy negative and creates negative-energy cycles, so a car could gain energy by circling
+and the best route is NP-hard.  Here only the DISSIPATIVE part of the energy is perturbed.  With the elevation
+potential ``p_e = m g eta- dz_e / 3600`` (:func:`evroute.energy.elevation_potential_wh`) every physics energy splits
+into ``E_det(e) = p_e + r_e``, with the reduced cost ``r_e >= 0`` (the losses and resistances).  The environment
+draws the same Gaussian field ``g`` as the paper's environment of the same seed (same kernel, same random stream)
+and turns it into a log-normal multiplier of the reduced cost:
+
+    r_e = r_det(e) exp(s_e z_e - s_e^2 / 2),   z_e = g_e / sqrt(v_e),   f_e = p_e + r_e,
+
+with ``v_e`` the prior variance of ``g_e``.  Then
+
+* ``E[f_e] = E_det(e)``: the paper's mean (``E[exp(s z - s^2/2)] = 1``);
+* ``Var f_e = r_det(e)^2 (exp(s_e^2) - 1) = min(sigma0^2 v_e, (max_cv r_det(e))^2)``: the paper's variance
+  ``sigma0^2 v_e`` wherever it is compatible with a non-negative reduced cost whose coefficient of variation is at
+  most ``max_cv`` (default 1), smaller on edges whose dissipative energy is small against ``sigma0``;
+* ``corr(f_i, f_j) = (exp(s_i s_j rho_ij) - 1) / sqrt((exp(s_i^2) - 1)(exp(s_j^2) - 1))`` for the paper's
+  correlation ``rho_ij`` (a Gaussian copula: the rank correlation is the paper's exactly, the linear one is close
+  to it for small ``s``);
+* every reduced cost ``f_e - p_e = r_e >= 0``, so no cycle has negative energy (the potential telescopes around a
+  cycle) and the exact minimum-energy route is ONE Dijkstra on the reduced costs (:meth:`optimal_route`).
+
+The measured deviation from the paper's GP (mean, variance, correlation) is in ``docs/regret.md``.  Feedback, the
+prior variance handed to the models and the noise are the paper's (``sigma0 = 0.25 sigma_det``,
+``noise = 0.1 sigma_det``, ``sigma_det`` the spread of ``E_det``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from evroute.energy import VehicleProfile, elevation_potential_wh, network_energy_wh
+from evroute.environments.base import EnergyEnvironment
+from evroute.environments.paper import EnvironmentConfig, sample_prior_function_and_variance
+from evroute.errors import ParameterError, check_positive
+from evroute.linegraph import LineGraph
+from evroute.oracle import Route, RouteOracle, route_cost
+
+
+@dataclass(frozen=True)
+class ConsistentConfig(EnvironmentConfig):
+    """The paper's parameters (:class:`EnvironmentConfig`) plus the cap on the reduced costs' variation."""
+
+    max_cv: float = 1.0  # cap on the coefficient of variation (std / mean) of every edge's reduced cost
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("max_cv", self.max_cv, allow_zero=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class ConsistentEnvironment(EnergyEnvironment):
+    """Static environment with non-negative reduced costs ``f - potential`` (see the module docstring).
+
+    Attributes (besides the base class's):
+        potential_wh: ``(E,)`` elevation potential difference ``p_e`` of each edge (Wh).
+        reduced_wh: ``(E,)`` true reduced costs ``r_e = f_e - p_e >= 0`` (Wh).
+    """
+
+    name = "consistent"
+
+    def __init__(self, linegraph: LineGraph, prior_mean_wh: np.ndarray, true_mean_wh: np.ndarray, prior_var: float,
+                 noise_var: float, config: ConsistentConfig, potential_wh: np.ndarray) -> None:
+        super().__init__(linegraph, prior_mean_wh, true_mean_wh, prior_var, noise_var, config)
+        self.potential_wh = np.asarray(potential_wh, dtype=np.float64)
+        self.reduced_wh = np.maximum(self.true_mean_wh - self.potential_wh, 0.0)
+
+    @classmethod
+    def sample(cls, linegraph: LineGraph, *, vehicle: VehicleProfile | None = None,
+               config: ConsistentConfig | None = None, seed: int = 0) -> ConsistentEnvironment:
+        """Draw the environment of ``seed`` (the log-normal image of the paper environment's draw of ``seed``)."""
+        cfg = config or ConsistentConfig()
+        net = linegraph.network
+        e_det = network_energy_wh(net, vehicle)
+        pot = elevation_potential_wh(net, vehicle)
+        r_det = np.maximum(e_det - pot, 0.0)  # >= 0 up to rounding for a consistent network (checked at load)
+        sigma_det2 = float(e_det.var())
+        prior_var = cfg.outputscale_frac**2 * sigma_det2
+        noise_var = cfg.noise_frac**2 * sigma_det2
+        if prior_var > 0:
+            g, v = sample_prior_function_and_variance(linegraph, cfg, np.random.default_rng(seed))
+            f = pot + lognormal_reduced_costs(r_det, g, v, np.sqrt(prior_var), cfg.max_cv)
+        else:
+            f = e_det.copy()
+        return cls(linegraph, e_det, f, prior_var, noise_var, cfg, pot)
+
+    def optimal_route(self, start: int, goal: int) -> Route:
+        """The exact minimum-energy route: Dijkstra on the reduced costs; ``cost`` is its true energy (Wh).
+
+        Exact because the potential telescopes along every route: consecutive edges share the elevation of their
+        junction.  On a network where they do not (checked once), Johnson's algorithm on the energies is used.
+        """
+        if not potential_telescopes(self.linegraph):
+            return super().optimal_route(start, goal)
+        r = RouteOracle(self.linegraph).shortest_route(self.reduced_wh, start, goal)
+        return Route(r.edges, route_cost(self.true_mean_wh, r.edges), "dijkstra-reduced")
+
+
+def potential_telescopes(linegraph: LineGraph, tol_m: float = 1e-6) -> bool:
+    """Whether every turn ``e1 -> e2`` has ``z_to(e1) == z_from(e2)`` (the elevation potential is a node potential)."""
+    net = linegraph.network
+    t = linegraph.turns
+    return bool(len(t) == 0 or np.max(np.abs(net.z_to_m[t[:, 0]] - net.z_from_m[t[:, 1]])) <= tol_m)
+
+
+def lognormal_reduced_costs(r_det: np.ndarray, g: np.ndarray, var: np.ndarray, sigma0: float,
+                            max_cv: float) -> np.ndarray:
+    """``(E,)`` reduced costs ``r_det exp(s z - s^2 / 2)`` with ``z = g / sqrt(var)`` and the ``s`` of the module doc.
+
+    Args:
+        r_det: ``(E,)`` physics reduced costs (Wh, >= 0), the mean of the result.
+        g: ``(E,)`` Gaussian draw; ``var``: ``(E,)`` its prior variances.
+        sigma0: target standard deviation per unit of ``var`` (Wh); ``max_cv``: cap on std / mean.
+    """
+    r_det = np.asarray(r_det, dtype=np.float64)
+    v = np.maximum(np.asarray(var, dtype=np.float64), 1e-12)
+    z = np.asarray(g, dtype=np.float64) / np.sqrt(v)
+    target_sd = np.minimum(sigma0 * np.sqrt(v), max_cv * r_det)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cv = np.where(r_det > 0, target_sd / r_det, 0.0)
+    s = np.sqrt(np.log1p(cv**2))
+    return r_det * np.exp(s * z - 0.5 * s**2)
+
+
+def parse_params(params: dict[str, Any]) -> ConsistentConfig:
+    """:class:`ConsistentConfig` from an experiment's ``environment`` dict (:class:`ParameterError` if invalid)."""
+    known = {f.name for f in fields(ConsistentConfig)}
+    if set(params) - known:
+        raise ParameterError(f"unknown parameters of the consistent environment: {sorted(set(params) - known)} "
+                             f"(known: {', '.join(sorted(known))})")
+    return ConsistentConfig(**params)
+
+
+def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,
+          seed: int = 0) -> ConsistentEnvironment:
+    """Registry entry: the consistent environment of ``seed`` with the parameters ``params``."""
+    return ConsistentEnvironment.sample(linegraph, vehicle=vehicle, config=parse_params(params), seed=seed)
