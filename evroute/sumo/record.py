@@ -6,8 +6,9 @@ Every vehicle of SUMO's default type is the EV of the vehicle profile with a bat
 
 * ``"output"`` (default): ``sumo`` writes ``--battery-output`` as Parquet (columnar, written by SUMO's C++),
   read with pandas;
-* ``"libsumo"``: SUMO as a library, stepped from Python, reading each battery vehicle's lane and electricity
-  consumption through subscriptions.
+* ``"libsumo"``: SUMO as a library, stepped from Python, reading each battery vehicle's lane and its battery's
+  charge (``device.battery.chargeLevel``, 0.01 Wh resolution, differenced per step: the net energy drawn) through
+  subscriptions.
 
 ``scripts/bench_sumo_recording.py`` measures both; the Parquet output is the faster on every scenario measured
 there (numbers in ``docs/results/sumo_benchmark.md``).
@@ -32,7 +33,7 @@ import pandas as pd
 from evroute.energy import VehicleProfile
 from evroute.errors import DataError, ParameterError
 from evroute.sumo.binaries import SumoError, import_libsumo, run_sumo_program, sumo_binary
-from evroute.sumo.vehicle import ev_vtype_xml
+from evroute.sumo.vehicle import CHARGE_WH, ev_vtype_xml
 
 TRAVERSAL_COLUMNS = ("vehicle", "edge", "entry_s", "travel_s", "energy_wh")
 METHODS = ("output", "libsumo")
@@ -200,20 +201,24 @@ def _steps_from_libsumo(args: list[str], step_length: float, end: float | None) 
     vehs: list[str] = []
     lanes: list[str] = []
     energy: list[float] = []
-    var_lane, var_el = tc.VAR_LANE_ID, tc.VAR_ELECTRICITYCONSUMPTION
+    last: dict[str, float] = {}
+    var_lane, key = tc.VAR_LANE_ID, "device.battery.chargeLevel"
     try:
         stop = np.inf if end is None else end
         while ls.simulation.getMinExpectedNumber() > 0 and ls.simulation.getTime() < stop:
             ls.simulationStep()
             for vid in ls.simulation.getDepartedIDList():
                 if ls.vehicle.getParameter(vid, "has.battery.device") == "true":
-                    ls.vehicle.subscribe(vid, [var_lane, var_el])
+                    ls.vehicle.subscribe(vid, [var_lane])
+                    ls.vehicle.subscribeParameterWithKey(vid, key)
             t = ls.simulation.getTime() - step_length  # the step's own time, as in SUMO's outputs
             for vid, res in ls.vehicle.getAllSubscriptionResults().items():
+                total = CHARGE_WH - float(res[tc.VAR_PARAMETER_WITH_KEY][1])  # net energy drawn so far (Wh)
                 times.append(t)
                 vehs.append(vid)
                 lanes.append(res[var_lane])
-                energy.append(res[var_el] * step_length)  # Wh/s over the step
+                energy.append(total - last.get(vid, 0.0))
+                last[vid] = total
     except Exception as exc:  # noqa: BLE001
         raise SumoError(f"sumo (libsumo) failed: {str(exc).splitlines()[0]}") from None
     finally:

@@ -40,8 +40,10 @@ SUMO_ONLY_DEFAULTS: dict[str, float] = {
 
 #: vType id the demand's vehicles use when they name none; redefining it makes every such vehicle this EV.
 DEFAULT_VTYPE = "DEFAULT_VEHTYPE"
-#: a battery large enough never to run empty within a simulated day (Wh)
+#: a battery large enough never to run empty within a simulated day (Wh); it starts half full, so that recuperated
+#: energy is never clipped at a full battery
 BATTERY_WH = 1.0e9
+CHARGE_WH = 0.5 * BATTERY_WH
 
 
 def profile_params(vehicle: VehicleProfile, model: str = "Energy") -> dict[str, float]:
@@ -72,7 +74,7 @@ def ev_vtype_xml(vehicle: VehicleProfile | None = None, *, model: str = "Energy"
     """
     v = vehicle or VehicleProfile()
     params: dict[str, float | str] = {"has.battery.device": "true", "device.battery.capacity": BATTERY_WH,
-                                      "device.battery.chargeLevel": BATTERY_WH}
+                                      "device.battery.chargeLevel": CHARGE_WH}
     params.update(profile_params(v, model))
     params.update(SUMO_ONLY_DEFAULTS)
     params.update(extra or {})
@@ -85,4 +87,5 @@ def ev_vtype_xml(vehicle: VehicleProfile | None = None, *, model: str = "Energy"
     return f"    <vType {head}>{body}\n    </vType>"
 
 
-__all__ = ["DEFAULT_VTYPE", "ENERGY_MODELS", "SUMO_ONLY_DEFAULTS", "ev_vtype_xml", "profile_params"]
+__all__ = ["BATTERY_WH", "CHARGE_WH", "DEFAULT_VTYPE", "ENERGY_MODELS", "SUMO_ONLY_DEFAULTS", "ev_vtype_xml",
+           "profile_params"]
