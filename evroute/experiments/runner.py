@@ -88,7 +88,11 @@ def validate(cfg: ExperimentConfig) -> RouteSpec:
     make_policy(cfg.policy, **cfg.policy_params)
     VehicleProfile.load(cfg.vehicle)
     lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem)
-    return resolve_route(lg, cfg.network, cfg.route, cfg.start, cfg.goal)
+    route = resolve_route(lg, cfg.network, cfg.route, cfg.start, cfg.goal)
+    from evroute.environments import prepare_environment
+
+    prepare_environment(lg, cfg.env, cfg.environment, vehicle=VehicleProfile.load(cfg.vehicle))
+    return route
 
 
 def _versions() -> dict[str, str]:
