@@ -113,6 +113,19 @@ def test_straight_road_energy_matches_sumo_and_eq8(road: Path, tmp_path: Path, m
     assert tr["energy_wh"].sum() == pytest.approx(own["b"], rel=2e-3)  # the junction step after b is ~0.1 m
 
 
+def test_mmpevem_is_selectable_and_close_to_eq8(road: Path, tmp_path: Path) -> None:
+    """MMPEVEM (motor loss map instead of constant efficiencies) on the same edge: within 10 % of Eq. 8, not equal."""
+    routes = tmp_path / "probe.rou.xml"
+    routes.write_text('<routes><vehicle id="p" depart="0" departSpeed="max"><route edges="a b c"/></vehicle></routes>')
+    attrs = {"sigma": "0", "speedFactor": "1", "speedDev": "0"}
+    kw = {"vtype_attributes": attrs, "vtype_extra": {"constantPowerIntake": 0.0}}
+    mm = record_traversals(road, [routes], model="MMPEVEM", **kw)["energy_wh"].iloc[0]
+    en = record_traversals(road, [routes], model="Energy", **kw)["energy_wh"].iloc[0]
+    length = float(np.hypot(1000.0, RISE))
+    eq8 = float(edge_energy_wh([length], [SPEED], [RISE / length])[0])
+    assert mm == pytest.approx(eq8, rel=0.1) and abs(mm - en) > 1e-3 * en
+
+
 def test_background_demand_is_seeded_and_cached(road: Path, tmp_path: Path) -> None:
     rates = hourly_rates(100.0)
     assert len(rates) == 24 and int(np.argmax(rates)) in (7, 8)  # the morning peak (8:00) is the busiest

@@ -126,3 +126,19 @@ def test_cli_run_on_replay(road: Path, tmp_path: Path, monkeypatch: pytest.Monke
     s = json.loads((out / "seed_0" / "summary.json").read_text())
     assert s["rounds"] == 5 and s["final_cumulative_regret_wh"] == pytest.approx(0.0, abs=1e-9)  # one route
     assert list((tmp_path / "cache" / "sumo").glob("*-day-*.parquet"))  # the recorded day is cached
+
+
+def test_cli_run_without_sumo_is_one_line_error(road: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from evroute.sumo import binaries
+
+    monkeypatch.setattr(binaries, "_sumo_wheel_home", lambda: None)
+    monkeypatch.delenv("SUMO_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    out = tmp_path / "run"
+    assert main(["run", "--network", str(road / "road.net.xml"), "--start", "a", "--goal", "c", "--env",
+                 "sumo-replay", "--env-param", f"route_file={road / 'demand.rou.xml'}", "--horizon", "2",
+                 "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("evroute: error: SUMO program 'sumo' not found") and err.count("\n") == 1
+    assert not out.exists()

@@ -98,7 +98,8 @@ def probe_routes(linegraph: LineGraph, counts: np.ndarray, target: int, window_s
     return out
 
 
-def _write_probes(path: Path, probes: list[tuple[float, str, list[str]]]) -> Path:
+def write_probe_routes(path: Path, probes: list[tuple[float, str, list[str]]]) -> Path:
+    """Write probe trips (:func:`probe_routes`) as a SUMO route file of default-type vehicles (the EV)."""
     from xml.sax.saxutils import quoteattr
 
     lines = ["<routes>"]
@@ -146,7 +147,7 @@ def record_day(linegraph: LineGraph, spec: DaySpec | None = None, *, vehicle: Ve
     rounds = 0
     try:
         while True:
-            files = [demand] + ([_write_probes(tmp / f"probes{rounds}.rou.xml", probes)] if probes else [])
+            files = [demand] + ([write_probe_routes(tmp / f"probes{rounds}.rou.xml", probes)] if probes else [])
             tr = record_traversals(net_file, files, vehicle=vehicle, model=spec.model, begin=begin,
                                    step_length=spec.step_length, seed=spec.demand_seed)
             tr = tr[tr["edge"].isin(index)]
@@ -178,4 +179,4 @@ def record_day(linegraph: LineGraph, spec: DaySpec | None = None, *, vehicle: Ve
     return data, meta
 
 
-__all__ = ["DaySpec", "probe_routes", "record_day", "sumo_net_file"]
+__all__ = ["DaySpec", "probe_routes", "record_day", "sumo_net_file", "write_probe_routes"]
