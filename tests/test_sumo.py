@@ -12,6 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import sumolib
 
@@ -62,6 +63,10 @@ def test_steps_to_traversals_hand_computed() -> None:
     # without the connection check the teleport is kept: w's b (1 step) and d (1 step) are complete traversals
     tr2 = steps_to_traversals(np.array(t), np.array(veh), np.array(lane), np.array(energy))
     assert sorted(tr2[["vehicle", "edge"]].values.tolist()) == [["v", "b"], ["w", "b"], ["w", "d"]]
+    # Categorical ids with null rows (empty time steps of a column output) give the same traversals
+    cat = steps_to_traversals(np.array([*t, 9.0]), pd.Categorical([*veh, None]), pd.Categorical([*lane, None]),
+                              np.array([*energy, np.nan]), legal_turns=turns)
+    pd.testing.assert_frame_equal(cat, tr)
 
 
 def test_vtype_maps_every_profile_field() -> None:

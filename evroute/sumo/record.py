@@ -26,6 +26,7 @@ import shutil
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,45 +49,68 @@ def write_vtype_file(path: str | os.PathLike[str], vehicle: VehicleProfile | Non
     return p
 
 
-def steps_to_traversals(time_s: np.ndarray, vehicle: np.ndarray, lane: np.ndarray, energy_wh: np.ndarray,
+def steps_to_traversals(time_s: np.ndarray, vehicle: Any, lane: Any, energy_wh: np.ndarray,
                         legal_turns: set[tuple[str, str]] | None = None) -> pd.DataFrame:
-    """Cut per-step records (any order) into complete edge traversals.
+    """Cut per-step records (any order) into complete edge traversals (vectorised: millions of steps in seconds).
 
     Args:
-        time_s, vehicle, lane, energy_wh: ``(S,)`` step time (s, end of the step), vehicle id, lane id (``:...``
-            for a junction's internal lane) and energy consumed in the step (Wh, negative when recuperating).
+        time_s, vehicle, lane, energy_wh: ``(S,)`` step time (s), vehicle id, lane id (``:...`` for a junction's
+            internal lane) and energy consumed in the step (Wh, negative when recuperating); ids as arrays of str
+            or pandas Categoricals.
         legal_turns: the net's connections ``(from_edge, to_edge)``; traversals entered or left through anything
             else (teleports) are dropped.  ``None`` keeps them.
 
     Returns:
         DataFrame with :data:`TRAVERSAL_COLUMNS`, sorted by entry time.
     """
-    df = pd.DataFrame({"t": np.asarray(time_s, dtype=np.float64), "veh": np.asarray(vehicle).astype(str),
-                       "lane": np.asarray(lane).astype(str), "e": np.asarray(energy_wh, dtype=np.float64)})
-    if df.empty:
+    t = np.asarray(time_s, dtype=np.float64)
+    en = np.asarray(energy_wh, dtype=np.float64)
+    if len(t) == 0:
         return pd.DataFrame({c: [] for c in TRAVERSAL_COLUMNS})
-    df = df.sort_values(["veh", "t"], kind="stable").reset_index(drop=True)
-    internal = df["lane"].str.startswith(":")
-    edge = df["lane"].str.rsplit("_", n=1).str[0].where(~internal)
-    edge = edge.groupby(df["veh"]).ffill()  # junction steps count to the edge before
-    df["edge"] = edge
-    df = df[df["edge"].notna()]
-    new = (df["edge"] != df["edge"].shift()) | (df["veh"] != df["veh"].shift())
-    seg = new.cumsum()
-    g = df.groupby(seg, sort=False)
-    tr = pd.DataFrame({"vehicle": g["veh"].first(), "edge": g["edge"].first(), "entry_s": g["t"].first(),
-                       "energy_wh": g["e"].sum()})
-    same_next = tr["vehicle"].shift(-1) == tr["vehicle"]
-    same_prev = tr["vehicle"].shift(1) == tr["vehicle"]
-    tr["travel_s"] = tr["entry_s"].shift(-1) - tr["entry_s"]
+    veh_code, veh_names = pd.factorize(vehicle)
+    lane_code, lane_names = pd.factorize(lane)
+    present = (veh_code >= 0) & (lane_code >= 0)  # column outputs write empty time steps as rows of nulls
+    if not present.all():
+        veh_code, lane_code, t, en = veh_code[present], lane_code[present], t[present], en[present]
+    lane_names = pd.Index(lane_names).astype(str)
+    internal = lane_names.str.startswith(":")
+    edge_of_lane_name = lane_names.str.rsplit("_", n=1).str[0]
+    edge_code_of_lane, edge_names = pd.factorize(edge_of_lane_name.where(~internal, None))  # internal: -1
+    order = np.lexsort((t, veh_code))
+    v, e, t, en = veh_code[order], edge_code_of_lane[lane_code[order]], t[order], en[order]
+    first = np.ones(len(v), dtype=bool)
+    first[1:] = v[1:] != v[:-1]
+    # junction steps count to the edge before: forward-fill -1 within each vehicle (a vehicle's first rows stay -1)
+    idx = np.maximum.accumulate(np.where((e >= 0) | first, np.arange(len(e)), 0))
+    e = e[idx]
+    ok = e >= 0
+    v, e, t, en = v[ok], e[ok], t[ok], en[ok]
+    new = np.ones(len(v), dtype=bool)
+    new[1:] = (v[1:] != v[:-1]) | (e[1:] != e[:-1])
+    starts = np.flatnonzero(new)
+    sv, se, entry = v[starts], e[starts], t[starts]
+    energy = np.add.reduceat(en, starts)
+    same_next = np.zeros(len(starts), dtype=bool)
+    same_next[:-1] = sv[1:] == sv[:-1]
+    same_prev = np.zeros(len(starts), dtype=bool)
+    same_prev[1:] = sv[1:] == sv[:-1]
+    travel = np.full(len(starts), np.nan)
+    travel[:-1] = entry[1:] - entry[:-1]
     keep = same_next & same_prev  # drop each vehicle's first (departure) and last (arrival) edge
     if legal_turns is not None:
-        nxt, prv = tr["edge"].shift(-1), tr["edge"].shift(1)
-        ok_in = [(a, b) in legal_turns for a, b in zip(prv, tr["edge"], strict=True)]
-        ok_out = [(a, b) in legal_turns for a, b in zip(tr["edge"], nxt, strict=True)]
-        keep &= np.asarray(ok_in) & np.asarray(ok_out)
-    tr = tr[keep]
-    return tr.loc[:, list(TRAVERSAL_COLUMNS)].sort_values(["entry_s", "vehicle"], kind="stable").reset_index(drop=True)
+        code = {name: i for i, name in enumerate(edge_names)}
+        m = len(edge_names) + 1
+        legal = np.array([code[a] * m + code[b] for a, b in legal_turns if a in code and b in code], dtype=np.int64)
+        pair = np.full(len(starts), -1, dtype=np.int64)
+        pair[:-1] = se[:-1] * m + se[1:]  # turn from this segment into the next
+        ok_out = np.isin(pair, legal)
+        ok_in = np.zeros(len(starts), dtype=bool)
+        ok_in[1:] = ok_out[:-1]
+        keep &= ok_in & ok_out
+    tr = pd.DataFrame({"vehicle": np.asarray(veh_names, dtype=object)[sv[keep]].astype(str),
+                       "edge": np.asarray(edge_names, dtype=object)[se[keep]].astype(str),
+                       "entry_s": entry[keep], "travel_s": travel[keep], "energy_wh": energy[keep]})
+    return tr.sort_values(["entry_s", "vehicle"], kind="stable").reset_index(drop=True)
 
 
 def net_connections(net_file: str | os.PathLike[str]) -> set[tuple[str, str]]:
@@ -182,11 +206,12 @@ def _steps_from_output(args: list[str], tmp: Path, timeout_s: float) -> tuple[np
         names = set(pq.read_schema(out).names)
         if not set(cols) <= names:  # only empty time steps: SUMO writes no vehicle columns
             return (np.zeros(0), np.zeros(0, dtype=str), np.zeros(0, dtype=str), np.zeros(0))
-        df = pd.read_parquet(out, columns=cols)
+        # ids dictionary-encoded (pandas Categoricals): millions of steps, a few thousand distinct ids
+        df = pq.read_table(out, columns=cols, read_dictionary=cols[:3]).to_pandas()
     except Exception as exc:  # noqa: BLE001 - pyarrow errors on an empty/odd file
         raise SumoError(f"cannot read SUMO's battery output: {str(exc).splitlines()[0]}") from None
-    return (pd.to_numeric(df["timestep_time"]).to_numpy(), df["vehicle_id"].to_numpy(), df["vehicle_lane"].to_numpy(),
-            df["vehicle_energyConsumed"].to_numpy(dtype=np.float64))
+    times = df["timestep_time"].cat.categories.astype(np.float64).to_numpy()[df["timestep_time"].cat.codes.to_numpy()]
+    return times, df["vehicle_id"], df["vehicle_lane"], df["vehicle_energyConsumed"].to_numpy(dtype=np.float64)
 
 
 def _steps_from_libsumo(args: list[str], step_length: float, end: float | None) -> tuple[np.ndarray, ...]:
