@@ -77,7 +77,31 @@ def edge_table(lg, data: pd.DataFrame, vehicle: VehicleProfile) -> pd.DataFrame:
     speed = np.minimum(net.length_m[e] / df["travel_s"].to_numpy(), net.speed_mps[e] * 1.3)
     df["eq8_speed_aux_wh"] = edge_energy_wh(net.length_m[e], speed, net.incline[e], vehicle) + aux_wh
     df["free_flow_s"] = travel_time_s(net.length_m, net.speed_mps)[e]
+    df["grade"] = np.abs(net.incline[e])
+    df["length_m"] = net.length_m[e]
     return df
+
+
+def breakdown(df: pd.DataFrame) -> list[dict[str, object]]:
+    """Eq. 8's bias and RMSE on groups of edges: by grade, by length, by slowdown (travel / free-flow time)."""
+    groups = {
+        "grade < 1 %": df["grade"] < 0.01, "grade 1-5 %": (df["grade"] >= 0.01) & (df["grade"] < 0.05),
+        "grade >= 5 %": df["grade"] >= 0.05, "length < 50 m": df["length_m"] < 50,
+        "length >= 200 m": df["length_m"] >= 200,
+        "travel <= 1.2 x free flow": df["travel_s"] <= 1.2 * df["free_flow_s"],
+        "travel > 2 x free flow": df["travel_s"] > 2 * df["free_flow_s"],
+    }
+    rows = []
+    for name, mask in groups.items():
+        sub = df[mask]
+        if len(sub) < 2:
+            continue
+        r = (sub["eq8_wh"] - sub["sumo_wh"]).to_numpy()
+        rel = float(np.median(np.abs(r) / np.maximum(np.abs(sub["sumo_wh"].to_numpy()), 1.0)))
+        rows.append({"group": name, "edges": int(len(sub)), "bias_wh": float(r.mean()),
+                     "rmse_wh": float(np.sqrt((r**2).mean())), "median_rel_error": rel,
+                     "mean_sumo_wh": float(sub["sumo_wh"].mean())})
+    return rows
 
 
 def fit_stats(y: np.ndarray, x: np.ndarray) -> dict[str, float]:
@@ -157,7 +181,8 @@ def validate_network(network: str, args: argparse.Namespace, vehicle: VehiclePro
                        "eq8": fit_stats(y, df["eq8_wh"].to_numpy()),
                        "eq8_aux": fit_stats(y, df["eq8_aux_wh"].to_numpy()),
                        "eq8_speed_aux": fit_stats(y, df["eq8_speed_aux_wh"].to_numpy()),
-                       "travel_over_free_flow": float((df["travel_s"] / df["free_flow_s"]).median())}
+                       "travel_over_free_flow": float((df["travel_s"] / df["free_flow_s"]).median()),
+                       "breakdown": breakdown(df)}
     rows = []
     for name, edges in routes_of(lg, network, vehicle).items():
         row = {"route": name, "edges": len(edges), "length_km": float(lg.network.length_m[edges].sum() / 1000),
@@ -201,6 +226,15 @@ def write_report(results: list[dict[str, object]], args: argparse.Namespace) -> 
             lines.append(f"| {res['network']} | {r['route']} | {r['edges']} | {r['length_km']:.2f} | "
                          f"{r['eq8_wh']:.1f} | {r['sumo_free_wh']:.1f} | {r['sumo_peak_wh']:.1f} | "
                          f"{r['sumo_peak_wh'] / r['eq8_wh']:.2f} |")
+    lines += ["", "Where Eq. 8 errs (prediction - SUMO per edge; median relative error = median of "
+              "abs(error) / max(abs(SUMO), 1 Wh)):",
+              "", "| network | condition | edges | n | mean SUMO (Wh) | Eq. 8 bias (Wh) | Eq. 8 RMSE (Wh) | "
+              "median relative error |", "|---|---|---|---|---|---|---|---|"]
+    for res in results:
+        for cond, s in res["stats"].items():  # type: ignore[union-attr]
+            for b in s["breakdown"]:
+                lines.append(f"| {res['network']} | {cond} | {b['group']} | {b['edges']} | {b['mean_sumo_wh']:.1f} | "
+                             f"{b['bias_wh']:+.2f} | {b['rmse_wh']:.2f} | {b['median_rel_error']:.2f} |")
     lines += ["", "Figures: " + ", ".join(f"`{f}`" for res in results for f in res["figures"]), "",  # type: ignore
               "Simulation wall time (s, this machine, cached afterwards): " + "; ".join(
                   f"{res['network']} " + ", ".join(f"{k} {v:.0f}" for k, v in res["sim_s"].items())  # type: ignore
