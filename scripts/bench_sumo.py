@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import tempfile
 import time
@@ -45,12 +46,15 @@ def bench_day(network: str, peak: float, hours: tuple[int, int]) -> None:
         demand = background_demand(net_file, peak_per_hour=peak, hours=hours, seed=0, cache_dir=Path(tmp))
         t1 = time.perf_counter()
         cpu0 = time.process_time()
+        child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         tr = record_traversals(net_file, [demand], begin=hours[0] * 3600.0)
         t2 = time.perf_counter()
+        child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        sumo_cpu = (child1.ru_utime + child1.ru_stime) - (child0.ru_utime + child0.ru_stime)
         n_veh = demand.read_text().count("<vehicle ")
     print(f"day {hours[0]}-{hours[1]} h on {network}: {n_veh} vehicles, {len(tr)} traversals; demand "
           f"(randomTrips + duarouter) {t1 - t0:.1f} s, simulation + recording {t2 - t1:.1f} s wall "
-          f"(this process {time.process_time() - cpu0:.1f} s CPU; sumo runs as a child); total {t2 - t0:.1f} s")
+          f"(CPU: sumo {sumo_cpu:.1f} s, this process {time.process_time() - cpu0:.1f} s); total {t2 - t0:.1f} s")
 
 
 def bench_rounds(network: str, rounds: int, env_params: dict[str, object]) -> None:
