@@ -82,6 +82,17 @@ def edge_table(lg, data: pd.DataFrame, vehicle: VehicleProfile) -> pd.DataFrame:
     return df
 
 
+def worst_edges(lg, df: pd.DataFrame, k: int = 8) -> list[dict[str, object]]:  # noqa: ANN001
+    """The ``k`` edges with the largest |Eq. 8 - SUMO| (with at least 5 traversals)."""
+    sub = df[df["n"] >= 5]
+    top = sub.reindex((sub["eq8_wh"] - sub["sumo_wh"]).abs().sort_values(ascending=False).index[:k])
+    net = lg.network
+    return [{"edge": str(net.edge_ids[e]), "n": int(r["n"]), "sumo_wh": float(r["sumo_wh"]),
+             "eq8_wh": float(r["eq8_wh"]), "length_m": float(r["length_m"]), "limit_kmh": float(net.speed_mps[e] * 3.6),
+             "dz_m": float(net.z_to_m[e] - net.z_from_m[e]), "travel_s": float(r["travel_s"]),
+             "free_flow_s": float(r["free_flow_s"])} for e, r in top.iterrows()]
+
+
 def breakdown(df: pd.DataFrame) -> list[dict[str, object]]:
     """Eq. 8's bias and RMSE on groups of edges: by grade, by length, by slowdown (travel / free-flow time)."""
     groups = {
@@ -182,7 +193,7 @@ def validate_network(network: str, args: argparse.Namespace, vehicle: VehiclePro
                        "eq8_aux": fit_stats(y, df["eq8_aux_wh"].to_numpy()),
                        "eq8_speed_aux": fit_stats(y, df["eq8_speed_aux_wh"].to_numpy()),
                        "travel_over_free_flow": float((df["travel_s"] / df["free_flow_s"]).median()),
-                       "breakdown": breakdown(df)}
+                       "breakdown": breakdown(df), "worst": worst_edges(lg, df)}
     rows = []
     for name, edges in routes_of(lg, network, vehicle).items():
         row = {"route": name, "edges": len(edges), "length_km": float(lg.network.length_m[edges].sum() / 1000),
@@ -235,6 +246,15 @@ def write_report(results: list[dict[str, object]], args: argparse.Namespace) -> 
             for b in s["breakdown"]:
                 lines.append(f"| {res['network']} | {cond} | {b['group']} | {b['edges']} | {b['mean_sumo_wh']:.1f} | "
                              f"{b['bias_wh']:+.2f} | {b['rmse_wh']:.2f} | {b['median_rel_error']:.2f} |")
+    lines += ["", "Edges where Eq. 8 errs most (at least 5 traversals):", "",
+              "| network | condition | edge | n | SUMO mean (Wh) | Eq. 8 (Wh) | length (m) | limit (km/h) | dz (m) | "
+              "travel (s) | free-flow travel (s) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for res in results:
+        for cond, s in res["stats"].items():  # type: ignore[union-attr]
+            for w in s["worst"]:
+                lines.append(f"| {res['network']} | {cond} | `{w['edge']}` | {w['n']} | {w['sumo_wh']:.1f} | "
+                             f"{w['eq8_wh']:.1f} | {w['length_m']:.0f} | {w['limit_kmh']:.0f} | {w['dz_m']:+.1f} | "
+                             f"{w['travel_s']:.1f} | {w['free_flow_s']:.1f} |")
     lines += ["", "Figures: " + ", ".join(f"`{f}`" for res in results for f in res["figures"]), "",  # type: ignore
               "Simulation wall time (s, this machine, cached afterwards): " + "; ".join(
                   f"{res['network']} " + ", ".join(f"{k} {v:.0f}" for k, v in res["sim_s"].items())  # type: ignore
