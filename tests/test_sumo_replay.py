@@ -142,3 +142,15 @@ def test_cli_run_without_sumo_is_one_line_error(road: Path, tmp_path: Path, monk
     err = capsys.readouterr().err
     assert err.startswith("evroute: error: SUMO program 'sumo' not found") and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_unrecorded_edge_takes_eq8(env: SumoReplayEnvironment) -> None:
+    """An edge without any recorded traversal: its truth and every observation are Eq. 8's energy."""
+    keep = np.flatnonzero(np.repeat(np.arange(env.n_edges), env.counts) != 0)  # drop every sample of edge 0
+    edge = np.repeat(np.arange(env.n_edges), env.counts)[keep]
+    e2 = SumoReplayEnvironment(env.linegraph, env.prior_mean_wh, edge, env.samples_wh[keep], env.prior_var,
+                               env.config, env.potential_wh)
+    assert e2.eq8_edges.tolist() == [0] and e2.true_mean_wh[0] == env.prior_mean_wh[0]
+    assert np.all(e2.observe(np.zeros(5, dtype=np.int64), np.random.default_rng(0)) == env.prior_mean_wh[0])
+    np.testing.assert_allclose(e2.true_mean_wh[1:], env.true_mean_wh[1:])
+    assert e2.describe()["eq8_edges"] == [env.linegraph.network.edge_ids[0]]

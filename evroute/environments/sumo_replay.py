@@ -8,6 +8,9 @@ traversals).  Then
   simulated window);
 * an observation of ``e`` is one of its recorded traversals drawn uniformly at random (the real noise of stops,
   queues and accelerations; edges of one route are drawn independently);
+* an edge no traversal of which was recorded even after the probe rounds (SUMO junction stubs of a few dm that
+  vehicles cross within one 1 s step, so no step ends on them; rarely an edge probes cannot complete) takes Eq. 8's
+  energy as its truth and as every observation; :attr:`SumoReplayEnvironment.eq8_edges` lists them;
 * the models' prior is the physics of Eq. 8 (``prior_mean_wh = E_det``) with the paper's prior variance
   ``(outputscale_frac sigma_det)^2``; their noise variance is the measured one, the mean over edges of the
   variance of an edge's traversals.
@@ -95,19 +98,24 @@ class SumoReplayEnvironment(EnergyEnvironment):
         n = linegraph.n_nodes
         edge = np.asarray(edge, dtype=np.int64)
         energy_wh = np.asarray(energy_wh, dtype=np.float64)
+        prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64)
+        if len(edge) == 0:
+            raise DataError("the recorded SUMO day holds no EV traversal of the network's largest SCC")
+        # edges no probe could complete (sub-metre junction stubs SUMO crosses within one step, lanes probes cannot
+        # use): their truth and every observation are Eq. 8's value, counted in ``eq8_edges`` and ``describe()``
+        self.eq8_edges = np.flatnonzero(np.bincount(edge, minlength=n) == 0)
+        edge = np.concatenate([edge, self.eq8_edges])
+        energy_wh = np.concatenate([energy_wh, prior_mean_wh[self.eq8_edges]])
         order = np.argsort(edge, kind="stable")
         self.samples_wh = energy_wh[order]
         self.counts = np.bincount(edge, minlength=n)
-        if self.counts.min() == 0:
-            missing = linegraph.network.edge_ids[self.counts == 0]
-            raise DataError(f"the recorded SUMO day has no traversal of {len(missing)} edge(s) of the largest SCC "
-                            f"(e.g. {missing[0]!r}) even after probe trips; raise max_probe_rounds")
         self.offsets = np.concatenate([[0], np.cumsum(self.counts)])
         sums = np.add.reduceat(self.samples_wh, self.offsets[:-1])
         mean = sums / self.counts
         sq = np.add.reduceat((self.samples_wh - np.repeat(mean, self.counts)) ** 2, self.offsets[:-1])
         var = np.where(self.counts > 1, sq / np.maximum(self.counts - 1, 1), 0.0)
         noise_var = float(var[self.counts > 1].mean()) if np.any(self.counts > 1) else float(prior_var)
+        # (edges with one traversal, including the Eq. 8 ones, have no variance and do not enter the mean)
         super().__init__(linegraph, prior_mean_wh, mean, prior_var, noise_var, config)
         self.edge_var_wh2 = var
         self.potential_wh = np.asarray(potential_wh, dtype=np.float64)
@@ -141,7 +149,7 @@ class SumoReplayEnvironment(EnergyEnvironment):
         r = self.reduced_costs()
         neg = int((r < 0).sum())
         return {"name": self.name, **self.config.to_dict(), "noise_var_wh2": self.noise_var,
-                "negative_reduced_costs": neg,
+                "negative_reduced_costs": neg, "eq8_edges": self.linegraph.network.edge_ids[self.eq8_edges].tolist(),
                 "negative_cycle_reachable": bool(neg and has_negative_cycle(self.linegraph, r, 0)),
                 "day": self.meta}
 
