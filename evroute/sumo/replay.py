@@ -123,7 +123,8 @@ def record_day(linegraph: LineGraph, spec: DaySpec | None = None, *, vehicle: Ve
     vehicle = vehicle or VehicleProfile()
     net_file = sumo_net_file(linegraph)
     ids = linegraph.network.edge_ids
-    params = {"kind": "replay-day", "spec": asdict(spec), "vehicle": vehicle.to_dict(),
+    physics = {k: v for k, v in vehicle.to_dict().items() if k not in ("name", "description")}
+    params = {"kind": "replay-day", "spec": asdict(spec), "vehicle": physics,
               "edges": hashlib.sha256("\n".join(ids.tolist()).encode()).hexdigest(),
               "route_file": None if spec.route_file is None else hashlib.sha256(
                   Path(spec.route_file).read_bytes()).hexdigest()}
@@ -174,6 +175,7 @@ def record_day(linegraph: LineGraph, spec: DaySpec | None = None, *, vehicle: Ve
     fd, tmp_name = tempfile.mkstemp(prefix=f".{data_path.name}.", suffix=".tmp", dir=out_dir)
     os.close(fd)
     data.to_parquet(tmp_name, index=False)
+    os.chmod(tmp_name, 0o644)  # mkstemp creates 0600 files
     os.replace(tmp_name, data_path)
     atomic_write_json(meta_path, meta)
     return data, meta
