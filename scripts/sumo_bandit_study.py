@@ -25,6 +25,13 @@ except ImportError:  # pragma: no cover
     from scripts import summarise_runs
 
 
+def _value(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
 def paired_table(folders: dict[str, Path], baseline: str) -> str:
     finals = {}
     for label, f in folders.items():
@@ -59,8 +66,7 @@ def main() -> None:
     ap.add_argument("--runs", default="results/sumo")
     ap.add_argument("--docs", default="docs/results")
     args = ap.parse_args()
-    env_params = {k: json.loads(v) if v[:1] in "[{0123456789" else v
-                  for k, v in (p.split("=", 1) for p in args.env_param)}
+    env_params = {k: _value(v) for k, v in (p.split("=", 1) for p in args.env_param)}
     for network in args.networks:
         for route in args.routes:
             folders = {}
