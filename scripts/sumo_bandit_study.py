@@ -65,6 +65,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--runs", default="results/sumo")
     ap.add_argument("--docs", default="docs/results")
+    ap.add_argument("--tag", default="", help="suffix of the table/figure names")
     args = ap.parse_args()
     env_params = {k: _value(v) for k, v in (p.split("=", 1) for p in args.env_param)}
     for network in args.networks:
@@ -80,7 +81,7 @@ def main() -> None:
                     folders[cfg.label] = out
                     print(f"{network} {route} {cfg.label}: {s['mean_final_regret_wh']:.1f} +- "
                           f"{s['se_final_regret_wh']:.1f} Wh", flush=True)
-            stem = Path(args.docs) / f"sumo_bandit_{network}-{route}"
+            stem = Path(args.docs) / f"sumo_bandit_{network}-{route}{args.tag}"
             summarise_runs.main([*map(str, folders.values()), "--out", str(stem),
                                  "--title", f"sumo-replay, {network} {route}, T={args.horizon}, {args.seeds} seeds"])
             text = stem.with_suffix(".md").read_text()
