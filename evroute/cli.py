@@ -166,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model-param", action="append", metavar="NAME=VALUE", help="model parameter (repeatable)")
     p.add_argument("--env", default=None,
                    help="environment: consistent (default: the paper's perturbation on the dissipative energy only, "
-                        "exact optimum), paper (the reference paper's), drifting (the paper's, drifting over rounds)")
+                        "exact optimum), paper (the reference paper's), drifting (the paper's, drifting over rounds), "
+                        "sumo-replay (a recorded SUMO day of EV traffic; SUMO networks only)")
     p.add_argument("--env-param", action="append", metavar="NAME=VALUE",
                    help="environment parameter, e.g. lengthscale=0.5 (repeatable)")
     p.add_argument("--horizon", type=_positive_int, default=None, help="rounds per seed (default 100)")
@@ -183,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_executor_args(p, default=None)
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+    p.add_argument("--sumo-routes", action="store_true",
+                   help="also write OUT/routes.rou.xml: each seed's last route as a SUMO route file")
 
     p = sub.add_parser("sweep", help="run a grid of experiments from a JSON grid file, resumable")
     p.add_argument("grid", help='JSON file {"base": {config fields}, "grid": {field: [values, ...]}}')
@@ -201,6 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--vehicle", default="sumo_ev", help="vehicle profile name or JSON file (default: %(default)s)")
     p.add_argument("--geojson", default=None, help="write the three routes to this GeoJSON file")
     p.add_argument("--html", default=None, help="write an interactive map of the three routes (works offline)")
+    p.add_argument("--sumo-routes", default=None, metavar="FILE.rou.xml",
+                   help="write the three routes as a SUMO route file (one EV per route, for sumo/sumo-gui)")
 
     p = sub.add_parser("info", help="network statistics")
     _add_network_args(p)
@@ -260,6 +265,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
           f"{len(cfg.seeds)} seed(s), final cumulative regret {summary['mean_final_regret_wh']:.2f} "
           f"+- {summary['se_final_regret_wh']:.2f} Wh (mean +- s.e.)")
     print(f"regret reference: {regret_reference_text(summary, out)}")
+    if args.sumo_routes:
+        from evroute.energy import VehicleProfile
+        from evroute.sumo.export import export_experiment_routes
+
+        print(f"SUMO routes: {export_experiment_routes(out, vehicle=VehicleProfile.load(cfg.vehicle))}")
     print(f"results: {out}")
     return 0
 
@@ -344,11 +354,14 @@ def _cmd_route(args: argparse.Namespace) -> int:
     from evroute.oracle import RouteOracle, optimal_route
     from evroute.routes import resolve_endpoint
 
+    if args.sumo_routes and not str(args.sumo_routes).endswith(".xml"):
+        raise ParameterError(f"--sumo-routes must name a .rou.xml file, got {args.sumo_routes!r}")
     lg = load_linegraph(args.network, args.data_dir, _dem(args), args.loader)
     net = lg.network
     s = resolve_endpoint(lg, args.origin, "start", max_snap_m=args.max_snap_m)
     g = resolve_endpoint(lg, args.dest, "goal", max_snap_m=args.max_snap_m)
-    energy = network_energy_wh(net, VehicleProfile.load(args.vehicle))
+    vehicle = VehicleProfile.load(args.vehicle)
+    energy = network_energy_wh(net, vehicle)
     time_s = travel_time_s(net.length_m, net.speed_mps)
     oracle = RouteOracle(lg)
     routes = {
@@ -368,7 +381,8 @@ def _cmd_route(args: argparse.Namespace) -> int:
 
         gdf = routes_geodataframe(lg, routes, length_m={k: v[0] for k, v in stats.items()},
                                   time_s={k: v[1] for k, v in stats.items()},
-                                  energy_wh={k: v[2] for k, v in stats.items()})
+                                  energy_wh={k: v[2] for k, v in stats.items()},
+                                  edge_ids={k: net.edge_ids[e].tolist() for k, e in routes.items()})
         atomic_write_text(args.geojson, gdf.to_json())
         print(f"GeoJSON: {args.geojson}")
     if args.html:
@@ -377,6 +391,11 @@ def _cmd_route(args: argparse.Namespace) -> int:
         labels = {k: f"{k}: {v[0] / 1000:.2f} km, {v[1] / 60:.1f} min, {v[2]:.0f} Wh" for k, v in stats.items()}
         route_map_html(lg, routes, args.html, start=s, goal=g, labels=labels, title=f"{net.name}, {args.vehicle}")
         print(f"map: {args.html}")
+    if args.sumo_routes:
+        from evroute.sumo.export import write_routes_xml
+
+        write_routes_xml(args.sumo_routes, {k: net.edge_ids[e].tolist() for k, e in routes.items()}, vehicle=vehicle)
+        print(f"SUMO routes: {args.sumo_routes}")
     return 0
 
 

@@ -10,7 +10,9 @@ package that defines ``parse_params(params) -> config`` (validation, no sampling
   (:mod:`evroute.environments.consistent`);
 * ``paper``: the reference paper's environment, ``E_det`` plus a Gaussian process draw (the reproductions use it;
   :mod:`evroute.environments.paper`);
-* ``drifting``: the paper's environment whose energies drift over rounds (:mod:`evroute.environments.drifting`).
+* ``drifting``: the paper's environment whose energies drift over rounds (:mod:`evroute.environments.drifting`);
+* ``sumo-replay``: a recorded SUMO day of EV traffic, mean and noise measured by SUMO's battery device
+  (:mod:`evroute.environments.sumo_replay`).
 
 A new environment is one module plus one line in :data:`ENVIRONMENTS` (or :func:`register_environment`).
 """
@@ -33,6 +35,7 @@ ENVIRONMENTS: dict[str, str] = {
     "consistent": "evroute.environments.consistent",
     "paper": "evroute.environments.paper",
     "drifting": "evroute.environments.drifting",
+    "sumo-replay": "evroute.environments.sumo_replay",
 }
 #: environment of ``evroute run`` when none is named
 DEFAULT_ENVIRONMENT = "consistent"
@@ -60,6 +63,15 @@ def check_environment(name: str, params: dict[str, Any]) -> Any:
     return environment_module(name).parse_params(dict(params))
 
 
+def prepare_environment(linegraph: LineGraph, name: str, params: dict[str, Any] | None = None, *,
+                        vehicle: VehicleProfile | None = None) -> None:
+    """Check that environment ``name`` can be built on ``linegraph`` and do its one-time work (a simulated day),
+    before a run writes anything; a no-op for environments whose module defines no ``prepare`` hook."""
+    hook = getattr(environment_module(name), "prepare", None)
+    if hook is not None:
+        hook(linegraph, dict(params or {}), vehicle=vehicle)
+
+
 def make_environment(linegraph: LineGraph, name: str = DEFAULT_ENVIRONMENT, params: dict[str, Any] | None = None, *,
                      vehicle: VehicleProfile | None = None, seed: int = 0) -> EnergyEnvironment:
     """Environment ``name`` on ``linegraph`` with ``params`` (deterministic given ``seed``)."""
@@ -78,6 +90,7 @@ __all__ = [
     "environment_module",
     "environment_names",
     "make_environment",
+    "prepare_environment",
     "register_environment",
     "sample_prior_function",
 ]

@@ -107,6 +107,10 @@ def validate(cfg: ExperimentConfig) -> RouteSpec:
     lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem, cfg.loader)
     route = resolve_route(lg, cfg.network, cfg.route, cfg.start, cfg.goal)
     seed = cfg.seeds[0]
+    from evroute.environments import prepare_environment
+
+    call_checked("environment parameters", prepare_environment, lg, cfg.env, cfg.environment,
+                 vehicle=VehicleProfile.load(cfg.vehicle))
     problem = call_checked("environment parameters", build_problem, cfg, seed)
     if cfg.model_params and not is_learner(cfg.model):
         call_checked(f"parameters for model {cfg.model!r}", make_model, cfg.model, problem.env, seed=seed,

@@ -1,0 +1,201 @@
+"""Replay environment: the truth is a recorded SUMO day (``--env sumo-replay``).
+
+The day is simulated once and cached (:func:`evroute.sumo.replay.record_day`: background traffic of EVs of the
+vehicle profile, SUMO's battery device, probe trips until every edge of the largest SCC has ``min_samples``
+traversals).  Then
+
+* the true expected energy of edge ``e`` is the mean of its recorded traversals (one time-of-day bin: the whole
+  simulated window);
+* an observation of ``e`` is one of its recorded traversals drawn uniformly at random (the real noise of stops,
+  queues and accelerations; edges of one route are drawn independently);
+* an edge no traversal of which was recorded even after the probe rounds (SUMO junction stubs of a few dm that
+  vehicles cross within one 1 s step, so no step ends on them; rarely an edge probes cannot complete) takes Eq. 8's
+  energy as its truth and as every observation; :attr:`SumoReplayEnvironment.eq8_edges` lists them;
+* the models' prior is the physics of Eq. 8 (``prior_mean_wh = E_det``) with the paper's prior variance
+  ``(outputscale_frac sigma_det)^2``; their noise variance is the measured one, the mean over edges of the
+  variance of an edge's traversals.
+
+The exact optimum (:meth:`SumoReplayEnvironment.optimal_route`) is Dijkstra on the reduced costs
+``mean_e - p_e`` with the elevation potential ``p_e`` (:func:`evroute.energy.elevation_potential_wh`), which
+telescopes along every route.  SUMO's energies are not bound to keep every reduced cost non-negative (a vehicle
+entering a downhill edge fast and leaving it slow recovers kinetic energy): with negative reduced costs the
+optimum is Johnson's (Bellman-Ford reweighting, then Dijkstra), and if a negative cycle is reachable
+:class:`~evroute.errors.NegativeCycleError` is raised and the bandit measures regret against the perfect-knowledge
+rectified route instead (:func:`evroute.bandit.regret_reference_route`); :meth:`describe` states which holds.
+
+The run seed does not change the day (``demand_seed`` does): every seed of an experiment learns on the same
+recorded day, with its own observation draws.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+import numpy as np
+
+from evroute.energy import VehicleProfile, elevation_potential_wh, network_energy_wh
+from evroute.environments.base import EnergyEnvironment
+from evroute.errors import DataError, ParameterError, check_positive
+from evroute.linegraph import LineGraph
+from evroute.oracle import Route, RouteOracle, has_negative_cycle, optimal_route, route_cost
+
+
+@dataclass(frozen=True)
+class SumoReplayConfig:
+    """Parameters: the recorded day (:class:`evroute.sumo.replay.DaySpec` fields) and the models' prior.
+
+    ``outputscale_frac`` sets the models' prior variance ``(outputscale_frac sigma_det)^2``; ``lengthscale``,
+    ``graph_nu``, ``graph_kappa`` and ``product_weight`` initialise the GP's kernel (the paper's values).
+    """
+
+    peak_per_hour: float = 1800.0
+    hours: tuple[int, int] | str = (0, 24)  # or "7-10" (command line)
+    demand_seed: int = 0
+    min_samples: int = 10
+    max_probe_rounds: int = 3
+    model: str = "Energy"
+    route_file: str | None = None
+    step_length: float = 1.0
+    outputscale_frac: float = 0.25
+    lengthscale: float = 1.0
+    graph_nu: float = 2.0
+    graph_kappa: float = 1.0
+    product_weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        hours = self.hours
+        if isinstance(hours, str):  # "7-10" from the command line
+            try:
+                hours = tuple(int(h) for h in hours.split("-"))
+            except ValueError:
+                raise ParameterError(f"hours must look like 7-10, got {self.hours!r}") from None
+        object.__setattr__(self, "hours", tuple(int(h) for h in hours))
+        check_positive("outputscale_frac", self.outputscale_frac)
+        check_positive("lengthscale", self.lengthscale)
+        self.day_spec()  # validates the SUMO part
+
+    def day_spec(self) -> Any:
+        from evroute.sumo.replay import DaySpec
+
+        names = {f.name for f in fields(DaySpec)}
+        return DaySpec(**{k: v for k, v in asdict(self).items() if k in names})
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["hours"] = list(self.hours)
+        return d
+
+
+class SumoReplayEnvironment(EnergyEnvironment):
+    """Static environment replaying recorded SUMO traversals (see the module docstring).
+
+    Attributes (besides the base class's):
+        counts: ``(E,)`` recorded traversals per edge.
+        potential_wh: ``(E,)`` elevation potential difference of each edge (Wh).
+        meta: the recorded day's metadata (samples, probes, edges short of samples).
+    """
+
+    name = "sumo-replay"
+
+    def __init__(self, linegraph: LineGraph, prior_mean_wh: np.ndarray, edge: np.ndarray, energy_wh: np.ndarray,
+                 prior_var: float, config: SumoReplayConfig, potential_wh: np.ndarray,
+                 meta: dict[str, Any] | None = None) -> None:
+        n = linegraph.n_nodes
+        edge = np.asarray(edge, dtype=np.int64)
+        energy_wh = np.asarray(energy_wh, dtype=np.float64)
+        prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64)
+        if len(edge) == 0:
+            raise DataError("the recorded SUMO day holds no EV traversal of the network's largest SCC")
+        # edges no probe could complete (sub-metre junction stubs SUMO crosses within one step, lanes probes cannot
+        # use): their truth and every observation are Eq. 8's value, counted in ``eq8_edges`` and ``describe()``
+        self.eq8_edges = np.flatnonzero(np.bincount(edge, minlength=n) == 0)
+        edge = np.concatenate([edge, self.eq8_edges])
+        energy_wh = np.concatenate([energy_wh, prior_mean_wh[self.eq8_edges]])
+        order = np.argsort(edge, kind="stable")
+        self.samples_wh = energy_wh[order]
+        self.counts = np.bincount(edge, minlength=n)
+        self.offsets = np.concatenate([[0], np.cumsum(self.counts)])
+        sums = np.add.reduceat(self.samples_wh, self.offsets[:-1])
+        mean = sums / self.counts
+        sq = np.add.reduceat((self.samples_wh - np.repeat(mean, self.counts)) ** 2, self.offsets[:-1])
+        var = np.where(self.counts > 1, sq / np.maximum(self.counts - 1, 1), 0.0)
+        noise_var = float(var[self.counts > 1].mean()) if np.any(self.counts > 1) else float(prior_var)
+        # (edges with one traversal, including the Eq. 8 ones, have no variance and do not enter the mean)
+        super().__init__(linegraph, prior_mean_wh, mean, prior_var, noise_var, config)
+        self.edge_var_wh2 = var
+        self.potential_wh = np.asarray(potential_wh, dtype=np.float64)
+        self.meta = dict(meta or {})
+        self._oracle = RouteOracle(linegraph)
+
+    def observe(self, edges: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One recorded traversal (Wh) of each driven edge, drawn uniformly among that edge's traversals."""
+        e = np.asarray(edges, dtype=np.int64)
+        k = (rng.random(len(e)) * self.counts[e]).astype(np.int64)
+        return self.samples_wh[self.offsets[e] + k]
+
+    def reduced_costs(self) -> np.ndarray:
+        """``(E,)`` empirical means minus the elevation potential (Wh): along a route, its energy minus a constant."""
+        return self.true_mean_wh - self.potential_wh
+
+    def optimal_route(self, start: int, goal: int) -> Route:
+        """Exact minimum-energy route: Dijkstra on the reduced costs, Johnson's algorithm when some are negative.
+
+        Raises:
+            NegativeCycleError: a cycle of negative energy is reachable from ``start``.
+        """
+        r = self.reduced_costs()
+        if r.min() >= 0:
+            route = self._oracle.shortest_route(r, start, goal)
+            return Route(route.edges, route_cost(self.true_mean_wh, route.edges), "dijkstra-reduced")
+        route = optimal_route(self.linegraph, r, start, goal, on_negative_cycle="raise")
+        return Route(route.edges, route_cost(self.true_mean_wh, route.edges), "johnson-reduced")
+
+    def describe(self) -> dict[str, Any]:
+        r = self.reduced_costs()
+        neg = int((r < 0).sum())
+        return {"name": self.name, **self.config.to_dict(), "noise_var_wh2": self.noise_var,
+                "negative_reduced_costs": neg, "eq8_edges": self.linegraph.network.edge_ids[self.eq8_edges].tolist(),
+                "negative_cycle_reachable": bool(neg and has_negative_cycle(self.linegraph, r, 0)),
+                "day": self.meta}
+
+
+def parse_params(params: dict[str, Any]) -> SumoReplayConfig:
+    """:class:`SumoReplayConfig` from an experiment's ``environment`` dict (:class:`ParameterError` if invalid)."""
+    known = {f.name for f in fields(SumoReplayConfig)}
+    if set(params) - known:
+        raise ParameterError(f"unknown parameters of the sumo-replay environment: {sorted(set(params) - known)} "
+                             f"(known: {', '.join(sorted(known))})")
+    try:
+        return SumoReplayConfig(**params)
+    except TypeError as exc:
+        raise ParameterError(f"bad sumo-replay parameter: {exc}") from None
+
+
+def prepare(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None) -> None:
+    """Registry hook run before a run writes anything: a SUMO network, SUMO itself, and the recorded day (cached)."""
+    from evroute.sumo.binaries import sumo_binary
+    from evroute.sumo.replay import record_day, sumo_net_file
+
+    cfg = parse_params(params)
+    sumo_net_file(linegraph)
+    sumo_binary("sumo")
+    record_day(linegraph, cfg.day_spec(), vehicle=vehicle or VehicleProfile())
+
+
+def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,
+          seed: int = 0) -> SumoReplayEnvironment:
+    """Registry entry: record (or load the cached) SUMO day and replay it; ``seed`` is not used (see module doc)."""
+    from evroute.sumo.replay import record_day
+
+    cfg = parse_params(params)
+    v = vehicle or VehicleProfile()
+    data, meta = record_day(linegraph, cfg.day_spec(), vehicle=v)
+    e_det = network_energy_wh(linegraph.network, v)
+    prior_var = cfg.outputscale_frac**2 * float(e_det.var())
+    return SumoReplayEnvironment(linegraph, e_det, data["edge"].to_numpy(), data["energy_wh"].to_numpy(), prior_var,
+                                 cfg, elevation_potential_wh(linegraph.network, v), meta)
+
+
+#: parameter schema of this environment (checked by :mod:`evroute.validation` before a run)
+CONFIG = SumoReplayConfig

@@ -1,0 +1,32 @@
+"""SUMO as the ground truth: traffic scenarios, EV energy measured by SUMO's battery device, routes back to SUMO.
+
+Flat functions, osmnx-style:
+
+* :func:`background_demand` -- seeded daily traffic (randomTrips.py + duarouter), cached by content hash;
+* :func:`record_traversals` -- simulate and return every EV edge traversal (edge, entry time, travel time, Wh);
+* :func:`ev_vtype_xml` -- the EV of a :class:`~evroute.energy.VehicleProfile` as a SUMO vType (field mapping there);
+* :func:`write_routes_xml` / :func:`export_experiment_routes` -- routes as ``.rou.xml`` for ``sumo-gui``.
+"""
+
+from evroute.sumo.binaries import SumoError, sumo_binary, sumo_home
+from evroute.sumo.export import export_experiment_routes, routes_xml, write_routes_xml
+from evroute.sumo.record import record_traversals, steps_to_traversals
+from evroute.sumo.scenario import DAILY_PROFILE, background_demand, check_route_file, hourly_rates
+from evroute.sumo.vehicle import ENERGY_MODELS, ev_vtype_xml
+
+__all__ = [
+    "DAILY_PROFILE",
+    "ENERGY_MODELS",
+    "SumoError",
+    "background_demand",
+    "check_route_file",
+    "ev_vtype_xml",
+    "export_experiment_routes",
+    "hourly_rates",
+    "record_traversals",
+    "routes_xml",
+    "steps_to_traversals",
+    "sumo_binary",
+    "sumo_home",
+    "write_routes_xml",
+]

@@ -1,0 +1,255 @@
+"""Energy measured in SUMO: every probe traversal of an edge (edge, entry time, travel time, energy in Wh).
+
+Every vehicle of SUMO's default type is the EV of the vehicle profile with a battery device (see
+:mod:`evroute.sumo.vehicle`); SUMO reports each such vehicle's position and energy of every simulation step, and
+:func:`steps_to_traversals` cuts each vehicle's steps into edge traversals.  Two backends give the same steps:
+
+* ``"output"`` (default): ``sumo`` writes ``--battery-output`` as Parquet (columnar, written by SUMO's C++),
+  read with pandas;
+* ``"libsumo"``: SUMO as a library, stepped from Python, reading each battery vehicle's lane and its battery's
+  charge (``device.battery.chargeLevel``, 0.01 Wh resolution, differenced per step: the net energy drawn) through
+  subscriptions.
+
+``scripts/bench_sumo_recording.py`` measures both; the Parquet output is the faster on every scenario measured
+there (numbers in ``docs/results/sumo_benchmark.md``).
+
+A traversal of edge ``e`` starts at the first step the vehicle is on ``e`` and ends at the first step it is on
+the next normal edge; the junction (internal lanes) between them counts to ``e``.  The first and the last edge of
+each trip are partial (departure and arrival positions) and are dropped, and so is any traversal whose
+predecessor or successor is not a legal connection of the net (a teleport of a jammed vehicle).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evroute.energy import VehicleProfile
+from evroute.errors import DataError, ParameterError
+from evroute.sumo.binaries import SumoError, import_libsumo, run_sumo_program, sumo_binary
+from evroute.sumo.vehicle import CHARGE_WH, ev_vtype_xml
+
+TRAVERSAL_COLUMNS = ("vehicle", "edge", "entry_s", "travel_s", "energy_wh")
+METHODS = ("output", "libsumo")
+
+
+def write_vtype_file(path: str | os.PathLike[str], vehicle: VehicleProfile | None = None, *, model: str = "Energy",
+                     extra: dict[str, float] | None = None, attributes: dict[str, str] | None = None) -> Path:
+    """Write an additional file redefining SUMO's default vehicle type as the EV (see :func:`ev_vtype_xml`)."""
+    p = Path(path)
+    p.write_text("<additional>\n" + ev_vtype_xml(vehicle, model=model, extra=extra, attributes=attributes)
+                 + "\n</additional>\n")
+    return p
+
+
+def steps_to_traversals(time_s: np.ndarray, vehicle: Any, lane: Any, energy_wh: np.ndarray,
+                        legal_turns: set[tuple[str, str]] | None = None) -> pd.DataFrame:
+    """Cut per-step records (any order) into complete edge traversals (vectorised: millions of steps in seconds).
+
+    Args:
+        time_s, vehicle, lane, energy_wh: ``(S,)`` step time (s), vehicle id, lane id (``:...`` for a junction's
+            internal lane) and energy consumed in the step (Wh, negative when recuperating); ids as arrays of str
+            or pandas Categoricals.
+        legal_turns: the net's connections ``(from_edge, to_edge)``; traversals entered or left through anything
+            else (teleports) are dropped.  ``None`` keeps them.
+
+    Returns:
+        DataFrame with :data:`TRAVERSAL_COLUMNS`, sorted by entry time.
+    """
+    t = np.asarray(time_s, dtype=np.float64)
+    en = np.asarray(energy_wh, dtype=np.float64)
+    if len(t) == 0:
+        return pd.DataFrame({c: [] for c in TRAVERSAL_COLUMNS})
+    veh_code, veh_names = pd.factorize(vehicle)
+    lane_code, lane_names = pd.factorize(lane)
+    present = (veh_code >= 0) & (lane_code >= 0)  # column outputs write empty time steps as rows of nulls
+    if not present.all():
+        veh_code, lane_code, t, en = veh_code[present], lane_code[present], t[present], en[present]
+    lane_names = pd.Index(lane_names).astype(str)
+    internal = lane_names.str.startswith(":")
+    edge_of_lane_name = lane_names.str.rsplit("_", n=1).str[0]
+    edge_code_of_lane, edge_names = pd.factorize(edge_of_lane_name.where(~internal, None))  # internal: -1
+    order = np.lexsort((t, veh_code))
+    v, e, t, en = veh_code[order], edge_code_of_lane[lane_code[order]], t[order], en[order]
+    first = np.ones(len(v), dtype=bool)
+    first[1:] = v[1:] != v[:-1]
+    # junction steps count to the edge before: forward-fill -1 within each vehicle (a vehicle's first rows stay -1)
+    idx = np.maximum.accumulate(np.where((e >= 0) | first, np.arange(len(e)), 0))
+    e = e[idx]
+    ok = e >= 0
+    v, e, t, en = v[ok], e[ok], t[ok], en[ok]
+    new = np.ones(len(v), dtype=bool)
+    new[1:] = (v[1:] != v[:-1]) | (e[1:] != e[:-1])
+    starts = np.flatnonzero(new)
+    sv, se, entry = v[starts], e[starts], t[starts]
+    energy = np.add.reduceat(en, starts)
+    same_next = np.zeros(len(starts), dtype=bool)
+    same_next[:-1] = sv[1:] == sv[:-1]
+    same_prev = np.zeros(len(starts), dtype=bool)
+    same_prev[1:] = sv[1:] == sv[:-1]
+    travel = np.full(len(starts), np.nan)
+    travel[:-1] = entry[1:] - entry[:-1]
+    keep = same_next & same_prev  # drop each vehicle's first (departure) and last (arrival) edge
+    if legal_turns is not None:
+        code = {name: i for i, name in enumerate(edge_names)}
+        m = len(edge_names) + 1
+        legal = np.array([code[a] * m + code[b] for a, b in legal_turns if a in code and b in code], dtype=np.int64)
+        pair = np.full(len(starts), -1, dtype=np.int64)
+        pair[:-1] = se[:-1] * m + se[1:]  # turn from this segment into the next
+        ok_out = np.isin(pair, legal)
+        ok_in = np.zeros(len(starts), dtype=bool)
+        ok_in[1:] = ok_out[:-1]
+        keep &= ok_in & ok_out
+    tr = pd.DataFrame({"vehicle": np.asarray(veh_names, dtype=object)[sv[keep]].astype(str),
+                       "edge": np.asarray(edge_names, dtype=object)[se[keep]].astype(str),
+                       "entry_s": entry[keep], "travel_s": travel[keep], "energy_wh": energy[keep]})
+    return tr.sort_values(["entry_s", "vehicle"], kind="stable").reset_index(drop=True)
+
+
+def net_connections(net_file: str | os.PathLike[str]) -> set[tuple[str, str]]:
+    """All ``(from_edge, to_edge)`` connections between normal edges of a SUMO net (via sumolib)."""
+    import sumolib
+
+    out: set[tuple[str, str]] = set()
+    for c in sumolib.xml.parse_fast(str(net_file), "connection", ["from", "to"]):
+        if not c.attr_from.startswith(":") and not c.to.startswith(":"):
+            out.add((c.attr_from, c.to))
+    return out
+
+
+def _sumo_args(net_file: Path, route_files: Sequence[Path], vtype_file: Path, begin: float, end: float | None,
+               step_length: float, seed: int, extra: Iterable[str]) -> list[str]:
+    args = ["-n", str(net_file), "--additional-files", str(vtype_file),
+            "-r", ",".join(str(p) for p in route_files), "-b", f"{begin:g}", "--step-length", f"{step_length:g}",
+            "--seed", str(int(seed)), "--no-step-log", "true", "--no-warnings", "true",
+            "--ignore-route-errors", "true", "--duration-log.disable", "true"]
+    if end is not None:
+        args += ["-e", f"{end:g}"]
+    return args + list(extra)
+
+
+def record_traversals(
+    net_file: str | os.PathLike[str],
+    route_files: Sequence[str | os.PathLike[str]],
+    *,
+    vehicle: VehicleProfile | None = None,
+    model: str = "Energy",
+    begin: float = 0.0,
+    end: float | None = None,
+    step_length: float = 1.0,
+    seed: int = 0,
+    method: str = "output",
+    vtype_extra: dict[str, float] | None = None,
+    vtype_attributes: dict[str, str] | None = None,
+    sumo_args: Sequence[str] = (),
+    timeout_s: float = 3600.0,
+) -> pd.DataFrame:
+    """Simulate ``route_files`` on ``net_file`` and return every complete EV edge traversal.
+
+    Args:
+        net_file: SUMO network.
+        route_files: demand (vehicles without a type become the EV; typed vehicles are background only).
+        vehicle, model: the EV (profile and ``"Energy"`` / ``"MMPEVEM"``), see :mod:`evroute.sumo.vehicle`.
+        begin, end: simulated time window in s (``end=None``: until every vehicle has arrived).
+        step_length: simulation step in s.
+        seed: SUMO's random seed (driver imperfection, departure lanes...).
+        method: ``"output"`` (Parquet battery output) or ``"libsumo"``.
+        vtype_extra, vtype_attributes: passed to :func:`evroute.sumo.vehicle.ev_vtype_xml`.
+        sumo_args: further ``sumo`` options.
+
+    Returns:
+        DataFrame with :data:`TRAVERSAL_COLUMNS` (``entry_s`` and ``travel_s`` in s, ``energy_wh`` in Wh).
+
+    Raises:
+        SumoError: SUMO or libsumo missing, or the simulation failing (its first error line).
+    """
+    if method not in METHODS:
+        raise ParameterError(f"unknown recording method {method!r} (use {' or '.join(METHODS)})")
+    if step_length <= 0:
+        raise ParameterError(f"step_length must be > 0, got {step_length}")
+    net = Path(net_file)
+    routes = [Path(p) for p in route_files]
+    for p in [net, *routes]:
+        if not p.is_file():
+            raise DataError(f"file not found: {p}")
+    tmp = Path(tempfile.mkdtemp(prefix="evroute-sumo-"))
+    try:
+        vt = write_vtype_file(tmp / "ev.add.xml", vehicle, model=model, extra=vtype_extra,
+                              attributes=vtype_attributes)
+        args = _sumo_args(net, routes, vt, begin, end, step_length, seed, sumo_args)
+        if method == "output":
+            steps = _steps_from_output(args, tmp, timeout_s)
+        else:
+            steps = _steps_from_libsumo(args, step_length, end)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return steps_to_traversals(*steps, legal_turns=net_connections(net))
+
+
+def _steps_from_output(args: list[str], tmp: Path, timeout_s: float) -> tuple[np.ndarray, ...]:
+    out = tmp / "battery.parquet"
+    run_sumo_program([sumo_binary("sumo"), *args, "--battery-output", str(out), "--battery-output.precision", "6"],
+                     "sumo", timeout_s=timeout_s)
+    if not out.is_file():
+        raise SumoError("sumo wrote no battery output (no vehicle of the default type was simulated)")
+    cols = ["timestep_time", "vehicle_id", "vehicle_lane", "vehicle_energyConsumed"]
+    import pyarrow.parquet as pq
+
+    try:
+        names = set(pq.read_schema(out).names)
+        if not set(cols) <= names:  # only empty time steps: SUMO writes no vehicle columns
+            return (np.zeros(0), np.zeros(0, dtype=str), np.zeros(0, dtype=str), np.zeros(0))
+        # ids dictionary-encoded (pandas Categoricals): millions of steps, a few thousand distinct ids
+        df = pq.read_table(out, columns=cols, read_dictionary=cols[:3]).to_pandas()
+    except Exception as exc:  # noqa: BLE001 - pyarrow errors on an empty/odd file
+        raise SumoError(f"cannot read SUMO's battery output: {str(exc).splitlines()[0]}") from None
+    times = df["timestep_time"].cat.categories.astype(np.float64).to_numpy()[df["timestep_time"].cat.codes.to_numpy()]
+    return times, df["vehicle_id"], df["vehicle_lane"], df["vehicle_energyConsumed"].to_numpy(dtype=np.float64)
+
+
+def _steps_from_libsumo(args: list[str], step_length: float, end: float | None) -> tuple[np.ndarray, ...]:
+    ls = import_libsumo()
+    from traci import constants as tc
+
+    try:
+        ls.start([str(sumo_binary("sumo")), *args])
+    except Exception as exc:  # noqa: BLE001 - libsumo.TraCIException / FatalTraCIError
+        raise SumoError(f"sumo (libsumo) failed to start: {str(exc).splitlines()[0]}") from None
+    times: list[float] = []
+    vehs: list[str] = []
+    lanes: list[str] = []
+    energy: list[float] = []
+    last: dict[str, float] = {}
+    var_lane, key = tc.VAR_LANE_ID, "device.battery.chargeLevel"
+    try:
+        stop = np.inf if end is None else end
+        while ls.simulation.getMinExpectedNumber() > 0 and ls.simulation.getTime() < stop:
+            ls.simulationStep()
+            for vid in ls.simulation.getDepartedIDList():
+                if ls.vehicle.getParameter(vid, "has.battery.device") == "true":
+                    ls.vehicle.subscribe(vid, [var_lane])
+                    ls.vehicle.subscribeParameterWithKey(vid, key)
+            t = ls.simulation.getTime() - step_length  # the step's own time, as in SUMO's outputs
+            for vid, res in ls.vehicle.getAllSubscriptionResults().items():
+                total = CHARGE_WH - float(res[tc.VAR_PARAMETER_WITH_KEY][1])  # net energy drawn so far (Wh)
+                times.append(t)
+                vehs.append(vid)
+                lanes.append(res[var_lane])
+                energy.append(total - last.get(vid, 0.0))
+                last[vid] = total
+    except Exception as exc:  # noqa: BLE001
+        raise SumoError(f"sumo (libsumo) failed: {str(exc).splitlines()[0]}") from None
+    finally:
+        ls.close()
+    return np.asarray(times), np.asarray(vehs), np.asarray(lanes), np.asarray(energy)
+
+
+__all__ = ["METHODS", "TRAVERSAL_COLUMNS", "net_connections", "record_traversals", "steps_to_traversals",
+           "write_vtype_file"]

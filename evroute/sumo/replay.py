@@ -1,0 +1,184 @@
+"""A SUMO day recorded once: every EV traversal of every edge, with probe trips for edges traffic leaves out.
+
+:func:`record_day` simulates the background demand of a network (:func:`evroute.sumo.scenario.background_demand`,
+or the user's route files) with every vehicle an EV of the profile, and records all traversals
+(:func:`evroute.sumo.record.record_traversals`).  Edges of the line graph's largest strongly connected component
+with fewer than ``min_samples`` traversals then get probe trips ``[predecessor, edge, successor]`` (a complete
+traversal of the edge between two legal turns), departing at seeded random times of the simulated window, and the
+day is simulated again with background and probes together (so probes meet the same traffic); this repeats up to
+``max_probe_rounds`` times.  The result is cached as Parquet (key: network bytes, edge set, demand, vehicle, model,
+SUMO version), so a day is simulated once per machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from evroute.energy import VehicleProfile
+from evroute.errors import DataError, ParameterError, check_positive
+from evroute.io import atomic_write_json
+from evroute.linegraph import LineGraph
+from evroute.sumo.record import record_traversals
+from evroute.sumo.scenario import background_demand, cache_key, check_route_file, sumo_cache_dir
+from evroute.sumo.vehicle import ENERGY_MODELS
+
+
+@dataclass(frozen=True)
+class DaySpec:
+    """What is simulated: demand, time window, coverage target, energy model.
+
+    Attributes:
+        peak_per_hour: background vehicles inserted in the busiest hour (the daily profile scales the others).
+        hours: simulated hours of the day ``[start, end)``.
+        demand_seed: seed of the random trips and of SUMO (one recorded day per seed).
+        min_samples: coverage target N: traversals wanted for every edge of the largest SCC.
+        max_probe_rounds: re-simulations with probe trips at most.
+        model: SUMO energy model, ``Energy`` or ``MMPEVEM``.
+        route_file: the user's own demand (``.rou.xml``) instead of generated background traffic.
+        step_length: SUMO step (s).
+    """
+
+    peak_per_hour: float = 1800.0
+    hours: tuple[int, int] = (0, 24)
+    demand_seed: int = 0
+    min_samples: int = 10
+    max_probe_rounds: int = 3
+    model: str = "Energy"
+    route_file: str | None = None
+    step_length: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hours", tuple(int(h) for h in self.hours))
+        check_positive("peak_per_hour", self.peak_per_hour)
+        check_positive("step_length", self.step_length)
+        if int(self.min_samples) < 1 or int(self.max_probe_rounds) < 0:
+            raise ParameterError("min_samples must be >= 1 and max_probe_rounds >= 0")
+        if self.model not in ENERGY_MODELS:
+            raise ParameterError(f"unknown SUMO energy model {self.model!r} (use {' or '.join(ENERGY_MODELS)})")
+        if not (len(self.hours) == 2 and 0 <= self.hours[0] < self.hours[1] <= 24):
+            raise ParameterError(f"hours must be [start, end) with 0 <= start < end <= 24, got {list(self.hours)}")
+        if self.route_file is not None:
+            check_route_file(self.route_file)
+
+
+def sumo_net_file(linegraph: LineGraph) -> Path:
+    """The SUMO network file a line graph's network was read from (:class:`DataError` if it was not SUMO's)."""
+    net = linegraph.network
+    src = net.meta.get("source")
+    if net.meta.get("loader") != "sumo" or not src or not Path(src).is_file():
+        raise DataError(f"network {net.name!r} was not read from a SUMO .net.xml: the SUMO environments need monaco, "
+                        "luxembourg or a .net.xml[.gz] network")
+    return Path(src)
+
+
+def probe_routes(linegraph: LineGraph, counts: np.ndarray, target: int, window_s: tuple[float, float],
+                 rng: np.random.Generator, prefix: str) -> list[tuple[float, str, list[str]]]:
+    """Probe trips ``(depart_s, id, [pred, edge, succ])``: ``target - counts[e]`` for every edge short of samples."""
+    lg = linegraph
+    ids = lg.network.edge_ids
+    adj = lg.adjacency.tocsr()
+    adj_t = adj.T.tocsr()
+    out: list[tuple[float, str, list[str]]] = []
+    for e in np.flatnonzero(counts < target):
+        succ = adj.indices[adj.indptr[e]:adj.indptr[e + 1]]
+        pred = adj_t.indices[adj_t.indptr[e]:adj_t.indptr[e + 1]]
+        for k in range(int(target - counts[e])):
+            p, s = int(rng.choice(pred)), int(rng.choice(succ))
+            out.append((float(rng.uniform(*window_s)), f"{prefix}{e}_{k}", [ids[p], ids[e], ids[s]]))
+    out.sort()
+    return out
+
+
+def write_probe_routes(path: Path, probes: list[tuple[float, str, list[str]]]) -> Path:
+    """Write probe trips (:func:`probe_routes`) as a SUMO route file of default-type vehicles (the EV)."""
+    from xml.sax.saxutils import quoteattr
+
+    lines = ["<routes>"]
+    for depart, vid, edges in probes:
+        lines.append(f'    <vehicle id={quoteattr(vid)} depart="{depart:.1f}" departPos="base" departSpeed="max">'
+                     f'<route edges={quoteattr(" ".join(edges))}/></vehicle>')
+    lines.append("</routes>")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def record_day(linegraph: LineGraph, spec: DaySpec | None = None, *, vehicle: VehicleProfile | None = None,
+               cache_dir: str | os.PathLike[str] | None = None) -> tuple[pd.DataFrame, dict[str, object]]:
+    """The recorded day on ``linegraph``'s SUMO network: traversals of LCC edges and metadata; cached.
+
+    Returns:
+        ``(traversals, meta)``: traversals with columns ``edge`` (line-graph index), ``entry_s``, ``travel_s``,
+        ``energy_wh``, ``probe`` (bool); ``meta`` with the counts, probe rounds and edges still short of samples.
+    """
+    spec = spec or DaySpec()
+    vehicle = vehicle or VehicleProfile()
+    net_file = sumo_net_file(linegraph)
+    ids = linegraph.network.edge_ids
+    physics = {k: v for k, v in vehicle.to_dict().items() if k not in ("name", "description")}
+    params = {"kind": "replay-day", "spec": asdict(spec), "vehicle": physics,
+              "edges": hashlib.sha256("\n".join(ids.tolist()).encode()).hexdigest(),
+              "route_file": None if spec.route_file is None else hashlib.sha256(
+                  Path(spec.route_file).read_bytes()).hexdigest()}
+    out_dir = Path(cache_dir) if cache_dir is not None else sumo_cache_dir()
+    key = cache_key(net_file, params)
+    stem = linegraph.network.name.replace(":", "_").replace("/", "_")
+    data_path, meta_path = out_dir / f"{stem}-day-{key}.parquet", out_dir / f"{stem}-day-{key}.json"
+    if data_path.is_file() and meta_path.is_file():
+        return pd.read_parquet(data_path), json.loads(meta_path.read_text())
+
+    begin, end = spec.hours[0] * 3600.0, spec.hours[1] * 3600.0
+    if spec.route_file is not None:
+        demand = Path(spec.route_file)
+    else:
+        demand = background_demand(net_file, peak_per_hour=spec.peak_per_hour, hours=spec.hours,
+                                   seed=spec.demand_seed, cache_dir=out_dir)
+    index = {e: i for i, e in enumerate(ids.tolist())}
+    rng = np.random.default_rng(spec.demand_seed)
+    probes: list[tuple[float, str, list[str]]] = []
+    tmp = Path(tempfile.mkdtemp(prefix="evroute-day-"))
+    rounds = 0
+    try:
+        while True:
+            files = [demand] + ([write_probe_routes(tmp / f"probes{rounds}.rou.xml", probes)] if probes else [])
+            tr = record_traversals(net_file, files, vehicle=vehicle, model=spec.model, begin=begin,
+                                   step_length=spec.step_length, seed=spec.demand_seed)
+            tr = tr[tr["edge"].isin(index)]
+            counts = np.bincount(tr["edge"].map(index).to_numpy(dtype=np.int64), minlength=len(ids))
+            if counts.min() >= spec.min_samples or rounds >= spec.max_probe_rounds:
+                break
+            rounds += 1
+            probes += probe_routes(linegraph, counts, spec.min_samples, (begin, end - 600.0), rng, f"probe{rounds}_")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    data = pd.DataFrame({"edge": tr["edge"].map(index).to_numpy(dtype=np.int64),
+                         "entry_s": tr["entry_s"].to_numpy(), "travel_s": tr["travel_s"].to_numpy(),
+                         "energy_wh": tr["energy_wh"].to_numpy(),
+                         "probe": tr["vehicle"].str.startswith("probe").to_numpy()})
+    short = np.flatnonzero(counts < spec.min_samples)
+    meta: dict[str, object] = {
+        "net_file": str(net_file), "spec": asdict(spec), "traversals": int(len(data)),
+        "probe_traversals": int(data["probe"].sum()), "probe_trips": len(probes), "probe_rounds": rounds,
+        "min_samples": int(counts.min()), "median_samples": float(np.median(counts)),
+        "edges_short": int(len(short)), "edges_unsampled": int((counts == 0).sum()),
+        "short_edge_ids": ids[short[:50]].tolist(),
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{data_path.name}.", suffix=".tmp", dir=out_dir)
+    os.close(fd)
+    data.to_parquet(tmp_name, index=False)
+    os.chmod(tmp_name, 0o644)  # mkstemp creates 0600 files
+    os.replace(tmp_name, data_path)
+    atomic_write_json(meta_path, meta)
+    return data, meta
+
+
+__all__ = ["DaySpec", "probe_routes", "record_day", "sumo_net_file", "write_probe_routes"]

@@ -1,0 +1,92 @@
+"""Bandit study on SUMO energy: route learners in the ``sumo-replay`` environment (resumable).
+
+Runs ``evroute run --env sumo-replay`` for every (network, route, model, policy) asked, into
+``RUNS/<network>-<route>/<model>-<policy>``, then writes ``DOCS/sumo_bandit_<network>-<route>.md`` (the
+:mod:`summarise_runs` table and figure) plus paired per-seed differences against ``--baseline``.
+
+    nice -n 10 .venv/bin/python scripts/sumo_bandit_study.py --networks monaco --routes A --models bi \\
+        --policies ts bucb ucb --seeds 5 --horizon 500
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from evroute.experiments import ExperimentConfig, run_experiment
+from evroute.io import atomic_write_text
+
+try:
+    import summarise_runs
+except ImportError:  # pragma: no cover
+    from scripts import summarise_runs
+
+
+def _value(text: str) -> object:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def paired_table(folders: dict[str, Path], baseline: str) -> str:
+    finals = {}
+    for label, f in folders.items():
+        s = json.loads((f / "summary.json").read_text())
+        finals[label] = dict(zip(s["seeds"], s["final_cumulative_regret_wh"], strict=True))
+    if baseline not in finals:
+        return ""
+    lines = [f"Paired per-seed differences of the final cumulative regret against {baseline} (Wh; negative: lower "
+             "regret than the baseline):", "", "| method | mean difference +- s.e. | seeds lower / seeds |",
+             "|---|---|---|"]
+    for label, fin in finals.items():
+        if label == baseline:
+            continue
+        seeds = sorted(set(fin) & set(finals[baseline]))
+        d = np.array([fin[s] - finals[baseline][s] for s in seeds])
+        se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+        lines.append(f"| {label} | {d.mean():+.1f} +- {se:.1f} | {int((d < 0).sum())} / {len(d)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--networks", nargs="+", default=["monaco"])
+    ap.add_argument("--routes", nargs="+", default=["A"])
+    ap.add_argument("--models", nargs="+", default=["bi"])
+    ap.add_argument("--policies", nargs="+", default=["ts", "bucb", "ucb"])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--horizon", type=int, default=500)
+    ap.add_argument("--env-param", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--baseline", default="BI-TS")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--runs", default="results/sumo")
+    ap.add_argument("--docs", default="docs/results")
+    ap.add_argument("--tag", default="", help="suffix of the table/figure names")
+    args = ap.parse_args()
+    env_params = {k: _value(v) for k, v in (p.split("=", 1) for p in args.env_param)}
+    for network in args.networks:
+        for route in args.routes:
+            folders = {}
+            for model in args.models:
+                for policy in args.policies:
+                    cfg = ExperimentConfig(network=network, route=route, model=model, policy=policy,
+                                           env="sumo-replay", environment=env_params, horizon=args.horizon,
+                                           seeds=tuple(range(args.seeds)), potential="elevation")
+                    out = Path(args.runs) / f"{network}-{route}" / f"{model}-{policy}"
+                    s = run_experiment(cfg, out, workers=args.workers, progress=False)
+                    folders[cfg.label] = out
+                    print(f"{network} {route} {cfg.label}: {s['mean_final_regret_wh']:.1f} +- "
+                          f"{s['se_final_regret_wh']:.1f} Wh", flush=True)
+            stem = Path(args.docs) / f"sumo_bandit_{network}-{route}{args.tag}"
+            summarise_runs.main([*map(str, folders.values()), "--out", str(stem),
+                                 "--title", f"sumo-replay, {network} {route}, T={args.horizon}, {args.seeds} seeds"])
+            text = stem.with_suffix(".md").read_text()
+            atomic_write_text(stem.with_suffix(".md"), text + "\n" + paired_table(folders, args.baseline))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+"""The sumo-replay environment on a tiny hand-made road: probe coverage, replay sampling, exact regret, CLI run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evroute.cli import main
+from evroute.environments import make_environment
+from evroute.environments.sumo_replay import SumoReplayEnvironment, parse_params
+from evroute.errors import DataError, NegativeCycleError, ParameterError
+from evroute.linegraph import build_line_graph
+from evroute.network.sumo import load_sumo_net
+from evroute.sumo.binaries import run_sumo_program, sumo_binary
+from evroute.sumo.replay import DaySpec, probe_routes
+
+
+@pytest.fixture(scope="module")
+def road(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two-way road n0 -a- n1 -b- n2 -c- n3 (500, 1000 m uphill 20 m, 500 m) with turnarounds at the ends."""
+    d = tmp_path_factory.mktemp("replay")
+    (d / "n.nod.xml").write_text('<nodes><node id="n0" x="0" y="0" z="0"/><node id="n1" x="500" y="0" z="0"/>'
+                                 '<node id="n2" x="1500" y="0" z="20"/><node id="n3" x="2000" y="0" z="20"/></nodes>')
+    es = [("a", "n0", "n1"), ("b", "n1", "n2"), ("c", "n2", "n3")]
+    body = "".join(f'<edge id="{e}" from="{u}" to="{v}" speed="13.89"/><edge id="-{e}" from="{v}" to="{u}" '
+                   f'speed="13.89"/>' for e, u, v in es)
+    (d / "n.edg.xml").write_text(f"<edges>{body}</edges>")
+    net = d / "road.net.xml"
+    run_sumo_program([sumo_binary("netconvert"), "-n", d / "n.nod.xml", "-e", d / "n.edg.xml", "-o", net], "nc")
+    (d / "demand.rou.xml").write_text(
+        "<routes>" + "".join(f'<vehicle id="v{k}" depart="{30 * k}"><route edges="a b c"/></vehicle>'
+                             for k in range(4)) + "</routes>")
+    return d
+
+
+@pytest.fixture(scope="module")
+def env(road: Path, tmp_path_factory: pytest.TempPathFactory) -> SumoReplayEnvironment:
+    lg = build_line_graph(load_sumo_net(road / "road.net.xml"))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("EVROUTE_CACHE", str(tmp_path_factory.mktemp("cache")))
+        return make_environment(lg, "sumo-replay", {"route_file": str(road / "demand.rou.xml"), "hours": [0, 1],
+                                                     "min_samples": 3})
+
+
+def test_probes_cover_every_edge(env: SumoReplayEnvironment) -> None:
+    # the demand drives a b c only (a and c partially: first/last edges are dropped); probes fill the rest
+    assert env.n_edges == 6 and env.counts.min() >= 3
+    assert env.meta["probe_trips"] > 0 and env.meta["edges_short"] == 0
+    ids = env.linegraph.network.edge_ids.tolist()
+    assert env.counts[ids.index("b")] >= 4  # the four demand vehicles' complete traversals of b
+
+
+def test_probe_routes_are_legal_triples(env: SumoReplayEnvironment) -> None:
+    lg = env.linegraph
+    counts = np.array([0, 3, 1, 3, 3, 3])
+    probes = probe_routes(lg, counts, 3, (0.0, 100.0), np.random.default_rng(0), "p")
+    assert len(probes) == 3 + 2
+    idx = {e: i for i, e in enumerate(lg.network.edge_ids.tolist())}
+    turns = {tuple(t) for t in lg.turns.tolist()}
+    for depart, _, (p, e, s) in probes:
+        assert 0.0 <= depart <= 100.0
+        assert (idx[p], idx[e]) in turns and (idx[e], idx[s]) in turns
+        assert idx[e] in (0, 2)
+
+
+def test_truth_is_mean_of_recorded_traversals_and_observations_replay_them(env: SumoReplayEnvironment) -> None:
+    for e in range(env.n_edges):
+        s = env.samples_wh[env.offsets[e]:env.offsets[e + 1]]
+        assert len(s) == env.counts[e] and env.true_mean_wh[e] == pytest.approx(s.mean())
+    rng = np.random.default_rng(0)
+    edges = np.arange(env.n_edges)
+    draws = np.array([env.observe(edges, rng) for _ in range(4000)])
+    for e in edges:  # every observation is one recorded traversal; their average is the truth
+        recorded = set(env.samples_wh[env.offsets[e]:env.offsets[e + 1]].tolist())
+        assert set(draws[:, e].tolist()) <= recorded
+        se = np.sqrt(env.edge_var_wh2[e] / 4000) + 1e-9
+        assert abs(draws[:, e].mean() - env.true_mean_wh[e]) <= 5 * se
+    ids = env.linegraph.network.edge_ids.tolist()
+    b, mb = ids.index("b"), ids.index("-b")
+    assert env.true_mean_wh[b] > 100 > env.true_mean_wh[mb]  # 20 m up vs down: ~m g dz / 3600 = 100 Wh apart
+
+
+def test_exact_optimum_and_negative_cycle_check(env: SumoReplayEnvironment) -> None:
+    ids = env.linegraph.network.edge_ids.tolist()
+    a, c = ids.index("a"), ids.index("c")
+    r = env.optimal_route(a, c)
+    assert [ids[i] for i in r.edges] == ["a", "b", "c"]  # the only simple route
+    assert r.cost == pytest.approx(env.true_mean_wh[r.edges].sum())
+    # a net with an edge whose energy is far below its potential has a negative cycle: the check raises
+    bad = SumoReplayEnvironment(env.linegraph, env.prior_mean_wh, np.repeat(np.arange(6), 2),
+                                np.repeat(env.true_mean_wh, 2) - np.where(np.arange(12) // 2 == a, 1e4, 0.0),
+                                env.prior_var, env.config, env.potential_wh)
+    with pytest.raises(NegativeCycleError):
+        bad.optimal_route(a, c)
+    assert bad.describe()["negative_cycle_reachable"]
+
+
+def test_params_are_validated() -> None:
+    assert parse_params({"hours": "7-10"}).hours == (7, 10)
+    for bad in ({"hours": "25-26"}, {"model": "HBEFA"}, {"nope": 1}, {"min_samples": 0}):
+        with pytest.raises(ParameterError):
+            parse_params(bad)
+    with pytest.raises(DataError):
+        parse_params({"route_file": "/no/such.rou.xml"})
+    assert DaySpec().min_samples == 10
+
+
+def test_synthetic_network_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    assert main(["run", "--network", "synthetic:150:0", "--env", "sumo-replay", "--horizon", "2",
+                 "--out", str(tmp_path / "x"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("evroute: error: ") and "SUMO" in err and "\n" not in err
+    assert not (tmp_path / "x").exists()
+
+
+def test_cli_run_on_replay(road: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVROUTE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "run"
+    assert main(["run", "--network", str(road / "road.net.xml"), "--start", "a", "--goal", "c", "--env",
+                 "sumo-replay", "--env-param", f"route_file={road / 'demand.rou.xml'}", "--env-param", "hours=0-1",
+                 "--env-param", "min_samples=3", "--horizon", "5", "--seeds", "2", "--out", str(out),
+                 "--no-progress"]) == 0
+    s = json.loads((out / "seed_0" / "summary.json").read_text())
+    assert s["rounds"] == 5 and s["final_cumulative_regret_wh"] == pytest.approx(0.0, abs=1e-9)  # one route
+    assert list((tmp_path / "cache" / "sumo").glob("*-day-*.parquet"))  # the recorded day is cached
+
+
+def test_cli_run_without_sumo_is_one_line_error(road: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from evroute.sumo import binaries
+
+    monkeypatch.setattr(binaries, "_sumo_wheel_home", lambda: None)
+    monkeypatch.delenv("SUMO_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    out = tmp_path / "run"
+    assert main(["run", "--network", str(road / "road.net.xml"), "--start", "a", "--goal", "c", "--env",
+                 "sumo-replay", "--env-param", f"route_file={road / 'demand.rou.xml'}", "--horizon", "2",
+                 "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("evroute: error: SUMO program 'sumo' not found") and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_unrecorded_edge_takes_eq8(env: SumoReplayEnvironment) -> None:
+    """An edge without any recorded traversal: its truth and every observation are Eq. 8's energy."""
+    keep = np.flatnonzero(np.repeat(np.arange(env.n_edges), env.counts) != 0)  # drop every sample of edge 0
+    edge = np.repeat(np.arange(env.n_edges), env.counts)[keep]
+    e2 = SumoReplayEnvironment(env.linegraph, env.prior_mean_wh, edge, env.samples_wh[keep], env.prior_var,
+                               env.config, env.potential_wh)
+    assert e2.eq8_edges.tolist() == [0] and e2.true_mean_wh[0] == env.prior_mean_wh[0]
+    assert np.all(e2.observe(np.zeros(5, dtype=np.int64), np.random.default_rng(0)) == env.prior_mean_wh[0])
+    np.testing.assert_allclose(e2.true_mean_wh[1:], env.true_mean_wh[1:])
+    assert e2.describe()["eq8_edges"] == [env.linegraph.network.edge_ids[0]]
