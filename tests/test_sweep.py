@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pandas as pd
@@ -30,19 +31,24 @@ def test_expand_grid_names():
     assert g["gp-ts"].model == "gp" and g["gp-ts"].seeds == (0, 1)
 
 
-@pytest.mark.parametrize(("executor", "threads"), [("process", None), ("process", 1), ("ray", None)])
-def test_executor_equals_serial(tmp_path, executor, threads):
+@pytest.mark.parametrize(("executor", "numpy_blas_threads"), [("process", None), ("process", 1), ("ray", None)])
+def test_executor_equals_serial(tmp_path, executor, numpy_blas_threads):
     """A process pool and Ray (a local instance here; a cluster address for users) give the serial numbers, also
-    when the submitting process runs BLAS with another thread count than a fresh worker would."""
+    when numpy's BLAS runs with another thread count than scipy's (as after a model limited BLAS threads before
+    scipy's BLAS was loaded), which a fresh worker would not reproduce by itself."""
     if executor == "ray":
         pytest.importorskip("ray")
-    from threadpoolctl import threadpool_limits
+    import scipy.linalg  # noqa: F401 - numpy's and scipy's BLAS both loaded
+    from threadpoolctl import ThreadpoolController
 
     from evroute.experiments import runner
 
     runner._environment.cache_clear()  # environments cached by earlier tests were sampled with other BLAS threads
+    controller = ThreadpoolController()
+    numpy_blas = controller.select(filepath=next(lib.filepath for lib in controller.lib_controllers
+                                                 if "numpy" in lib.filepath))
     g = grid()
-    with threadpool_limits(limits=threads, user_api="blas"):
+    with numpy_blas.limit(limits=numpy_blas_threads) if numpy_blas_threads else contextlib.nullcontext():
         a = run_sweep(g, tmp_path / "serial", executor="serial")
         b = run_sweep(g, tmp_path / executor, executor=executor, workers=2)
     for name in g:

@@ -323,25 +323,35 @@ def reference_statement(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     return {"exact": exact, "methods": sorted({str(r["method"]) for r in per.values()}), "text": text, "per_seed": per}
 
 
-def blas_threads() -> int | None:
-    """Threads of this process's BLAS (``None`` when no BLAS is loaded)."""
-    from threadpoolctl import threadpool_info
+def blas_threads() -> dict[str, int]:
+    """Thread count of each BLAS this process has loaded, by library file (numpy and scipy ship one each)."""
+    from threadpoolctl import ThreadpoolController
 
-    counts = [int(i["num_threads"]) for i in threadpool_info() if i.get("user_api") == "blas"]
-    return max(counts) if counts else None
+    return {lib.filepath: int(lib.num_threads) for lib in ThreadpoolController().lib_controllers
+            if lib.user_api == "blas"}
 
 
-def init_worker(parent: int, threads: int | None) -> None:
-    """Pool-worker initializer: :func:`die_with_parent`, and the BLAS thread count of the submitting process
-    (``threads``, from :func:`blas_threads`): with another count BLAS reductions sum in another order, results
-    differ in the last bits and a bandit can amplify that into other routes, so every executor gives the numbers
-    of a serial run."""
+def use_blas_threads(threads: dict[str, int]) -> None:
+    """Set each BLAS of this process to the count :func:`blas_threads` recorded for the same library file.
+
+    With another count BLAS reductions sum in another order, results differ in the last bits and a bandit can
+    amplify that into other routes; a model that limits BLAS threads (the exact GP) changes the count of the
+    libraries loaded at that moment only, so counts are per library.  Loads numpy's and scipy's BLAS first:
+    a limit reaches only the libraries already loaded.
+    """
+    import scipy.linalg  # noqa: F401
+    from threadpoolctl import ThreadpoolController
+
+    controller = ThreadpoolController()
+    for path, n in threads.items():
+        controller.select(filepath=path).limit(limits=n)
+
+
+def init_worker(parent: int, threads: dict[str, int]) -> None:
+    """Pool-worker initializer: :func:`die_with_parent`, then :func:`use_blas_threads` with the counts of the
+    submitting process, so every executor gives the numbers of a serial run."""
     die_with_parent(parent)
-    if threads is not None:
-        import scipy.linalg  # noqa: F401 - load scipy's own BLAS now: a limit reaches only the libraries loaded
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(limits=threads, user_api="blas")
+    use_blas_threads(threads)
 
 
 def die_with_parent(parent: int) -> None:

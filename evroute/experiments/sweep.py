@@ -34,7 +34,15 @@ from evroute.errors import ParameterError
 from evroute.experiments.config import ExperimentConfig, field_names, read_json
 from evroute.experiments.executors import EXECUTORS
 from evroute.experiments.output import output_lock
-from evroute.experiments.runner import blas_threads, init_worker, prepare_output, run_experiment, run_seed, validate
+from evroute.experiments.runner import (
+    blas_threads,
+    init_worker,
+    prepare_output,
+    run_experiment,
+    run_seed,
+    use_blas_threads,
+    validate,
+)
 from evroute.validation import format_error
 
 __all__ = ["EXECUTORS", "GridSpec", "expand_grid", "load_grid", "run_sweep"]
@@ -100,18 +108,11 @@ def _job(args: tuple[dict[str, Any], int, str, int]) -> dict[str, Any]:
     return run_seed(ExperimentConfig.from_dict(cfg_d), seed, out, checkpoint_every=every)
 
 
-def _job_with_blas_threads(args: tuple[dict[str, Any], int, str, int], threads: int | None) -> dict[str, Any]:
-    """:func:`_job` with the BLAS thread count of the submitting process.
-
-    Ray starts its workers with ``OMP_NUM_THREADS=1``; BLAS reductions then sum in another order than in the
-    submitting process and results differ in the last bits, which a bandit can amplify into other routes.
-    """
-    if threads is None:
-        return _job(args)
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=threads, user_api="blas"):
-        return _job(args)
+def _job_with_blas_threads(args: tuple[dict[str, Any], int, str, int], threads: dict[str, int]) -> dict[str, Any]:
+    """:func:`_job` with the BLAS thread counts of the submitting process (Ray starts its workers with
+    ``OMP_NUM_THREADS=1``; see :func:`~evroute.experiments.runner.use_blas_threads`)."""
+    use_blas_threads(threads)
+    return _job(args)
 
 
 def run_sweep(configs: Mapping[str, ExperimentConfig], out_root: str | Path, *, executor: str = "process",
