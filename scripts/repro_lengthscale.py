@@ -106,11 +106,13 @@ def main() -> None:
     for network, route in routes:
         fm = args.fixed_model_lengthscale
         pairs = [(run_name(g, ls, fm), run_name(b, ls, fm)) for ls in args.lengthscales
-                 for g, b in (("gp-bucb", "bi-bucb"), ("gp-ts", "bi-ts"))
+                 for g, b in ((R.resolve_method("gp-bucb", args), "bi-bucb"),
+                              (R.resolve_method("gp-ts", args), "bi-ts"))
                  if g in args.methods and b in args.methods]
         paired += ["", *R.paired_lines(runs / R.route_key(network, route), pairs, args.seeds, f"{network} {route}")]
+    learnt = "" if "refit_first=0" in args.model_param else " (then learnt)"
     init = (f"GP initial lengthscale fixed to {args.fixed_model_lengthscale:g}" if args.fixed_model_lengthscale
-            is not None else "GP initial lengthscale = the environment's (then learnt)")
+            is not None else f"GP initial lengthscale = the environment's{learnt}")
     R.write_markdown(docs / f"lengthscale_table{args.tag}.md", [
         f"# Lengthscale study (Figs. 4-5){args.tag}", "", f"Command: `{cmd}`", "", *R.settings_lines(args),
         f" {init}.", "", f"Final cumulative regret at T = {args.horizon} (Wh), mean +- 1 s.e.", "", *rows, "",
