@@ -111,8 +111,9 @@ def main() -> None:
                               (R.resolve_method("gp-ts", args), "bi-ts"))
                  if g in args.methods and b in args.methods]
         paired += ["", *R.paired_lines(runs / R.route_key(network, route), pairs, args.seeds, f"{network} {route}")]
+    learnt = "" if "refit_first=0" in args.model_param else " (then learnt)"
     init = (f"GP initial lengthscale fixed to {args.fixed_model_lengthscale:g}" if args.fixed_model_lengthscale
-            is not None else "GP initial lengthscale = the environment's (then learnt)")
+            is not None else f"GP initial lengthscale = the environment's{learnt}")
     R.write_markdown(docs / f"lengthscale_table{args.tag}.md", [
         f"# Lengthscale study (Figs. 4-5){args.tag}", "", f"Command: `{cmd}`", "", *R.settings_lines(args),
         f" {init}.", "", f"Final cumulative regret at T = {args.horizon} (Wh), mean +- 1 s.e.", "", *rows, "",
