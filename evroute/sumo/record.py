@@ -10,8 +10,8 @@ Every vehicle of SUMO's default type is the EV of the vehicle profile with a bat
   charge (``device.battery.chargeLevel``, 0.01 Wh resolution, differenced per step: the net energy drawn) through
   subscriptions.
 
-``scripts/bench_sumo_recording.py`` measures both; the Parquet output is the faster on every scenario measured
-there (numbers in ``docs/results/sumo_benchmark.md``).
+``scripts/bench_sumo_recording.py`` measures both on the same demand: they agree to 0.01 Wh and the Parquet output
+was faster in median, within the noise of the shared machine (``docs/results/sumo_benchmark.md``).
 
 A traversal of edge ``e`` starts at the first step the vehicle is on ``e`` and ends at the first step it is on
 the next normal edge; the junction (internal lanes) between them counts to ``e``.  The first and the last edge of
