@@ -82,7 +82,7 @@ def _environment(lg: LineGraph, vehicle: str, env_json: str, seed: int) -> Energ
 
 def validate(cfg: ExperimentConfig) -> RouteSpec:
     """Check everything the config names; returns the resolved route.  Creates no files."""
-    check_model(cfg.model, cfg.policy)
+    check_model(cfg.model, cfg.policy, cfg.model_params)
     if is_learner(cfg.model) and cfg.policy_params:
         raise ParameterError(f"model {cfg.model!r} takes its parameters as model parameters, not policy parameters")
     make_policy(cfg.policy, **cfg.policy_params)
