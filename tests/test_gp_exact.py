@@ -238,3 +238,12 @@ def test_joint_thompson_sample_has_the_posterior_mean_and_covariance(env):
     ts = make_policy("ts")
     np.testing.assert_array_equal(ts.estimates(post, 1, np.random.default_rng(9)),
                                   post.sampler(np.random.default_rng(9)))
+
+
+def test_bad_model_parameter_is_one_line_error_and_writes_nothing(tmp_path):
+    from evroute.cli import main
+
+    out = tmp_path / "run"
+    rc = main(["run", "--network", NET, "--model", "gp-exact", "--model-param", "method=qr", "--out", str(out)])
+    assert rc == 2
+    assert not out.exists()

@@ -195,7 +195,7 @@ def check_parameters(cfg: ExperimentConfig) -> None:
     from evroute.models.factory import check_model, check_model_params, is_learner
     from evroute.policies import POLICIES, make_policy
 
-    check_model(cfg.model, cfg.policy)
+    check_model(cfg.model, cfg.policy, cfg.model_params)
     if is_learner(cfg.model):
         if cfg.policy_params:
             raise ParameterError(f"model {cfg.model!r} takes its parameters as model parameters, not policy "

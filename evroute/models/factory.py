@@ -162,12 +162,15 @@ def make_model(name: str, env: EnergyEnvironment, *, seed: int | None = None, **
         raise ParameterError(f"invalid parameters for model {name!r}: {exc}") from None
 
 
-def check_model(name: str, policy: str | None = None) -> None:
-    """Raise :class:`ParameterError` unless ``name`` is a registered model or learner (and suits ``policy``)."""
+def check_model(name: str, policy: str | None = None, params: dict[str, Any] | None = None) -> None:
+    """Raise :class:`ParameterError` unless ``name`` is a registered model or learner (and suits ``policy``); a
+    builder with a ``check_params(params)`` attribute also validates ``params`` (before anything is built)."""
     key = name.lower()
     if key in _LEARNERS:
         allowed = _LEARNERS[key][1]
         if policy is not None and policy.lower() not in allowed:
             raise ParameterError(f"model {name!r} supports the policies {', '.join(allowed)}, got {policy!r}")
         return
-    _builder(name)
+    check = getattr(_builder(name), "check_params", None)
+    if check is not None and params is not None:
+        check(dict(params))

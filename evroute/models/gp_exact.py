@@ -330,22 +330,44 @@ def build_exact_gp_model(env, *, seed: int = 0, **params: Any) -> ExactGPEdgeMod
     0 keeps the process's setting).
     """
     ec = env.config
-    init = {k: float(params.pop(k, getattr(ec, k))) for k in ("graph_nu", "graph_kappa", "lengthscale",
-                                                              "product_weight")}
+    init = {k: float(params.pop(k, getattr(ec, k))) for k in _INIT}
     threads = int(params.pop("threads", 1))
     if threads > 0:
         _set_threads(threads)
-    known = set(ExactGPConfig.__dataclass_fields__)
-    unknown = set(params) - known
+    cfg = _config(params, seed)
+    lg = env.linegraph
+    return ExactGPEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var, lg.laplacian(), lg.contexts(),
+                            config=cfg, **init)
+
+
+_INIT = ("graph_nu", "graph_kappa", "lengthscale", "product_weight")
+
+
+def _config(params: dict[str, Any], seed: int = 0) -> ExactGPConfig:
+    unknown = set(params) - set(ExactGPConfig.__dataclass_fields__)
     if unknown:
         raise ParameterError(f"unknown exact GP model parameters: {', '.join(sorted(unknown))}")
     for k, f in ExactGPConfig.__dataclass_fields__.items():
         if k in params and isinstance(params[k], str) and f.type in ("bool", bool):
             params[k] = params[k].lower() in ("1", "true", "yes")
-    cfg = ExactGPConfig(**{"seed": int(seed), **params})
-    lg = env.linegraph
-    return ExactGPEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var, lg.laplacian(), lg.contexts(),
-                            config=cfg, **init)
+    try:
+        return ExactGPConfig(**{"seed": int(seed), **params})
+    except TypeError as exc:
+        raise ParameterError(f"invalid exact GP model parameters: {exc}") from None
+
+
+def _check_params(params: dict[str, Any]) -> None:
+    """Validate ``--model-param`` values without building anything (``check_model`` before a run writes files)."""
+    rest = {k: v for k, v in params.items() if k not in (*_INIT, "threads")}
+    for k in set(params) & {*_INIT, "threads"}:
+        try:
+            float(params[k])
+        except (TypeError, ValueError):
+            raise ParameterError(f"exact GP model parameter {k} must be a number, got {params[k]!r}") from None
+    _config(rest)
+
+
+build_exact_gp_model.check_params = _check_params  # type: ignore[attr-defined]
 
 
 def _set_threads(n: int) -> None:
