@@ -155,8 +155,15 @@ def test_pool_workers_die_with_their_parent(tmp_path, moment):
     parent = psutil.Process(proc.pid)
     deadline = time.time() + 180
     workers: list = []
+
+    def is_worker(c) -> bool:
+        try:
+            return "spawn_main" in " ".join(c.cmdline())
+        except psutil.Error:  # exited (or a zombie) between the listing and the look
+            return False
+
     while time.time() < deadline:
-        workers = [c for c in parent.children(recursive=True) if "spawn_main" in " ".join(c.cmdline())]
+        workers = [c for c in parent.children(recursive=True) if is_worker(c)]
         if moment == "starting" and workers:
             break
         if len(workers) >= 2 and list((tmp_path / "sw").glob("*/seed_*/rounds.csv")):
