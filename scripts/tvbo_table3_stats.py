@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     print("algorithm | wins | mean rank | last | overall")
     for a in means.columns:
         last = int((ranks[a] == ranks.max(axis=1)).sum())
-        print(f"{ALGO_LABELS[a]} | {int((ranks[a] == 1).sum())} | {ranks[a].mean():.2f} | {last} | {norm[a].mean():.3f}")
+        wins = int((ranks[a] == 1).sum())
+        print(f"{ALGO_LABELS[a]} | {wins} | {ranks[a].mean():.2f} | {last} | {norm[a].mean():.3f}")
     print("\nBOLT rank per problem:", ranks["bolt"].astype(int).to_dict())
     print("\nper-problem means (ranked):")
     for p in means.index:
@@ -59,8 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         if a == "bolt":
             peak = int(np.argmax(size))
             print(
-                f"  BOLT {p} s{s}: final |D| {size[-1]} of {size.size} iterations, largest removal {drops.max(initial=0)},"
-                f" peak {size[peak]}, min after peak {size[peak:].min()}"
+                f"  BOLT {p} s{s}: final |D| {size[-1]} of {size.size} iterations,"
+                f" largest removal {drops.max(initial=0)}, peak {size[peak]}, min after peak {size[peak:].min()}"
             )
         if a == "w-dbo":
             print(f"  W-DBO {p} s{s}: final |D| {size[-1]}")
