@@ -216,7 +216,8 @@ def report(tasks: list[str], trials: int, horizons: dict[str, int], command: str
         "|---|" + "---|" * len(POLICIES) + "---|---|",
     ]
     for ax, task in zip(axes.ravel(), tasks, strict=False):
-        runs = [np.load(p) for p in sorted(cache.glob(f"{task}_T{horizons[task]}{suffix}_trial*.npz"))][:trials]
+        paths = [cache / f"{task}_T{horizons[task]}{suffix}_trial{i}.npz" for i in range(trials)]
+        runs = [np.load(p) for p in paths if p.exists()]  # trials 0 .. trials-1 (a name sort puts trial10 first)
         if not runs:
             continue
         cells, finals = [], {}
