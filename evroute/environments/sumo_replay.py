@@ -39,24 +39,17 @@ from evroute.environments.base import EnergyEnvironment
 from evroute.errors import DataError, ParameterError, check_positive
 from evroute.linegraph import LineGraph
 from evroute.oracle import Route, RouteOracle, has_negative_cycle, optimal_route, route_cost
+from evroute.sumo.replay import DaySpec
 
 
 @dataclass(frozen=True)
-class SumoReplayConfig:
-    """Parameters: the recorded day (:class:`evroute.sumo.replay.DaySpec` fields) and the models' prior.
+class SumoReplayConfig(DaySpec):
+    """Parameters: the recorded day (the :class:`evroute.sumo.replay.DaySpec` fields) and the models' prior.
 
     ``outputscale_frac`` sets the models' prior variance ``(outputscale_frac sigma_det)^2``; ``lengthscale``,
     ``graph_nu``, ``graph_kappa`` and ``product_weight`` initialise the GP's kernel (the paper's values).
     """
 
-    peak_per_hour: float = 1800.0
-    hours: tuple[int, int] | str = (0, 24)  # or "7-10" (command line)
-    demand_seed: int = 0
-    min_samples: int = 10
-    max_probe_rounds: int = 3
-    model: str = "Energy"
-    route_file: str | None = None
-    step_length: float = 1.0
     outputscale_frac: float = 0.25
     lengthscale: float = 1.0
     graph_nu: float = 2.0
@@ -64,22 +57,13 @@ class SumoReplayConfig:
     product_weight: float = 0.5
 
     def __post_init__(self) -> None:
-        hours = self.hours
-        if isinstance(hours, str):  # "7-10" from the command line
-            try:
-                hours = tuple(int(h) for h in hours.split("-"))
-            except ValueError:
-                raise ParameterError(f"hours must look like 7-10, got {self.hours!r}") from None
-        object.__setattr__(self, "hours", tuple(int(h) for h in hours))
+        super().__post_init__()
         check_positive("outputscale_frac", self.outputscale_frac)
         check_positive("lengthscale", self.lengthscale)
-        self.day_spec()  # validates the SUMO part
 
-    def day_spec(self) -> Any:
-        from evroute.sumo.replay import DaySpec
-
-        names = {f.name for f in fields(DaySpec)}
-        return DaySpec(**{k: v for k, v in asdict(self).items() if k in names})
+    def day_spec(self) -> DaySpec:
+        """The recorded day alone (what the SUMO cache is keyed on)."""
+        return DaySpec(**{f.name: getattr(self, f.name) for f in fields(DaySpec)})
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -38,7 +38,7 @@ class DaySpec:
 
     Attributes:
         peak_per_hour: background vehicles inserted in the busiest hour (the daily profile scales the others).
-        hours: simulated hours of the day ``[start, end)``.
+        hours: simulated hours of the day ``[start, end)`` (or ``"7-10"``, as given on the command line).
         demand_seed: seed of the random trips and of SUMO (one recorded day per seed).
         min_samples: coverage target N: traversals wanted for every edge of the largest SCC.
         max_probe_rounds: re-simulations with probe trips at most.
@@ -48,7 +48,7 @@ class DaySpec:
     """
 
     peak_per_hour: float = 1800.0
-    hours: tuple[int, int] = (0, 24)
+    hours: tuple[int, int] | str = (0, 24)
     demand_seed: int = 0
     min_samples: int = 10
     max_probe_rounds: int = 3
@@ -57,7 +57,13 @@ class DaySpec:
     step_length: float = 1.0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "hours", tuple(int(h) for h in self.hours))
+        hours = self.hours
+        if isinstance(hours, str):  # "7-10" from the command line
+            try:
+                hours = tuple(int(h) for h in hours.split("-"))
+            except ValueError:
+                raise ParameterError(f"hours must look like 7-10, got {self.hours!r}") from None
+        object.__setattr__(self, "hours", tuple(int(h) for h in hours))
         check_positive("peak_per_hour", self.peak_per_hour)
         check_positive("step_length", self.step_length)
         if int(self.min_samples) < 1 or int(self.max_probe_rounds) < 0:
