@@ -10,10 +10,12 @@ It also hands the edge models their prior: ``prior_mean_wh`` (the physics energy
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import fields
+from typing import Any, TypeVar
 
 import numpy as np
 
+from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
 from evroute.oracle import Route
 
@@ -83,3 +85,20 @@ class EnergyEnvironment:
     def describe(self) -> dict[str, Any]:
         """Name and parameters, for results metadata."""
         return {"name": self.name, **(self.config.to_dict() if self.config is not None else {})}
+
+
+ConfigT = TypeVar("ConfigT")
+
+
+def config_from_params(cls: type[ConfigT], params: dict[str, Any], environment: str) -> ConfigT:
+    """``cls(**params)`` for an environment's config dataclass; unknown keys and bad values are one-line
+    :class:`ParameterError` messages naming ``environment`` (the strict types are checked before, by
+    :mod:`evroute.validation`)."""
+    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    if set(params) - known:
+        raise ParameterError(f"unknown parameters of the {environment} environment: {sorted(set(params) - known)} "
+                             f"(known: {', '.join(sorted(known))})")
+    try:
+        return cls(**params)
+    except TypeError as exc:
+        raise ParameterError(f"bad {environment} parameter: {exc}") from None

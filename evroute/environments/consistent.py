@@ -29,15 +29,15 @@ prior variance handed to the models and the noise are the paper's (``sigma0 = 0.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from evroute.energy import VehicleProfile, elevation_potential_wh, network_energy_wh
-from evroute.environments.base import EnergyEnvironment
+from evroute.environments.base import EnergyEnvironment, config_from_params
 from evroute.environments.paper import EnvironmentConfig, sample_prior_function_and_variance
-from evroute.errors import ParameterError, check_positive
+from evroute.errors import check_positive
 from evroute.linegraph import LineGraph
 from evroute.oracle import Route, RouteOracle, route_cost
 
@@ -131,11 +131,7 @@ def lognormal_reduced_costs(r_det: np.ndarray, g: np.ndarray, var: np.ndarray, s
 
 def parse_params(params: dict[str, Any]) -> ConsistentConfig:
     """:class:`ConsistentConfig` from an experiment's ``environment`` dict (:class:`ParameterError` if invalid)."""
-    known = {f.name for f in fields(ConsistentConfig)}
-    if set(params) - known:
-        raise ParameterError(f"unknown parameters of the consistent environment: {sorted(set(params) - known)} "
-                             f"(known: {', '.join(sorted(known))})")
-    return ConsistentConfig(**params)
+    return config_from_params(ConsistentConfig, params, "consistent")
 
 
 def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,

@@ -24,13 +24,13 @@ Sampling backends (``method``):
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
 
 from evroute.energy import VehicleProfile, network_energy_wh
-from evroute.environments.base import EnergyEnvironment
+from evroute.environments.base import EnergyEnvironment, config_from_params
 from evroute.errors import ParameterError, check_positive
 from evroute.kernels import GraphMaternKernel, matern52, matern_rff
 from evroute.linegraph import LineGraph
@@ -95,11 +95,7 @@ class PaperEnvironment(EnergyEnvironment):
 
 def parse_params(params: dict[str, Any]) -> EnvironmentConfig:
     """:class:`EnvironmentConfig` from an experiment's ``environment`` dict (:class:`ParameterError` if invalid)."""
-    known = {f.name for f in fields(EnvironmentConfig)}
-    if set(params) - known:
-        raise ParameterError(f"unknown parameters of the paper environment: {sorted(set(params) - known)} "
-                             f"(known: {', '.join(sorted(known))})")
-    return EnvironmentConfig(**params)
+    return config_from_params(EnvironmentConfig, params, "paper")
 
 
 def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,

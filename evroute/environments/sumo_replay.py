@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from evroute.energy import VehicleProfile, elevation_potential_wh, network_energy_wh
-from evroute.environments.base import EnergyEnvironment
-from evroute.errors import DataError, ParameterError, check_positive
+from evroute.environments.base import EnergyEnvironment, config_from_params
+from evroute.errors import DataError, check_positive
 from evroute.linegraph import LineGraph
 from evroute.oracle import Route, RouteOracle, has_negative_cycle, optimal_route, route_cost
 from evroute.sumo.replay import DaySpec
@@ -146,14 +146,7 @@ class SumoReplayEnvironment(EnergyEnvironment):
 
 def parse_params(params: dict[str, Any]) -> SumoReplayConfig:
     """:class:`SumoReplayConfig` from an experiment's ``environment`` dict (:class:`ParameterError` if invalid)."""
-    known = {f.name for f in fields(SumoReplayConfig)}
-    if set(params) - known:
-        raise ParameterError(f"unknown parameters of the sumo-replay environment: {sorted(set(params) - known)} "
-                             f"(known: {', '.join(sorted(known))})")
-    try:
-        return SumoReplayConfig(**params)
-    except TypeError as exc:
-        raise ParameterError(f"bad sumo-replay parameter: {exc}") from None
+    return config_from_params(SumoReplayConfig, params, "sumo-replay")
 
 
 def prepare(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None) -> None:
