@@ -25,7 +25,7 @@ and plays the single-arm GP bandits of :mod:`evroute.bo` over it, one route per 
   around the physics prior in units of about 1, matching the papers' ``B = 1``.  The noise of a route's observation
   in these units is ``|r| varsigma^2 / scale^2 ~ varsigma^2 / sigma0^2``, the default ``lam`` (and ``R = sqrt(lam)``).
 * **Policies**: ``policy="ucb"`` is :class:`~evroute.bo.IGPUCB`, ``policy="ts"`` :class:`~evroute.bo.GPTS`, both
-  with the O(N^2) rank-one :class:`~evroute.bo.FiniteArmGP`, ``B = 1`` and ``delta = 0.1`` (the :mod:`evroute.bo`
+  with the O(N^2) rank-one arm :class:`~evroute.bo.ExactGP`, ``B = 1`` and ``delta = 0.1`` (the :mod:`evroute.bo`
   defaults) and ``gamma = "empirical"``: the information gain ``1/2 sum ln(1 + sigma^2_{s-1}(x_s) / lam)`` actually
   collected.  The default unit-constant bound ``(ln t)^{d+1}`` of an SE kernel in ``d = 6`` feature dimensions is
   3.6e5 at ``t = 500`` and ignores that the arm set is finite; with it both policies explore almost uniformly.

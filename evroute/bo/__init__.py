@@ -2,6 +2,7 @@
 
 Policies: :class:`IGPUCB`, :class:`GPTS` (Chowdhury & Gopalan 2017), :class:`SrinivasGPUCB`, :class:`GPUCB`
 (fixed width), :class:`GPEI`, :class:`GPPI`, :class:`BOKE`, :class:`BOKEPlus` and :class:`KRUCB` (Zhu et al.).
+The GP policies (and the time-varying ones of :mod:`evroute.bo.timevarying`) use one model, :class:`ExactGP`.
 See ``docs/bo.md`` for the interface and the formulas each policy implements.
 """
 
@@ -13,9 +14,9 @@ from evroute.bo.acquisition import (
 )
 from evroute.bo.base import BoxDomain, Domain, FiniteDomain, Policy, as_generator
 from evroute.bo.functions import FUNCTION_NAMES, BenchmarkFunction, get_function
-from evroute.bo.gp import FiniteArmGP, GPRegressor
+from evroute.bo.gp import ExactGP
 from evroute.bo.gp_policies import GPEI, GPPI, GPTS, GPUCB, IGPUCB, GPPolicy, SrinivasGPUCB, info_gain_bound
-from evroute.bo.kernels import Kernel, Matern, SquaredExponential, make_kernel
+from evroute.bo.kernels import ArmKernel, Kernel, Matern, SquaredExponential, make_kernel
 from evroute.bo.kr import NadarayaWatson, scott_bandwidth, silverman_bandwidth
 from evroute.bo.kr_policies import BOKE, KRUCB, BOKEPlus, KernelRegressionPolicy, ikr_ucb
 from evroute.bo.loop import RunResult, run_policy
@@ -32,15 +33,15 @@ __all__ = [
     "IGPUCB",
     "KRUCB",
     "AcquisitionOptimizer",
+    "ArmKernel",
     "BOKEPlus",
     "BenchmarkFunction",
     "BoxDomain",
     "Domain",
-    "FiniteArmGP",
+    "ExactGP",
     "FiniteDomain",
     "GaussianPosterior",
     "GPPolicy",
-    "GPRegressor",
     "Kernel",
     "KernelRegressionPolicy",
     "Matern",

@@ -1,24 +1,28 @@
-"""Use a GPyTorch ``ExactGP`` or a BoTorch ``Model`` where an evroute model is expected.
+"""Use a GPyTorch ``ExactGP`` or a BoTorch ``Model`` where an evroute model (:class:`~evroute.bo.gp.ExactGP`) is
+expected.
 
-:class:`TorchModel` wraps a torch model so that it offers the evroute model interface: ``posterior(X)`` returning a
-:class:`~evroute.bo.posterior.GaussianPosterior` (numpy, float64), ``condition(X, y)`` to replace the training data
-and ``fit_hyperparameters()`` by maximising the exact marginal likelihood.  :class:`ModelUCB` is GP-UCB on any such
-model: the acquisition sees only the posterior, the optimiser only the acquisition.
+:class:`TorchModel` wraps a torch model so that it offers the interface the GP policies use: ``posterior(Z)``
+returning a :class:`~evroute.bo.posterior.GaussianPosterior` (numpy, float64), ``mean_var_grad(z)`` (by autograd),
+``set_train_data(Z, y)`` / ``condition_on_observation(z, y)`` and ``fit_hyperparameters()`` by maximising the exact
+marginal likelihood.  Any :class:`~evroute.bo.gp_policies.GPPolicy` then runs on it: the acquisition sees only the
+posterior, the optimiser only the acquisition.
 
 GPyTorch::
 
     likelihood = gpytorch.likelihoods.GaussianLikelihood()
     gp = MyExactGP(train_x, train_y, likelihood)          # any gpytorch.models.ExactGP
-    policy = ModelUCB(BoxDomain.unit(2), TorchModel(gp, likelihood), seed=0)
+    policy = GPUCB(BoxDomain.unit(2), model=TorchModel(gp, likelihood), seed=0)
 
 BoTorch (optional, not a dependency of evroute; install ``botorch`` compatible with the pinned torch/gpytorch)::
 
     from botorch.models import SingleTaskGP
     gp = SingleTaskGP(train_x, train_y[:, None])       # a BoTorch Model is a GPyTorch ExactGP with .posterior
-    policy = ModelUCB(domain, TorchModel(gp, gp.likelihood), seed=0)
+    policy = GPUCB(domain, model=TorchModel(gp, gp.likelihood), seed=0)
 
 A BoTorch ``Model``'s ``posterior(X)`` (a ``GPyTorchPosterior``) is used directly when present; otherwise the
-adapter evaluates ``likelihood``-free ``model(X)`` in eval mode (the latent ``f``, as our models return).
+adapter evaluates ``likelihood``-free ``model(X)`` in eval mode (the latent ``f``, as our models return).  The model
+sees unit-cube coordinates on a box and arm coordinates on a finite domain; its outputs are in its own units (a
+BoTorch outcome transform is applied by its ``posterior``), so ``standardized`` is accepted and ignored.
 """
 
 from __future__ import annotations
@@ -28,11 +32,11 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from evroute.bo.base import Domain, FloatArray, Policy, SeedLike
+from evroute.bo.base import FloatArray
 from evroute.bo.posterior import GaussianPosterior
 from evroute.errors import ParameterError, check_positive
 
-__all__ = ["ModelUCB", "TorchModel"]
+__all__ = ["TorchModel"]
 
 
 class TorchModel:
@@ -57,14 +61,28 @@ class TorchModel:
         self._torch = torch
         params = list(model.parameters())
         self.dtype = params[0].dtype if params else torch.float64
+        self._z: FloatArray | None = None
+        self._y: FloatArray | None = None
 
     def _tensor(self, x: ArrayLike) -> Any:
         return self._torch.as_tensor(np.asarray(x, dtype=float), dtype=self.dtype)
 
-    def condition(self, X: ArrayLike, y: ArrayLike) -> None:  # noqa: N803
-        """Replace the training data by ``X`` ``(n, d)``, ``y`` ``(n,)`` (hyperparameters unchanged)."""
-        x_t, y_t = self._tensor(np.atleast_2d(X)), self._tensor(np.asarray(y, dtype=float).reshape(-1))
-        self.model.set_train_data(inputs=x_t, targets=y_t, strict=False)
+    def set_train_data(self, Z: ArrayLike, y: ArrayLike, *, fit: bool = False) -> None:  # noqa: N803
+        """Replace the training data by ``Z`` ``(n, p)``, ``y`` ``(n,)``; refit the hyperparameters if ``fit``."""
+        self._z = np.atleast_2d(np.asarray(Z, dtype=float)).copy()
+        self._y = np.asarray(y, dtype=float).reshape(-1).copy()
+        self.model.set_train_data(inputs=self._tensor(self._z), targets=self._tensor(self._y), strict=False)
+        if fit:
+            self.fit_hyperparameters()
+
+    def condition_on_observation(self, z: ArrayLike, y: float) -> None:
+        """Add one observation ``y`` at ``z`` ``(p,)`` (the model's data are replaced; ``O(n^3)`` at the next
+        posterior)."""
+        zv = np.asarray(z, dtype=float).reshape(1, -1)
+        if self._z is None:
+            self.set_train_data(zv, [y])
+        else:
+            self.set_train_data(np.vstack([self._z, zv]), np.append(self._y, float(y)))
 
     def fit_hyperparameters(self) -> None:
         """Maximise the exact marginal likelihood (GPyTorch's ``ExactMarginalLogLikelihood``) with Adam."""
@@ -86,18 +104,20 @@ class TorchModel:
         model.eval()
         lik.eval()
 
-    def posterior(self, X: ArrayLike) -> GaussianPosterior:  # noqa: N803
-        """Posterior of the latent ``f`` at ``X`` ``(m, d)``: means, variances and (lazily) the joint covariance."""
+    def _mvn(self, x: Any) -> Any:
+        if hasattr(self.model, "posterior") and callable(self.model.posterior):
+            return self.model.posterior(x).distribution  # BoTorch: GPyTorchPosterior
+        return self.model(x)
+
+    def posterior(self, X: ArrayLike, *, standardized: bool = False) -> GaussianPosterior:  # noqa: N803
+        """Posterior of the latent ``f`` at ``X`` ``(m, p)``: means, variances and (lazily) the joint covariance."""
         import gpytorch
 
         torch = self._torch
         x = self._tensor(np.atleast_2d(X))
         self.model.eval()
         with torch.no_grad(), gpytorch.settings.fast_pred_var(False):
-            if hasattr(self.model, "posterior") and callable(self.model.posterior):
-                mvn = self.model.posterior(x).distribution  # BoTorch: GPyTorchPosterior
-            else:
-                mvn = self.model(x)
+            mvn = self._mvn(x)
             mean = mvn.mean.detach().cpu().numpy().astype(float).reshape(-1)
             var = mvn.variance.detach().cpu().numpy().astype(float).reshape(-1)
 
@@ -107,54 +127,17 @@ class TorchModel:
 
         return GaussianPosterior(mean, var, cov)
 
+    def mean_var_grad(self, z: FloatArray) -> tuple[float, float, FloatArray, FloatArray]:
+        """Posterior mean and variance of ``f`` at one input ``z`` ``(p,)`` and their gradients ``(p,)`` (autograd)."""
+        import gpytorch
 
-class ModelUCB(Policy):
-    """GP-UCB on any model with ``posterior`` / ``condition`` (e.g. :class:`TorchModel`): each round the model is
-    conditioned on the unit-cube data (hyperparameters refitted every ``refit_every`` rounds) and
-    ``x = argmax mu + width sigma`` over ``n_candidates`` random points plus perturbations of the best observed one.
-
-    Args:
-        domain: a box (the model sees unit-cube coordinates) or a finite domain (arm coordinates; all arms scored).
-        model: the model.
-        width: UCB width on ``sigma``.
-        n_candidates: random candidates per round on a box.
-        refit_every: refit hyperparameters every this many rounds (0: never).
-        seed: random seed.
-    """
-
-    def __init__(
-        self,
-        domain: Domain,
-        model: Any,
-        *,
-        width: float = 2.0,
-        n_candidates: int = 1000,
-        refit_every: int = 0,
-        seed: SeedLike = None,
-    ) -> None:
-        super().__init__(domain, seed=seed)
-        self.model = model
-        self.width = check_positive("width", width, allow_zero=True)
-        self.n_candidates = int(n_candidates)
-        self.refit_every = int(refit_every)
-
-    def _coords(self, x: FloatArray) -> FloatArray:
-        return self.domain.to_unit(x) if hasattr(self.domain, "to_unit") else np.asarray(x, dtype=float)  # type: ignore
-
-    def _ask(self, t: float | None) -> FloatArray:
-        from evroute.bo.acquisition import upper_confidence_bound
-
-        if self.n_obs == 0:
-            return self.domain.sample(1, self.rng)[0]
-        self.model.condition(self._coords(self.X), self.y)
-        if self.refit_every and self.n_obs % self.refit_every == 0:
-            self.model.fit_hyperparameters()
-        if hasattr(self.domain, "points"):
-            cand = self.domain.points  # type: ignore[attr-defined]
-            vals = upper_confidence_bound(self.model.posterior(cand), self.width)
-            return cand[int(np.argmax(vals))].copy()
-        best = self._coords(self.X[int(np.argmax(self.y))])
-        local = np.clip(best + 0.02 * self.rng.standard_normal((64, self.domain.dim)), 0.0, 1.0)
-        cand = np.vstack([self.rng.random((self.n_candidates, self.domain.dim)), local])
-        vals = upper_confidence_bound(self.model.posterior(cand), self.width)
-        return self.domain.from_unit(cand[int(np.argmax(vals))])  # type: ignore[attr-defined]
+        torch = self._torch
+        x = self._tensor(np.asarray(z, dtype=float).reshape(1, -1)).requires_grad_(True)
+        self.model.eval()
+        with gpytorch.settings.fast_pred_var(False):
+            mvn = self._mvn(x)
+            mean, var = mvn.mean.reshape(-1)[0], mvn.variance.reshape(-1)[0]
+            dmean = torch.autograd.grad(mean, x, retain_graph=True)[0]
+            dvar = torch.autograd.grad(var, x)[0]
+        as_np = lambda v: v.detach().cpu().numpy().astype(float).reshape(-1)  # noqa: E731
+        return float(mean.detach()), max(float(var.detach()), 0.0), as_np(dmean), as_np(dvar)

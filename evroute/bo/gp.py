@@ -1,169 +1,399 @@
-"""Small dense Gaussian-process posteriors in numpy (zero prior mean, fixed kernel).
+"""The one Gaussian-process model of :mod:`evroute.bo`: exact GP regression with a kernel object.
 
-Notation of the kernelized-bandits paper (Chowdhury & Gopalan 2017, Eqs. 2-4): with ``K_t = [k(x_i, x_j)]`` and
-regulariser ``lambda`` (the noise variance of the Gaussian likelihood),
+Every static and time-varying policy conditions an :class:`ExactGP` and reads its :meth:`ExactGP.posterior`
+(a :class:`~evroute.bo.posterior.GaussianPosterior`); acquisitions see only that posterior (BoTorch's split of model,
+posterior and acquisition).  Notation of Chowdhury & Gopalan (2017, Eqs. 2-4), with ``K_t = [k(z_i, z_j)]`` and the
+noise variance ``lambda``:
 
-* ``mu_t(x) = k_t(x)^T (K_t + lambda I)^{-1} y_{1:t}``
-* ``k_t(x, x') = k(x, x') - k_t(x)^T (K_t + lambda I)^{-1} k_t(x')``,  ``sigma_t^2(x) = k_t(x, x)``.
+* ``mu_t(z) = m(z) + k_t(z)^T (K_t + lambda I)^{-1} (y_{1:t} - m)``,
+* ``k_t(z, z') = k(z, z') - k_t(z)^T (K_t + lambda I)^{-1} k_t(z')``,  ``sigma_t^2(z) = k_t(z, z)``.
 
-:class:`FiniteArmGP` keeps ``mu_t`` and the full ``N x N`` posterior covariance over a finite arm set and updates them
-with the rank-one recursions of the paper's Appendix F (Eqs. 19-21), ``O(N^2)`` per observation.
-:class:`GPRegressor` is for continuous domains: it grows a Cholesky factor of ``K_t + lambda I`` by one row per
-observation (``O(t^2)``) and can also refit from scratch (``O(t^3)``, the cost model of the BOKE paper's GP-UCB).
-Both stay finite on repeated inputs: ``lambda > 0`` makes ``K_t + lambda I`` positive definite, and with
-``lambda = 0`` a jitter is added and negative variances are clipped at zero.
+The kernel decides the inputs ``z``:
+
+* :class:`~evroute.bo.kernels.Matern` / :class:`~evroute.bo.kernels.SquaredExponential`: points ``x`` ``(n, d)``;
+* :class:`~evroute.bo.timevarying.kernels.SpatioTemporalKernel`: ``[x, t]`` rows ``(n, d + 1)``, product kernel
+  ``lambda k_S(||x - x'||) k_T(|t - t'|)`` (``k_T = 1`` for a static one);
+* :class:`~evroute.bo.kernels.ArmKernel`: arm indices ``(n, 1)`` of a finite arm set with a given ``(N, N)`` prior
+  covariance (and optional prior mean).
+
+Two exact conditioning algorithms, chosen by the kernel's domain:
+
+* continuous inputs: a Cholesky factor of ``K_n + (lambda + jitter) I``, grown by one row per
+  :meth:`~ExactGP.condition_on_observation` (``O(n^2)``) or recomputed by :meth:`~ExactGP.set_train_data`
+  (``O(n^3)``);
+* an :class:`~evroute.bo.kernels.ArmKernel`: the posterior mean and ``N x N`` covariance of all arms, updated by the
+  rank-one recursions of the paper's Appendix F (Eqs. 19-21, ``O(N^2)`` per observation, no jitter).
+
+Both stay finite on repeated inputs (``lambda > 0``, or a jitter / a clipped denominator when ``lambda = 0``).
+:meth:`~ExactGP.remove` drops observations (the resets and removals of BOLT, W-DBO, ET-GP-UCB and R-GP-UCB) by
+conditioning from scratch on the rest, keeping the hyperparameters and the output standardisation.
+Hyperparameters are optionally fitted by maximising the exact log marginal likelihood plus weak log-normal priors on
+the lengthscales (L-BFGS-B on their logarithms, analytic gradient ``0.5 tr((alpha alpha^T - K^-1) dK/dtheta)``,
+warm-started from the current values); :meth:`~ExactGP.log_marginal_likelihood` is the objective without priors.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.linalg import cho_solve, solve_triangular
+from scipy.optimize import minimize
 
 from evroute.bo.base import FloatArray
-from evroute.bo.kernels import Kernel
-from evroute.bo.posterior import sample_mvn
+from evroute.bo.kernels import ArmKernel
+from evroute.bo.posterior import GaussianPosterior, sample_mvn
 from evroute.errors import ParameterError, check_positive
 
-__all__ = ["FiniteArmGP", "GPRegressor", "sample_mvn"]
+__all__ = ["ExactGP", "sample_mvn"]
 
-_JITTER = 1e-10
-
-
-class FiniteArmGP:
-    """GP posterior over ``N`` arms with the ``O(N^2)`` rank-one update (Eqs. 19-21 of Chowdhury & Gopalan).
-
-    Args:
-        prior_cov: ``(N, N)`` prior covariance ``k(a_i, a_j)`` of the arms (a kernel Gram matrix or, e.g., an
-            empirical covariance).
-        lam: regulariser / noise variance ``lambda >= 0``.
-        prior_mean: optional ``(N,)`` prior mean (default 0).
-    """
-
-    def __init__(self, prior_cov: FloatArray, lam: float, prior_mean: FloatArray | None = None) -> None:
-        k = np.array(prior_cov, dtype=float)
-        if k.ndim != 2 or k.shape[0] != k.shape[1] or not np.all(np.isfinite(k)):
-            raise ParameterError(f"prior_cov must be a finite square matrix, got shape {k.shape}")
-        self.lam = check_positive("lam", lam, allow_zero=True)
-        self.cov: FloatArray = 0.5 * (k + k.T)
-        self.mean: FloatArray = np.zeros(k.shape[0])
-        if prior_mean is not None:
-            pm = np.asarray(prior_mean, dtype=float).reshape(-1)
-            if pm.shape != self.mean.shape or not np.all(np.isfinite(pm)):
-                raise ParameterError(f"prior_mean must be finite with shape {self.mean.shape}, got {pm.shape}")
-            self.mean = pm.copy()
-        self.n_obs = 0
-        self.info_gain = 0.0  # 1/2 sum_s ln(1 + sigma_{s-1}^2(x_s) / lambda)  (Lemma 3)
-
-    @property
-    def var(self) -> FloatArray:
-        """``(N,)`` posterior variances ``sigma_t^2`` (clipped at 0)."""
-        return np.clip(np.diag(self.cov), 0.0, None)
-
-    def update(self, arm: int, y: float) -> None:
-        """Condition on ``y`` observed at arm index ``arm`` (Eqs. 19-21)."""
-        var_i = max(float(self.cov[arm, arm]), 0.0)
-        denom = max(self.lam + var_i, _JITTER)
-        col = self.cov[:, arm].copy()
-        self.mean += col * ((y - self.mean[arm]) / denom)
-        self.cov -= np.outer(col, col) / denom
-        if self.lam > 0:
-            self.info_gain += 0.5 * np.log1p(var_i / self.lam)
-        self.n_obs += 1
+_DENOM_FLOOR = 1e-10  # rank-one updates with lambda = 0 on an arm whose variance is already 0
 
 
-class GPRegressor:
-    """Exact GP regression with an incrementally grown Cholesky factor.
+class ExactGP:
+    """Exact GP regression ``y = f(z) + N(0, noise)``, ``f ~ GP(m, k)``.
 
     Args:
-        kernel: the prior covariance ``k``.
-        lam: noise variance / regulariser ``lambda >= 0`` (a jitter of ``1e-10 k(x, x)`` is always added).
-        dim: input dimension ``d``.
+        kernel: the prior covariance ``k`` (see the module doc for the kinds of inputs).
+        noise: noise variance ``lambda >= 0`` (in standardised units when ``standardize``).
+        jitter: added to the diagonal of ``K_n + lambda I`` (not to ``lambda`` in the information gain).
+        min_variance: floor of the predictive variance of ``f``.
+        standardize: condition on ``(y - mean(y)) / std(y)`` (the statistics of the data given to
+            :meth:`set_train_data` or of all data so far; kept by :meth:`remove`); :meth:`posterior` returns
+            observation units unless asked for the standardised ones.
+        prior_mean: ``(N,)`` prior mean of the arms (only with an :class:`~evroute.bo.kernels.ArmKernel`; default 0).
+        fit_iters: L-BFGS-B iterations of :meth:`fit_hyperparameters` (0: hyperparameters fixed).
+        prior_sd: standard deviation of the log-normal priors on the lengthscales, centred on their initial values
+            (``None``: plain maximum likelihood).
+        noise_bounds: ``(low, high)`` bounds of ``noise`` in the fit.
     """
 
-    def __init__(self, kernel: Kernel, lam: float, dim: int) -> None:
+    def __init__(
+        self,
+        kernel: Any,
+        noise: float,
+        *,
+        jitter: float = 0.0,
+        min_variance: float = 0.0,
+        standardize: bool = False,
+        prior_mean: ArrayLike | None = None,
+        fit_iters: int = 0,
+        prior_sd: float | None = 1.5,
+        noise_bounds: tuple[float, float] = (1e-5, 1.0),
+    ) -> None:
         self.kernel = kernel
-        self.lam = check_positive("lam", lam, allow_zero=True)
-        self.dim = int(dim)
-        self._x = np.empty((16, self.dim))
-        self._chol = np.empty((16, 16))
-        self.n = 0
-        self.info_gain = 0.0
+        self.noise = check_positive("noise", noise, allow_zero=True)
+        self.jitter = check_positive("jitter", jitter, allow_zero=True)
+        self.min_variance = check_positive("min_variance", min_variance, allow_zero=True)
+        self.standardize = bool(standardize)
+        if int(fit_iters) < 0:
+            raise ParameterError(f"fit_iters must be >= 0, got {fit_iters!r}")
+        self.fit_iters = int(fit_iters)
+        if prior_sd is not None and not prior_sd > 0:
+            raise ParameterError(f"prior_sd must be > 0 or None, got {prior_sd!r}")
+        self.prior_sd = prior_sd
+        self.noise_bounds = (float(noise_bounds[0]), float(noise_bounds[1]))
+        self.finite = isinstance(kernel, ArmKernel)
+        if self.finite and (standardize or fit_iters):
+            raise ParameterError("an ArmKernel model supports neither standardize nor hyperparameter fitting")
+        if self.finite:
+            self._arm_mean0 = np.zeros(kernel.n_arms)
+            if prior_mean is not None:
+                pm = np.asarray(prior_mean, dtype=float).reshape(-1)
+                if pm.shape != (kernel.n_arms,) or not np.all(np.isfinite(pm)):
+                    raise ParameterError(f"prior_mean must be finite with shape ({kernel.n_arms},), got {pm.shape}")
+                self._arm_mean0 = pm.copy()
+        elif prior_mean is not None:
+            raise ParameterError("prior_mean is only supported with an ArmKernel (use standardize otherwise)")
+        self._lengthscale_centre = {k: float(np.log(kernel.get(k))) for k in getattr(kernel, "lengthscale_names", ())}
+        self.y_mean, self.y_std = 0.0, 1.0
+        self._reset()
+
+    # ------------------------------------------------------------------ data
+    def _reset(self) -> None:
+        self._zbuf: FloatArray = np.zeros((0, 0))  # (capacity, p) training inputs; the first n rows are used
+        self._y: list[float] = []
+        self.info_gain = 0.0  # 1/2 sum_s ln(1 + sigma_{s-1}^2(z_s) / lambda)  (Lemma 3)
+        self._alpha: FloatArray | None = None
+        self._kinv: FloatArray | None = None
+        self._stale = False  # new data since the targets were last standardised
+        if self.finite:
+            self.arm_mean: FloatArray = self._arm_mean0.copy()
+            self.arm_cov: FloatArray = self.kernel.cov.copy()
+        else:
+            self._chol = np.zeros((16, 16))
 
     @property
-    def X(self) -> FloatArray:  # noqa: N802
-        """``(n, d)`` training inputs."""
-        return self._x[: self.n]
+    def n(self) -> int:
+        """Number of training points."""
+        return len(self._y)
 
     @property
-    def chol(self) -> FloatArray:
-        """Lower Cholesky factor ``(n, n)`` of ``K_n + (lambda + jitter) I``."""
-        return self._chol[: self.n, : self.n]
+    def train_inputs(self) -> FloatArray:
+        """``(n, p)`` training inputs."""
+        return self._zbuf[: self.n]
 
-    def _noise(self) -> float:
-        return self.lam + _JITTER * self.kernel.variance
+    @property
+    def train_targets(self) -> FloatArray:
+        """``(n,)`` training observations in observation units."""
+        return np.array(self._y, dtype=float)
 
-    def _grow(self) -> None:
-        cap = 2 * self._x.shape[0]
-        x, c = np.empty((cap, self.dim)), np.zeros((cap, cap))
-        x[: self.n], c[: self.n, : self.n] = self.X, self.chol
-        self._x, self._chol = x, c
+    def _restandardize(self, y: FloatArray) -> None:
+        if self.standardize:
+            self.y_mean = float(np.mean(y))
+            if y.size >= 2 and np.std(y) > 1e-12:
+                self.y_std = float(np.std(y))
 
-    def add(self, x: FloatArray) -> None:
-        """Append one input, extending the Cholesky factor in ``O(n^2)``."""
-        if self.n == self._x.shape[0]:
-            self._grow()
+    def standardized_targets(self) -> FloatArray:
+        """``(n,)`` the targets the GP is conditioned on (``(y - y_mean) / y_std``, or ``y``)."""
+        y = self.train_targets
+        return (y - self.y_mean) / self.y_std if self.standardize else y
+
+    def condition_on_observation(self, z: ArrayLike, y: float) -> None:
+        """Add one observation ``y`` at ``z`` ``(p,)`` (arm index for an ArmKernel): ``O(n^2)`` or ``O(N^2)``."""
+        zv = np.asarray(z, dtype=float).reshape(-1)
         n = self.n
-        kxx = self.kernel.variance + self._noise()
+        if self._zbuf.shape[0] == n:
+            grown = np.zeros((max(16, 2 * n), zv.size))
+            if n:
+                grown[:n] = self._zbuf[:n]
+            self._zbuf = grown
+        if self.finite:
+            self._rank_one(int(zv[0]), float(y))
+        else:
+            self._append_row(zv)
+        self._zbuf[n] = zv
+        self._y.append(float(y))
+        self._alpha, self._kinv, self._stale = None, None, True
+
+    def _rank_one(self, arm: int, y: float) -> None:
+        """Eqs. 19-21 of Chowdhury & Gopalan: ``mu += c (y - mu_i) / d``, ``C -= c c^T / d``, ``d = lambda + C_ii``."""
+        var_i = max(float(self.arm_cov[arm, arm]), 0.0)
+        denom = max(self.noise + var_i, _DENOM_FLOOR)
+        col = self.arm_cov[:, arm].copy()
+        self.arm_mean += col * ((y - self.arm_mean[arm]) / denom)
+        self.arm_cov -= np.outer(col, col) / denom
+        if self.noise > 0:
+            self.info_gain += 0.5 * np.log1p(var_i / self.noise)
+
+    def _append_row(self, z: FloatArray) -> None:
+        n = self.n
+        if n == self._chol.shape[0]:
+            grown = np.zeros((2 * n, 2 * n))
+            grown[:n, :n] = self.chol
+            self._chol = grown
+        noise = self.noise + self.jitter
+        prior = float(self.kernel.diag(z[None, :])[0])
         if n:
-            kx = self.kernel(self.X, x[None, :])[:, 0]
+            kx = self.kernel(self.train_inputs, z[None, :])[:, 0]
             row = solve_triangular(self.chol, kx, lower=True, check_finite=False)
-            var = self.kernel.variance - float(row @ row)
-            c2 = max(kxx - float(row @ row), self._noise())
+            var = prior - float(row @ row)
+            c2 = max(prior + noise - float(row @ row), noise)
             self._chol[n, :n] = row
         else:
-            var, c2 = self.kernel.variance, kxx
+            var, c2 = prior, prior + noise
         self._chol[n, n] = np.sqrt(c2)
         self._chol[:n, n] = 0.0
-        self._x[n] = x
-        if self.lam > 0:
-            self.info_gain += 0.5 * np.log1p(max(var, 0.0) / self.lam)
-        self.n += 1
+        if self.noise > 0:
+            self.info_gain += 0.5 * np.log1p(max(var, 0.0) / self.noise)
 
-    def refit(self) -> None:
-        """Recompute the Cholesky factor from scratch (``O(n^3)``)."""
-        if self.n == 0:
+    def set_train_data(self, Z: ArrayLike, y: ArrayLike, *, fit: bool = False) -> None:  # noqa: N803
+        """Condition on ``Z`` ``(n, p)``, ``y`` ``(n,)`` from scratch; with ``fit``, first fit the hyperparameters
+        (when ``fit_iters > 0`` and ``n >= 3``).  Re-standardises the targets."""
+        Z = np.asarray(Z, dtype=float)  # noqa: N806
+        y = np.asarray(y, dtype=float).reshape(-1)
+        if Z.ndim != 2 or Z.shape[0] != y.size or y.size == 0:
+            raise ParameterError(f"set_train_data needs Z (n, p) and y (n,) with n >= 1, got {Z.shape}, {y.shape}")
+        self._restandardize(y)
+        if fit and self.fit_iters > 0 and y.size >= 3 and not self.finite:
+            self._zbuf, self._y = Z.copy(), [float(v) for v in y]
+            self._fit()
+        self._load(Z, y)
+
+    def _load(self, Z: FloatArray, y: FloatArray) -> None:  # noqa: N803
+        """Condition from scratch on ``Z``, ``y`` with the current hyperparameters and standardisation."""
+        if self.finite:
+            self._reset()
+            for zi, yi in zip(Z, y, strict=True):
+                self.condition_on_observation(zi, float(yi))
             return
-        gram = self.kernel(self.X, self.X) + self._noise() * np.eye(self.n)
-        self._chol[: self.n, : self.n] = np.linalg.cholesky(gram)
+        self._zbuf, self._y = Z.copy(), [float(v) for v in y]
+        self._alpha, self._kinv, self._stale = None, None, False
+        self._chol = self._cholesky(self.kernel(Z, Z))
 
-    def alpha(self, y: FloatArray) -> FloatArray:
-        """``(K_n + lambda I)^{-1} y`` for targets ``y`` ``(n,)``."""
-        return cho_solve((self.chol, True), y, check_finite=False)
+    def _cholesky(self, gram: FloatArray) -> FloatArray:
+        cov = gram + (self.noise + self.jitter) * np.eye(gram.shape[0])
+        extra = 0.0
+        while True:
+            try:
+                return np.linalg.cholesky(cov + extra * np.eye(gram.shape[0]))
+            except np.linalg.LinAlgError:
+                extra = max(10 * extra, 1e-6)
 
-    def predict(self, xq: FloatArray, alpha: FloatArray) -> tuple[FloatArray, FloatArray]:
-        """Posterior mean ``(m,)`` and variance ``(m,)`` at ``xq`` ``(m, d)`` given ``alpha`` from :meth:`alpha`."""
-        prior = self.kernel.diag(xq)
+    def recompute(self) -> None:
+        """Recompute the Cholesky factor from scratch (``O(n^3)``; the cost model of the BOKE paper's GP-UCB)."""
+        if not self.finite and self.n:
+            self._chol = self._cholesky(self.kernel(self.train_inputs, self.train_inputs))
+            self._alpha, self._kinv = None, None
+
+    def remove(self, indices: ArrayLike) -> None:
+        """Drop the training points ``indices`` and condition on the others from scratch (same hyperparameters and
+        standardisation; equal to a new model given the remaining data)."""
+        keep = np.setdiff1d(np.arange(self.n), np.asarray(indices, dtype=int).reshape(-1))
+        Z, y = self.train_inputs[keep], self.train_targets[keep]  # noqa: N806
+        if keep.size == 0:
+            self._reset()
+            return
+        self._load(Z, y)
+
+    # ------------------------------------------------------------------ linear algebra
+    @property
+    def chol(self) -> FloatArray:
+        """Lower Cholesky factor ``(n, n)`` of ``K_n + (lambda + jitter) I`` (continuous inputs)."""
+        if self.finite:
+            raise ParameterError("an ArmKernel model keeps the arms' posterior, not a Cholesky factor")
+        return self._chol[: self.n, : self.n]
+
+    @property
+    def alpha(self) -> FloatArray:
+        """``(K_n + (lambda + jitter) I)^{-1} z`` for the (standardised) targets ``z``, ``(n,)``; recomputed lazily
+        after new data (the standardisation is refreshed then)."""
+        if self._alpha is None:
+            if self._stale:
+                self._restandardize(self.train_targets)
+                self._stale = False
+            self._alpha = cho_solve((self.chol, True), self.standardized_targets(), check_finite=False)
+        return self._alpha
+
+    @property
+    def Kinv(self) -> FloatArray:  # noqa: N802 - matrix name
+        """``(n, n)`` inverse of ``K_n + (lambda + jitter) I``, cached."""
+        if self._kinv is None:
+            self._kinv = cho_solve((self.chol, True), np.eye(self.n))
+        return self._kinv
+
+    # ------------------------------------------------------------------ posterior
+    def posterior(self, Zq: ArrayLike, *, standardized: bool = False) -> GaussianPosterior:  # noqa: N803
+        """The posterior of the latent ``f`` at ``Zq`` ``(m, p)`` (arm indices ``(m,)`` or ``(m, 1)`` for an
+        ArmKernel): means, variances and, lazily, the joint covariance.  Observation units unless ``standardized``."""
+        if self.finite:
+            idx = np.asarray(Zq, dtype=int).reshape(-1)
+            var = np.clip(np.diag(self.arm_cov), 0.0, None)
+            return GaussianPosterior(self.arm_mean[idx], var[idx], self.arm_cov[np.ix_(idx, idx)])
+        zq = np.atleast_2d(np.asarray(Zq, dtype=float))
+        prior = self.kernel.diag(zq)
         if self.n == 0:
-            return np.zeros(xq.shape[0]), prior
-        kq = self.kernel(xq, self.X)
-        v = solve_triangular(self.chol, kq.T, lower=True, check_finite=False)
-        return kq @ alpha, np.clip(prior - np.sum(v**2, axis=0), 0.0, None)
+            mean, var = np.zeros(zq.shape[0]), prior
+        else:
+            kq = self.kernel(zq, self.train_inputs)
+            v = solve_triangular(self.chol, kq.T, lower=True, check_finite=False)
+            mean, var = kq @ self.alpha, np.maximum(prior - np.sum(v**2, axis=0), self.min_variance)
 
-    def predict_grad(self, x: FloatArray, alpha: FloatArray) -> tuple[float, float, FloatArray, FloatArray]:
-        """Mean, variance and their gradients ``(d,)`` at one point ``x`` ``(d,)``."""
+        def cov() -> FloatArray:
+            full = self.kernel(zq, zq)
+            if self.n == 0:
+                return full
+            w = solve_triangular(self.chol, self.kernel(zq, self.train_inputs).T, lower=True, check_finite=False)
+            return full - w.T @ w
+
+        post = GaussianPosterior(mean, var, cov)
+        return post.affine(self.y_mean, self.y_std) if self.standardize and not standardized else post
+
+    def all_arms(self) -> GaussianPosterior:
+        """The posterior of every arm of an ArmKernel model (no copies)."""
+        return GaussianPosterior(self.arm_mean, np.clip(np.diag(self.arm_cov), 0.0, None), self.arm_cov)
+
+    def mean_var_grad(self, z: FloatArray) -> tuple[float, float, FloatArray, FloatArray]:
+        """Standardised mean, variance and their gradients ``(p,)`` at one input ``z`` ``(p,)`` (continuous inputs).
+
+        Where the variance is at or below ``min_variance`` it is returned as ``min_variance`` with a zero gradient.
+        A kernel with ``input_blocks(p)`` (column groups, e.g. space and time) has its gradients contracted block by
+        block.
+        """
+        p = z.shape[0]
+        prior = float(self.kernel.diag(z[None, :])[0])
         if self.n == 0:
-            return 0.0, self.kernel.variance, np.zeros(self.dim), np.zeros(self.dim)
-        kx, jac = self.kernel.grad_x(x, self.X)
+            return 0.0, prior, np.zeros(p), np.zeros(p)
+        kx, jac = self.kernel.grad_x(z, self.train_inputs)
         w = cho_solve((self.chol, True), kx, check_finite=False)
-        var = self.kernel.variance - float(kx @ w)
-        if var <= 0.0:
-            return float(kx @ alpha), 0.0, jac.T @ alpha, np.zeros(self.dim)
-        return float(kx @ alpha), var, jac.T @ alpha, -2.0 * (jac.T @ w)
+        var = prior - float(kx @ w)
+        alpha = self.alpha
+        blocks = self.kernel.input_blocks(p) if hasattr(self.kernel, "input_blocks") else [slice(0, p)]
+        parts = [np.ascontiguousarray(jac[:, b]).T for b in blocks]
+        dmean = np.concatenate([g @ alpha for g in parts])
+        if var <= self.min_variance:
+            return float(kx @ alpha), self.min_variance, dmean, np.zeros(p)
+        return float(kx @ alpha), var, dmean, -2.0 * np.concatenate([g @ w for g in parts])
 
-    def posterior_cov(self, xq: FloatArray) -> FloatArray:
-        """Posterior covariance ``k_n(xq, xq)`` ``(m, m)``."""
-        prior = self.kernel(xq, xq)
-        if self.n == 0:
-            return prior
-        v = solve_triangular(self.chol, self.kernel(xq, self.X).T, lower=True, check_finite=False)
-        return prior - v.T @ v
+    # ------------------------------------------------------------------ hyperparameters
+    def _layout(self) -> tuple[list[str], FloatArray, list[tuple[float, float]]]:
+        names = list(self.kernel.fit_layout)
+        bounds = {k: self.kernel.bounds[k] for k in names if k != "noise"} | {"noise": self.noise_bounds}
+        theta = np.log([self.noise if k == "noise" else self.kernel.get(k) for k in names])
+        lb = [(np.log(bounds[k][0]), np.log(bounds[k][1])) for k in names]
+        return names, np.clip(theta, [lo for lo, _ in lb], [hi for _, hi in lb]), lb
+
+    def _negative_log_posterior(
+        self, theta: FloatArray, names: list[str], cache: Any, z: FloatArray, priors: bool
+    ) -> tuple[float, FloatArray]:
+        params = dict(zip(names, np.exp(theta), strict=True))
+        noise = params["noise"]
+        kern, dk = self.kernel.gram_and_grads(cache, params)
+        cov = kern + (noise + self.jitter) * np.eye(z.size)
+        try:
+            chol = np.linalg.cholesky(cov)
+        except np.linalg.LinAlgError:
+            return 1e10, np.zeros_like(theta)
+        alpha = cho_solve((chol, True), z)
+        val = 0.5 * z @ alpha + np.sum(np.log(np.diag(chol)))
+        w = cho_solve((chol, True), np.eye(z.size)) - np.outer(alpha, alpha)
+        grads = [noise * np.eye(z.size) if k == "noise" else dk[k] for k in names]
+        grad = np.array([0.5 * np.sum(w * g) for g in grads])
+        if priors and self.prior_sd is not None:
+            for j, k in enumerate(names):
+                if k in self._lengthscale_centre:
+                    val += 0.5 * ((theta[j] - self._lengthscale_centre[k]) / self.prior_sd) ** 2
+                    grad[j] += (theta[j] - self._lengthscale_centre[k]) / self.prior_sd**2
+        return float(val), grad
+
+    def log_marginal_likelihood(self) -> float:
+        """``log p(z | Z)`` of the (standardised) targets under the current hyperparameters (no priors)."""
+        if self.finite or self.n == 0:
+            raise ParameterError("log_marginal_likelihood needs a continuous-input model with data")
+        names = list(self.kernel.fit_layout)
+        theta = np.log([self.noise if k == "noise" else self.kernel.get(k) for k in names])
+        z = self.standardized_targets()
+        val, _ = self._negative_log_posterior(theta, names, self.kernel.fit_cache(self.train_inputs), z, False)
+        return -val - 0.5 * z.size * np.log(2.0 * np.pi)
+
+    def fit_hyperparameters(self) -> None:
+        """Maximise the log marginal likelihood (plus the lengthscale priors) over the kernel's fitted parameters
+        and the noise, starting from the current values; then condition on the data again."""
+        if self.finite:
+            raise ParameterError("an ArmKernel model has no hyperparameters to fit")
+        if self.n == 0 or self.fit_iters == 0:
+            return
+        if self._stale:
+            self._restandardize(self.train_targets)
+        self._fit()
+        self._load(self.train_inputs, self.train_targets)
+
+    def _fit(self) -> None:
+        names, theta0, lb = self._layout()
+        cache, z = self.kernel.fit_cache(self.train_inputs), self.standardized_targets()
+        res = minimize(
+            self._negative_log_posterior,
+            theta0,
+            args=(names, cache, z, True),
+            jac=True,
+            method="L-BFGS-B",
+            bounds=lb,
+            options={"maxiter": self.fit_iters},
+        )
+        if np.all(np.isfinite(res.x)) and res.fun < 1e10:
+            for k, v in zip(names, np.exp(res.x), strict=True):
+                if k == "noise":
+                    self.noise = float(v)
+                else:
+                    self.kernel.set(k, float(v))

@@ -1,8 +1,9 @@
 """GP policies: IGP-UCB, GP-UCB (Srinivas et al.), GP-TS, GP-EI and GP-PI.
 
-All of them share a :class:`GPPolicy` posterior: on a :class:`FiniteDomain` the ``O(N^2)`` rank-one
-:class:`~evroute.bo.gp.FiniteArmGP`; on a :class:`BoxDomain` the incremental-Cholesky
-:class:`~evroute.bo.gp.GPRegressor` in unit-cube coordinates, with acquisitions maximised by the shared
+All of them read the posterior of one model, an :class:`~evroute.bo.gp.ExactGP` (or any model with its interface,
+e.g. a GPyTorch / BoTorch model through :class:`~evroute.bo.adapters.TorchModel`): on a :class:`FiniteDomain` its
+``O(N^2)`` rank-one posterior over the arms (:class:`~evroute.bo.kernels.ArmKernel`); on a :class:`BoxDomain` its
+incremental Cholesky factor in unit-cube coordinates, with acquisitions maximised by the shared
 :class:`~evroute.bo.optim.AcquisitionOptimizer`.  Widths follow Chowdhury & Gopalan (2017):
 
 * IGP-UCB (Alg. 1): ``beta_t = B + R sqrt(2 (gamma_{t-1} + 1 + ln(1/delta)))``,  ``x_t = argmax mu + beta_t sigma``.
@@ -21,15 +22,16 @@ from __future__ import annotations
 
 import math
 from abc import abstractmethod
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from evroute.bo.acquisition import ei_terms, log_pi_terms, thompson_sample, ucb_terms
 from evroute.bo.base import BoxDomain, Domain, FiniteDomain, FloatArray, Policy, SeedLike
-from evroute.bo.gp import FiniteArmGP, GPRegressor
-from evroute.bo.kernels import Kernel, Matern, SquaredExponential
-from evroute.bo.optim import AcquisitionOptimizer
+from evroute.bo.gp import ExactGP
+from evroute.bo.kernels import ArmKernel, Kernel, Matern, SquaredExponential
+from evroute.bo.optim import AcquisitionOptimizer, acquisition_value_and_grad
 from evroute.bo.posterior import GaussianPosterior
 from evroute.errors import ParameterError, check_positive
 
@@ -49,22 +51,31 @@ def info_gain_bound(t: int, kernel: Kernel, dim: int) -> float:
     return math.log(t) ** (dim + 1)
 
 
+_JITTER = 1e-10  # relative to the kernel variance, on the diagonal of K + lambda I (box domains)
+
+
 def _argmax_random_tie(values: FloatArray, rng: np.random.Generator) -> int:
     best = np.flatnonzero(values >= np.max(values) - 1e-12 * max(1.0, float(np.max(np.abs(values)))))
     return int(best[rng.integers(best.size)]) if best.size > 1 else int(best[0])
 
 
 class GPPolicy(Policy):
-    """Base class of the GP policies (zero-mean prior ``GP(0, k)``, regulariser ``lam``).
+    """Base class of the GP policies: an :class:`~evroute.bo.gp.ExactGP` (zero-mean prior ``GP(0, k)``, noise
+    variance ``lam``) or any model with the same interface (e.g. :class:`~evroute.bo.adapters.TorchModel`).
 
     Args:
-        domain: finite arm set or box.  On a box, the kernel acts on unit-cube coordinates.
+        domain: finite arm set or box.  On a box, the model acts on unit-cube coordinates.
         kernel: prior covariance (default SE with lengthscale 0.2, as in the kernelized-bandits experiments).
         lam: regulariser ``lambda`` = noise variance of the Gaussian likelihood (paper's experiments: ``R^2``).
         prior_cov: on a finite domain, an ``(N, N)`` prior covariance used instead of ``kernel`` (e.g. an empirical
             covariance of sensor readings).
         prior_mean: on a finite domain, an optional ``(N,)`` prior mean (default 0).
         normalize_y: standardise the observations before conditioning (box domains only; default False).
+        fit_every: on a box, refit the kernel variance, lengthscale and noise by maximum marginal likelihood (with a
+            log-normal lengthscale prior) every this many observations (default 0: fixed, as in the papers).
+        model: a model to use instead of the ExactGP built from the arguments above (``posterior``,
+            ``condition_on_observation``, ``mean_var_grad``, ``fit_hyperparameters``); it sees unit-cube coordinates
+            on a box and arm coordinates on a finite domain.
         optimizer: acquisition optimiser for box domains.
         seed: random seed.
     """
@@ -78,6 +89,8 @@ class GPPolicy(Policy):
         prior_cov: ArrayLike | None = None,
         prior_mean: ArrayLike | None = None,
         normalize_y: bool = False,
+        fit_every: int = 0,
+        model: Any = None,
         optimizer: AcquisitionOptimizer | None = None,
         seed: SeedLike = None,
     ) -> None:
@@ -86,79 +99,73 @@ class GPPolicy(Policy):
         self.lam = check_positive("lam", lam, allow_zero=True)
         self.optimizer = optimizer if optimizer is not None else AcquisitionOptimizer()
         self.normalize_y = bool(normalize_y)
-        self.finite: FiniteArmGP | None = None
-        self.gp: GPRegressor | None = None
-        if isinstance(domain, FiniteDomain):
-            cov = self.kernel(domain.points, domain.points) if prior_cov is None else np.asarray(prior_cov, float)
-            if cov.shape != (domain.n_arms, domain.n_arms):
-                raise ParameterError(f"prior_cov must be ({domain.n_arms}, {domain.n_arms}), got {cov.shape}")
-            self.observed_arms = np.zeros(domain.n_arms, dtype=bool)
-            self.finite = FiniteArmGP(cov, self.lam, None if prior_mean is None else np.asarray(prior_mean, float))
-            if normalize_y:
-                raise ParameterError("normalize_y is only supported on box domains")
-        elif isinstance(domain, BoxDomain):
-            if prior_cov is not None or prior_mean is not None:
-                raise ParameterError("prior_cov and prior_mean are only supported on finite domains")
-            self.gp = GPRegressor(self.kernel, self.lam, domain.dim)
-        else:
+        if isinstance(fit_every, bool) or int(fit_every) < 0:
+            raise ParameterError(f"fit_every must be an int >= 0, got {fit_every!r}")
+        self.fit_every = int(fit_every)
+        self.finite = isinstance(domain, FiniteDomain)
+        if not (self.finite or isinstance(domain, BoxDomain)):
             raise ParameterError(f"unsupported domain {domain!r}")
-        self._alpha: FloatArray | None = None
-        self._y_shift, self._y_scale = 0.0, 1.0
+        if self.finite:
+            self.observed_arms = np.zeros(domain.n_arms, dtype=bool)  # type: ignore[attr-defined]
+            if normalize_y or self.fit_every:
+                raise ParameterError("normalize_y and fit_every are only supported on box domains")
+        elif prior_cov is not None or prior_mean is not None:
+            raise ParameterError("prior_cov and prior_mean are only supported on finite domains")
+        self.arm_model = model is None and self.finite  # our model indexes the arms; others see coordinates
+        self.model = model if model is not None else self._default_model(prior_cov, prior_mean)
 
-    # ---------------------------------------------------------------- posterior access
+    def _default_model(self, prior_cov: ArrayLike | None, prior_mean: ArrayLike | None) -> ExactGP:
+        if self.finite:
+            pts = self.domain.points  # type: ignore[attr-defined]
+            cov = self.kernel(pts, pts) if prior_cov is None else np.asarray(prior_cov, float)
+            if cov.shape != (pts.shape[0], pts.shape[0]):
+                raise ParameterError(f"prior_cov must be ({pts.shape[0]}, {pts.shape[0]}), got {cov.shape}")
+            return ExactGP(ArmKernel(cov), self.lam, prior_mean=None if prior_mean is None else np.asarray(prior_mean))
+        return ExactGP(
+            self.kernel,
+            self.lam,
+            jitter=_JITTER * self.kernel.variance,
+            standardize=self.normalize_y,
+            fit_iters=20 if self.fit_every else 0,
+        )
+
+    # ---------------------------------------------------------------- model inputs and posterior
+    def _inputs(self, x: ArrayLike) -> FloatArray:
+        """Model inputs of the points ``x`` ``(m, d)``: arm indices, unit-cube or arm coordinates."""
+        rows = np.atleast_2d(np.asarray(x, dtype=float))
+        if self.arm_model:
+            return np.array([[self.domain.index_of(r)] for r in rows], dtype=float)  # type: ignore[attr-defined]
+        return self.domain.to_unit(rows) if not self.finite else rows  # type: ignore[attr-defined]
+
     @property
     def info_gain(self) -> float:
         """``1/2 sum_s ln(1 + sigma_{s-1}^2(x_s) / lambda)`` over the observations so far (Lemma 3)."""
-        model = self.finite if self.finite is not None else self.gp
-        return float(model.info_gain)  # type: ignore[union-attr]
+        if not hasattr(self.model, "info_gain"):
+            raise ParameterError(f"{type(self.model).__name__} does not track the information gain")
+        return float(self.model.info_gain)
 
     def _update(self, x: FloatArray, y: float, t: float | None) -> None:
-        if self.finite is not None:
-            arm = self.domain.index_of(x)  # type: ignore[attr-defined]
-            self.finite.update(arm, y)
-            self.observed_arms[arm] = True
-        else:
-            self.gp.add(self.domain.to_unit(x))  # type: ignore[union-attr, attr-defined]
-            self._alpha = None
-
-    def _alpha_vec(self) -> FloatArray:
-        if self._alpha is None:
-            y = self.y
-            if self.normalize_y and y.size > 1:
-                self._y_shift, self._y_scale = float(np.mean(y)), float(np.std(y)) or 1.0
-            self._alpha = self.gp.alpha((y - self._y_shift) / self._y_scale)  # type: ignore[union-attr]
-        return self._alpha
+        self.model.condition_on_observation(self._inputs(x)[0], y)
+        if self.finite:
+            self.observed_arms[self.domain.index_of(x)] = True  # type: ignore[attr-defined]
+        if self.fit_every and self.n_obs % self.fit_every == 0:
+            self.model.fit_hyperparameters()
 
     def posterior(self, x: ArrayLike | None = None) -> tuple[FloatArray, FloatArray]:
         """Posterior mean and standard deviation ``(m,)`` at ``x`` ``(m, d)`` (all arms if ``x`` is None)."""
-        if self.finite is not None:
-            mean, std = self.finite.mean, np.sqrt(self.finite.var)
-            if x is None:
-                return mean.copy(), std
-            idx = [self.domain.index_of(row) for row in np.atleast_2d(x)]  # type: ignore[attr-defined]
-            return mean[idx], std[idx]
-        if x is None:
-            raise ParameterError("posterior on a box domain needs query points x")
-        mean, var = self.gp.predict(self.domain.to_unit(np.atleast_2d(x)), self._alpha_vec())  # type: ignore
-        return self._y_shift + self._y_scale * mean, self._y_scale * np.sqrt(var)
+        post = self.posterior_at(x)
+        return post.mean.copy(), post.std
 
     def posterior_at(self, x: ArrayLike | None = None, *, unit: bool = False) -> GaussianPosterior:
-        """The posterior object at ``x`` ``(m, d)`` (all arms if None), observation units, joint covariance lazily.
+        """The model's posterior at ``x`` ``(m, d)`` (all arms if None), observation units, joint covariance lazily.
 
         ``unit=True``: ``x`` is in unit-cube coordinates (box domains).
         """
-        if self.finite is not None:
-            if x is None:
-                return GaussianPosterior(self.finite.mean, self.finite.var, self.finite.cov)
-            idx = [self.domain.index_of(row) for row in np.atleast_2d(x)]  # type: ignore[attr-defined]
-            return GaussianPosterior(self.finite.mean[idx], self.finite.var[idx], self.finite.cov[np.ix_(idx, idx)])
         if x is None:
-            raise ParameterError("posterior on a box domain needs query points x")
-        u = np.atleast_2d(np.asarray(x, dtype=float)) if unit else self.domain.to_unit(np.atleast_2d(x))  # type: ignore
-        gp = self.gp
-        mean, var = gp.predict(u, self._alpha_vec())  # type: ignore[union-attr]
-        post = GaussianPosterior(mean, var, lambda: gp.posterior_cov(u))  # type: ignore[union-attr]
-        return post if (self._y_shift, self._y_scale) == (0.0, 1.0) else post.affine(self._y_shift, self._y_scale)
+            if not self.finite:
+                raise ParameterError("posterior on a box domain needs query points x")
+            return self.model.all_arms() if self.arm_model else self.model.posterior(self.domain.points)  # type: ignore
+        return self.model.posterior(np.atleast_2d(np.asarray(x, dtype=float)) if unit else self._inputs(x))
 
     # ---------------------------------------------------------------- acquisition
     @abstractmethod
@@ -173,20 +180,18 @@ class GPPolicy(Policy):
 
     def _ask(self, t: float | None) -> FloatArray:
         self._prepare()
-        if self.finite is not None:
-            vals, _, _ = self.acquisition(self.finite.mean, np.sqrt(self.finite.var))
+        if self.finite:
+            post = self.posterior_at()
+            vals, _, _ = self.acquisition(post.mean, post.std)
             return self.domain.points[_argmax_random_tie(vals, self.rng)]  # type: ignore[attr-defined]
-        gp, alpha = self.gp, self._alpha_vec()
+        model = self.model
 
         def batch(u: FloatArray) -> FloatArray:
-            mean, var = gp.predict(u, alpha)  # type: ignore[union-attr]
-            return self.acquisition(mean, np.sqrt(var))[0]
+            post = model.posterior(u, standardized=True)
+            return self.acquisition(post.mean, post.std)[0]
 
         def single(u: FloatArray) -> tuple[float, FloatArray]:
-            mean, var, dmean, dvar = gp.predict_grad(u, alpha)  # type: ignore[union-attr]
-            std = math.sqrt(max(var, 1e-300))
-            val, da_dm, da_ds = self.acquisition(np.array([mean]), np.array([std]))
-            return float(val[0]), float(da_dm[0]) * dmean + float(da_ds[0]) * dvar / (2 * std)
+            return acquisition_value_and_grad(model, u, self.acquisition)
 
         extra = self._local_starts()
         return self.domain.from_unit(self.optimizer.maximize(batch, single, self.domain.dim, self.rng, extra))  # type: ignore
@@ -306,7 +311,7 @@ class GPTS(IGPUCB):
 
     def _ask(self, t: float | None) -> FloatArray:
         v = self.width(self.n_obs + 1)
-        if self.finite is not None:
+        if self.finite:
             draw = thompson_sample(self.posterior_at(), self.rng, scale=v)
             return self.domain.points[_argmax_random_tie(draw, self.rng)]  # type: ignore[attr-defined]
         u = self.rng.random((self.n_candidates, self.domain.dim))
@@ -327,11 +332,10 @@ class _ImprovementPolicy(GPPolicy):
     def _prepare(self) -> None:
         if self.n_obs == 0:
             self.incumbent = 0.0
-        elif self.finite is not None:
-            self.incumbent = float(np.max(self.finite.mean[self.observed_arms]))
+        elif self.finite:
+            self.incumbent = float(np.max(self.posterior_at().mean[self.observed_arms]))
         else:
-            mean, _ = self.gp.predict(self.domain.to_unit(self.X), self._alpha_vec())  # type: ignore
-            self.incumbent = float(np.max(mean))
+            self.incumbent = float(np.max(self.model.posterior(self._inputs(self.X), standardized=True).mean))
 
 
 class GPEI(_ImprovementPolicy):

@@ -1,7 +1,16 @@
-"""Isotropic stationary kernels ``k(x, x') = variance * kappa(||x - x'|| / lengthscale)`` with input gradients.
+"""Kernels of :class:`~evroute.bo.gp.ExactGP` on points and on finite arm sets.
 
-The kernelized-bandits paper uses the squared-exponential kernel ``exp(-s^2 / (2 l^2))`` and the Matérn kernel with
-``nu = 5/2``: ``(1 + sqrt(5) s / l + 5 s^2 / (3 l^2)) exp(-sqrt(5) s / l)``; Matérn 1/2 and 3/2 are offered as well.
+* Isotropic stationary kernels ``k(x, x') = variance * kappa(||x - x'|| / lengthscale)`` with input gradients and
+  log-parameter gradients (for the marginal-likelihood fit).  The kernelized-bandits paper uses the
+  squared-exponential kernel ``exp(-s^2 / (2 l^2))`` and the Matérn kernel with ``nu = 5/2``:
+  ``(1 + sqrt(5) s / l + 5 s^2 / (3 l^2)) exp(-sqrt(5) s / l)``; Matérn 1/2 and 3/2 are offered as well.
+* :class:`ArmKernel`: a given ``(N, N)`` prior covariance of ``N`` arms, indexed by arm number (e.g. a Gram matrix
+  or the empirical covariance of sensor readings).
+
+The spatio-temporal product kernel of the time-varying policies is
+:class:`evroute.bo.timevarying.kernels.SpatioTemporalKernel`.  A kernel used with hyperparameter fitting offers
+``fit_layout`` (names of the log-parameters, ``"noise"`` marking where the model's noise variance goes),
+``lengthscale_names``, ``bounds``, ``get`` / ``set``, ``fit_cache(Z)`` and ``gram_and_grads(cache, params)``.
 """
 
 from __future__ import annotations
@@ -16,7 +25,7 @@ from evroute.bo.base import FloatArray
 from evroute.errors import ParameterError, check_positive
 from evroute.kernels.matern import matern, matern_grad_factor
 
-__all__ = ["Kernel", "Matern", "SquaredExponential", "make_kernel"]
+__all__ = ["ArmKernel", "Kernel", "Matern", "SquaredExponential", "make_kernel"]
 
 
 class Kernel(ABC):
@@ -27,9 +36,43 @@ class Kernel(ABC):
         variance: ``k(x, x) > 0`` (the papers use 1).
     """
 
-    def __init__(self, lengthscale: float = 0.2, variance: float = 1.0) -> None:
+    fit_layout: tuple[str, ...] = ("variance", "lengthscale", "noise")
+    lengthscale_names: tuple[str, ...] = ("lengthscale",)
+
+    def __init__(
+        self,
+        lengthscale: float = 0.2,
+        variance: float = 1.0,
+        bounds: dict[str, tuple[float, float]] | None = None,
+    ) -> None:
         self.lengthscale = check_positive("lengthscale", lengthscale)
         self.variance = check_positive("variance", variance)
+        #: box bounds of the fitted parameters
+        self.bounds = {"variance": (1e-3, 1e3), "lengthscale": (1e-3, 1e2)} | dict(bounds or {})
+
+    def get(self, name: str) -> float:
+        """Current value of the parameter ``name``."""
+        return float(getattr(self, name))
+
+    def set(self, name: str, value: float) -> None:
+        """Set the parameter ``name`` (``"variance"`` or ``"lengthscale"``)."""
+        if name not in ("variance", "lengthscale"):
+            raise ParameterError(f"unknown kernel parameter {name!r}")
+        setattr(self, name, check_positive(name, value))
+
+    def fit_cache(self, a: ArrayLike) -> FloatArray:
+        """Pairwise distances ``(n, n)`` of the training inputs, reused by every :meth:`gram_and_grads` of a fit."""
+        a2 = np.atleast_2d(np.asarray(a, dtype=float))
+        return cdist(a2, a2)
+
+    def gram_and_grads(self, dist: FloatArray, params: dict[str, float]) -> tuple[FloatArray, dict[str, FloatArray]]:
+        """Gram matrix at ``params`` and its derivatives with respect to ``log variance`` and ``log lengthscale``.
+
+        ``d k / d log l = -variance r kappa'(r) = -variance r^2 (kappa'(r) / r)``, ``r = s / l``.
+        """
+        r = dist / params["lengthscale"]
+        kern = params["variance"] * self._kappa(r)
+        return kern, {"variance": kern, "lengthscale": -params["variance"] * r**2 * self._dkappa_over_r(r)}
 
     @abstractmethod
     def _kappa(self, r: FloatArray) -> FloatArray:
@@ -89,6 +132,33 @@ class Matern(Kernel):
 
     def __repr__(self) -> str:
         return f"Matern(lengthscale={self.lengthscale}, variance={self.variance}, nu={self.nu})"
+
+
+class ArmKernel:
+    """Prior covariance of ``N`` arms given as a matrix; inputs are arm indices ``(n, 1)`` (or ``(n,)``).
+
+    Args:
+        cov: ``(N, N)`` finite prior covariance (symmetrised).
+    """
+
+    def __init__(self, cov: ArrayLike) -> None:
+        k = np.array(cov, dtype=float)
+        if k.ndim != 2 or k.shape[0] != k.shape[1] or not np.all(np.isfinite(k)):
+            raise ParameterError(f"prior_cov must be a finite square matrix, got shape {k.shape}")
+        self.cov: FloatArray = 0.5 * (k + k.T)
+
+    @property
+    def n_arms(self) -> int:
+        """Number of arms ``N``."""
+        return int(self.cov.shape[0])
+
+    def __call__(self, a: ArrayLike, b: ArrayLike) -> FloatArray:
+        """``(n, m)`` covariances between the arms ``a`` and ``b``."""
+        return self.cov[np.ix_(np.asarray(a, dtype=int).reshape(-1), np.asarray(b, dtype=int).reshape(-1))]
+
+    def diag(self, a: ArrayLike) -> FloatArray:
+        """``(n,)`` prior variances of the arms ``a``."""
+        return np.diag(self.cov)[np.asarray(a, dtype=int).reshape(-1)]
 
 
 def make_kernel(name: str, lengthscale: float = 0.2, variance: float = 1.0) -> Kernel:

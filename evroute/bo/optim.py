@@ -10,8 +10,10 @@ All policies optimise their acquisition in unit-cube coordinates ``u in [0, 1]^d
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -19,7 +21,7 @@ from scipy.optimize import minimize
 from evroute.bo.base import FloatArray
 from evroute.errors import ParameterError
 
-__all__ = ["AcquisitionOptimizer"]
+__all__ = ["AcquisitionOptimizer", "acquisition_value_and_grad"]
 
 BatchFn = Callable[[FloatArray], FloatArray]
 GradFn = Callable[[FloatArray], tuple[float, FloatArray]]
@@ -84,3 +86,18 @@ class AcquisitionOptimizer:
             if v > best_v:
                 best_u, best_v = u, v
         return best_u
+
+
+def acquisition_value_and_grad(
+    model: Any, z: FloatArray, terms: Callable[[FloatArray, FloatArray], tuple[FloatArray, FloatArray, FloatArray]]
+) -> tuple[float, FloatArray]:
+    """An acquisition and its gradient ``(p,)`` at one model input ``z`` ``(p,)`` by the chain rule.
+
+    ``terms(mean, std)`` is an acquisition in the form of :mod:`evroute.bo.acquisition` (values and partial
+    derivatives with respect to the posterior mean and standard deviation); ``model.mean_var_grad(z)`` gives the
+    posterior mean, variance and their input gradients, and ``d std = d var / (2 std)``.
+    """
+    mean, var, dmean, dvar = model.mean_var_grad(z)
+    std = math.sqrt(max(var, 1e-300))
+    val, da_dm, da_ds = terms(np.array([mean]), np.array([std]))
+    return float(val[0]), float(da_dm[0]) * dmean + float(da_ds[0]) * dvar / (2 * std)

@@ -2,9 +2,8 @@
 
 A :class:`GaussianPosterior` describes ``f`` at ``m`` query points: marginal means ``(m,)`` and variances ``(m,)``,
 the joint covariance ``(m, m)`` on demand (computed only when asked, e.g. for joint samples) and joint samples.
-Models: :meth:`evroute.bo.gp_policies.GPPolicy.posterior_at` (fixed-kernel GP of the static policies),
-:meth:`evroute.bo.timevarying.gp.SpatioTemporalGP.posterior` (marginal-likelihood fitted spatio-temporal GP) and
-:class:`evroute.bo.adapters.TorchModel` (a GPyTorch ``ExactGP`` or BoTorch ``Model``).  Acquisitions:
+Models: :meth:`evroute.bo.gp.ExactGP.posterior` (the one GP model of the static and time-varying policies) and
+:meth:`evroute.bo.adapters.TorchModel.posterior` (a GPyTorch ``ExactGP`` or BoTorch ``Model``).  Acquisitions:
 :mod:`evroute.bo.acquisition`.
 """
 

@@ -1,4 +1,4 @@
-"""Kernels and GP posteriors against hand computations and full refits."""
+"""Kernels and the ExactGP model against hand computations, full refits and removals."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import approx_fprime
 
-from evroute.bo import FiniteArmGP, GPRegressor, Matern, SquaredExponential, make_kernel, sample_mvn
+from evroute.bo import ArmKernel, ExactGP, Matern, SquaredExponential, make_kernel, sample_mvn
 from evroute.errors import ParameterError
 
 
@@ -46,66 +46,115 @@ def test_rank_one_update_equals_full_refit(lam: float) -> None:
     rng = np.random.default_rng(1)
     pts = rng.random((30, 1))
     gram = SquaredExponential(0.2)(pts, pts)
-    gp = FiniteArmGP(gram, lam)
+    gp = ExactGP(ArmKernel(gram), lam)
     idx = [3, 7, 3, 12, 7, 7, 20]  # repeated arms
     ys = rng.standard_normal(len(idx))
     for i, y in zip(idx, ys, strict=True):
-        gp.update(i, y)
-    assert np.all(np.isfinite(gp.mean)) and np.all(np.isfinite(gp.cov))
+        gp.condition_on_observation([i], y)
+    post = gp.all_arms()
+    assert np.all(np.isfinite(post.mean)) and np.all(np.isfinite(post.covariance))
     if lam > 0:
         mean, cov = _full_posterior(gram, idx, ys, lam)
-        np.testing.assert_allclose(gp.mean, mean, atol=1e-8)
-        np.testing.assert_allclose(gp.cov, cov, atol=1e-8)
-        np.testing.assert_allclose(gp.var, np.diag(cov), atol=1e-8)
+        np.testing.assert_allclose(post.mean, mean, atol=1e-8)
+        np.testing.assert_allclose(post.covariance, cov, atol=1e-8)
+        np.testing.assert_allclose(gp.posterior(np.arange(30)).variance, np.diag(cov), atol=1e-8)
         # information gain of Lemma 3: 1/2 ln det(I + K_A / lam)
         ka = gram[np.ix_(idx, idx)]
         assert gp.info_gain == pytest.approx(0.5 * np.linalg.slogdet(np.eye(len(idx)) + ka / lam)[1])
     else:
-        assert np.all(gp.var >= 0)
+        assert np.all(post.variance >= 0)
 
 
 def test_prior_mean_shifts_posterior() -> None:
     gram = np.eye(3) + 0.5
-    gp = FiniteArmGP(gram, 0.1, prior_mean=np.array([1.0, 2.0, 3.0]))
-    gp.update(0, 2.0)
+    gp = ExactGP(ArmKernel(gram), 0.1, prior_mean=np.array([1.0, 2.0, 3.0]))
+    gp.condition_on_observation([0], 2.0)
     mean0, _ = _full_posterior(gram, [0], np.array([1.0]), 0.1)
-    np.testing.assert_allclose(gp.mean, np.array([1.0, 2.0, 3.0]) + mean0)
+    np.testing.assert_allclose(gp.posterior([0, 1, 2]).mean, np.array([1.0, 2.0, 3.0]) + mean0)
 
 
-def test_gp_regressor_incremental_matches_refit_and_formula() -> None:
+def test_incremental_cholesky_matches_refit_and_formula() -> None:
     rng = np.random.default_rng(2)
     kern = Matern(0.3, nu=2.5)
     x = rng.random((12, 2))
     x[5] = x[2]  # a duplicate input
     y = rng.standard_normal(12)
-    gp = GPRegressor(kern, 0.05, 2)
-    for row in x:
-        gp.add(row)
+    gp = ExactGP(kern, 0.05, jitter=1e-10)
+    for row, yi in zip(x, y, strict=True):
+        gp.condition_on_observation(row, yi)
     chol_inc = gp.chol.copy()
-    gp.refit()
+    gp.recompute()
     np.testing.assert_allclose(chol_inc, gp.chol, atol=1e-10)
     xq = rng.random((5, 2))
-    mean, var = gp.predict(xq, gp.alpha(y))
+    post = gp.posterior(xq)
     inv = np.linalg.inv(kern(x, x) + (0.05 + 1e-10) * np.eye(12))
     kq = kern(xq, x)
-    np.testing.assert_allclose(mean, kq @ inv @ y, atol=1e-8)
-    np.testing.assert_allclose(var, 1.0 - np.sum((kq @ inv) * kq, axis=1), atol=1e-8)
-    np.testing.assert_allclose(gp.posterior_cov(xq), kern(xq, xq) - kq @ inv @ kq.T, atol=1e-8)
+    np.testing.assert_allclose(post.mean, kq @ inv @ y, atol=1e-8)
+    np.testing.assert_allclose(post.variance, 1.0 - np.sum((kq @ inv) * kq, axis=1), atol=1e-8)
+    np.testing.assert_allclose(post.covariance, kern(xq, xq) - kq @ inv @ kq.T, atol=1e-8)
     # gradients of mean and variance
-    alpha = gp.alpha(y)
-    m0, v0, dm, dv = gp.predict_grad(xq[0], alpha)
-    assert m0 == pytest.approx(mean[0]) and v0 == pytest.approx(var[0])
-    np.testing.assert_allclose(dm, approx_fprime(xq[0], lambda z: gp.predict(z[None], alpha)[0][0], 1e-7), atol=1e-5)
-    np.testing.assert_allclose(dv, approx_fprime(xq[0], lambda z: gp.predict(z[None], alpha)[1][0], 1e-7), atol=1e-5)
+    m0, v0, dm, dv = gp.mean_var_grad(xq[0])
+    assert m0 == pytest.approx(post.mean[0]) and v0 == pytest.approx(post.variance[0])
+    np.testing.assert_allclose(dm, approx_fprime(xq[0], lambda z: gp.posterior(z[None]).mean[0], 1e-7), atol=1e-5)
+    np.testing.assert_allclose(dv, approx_fprime(xq[0], lambda z: gp.posterior(z[None]).variance[0], 1e-7), atol=1e-5)
 
 
-def test_gp_regressor_noise_free_duplicates_stay_finite() -> None:
-    gp = GPRegressor(SquaredExponential(0.2), 0.0, 1)
+def test_noise_free_duplicates_stay_finite() -> None:
+    gp = ExactGP(SquaredExponential(0.2), 0.0, jitter=1e-10)
     for _ in range(5):
-        gp.add(np.array([0.5]))
-    mean, var = gp.predict(np.array([[0.5], [0.9]]), gp.alpha(np.ones(5)))
-    assert np.all(np.isfinite(mean)) and np.all(np.isfinite(var)) and np.all(var >= 0)
-    assert mean[0] == pytest.approx(1.0, abs=1e-3)
+        gp.condition_on_observation([0.5], 1.0)
+    post = gp.posterior(np.array([[0.5], [0.9]]))
+    assert np.all(np.isfinite(post.mean)) and np.all(np.isfinite(post.variance)) and np.all(post.variance >= 0)
+    assert post.mean[0] == pytest.approx(1.0, abs=1e-3)
+
+
+@pytest.mark.parametrize("standardize", [False, True])
+def test_removal_equals_conditioning_from_scratch(standardize: bool) -> None:
+    rng = np.random.default_rng(4)
+    x, y = rng.random((15, 2)), rng.standard_normal(15)
+    gp = ExactGP(Matern(0.3, 1.3), 0.02, jitter=1e-10, standardize=standardize)
+    gp.set_train_data(x, y)
+    gp.remove([3, 9])
+    keep = np.setdiff1d(np.arange(15), [3, 9])
+    fresh = ExactGP(Matern(0.3, 1.3), 0.02, jitter=1e-10, standardize=standardize)
+    fresh.set_train_data(x[keep], y[keep])
+    if standardize:  # removal keeps the standardisation of the full data (the prior mean and scale)
+        fresh.y_mean, fresh.y_std = float(np.mean(y)), float(np.std(y))
+        fresh._alpha = None  # noqa: SLF001 - recompute alpha with the full data's standardisation
+    xq = rng.random((6, 2))
+    a, b = gp.posterior(xq), fresh.posterior(xq)
+    np.testing.assert_allclose(a.mean, b.mean, atol=1e-12)
+    np.testing.assert_allclose(a.covariance, b.covariance, atol=1e-12)
+    np.testing.assert_array_equal(gp.train_inputs, x[keep])
+    # arm models: removal replays the remaining observations
+    gram = SquaredExponential(0.2)(x, x)
+    arms = ExactGP(ArmKernel(gram), 0.1)
+    for i in (0, 4, 4, 7):
+        arms.condition_on_observation([i], float(y[i]))
+    arms.remove([1])
+    again = ExactGP(ArmKernel(gram), 0.1)
+    for i in (0, 4, 7):
+        again.condition_on_observation([i], float(y[i]))
+    np.testing.assert_allclose(arms.all_arms().covariance, again.all_arms().covariance, atol=1e-14)
+    np.testing.assert_allclose(arms.all_arms().mean, again.all_arms().mean, atol=1e-14)
+
+
+def test_marginal_likelihood_fit_increases_evidence_and_gradient_is_exact() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.random((25, 2))
+    y = np.sin(6 * x[:, 0]) + 0.05 * rng.standard_normal(25)
+    gp = ExactGP(Matern(1.0, 0.5), 0.5, jitter=1e-10, fit_iters=50, prior_sd=None, noise_bounds=(1e-6, 10.0))
+    gp.set_train_data(x, y)
+    before = gp.log_marginal_likelihood()
+    names = list(gp.kernel.fit_layout)
+    theta = np.log([gp.noise if k == "noise" else gp.kernel.get(k) for k in names])
+    cache = gp.kernel.fit_cache(x)
+    _, grad = gp._negative_log_posterior(theta, names, cache, y, False)  # noqa: SLF001
+    fd = approx_fprime(theta, lambda th: gp._negative_log_posterior(th, names, cache, y, False)[0], 1e-7)  # noqa: SLF001
+    np.testing.assert_allclose(grad, fd, rtol=1e-4, atol=1e-5)
+    gp.fit_hyperparameters()
+    assert gp.log_marginal_likelihood() > before + 5.0
+    assert gp.kernel.lengthscale < 1.0 and gp.noise < 0.05
 
 
 def test_sample_mvn_singular_and_moments() -> None:

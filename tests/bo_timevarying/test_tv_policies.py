@@ -57,11 +57,9 @@ def test_bolt_keeps_the_data_set_at_n_star_and_removes_the_w2_argmin() -> None:
         if policy.dataset_size == 20:  # the next tell must remove the least relevant observation
             before = list(policy.active)
             policy.condition_active()
-            policy.gp.fit(  # type: ignore[union-attr]
-                np.vstack([policy.gp.X, x[None, :]]),  # type: ignore[union-attr]
-                np.append(policy.gp.t, t),  # type: ignore[union-attr]
+            policy.gp.set_train_data(  # type: ignore[union-attr]
+                np.vstack([policy.gp.train_inputs, [x[0], t]]),  # type: ignore[union-attr]
                 np.append(policy.y[before], y),
-                optimise=False,
             )
             expected = (before + [policy.n_obs])[int(np.argmin(integrated_w2_removal(policy.gp, t)))]  # type: ignore[arg-type]
             policy.tell(x, y, t)
@@ -82,7 +80,7 @@ def test_bolt_n_star_follows_growing_response_time() -> None:
         clock.evaluate(0.5 + 0.5 * policy.dataset_size)  # R(n) grows with |D|
         policy.tell(x, _moving_peak(float(x[0]), t, 2000.0) + 0.02 * rng.standard_normal(), t)
     assert policy.gp is not None and policy.response_model.coefficients[1:].sum() > 0
-    length_t = policy.gp.hyper.length_t
+    length_t = policy.gp.kernel.length_t
     expected = optimal_dataset_size(lambda lag: matern(lag, length_t, 1.5), policy.response_model, n0=1)
     assert policy.n_star == expected  # recomputed online from the fitted R(n) and the current l_T
     assert policy.dataset_size <= max(expected, 70 - 15)

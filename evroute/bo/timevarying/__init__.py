@@ -13,7 +13,7 @@ from evroute.bo.timevarying.bolt import (
 )
 from evroute.bo.timevarying.clock import Clock, RealTimeClock, SimulatedClock, make_clock
 from evroute.bo.timevarying.datasets import DataManager, EventReset, KeepAll, PeriodicReset, W2Budget, W2Cap
-from evroute.bo.timevarying.gp import GPHyper, HyperBounds, SpatioTemporalGP
+from evroute.bo.timevarying.gp import GPHyper, HyperBounds, SpatioTemporalKernel, spatio_temporal_gp
 from evroute.bo.timevarying.policies import (
     ABO,
     ALGORITHMS,
@@ -47,7 +47,7 @@ __all__ = [
     "RealTimeClock",
     "ResponseTimeModel",
     "SimulatedClock",
-    "SpatioTemporalGP",
+    "SpatioTemporalKernel",
     "StaticGPUCB",
     "TVProblem",
     "TimeVaryingGPUCB",
@@ -59,5 +59,6 @@ __all__ = [
     "make_clock",
     "make_policy",
     "optimal_dataset_size",
+    "spatio_temporal_gp",
     "squared_norm_u",
 ]

@@ -29,8 +29,13 @@ from scipy.linalg import solve_triangular
 from scipy.optimize import nnls
 
 from evroute.bo.base import FloatArray
-from evroute.bo.timevarying.gp import SpatioTemporalGP, pairwise_distances
-from evroute.bo.timevarying.kernels import future_time_integral, spatial_convolution
+from evroute.bo.gp import ExactGP
+from evroute.bo.timevarying.kernels import (
+    SpatioTemporalKernel,
+    future_time_integral,
+    pairwise_distances,
+    spatial_convolution,
+)
 from evroute.errors import ParameterError
 
 __all__ = [
@@ -167,24 +172,31 @@ class ResponseTimeModel:
         return bool(np.all(self.coefficients[1:] <= 0.0))
 
 
-def _integral_matrix(gp: SpatioTemporalGP, t_ref: float) -> FloatArray:
-    """``M = int_{R^d x [t_ref, inf)} k(z) k(z)^T dz`` over the training inputs of ``gp`` -> ``(n, n)``."""
-    if not gp.temporal:
+def _space_time(gp: ExactGP) -> tuple[SpatioTemporalKernel, FloatArray, FloatArray]:
+    """The kernel, training points ``(n, d)`` and times ``(n,)`` of a spatio-temporal ``gp``."""
+    kern = gp.kernel
+    if not isinstance(kern, SpatioTemporalKernel) or not kern.temporal:
         raise ParameterError("the integrated-W2 criterion needs a GP with a temporal kernel")
-    h = gp.hyper
-    cs = spatial_convolution(pairwise_distances(gp.X, gp.X), h.length_s, gp.nu_s, gp.X.shape[1])
-    ct = future_time_integral(gp.t, gp.t, t_ref, h.length_t, gp.nu_t)  # type: ignore[arg-type]
+    z = gp.train_inputs
+    return kern, z[:, :-1], z[:, -1]
+
+
+def _integral_matrix(gp: ExactGP, t_ref: float) -> FloatArray:
+    """``M = int_{R^d x [t_ref, inf)} k(z) k(z)^T dz`` over the training inputs of ``gp`` -> ``(n, n)``."""
+    h, x, t = _space_time(gp)
+    cs = spatial_convolution(pairwise_distances(x, x), h.length_s, h.nu_s, x.shape[1])
+    ct = future_time_integral(t, t, t_ref, h.length_t, h.nu_t)  # type: ignore[arg-type]
     return h.signal**2 * cs * ct
 
 
-def integrated_w2_removal(gp: SpatioTemporalGP, t_now: float) -> FloatArray:
+def integrated_w2_removal(gp: ExactGP, t_now: float) -> FloatArray:
     """Integrated W2 distance (upper bound, see module doc) between ``GP_D`` and ``GP_{D \\ o_i}`` -> ``(n,)``.
 
     Integrated over ``R^d x [t_ref, inf)`` with ``t_ref = max(t_now, max_i t_i)``; standardised output units.
     """
     if gp.n == 0:
         return np.zeros(0)
-    t_ref = max(float(t_now), float(np.max(gp.t)))
+    t_ref = max(float(t_now), float(np.max(gp.train_inputs[:, -1])))
     m = _integral_matrix(gp, t_ref)
     q = gp.Kinv
     qdiag = np.diag(q)
@@ -193,16 +205,16 @@ def integrated_w2_removal(gp: SpatioTemporalGP, t_now: float) -> FloatArray:
     return np.sqrt(np.maximum(w2sq, 0.0))
 
 
-def integrated_w2_to_prior(gp: SpatioTemporalGP, t_now: float) -> float:
+def integrated_w2_to_prior(gp: ExactGP, t_now: float) -> float:
     """Integrated W2 distance (upper bound) between ``GP_D`` and the prior ``GP_{{}}``: ``sqrt(a^T M a + tr(Q M))``."""
     if gp.n == 0:
         return 0.0
-    t_ref = max(float(t_now), float(np.max(gp.t)))
+    t_ref = max(float(t_now), float(np.max(gp.train_inputs[:, -1])))
     m = _integral_matrix(gp, t_ref)
     return float(np.sqrt(max(gp.alpha @ m @ gp.alpha + np.sum(gp.Kinv * m), 0.0)))
 
 
-def exact_integrated_w2_removal(gp: SpatioTemporalGP, t_now: float, *, n_points: int = 2048) -> FloatArray:
+def exact_integrated_w2_removal(gp: ExactGP, t_now: float, *, n_points: int = 2048) -> FloatArray:
     """Eq. 12 exactly: ``sqrt(int (mu_D - mu_{D \\ i})^2 + (sigma_D - sigma_{D \\ i})^2)`` over ``R^d x [t_ref, inf)``.
 
     The mean part is the closed form of :func:`integrated_w2_removal`; the standard-deviation part
@@ -215,19 +227,19 @@ def exact_integrated_w2_removal(gp: SpatioTemporalGP, t_now: float, *, n_points:
 
     if gp.n == 0:
         return np.zeros(0)
-    h = gp.hyper
-    t_ref = max(float(t_now), float(np.max(gp.t)))
+    h, x, t = _space_time(gp)
+    t_ref = max(float(t_now), float(np.max(t)))
     m = _integral_matrix(gp, t_ref)
     q = gp.Kinv
     qdiag = np.diag(q)
     mean_part = (gp.alpha**2 / qdiag**2) * np.einsum("ij,jk,ki->i", q, m, q)
-    d = gp.X.shape[1]
-    lo, hi = gp.X.min(axis=0) - 4.0 * h.length_s, gp.X.max(axis=0) + 4.0 * h.length_s
+    d = x.shape[1]
+    lo, hi = x.min(axis=0) - 4.0 * h.length_s, x.max(axis=0) + 4.0 * h.length_s
     span_t = 6.0 * h.length_t
     u = qmc.Sobol(d + 1, scramble=True, seed=0).random(int(n_points))
     zx, zt = lo + u[:, :d] * (hi - lo), t_ref + u[:, d] * span_t
-    kz = h.signal * gp.correlations(zx, zt, gp.X, gp.t)  # (m, n)
-    v = solve_triangular(gp._chol, kz.T, lower=True)
+    kz = h(SpatioTemporalKernel.inputs(zx, zt), gp.train_inputs)  # (m, n)
+    v = solve_triangular(gp.chol, kz.T, lower=True)
     var_d = np.maximum(h.signal - np.sum(v * v, axis=0), 0.0)  # (m,)
     c = kz @ q  # (m, n): c_i(z) = k(z)^T q_i
     dsd = np.sqrt(var_d[:, None] + c**2 / qdiag[None, :]) - np.sqrt(var_d)[:, None]

@@ -26,11 +26,11 @@ from evroute.bo.timevarying.bolt import (
     integrated_w2_to_prior,
     optimal_dataset_size,
 )
-from evroute.bo.timevarying.kernels import matern
+from evroute.bo.timevarying.kernels import SpatioTemporalKernel, matern
 from evroute.errors import ParameterError, check_positive
 
 if TYPE_CHECKING:
-    from evroute.bo.timevarying.gp import SpatioTemporalGP
+    from evroute.bo.gp import ExactGP
     from evroute.bo.timevarying.policies import TimeVaryingGPUCB
 
 __all__ = ["DataManager", "EventReset", "KeepAll", "PeriodicReset", "W2Budget", "W2Cap"]
@@ -115,21 +115,21 @@ class EventReset(DataManager):
         if policy.n_obs <= policy.n_init or gp is None or gp.n < 2:
             return
         self.steps_since_reset += 1
-        mu, sd = gp.predict_original(x_model[None, :], t)
-        noise_var = gp.hyper.noise * gp.y_std**2 if self.noise_var is None else self.noise_var
-        threshold = self.threshold_factor(self.steps_since_reset) * np.sqrt(sd[0] ** 2 + noise_var)
-        if abs(y - mu[0]) > threshold:
+        post = gp.posterior(SpatioTemporalKernel.inputs(x_model[None, :], t), standardized=True)
+        mu, sd = post.mean[0] * gp.y_std + gp.y_mean, post.std[0] * gp.y_std  # observation units
+        noise_var = gp.noise * gp.y_std**2 if self.noise_var is None else self.noise_var
+        threshold = self.threshold_factor(self.steps_since_reset) * np.sqrt(sd**2 + noise_var)
+        if abs(y - mu) > threshold:
             del policy.active[:-1]
             self.n_resets += 1
             self.steps_since_reset = 0
             self.reset_steps.append(policy.n_obs - 1)
 
 
-def _remove(policy: TimeVaryingGPUCB, gp: SpatioTemporalGP, i: int) -> None:
+def _remove(policy: TimeVaryingGPUCB, gp: ExactGP, i: int) -> None:
     """Drop the ``i``-th active observation from the policy and the conditioned ``gp``."""
     del policy.active[i]
-    keep = np.delete(np.arange(gp.n), i)
-    gp.refit_subset(keep)
+    gp.remove([i])
 
 
 class W2Budget(DataManager):
@@ -158,7 +158,7 @@ class W2Budget(DataManager):
             return
         gp = policy.condition_active()
         if self._t_prev is not None:
-            self.budget *= (1.0 + self.alpha) ** (max(t - self._t_prev, 0.0) / gp.hyper.length_t)
+            self.budget *= (1.0 + self.alpha) ** (max(t - self._t_prev, 0.0) / gp.kernel.length_t)
         self._t_prev = t
         while len(policy.active) > self.min_size:
             crit = integrated_w2_removal(gp, t) / max(integrated_w2_to_prior(gp, t), 1e-300)
@@ -215,13 +215,13 @@ class W2Cap(DataManager):
         if model.is_constant:
             self.n_star = self.n_max
             return self.n_star
-        nu_t, length_t = policy.gp.nu_t, policy.gp.hyper.length_t
+        nu_t, length_t = policy.gp.kernel.nu_t, policy.gp.kernel.length_t
         n0 = self.n_star if self.n_star is not None else max(len(policy.active), 1)
         n = optimal_dataset_size(lambda lag: matern(lag, length_t, nu_t), model, n0=n0, n_max=self.n_max)
         self.n_star = max(n, self.min_size)
         return self.n_star
 
-    def _argmin(self, gp: SpatioTemporalGP, t: float) -> int:
+    def _argmin(self, gp: ExactGP, t: float) -> int:
         bound = int(np.argmin(integrated_w2_removal(gp, t))) if self.compare or self.criterion == "bound" else -1
         exact = int(np.argmin(exact_integrated_w2_removal(gp, t))) if self.compare or self.criterion == "exact" else -1
         if self.compare:

@@ -30,10 +30,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import minimize
 
+from evroute.bo.acquisition import ucb_terms, upper_confidence_bound
 from evroute.bo.base import BoxDomain, Domain, FiniteDomain, FloatArray, Policy, SeedLike
+from evroute.bo.gp import ExactGP
+from evroute.bo.optim import acquisition_value_and_grad
 from evroute.bo.timevarying.bolt import ResponseTimeModel
 from evroute.bo.timevarying.datasets import DataManager, EventReset, KeepAll, PeriodicReset, W2Budget, W2Cap
-from evroute.bo.timevarying.gp import GPHyper, HyperBounds, SpatioTemporalGP
+from evroute.bo.timevarying.gp import GPHyper, HyperBounds, SpatioTemporalKernel, spatio_temporal_gp
 from evroute.errors import ParameterError, check_positive
 
 __all__ = [
@@ -120,8 +123,8 @@ class TimeVaryingGPUCB(Policy):
             "init": init,
             "fit_iters": fit_iters,
         }
-        SpatioTemporalGP(**self._gp_args)  # validate the kernel parameters now
-        self.gp: SpatioTemporalGP | None = None
+        spatio_temporal_gp(**self._gp_args)  # validate the kernel parameters now
+        self.gp: ExactGP | None = None
         self.active: list[int] = []
         self.response_model = ResponseTimeModel()
         self._last_ask: tuple[float, int] | None = None
@@ -143,13 +146,13 @@ class TimeVaryingGPUCB(Policy):
             return float(t)
         return float(self.n_obs) if self.time_input == "index" else 0.0
 
-    def condition_active(self, *, optimise: bool = False) -> SpatioTemporalGP:
+    def condition_active(self, *, optimise: bool = False) -> ExactGP:
         """Condition :attr:`gp` on the active observations (hyperparameters re-fitted only if ``optimise``)."""
         if self.gp is None:
-            self.gp = SpatioTemporalGP(**self._gp_args)
+            self.gp = spatio_temporal_gp(**self._gp_args)
         idx = np.asarray(self.active, dtype=int)
-        xm = self._to_model(self.X[idx])
-        self.gp.fit(xm, np.asarray(self._feat)[idx], self.y[idx], optimise=optimise)
+        z = SpatioTemporalKernel.inputs(self._to_model(self.X[idx]), np.asarray(self._feat)[idx])
+        self.gp.set_train_data(z, self.y[idx], fit=optimise)
         return self.gp
 
     # ------------------------------------------------------------------ ask / tell
@@ -176,22 +179,25 @@ class TimeVaryingGPUCB(Policy):
         beta = self.beta_scale * self.domain.dim * np.log(2.0 * (self.n_obs + 1))
         return self._maximise(gp, tq, beta)
 
-    def _maximise(self, gp: SpatioTemporalGP, tq: float, beta: float) -> FloatArray:
+    def _maximise(self, gp: ExactGP, tq: float, beta: float) -> FloatArray:
+        width = np.sqrt(beta)
+        inputs = SpatioTemporalKernel.inputs
         if isinstance(self.domain, FiniteDomain):
-            return self.domain.points[int(np.argmax(gp.ucb(self.domain.points, tq, beta)))].copy()
+            ucb = upper_confidence_bound(gp.posterior(inputs(self.domain.points, tq), standardized=True), width)
+            return self.domain.points[int(np.argmax(ucb))].copy()
         d = self.domain.dim
-        window = self._last_response if self.lookahead and gp.temporal else 0.0
-        raw = np.vstack([self.rng.random((self.n_raw, d)), gp.X[-min(gp.n, 10) :]])
+        window = self._last_response if self.lookahead and gp.kernel.temporal else 0.0
+        raw = np.vstack([self.rng.random((self.n_raw, d)), gp.train_inputs[-min(gp.n, 10) :, :d]])
         raw_t = tq + window * self.rng.random(raw.shape[0])
-        vals = gp.ucb(raw, raw_t, beta)
+        vals = upper_confidence_bound(gp.posterior(inputs(raw, raw_t), standardized=True), width)
         order = np.argsort(-vals)[: max(self.n_restarts, 1)]
         best_x, best_v = raw[order[0]], float(vals[order[0]])
         bounds = [(0.0, 1.0)] * d + ([(tq, tq + window)] if window > 0 else [])
 
         def neg(z: FloatArray) -> tuple[float, FloatArray]:
-            tau = z[d] if window > 0 else tq
-            v, gx, gt = gp.ucb_with_grad(z[:d], tau, beta)
-            return -v, -(np.append(gx, gt) if window > 0 else gx)
+            zt = np.append(z[:d], z[d] if window > 0 else tq)
+            v, g = acquisition_value_and_grad(gp, zt, lambda m, s: ucb_terms(m, s, width))
+            return -v, -(g if window > 0 else g[:d])
 
         for i in order[: self.n_restarts]:
             z0 = raw[i] if window <= 0 else np.append(raw[i], raw_t[i])
@@ -241,7 +247,7 @@ class TVGPUCB(TimeVaryingGPUCB):
     @property
     def epsilon(self) -> float:
         """Current forgetting rate ``eps = 1 - exp(-2 / l)``."""
-        length = (self.gp.hyper if self.gp is not None else GPHyper(length_t=self._gp_args["init"].length_t)).length_t
+        length = self.gp.kernel.length_t if self.gp is not None else self._gp_args["init"].length_t
         return float(1.0 - np.exp(-2.0 / length))
 
 

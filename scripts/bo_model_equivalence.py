@@ -1,0 +1,152 @@
+"""Check that a change of the GP model leaves the committed BO results valid (same numbers, or a stated difference).
+
+Three slices, each run through the public policy APIs only, so the script runs unchanged on older versions of
+:mod:`evroute.bo`:
+
+* ``kernelized``: trials of ``scripts/bo_kernelized_bandits.py`` (all eight tasks, all five GP policies, the paper's
+  horizons) re-run and compared with the committed per-trial files in ``docs/results/kernelized_bandits_runs/``;
+* ``boke``: GP-UCB runs of ``scripts/bo_boke.py`` (the only BOKE-paper method with a GP) re-run and compared with
+  ``docs/results/boke_runs/``;
+* ``tv``: every time-varying policy of :mod:`evroute.bo.timevarying` run for ``--tv-steps`` steps on a deterministic
+  clock (``t`` advances by ``1 + 0.002 |D|^2`` s per step, so BOLT's ``n*`` binds) on Ackley-3 with seeded noise;
+  the chosen points, data-set sizes and times are written with ``--dump`` and compared with ``--compare`` (the
+  Table 3 runs themselves use measured CPU time, so they are not reproducible bit for bit on any version).
+
+Usage::
+
+    python scripts/bo_model_equivalence.py --slices tv --dump /tmp/tv_ref.npz          # on the old version
+    python scripts/bo_model_equivalence.py --slices kernelized,boke,tv --compare /tmp/tv_ref.npz
+
+Prints, per slice, the number of arrays compared, how many are bit-identical and the largest absolute difference.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "results"
+
+
+def _load_script(name: str):  # noqa: ANN202
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def _report(label: str, pairs: list[tuple[str, np.ndarray, np.ndarray]]) -> bool:
+    same = sum(np.array_equal(a, b) for _, a, b in pairs)
+    diffs = [float(np.max(np.abs(a - b))) if a.shape == b.shape else np.inf for _, a, b in pairs]
+    worst = max(diffs) if diffs else 0.0
+    print(f"{label}: {len(pairs)} arrays, {same} bit-identical, max |difference| {worst:.3g}", flush=True)
+    for (name, _a, b), d in zip(pairs, diffs, strict=True):
+        if d > 0:
+            print(f"  {name}: max |diff| {d:.3g} (reference max |value| {float(np.max(np.abs(b))):.3g})", flush=True)
+    return same == len(pairs)
+
+
+def kernelized(trials: list[int], tasks: list[str]) -> bool:
+    kb = _load_script("bo_kernelized_bandits")
+    horizons = {t: 30000 for t in kb.TASKS} | {"temperature": 1000, "light": 1000}
+    pairs = []
+    for trial in trials:
+        for task in tasks:
+            ref = np.load(RESULTS / "kernelized_bandits_runs" / f"{task}_T{horizons[task]}_trial{trial}.npz")
+            insts = kb.make_task(task, trial)
+            for name in kb.POLICIES:
+                curve = np.mean(
+                    [kb.run_instance(i, name, horizons[task], 1000 * trial + k) for k, i in enumerate(insts)], axis=0
+                )
+                pairs.append((f"{task} trial {trial} {name}", curve, ref[name]))
+    return _report("kernelized bandits", pairs)
+
+
+def boke(seeds: list[int], funcs: list[str]) -> bool:
+    bk = _load_script("bo_boke")
+    pairs = []
+    for seed in seeds:
+        for key in funcs:
+            name, dim, budget = bk.FUNCS[key]
+            fn = bk.get_function(name, dim)
+            sigma = bk.noise_std(fn)
+            for noisy in (False, True):
+                init = fn.domain.latin_hypercube(3 * fn.dim, np.random.default_rng([7, seed]))
+                pol = bk.make_policy("GP-UCB", fn.domain, noisy, seed)
+                res = bk.run_policy(
+                    pol,
+                    fn.objective,
+                    budget,
+                    f_max=fn.f_max_objective,
+                    noise_std=sigma if noisy else 0.0,
+                    initial=init,
+                    seed=seed + 100,
+                )
+                setting = "noisy" if noisy else "clean"
+                ref = np.load(RESULTS / "boke_runs" / f"{key}_{setting}_GP-UCB_{seed}.npz")
+                pairs.append((f"{key} {setting} seed {seed}", res.simple_regret, ref["simple_regret"]))
+    return _report("BOKE GP-UCB", pairs)
+
+
+def tv_runs(steps: int) -> dict[str, np.ndarray]:
+    from evroute.bo import get_function
+    from evroute.bo.timevarying import ALGORITHMS, make_policy
+
+    fn = get_function("ackley", 3)
+    out: dict[str, np.ndarray] = {}
+    for name in ALGORITHMS:
+        pol = make_policy(name, fn.domain, seed=3, n_init=8)
+        rng = np.random.default_rng(11)
+        t, xs, sizes, times = 0.0, [], [], []
+        for _ in range(steps):
+            x = pol.ask(t)
+            y = float(fn.objective(x)) * (1.0 + 0.5 * np.sin(t / 40.0)) + 0.1 * rng.standard_normal()
+            pol.tell(x, y, t)
+            xs.append(x)
+            sizes.append(pol.dataset_size)
+            times.append(t)
+            t += 1.0 + 0.002 * pol.dataset_size**2
+        out[f"{name}/x"], out[f"{name}/size"], out[f"{name}/t"] = np.array(xs), np.array(sizes), np.array(times)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--slices", default="kernelized,boke,tv")
+    ap.add_argument("--trials", default="0", help="kernelized-bandit trials (comma-separated)")
+    ap.add_argument("--tasks", default="", help="kernelized-bandit tasks (default: all eight)")
+    ap.add_argument("--seeds", default="0,1", help="BOKE seeds (comma-separated)")
+    ap.add_argument("--tv-steps", type=int, default=80)
+    ap.add_argument("--dump", help="write the tv slice to this .npz")
+    ap.add_argument("--compare", help="compare the tv slice with this .npz")
+    args = ap.parse_args(argv)
+    slices = set(args.slices.split(","))
+    ok = True
+    if "kernelized" in slices:
+        kb_tasks = args.tasks.split(",") if args.tasks else _load_script("bo_kernelized_bandits").TASKS
+        ok &= kernelized([int(s) for s in args.trials.split(",")], kb_tasks)
+    if "boke" in slices:
+        ok &= boke([int(s) for s in args.seeds.split(",")], list(_load_script("bo_boke").FUNCS))
+    if "tv" in slices:
+        runs = tv_runs(args.tv_steps)
+        if args.dump:
+            np.savez(args.dump, **runs)
+            print(f"tv slice written to {args.dump}")
+        if args.compare:
+            ref = np.load(args.compare)
+            ok &= _report("time-varying policies", [(k, runs[k], ref[k]) for k in ref.files])
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,84 @@
+"""Static and time-varying policies make the choices they made before the single-model refactor.
+
+``data/prerefactor_choices.json`` was written by :func:`choices` on commit 6d19838 (``FiniteArmGP`` /
+``GPRegressor`` / ``SpatioTemporalGP``, before :class:`~evroute.bo.gp.ExactGP`) with::
+
+    python -c "import json, tests.bo.test_prerefactor_choices as t; json.dump(t.choices(), open('...', 'w'))"
+
+The refactor aims at the same floating-point operations, so the recorded points must be reproduced to rounding
+(a different L-BFGS-B path would move a choice by far more than the tolerance).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+from evroute.bo import (
+    GPEI,
+    GPPI,
+    GPTS,
+    GPUCB,
+    IGPUCB,
+    AcquisitionOptimizer,
+    FiniteDomain,
+    Matern,
+    SquaredExponential,
+    SrinivasGPUCB,
+    get_function,
+)
+from evroute.bo.timevarying.policies import PAPER_ALGORITHMS, make_policy
+
+DATA = Path(__file__).parent / "data" / "prerefactor_choices.json"
+
+
+def _static(domain, cls, steps: int, **kw) -> list[list[float]]:  # noqa: ANN001
+    fn = get_function("branin") if domain.dim == 2 else None
+    rng = np.random.default_rng(5)
+    pol = cls(domain, seed=1, **kw)
+    init = domain.sample(4, np.random.default_rng(9))
+    for x in init:
+        pol.tell(x, float(fn.objective(x) if fn else np.sin(9 * x[0])) + 0.05 * rng.standard_normal())
+    out = []
+    for _ in range(steps):
+        x = pol.ask()
+        pol.tell(x, float(fn.objective(x) if fn else np.sin(9 * x[0])) + 0.05 * rng.standard_normal())
+        out.append([float(v) for v in x])
+    return out
+
+
+def choices() -> dict[str, list[list[float]]]:
+    """Points chosen by every GP policy on small fixed problems (see the module docstring)."""
+    out: dict[str, list[list[float]]] = {}
+    with threadpool_limits(1):
+        arms = FiniteDomain(np.linspace(0.0, 1.0, 40))
+        for cls in (SrinivasGPUCB, IGPUCB, GPTS, GPEI, GPPI):
+            out[f"finite/{cls.__name__}"] = _static(arms, cls, 20, kernel=Matern(0.15), lam=0.0025)
+        branin = get_function("branin").domain
+        opt = AcquisitionOptimizer(n_raw=128, n_restarts=2)
+        for cls in (GPUCB, GPEI, GPPI):
+            kw = {"kernel": SquaredExponential(0.25), "lam": 1e-3, "normalize_y": True, "optimizer": opt}
+            out[f"box/{cls.__name__}"] = _static(branin, cls, 6, **kw)
+        out["box/GPTS"] = _static(branin, GPTS, 4, kernel=SquaredExponential(0.25), lam=1e-3, n_candidates=200)
+        fn = get_function("ackley", 2)
+        for name in PAPER_ALGORITHMS:
+            pol = make_policy(name, fn.domain, seed=2, n_init=6, n_raw=64, n_restarts=2, fit_iters=5)
+            rng, t, xs = np.random.default_rng(4), 0.0, []
+            for _ in range(22):
+                x = pol.ask(t)
+                pol.tell(x, float(fn.objective(x)) * (1.0 + 0.3 * np.sin(t / 15.0)) + 0.1 * rng.standard_normal(), t)
+                xs.append([float(v) for v in x])
+                t += 1.0 + 0.01 * pol.dataset_size**2
+            out[f"tv/{name}"] = xs
+    return out
+
+
+def test_policies_reproduce_their_prerefactor_choices() -> None:
+    recorded = json.loads(DATA.read_text())
+    now = choices()
+    assert set(now) == set(recorded)
+    for key, xs in recorded.items():
+        np.testing.assert_allclose(np.array(now[key]), np.array(xs), rtol=0, atol=1e-9, err_msg=key)
