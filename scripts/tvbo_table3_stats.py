@@ -51,6 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     for p in means.index:
         row = means.loc[p].sort_values()
         print(f"  {p}: " + ", ".join(f"{ALGO_LABELS[a]} {v:.4g}" for a, v in row.items()))
+    print("\nper-seed average regret and rank among the seven (problem: algorithm seed values):")
+    for p in means.index:
+        sub = df[df["problem"] == p]
+        by_seed = sub.pivot_table(index="seed", columns="algorithm", values="avg_regret")
+        seed_ranks = by_seed.rank(axis=1, method="min")
+        for a in ("bolt", "w-dbo"):
+            vals = ", ".join(f"s{s} {v:.4g} (#{int(seed_ranks.loc[s, a])})" for s, v in by_seed[a].items())
+            print(f"  {p}: {ALGO_LABELS[a]} {vals}")
     print("\nper-run dataset statistics (problem, seed):")
     for (p, a, s), log in sorted(logs.items()):
         size = log["dataset_size"]
