@@ -18,7 +18,8 @@ Usage::
     python scripts/bo_model_equivalence.py --slices tv --dump /tmp/tv_ref.npz          # on the old version
     python scripts/bo_model_equivalence.py --slices kernelized,boke,tv --compare /tmp/tv_ref.npz
 
-Prints, per slice, the number of arrays compared, how many are bit-identical and the largest absolute difference.
+Prints, per slice, the number of arrays compared, how many are bit-identical and the largest absolute difference;
+``--report PATH`` also writes these lines, with the command, to a Markdown file.
 """
 
 from __future__ import annotations
@@ -30,13 +31,22 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
+import platform  # noqa: E402
+import shlex  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "results"
+LINES: list[str] = []  # everything printed, for --report
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+    LINES.append(line)
 
 
 def _load_script(name: str):  # noqa: ANN202
@@ -50,10 +60,10 @@ def _report(label: str, pairs: list[tuple[str, np.ndarray, np.ndarray]]) -> bool
     same = sum(np.array_equal(a, b) for _, a, b in pairs)
     diffs = [float(np.max(np.abs(a - b))) if a.shape == b.shape else np.inf for _, a, b in pairs]
     worst = max(diffs) if diffs else 0.0
-    print(f"{label}: {len(pairs)} arrays, {same} bit-identical, max |difference| {worst:.3g}", flush=True)
+    _say(f"{label}: {len(pairs)} arrays, {same} bit-identical, max |difference| {worst:.3g}")
     for (name, _a, b), d in zip(pairs, diffs, strict=True):
         if d > 0:
-            print(f"  {name}: max |diff| {d:.3g} (reference max |value| {float(np.max(np.abs(b))):.3g})", flush=True)
+            _say(f"  {name}: max |diff| {d:.3g} (reference max |value| {float(np.max(np.abs(b))):.3g})")
     return same == len(pairs)
 
 
@@ -133,7 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tv-steps", type=int, default=80)
     ap.add_argument("--dump", help="write the tv slice to this .npz")
     ap.add_argument("--compare", help="compare the tv slice with this .npz")
+    ap.add_argument("--report", help="also write the result lines to this Markdown file")
     args = ap.parse_args(argv)
+    start = time.time()
     slices = set(args.slices.split(","))
     ok = True
     if "kernelized" in slices:
@@ -145,10 +157,23 @@ def main(argv: list[str] | None = None) -> int:
         runs = tv_runs(args.tv_steps)
         if args.dump:
             np.savez(args.dump, **runs)
-            print(f"tv slice written to {args.dump}")
+            _say(f"tv slice written to {args.dump}")
         if args.compare:
             ref = np.load(args.compare)
             ok &= _report("time-varying policies", [(k, runs[k], ref[k]) for k in ref.files])
+    if args.report:
+        command = "python scripts/bo_model_equivalence.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+        head = [
+            "# Same numbers after a change of the GP model (generated)",
+            "",
+            f"Command: `{command}`",
+            "",
+            f"Machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}, one BLAS "
+            f"thread; {time.time() - start:.0f} s. Verdict: {'all bit-identical' if ok else 'DIFFERENCES (below)'}.",
+            "",
+            "```",
+        ]
+        Path(args.report).write_text("\n".join(head + LINES + ["```", ""]))
     return 0 if ok else 1
 
 
