@@ -24,10 +24,12 @@ import time
 import numpy as np
 from _bench import machine_line
 
+from evroute.environments import DEFAULT_ENVIRONMENT
+
 LABEL = {"gp-exact": "exact", "gp": "SVGP"}
 
 
-def child(network: str, model: str, policy: str, rounds: int, route: str, reference: bool,
+def child(network: str, model: str, policy: str, rounds: int, route: str, reference: bool, environment: str,
           params: dict) -> dict:
     import resource
 
@@ -42,7 +44,7 @@ def child(network: str, model: str, policy: str, rounds: int, route: str, refere
     t0 = time.perf_counter()
     lg = load_linegraph(network)
     t1 = time.perf_counter()
-    env = _environment(lg, "sumo_ev", "{}", 0)
+    env = _environment(lg, "sumo_ev", environment, "{}", 0)
     t2 = time.perf_counter()
     rs = resolve_route(lg, network, route, None, None)
     if reference:
@@ -121,6 +123,7 @@ def main() -> None:
     ap.add_argument("--svgp-rounds", type=int, default=12, help="rounds per SVGP run (UCB ~2 s per round)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--route", default="A")
+    ap.add_argument("--environment", default=DEFAULT_ENVIRONMENT, help="environment the rounds are drawn from")
     ap.add_argument("--reference", action="store_true", help="time the real regret reference (once per child)")
     ap.add_argument("--model-param", action="append", default=[], metavar="MODEL:NAME=VALUE",
                     help="e.g. gp-exact:threads=2")
@@ -156,7 +159,7 @@ def main() -> None:
                 for mod in args.models:  # alternate the models: same load for both
                     spec = {"network": net, "model": mod, "policy": pol, "route": args.route,
                             "rounds": args.rounds if mod == "gp-exact" else args.svgp_rounds,
-                            "reference": args.reference, "params": params.get(mod, {})}
+                            "reference": args.reference, "environment": args.environment, "params": params.get(mod, {})}
                     proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
                                           capture_output=True, text=True, env=os.environ)
                     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from evroute.errors import ParameterError
-from evroute.kernels.graph_matern import GraphMaternKernel
+from evroute.kernels.graph_matern import GraphMaternKernel, LocalGraphMatern
 from evroute.kernels.matern import matern52
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_posterior import DensePosterior, LowRankPosterior
@@ -56,7 +56,9 @@ class ExactGPConfig:
     learn_noise: bool = False  # else fixed to the environment's noise variance
     device: str = "cpu"  # cpu | auto | cuda (dense path on a torch device)
     ts_joint: bool = False  # Thompson sampling with one joint posterior draw (Matheron update; dense method only)
-    diag_hops: int = 20  # lowrank above 4000 edges: graph prior variances by probing with a distance-20 colouring
+    graph_solver: str = "local"  # low-rank path graph columns: local (truncated local solves) | global (SuperLU)
+    graph_tol: float = 1e-6  # local: entry-wise error bound of the graph-kernel columns (units of the mean variance)
+    diag_hops: int = 20  # global, above 4000 edges: graph prior variances by probing with a distance-20 colouring
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -67,6 +69,9 @@ class ExactGPConfig:
             raise ParameterError("refresh_every, switch_edges, refit_first >= 0, fit_iters >= 1, fit_max_edges >= 2")
         if self.ts_joint and self.method == "lowrank":
             raise ParameterError("ts_joint needs method dense (a joint prior draw of the product kernel)")
+        if self.graph_solver not in ("local", "global") or not 0 < self.graph_tol < 1:
+            raise ParameterError(f"graph_solver must be local or global and 0 < graph_tol < 1, got "
+                                 f"{self.graph_solver!r}, {self.graph_tol}")
         if self.device not in ("cpu", "auto", "cuda"):
             raise ParameterError(f"device must be cpu, auto or cuda, got {self.device!r}")
 
@@ -182,6 +187,9 @@ class ExactGPEdgeModel(EdgeModel):
 
             if self.method == "dense" or self._hybrid:
                 self._graph = (dense_graph_gram(self._lap, self.graph_nu, self.graph_kappa), None)
+            elif self.config.graph_solver == "local":
+                k = LocalGraphMatern(self._lap, self.graph_nu, self.graph_kappa, tol=self.config.graph_tol)
+                self._graph = (k, k.diag())
             else:
                 k = GraphMaternKernel(self._lap, self.graph_nu, self.graph_kappa, method="sparse")
                 self._graph = (k, k.diag_probing(self.config.diag_hops)[0] if self.n_edges > 4000 else k.diag())
