@@ -288,7 +288,7 @@ class LocalGraphMatern:
 
         |A^-nu e_i - x_nu| <= e_nu,   e_j = (e_{j-1} + ||r_j||_inf) / s,   e_0 = 0
 
-    (``c e_nu`` in kernel units).  The neighbourhood doubles until ``c e_nu <= tol / 2``; entries below ``tol / 2``
+    (``c e_nu`` in kernel units).  The neighbourhood grows until ``c e_nu <= tol / 2``; entries below ``tol / 2``
     are dropped (so every entry of a returned column is within ``tol`` of the exact kernel, and the columns are
     sparse).  Prior variances use one solve: ``(A^-2)_ii = ||A^-1 e_i||^2`` (``nu = 2``; for other ``nu`` the
     ``i``-th entry of the column), with ``||x - x_1||_2 <= ||r_1||_2 / s``, grown until the relative error of every
@@ -299,23 +299,23 @@ class LocalGraphMatern:
         laplacian: ``(E, E)`` line-graph Laplacian; nu: integer smoothness; kappa: lengthscale.
         tol: entry-wise error of the columns in units of the average prior variance, and relative error of the
             prior variances.
-        hops: initial neighbourhood radius (doubled per column until the bound holds).
+        hops: initial neighbourhood radius (grown by half per column until the bound holds).
         block: columns per local solve when computing all prior variances.
+        chunk: consecutive columns per local solve in :meth:`sparse_columns`.
     """
 
     def __init__(self, laplacian: sp.spmatrix, nu: float = 2.0, kappa: float = 1.0, *, tol: float = 1e-6,
-                 hops: int = 8, block: int = 256, normalise: bool = True) -> None:
+                 hops: int = 12, block: int = 256, chunk: int = 16, normalise: bool = True) -> None:
         self.nu, self.kappa = check_positive("nu", nu), check_positive("kappa", kappa)
         if float(nu) != int(nu):
             raise ParameterError(f"local graph Matérn columns need an integer nu, got {nu}")
-        self.tol, self.hops = check_positive("tol", tol), max(1, int(hops))
+        self.tol, self.hops, self.chunk = check_positive("tol", tol), max(1, int(hops)), max(1, int(chunk))
         lap = sp.csr_matrix(laplacian, dtype=np.float64)
         self.n = lap.shape[0]
         self.shift = 2.0 * self.nu / self.kappa**2
         self.a = (lap + self.shift * sp.identity(self.n, format="csr")).tocsr()
-        self._adj = self.a.copy()
-        self._adj.data[:] = 1.0
         self._mark = np.zeros(self.n, dtype=bool)
+        self._pos = np.full(self.n, -1, dtype=np.int64)
         self.scale = 1.0
         raw, self.n_solves = self._raw_diag(block)
         if normalise:
@@ -323,15 +323,22 @@ class LocalGraphMatern:
         self._diag = self.scale * raw
 
     # ---------------------------------------------------------------------------------------------- local solves
+    def _gather(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """CSR entries of ``A[rows]``: ``(row position, column, value)`` (plain index arithmetic, no SciPy slicing)."""
+        start, stop = self.a.indptr[rows], self.a.indptr[rows + 1]
+        lens = stop - start
+        flat = np.repeat(start - np.concatenate([[0], np.cumsum(lens)[:-1]]), lens) + np.arange(int(lens.sum()))
+        return np.repeat(np.arange(len(rows)), lens), self.a.indices[flat], self.a.data[flat]
+
     def _ball(self, seeds: np.ndarray, hops: int) -> tuple[np.ndarray, np.ndarray]:
         """``(S, B)``: the nodes within ``hops`` of ``seeds`` (sorted) and the outer boundary layer of ``S``."""
-        mark, adj = self._mark, self._adj
+        mark = self._mark
         front = np.unique(seeds)
         mark[front] = True
         parts = [front]
         for _ in range(hops + 1):
-            nb = np.unique(adj[front].indices)
-            front = nb[~mark[nb]]
+            nb = self._gather(front)[1]
+            front = np.unique(nb[~mark[nb]])
             if not len(front):
                 break
             mark[front] = True
@@ -346,18 +353,27 @@ class LocalGraphMatern:
         Returns ``(S, [X_1 .. X_powers] each (|S|, k), R (powers, k, 2))``: the residual norms (inf, 2) per power.
         """
         s_nodes, layer = self._ball(cols, hops)
-        a_ss = self.a[s_nodes][:, s_nodes].tocsc()
+        pos = self._pos
+        pos[s_nodes] = np.arange(len(s_nodes))
+        r, c, v = self._gather(s_nodes)
+        keep = pos[c] >= 0
+        a_ss = sp.csc_matrix((v[keep], (pos[c[keep]], r[keep])), shape=(len(s_nodes),) * 2)  # A symmetric
         lu = splu(a_ss, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
         x = np.zeros((len(s_nodes), len(cols)))
-        x[np.searchsorted(s_nodes, cols), np.arange(len(cols))] = 1.0
-        a_bs = self.a[layer][:, s_nodes] if len(layer) else None
+        x[pos[cols], np.arange(len(cols))] = 1.0
+        a_bs = None
+        if len(layer):
+            r, c, v = self._gather(layer)
+            keep = pos[c] >= 0
+            a_bs = sp.csr_matrix((v[keep], (r[keep], pos[c[keep]])), shape=(len(layer), len(s_nodes)))
+        pos[s_nodes] = -1
         out, res = [], np.zeros((powers, len(cols), 2))
         for j in range(powers):
             x = lu.solve(x)
             out.append(x)
             if a_bs is not None:
-                r = np.abs(a_bs @ x)
-                res[j, :, 0], res[j, :, 1] = r.max(axis=0), np.sqrt(np.einsum("ij,ij->j", r, r))
+                rx = np.abs(a_bs @ x)
+                res[j, :, 0], res[j, :, 1] = rx.max(axis=0), np.sqrt(np.einsum("ij,ij->j", rx, rx))
         return s_nodes, out, res
 
     def _blocks(self, size: int) -> list[np.ndarray]:
@@ -371,7 +387,7 @@ class LocalGraphMatern:
             free[seed] = False
             count = 1
             while count < size and len(front):
-                nb = np.unique(self._adj[front].indices)
+                nb = np.unique(self._gather(front)[1])
                 nb = nb[[v not in seen for v in nb.tolist()]]
                 seen.update(nb.tolist())
                 take = nb[free[nb]][:size - count]
@@ -404,7 +420,7 @@ class LocalGraphMatern:
             out[cols] = val
             bad = err > self.tol * val
             if bad.any():
-                todo.append((cols[bad], 2 * hops))
+                todo.append((cols[bad], hops + max(2, hops // 2)))
         return out, n_solves
 
     def _inf_bound(self, res: np.ndarray) -> np.ndarray:
@@ -423,7 +439,9 @@ class LocalGraphMatern:
         idx = np.asarray(idx, dtype=np.int64)
         cols: list[sp.csc_matrix | None] = [None] * len(idx)
         bound = np.zeros(len(idx))
-        todo = [(np.arange(len(idx)), self.hops)]
+        # chunks of consecutive columns (route order: neighbours) share one local solve; a union of the
+        # neighbourhoods of scattered columns would make every right-hand side as long as the union
+        todo = [(c, self.hops) for c in np.array_split(np.arange(len(idx)), -(-len(idx) // self.chunk))]
         while todo:
             sel, hops = todo.pop()
             s_nodes, xs, res = self._solve(idx[sel], hops, int(self.nu))
@@ -438,7 +456,7 @@ class LocalGraphMatern:
                 cols[sel[c]] = sp.csc_matrix((block.data[lo:hi], rows[lo:hi], [0, hi - lo]), shape=(self.n, 1))
                 bound[sel[c]] = e[c]
             if not ok.all():
-                todo.append((sel[~ok], 2 * hops))
+                todo.append((sel[~ok], hops + max(2, hops // 2)))
         return sp.hstack(cols, format="csc"), bound
 
     def columns(self, idx: np.ndarray) -> np.ndarray:
