@@ -52,7 +52,7 @@ def child(network: str, model: str, policy: str, rounds: int, route: str, refere
     else:
         opt = RouteOracle(lg).shortest_route(np.maximum(env.true_mean_wh, 1e-9), rs.start, rs.goal)
     t3 = time.perf_counter()
-    m = make_model(model, env, seed=0, **params)
+    m = make_model(model.split("+")[0], env, seed=0, **params)
     m.posterior()
     t4 = time.perf_counter()
     bandit = RoutingBandit(env, m, make_policy(policy), rs.start, rs.goal, seed=0, optimal=opt)
@@ -113,11 +113,30 @@ def diag_probing_error(network: str, hops: list[int]) -> str:
                       "|---|---|---|---|---|---|---|", *rows])
 
 
+def _variant(mod: str) -> dict:
+    """Parameters of a model variant ``MODEL+NAME=VALUE+...`` (e.g. ``gp-exact+graph_solver=global``)."""
+    return {k: json.loads(v) if v[:1] in "0123456789-[{tf" else v
+            for k, v in (item.split("=", 1) for item in mod.split("+")[1:])}
+
+
+def _cell(args: argparse.Namespace, net: str, mod: str, pol: str) -> tuple[int, int]:
+    """``(rounds, repeats)`` of one cell: the defaults, then the last matching ``--cell`` override."""
+    out = (args.rounds if mod.startswith("gp-exact") else args.svgp_rounds, args.repeats)
+    for item in args.cell:
+        key, val = item.rsplit("=", 1)
+        n, m, p = key.rsplit("/", 2)
+        if all(a in ("*", b) for a, b in ((n, net), (m, mod), (p, pol))):
+            rounds, _, reps = val.partition("x")
+            out = (int(rounds), int(reps) if reps else out[1])
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--networks", nargs="+", default=["monaco", "luxembourg", "synthetic:20000:0",
                                                        "synthetic:100000:0"])
-    ap.add_argument("--models", nargs="+", default=["gp-exact", "gp"])
+    ap.add_argument("--models", nargs="+", default=["gp-exact", "gp"],
+                    help="models, or variants MODEL+NAME=VALUE (e.g. gp-exact+graph_solver=global)")
     ap.add_argument("--policies", nargs="+", default=["ucb", "bucb", "ts"])
     ap.add_argument("--rounds", type=int, default=40, help="rounds per exact-model run")
     ap.add_argument("--svgp-rounds", type=int, default=12, help="rounds per SVGP run (UCB ~2 s per round)")
@@ -132,6 +151,9 @@ def main() -> None:
                     help="only time one rank-K update of an E x E covariance (dsyrk vs GEMM vs torch)")
     ap.add_argument("--diag-hops", nargs="+", type=int, default=None,
                     help="only measure the probed graph prior variances at these hop distances (first --networks)")
+    ap.add_argument("--cell", nargs="+", default=[], metavar="NETWORK/MODEL/POLICY=ROUNDSxREPEATS",
+                    help="per-cell rounds and repeats ('*' matches any; 0 rounds skips the cell), e.g. "
+                         "'synthetic:100000:0/gp/*=0' 'synthetic:100000:0/gp/ts=5x1'; the last match wins")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.rank_k or args.diag_hops:
@@ -155,11 +177,14 @@ def main() -> None:
     results: dict[tuple, list[dict]] = {}
     for net in args.networks:
         for pol in args.policies:
-            for _ in range(args.repeats):
+            plan = {mod: _cell(args, net, mod, pol) for mod in args.models}
+            for rep in range(max(r for _, r in plan.values())):
                 for mod in args.models:  # alternate the models: same load for both
-                    spec = {"network": net, "model": mod, "policy": pol, "route": args.route,
-                            "rounds": args.rounds if mod == "gp-exact" else args.svgp_rounds,
-                            "reference": args.reference, "environment": args.environment, "params": params.get(mod, {})}
+                    if rep >= plan[mod][1] or plan[mod][0] == 0:
+                        continue
+                    spec = {"network": net, "model": mod, "policy": pol, "route": args.route, "rounds": plan[mod][0],
+                            "reference": args.reference, "environment": args.environment,
+                            "params": {**params.get(mod.split("+")[0], {}), **_variant(mod)}}
                     proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
                                           capture_output=True, text=True, env=os.environ)
                     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -185,8 +210,9 @@ def main() -> None:
 
         tot = cat("update_ms") + cat("posterior_ms") + cat("index_ms") + cat("oracle_ms")
         loads = [x for r in rs for x in r["load"]]
+        label = LABEL.get(mod, mod.replace("gp-exact+", "exact, "))
         lines.append(
-            f"| {net} | {rs[0]['edges']} | {pol.upper()} | {LABEL.get(mod, mod)} | {rs[0]['rounds']} x {len(rs)} | "
+            f"| {net} | {rs[0]['edges']} | {pol.upper()} | {label} | {rs[0]['rounds']} x {len(rs)} | "
             f"**{np.median(tot):.0f}** | {np.median(cat('update_ms')):.0f} | {np.median(cat('posterior_ms')):.1f} | "
             f"{np.median(cat('index_ms') + cat('oracle_ms')):.1f} | {np.percentile(tot, 90):.0f} | "
             f"{max(r['distinct_edges'] for r in rs)} | {med('linegraph_s'):.1f} | {med('env_s'):.1f} | "

@@ -244,19 +244,20 @@ class LowRankPosterior:
 
     def columns(self, idx: np.ndarray) -> np.ndarray:
         """``Sigma[:, idx]`` ``(E, k)`` for edges already in ``U``."""
-        kxr = self.kxu[:, self._slot[idx]]
+        kxr = np.asfortranarray(self.kxu[:, self._slot[idx]])
         if self._l is None:
             return kxr
         m = len(self._l)  # the factor covers the edges observed before this round (a prefix of U)
-        return kxr - self.kxu[:, :m] @ _tri(self._l, _tri(self._l, kxr[self.edges[:m]]), trans=1)
+        z = _tri(self._l, _tri(self._l, kxr[self.edges[:m]]), trans=1)
+        return blas.dgemm(-1.0, self.kxu[:, :m], z, beta=1.0, c=kxr, overwrite_c=1)  # in place: E |U| k
 
     def condition(self, edges: np.ndarray, y: np.ndarray) -> None:
         """Condition on ``k`` observations: variances by the rank-``k`` update, the mean exactly."""
         self._add_edges(edges)
-        c = self.columns(edges)
+        c = self.columns(edges)  # (E, k), Fortran order
         l_ = _chol(c[edges] + self.noise * np.eye(len(edges)))
-        w = _tri(l_, c.T)
-        self.var -= np.einsum("ij,ij->j", w, w)
+        w = blas.dtrsm(1.0, l_, c, side=1, lower=1, trans_a=1, overwrite_b=1)  # C L^-T in place (E k^2)
+        self.var -= np.einsum("ij,ij->i", w, w)
         s = self._slot[edges]
         for si, yi in zip(s, y, strict=True):  # running means of the statistics
             self._counts[si] += 1.0

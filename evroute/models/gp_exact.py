@@ -34,7 +34,7 @@ import numpy as np
 
 from evroute.errors import ParameterError
 from evroute.kernels.graph_matern import GraphMaternKernel, LocalGraphMatern
-from evroute.kernels.matern import matern52
+from evroute.kernels.matern import matern, matern52
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_posterior import DensePosterior, LowRankPosterior
 
@@ -116,6 +116,13 @@ class EdgeKernel:
         return self.graph.columns(idx)
 
     def columns(self, idx: np.ndarray, graph_cols: np.ndarray | None = None) -> np.ndarray:
+        if graph_cols is None and isinstance(self.graph, LocalGraphMatern):
+            # sparse local graph columns: the product term only where the graph column is non-zero
+            g = self.graph.sparse_columns(idx)[0].tocoo()
+            out = np.asfortranarray(self.h.s2 * matern52(self.x, self.x[idx], self.h.ls2))
+            xr, xc = self.x[g.row] / self.h.ls1, self.x[idx[g.col]] / self.h.ls1
+            out[g.row, g.col] += self.h.s1 * g.data * matern(np.sqrt(np.sum((xr - xc) ** 2, axis=1)), 1.0, 2.5)
+            return out
         g = self.graph_columns(idx) if graph_cols is None else graph_cols
         kf, kf2 = self._ctx(slice(None), idx)
         return np.asfortranarray(self.h.s1 * g * kf + self.h.s2 * kf2)
@@ -325,7 +332,12 @@ class ExactGPEdgeModel(EdgeModel):
             keep = np.sort(np.argsort(-n, kind="stable")[:self.config.fit_max_edges])
             e, n, ybar, scatter = e[keep], n[keep], ybar[keep], scatter[keep]
         g, _ = self._graph_source()
-        g_uu = g[np.ix_(e, e)] if isinstance(g, np.ndarray) else g.columns(e)[e]
+        if isinstance(g, np.ndarray):
+            g_uu = g[np.ix_(e, e)]
+        elif isinstance(g, LocalGraphMatern):
+            g_uu = g.sparse_columns(e)[0][e].toarray()
+        else:
+            g_uu = g.columns(e)[e]
         self.hyper = fit_hyperparameters(self.hyper, g_uu, self.contexts[e], self.m0[e], n, ybar, scatter,
                                          iters=self.config.fit_iters, learn_noise=self.config.learn_noise)
 
