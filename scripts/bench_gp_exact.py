@@ -113,6 +113,58 @@ def diag_probing_error(network: str, hops: list[int]) -> str:
                       "|---|---|---|---|---|---|---|", *rows])
 
 
+def local_columns_error(network: str, tols: list[float], route: str) -> str:
+    """Truncated local graph-kernel columns (:class:`LocalGraphMatern`) against the exact dense kernel: the error
+    and cost per fixed radius (single columns: 64 spread edges) and per tolerance (the adaptive radius the model
+    uses: set-up of all prior variances, then the columns of route ``route`` in route order, chunks of 16)."""
+    from evroute.experiments.runner import load_linegraph
+    from evroute.kernels.graph_matern import LocalGraphMatern
+    from evroute.models.gp_kernels import dense_graph_gram
+    from evroute.oracle import RouteOracle
+    from evroute.routes import resolve_route
+
+    lg = load_linegraph(network)
+    lap = lg.laplacian()
+    t0 = time.perf_counter()
+    exact = dense_graph_gram(lap, 2.0, 1.0)
+    t_dense = time.perf_counter() - t0
+    rs = resolve_route(lg, network, route, None, None)
+    path = np.asarray(RouteOracle(lg).shortest_route(np.maximum(lg.network.length_m, 1e-9), rs.start, rs.goal).edges)
+    spread = np.linspace(0, lg.n_nodes - 1, 64).astype(np.int64)
+    k = LocalGraphMatern(lap, 2.0, 1.0, tol=min(tols))
+    rows = [f"Dense exact kernel (LAPACK, E = {lg.n_nodes}): {t_dense:.1f} s.", "",
+            "| fixed radius (hops) | median nodes in the neighbourhood | ms per column | max entry error | "
+            "max bound | bound / error (min) |", "|---|---|---|---|---|---|"]
+    for h in (2, 4, 6, 8, 10, 12, 16, 20, 24):
+        sizes, errs, bounds, t0 = [], [], [], time.perf_counter()
+        for i in spread:
+            s_nodes, xs, res = k._solve(np.array([i]), h, 2)
+            x = np.zeros(lg.n_nodes)
+            x[s_nodes] = k.scale * xs[-1][:, 0]
+            sizes.append(len(s_nodes))
+            errs.append(np.abs(x - exact[:, i]).max())
+            bounds.append(k.scale * k._inf_bound(res)[0])
+        dt = 1e3 * (time.perf_counter() - t0) / len(spread)
+        e, b = np.array(errs), np.array(bounds)
+        rows.append(f"| {h} | {int(np.median(sizes))} | {dt:.1f} | {e.max():.1e} | {b.max():.1e} | "
+                    f"{np.min(b[e > 1e-12] / e[e > 1e-12]) if (e > 1e-12).any() else float('nan'):.2f} |")
+    rows += ["", f"Adaptive radius per tolerance; route {route} = {len(path)} edges.", "",
+             "| tol | prior variances s (local solves) | max rel. error of the variances | route columns ms per column "
+             "| max entry error (route columns) | nnz per column |", "|---|---|---|---|---|---|"]
+    d = np.diag(exact)
+    for tol in tols:
+        t0 = time.perf_counter()
+        k = LocalGraphMatern(lap, 2.0, 1.0, tol=tol)
+        t_set = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        c, _ = k.sparse_columns(path)
+        t_col = 1e3 * (time.perf_counter() - t0) / len(path)
+        err = np.abs(c.toarray() - exact[:, path]).max()
+        rows.append(f"| {tol:.0e} | {t_set:.1f} ({k.n_solves}) | {np.max(np.abs(k.diag() - d) / d):.1e} | "
+                    f"{t_col:.2f} | {err:.1e} | {c.nnz // len(path)} |")
+    return "\n".join(rows)
+
+
 def _variant(mod: str) -> dict:
     """Parameters of a model variant ``MODEL+NAME=VALUE+...`` (e.g. ``gp-exact+graph_solver=global``)."""
     return {k: json.loads(v) if v[:1] in "0123456789-[{tf" else v
@@ -154,11 +206,14 @@ def main() -> None:
     ap.add_argument("--cell", nargs="+", default=[], metavar="NETWORK/MODEL/POLICY=ROUNDSxREPEATS",
                     help="per-cell rounds and repeats ('*' matches any; 0 rounds skips the cell), e.g. "
                          "'synthetic:100000:0/gp/*=0' 'synthetic:100000:0/gp/ts=5x1'; the last match wins")
+    ap.add_argument("--local-tol", nargs="+", type=float, default=None,
+                    help="only measure local graph-kernel columns against the dense kernel (first --networks)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.rank_k or args.diag_hops:
+    if args.rank_k or args.diag_hops or args.local_tol:
         body = rank_k(*args.rank_k, max(args.repeats, 5)) if args.rank_k else \
-            diag_probing_error(args.networks[0], args.diag_hops)
+            diag_probing_error(args.networks[0], args.diag_hops) if args.diag_hops else \
+            local_columns_error(args.networks[0], args.local_tol, args.route)
         text = f"\n{machine_line()}\n`{' '.join(sys.argv)}`\n\n{body}\n"
         print(text)
         if args.out:
