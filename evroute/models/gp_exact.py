@@ -9,8 +9,10 @@ Gaussian kept by :mod:`evroute.models.exact_posterior`:
   ``K`` and the graph Gram matrix take ``3 * 8 E^2`` bytes: 0.8 GB on Luxembourg, 1.5 GB at ``dense_max`` = 8000);
 * ``method="lowrank"``: ``Sigma = K - K_{.U} A^-1 K_{U.}`` over the distinct visited edges ``U``
   (``E |U| k + |U|^3 / 3`` per round); with ``method="lowrank"`` or above ``dense_max`` edges the graph-kernel
-  columns come from sparse-precision solves (:class:`~evroute.kernels.GraphMaternKernel`, ``method="sparse"``)
-  and no ``E x E`` matrix exists anywhere;
+  columns and prior variances come from truncated local solves on line-graph neighbourhoods with an a-posteriori
+  entry-wise error bound ``graph_tol`` (:class:`~evroute.kernels.graph_matern.LocalGraphMatern`; default 1e-6 of
+  the average prior variance; ``graph_solver="global"``: global SuperLU solves and probed variances, the slower
+  earlier path) and no ``E x E`` matrix exists anywhere;
 * ``method="auto"`` (default): up to ``dense_max`` edges, low-rank while few edges are visited (TS drives a few hundred)
   and dense from ``switch_edges`` (``E / 4``) visited edges on (UCB / BUCB), the switch being an exact refresh; above
   ``dense_max`` edges, low-rank.
