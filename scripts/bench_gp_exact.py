@@ -252,10 +252,11 @@ def main() -> None:
                     print(f"{net} {mod} {pol}: median {np.median(tot):.0f} ms/round, model set-up "
                           f"{r['model_s']:.1f} s, RSS {r['peak_rss_mb']:.0f} MB, load {r['load']}", flush=True)
     head = ("| network | edges | policy | model | rounds x repeats | **total ms (median)** | update | posterior | "
-            "index + oracle | p90 total | distinct edges | line graph s | environment s | model set-up s | "
+            "index + oracle | p90 total | rounds s (mean of sums) | distinct edges | line graph s | environment s | "
+            "model set-up s | "
             "peak RSS MB | load avg | CPU share |")
     lines = [f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {machine_line()}\n", f"`{' '.join(sys.argv)}`\n", head,
-             "|" + "---|" * 17]
+             "|" + "---|" * 18]
     for (net, pol, mod), rs in results.items():
         def cat(c: str, rs: list[dict] = rs) -> np.ndarray:
             return np.concatenate([r[c] for r in rs])
@@ -270,6 +271,7 @@ def main() -> None:
             f"| {net} | {rs[0]['edges']} | {pol.upper()} | {label} | {rs[0]['rounds']} x {len(rs)} | "
             f"**{np.median(tot):.0f}** | {np.median(cat('update_ms')):.0f} | {np.median(cat('posterior_ms')):.1f} | "
             f"{np.median(cat('index_ms') + cat('oracle_ms')):.1f} | {np.percentile(tot, 90):.0f} | "
+            f"{1e-3 * tot.sum() / len(rs):.1f} | "
             f"{max(r['distinct_edges'] for r in rs)} | {med('linegraph_s'):.1f} | {med('env_s'):.1f} | "
             f"{med('model_s'):.1f} | {max(r['peak_rss_mb'] for r in rs):.0f} | {min(loads):.1f}-{max(loads):.1f} | "
             f"{med('cpu_share'):.2f} |")
