@@ -55,13 +55,40 @@ def _t(fn):  # noqa: ANN001, ANN202
     return time.perf_counter() - t0, out
 
 
+def cpu_profile(network: str, top: int = 10) -> str:
+    """CPU-time profile (``time.process_time``: what an idle core would take) of one whole BI-TS set-up
+    (``build_problem`` + ``make_bandit``, fresh caches, the environment's solves on one thread)."""
+    import cProfile
+    import io
+    import pstats
+
+    cfg = ExperimentConfig(network=network, route="A", model="bi", policy="ts", env="consistent",
+                           potential="elevation", seeds=(0,))
+    with _solve_threads(1):
+        prof = cProfile.Profile(time.process_time)
+        c0, w0 = time.process_time(), time.perf_counter()
+        prof.enable()
+        R.make_bandit(cfg, R.build_problem(cfg, 0), 0)
+        prof.disable()
+        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
+    return (f"{machine_line()}\n`scripts/bench_env_setup.py --network {network} --profile`\n\nwhole set-up: "
+            f"{cpu:.1f} s CPU, {wall:.1f} s wall\n\n" + "\n".join(out.getvalue().splitlines()[4:]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--network", default="synthetic:100000:0")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--johnson-repeats", type=int, default=1)
     ap.add_argument("--markdown", default=None)
+    ap.add_argument("--profile", action="store_true",
+                    help="only profile one whole consistent BI-TS set-up in CPU time (one solve thread)")
     args = ap.parse_args()
+    if args.profile:
+        print(cpu_profile(args.network))
+        return
 
     t_load, lg = _t(lambda: R.load_linegraph(args.network))
     route = resolve_route(lg, args.network, "A", None, None)
