@@ -7,17 +7,21 @@ Usage::
 
 For each environment (``paper``: the paper's GP draw, regret reference by Johnson's algorithm, which is what
 ``evroute run`` did before; ``consistent``: the same GP draw turned into non-negative reduced costs, exact
-reference by one Dijkstra) it times, ``--repeats`` times each, the three parts of a run's set-up before its first
-round: loading the network and line graph (cached after the first load, as in a run), drawing the environment
-(``make_environment``) and the regret reference (``regret_reference_route``); and the whole set-up as ``evroute
-run`` does it (``build_problem`` + ``make_bandit`` with fresh caches).  Medians are reported; the two environments
-are measured alternately in the same process.  Johnson's reference is timed ``--johnson-repeats`` times (it is
-slow and not the default any more).
+reference by one Dijkstra; ``consistent, 1 solve thread``: the same with the graph draws' sparse solves on one
+thread, as before ``GraphMaternKernel.sample_blocks``: the same numbers) it times, ``--repeats`` times each, the
+parts of a run's set-up before its first round: loading the network and line graph (cached after the first load,
+as in a run), drawing the environment (``make_environment``, with its CPU share) and the regret reference
+(``regret_reference_route``); and the whole set-up as ``evroute run`` does it (``build_problem`` + ``make_bandit``
+with fresh caches).  Medians are reported; the variants are measured alternately in the same process.  Johnson's
+reference is timed ``--johnson-repeats`` times (it is slow and not the default any more).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import os
 import statistics
 import time
 from pathlib import Path
@@ -29,7 +33,20 @@ from evroute.environments import make_environment
 from evroute.experiments import ExperimentConfig
 from evroute.experiments import runner as R
 from evroute.io import atomic_write_text
+from evroute.kernels.graph_matern import GraphMaternKernel
 from evroute.routes import resolve_route
+
+
+@contextlib.contextmanager
+def _solve_threads(threads: int | None):  # noqa: ANN202
+    """Run the environment's graph draws with ``threads`` solve threads (``None``: the default)."""
+    orig = GraphMaternKernel.sample_blocks
+    if threads is not None:
+        GraphMaternKernel.sample_blocks = functools.partialmethod(orig, threads=threads)  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        GraphMaternKernel.sample_blocks = orig  # type: ignore[method-assign]
 
 
 def _t(fn):  # noqa: ANN001, ANN202
@@ -38,30 +55,64 @@ def _t(fn):  # noqa: ANN001, ANN202
     return time.perf_counter() - t0, out
 
 
+def cpu_profile(network: str, top: int = 10) -> str:
+    """CPU-time profile (``time.process_time``: what an idle core would take) of one whole BI-TS set-up
+    (``build_problem`` + ``make_bandit``, fresh caches, the environment's solves on one thread)."""
+    import cProfile
+    import io
+    import pstats
+
+    cfg = ExperimentConfig(network=network, route="A", model="bi", policy="ts", env="consistent",
+                           potential="elevation", seeds=(0,))
+    with _solve_threads(1):
+        prof = cProfile.Profile(time.process_time)
+        c0, w0 = time.process_time(), time.perf_counter()
+        prof.enable()
+        R.make_bandit(cfg, R.build_problem(cfg, 0), 0)
+        prof.disable()
+        cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
+    return (f"{machine_line()}\n`scripts/bench_env_setup.py --network {network} --profile`\n\nwhole set-up: "
+            f"{cpu:.1f} s CPU, {wall:.1f} s wall\n\n" + "\n".join(out.getvalue().splitlines()[4:]))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--network", default="synthetic:100000:0")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--johnson-repeats", type=int, default=1)
     ap.add_argument("--markdown", default=None)
+    ap.add_argument("--profile", action="store_true",
+                    help="only profile one whole consistent BI-TS set-up in CPU time (one solve thread)")
     args = ap.parse_args()
+    if args.profile:
+        print(cpu_profile(args.network))
+        return
 
     t_load, lg = _t(lambda: R.load_linegraph(args.network))
     route = resolve_route(lg, args.network, "A", None, None)
-    times: dict[str, dict[str, list[float]]] = {e: {"env": [], "ref": [], "setup": []} for e in ("paper", "consistent")}
+    names = ("consistent", "consistent, 1 solve thread", "paper")
+    times: dict[str, dict[str, list[float]]] = {e: {"env": [], "ref": [], "setup": [], "share": []} for e in names}
+    loads = [os.getloadavg()[0]]
     for rep in range(args.repeats):
-        for name in ("consistent", "paper"):
-            dt, env = _t(lambda name=name, rep=rep: make_environment(lg, name, seed=rep))
-            times[name]["env"].append(dt)
-            if name == "consistent" or rep < args.johnson_repeats:
-                dt, _ = _t(lambda env=env: regret_reference_route(env, route.start, route.goal, "auto"))
-                times[name]["ref"].append(dt)
-            if name == "consistent" or rep < args.johnson_repeats:
-                R._environment.cache_clear()
-                cfg = ExperimentConfig(network=args.network, route="A", model="bi", policy="ts", env=name,
-                                       potential="elevation", seeds=(rep,))
-                dt, _ = _t(lambda cfg=cfg, rep=rep: R.make_bandit(cfg, R.build_problem(cfg, rep), rep))
-                times[name]["setup"].append(dt)
+        for name in names:  # alternately, in the same process: the same load for all
+            env_name = name.split(",")[0]
+            threads = 1 if "1 solve thread" in name else None
+            with _solve_threads(threads):
+                c0 = time.process_time()
+                dt, env = _t(lambda env_name=env_name, rep=rep: make_environment(lg, env_name, seed=rep))
+                times[name]["env"].append(dt)
+                times[name]["share"].append((time.process_time() - c0) / dt)
+                if env_name == "consistent" or rep < args.johnson_repeats:
+                    dt, _ = _t(lambda env=env: regret_reference_route(env, route.start, route.goal, "auto"))
+                    times[name]["ref"].append(dt)
+                    R._environment.cache_clear()
+                    cfg = ExperimentConfig(network=args.network, route="A", model="bi", policy="ts", env=env_name,
+                                           potential="elevation", seeds=(rep,))
+                    dt, _ = _t(lambda cfg=cfg, rep=rep: R.make_bandit(cfg, R.build_problem(cfg, rep), rep))
+                    times[name]["setup"].append(dt)
+            loads.append(os.getloadavg()[0])
             print(name, rep, {k: round(v[-1], 2) for k, v in times[name].items() if v}, flush=True)
 
     def med(v: list[float]) -> str:
@@ -72,12 +123,14 @@ def main() -> None:
              f"--repeats {args.repeats} --johnson-repeats {args.johnson_repeats}`", "",
              f"Machine: {machine_line()}.", "",
              f"Network + line graph load (first load, cached afterwards in a run): {t_load:.1f} s.", "",
-             "| environment | draw the environment (s) | regret reference (s) | whole set-up: build_problem + "
-             "make_bandit (s) |", "|---|---|---|---|"]
+             f"Load average (1 min) over the measurements: {min(loads):.1f}-{max(loads):.1f}.", "",
+             "| environment | draw the environment (s) | CPU share of the draw | regret reference (s) | whole set-up: "
+             "build_problem + make_bandit (s) |", "|---|---|---|---|---|"]
     ref_name = {"paper": "Johnson (no negative cycle on the synthetic city)", "consistent": "one Dijkstra"}
-    for name in ("paper", "consistent"):
+    for name in names:
         t = times[name]
-        lines.append(f"| {name} | {med(t['env'])} | {med(t['ref'])}: {ref_name[name]} | {med(t['setup'])} |")
+        lines.append(f"| {name} | {med(t['env'])} | {statistics.median(t['share']):.2f} | {med(t['ref'])}: "
+                     f"{ref_name[name.split(',')[0]]} | {med(t['setup'])} |")
     text = "\n".join(lines) + "\n"
     print(text)
     if args.markdown:

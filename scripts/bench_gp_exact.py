@@ -24,10 +24,12 @@ import time
 import numpy as np
 from _bench import machine_line
 
+from evroute.environments import DEFAULT_ENVIRONMENT
+
 LABEL = {"gp-exact": "exact", "gp": "SVGP"}
 
 
-def child(network: str, model: str, policy: str, rounds: int, route: str, reference: bool,
+def child(network: str, model: str, policy: str, rounds: int, route: str, reference: bool, environment: str,
           params: dict) -> dict:
     import resource
 
@@ -42,7 +44,7 @@ def child(network: str, model: str, policy: str, rounds: int, route: str, refere
     t0 = time.perf_counter()
     lg = load_linegraph(network)
     t1 = time.perf_counter()
-    env = _environment(lg, "sumo_ev", "{}", 0)
+    env = _environment(lg, "sumo_ev", environment, "{}", 0)
     t2 = time.perf_counter()
     rs = resolve_route(lg, network, route, None, None)
     if reference:
@@ -50,7 +52,7 @@ def child(network: str, model: str, policy: str, rounds: int, route: str, refere
     else:
         opt = RouteOracle(lg).shortest_route(np.maximum(env.true_mean_wh, 1e-9), rs.start, rs.goal)
     t3 = time.perf_counter()
-    m = make_model(model, env, seed=0, **params)
+    m = make_model(model.split("+")[0], env, seed=0, **params)
     m.posterior()
     t4 = time.perf_counter()
     bandit = RoutingBandit(env, m, make_policy(policy), rs.start, rs.goal, seed=0, optimal=opt)
@@ -111,16 +113,88 @@ def diag_probing_error(network: str, hops: list[int]) -> str:
                       "|---|---|---|---|---|---|---|", *rows])
 
 
+def local_columns_error(network: str, tols: list[float], route: str) -> str:
+    """Truncated local graph-kernel columns (:class:`LocalGraphMatern`) against the exact dense kernel: the error
+    and cost per fixed radius (single columns: 64 spread edges) and per tolerance (the adaptive radius the model
+    uses: set-up of all prior variances, then the columns of route ``route`` in route order, chunks of 16)."""
+    from evroute.experiments.runner import load_linegraph
+    from evroute.kernels.graph_matern import LocalGraphMatern
+    from evroute.models.gp_kernels import dense_graph_gram
+    from evroute.oracle import RouteOracle
+    from evroute.routes import resolve_route
+
+    lg = load_linegraph(network)
+    lap = lg.laplacian()
+    t0 = time.perf_counter()
+    exact = dense_graph_gram(lap, 2.0, 1.0)
+    t_dense = time.perf_counter() - t0
+    rs = resolve_route(lg, network, route, None, None)
+    path = np.asarray(RouteOracle(lg).shortest_route(np.maximum(lg.network.length_m, 1e-9), rs.start, rs.goal).edges)
+    spread = np.linspace(0, lg.n_nodes - 1, 64).astype(np.int64)
+    k = LocalGraphMatern(lap, 2.0, 1.0, tol=min(tols))
+    rows = [f"Dense exact kernel (LAPACK, E = {lg.n_nodes}): {t_dense:.1f} s.", "",
+            "| fixed radius (hops) | median nodes in the neighbourhood | ms per column | max entry error | "
+            "max bound | bound / error (min) |", "|---|---|---|---|---|---|"]
+    for h in (2, 4, 6, 8, 10, 12, 16, 20, 24):
+        sizes, errs, bounds, t0 = [], [], [], time.perf_counter()
+        for i in spread:
+            s_nodes, xs, res = k._solve(np.array([i]), h, 2)
+            x = np.zeros(lg.n_nodes)
+            x[s_nodes] = k.scale * xs[-1][:, 0]
+            sizes.append(len(s_nodes))
+            errs.append(np.abs(x - exact[:, i]).max())
+            bounds.append(k.scale * k._inf_bound(res)[0])
+        dt = 1e3 * (time.perf_counter() - t0) / len(spread)
+        e, b = np.array(errs), np.array(bounds)
+        rows.append(f"| {h} | {int(np.median(sizes))} | {dt:.1f} | {e.max():.1e} | {b.max():.1e} | "
+                    f"{np.min(b[e > 1e-12] / e[e > 1e-12]) if (e > 1e-12).any() else float('nan'):.2f} |")
+    rows += ["", f"Adaptive radius per tolerance; route {route} = {len(path)} edges.", "",
+             "| tol | prior variances s (local solves) | max rel. error of the variances | route columns ms per column "
+             "| max entry error (route columns) | nnz per column |", "|---|---|---|---|---|---|"]
+    d = np.diag(exact)
+    for tol in tols:
+        t0 = time.perf_counter()
+        k = LocalGraphMatern(lap, 2.0, 1.0, tol=tol)
+        t_set = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        c, _ = k.sparse_columns(path)
+        t_col = 1e3 * (time.perf_counter() - t0) / len(path)
+        err = np.abs(c.toarray() - exact[:, path]).max()
+        rows.append(f"| {tol:.0e} | {t_set:.1f} ({k.n_solves}) | {np.max(np.abs(k.diag() - d) / d):.1e} | "
+                    f"{t_col:.2f} | {err:.1e} | {c.nnz // len(path)} |")
+    return "\n".join(rows)
+
+
+def _variant(mod: str) -> dict:
+    """Parameters of a model variant ``MODEL+NAME=VALUE+...`` (e.g. ``gp-exact+graph_solver=global``)."""
+    return {k: json.loads(v) if v[:1] in "0123456789-[{tf" else v
+            for k, v in (item.split("=", 1) for item in mod.split("+")[1:])}
+
+
+def _cell(args: argparse.Namespace, net: str, mod: str, pol: str) -> tuple[int, int]:
+    """``(rounds, repeats)`` of one cell: the defaults, then the last matching ``--cell`` override."""
+    out = (args.rounds if mod.startswith("gp-exact") else args.svgp_rounds, args.repeats)
+    for item in args.cell:
+        key, val = item.rsplit("=", 1)
+        n, m, p = key.rsplit("/", 2)
+        if all(a in ("*", b) for a, b in ((n, net), (m, mod), (p, pol))):
+            rounds, _, reps = val.partition("x")
+            out = (int(rounds), int(reps) if reps else out[1])
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--networks", nargs="+", default=["monaco", "luxembourg", "synthetic:20000:0",
                                                        "synthetic:100000:0"])
-    ap.add_argument("--models", nargs="+", default=["gp-exact", "gp"])
+    ap.add_argument("--models", nargs="+", default=["gp-exact", "gp"],
+                    help="models, or variants MODEL+NAME=VALUE (e.g. gp-exact+graph_solver=global)")
     ap.add_argument("--policies", nargs="+", default=["ucb", "bucb", "ts"])
     ap.add_argument("--rounds", type=int, default=40, help="rounds per exact-model run")
     ap.add_argument("--svgp-rounds", type=int, default=12, help="rounds per SVGP run (UCB ~2 s per round)")
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--route", default="A")
+    ap.add_argument("--environment", default=DEFAULT_ENVIRONMENT, help="environment the rounds are drawn from")
     ap.add_argument("--reference", action="store_true", help="time the real regret reference (once per child)")
     ap.add_argument("--model-param", action="append", default=[], metavar="MODEL:NAME=VALUE",
                     help="e.g. gp-exact:threads=2")
@@ -129,11 +203,17 @@ def main() -> None:
                     help="only time one rank-K update of an E x E covariance (dsyrk vs GEMM vs torch)")
     ap.add_argument("--diag-hops", nargs="+", type=int, default=None,
                     help="only measure the probed graph prior variances at these hop distances (first --networks)")
+    ap.add_argument("--cell", nargs="+", default=[], metavar="NETWORK/MODEL/POLICY=ROUNDSxREPEATS",
+                    help="per-cell rounds and repeats ('*' matches any; 0 rounds skips the cell), e.g. "
+                         "'synthetic:100000:0/gp/*=0' 'synthetic:100000:0/gp/ts=5x1'; the last match wins")
+    ap.add_argument("--local-tol", nargs="+", type=float, default=None,
+                    help="only measure local graph-kernel columns against the dense kernel (first --networks)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
-    if args.rank_k or args.diag_hops:
+    if args.rank_k or args.diag_hops or args.local_tol:
         body = rank_k(*args.rank_k, max(args.repeats, 5)) if args.rank_k else \
-            diag_probing_error(args.networks[0], args.diag_hops)
+            diag_probing_error(args.networks[0], args.diag_hops) if args.diag_hops else \
+            local_columns_error(args.networks[0], args.local_tol, args.route)
         text = f"\n{machine_line()}\n`{' '.join(sys.argv)}`\n\n{body}\n"
         print(text)
         if args.out:
@@ -152,11 +232,14 @@ def main() -> None:
     results: dict[tuple, list[dict]] = {}
     for net in args.networks:
         for pol in args.policies:
-            for _ in range(args.repeats):
+            plan = {mod: _cell(args, net, mod, pol) for mod in args.models}
+            for rep in range(max(r for _, r in plan.values())):
                 for mod in args.models:  # alternate the models: same load for both
-                    spec = {"network": net, "model": mod, "policy": pol, "route": args.route,
-                            "rounds": args.rounds if mod == "gp-exact" else args.svgp_rounds,
-                            "reference": args.reference, "params": params.get(mod, {})}
+                    if rep >= plan[mod][1] or plan[mod][0] == 0:
+                        continue
+                    spec = {"network": net, "model": mod, "policy": pol, "route": args.route, "rounds": plan[mod][0],
+                            "reference": args.reference, "environment": args.environment,
+                            "params": {**params.get(mod.split("+")[0], {}), **_variant(mod)}}
                     proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
                                           capture_output=True, text=True, env=os.environ)
                     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -169,10 +252,11 @@ def main() -> None:
                     print(f"{net} {mod} {pol}: median {np.median(tot):.0f} ms/round, model set-up "
                           f"{r['model_s']:.1f} s, RSS {r['peak_rss_mb']:.0f} MB, load {r['load']}", flush=True)
     head = ("| network | edges | policy | model | rounds x repeats | **total ms (median)** | update | posterior | "
-            "index + oracle | p90 total | distinct edges | line graph s | environment s | model set-up s | "
+            "index + oracle | p90 total | rounds s (mean of sums) | distinct edges | line graph s | environment s | "
+            "model set-up s | "
             "peak RSS MB | load avg | CPU share |")
     lines = [f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {machine_line()}\n", f"`{' '.join(sys.argv)}`\n", head,
-             "|" + "---|" * 17]
+             "|" + "---|" * 18]
     for (net, pol, mod), rs in results.items():
         def cat(c: str, rs: list[dict] = rs) -> np.ndarray:
             return np.concatenate([r[c] for r in rs])
@@ -182,10 +266,12 @@ def main() -> None:
 
         tot = cat("update_ms") + cat("posterior_ms") + cat("index_ms") + cat("oracle_ms")
         loads = [x for r in rs for x in r["load"]]
+        label = LABEL.get(mod, mod.replace("gp-exact+", "exact, "))
         lines.append(
-            f"| {net} | {rs[0]['edges']} | {pol.upper()} | {LABEL.get(mod, mod)} | {rs[0]['rounds']} x {len(rs)} | "
+            f"| {net} | {rs[0]['edges']} | {pol.upper()} | {label} | {rs[0]['rounds']} x {len(rs)} | "
             f"**{np.median(tot):.0f}** | {np.median(cat('update_ms')):.0f} | {np.median(cat('posterior_ms')):.1f} | "
             f"{np.median(cat('index_ms') + cat('oracle_ms')):.1f} | {np.percentile(tot, 90):.0f} | "
+            f"{1e-3 * tot.sum() / len(rs):.1f} | "
             f"{max(r['distinct_edges'] for r in rs)} | {med('linegraph_s'):.1f} | {med('env_s'):.1f} | "
             f"{med('model_s'):.1f} | {max(r['peak_rss_mb'] for r in rs):.0f} | {min(loads):.1f}-{max(loads):.1f} | "
             f"{med('cpu_share'):.2f} |")

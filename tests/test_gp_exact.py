@@ -80,10 +80,11 @@ def test_rank_k_updates_equal_from_scratch_exact_solve_after_hundreds_of_rounds(
     assert _rel(full, sigma_ref) < 1e-8
 
 
-def test_lowrank_path_equals_dense_path(env):
-    """The no-E x E formulation (sparse-solve graph columns) gives the dense path's posterior."""
+@pytest.mark.parametrize("params", [{"graph_solver": "global"}, {"graph_tol": 1e-12}])
+def test_lowrank_path_equals_dense_path(env, params):
+    """The no-E x E formulation (global sparse-solve or tight local graph columns) gives the dense path's posterior."""
     md = make_model("gp-exact", env, method="dense", refresh_every=0, refit_first=0)
-    ml = make_model("gp-exact", env, method="lowrank", refresh_every=37, refit_first=0)
+    ml = make_model("gp-exact", env, method="lowrank", refresh_every=37, refit_first=0, **params)
     rng = np.random.default_rng(1)
     for _ in range(120):
         e, y = _observe(env, rng)
@@ -93,6 +94,31 @@ def test_lowrank_path_equals_dense_path(env):
     assert _rel(pl.mean, pd_.mean) < 1e-9
     assert np.max(np.abs(pl.var - pd_.var) / pd_.var) < 1e-8
     assert not hasattr(ml._post, "sigma")
+
+
+def test_lowrank_local_columns_within_the_propagated_bound(env):
+    """Default local columns (entry-wise graph-kernel error eps = s1 tol (1 + max K_G)): the posterior moves by at most
+    the first-order perturbation bound |d mu_i| <= eps ||alpha||_1 (1 + ||P_i||_1), |d var_i| <= eps (1 + ||P_i||_1)^2,
+    with alpha = A^-1 (ybar - m_U) and P = K_{.U} A^-1 (A = K_UU + diag(noise / n_U))."""
+    md = make_model("gp-exact", env, method="dense", refresh_every=0, refit_first=0)
+    ml = make_model("gp-exact", env, method="lowrank", refresh_every=37, refit_first=0)
+    rng = np.random.default_rng(1)
+    for _ in range(120):
+        e, y = _observe(env, rng)
+        md.update(e, y)
+        ml.update(e, y)
+    e, n, ybar, _ = md.statistics()
+    kd = md.kernel().dense()
+    a = kd[np.ix_(e, e)] + np.diag(md.hyper.noise / n)
+    alpha = np.linalg.solve(a, ybar - md.m0[e])
+    p1 = 1.0 + np.abs(np.linalg.solve(a, kd[e, :])).sum(axis=0)  # 1 + ||P_i||_1
+    eps = md.hyper.s1 * ml.config.graph_tol * (1.0 + md._graph_source()[0].max())
+    s = md.scale
+    d_mu = np.abs(ml.posterior().mean - md.posterior().mean) / s
+    d_var = np.abs(ml.posterior().var - md.posterior().var) / s**2
+    assert np.all(d_mu <= 1.01 * eps * np.abs(alpha).sum() * p1)
+    assert np.all(d_var <= 1.01 * eps * p1**2)
+    assert d_mu.max() > 0  # the truncation is active (not an exact solve in disguise)
 
 
 def test_auto_switches_from_lowrank_to_dense_exactly(env):

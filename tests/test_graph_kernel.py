@@ -72,3 +72,15 @@ def test_diag_probing_converges_to_the_exact_diagonal():
         assert n_col < k.n
         errs.append(np.max(np.abs(est - exact) / exact))
     assert errs[1] < 0.1 * errs[0] and errs[1] < 1e-2
+
+
+@pytest.mark.parametrize("nu", [1, 2])
+def test_sample_blocks_are_bit_identical_to_sequential_samples(lap, nu):
+    """Threaded block draws (the environment's sparse path) give exactly the numbers of one sample() per block."""
+    k = GraphMaternKernel(lap, nu=nu, method="sparse")
+    seq_rng, par_rng = np.random.default_rng(5), np.random.default_rng(5)
+    seq = [k.sample(min(8, 30 - j), seq_rng) for j in range(0, 30, 8)]
+    par = list(k.sample_blocks(30, 8, par_rng, threads=3))
+    assert [b.shape for b in par] == [(k.n, 8)] * 3 + [(k.n, 6)]
+    assert all(np.array_equal(a, b) for a, b in zip(seq, par, strict=True))
+    assert np.array_equal(seq_rng.standard_normal(3), par_rng.standard_normal(3))  # same stream position after

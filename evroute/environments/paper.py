@@ -136,8 +136,8 @@ def sample_prior_function_and_variance(linegraph: LineGraph, cfg: EnvironmentCon
         phi = matern_rff(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32)  # single-precision cosines
         block = 64
         g_sq = np.zeros(n)
-        for j in range(0, cfg.n_features, block):
-            g = graph.sample(min(block, cfg.n_features - j), rng)
+        # blocks drawn in order, their solves on a thread pool: the same numbers as graph.sample per block
+        for j, g in zip(range(0, cfg.n_features, block), graph.sample_blocks(cfg.n_features, block, rng), strict=True):
             g_sq += np.einsum("ij,ij->i", g, g)
             f += np.einsum("ij,ij->i", phi[:, j : j + block], g)
         scale = w / (float(g_sq.sum()) / (n * cfg.n_features))

@@ -178,9 +178,12 @@ class _DenseView:
 class LowRankPosterior:
     """Exact posterior without any ``E x E`` matrix: ``Sigma = K - K_{.U} A^-1 K_{U.}`` over the visited edges.
 
-    Keeps ``K_{.U}`` ``(E, |U|)`` (columns appended as edges are first visited), ``chol(A)`` (recomputed per round,
-    ``|U|^3 / 3``), the exact mean, and the marginal variances (rank-``k`` updates, exact at each refresh).
+    Keeps ``K_{.U}`` ``(E, |U|)`` (columns appended as edges are first visited, in ``(E, 256)`` blocks so that growing
+    it never copies it), ``chol(A)`` (recomputed per round, ``|U|^3 / 3``), the exact mean, and the marginal
+    variances (rank-``k`` updates, exact at each refresh).
     """
+
+    BLOCK = 256
 
     def __init__(self, kernel: KernelSource, prior_mean: np.ndarray, noise: float) -> None:
         self.kernel, self.prior_mean, self.noise = kernel, np.asarray(prior_mean, dtype=np.float64), float(noise)
@@ -188,7 +191,7 @@ class LowRankPosterior:
         self._prior_var = kernel.diag()
         self.edges = np.zeros(0, np.int64)  # U, in order of first visit
         self._slot = np.full(self.n, -1, np.int64)
-        self._cols = np.zeros((self.n, 0), order="F")
+        self._blocks: list[np.ndarray] = []  # K_{.U} in (E, BLOCK) Fortran blocks
         self._counts = np.zeros(0)
         self._means = np.zeros(0)
         self._l: np.ndarray | None = None
@@ -203,19 +206,50 @@ class LowRankPosterior:
         if not len(new):
             return
         m0 = len(self.edges)
-        if m0 + len(new) > self._cols.shape[1]:  # geometric growth of the column buffer
-            buf = np.empty((self.n, max(m0 + len(new), 2 * self._cols.shape[1], 64)), order="F")
-            buf[:, :m0] = self._cols[:, :m0]
-            self._cols = buf
-        self._cols[:, m0:m0 + len(new)] = self.kernel.columns(new)
+        cols = self.kernel.columns(new)
+        done = 0
+        while done < len(new):
+            b, off = divmod(m0 + done, self.BLOCK)
+            if b == len(self._blocks):
+                self._blocks.append(np.empty((self.n, self.BLOCK), order="F"))
+            take = min(self.BLOCK - off, len(new) - done)
+            self._blocks[b][:, off:off + take] = cols[:, done:done + take]
+            done += take
         self._slot[new] = np.arange(m0, m0 + len(new))
         self.edges = np.concatenate([self.edges, new])
         self._counts = np.concatenate([self._counts, np.zeros(len(new))])
         self._means = np.concatenate([self._means, np.zeros(len(new))])
 
+    # ------------------------------------------------------------------ K_{.U} in blocks
+    def _spans(self, m: int) -> list[tuple[np.ndarray, int, int]]:
+        """``(block, lo, hi)``: the blocks holding columns ``lo:hi`` of the first ``m`` columns of ``K_{.U}``."""
+        return [(blk, b * self.BLOCK, min((b + 1) * self.BLOCK, m)) for b, blk in enumerate(self._blocks)
+                if b * self.BLOCK < m]
+
+    def _kxu_rows(self, rows: np.ndarray, m: int) -> np.ndarray:
+        """``K[rows, U[:m]]`` ``(len(rows), m)``."""
+        return np.hstack([blk[rows, :hi - lo] for blk, lo, hi in self._spans(m)])
+
+    def _kxu_cols(self, slots: np.ndarray) -> np.ndarray:
+        """``K[:, U[slots]]`` ``(E, len(slots))``, Fortran order."""
+        out = np.empty((self.n, len(slots)), order="F")
+        b, off = np.divmod(slots, self.BLOCK)
+        for bb in np.unique(b):
+            sel = np.flatnonzero(b == bb)
+            out[:, sel] = self._blocks[bb][:, off[sel]]
+        return out
+
+    def _kxu_matmul(self, z: np.ndarray, m: int, c: np.ndarray | None = None, alpha: float = 1.0) -> np.ndarray:
+        """``c + alpha K_{.U[:m]} z`` for ``z`` ``(m, k)`` (``c`` ``(E, k)`` Fortran, updated in place; ``None``: 0)."""
+        for blk, lo, hi in self._spans(m):
+            beta = 0.0 if c is None else 1.0
+            c = blas.dgemm(alpha, blk[:, :hi - lo], z[lo:hi], beta=beta, c=c, overwrite_c=1)
+        return np.zeros((self.n, z.shape[1]), order="F") if c is None else c
+
     @property
     def kxu(self) -> np.ndarray:
-        return self._cols[:, :len(self.edges)]
+        """``K_{.U}`` ``(E, |U|)`` as one array (a copy; for checks)."""
+        return self._kxu_cols(np.arange(len(self.edges)))
 
     def _factor(self) -> None:
         """``chol(A)`` and the exact mean from the current statistics (only edges observed at least once)."""
@@ -223,13 +257,12 @@ class LowRankPosterior:
         if m == 0:
             self._l = None
             return
-        kxu = self.kxu
-        a = kxu[self.edges] + np.diag(self.noise / np.maximum(self._counts, 1e-300))
+        a = self._kxu_rows(self.edges, m) + np.diag(self.noise / np.maximum(self._counts, 1e-300))
         self._l = _chol(0.5 * (a + a.T))
         alpha = _tri(self._l, _tri(self._l, self._means - self.prior_mean[self.edges]), trans=1)
-        self.mu = self.prior_mean + kxu @ alpha
+        self.mu = self.prior_mean + self._kxu_matmul(alpha[:, None], m)[:, 0]
 
-    def refresh(self, edges: np.ndarray, counts: np.ndarray, means: np.ndarray) -> None:
+    def refresh(self, edges: np.ndarray, counts: np.ndarray, means: np.ndarray, chunk: int = 4096) -> None:
         """Exact posterior (mean and marginal variances) from the sufficient statistics."""
         self._add_edges(np.asarray(edges, np.int64))
         self._counts[:] = 0.0
@@ -239,24 +272,28 @@ class LowRankPosterior:
         self._factor()
         self.var = self._prior_var.copy()
         if self._l is not None:
-            b = _tri(self._l, self.kxu.T)  # (|U|, E) = L^-1 K_{U.}
-            self.var -= np.einsum("ij,ij->j", b, b)
+            m = len(self.edges)
+            for i in range(0, self.n, chunk):  # (|U|, chunk) = L^-1 K_{U, chunk}: no second E x |U| array
+                rows = np.arange(i, min(i + chunk, self.n))
+                b = _tri(self._l, self._kxu_rows(rows, m).T)
+                self.var[rows] -= np.einsum("ij,ij->j", b, b)
 
     def columns(self, idx: np.ndarray) -> np.ndarray:
         """``Sigma[:, idx]`` ``(E, k)`` for edges already in ``U``."""
-        kxr = self.kxu[:, self._slot[idx]]
+        kxr = self._kxu_cols(self._slot[idx])
         if self._l is None:
             return kxr
         m = len(self._l)  # the factor covers the edges observed before this round (a prefix of U)
-        return kxr - self.kxu[:, :m] @ _tri(self._l, _tri(self._l, kxr[self.edges[:m]]), trans=1)
+        z = _tri(self._l, _tri(self._l, kxr[self.edges[:m]]), trans=1)
+        return self._kxu_matmul(z, m, c=kxr, alpha=-1.0)  # in place: E |U| k
 
     def condition(self, edges: np.ndarray, y: np.ndarray) -> None:
         """Condition on ``k`` observations: variances by the rank-``k`` update, the mean exactly."""
         self._add_edges(edges)
-        c = self.columns(edges)
+        c = self.columns(edges)  # (E, k), Fortran order
         l_ = _chol(c[edges] + self.noise * np.eye(len(edges)))
-        w = _tri(l_, c.T)
-        self.var -= np.einsum("ij,ij->j", w, w)
+        w = blas.dtrsm(1.0, l_, c, side=1, lower=1, trans_a=1, overwrite_b=1)  # C L^-T in place (E k^2)
+        self.var -= np.einsum("ij,ij->i", w, w)
         s = self._slot[edges]
         for si, yi in zip(s, y, strict=True):  # running means of the statistics
             self._counts[si] += 1.0

@@ -9,8 +9,10 @@ Gaussian kept by :mod:`evroute.models.exact_posterior`:
   ``K`` and the graph Gram matrix take ``3 * 8 E^2`` bytes: 0.8 GB on Luxembourg, 1.5 GB at ``dense_max`` = 8000);
 * ``method="lowrank"``: ``Sigma = K - K_{.U} A^-1 K_{U.}`` over the distinct visited edges ``U``
   (``E |U| k + |U|^3 / 3`` per round); with ``method="lowrank"`` or above ``dense_max`` edges the graph-kernel
-  columns come from sparse-precision solves (:class:`~evroute.kernels.GraphMaternKernel`, ``method="sparse"``)
-  and no ``E x E`` matrix exists anywhere;
+  columns and prior variances come from truncated local solves on line-graph neighbourhoods with an a-posteriori
+  entry-wise error bound ``graph_tol`` (:class:`~evroute.kernels.graph_matern.LocalGraphMatern`; default 1e-6 of
+  the average prior variance; ``graph_solver="global"``: global SuperLU solves and probed variances, the slower
+  earlier path) and no ``E x E`` matrix exists anywhere;
 * ``method="auto"`` (default): up to ``dense_max`` edges, low-rank while few edges are visited (TS drives a few hundred)
   and dense from ``switch_edges`` (``E / 4``) visited edges on (UCB / BUCB), the switch being an exact refresh; above
   ``dense_max`` edges, low-rank.
@@ -33,8 +35,8 @@ from typing import Any
 import numpy as np
 
 from evroute.errors import ParameterError
-from evroute.kernels.graph_matern import GraphMaternKernel
-from evroute.kernels.matern import matern52
+from evroute.kernels.graph_matern import GraphMaternKernel, LocalGraphMatern
+from evroute.kernels.matern import matern, matern52
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_posterior import DensePosterior, LowRankPosterior
 
@@ -56,7 +58,9 @@ class ExactGPConfig:
     learn_noise: bool = False  # else fixed to the environment's noise variance
     device: str = "cpu"  # cpu | auto | cuda (dense path on a torch device)
     ts_joint: bool = False  # Thompson sampling with one joint posterior draw (Matheron update; dense method only)
-    diag_hops: int = 20  # lowrank above 4000 edges: graph prior variances by probing with a distance-20 colouring
+    graph_solver: str = "local"  # low-rank path graph columns: local (truncated local solves) | global (SuperLU)
+    graph_tol: float = 1e-6  # local: entry-wise error bound of the graph-kernel columns (units of the mean variance)
+    diag_hops: int = 20  # global, above 4000 edges: graph prior variances by probing with a distance-20 colouring
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -67,6 +71,9 @@ class ExactGPConfig:
             raise ParameterError("refresh_every, switch_edges, refit_first >= 0, fit_iters >= 1, fit_max_edges >= 2")
         if self.ts_joint and self.method == "lowrank":
             raise ParameterError("ts_joint needs method dense (a joint prior draw of the product kernel)")
+        if self.graph_solver not in ("local", "global") or not 0 < self.graph_tol < 1:
+            raise ParameterError(f"graph_solver must be local or global and 0 < graph_tol < 1, got "
+                                 f"{self.graph_solver!r}, {self.graph_tol}")
         if self.device not in ("cpu", "auto", "cuda"):
             raise ParameterError(f"device must be cpu, auto or cuda, got {self.device!r}")
 
@@ -111,6 +118,13 @@ class EdgeKernel:
         return self.graph.columns(idx)
 
     def columns(self, idx: np.ndarray, graph_cols: np.ndarray | None = None) -> np.ndarray:
+        if graph_cols is None and isinstance(self.graph, LocalGraphMatern):
+            # sparse local graph columns: the product term only where the graph column is non-zero
+            g = self.graph.sparse_columns(idx)[0].tocoo()
+            out = np.asfortranarray(self.h.s2 * matern52(self.x, self.x[idx], self.h.ls2))
+            xr, xc = self.x[g.row] / self.h.ls1, self.x[idx[g.col]] / self.h.ls1
+            out[g.row, g.col] += self.h.s1 * g.data * matern(np.sqrt(np.sum((xr - xc) ** 2, axis=1)), 1.0, 2.5)
+            return out
         g = self.graph_columns(idx) if graph_cols is None else graph_cols
         kf, kf2 = self._ctx(slice(None), idx)
         return np.asfortranarray(self.h.s1 * g * kf + self.h.s2 * kf2)
@@ -182,6 +196,9 @@ class ExactGPEdgeModel(EdgeModel):
 
             if self.method == "dense" or self._hybrid:
                 self._graph = (dense_graph_gram(self._lap, self.graph_nu, self.graph_kappa), None)
+            elif self.config.graph_solver == "local":
+                k = LocalGraphMatern(self._lap, self.graph_nu, self.graph_kappa, tol=self.config.graph_tol)
+                self._graph = (k, k.diag())
             else:
                 k = GraphMaternKernel(self._lap, self.graph_nu, self.graph_kappa, method="sparse")
                 self._graph = (k, k.diag_probing(self.config.diag_hops)[0] if self.n_edges > 4000 else k.diag())
@@ -317,7 +334,12 @@ class ExactGPEdgeModel(EdgeModel):
             keep = np.sort(np.argsort(-n, kind="stable")[:self.config.fit_max_edges])
             e, n, ybar, scatter = e[keep], n[keep], ybar[keep], scatter[keep]
         g, _ = self._graph_source()
-        g_uu = g[np.ix_(e, e)] if isinstance(g, np.ndarray) else g.columns(e)[e]
+        if isinstance(g, np.ndarray):
+            g_uu = g[np.ix_(e, e)]
+        elif isinstance(g, LocalGraphMatern):
+            g_uu = g.sparse_columns(e)[0][e].toarray()
+        else:
+            g_uu = g.columns(e)[e]
         self.hyper = fit_hyperparameters(self.hyper, g_uu, self.contexts[e], self.m0[e], n, ybar, scatter,
                                          iters=self.config.fit_iters, learn_noise=self.config.learn_noise)
 
