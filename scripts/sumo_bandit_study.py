@@ -2,9 +2,10 @@
 
 Runs ``evroute run --env sumo-replay`` for every (network, route, model, policy) asked, into
 ``RUNS/<network>-<route>/<model>-<policy>``, then writes ``DOCS/sumo_bandit_<network>-<route>.md`` (the
-:mod:`summarise_runs` table and figure) plus paired per-seed differences against ``--baseline``.
+:mod:`summarise_runs` table and figure) plus paired per-seed differences against ``--baseline`` and, per policy,
+of every further model against the first one (e.g. ``GP-EXACT-UCB - BI-UCB``).
 
-    nice -n 10 .venv/bin/python scripts/sumo_bandit_study.py --networks monaco --routes A --models bi \\
+    nice -n 10 .venv/bin/python scripts/sumo_bandit_study.py --networks monaco --routes A --models bi gp-exact \\
         --policies ts bucb ucb --seeds 5 --horizon 500
 """
 
@@ -32,24 +33,46 @@ def _value(text: str) -> object:
         return text
 
 
-def paired_table(folders: dict[str, Path], baseline: str) -> str:
+def _finals(folders: dict[str, Path]) -> dict[str, dict[int, float]]:
     finals = {}
     for label, f in folders.items():
         s = json.loads((f / "summary.json").read_text())
         finals[label] = dict(zip(s["seeds"], s["final_cumulative_regret_wh"], strict=True))
+    return finals
+
+
+def _paired_rows(finals: dict[str, dict[int, float]], pairs: list[tuple[str, str]]) -> list[str]:
+    """``| a - b | mean difference +- s.e. | seeds where a is lower / seeds |`` over the seeds both ran."""
+    lines = []
+    for a, b in pairs:
+        seeds = sorted(set(finals[a]) & set(finals[b]))
+        d = np.array([finals[a][s] - finals[b][s] for s in seeds])
+        se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+        lines.append(f"| {a} - {b} | {d.mean():+.1f} +- {se:.1f} | {int((d < 0).sum())} / {len(d)} |")
+    return lines
+
+
+def paired_table(folders: dict[str, Path], baseline: str) -> str:
+    finals = _finals(folders)
     if baseline not in finals:
         return ""
     lines = [f"Paired per-seed differences of the final cumulative regret against {baseline} (Wh; negative: lower "
-             "regret than the baseline):", "", "| method | mean difference +- s.e. | seeds lower / seeds |",
-             "|---|---|---|"]
-    for label, fin in finals.items():
-        if label == baseline:
-            continue
-        seeds = sorted(set(fin) & set(finals[baseline]))
-        d = np.array([fin[s] - finals[baseline][s] for s in seeds])
-        se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
-        lines.append(f"| {label} | {d.mean():+.1f} +- {se:.1f} | {int((d < 0).sum())} / {len(d)} |")
+             "regret than the baseline):", "", "| difference | mean +- s.e. | seeds lower / seeds |", "|---|---|---|"]
+    lines += _paired_rows(finals, [(label, baseline) for label in finals if label != baseline])
     return "\n".join(lines) + "\n"
+
+
+def model_table(folders: dict[str, Path], models: list[str], policies: list[str]) -> str:
+    """Paired per-seed differences between each model and the first one, policy by policy (e.g. GP - BI)."""
+    finals = _finals(folders)
+    base = models[0].upper()
+    pairs = [(f"{m.upper()}-{p.upper()}", f"{base}-{p.upper()}") for m in models[1:] for p in policies]
+    pairs = [(a, b) for a, b in pairs if a in finals and b in finals]
+    if not pairs:
+        return ""
+    lines = [f"Paired per-seed differences against {base} under the same policy (Wh; negative: lower regret than "
+             f"{base}):", "", "| difference | mean +- s.e. | seeds lower / seeds |", "|---|---|---|"]
+    return "\n".join(lines + _paired_rows(finals, pairs)) + "\n"
 
 
 def main() -> None:
@@ -85,7 +108,8 @@ def main() -> None:
             summarise_runs.main([*map(str, folders.values()), "--out", str(stem),
                                  "--title", f"sumo-replay, {network} {route}, T={args.horizon}, {args.seeds} seeds"])
             text = stem.with_suffix(".md").read_text()
-            atomic_write_text(stem.with_suffix(".md"), text + "\n" + paired_table(folders, args.baseline))
+            atomic_write_text(stem.with_suffix(".md"), text + "\n" + paired_table(folders, args.baseline) + "\n"
+                              + model_table(folders, args.models, args.policies))
 
 
 if __name__ == "__main__":
