@@ -93,6 +93,9 @@ def common_reference_table(folders: dict[str, Path], cfg: ExperimentConfig, mode
     from evroute.energy import elevation_potential_wh
     from evroute.experiments.runner import build_problem
 
+    problem = build_problem(cfg, 0)
+    if not problem.env.static:  # the reference follows the truth: one per round, the same for every run
+        return ""
     finals, refs = {}, {}
     for label, f in folders.items():
         s = json.loads((f / "summary.json").read_text())
@@ -105,7 +108,6 @@ def common_reference_table(folders: dict[str, Path], cfg: ExperimentConfig, mode
     r_star = min(min(r.values()) for r in refs.values())
     shifted = {lab: {sd: fin + cfg.horizon * (refs[lab][sd] - r_star) for sd, fin in finals[lab].items()}
                for lab in finals}
-    problem = build_problem(cfg, 0)
     pot = elevation_potential_wh(problem.linegraph.network, VehicleProfile.load(cfg.vehicle))
     rect = regret_reference_route(problem.env, problem.route.start, problem.route.goal, "rectified", pot)
     lines = [f"Against one reference for all runs, the cheapest route known to any run: R* = {r_star:.1f} Wh "
