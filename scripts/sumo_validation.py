@@ -30,7 +30,7 @@ from evroute.energy import VehicleProfile, edge_energy_wh, network_energy_wh, tr
 from evroute.experiments.runner import load_linegraph
 from evroute.oracle import RouteOracle, optimal_route
 from evroute.routes import resolve_route
-from evroute.sumo.record import record_traversals
+from evroute.sumo.record import ATTRIBUTION_VERSION, record_traversals
 from evroute.sumo.replay import DaySpec, probe_routes, record_day, sumo_net_file, write_probe_routes
 from evroute.sumo.scenario import cache_key, sumo_cache_dir
 from evroute.sumo.vehicle import SUMO_ONLY_DEFAULTS
@@ -47,7 +47,7 @@ def free_flow(lg, n_probes: int, vehicle: VehicleProfile) -> pd.DataFrame:  # no
     """Probe-only traversals (no background), cached as Parquet."""
     net_file = sumo_net_file(lg)
     key = cache_key(net_file, {"kind": "free-flow", "n": n_probes, "vehicle": vehicle.to_dict(),
-                               "edges": len(lg.network.edge_ids)})
+                               "edges": len(lg.network.edge_ids), "attribution": ATTRIBUTION_VERSION})
     path = sumo_cache_dir() / f"{lg.network.name}-freeflow-{key}.parquet"
     if path.is_file():
         return pd.read_parquet(path)

@@ -88,25 +88,28 @@ def test_vtype_maps_every_profile_field() -> None:
         ev_vtype_xml(v, model="HBEFA")
 
 
-@pytest.mark.parametrize("method", ["output", "libsumo"])
-def test_straight_road_energy_matches_sumo_and_eq8(road: Path, tmp_path: Path, method: str) -> None:
+@pytest.mark.parametrize(("method", "step"), [("output", 0.1), ("libsumo", 0.1), ("output", 1.0), ("libsumo", 1.0)])
+def test_straight_road_energy_matches_sumo_and_eq8(road: Path, tmp_path: Path, method: str, step: float) -> None:
     """Energy of the uphill middle edge b at constant speed: our traversal record vs SUMO's own edge output vs Eq. 8.
 
     The EV enters b at the speed limit and keeps it (no driver noise, speed factor 1, no auxiliaries), so SUMO's
-    ``Energy`` model reduces to Eq. 8.  Tolerance 0.5 %: SUMO's g = 9.81 m/s^2 vs the profile's 9.82 (0.1 %) and the
-    0.1 s step (a traversal is 720 steps, one step = 0.14 %) are the only differences.
+    ``Energy`` model reduces to Eq. 8.  Tolerance 0.5 % at 0.1 s steps: SUMO's g = 9.81 m/s^2 vs the profile's 9.82
+    (0.1 %) and the 0.1 s step are the only differences.  At 1 s steps the steps crossing a junction are split by
+    distance (:mod:`evroute.sumo.attribution`), but SUMO computes a step's energy with one slope, so each of the two
+    steps where the grade changes misplaces up to m g v dt sin(theta) = 1.4 Wh (0.76 % of b): tolerance 1 %.
     """
     routes = tmp_path / "probe.rou.xml"
     routes.write_text('<routes>\n  <vehicle id="p" depart="0" departSpeed="max"><route edges="a b c"/></vehicle>\n'
                       '  <vehicle id="q" depart="20" departSpeed="max"><route edges="a b c"/></vehicle>\n</routes>\n')
     attrs = {"sigma": "0", "speedFactor": "1", "speedDev": "0"}
     extra = {"constantPowerIntake": 0.0}
-    tr = record_traversals(road, [routes], step_length=0.1, method=method, vtype_attributes=attrs, vtype_extra=extra)
+    tr = record_traversals(road, [routes], step_length=step, method=method, vtype_attributes=attrs, vtype_extra=extra)
     assert tr["edge"].tolist() == ["b", "b"] and tr["vehicle"].tolist() == ["p", "q"]
     length = float(np.hypot(1000.0, RISE))
     eq8 = float(edge_energy_wh([length], [SPEED], [RISE / length])[0])
-    assert tr["energy_wh"].to_numpy() == pytest.approx([eq8, eq8], rel=5e-3)
-    assert tr["travel_s"].to_numpy() == pytest.approx([length / SPEED] * 2, abs=0.15)
+    tol = 5e-3 if step < 1.0 else 1e-2
+    assert tr["energy_wh"].to_numpy() == pytest.approx([eq8, eq8], rel=tol)
+    assert tr["travel_s"].to_numpy() == pytest.approx([length / SPEED] * 2, abs=0.15)  # entry times interpolated
 
     # SUMO's own per-edge electricity (an <edgeData type="emissions"> output over the whole run)
     vt = write_vtype_file(tmp_path / "ev.add.xml", attributes=attrs, extra=extra)
@@ -115,7 +118,7 @@ def test_straight_road_energy_matches_sumo_and_eq8(road: Path, tmp_path: Path, m
                       f"{vt},{tmp_path / 'ed.add.xml'}", "--step-length", "0.1", "--no-step-log", "true"], "sumo",
                      cwd=tmp_path)
     own = {e.get("id"): float(e.get("electricity_abs")) for e in ET.parse(tmp_path / "ed.xml").getroot().iter("edge")}
-    assert tr["energy_wh"].sum() == pytest.approx(own["b"], rel=2e-3)  # the junction step after b is ~0.1 m
+    assert tr["energy_wh"].sum() == pytest.approx(own["b"], rel=2e-3 if step < 1.0 else tol)  # junction: ~0.1 m
 
 
 def test_mmpevem_is_selectable_and_close_to_eq8(road: Path, tmp_path: Path) -> None:

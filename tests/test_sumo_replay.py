@@ -154,3 +154,32 @@ def test_unrecorded_edge_takes_eq8(env: SumoReplayEnvironment) -> None:
     assert np.all(e2.observe(np.zeros(5, dtype=np.int64), np.random.default_rng(0)) == env.prior_mean_wh[0])
     np.testing.assert_allclose(e2.true_mean_wh[1:], env.true_mean_wh[1:])
     assert e2.describe()["eq8_edges"] == [env.linegraph.network.edge_ids[0]]
+
+
+def test_time_of_day_bins(env: SumoReplayEnvironment) -> None:
+    """Two 1-hour bins swept every 10 rounds: truth, observations, sparse-cell fallback and noise, by hand."""
+    from dataclasses import replace
+
+    cfg = replace(env.config, hours=(0, 2), bin_hours=1.0, rounds_per_day=10, bin_min_samples=2)
+    # edge 0: bin 0 {1, 3}, bin 1 {10, 12}; edge 1: bin 0 {5} (too few: all of 5, 7, 9), bin 1 {7, 9};
+    # edges 2-5: {20, 20} in both bins
+    edge = [0, 0, 0, 0, 1, 1, 1] + [e for e in range(2, 6) for _ in range(4)]
+    energy = [1.0, 3.0, 10.0, 12.0, 5.0, 7.0, 9.0] + [20.0] * 16
+    entry = [100.0, 200.0, 3700.0, 7300.0, 50.0, 3600.0, 5000.0] + [10.0, 20.0, 4000.0, 4100.0] * 4
+    tod = SumoReplayEnvironment(env.linegraph, env.prior_mean_wh, np.array(edge), np.array(energy), env.prior_var,
+                                cfg, env.potential_wh, entry_s=np.array(entry))
+    assert cfg.n_bins == 2 and not tod.static and tod.fallback_cells == 1
+    assert [cfg.bin_of_round(t) for t in (1, 5, 6, 10, 11)] == [0, 0, 1, 1, 0]
+    np.testing.assert_allclose(tod.bin_means[:, :2], [[2.0, 7.0], [11.0, 8.0]])  # 7300 s: after the window, bin 1
+    assert tod.noise_var == pytest.approx((2.0 + 2.0 + 2.0) / 11)  # own cells with 2+ traversals: 11
+    rng = np.random.default_rng(0)
+    assert not tod.advance(1) and set(tod.observe(np.zeros(50, dtype=np.int64), rng).tolist()) == {1.0, 3.0}
+    assert set(tod.observe(np.ones(80, dtype=np.int64), rng).tolist()) == {5.0, 7.0, 9.0}
+    assert tod.advance(6) and tod.true_mean_wh[0] == 11.0
+    assert set(tod.observe(np.zeros(50, dtype=np.int64), rng).tolist()) == {10.0, 12.0}
+    ids = env.linegraph.network.edge_ids.tolist()
+    r = tod.optimal_route(ids.index("a"), ids.index("c"))  # the bin's optimum, costed with the bin's means
+    assert r.cost == pytest.approx(tod.bin_means[1, r.edges].sum())
+    assert not tod.advance(7) and tod.advance(11) and tod.describe()["bins"] == 2
+    with pytest.raises(ParameterError):
+        parse_params({"bin_hours": -1})

@@ -5,15 +5,22 @@ vehicle profile, SUMO's battery device, probe trips until every edge of the larg
 traversals).  Then
 
 * the true expected energy of edge ``e`` is the mean of its recorded traversals (one time-of-day bin: the whole
-  simulated window);
+  simulated window; or per bin, below);
 * an observation of ``e`` is one of its recorded traversals drawn uniformly at random (the real noise of stops,
   queues and accelerations; edges of one route are drawn independently);
+* **time of day** (``bin_hours > 0``): the simulated window is cut into bins of ``bin_hours`` hours by the
+  traversals' entry times, and a clock sweeps the window once every ``rounds_per_day`` rounds (round ``t`` is at
+  ``hours[0] + ((t - 1) mod rounds_per_day) / rounds_per_day * (hours[1] - hours[0])``, wrapping to the next day);
+  the truth of round ``t`` is every edge's mean in the clock's bin and observations are drawn from that bin's
+  traversals.  An edge with fewer than ``bin_min_samples`` traversals in a bin uses all its traversals there
+  (the whole-window mean; :meth:`SumoReplayEnvironment.describe` counts these cells).  The environment is then
+  not static: the regret of a round is against the optimum of its bin;
 * an edge no traversal of which was recorded even after the probe rounds (SUMO junction stubs of a few dm that
   vehicles cross within one 1 s step, so no step ends on them; rarely an edge probes cannot complete) takes Eq. 8's
   energy as its truth and as every observation; :attr:`SumoReplayEnvironment.eq8_edges` lists them;
 * the models' prior is the physics of Eq. 8 (``prior_mean_wh = E_det``) with the paper's prior variance
   ``(outputscale_frac sigma_det)^2``; their noise variance is the measured one, the mean over edges of the
-  variance of an edge's traversals.
+  variance of an edge's traversals (with bins: over the (bin, edge) cells with traversals of their own).
 
 The exact optimum (:meth:`SumoReplayEnvironment.optimal_route`) is Dijkstra on the reduced costs
 ``mean_e - p_e`` with the elevation potential ``p_e`` (:func:`evroute.energy.elevation_potential_wh`), which
@@ -36,7 +43,7 @@ import numpy as np
 
 from evroute.energy import VehicleProfile, elevation_potential_wh, network_energy_wh
 from evroute.environments.base import EnergyEnvironment, config_from_params
-from evroute.errors import DataError, check_positive
+from evroute.errors import DataError, ParameterError, check_positive
 from evroute.linegraph import LineGraph
 from evroute.oracle import Route, RouteOracle, has_negative_cycle, optimal_route, route_cost
 from evroute.sumo.replay import DaySpec
@@ -48,6 +55,8 @@ class SumoReplayConfig(DaySpec):
 
     ``outputscale_frac`` sets the models' prior variance ``(outputscale_frac sigma_det)^2``; ``lengthscale``,
     ``graph_nu``, ``graph_kappa`` and ``product_weight`` initialise the GP's kernel (the paper's values).
+    ``bin_hours`` (0: one bin, a static environment), ``rounds_per_day`` and ``bin_min_samples`` set the
+    time-of-day bins (module doc).
     """
 
     outputscale_frac: float = 0.25
@@ -55,11 +64,37 @@ class SumoReplayConfig(DaySpec):
     graph_nu: float = 2.0
     graph_kappa: float = 1.0
     product_weight: float = 0.5
+    bin_hours: float = 0.0
+    rounds_per_day: int = 500
+    bin_min_samples: int = 3
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive("outputscale_frac", self.outputscale_frac)
         check_positive("lengthscale", self.lengthscale)
+        check_positive("bin_hours", self.bin_hours, allow_zero=True)
+        if int(self.rounds_per_day) < 1 or int(self.bin_min_samples) < 1:
+            raise ParameterError("rounds_per_day and bin_min_samples must be >= 1")
+
+    @property
+    def n_bins(self) -> int:
+        """Time-of-day bins of the simulated window (1 when ``bin_hours`` is 0)."""
+        span = self.hours[1] - self.hours[0]
+        return 1 if self.bin_hours <= 0 else int(np.ceil(span / self.bin_hours - 1e-9))
+
+    def bin_of_round(self, t: int) -> int:
+        """The bin the clock is in at round ``t`` (1-based; the clock sweeps the window every ``rounds_per_day``)."""
+        if self.n_bins == 1:
+            return 0
+        u = ((int(t) - 1) % int(self.rounds_per_day)) / int(self.rounds_per_day)
+        return min(int(u * (self.hours[1] - self.hours[0]) / self.bin_hours), self.n_bins - 1)
+
+    def bin_of_time(self, entry_s: np.ndarray) -> np.ndarray:
+        """``(N,)`` bin of each traversal's entry time (s of the day; before/after the window: first/last bin)."""
+        if self.n_bins == 1:
+            return np.zeros(len(entry_s), dtype=np.int64)
+        b = np.floor((np.asarray(entry_s, dtype=np.float64) / 3600.0 - self.hours[0]) / self.bin_hours)
+        return np.clip(b, 0, self.n_bins - 1).astype(np.int64)
 
     def day_spec(self) -> DaySpec:
         """The recorded day alone (what the SUMO cache is keyed on)."""
@@ -72,10 +107,15 @@ class SumoReplayConfig(DaySpec):
 
 
 class SumoReplayEnvironment(EnergyEnvironment):
-    """Static environment replaying recorded SUMO traversals (see the module docstring).
+    """Environment replaying recorded SUMO traversals, static or by time of day (see the module docstring).
 
     Attributes (besides the base class's):
-        counts: ``(E,)`` recorded traversals per edge.
+        counts: ``(E,)`` recorded traversals per edge (whole window).
+        samples_wh, offsets: the whole window's traversals of edge ``e``: ``samples_wh[offsets[e]:offsets[e + 1]]``.
+        bin_means: ``(B, E)`` true mean per time-of-day bin (Wh); ``B = 1`` without bins.
+        starts, cell_counts: ``(B, E)`` where each (bin, edge)'s traversals lie in ``samples_wh`` and how many.
+        day_mean_wh: ``(E,)`` whole-window mean (Wh); own_cells: ``(B, E)`` cells with enough traversals of their own.
+        bin: the clock's current bin; fallback_cells: (bin, edge) cells using the whole window's traversals.
         potential_wh: ``(E,)`` elevation potential difference of each edge (Wh).
         meta: the recorded day's metadata (samples, probes, edges short of samples).
     """
@@ -84,39 +124,74 @@ class SumoReplayEnvironment(EnergyEnvironment):
 
     def __init__(self, linegraph: LineGraph, prior_mean_wh: np.ndarray, edge: np.ndarray, energy_wh: np.ndarray,
                  prior_var: float, config: SumoReplayConfig, potential_wh: np.ndarray,
-                 meta: dict[str, Any] | None = None) -> None:
+                 meta: dict[str, Any] | None = None, entry_s: np.ndarray | None = None) -> None:
         n = linegraph.n_nodes
         edge = np.asarray(edge, dtype=np.int64)
         energy_wh = np.asarray(energy_wh, dtype=np.float64)
         prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64)
         if len(edge) == 0:
             raise DataError("the recorded SUMO day holds no EV traversal of the network's largest SCC")
+        if config.n_bins > 1 and (entry_s is None or len(entry_s) != len(edge)):
+            raise DataError("time-of-day bins need the entry time of every traversal")
         # edges no probe could complete (sub-metre junction stubs SUMO crosses within one step, lanes probes cannot
         # use): their truth and every observation are Eq. 8's value, counted in ``eq8_edges`` and ``describe()``
         self.eq8_edges = np.flatnonzero(np.bincount(edge, minlength=n) == 0)
-        edge = np.concatenate([edge, self.eq8_edges])
-        energy_wh = np.concatenate([energy_wh, prior_mean_wh[self.eq8_edges]])
-        order = np.argsort(edge, kind="stable")
-        self.samples_wh = energy_wh[order]
-        self.counts = np.bincount(edge, minlength=n)
-        self.offsets = np.concatenate([[0], np.cumsum(self.counts)])
-        sums = np.add.reduceat(self.samples_wh, self.offsets[:-1])
-        mean = sums / self.counts
-        sq = np.add.reduceat((self.samples_wh - np.repeat(mean, self.counts)) ** 2, self.offsets[:-1])
+        all_edge = np.concatenate([edge, self.eq8_edges])
+        all_energy = np.concatenate([energy_wh, prior_mean_wh[self.eq8_edges]])
+        order = np.argsort(all_edge, kind="stable")
+        pooled = all_energy[order]  # the whole window's traversals, grouped by edge
+        self.counts = np.bincount(all_edge, minlength=n)
+        self.offsets = offsets = np.concatenate([[0], np.cumsum(self.counts)])
+        mean = np.add.reduceat(pooled, offsets[:-1]) / self.counts
+        sq = np.add.reduceat((pooled - np.repeat(mean, self.counts)) ** 2, offsets[:-1])
         var = np.where(self.counts > 1, sq / np.maximum(self.counts - 1, 1), 0.0)
-        noise_var = float(var[self.counts > 1].mean()) if np.any(self.counts > 1) else float(prior_var)
+        n_bins = config.n_bins
+        if n_bins == 1:
+            self.samples_wh = pooled
+            self.starts, self.cell_counts, self.bin_means = offsets[None, :-1], self.counts[None], mean[None]
+            cell_var, own = var[None], np.ones((1, n), dtype=bool)
+        else:  # cells (bin, edge) after the pooled block; sparse cells point at the edge's pooled traversals
+            key = config.bin_of_time(entry_s) * n + edge
+            cell_n = np.bincount(key, minlength=n_bins * n).reshape(n_bins, n)
+            cell_start = len(pooled) + np.concatenate([[0], np.cumsum(cell_n.ravel())[:-1]]).reshape(n_bins, n)
+            own = cell_n >= int(config.bin_min_samples)
+            self.samples_wh = np.concatenate([pooled, energy_wh[np.argsort(key, kind="stable")]])
+            self.starts = np.where(own, cell_start, offsets[None, :-1])
+            self.cell_counts = np.where(own, cell_n, self.counts[None])
+            cell_mean = np.bincount(key, weights=energy_wh, minlength=n_bins * n).reshape(n_bins, n)
+            cell_mean = cell_mean / np.maximum(cell_n, 1)
+            self.bin_means = np.where(own, cell_mean, mean[None])
+            cell_sq = np.bincount(key, weights=(energy_wh - cell_mean.ravel()[key]) ** 2,
+                                  minlength=n_bins * n).reshape(n_bins, n)
+            cell_var = np.where(cell_n > 1, cell_sq / np.maximum(cell_n - 1, 1), 0.0)
+        has_var = own & (self.cell_counts > 1) if n_bins > 1 else self.counts[None] > 1
+        noise_var = float(cell_var[has_var].mean()) if np.any(has_var) else float(prior_var)
         # (edges with one traversal, including the Eq. 8 ones, have no variance and do not enter the mean)
-        super().__init__(linegraph, prior_mean_wh, mean, prior_var, noise_var, config)
+        super().__init__(linegraph, prior_mean_wh, self.bin_means[0], prior_var, noise_var, config)
+        self.static = n_bins == 1
+        self.bin = 0  # the clock's bin (round 1 is at the window's start)
+        self.own_cells, self.day_mean_wh = own, mean
+        self.fallback_cells = int((~own).sum())
         self.edge_var_wh2 = var
         self.potential_wh = np.asarray(potential_wh, dtype=np.float64)
         self.meta = dict(meta or {})
         self._oracle = RouteOracle(linegraph)
 
     def observe(self, edges: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One recorded traversal (Wh) of each driven edge, drawn uniformly among that edge's traversals."""
+        """One recorded traversal (Wh) of each driven edge, drawn uniformly among that edge's traversals (in the
+        clock's bin)."""
         e = np.asarray(edges, dtype=np.int64)
-        k = (rng.random(len(e)) * self.counts[e]).astype(np.int64)
-        return self.samples_wh[self.offsets[e] + k]
+        k = (rng.random(len(e)) * self.cell_counts[self.bin, e]).astype(np.int64)
+        return self.samples_wh[self.starts[self.bin, e] + k]
+
+    def advance(self, t: float) -> bool:
+        """Move the clock to round ``t``; returns whether the bin (and so the truth) changed."""
+        b = self.config.bin_of_round(int(t))
+        if b == self.bin:
+            return False
+        self.bin = b
+        self.true_mean_wh = self.bin_means[b]
+        return True
 
     def reduced_costs(self) -> np.ndarray:
         """``(E,)`` empirical means minus the elevation potential (Wh): along a route, its energy minus a constant."""
@@ -141,7 +216,7 @@ class SumoReplayEnvironment(EnergyEnvironment):
         return {"name": self.name, **self.config.to_dict(), "noise_var_wh2": self.noise_var,
                 "negative_reduced_costs": neg, "eq8_edges": self.linegraph.network.edge_ids[self.eq8_edges].tolist(),
                 "negative_cycle_reachable": bool(neg and has_negative_cycle(self.linegraph, r, 0)),
-                "day": self.meta}
+                "bins": int(self.config.n_bins), "bin_fallback_cells": self.fallback_cells, "day": self.meta}
 
 
 def parse_params(params: dict[str, Any]) -> SumoReplayConfig:
@@ -171,7 +246,7 @@ def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfi
     e_det = network_energy_wh(linegraph.network, v)
     prior_var = cfg.outputscale_frac**2 * float(e_det.var())
     return SumoReplayEnvironment(linegraph, e_det, data["edge"].to_numpy(), data["energy_wh"].to_numpy(), prior_var,
-                                 cfg, elevation_potential_wh(linegraph.network, v), meta)
+                                 cfg, elevation_potential_wh(linegraph.network, v), meta, data["entry_s"].to_numpy())
 
 
 #: parameter schema of this environment (checked by :mod:`evroute.validation` before a run)

@@ -4,10 +4,12 @@ Flat functions, osmnx-style:
 
 * :func:`background_demand` -- seeded daily traffic (randomTrips.py + duarouter), cached by content hash;
 * :func:`record_traversals` -- simulate and return every EV edge traversal (edge, entry time, travel time, Wh);
+* :func:`split_energy` / :func:`attribute_steps` -- a step's energy split over the lanes it covered, by distance;
 * :func:`ev_vtype_xml` -- the EV of a :class:`~evroute.energy.VehicleProfile` as a SUMO vType (field mapping there);
 * :func:`write_routes_xml` / :func:`export_experiment_routes` -- routes as ``.rou.xml`` for ``sumo-gui``.
 """
 
+from evroute.sumo.attribution import attribute_steps, split_energy
 from evroute.sumo.binaries import SumoError, sumo_binary, sumo_home
 from evroute.sumo.export import export_experiment_routes, routes_xml, write_routes_xml
 from evroute.sumo.record import record_traversals, steps_to_traversals
@@ -18,6 +20,7 @@ __all__ = [
     "DAILY_PROFILE",
     "ENERGY_MODELS",
     "SumoError",
+    "attribute_steps",
     "background_demand",
     "check_route_file",
     "ev_vtype_xml",
@@ -25,6 +28,7 @@ __all__ = [
     "hourly_rates",
     "record_traversals",
     "routes_xml",
+    "split_energy",
     "steps_to_traversals",
     "sumo_binary",
     "sumo_home",

@@ -1,14 +1,16 @@
 """Energy measured in SUMO: every probe traversal of an edge (edge, entry time, travel time, energy in Wh).
 
 Every vehicle of SUMO's default type is the EV of the vehicle profile with a battery device (see
-:mod:`evroute.sumo.vehicle`); SUMO reports each such vehicle's position and energy of every simulation step, and
-:func:`steps_to_traversals` cuts each vehicle's steps into edge traversals.  Two backends give the same steps:
+:mod:`evroute.sumo.vehicle`); SUMO reports each such vehicle's lane, position and energy of every simulation step;
+:func:`evroute.sumo.attribution.attribute_steps` splits each step's energy over the lanes it covered (edges
+crossed within one step get their share of distance), and :func:`steps_to_traversals` cuts each vehicle's steps
+into edge traversals.  Two backends give the same steps:
 
 * ``"output"`` (default): ``sumo`` writes ``--battery-output`` as Parquet (columnar, written by SUMO's C++),
   read with pandas;
 * ``"libsumo"``: SUMO as a library, stepped from Python, reading each battery vehicle's lane and its battery's
   charge (``device.battery.chargeLevel``, 0.01 Wh resolution, differenced per step: the net energy drawn) through
-  subscriptions.
+  and position through subscriptions.
 
 ``scripts/bench_sumo_recording.py`` measures both on the same demand: they agree to 0.01 Wh and the Parquet output
 was faster in median, within the noise of the shared machine (``docs/results/sumo_benchmark.md``).
@@ -33,10 +35,13 @@ import pandas as pd
 
 from evroute.energy import VehicleProfile
 from evroute.errors import DataError, ParameterError
+from evroute.sumo.attribution import attribute_steps, lane_graph
 from evroute.sumo.binaries import SumoError, import_libsumo, run_sumo_program, sumo_binary
 from evroute.sumo.vehicle import CHARGE_WH, ev_vtype_xml
 
 TRAVERSAL_COLUMNS = ("vehicle", "edge", "entry_s", "travel_s", "energy_wh")
+#: version of the step-to-traversal conversion, part of the cache key of recorded days (2: energy by distance)
+ATTRIBUTION_VERSION = 2
 METHODS = ("output", "libsumo")
 
 
@@ -76,7 +81,7 @@ def steps_to_traversals(time_s: np.ndarray, vehicle: Any, lane: Any, energy_wh: 
     internal = lane_names.str.startswith(":")
     edge_of_lane_name = lane_names.str.rsplit("_", n=1).str[0]
     edge_code_of_lane, edge_names = pd.factorize(edge_of_lane_name.where(~internal, None))  # internal: -1
-    order = np.lexsort((t, veh_code))
+    order = np.lexsort((np.arange(len(t)), t, veh_code))  # ties in time keep the input (driving) order
     v, e, t, en = veh_code[order], edge_code_of_lane[lane_code[order]], t[order], en[order]
     first = np.ones(len(v), dtype=bool)
     first[1:] = v[1:] != v[:-1]
@@ -190,7 +195,9 @@ def record_traversals(
             steps = _steps_from_libsumo(args, step_length, end)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return steps_to_traversals(*steps, legal_turns=net_connections(net))
+    t, veh, lane, pos, energy = steps
+    return steps_to_traversals(*attribute_steps(t, veh, lane, pos, energy, lane_graph(net)),
+                               legal_turns=net_connections(net))
 
 
 def _steps_from_output(args: list[str], tmp: Path, timeout_s: float) -> tuple[np.ndarray, ...]:
@@ -199,19 +206,20 @@ def _steps_from_output(args: list[str], tmp: Path, timeout_s: float) -> tuple[np
                      "sumo", timeout_s=timeout_s)
     if not out.is_file():
         raise SumoError("sumo wrote no battery output (no vehicle of the default type was simulated)")
-    cols = ["timestep_time", "vehicle_id", "vehicle_lane", "vehicle_energyConsumed"]
+    cols = ["timestep_time", "vehicle_id", "vehicle_lane", "vehicle_posOnLane", "vehicle_energyConsumed"]
     import pyarrow.parquet as pq
 
     try:
         names = set(pq.read_schema(out).names)
         if not set(cols) <= names:  # only empty time steps: SUMO writes no vehicle columns
-            return (np.zeros(0), np.zeros(0, dtype=str), np.zeros(0, dtype=str), np.zeros(0))
+            return (np.zeros(0), np.zeros(0, dtype=str), np.zeros(0, dtype=str), np.zeros(0), np.zeros(0))
         # ids dictionary-encoded (pandas Categoricals): millions of steps, a few thousand distinct ids
         df = pq.read_table(out, columns=cols, read_dictionary=cols[:3]).to_pandas()
     except Exception as exc:  # noqa: BLE001 - pyarrow errors on an empty/odd file
         raise SumoError(f"cannot read SUMO's battery output: {str(exc).splitlines()[0]}") from None
     times = df["timestep_time"].cat.categories.astype(np.float64).to_numpy()[df["timestep_time"].cat.codes.to_numpy()]
-    return times, df["vehicle_id"], df["vehicle_lane"], df["vehicle_energyConsumed"].to_numpy(dtype=np.float64)
+    return (times, df["vehicle_id"], df["vehicle_lane"], df["vehicle_posOnLane"].to_numpy(dtype=np.float64),
+            df["vehicle_energyConsumed"].to_numpy(dtype=np.float64))
 
 
 def _steps_from_libsumo(args: list[str], step_length: float, end: float | None) -> tuple[np.ndarray, ...]:
@@ -225,16 +233,17 @@ def _steps_from_libsumo(args: list[str], step_length: float, end: float | None) 
     times: list[float] = []
     vehs: list[str] = []
     lanes: list[str] = []
+    positions: list[float] = []
     energy: list[float] = []
     last: dict[str, float] = {}
-    var_lane, key = tc.VAR_LANE_ID, "device.battery.chargeLevel"
+    var_lane, var_pos, key = tc.VAR_LANE_ID, tc.VAR_LANEPOSITION, "device.battery.chargeLevel"
     try:
         stop = np.inf if end is None else end
         while ls.simulation.getMinExpectedNumber() > 0 and ls.simulation.getTime() < stop:
             ls.simulationStep()
             for vid in ls.simulation.getDepartedIDList():
                 if ls.vehicle.getParameter(vid, "has.battery.device") == "true":
-                    ls.vehicle.subscribe(vid, [var_lane])
+                    ls.vehicle.subscribe(vid, [var_lane, var_pos])
                     ls.vehicle.subscribeParameterWithKey(vid, key)
             t = ls.simulation.getTime() - step_length  # the step's own time, as in SUMO's outputs
             for vid, res in ls.vehicle.getAllSubscriptionResults().items():
@@ -242,14 +251,15 @@ def _steps_from_libsumo(args: list[str], step_length: float, end: float | None) 
                 times.append(t)
                 vehs.append(vid)
                 lanes.append(res[var_lane])
+                positions.append(float(res[var_pos]))
                 energy.append(total - last.get(vid, 0.0))
                 last[vid] = total
     except Exception as exc:  # noqa: BLE001
         raise SumoError(f"sumo (libsumo) failed: {str(exc).splitlines()[0]}") from None
     finally:
         ls.close()
-    return np.asarray(times), np.asarray(vehs), np.asarray(lanes), np.asarray(energy)
+    return np.asarray(times), np.asarray(vehs), np.asarray(lanes), np.asarray(positions), np.asarray(energy)
 
 
-__all__ = ["METHODS", "TRAVERSAL_COLUMNS", "net_connections", "record_traversals", "steps_to_traversals",
-           "write_vtype_file"]
+__all__ = ["ATTRIBUTION_VERSION", "METHODS", "TRAVERSAL_COLUMNS", "net_connections", "record_traversals",
+           "steps_to_traversals", "write_vtype_file"]

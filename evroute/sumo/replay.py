@@ -27,7 +27,7 @@ from evroute.energy import VehicleProfile
 from evroute.errors import DataError, ParameterError, check_positive
 from evroute.io import atomic_write_json
 from evroute.linegraph import LineGraph
-from evroute.sumo.record import record_traversals
+from evroute.sumo.record import ATTRIBUTION_VERSION, record_traversals
 from evroute.sumo.scenario import background_demand, cache_key, check_route_file, sumo_cache_dir
 from evroute.sumo.vehicle import ENERGY_MODELS
 
@@ -130,7 +130,7 @@ def record_day(linegraph: LineGraph, spec: DaySpec | None = None, *, vehicle: Ve
     net_file = sumo_net_file(linegraph)
     ids = linegraph.network.edge_ids
     physics = {k: v for k, v in vehicle.to_dict().items() if k not in ("name", "description")}
-    params = {"kind": "replay-day", "spec": asdict(spec), "vehicle": physics,
+    params = {"kind": "replay-day", "spec": asdict(spec), "vehicle": physics, "attribution": ATTRIBUTION_VERSION,
               "edges": hashlib.sha256("\n".join(ids.tolist()).encode()).hexdigest(),
               "route_file": None if spec.route_file is None else hashlib.sha256(
                   Path(spec.route_file).read_bytes()).hexdigest()}
