@@ -20,8 +20,13 @@ from evroute.network.sumo import load_sumo_net
 from evroute.sumo.binaries import SumoError, run_sumo_program, sumo_binary
 from evroute.sumo.live import LiveSimulation
 
-EDGES = [("a", "n0", "n1", 500), ("b", "n1", "n2", 500), ("c", "n2", "n3", 1000), ("d", "n3", "n4", 500),
-         ("e", "n4", "n5", 500)]
+EDGES = [
+    ("a", "n0", "n1", 500),
+    ("b", "n1", "n2", 500),
+    ("c", "n2", "n3", 1000),
+    ("d", "n3", "n4", 500),
+    ("e", "n4", "n5", 500),
+]
 BLOCK_UNTIL = 600  # s: a background car stops on c from its arrival (~65 s) to 600 s
 
 
@@ -33,22 +38,33 @@ def road(tmp_path_factory: pytest.TempPathFactory) -> Path:
     zs = [0, 0, 0, 20, 20, 20]
     nodes = "".join(f'<node id="n{i}" x="{x}" y="0" z="{z}"/>' for i, (x, z) in enumerate(zip(xs, zs, strict=True)))
     (d / "n.nod.xml").write_text(f"<nodes>{nodes}</nodes>")
-    body = "".join(f'<edge id="{e}" from="{u}" to="{v}" speed="13.89"/><edge id="-{e}" from="{v}" to="{u}" '
-                   f'speed="13.89"/>' for e, u, v, _ in EDGES)
+    body = "".join(
+        f'<edge id="{e}" from="{u}" to="{v}" speed="13.89"/><edge id="-{e}" from="{v}" to="{u}" speed="13.89"/>'
+        for e, u, v, _ in EDGES
+    )
     (d / "n.edg.xml").write_text(f"<edges>{body}</edges>")
-    run_sumo_program([sumo_binary("netconvert"), "-n", d / "n.nod.xml", "-e", d / "n.edg.xml", "-o",
-                      d / "road.net.xml"], "netconvert")
-    cars = "".join(f'<vehicle id="v{k}" depart="{600 + 200 * k}"><route edges="a b c d e"/></vehicle>'
-                   for k in range(10))
+    run_sumo_program(
+        [sumo_binary("netconvert"), "-n", d / "n.nod.xml", "-e", d / "n.edg.xml", "-o", d / "road.net.xml"],
+        "netconvert",
+    )
+    cars = "".join(
+        f'<vehicle id="v{k}" depart="{600 + 200 * k}"><route edges="a b c d e"/></vehicle>' for k in range(10)
+    )
     (d / "demand.rou.xml").write_text(
         '<routes><vehicle id="blocker" depart="0"><route edges="b c d e"/>'
-        f'<stop lane="c_0" endPos="400" until="{BLOCK_UNTIL}"/></vehicle>{cars}</routes>')
+        f'<stop lane="c_0" endPos="400" until="{BLOCK_UNTIL}"/></vehicle>{cars}</routes>'
+    )
     return d
 
 
 def _params(road: Path, **extra: object) -> dict[str, object]:
-    return {"route_file": str(road / "demand.rou.xml"), "hours": [0, 1], "rounds_per_day": 12, "min_samples": 3,
-            **extra}
+    return {
+        "route_file": str(road / "demand.rou.xml"),
+        "hours": [0, 1],
+        "rounds_per_day": 12,
+        "min_samples": 3,
+        **extra,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -80,12 +96,19 @@ def test_live_trip_energy_sums_to_sumo_battery_output(env: SumoLiveEnvironment, 
     writes for the EV; the route edges' values are their complete traversals; uphill c costs most."""
     out = tmp_path / "battery.xml"
     s = env.sim
-    sim = LiveSimulation(s.net_file, s.route_files, s.snapshots, s.snapshot_times_s, step_length=1.0,
-                         sumo_args=["--battery-output", str(out), "--battery-output.precision", "6"])
+    sim = LiveSimulation(
+        s.net_file,
+        s.route_files,
+        s.snapshots,
+        s.snapshot_times_s,
+        step_length=1.0,
+        sumo_args=["--battery-output", str(out), "--battery-output.precision", "6"],
+    )
     trip = sim.drive(["a", "b", "c", "d", "e"], 3, speed_factor=1.0)  # 900 s: the blocker is gone
     assert trip.ok and trip.depart_s == 900.0 and trip.insert_s >= 900.0
-    rows = [v for ts in ET.parse(out).getroot().iter("timestep") for v in ts.iter("vehicle")
-            if v.get("id") == "evroute_ev"]
+    rows = [
+        v for ts in ET.parse(out).getroot().iter("timestep") for v in ts.iter("vehicle") if v.get("id") == "evroute_ev"
+    ]
     sumo_total = float(rows[-1].get("totalEnergyConsumed")) - float(rows[-1].get("totalEnergyRegenerated"))
     assert sum(trip.edge_energy_wh.values()) == pytest.approx(trip.battery_wh, abs=1e-9)
     assert trip.battery_wh == pytest.approx(sumo_total, abs=0.01)  # charge level read at 0.01 Wh
@@ -151,8 +174,13 @@ def test_trip_not_arriving_in_time_fails_clearly(road: Path, cache: Path) -> Non
 
 def test_bad_input(env: SumoLiveEnvironment) -> None:
     assert parse_params({"max_trip_s": 100}).max_trip_s == 100.0
-    for bad in ({"max_trip_s": 0}, {"max_attempts": 0}, {"nope": 1}, {"hours": "0-1", "rounds_per_day": 5000},
-                {"model": "HBEFA"}):
+    for bad in (
+        {"max_trip_s": 0},
+        {"max_attempts": 0},
+        {"nope": 1},
+        {"hours": "0-1", "rounds_per_day": 5000},
+        {"model": "HBEFA"},
+    ):
         with pytest.raises(ParameterError):
             parse_params(bad)
     with pytest.raises(DataError):
@@ -172,9 +200,30 @@ def _rounds(path: Path) -> list[tuple[str, str, str]]:
 
 def test_cli_run_is_deterministic(road: Path, cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVROUTE_CACHE", str(cache))
-    args = ["run", "--network", str(road / "road.net.xml"), "--start", "b", "--goal", "d", "--env", "sumo-live",
-            "--env-param", f"route_file={road / 'demand.rou.xml'}", "--env-param", "hours=0-1", "--env-param",
-            "rounds_per_day=12", "--env-param", "min_samples=3", "--horizon", "3", "--seeds", "1", "--no-progress"]
+    args = [
+        "run",
+        "--network",
+        str(road / "road.net.xml"),
+        "--start",
+        "b",
+        "--goal",
+        "d",
+        "--env",
+        "sumo-live",
+        "--env-param",
+        f"route_file={road / 'demand.rou.xml'}",
+        "--env-param",
+        "hours=0-1",
+        "--env-param",
+        "rounds_per_day=12",
+        "--env-param",
+        "min_samples=3",
+        "--horizon",
+        "3",
+        "--seeds",
+        "1",
+        "--no-progress",
+    ]
     assert main([*args, "--out", str(tmp_path / "r1")]) == 0
     assert main([*args, "--out", str(tmp_path / "r2")]) == 0
     r1, r2 = _rounds(tmp_path / "r1" / "seed_0" / "rounds.csv"), _rounds(tmp_path / "r2" / "seed_0" / "rounds.csv")
@@ -182,10 +231,26 @@ def test_cli_run_is_deterministic(road: Path, cache: Path, tmp_path: Path, monke
     assert all(float(o) > 0 for _, o, _ in r1)
 
 
-def test_cli_errors_are_one_line(road: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["run", "--network", "synthetic:150:0", "--env", "sumo-live", "--horizon", "2",
-                 "--out", str(tmp_path / "x"), "--no-progress"]) == 2
+def test_cli_errors_are_one_line(
+    road: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(
+            [
+                "run",
+                "--network",
+                "synthetic:150:0",
+                "--env",
+                "sumo-live",
+                "--horizon",
+                "2",
+                "--out",
+                str(tmp_path / "x"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("evroute: error: ") and "SUMO" in err and err.count("\n") == 1
     from evroute.sumo import binaries
@@ -194,9 +259,29 @@ def test_cli_errors_are_one_line(road: Path, tmp_path: Path, monkeypatch: pytest
     monkeypatch.delenv("SUMO_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("EVROUTE_CACHE", str(tmp_path / "cache"))
-    assert main(["run", "--network", str(road / "road.net.xml"), "--start", "b", "--goal", "d", "--env",
-                 "sumo-live", "--env-param", f"route_file={road / 'demand.rou.xml'}", "--horizon", "2",
-                 "--out", str(tmp_path / "y"), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--network",
+                str(road / "road.net.xml"),
+                "--start",
+                "b",
+                "--goal",
+                "d",
+                "--env",
+                "sumo-live",
+                "--env-param",
+                f"route_file={road / 'demand.rou.xml'}",
+                "--horizon",
+                "2",
+                "--out",
+                str(tmp_path / "y"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("evroute: error: SUMO program 'sumo' not found") and err.count("\n") == 1
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

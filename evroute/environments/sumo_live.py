@@ -65,8 +65,10 @@ class SumoLiveConfig(SumoReplayConfig):
         if int(self.max_attempts) < 1:
             raise ParameterError(f"max_attempts must be >= 1, got {self.max_attempts}")
         if self.clock_step_s < self.step_length:
-            raise ParameterError(f"rounds_per_day={self.rounds_per_day} gives departures {self.clock_step_s:g} s "
-                                 f"apart, less than one simulation step ({self.step_length:g} s)")
+            raise ParameterError(
+                f"rounds_per_day={self.rounds_per_day} gives departures {self.clock_step_s:g} s "
+                f"apart, less than one simulation step ({self.step_length:g} s)"
+            )
 
     @property
     def clock_step_s(self) -> float:
@@ -108,8 +110,8 @@ def end_edges(linegraph: LineGraph, start: int, goal: int) -> tuple[int, int]:
         ok = np.sort(cands[~rev])
         return int(ok[0]) if len(ok) else int(np.sort(cands)[0])
 
-    preds = adj_t.indices[adj_t.indptr[start]:adj_t.indptr[start + 1]]
-    succs = adj.indices[adj.indptr[goal]:adj.indptr[goal + 1]]
+    preds = adj_t.indices[adj_t.indptr[start] : adj_t.indptr[start + 1]]
+    succs = adj.indices[adj.indptr[goal] : adj.indptr[goal + 1]]
     return pick(preds, start), pick(succs, goal)
 
 
@@ -126,8 +128,14 @@ class SumoLiveEnvironment(EnergyEnvironment):
     name = "sumo-live"
 
     def __init__(self, reference: SumoReplayEnvironment, sim: Any, config: SumoLiveConfig) -> None:
-        super().__init__(reference.linegraph, reference.prior_mean_wh, reference.true_mean_wh, reference.prior_var,
-                         reference.noise_var, config)
+        super().__init__(
+            reference.linegraph,
+            reference.prior_mean_wh,
+            reference.true_mean_wh,
+            reference.prior_var,
+            reference.noise_var,
+            config,
+        )
         self.reference = reference
         self.static = reference.static
         self.sim = sim
@@ -176,8 +184,10 @@ class SumoLiveEnvironment(EnergyEnvironment):
             self.failed_trips += 1
             tried.append(f"{trip.depart_s:g} s: {trip.failure}")
             self.failures.append(f"round {self.t}, depart {trip.depart_s:g} s: {trip.failure}")
-        raise SumoError(f"the live EV failed {len(tried)} trips on a {len(e)}-edge route from {ids[e[0]]} to "
-                        f"{ids[e[-1]]} (departures {'; '.join(tried)})")
+        raise SumoError(
+            f"the live EV failed {len(tried)} trips on a {len(e)}-edge route from {ids[e[0]]} to "
+            f"{ids[e[-1]]} (departures {'; '.join(tried)})"
+        )
 
     def reduced_costs(self) -> np.ndarray:
         """The replay's reduced costs (its means minus the elevation potential), Wh."""
@@ -189,8 +199,15 @@ class SumoLiveEnvironment(EnergyEnvironment):
 
     def describe(self) -> dict[str, Any]:
         ref = {k: v for k, v in self.reference.describe().items() if k != "name"}
-        return {**ref, "name": self.name, **self.config.to_dict(), "regret_reference": "sumo-replay means",
-                "trips": self.trips, "failed_trips": self.failed_trips, "failures": self.failures[:20]}
+        return {
+            **ref,
+            "name": self.name,
+            **self.config.to_dict(),
+            "regret_reference": "sumo-replay means",
+            "trips": self.trips,
+            "failed_trips": self.failed_trips,
+            "failures": self.failures[:20],
+        }
 
 
 def parse_params(params: dict[str, Any]) -> SumoLiveConfig:
@@ -211,8 +228,16 @@ def _scenario(linegraph: LineGraph, cfg: SumoLiveConfig, vehicle: VehicleProfile
         demand = Path(cfg.route_file)
     else:
         demand = background_demand(net, peak_per_hour=cfg.peak_per_hour, hours=cfg.hours, seed=cfg.demand_seed)
-    snaps = live_snapshots(net, [demand], cfg.departure_times_s(), vehicle=vehicle, model=cfg.model,
-                           step_length=cfg.step_length, seed=cfg.demand_seed, begin_s=cfg.hours[0] * 3600.0)
+    snaps = live_snapshots(
+        net,
+        [demand],
+        cfg.departure_times_s(),
+        vehicle=vehicle,
+        model=cfg.model,
+        step_length=cfg.step_length,
+        seed=cfg.demand_seed,
+        begin_s=cfg.hours[0] * 3600.0,
+    )
     return net, [demand], snaps
 
 
@@ -228,8 +253,9 @@ def prepare(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehiclePro
     _scenario(linegraph, cfg, v)
 
 
-def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,
-          seed: int = 0) -> SumoLiveEnvironment:
+def build(
+    linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None, seed: int = 0
+) -> SumoLiveEnvironment:
     """Registry entry: the replay of the scenario (the truth) and the live simulation; ``seed`` is not used (the
     run's noise stream draws each trip's speed factor)."""
     from evroute.environments import sumo_replay
@@ -239,8 +265,17 @@ def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfi
     v = vehicle or VehicleProfile()
     reference = sumo_replay.build(linegraph, cfg.replay_config().to_dict(), vehicle=v, seed=seed)
     net, demand, snaps = _scenario(linegraph, cfg, v)
-    sim = LiveSimulation(net, demand, snaps, cfg.departure_times_s(), vehicle=v, model=cfg.model,
-                         step_length=cfg.step_length, seed=cfg.demand_seed, max_trip_s=cfg.max_trip_s)
+    sim = LiveSimulation(
+        net,
+        demand,
+        snaps,
+        cfg.departure_times_s(),
+        vehicle=v,
+        model=cfg.model,
+        step_length=cfg.step_length,
+        seed=cfg.demand_seed,
+        max_trip_s=cfg.max_trip_s,
+    )
     return SumoLiveEnvironment(reference, sim, cfg)
 
 

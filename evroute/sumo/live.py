@@ -61,9 +61,24 @@ def draw_speed_factor(rng: np.random.Generator) -> float:
 
 
 def _base_args(net_file: Path, vtype_file: Path, step_length: float, seed: int) -> list[str]:
-    return ["-n", str(net_file), "--additional-files", str(vtype_file), "--step-length", f"{step_length:g}",
-            "--seed", str(int(seed)), "--no-step-log", "true", "--no-warnings", "true",
-            "--ignore-route-errors", "true", "--duration-log.disable", "true"]
+    return [
+        "-n",
+        str(net_file),
+        "--additional-files",
+        str(vtype_file),
+        "--step-length",
+        f"{step_length:g}",
+        "--seed",
+        str(int(seed)),
+        "--no-step-log",
+        "true",
+        "--no-warnings",
+        "true",
+        "--ignore-route-errors",
+        "true",
+        "--duration-log.disable",
+        "true",
+    ]
 
 
 def live_snapshots(
@@ -103,9 +118,16 @@ def live_snapshots(
         raise ParameterError("snapshot times must be increasing and not before the simulation's begin")
     v = vehicle or VehicleProfile()
     physics = {k: val for k, val in v.to_dict().items() if k not in ("name", "description")}
-    params = {"kind": "live-snapshots", "routes": [hashlib.sha256(p.read_bytes()).hexdigest() for p in routes],
-              "times": times.tolist(), "vehicle": physics, "model": model, "step_length": float(step_length),
-              "seed": int(seed), "begin": float(begin_s)}
+    params = {
+        "kind": "live-snapshots",
+        "routes": [hashlib.sha256(p.read_bytes()).hexdigest() for p in routes],
+        "times": times.tolist(),
+        "vehicle": physics,
+        "model": model,
+        "step_length": float(step_length),
+        "seed": int(seed),
+        "begin": float(begin_s),
+    }
     out_dir = Path(cache_dir) if cache_dir is not None else sumo_cache_dir()
     stem = net.name.removesuffix(".gz").removesuffix(".xml").removesuffix(".net")
     folder = out_dir / f"{stem}-live-{cache_key(net, params)}"
@@ -117,10 +139,21 @@ def live_snapshots(
     try:
         vt = write_vtype_file(tmp / "ev.add.xml", v, model=model)
         tmp_files = [tmp / f.name for f in files]
-        args = [*_base_args(net, vt, step_length, seed), "-r", ",".join(str(p) for p in routes),
-                "-b", f"{begin_s:g}", "-e", f"{times[-1] + step_length:g}",
-                "--save-state.times", ",".join(f"{t:g}" for t in times),
-                "--save-state.files", ",".join(str(f) for f in tmp_files), "--save-state.rng", "true"]
+        args = [
+            *_base_args(net, vt, step_length, seed),
+            "-r",
+            ",".join(str(p) for p in routes),
+            "-b",
+            f"{begin_s:g}",
+            "-e",
+            f"{times[-1] + step_length:g}",
+            "--save-state.times",
+            ",".join(f"{t:g}" for t in times),
+            "--save-state.files",
+            ",".join(str(f) for f in tmp_files),
+            "--save-state.rng",
+            "true",
+        ]
         run_sumo_program([sumo_binary("sumo"), *args], f"sumo (background states of {net.name})", timeout_s=timeout_s)
         missing = [f.name for f in tmp_files if not f.is_file()]
         if missing:
@@ -186,10 +219,20 @@ class LiveSimulation:
         sumo_args: further ``sumo`` options for every trip (e.g. an output file for a test).
     """
 
-    def __init__(self, net_file: str | os.PathLike[str], route_files: Sequence[str | os.PathLike[str]],
-                 snapshots: Sequence[Path], snapshot_times_s: Sequence[float], *, vehicle: VehicleProfile | None = None,
-                 model: str = "Energy", step_length: float = 1.0, seed: int = 0, max_trip_s: float = 3600.0,
-                 sumo_args: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        net_file: str | os.PathLike[str],
+        route_files: Sequence[str | os.PathLike[str]],
+        snapshots: Sequence[Path],
+        snapshot_times_s: Sequence[float],
+        *,
+        vehicle: VehicleProfile | None = None,
+        model: str = "Energy",
+        step_length: float = 1.0,
+        seed: int = 0,
+        max_trip_s: float = 3600.0,
+        sumo_args: Sequence[str] = (),
+    ) -> None:
         if len(snapshots) != len(snapshot_times_s) or not snapshots:
             raise ParameterError("one snapshot time per snapshot file, at least one")
         if max_trip_s <= 0:
@@ -238,8 +281,10 @@ class LiveSimulation:
             ls.start([*self._args, "--load-state", str(self.snapshots[snapshot]), "-b", f"{depart:g}"])
         except Exception as exc:  # noqa: BLE001 - libsumo.TraCIException / FatalTraCIError
             self._safe_close()
-            raise SumoError(f"sumo (libsumo) failed to start from {self.snapshots[snapshot].name}: "
-                            f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+            raise SumoError(
+                f"sumo (libsumo) failed to start from {self.snapshots[snapshot].name}: "
+                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            ) from None
         times: list[float] = []
         lanes: list[str] = []
         pos: list[float] = []
@@ -251,8 +296,15 @@ class LiveSimulation:
             from traci import constants as tc
 
             ls.route.add(EV_ROUTE_ID, edges)
-            ls.vehicle.add(EV_ID, EV_ROUTE_ID, typeID=DEFAULT_VTYPE, depart="now", departPos="base",
-                           departSpeed="max", arrivalPos="max")
+            ls.vehicle.add(
+                EV_ID,
+                EV_ROUTE_ID,
+                typeID=DEFAULT_VTYPE,
+                depart="now",
+                departPos="base",
+                departSpeed="max",
+                arrivalPos="max",
+            )
             ls.vehicle.setSpeedFactor(EV_ID, float(speed_factor))
             deadline = depart + self.max_trip_s
             key = "device.battery.chargeLevel"
@@ -277,15 +329,26 @@ class LiveSimulation:
                     pos.append(float(res[tc.VAR_LANEPOSITION]))
                     drawn.append(CHARGE_WH - float(res[tc.VAR_PARAMETER_WITH_KEY][1]))
                 if now >= deadline:
-                    failure = ("not inserted" if not subscribed else "not arrived") + f" {self.max_trip_s:g} s " \
-                              f"after departure at {depart:g} s"
+                    failure = (
+                        "not inserted" if not subscribed else "not arrived"
+                    ) + f" {self.max_trip_s:g} s after departure at {depart:g} s"
                     break
         except Exception as exc:  # noqa: BLE001 - libsumo errors are one-line SUMO messages
             raise SumoError(f"sumo (libsumo) failed during a live trip: {str(exc).splitlines()[0]}") from None
         finally:
             self._safe_close()
-        return self._trip(edges, np.asarray(times), lanes, np.asarray(pos), np.asarray(drawn), depart, insert, steps,
-                          time.perf_counter() - wall0, failure)
+        return self._trip(
+            edges,
+            np.asarray(times),
+            lanes,
+            np.asarray(pos),
+            np.asarray(drawn),
+            depart,
+            insert,
+            steps,
+            time.perf_counter() - wall0,
+            failure,
+        )
 
     def _safe_close(self) -> None:
         try:
@@ -293,8 +356,19 @@ class LiveSimulation:
         except Exception:  # noqa: BLE001 - closing a simulation that did not start
             pass
 
-    def _trip(self, edges: list[str], times: np.ndarray, lanes: list[str], pos: np.ndarray, drawn: np.ndarray,
-              depart: float, insert: float, steps: int, wall: float, failure: str) -> LiveTrip:
+    def _trip(
+        self,
+        edges: list[str],
+        times: np.ndarray,
+        lanes: list[str],
+        pos: np.ndarray,
+        drawn: np.ndarray,
+        depart: float,
+        insert: float,
+        steps: int,
+        wall: float,
+        failure: str,
+    ) -> LiveTrip:
         n_route = len(edges) - 2
         energy = np.full(n_route, np.nan)
         travel = np.full(n_route, np.nan)
@@ -319,10 +393,19 @@ class LiveSimulation:
                     travel = tr["travel_s"].to_numpy(dtype=np.float64)
         elif not failure:
             failure = "the EV never entered the network"
-        return LiveTrip(edges=edges, route_energy_wh=energy, route_travel_s=travel, edge_energy_wh=per_edge,
-                        battery_wh=battery, depart_s=depart, insert_s=float(insert),
-                        arrive_s=float(times[-1]) if len(times) else float("nan"), steps=steps, wall_s=wall,
-                        failure=failure)
+        return LiveTrip(
+            edges=edges,
+            route_energy_wh=energy,
+            route_travel_s=travel,
+            edge_energy_wh=per_edge,
+            battery_wh=battery,
+            depart_s=depart,
+            insert_s=float(insert),
+            arrive_s=float(times[-1]) if len(times) else float("nan"),
+            steps=steps,
+            wall_s=wall,
+            failure=failure,
+        )
 
 
 __all__ = ["EV_ID", "SPEED_FACTOR", "LiveSimulation", "LiveTrip", "draw_speed_factor", "live_snapshots"]
