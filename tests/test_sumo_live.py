@@ -13,7 +13,7 @@ import pytest
 from evroute.cli import main
 from evroute.energy import VehicleProfile
 from evroute.environments import make_environment
-from evroute.environments.sumo_live import SumoLiveEnvironment, end_edges, parse_params
+from evroute.environments.sumo_live import SumoLiveEnvironment, parse_params
 from evroute.errors import DataError, ParameterError
 from evroute.linegraph import build_line_graph
 from evroute.network.sumo import load_sumo_net
@@ -150,7 +150,8 @@ def test_environment_contract_truth_and_optimum_are_the_replays(env: SumoLiveEnv
     assert not env.advance(2)  # no time-of-day bins: the truth never changes
     d = env.describe()
     assert d["name"] == "sumo-live" and d["regret_reference"] == "sumo-replay means" and d["trips"] >= 1
-    assert [env.linegraph.network.edge_ids[i] for i in end_edges(env.linegraph, int(start), int(goal))] == ["a", "e"]
+    assert env.sim.end_edges("b", "d") == ("a", "e")  # straight on, not the U-turns -b / -d
+    assert env.sim.end_edges("a", "-a") == ("-a", "a")  # only the U-turns at the road's end n0
 
 
 def test_blocked_trip_is_teleported_then_driven_again_one_clock_step_later(env: SumoLiveEnvironment) -> None:

@@ -12,7 +12,8 @@ SUMO seed.  The background day is simulated once and its state saved at ``rounds
 * **drive**: SUMO is started in-process (``libsumo``) from the saved state of that time, with the rest of the
   background demand; one EV of the vehicle profile (battery device, speed factor drawn like SUMO's for a
   passenger car from the run's seeded noise stream) drives ``[pred, route..., succ]`` (a predecessor and a
-  successor edge make every route edge a complete traversal, like the replay's recorded traversals); SUMO is
+  successor edge make every route edge a complete traversal, like the replay's recorded traversals; the EV comes
+  in and leaves straight on where the net allows, :meth:`evroute.sumo.live.LiveSimulation.end_edges`); SUMO is
   stepped until the EV arrives and closed (:meth:`evroute.sumo.live.LiveSimulation.drive`);
 * **observation**: the energy SUMO's battery device measured on each route edge (each step's energy split over
   the lanes covered in it in proportion to distance, :mod:`evroute.sumo.attribution`; the junction after an edge
@@ -93,28 +94,6 @@ class SumoLiveConfig(SumoReplayConfig):
         return SumoReplayConfig(**d)
 
 
-def end_edges(linegraph: LineGraph, start: int, goal: int) -> tuple[int, int]:
-    """A predecessor of ``start`` and a successor of ``goal`` (line-graph indices), not U-turns where possible.
-
-    Among the legal turns into ``start`` (out of ``goal``), the lowest index whose edge is not ``start``'s reverse
-    (same end nodes swapped), else the lowest index.
-    """
-    net = linegraph.network
-    adj = linegraph.adjacency.tocsr()
-    adj_t = adj.T.tocsr()
-
-    def pick(cands: np.ndarray, e: int) -> int:
-        if len(cands) == 0:
-            raise ParameterError(f"edge {net.edge_ids[e]!r} has no legal turn to extend a live trip")
-        rev = (net.from_node[cands] == net.to_node[e]) & (net.to_node[cands] == net.from_node[e])
-        ok = np.sort(cands[~rev])
-        return int(ok[0]) if len(ok) else int(np.sort(cands)[0])
-
-    preds = adj_t.indices[adj_t.indptr[start] : adj_t.indptr[start + 1]]
-    succs = adj.indices[adj.indptr[goal] : adj.indptr[goal + 1]]
-    return pick(preds, start), pick(succs, goal)
-
-
 class SumoLiveEnvironment(EnergyEnvironment):
     """Drives each round's route in SUMO; truth and optimum from the replay of the same scenario (module doc).
 
@@ -168,8 +147,8 @@ class SumoLiveEnvironment(EnergyEnvironment):
         if np.any(adj[e[:-1], e[1:]] == 0):
             raise ParameterError("the edges of a live trip must be consecutive legal turns")
         ids = self.linegraph.network.edge_ids
-        pred, succ = end_edges(self.linegraph, int(e[0]), int(e[-1]))
-        driven = ids[np.concatenate([[pred], e, [succ]])].tolist()
+        pred, succ = self.sim.end_edges(str(ids[e[0]]), str(ids[e[-1]]))
+        driven = [pred, *ids[e].tolist(), succ]
         speed = draw_speed_factor(rng)
         cfg: SumoLiveConfig = self.config
         slot = cfg.slot_of_round(self.t)

@@ -170,6 +170,27 @@ def live_snapshots(
     return files
 
 
+def _direction_rank(direction: str) -> int:
+    """Straight on first, then slight turns, full turns, U-turns (SUMO's connection ``dir``)."""
+    return {"s": 0, "l": 1, "r": 1, "L": 2, "R": 2, "t": 3}.get(direction, 2)
+
+
+def connection_directions(net_file: str | os.PathLike[str]) -> dict[tuple[str, str], str]:
+    """``(from_edge, to_edge) -> dir`` (SUMO's ``s``, ``l``, ``r``, ``L``, ``R``, ``t``) of the connections between
+    normal edges that passenger cars may use (both edges allow them), via sumolib."""
+    import sumolib
+
+    net = sumolib.net.readNet(str(net_file))
+    out: dict[tuple[str, str], str] = {}
+    for edge in net.getEdges():
+        if not edge.allows("passenger"):
+            continue
+        for to_edge, conns in edge.getOutgoing().items():
+            if to_edge.allows("passenger") and conns:
+                out[(edge.getID(), to_edge.getID())] = min((c.getDirection() for c in conns), key=_direction_rank)
+    return out
+
+
 @dataclass
 class LiveTrip:
     """One EV trip through the live simulation.
@@ -251,7 +272,26 @@ class LiveSimulation:
         self._args += list(sumo_args)
         self.graph: LaneGraph = lane_graph(self.net_file)
         self.legal_turns = net_connections(self.net_file)
+        self._directions = connection_directions(self.net_file)
         self.libsumo = import_libsumo()
+
+    def end_edges(self, first: str, last: str) -> tuple[str, str]:
+        """The edge a trip comes into ``first`` from and the edge it leaves ``last`` for (SUMO edge ids).
+
+        Among the passenger connections into ``first`` (out of ``last``), the one of the best SUMO direction: straight
+        on (``s``), then slight, then full turns, never a U-turn unless it is the only one; ties by edge id.  Entering
+        the route straight on, the EV meets the start edge as through traffic does (the energy of an edge depends on
+        the speed it is entered and left at: a turn means braking before it and accelerating after it).
+
+        Raises:
+            ParameterError: no passenger connection into ``first`` or out of ``last``.
+        """
+        preds = [(_direction_rank(d), a) for (a, b), d in self._directions.items() if b == first]
+        succs = [(_direction_rank(d), b) for (a, b), d in self._directions.items() if a == last]
+        if not preds or not succs:
+            which = first if not preds else last
+            raise ParameterError(f"edge {which!r} has no passenger connection to extend a live trip")
+        return min(preds)[1], min(succs)[1]
 
     def close(self) -> None:
         """Remove the trip's temporary files (the simulation itself is closed after every trip)."""
@@ -408,4 +448,12 @@ class LiveSimulation:
         )
 
 
-__all__ = ["EV_ID", "SPEED_FACTOR", "LiveSimulation", "LiveTrip", "draw_speed_factor", "live_snapshots"]
+__all__ = [
+    "EV_ID",
+    "SPEED_FACTOR",
+    "LiveSimulation",
+    "LiveTrip",
+    "connection_directions",
+    "draw_speed_factor",
+    "live_snapshots",
+]
