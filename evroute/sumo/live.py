@@ -204,7 +204,9 @@ class LiveTrip:
         battery_wh: net energy the battery device reports for the trip (Wh; the drop of its charge level).
         depart_s: the departure time asked for (s since midnight); insert_s: when SUMO inserted the EV.
         arrive_s: the last step the EV was in the network (s); NaN if it never was.
-        steps: simulation steps run; wall_s: wall-clock time of the whole trip (start to close of SUMO).
+        steps: simulation steps run; wall_s: wall-clock time of the whole trip (start of SUMO to the measured
+            energies); extra: its parts (``start_s``: starting SUMO and loading the state, ``step_s``, ``close_s``,
+            ``measure_s``: attribution and traversals).
         failure: why the trip failed (empty when it did not).
     """
 
@@ -238,6 +240,8 @@ class LiveSimulation:
         step_length, seed: SUMO's step (s) and seed (the loaded state's generators replace the seed's).
         max_trip_s: simulated seconds after the departure time by which the EV must have arrived.
         sumo_args: further ``sumo`` options for every trip (e.g. an output file for a test).
+        backend: ``"libsumo"`` (SUMO in this process, the default) or ``"traci"`` (a ``sumo`` child process per
+            trip, driven over a socket; same API, for the benchmark ``scripts/sumo_live_bench.py``).
     """
 
     def __init__(
@@ -253,6 +257,7 @@ class LiveSimulation:
         seed: int = 0,
         max_trip_s: float = 3600.0,
         sumo_args: Sequence[str] = (),
+        backend: str = "libsumo",
     ) -> None:
         if len(snapshots) != len(snapshot_times_s) or not snapshots:
             raise ParameterError("one snapshot time per snapshot file, at least one")
@@ -272,8 +277,20 @@ class LiveSimulation:
         self._args += list(sumo_args)
         self.graph: LaneGraph = lane_graph(self.net_file)
         self.legal_turns = net_connections(self.net_file)
-        self._directions = connection_directions(self.net_file)
-        self.libsumo = import_libsumo()
+        self._preds: dict[str, list[tuple[int, str]]] = {}
+        self._succs: dict[str, list[tuple[int, str]]] = {}
+        for (a, b), d in connection_directions(self.net_file).items():
+            self._preds.setdefault(b, []).append((_direction_rank(d), a))
+            self._succs.setdefault(a, []).append((_direction_rank(d), b))
+        if backend not in ("libsumo", "traci"):
+            raise ParameterError(f"unknown SUMO backend {backend!r} (use libsumo or traci)")
+        self.backend = backend
+        if backend == "libsumo":
+            self.libsumo = import_libsumo()
+        else:
+            import traci
+
+            self.libsumo = traci
 
     def end_edges(self, first: str, last: str) -> tuple[str, str]:
         """The edge a trip comes into ``first`` from and the edge it leaves ``last`` for (SUMO edge ids).
@@ -286,8 +303,7 @@ class LiveSimulation:
         Raises:
             ParameterError: no passenger connection into ``first`` or out of ``last``.
         """
-        preds = [(_direction_rank(d), a) for (a, b), d in self._directions.items() if b == first]
-        succs = [(_direction_rank(d), b) for (a, b), d in self._directions.items() if a == last]
+        preds, succs = self._preds.get(first), self._succs.get(last)
         if not preds or not succs:
             which = first if not preds else last
             raise ParameterError(f"edge {which!r} has no passenger connection to extend a live trip")
@@ -319,6 +335,7 @@ class LiveSimulation:
         wall0 = time.perf_counter()
         try:
             ls.start([*self._args, "--load-state", str(self.snapshots[snapshot]), "-b", f"{depart:g}"])
+            wall1 = time.perf_counter()
         except Exception as exc:  # noqa: BLE001 - libsumo.TraCIException / FatalTraCIError
             self._safe_close()
             raise SumoError(
@@ -376,8 +393,10 @@ class LiveSimulation:
         except Exception as exc:  # noqa: BLE001 - libsumo errors are one-line SUMO messages
             raise SumoError(f"sumo (libsumo) failed during a live trip: {str(exc).splitlines()[0]}") from None
         finally:
+            wall2 = time.perf_counter()
             self._safe_close()
-        return self._trip(
+        wall3 = time.perf_counter()
+        trip = self._trip(
             edges,
             np.asarray(times),
             lanes,
@@ -389,6 +408,14 @@ class LiveSimulation:
             time.perf_counter() - wall0,
             failure,
         )
+        trip.extra = {
+            "start_s": wall1 - wall0,
+            "step_s": wall2 - wall1,
+            "close_s": wall3 - wall2,
+            "measure_s": time.perf_counter() - wall3,
+        }
+        trip.wall_s = time.perf_counter() - wall0
+        return trip
 
     def _safe_close(self) -> None:
         try:
