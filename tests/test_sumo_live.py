@@ -135,6 +135,8 @@ def test_observe_is_deterministic_and_follows_the_clock(road: Path, cache: Path,
     other.advance(5)
     z = other.observe(route, np.random.default_rng(7))
     assert other.last_trip.depart_s == 1200.0 and not np.array_equal(z, y)  # another time, other traffic
+    other.observe(route, np.random.default_rng(7))  # a learner not calling advance(): the clock still moves on
+    assert other.t == 6 and other.last_trip.depart_s == 1500.0
 
 
 def test_environment_contract_truth_and_optimum_are_the_replays(env: SumoLiveEnvironment) -> None:

@@ -8,7 +8,8 @@ SUMO seed.  The background day is simulated once and its state saved at ``rounds
 * **clock**: the EV departs at ``hours[0] + k * (hours[1] - hours[0]) / rounds_per_day`` hours with
   ``k = (t - 1) mod rounds_per_day`` (rounded down to a whole simulation step): the clock advances by
   ``(hours[1] - hours[0]) / rounds_per_day`` hours per round (172.8 s with the defaults, a 24 h window and 500
-  rounds per day) and wraps to the next day, exactly the replay's clock;
+  rounds per day) and wraps to the next day, exactly the replay's clock (the bandit sets ``t`` through
+  :meth:`SumoLiveEnvironment.advance`; for a learner that never calls it, each trip moves the clock one round);
 * **drive**: SUMO is started in-process (``libsumo``) from the saved state of that time, with the rest of the
   background demand; one EV of the vehicle profile (battery device, speed factor drawn like SUMO's for a
   passenger car from the run's seeded noise stream) drives ``[pred, route..., succ]`` (a predecessor and a
@@ -119,6 +120,7 @@ class SumoLiveEnvironment(EnergyEnvironment):
         self.static = reference.static
         self.sim = sim
         self.t = 1
+        self._driven = False
         self.trips = 0
         self.failed_trips = 0
         self.last_trip: Any = None
@@ -127,6 +129,7 @@ class SumoLiveEnvironment(EnergyEnvironment):
     def advance(self, t: float) -> bool:
         """Move the clock to round ``t``; the truth follows the replay's (changes only with time-of-day bins)."""
         self.t = int(t)
+        self._driven = False
         changed = self.reference.advance(t)
         self.true_mean_wh = self.reference.true_mean_wh
         return changed
@@ -151,6 +154,9 @@ class SumoLiveEnvironment(EnergyEnvironment):
         driven = [pred, *ids[e].tolist(), succ]
         speed = draw_speed_factor(rng)
         cfg: SumoLiveConfig = self.config
+        if self._driven:  # a learner that does not call advance(): each trip is the next round
+            self.t += 1
+        self._driven = True
         slot = cfg.slot_of_round(self.t)
         tried = []
         for attempt in range(int(cfg.max_attempts)):
