@@ -301,3 +301,15 @@ def test_vehicle_profile_drives_the_ev(road: Path, cache: Path) -> None:
     light = light_env.sim.drive(["a", "b", "c", "d", "e"], 3, speed_factor=1.0)
     heavy_trip = heavy_env.sim.drive(["a", "b", "c", "d", "e"], 3, speed_factor=1.0)
     assert heavy_trip.route_energy_wh[1] > 1.5 * light.route_energy_wh[1]
+
+
+def test_sumo_failing_to_start_is_one_line_error(env: SumoLiveEnvironment, tmp_path: Path) -> None:
+    bad = tmp_path / "state_bad.xml.gz"
+    bad.write_bytes(b"not a state")
+    s = env.sim
+    sim = LiveSimulation(s.net_file, s.route_files, [bad], [0.0], step_length=1.0)
+    with pytest.raises(SumoError, match="failed to start from state_bad.xml.gz") as exc:
+        sim.drive(["a", "b", "c", "d", "e"], 0)
+    assert "\n" not in str(exc.value)
+    trip = env.sim.drive(["a", "b", "c", "d", "e"], 3, speed_factor=1.0)  # SUMO usable again after the failure
+    assert trip.ok
