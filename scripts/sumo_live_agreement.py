@@ -139,7 +139,8 @@ def report(args: argparse.Namespace) -> None:
 
     out = Path(args.out)
     lg = load_linegraph(NETWORK)
-    configs = sorted({p.name.split("_", 1)[1] for p in out.glob("sumo-live_*") if p.is_dir()})
+    configs = sorted({p.name.split("_", 1)[1] for p in out.glob("sumo-live_*") if any(p.glob("seed_*_rounds.csv"))})
+    unfinished = sorted({p.name.split("_", 1)[1] for p in out.glob("sumo-*_*") if p.is_dir()} - set(configs))
     cfg0 = json.loads(next(out.glob("sumo-live_*/config.json")).read_text())
     replay = make_environment(lg, "sumo-replay", cfg0["environment"])
     ids = lg.network.edge_ids
@@ -148,6 +149,8 @@ def report(args: argparse.Namespace) -> None:
         f"--fig {args.fig}`.",
         "",
     ]
+    if unfinished:
+        lines += [f"No live seed finished for: {', '.join(unfinished)}.", ""]
     fig, axes = plt.subplots(len(configs), 3, figsize=(15, 4.2 * len(configs)), squeeze=False)
     for row, name in enumerate(configs):
         live_r, live_e = _load(out / f"sumo-live_{name}")
@@ -188,6 +191,13 @@ def report(args: argparse.Namespace) -> None:
 
         lines.append(row_of("edge means (all driven edges)", g["mean"].to_numpy(), rep_mean))
         lines.append(row_of("edge means (edges driven >= 5 times)", g["mean"].to_numpy()[many], rep_mean[many]))
+        busy = replay.counts[g.index.to_numpy()] >= 100
+        for label, sel in (
+            ("edge means (replay >= 100 traversals)", busy),
+            ("edge means (replay < 100 traversals)", ~busy),
+        ):
+            if sel.sum() >= 3:
+                lines.append(row_of(label, g["mean"].to_numpy()[sel], rep_mean[sel]))
         lines.append(row_of("single observations", y_obs, mu_obs))
         lines.append(row_of("route energy per round", route_obs, route_pred))
         lines += [
@@ -210,6 +220,30 @@ def report(args: argparse.Namespace) -> None:
                 f"| {ids[e]} | {lg.network.length_m[e]:.0f} | {int(w[i])} | {g['mean'].iloc[i]:.1f} | "
                 f"{rep_mean[i]:.1f} | {int(replay.counts[e])} | {replay.prior_mean_wh[e]:.1f} |"
             )
+        # turn dependence: one edge, driven live into different next edges
+        nxt = live_e.sort_values(["seed", "round"], kind="stable").copy()
+        nxt["next"] = nxt.groupby(["seed", "round"])["edge"].shift(-1)
+        by = nxt.dropna(subset=["next"]).groupby(["edge", "next"])["observed_wh"].agg(["mean", "std", "count"])
+        by = by[by["count"] >= 5].reset_index()
+        multi = by.groupby("edge").filter(lambda x: len(x) >= 2)
+        if len(multi):
+            multi = multi.assign(spread=multi.groupby("edge")["mean"].transform(lambda m: m.max() - m.min()))
+            multi = multi.sort_values(["spread", "edge", "mean"], ascending=[False, True, True]).head(12)
+            lines += [
+                "",
+                "Turn dependence: edges driven live (>= 5 times each) into different next edges:",
+                "",
+                "| edge | next edge | drives | live mean (Wh) | live s.d. (Wh) | replay mean (Wh) |",
+                "|---|---|---|---|---|---|",
+            ]
+            for _, x in multi.iterrows():
+                e, n = int(x["edge"]), int(x["next"])
+                lines.append(
+                    f"| {ids[e]} | {ids[n]} | {int(x['count'])} | {x['mean']:.1f} | {x['std']:.1f} | "
+                    f"{replay.true_mean_wh[e]:.1f} |"
+                )
+        else:
+            lines += ["", "No edge was driven live (>= 5 times each) into two different next edges.", ""]
         # regret side by side
         lines += [
             "",
