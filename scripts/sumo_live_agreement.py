@@ -10,6 +10,10 @@ when the seed completes (a killed run redoes only the unfinished seed)::
     python scripts/sumo_live_agreement.py run --env sumo-live --model bi --policy ts --seeds 0-2 --horizon 200 \
         --out results/sumo_live
 
+``routes``: drives, live, the regret reference route and every seed's last route at ``--slots`` clock times::
+
+    python scripts/sumo_live_agreement.py routes --out results/sumo_live --slots 20
+
 ``report``: per-edge mean energy observed live vs the replay mean of the edge (bias, R^2, scatter), the same per
 observation (where a live observation falls among the edge's recorded traversals), route energy per round live vs
 the replay's expectation, and cumulative regret curves side by side (mean +- s.e. over seeds)::
@@ -110,6 +114,45 @@ def run(args: argparse.Namespace) -> None:
             f"final cumulative regret {rounds['cumulative_regret_wh'].iloc[-1]:.1f} Wh",
             flush=True,
         )
+
+
+def routes(args: argparse.Namespace) -> None:
+    """Drive, live, the regret reference route and each seed's last route at ``--slots`` clock times (speed factor
+    1): which is cheaper in the live world?  Writes ``OUT/routes_live.csv``."""
+    from evroute.experiments.config import ExperimentConfig
+    from evroute.experiments.runner import build_problem, make_bandit
+
+    out = Path(args.out)
+    cfg0 = json.loads(next(out.glob("sumo-live_*/config.json")).read_text())
+    cfg = ExperimentConfig(**{**cfg0, "seeds": [0]})
+    problem = build_problem(cfg, 0)
+    env = problem.env
+    ids = problem.linegraph.network.edge_ids.tolist()
+    index = {e: i for i, e in enumerate(ids)}
+    cands = {"regret reference (replay optimum)": make_bandit(cfg, problem, 0).optimal.edges}
+    for folder in sorted(out.glob("sumo-*_*")):
+        for f in sorted(folder.glob("seed_*_rounds.csv")):
+            last = pd.read_csv(f)["route"].iloc[-1]
+            cands[f"{folder.name} seed {f.name.split('_')[1]} last route"] = np.array([index[e] for e in last.split()])
+    slots = np.linspace(0, int(cfg.environment["rounds_per_day"]) - 1, args.slots).astype(int)
+    rows = []
+    for label, edges in cands.items():
+        pred, succ = env.sim.end_edges(ids[edges[0]], ids[edges[-1]])
+        driven = [pred, *[ids[e] for e in edges], succ]
+        for k in slots:
+            trip = env.sim.drive(driven, int(k), speed_factor=1.0)
+            rows.append(
+                {
+                    "route": label,
+                    "edges": " ".join(driven[1:-1]),
+                    "slot": int(k),
+                    "ok": trip.ok,
+                    "live_wh": float(np.sum(trip.route_energy_wh)),
+                    "replay_wh": float(env.expected_energy(edges)),
+                }
+            )
+        print(label, np.mean([r["live_wh"] for r in rows if r["route"] == label]), flush=True)
+    pd.DataFrame(rows).to_csv(out / "routes_live.csv", index=False)
 
 
 def _load(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -286,6 +329,27 @@ def report(args: argparse.Namespace) -> None:
             ax.fill_between(m.index, m - s, m + s, alpha=0.25)
         ax.set(xlabel="round", ylabel="cumulative regret vs replay means (Wh)", title=f"{name}: regret")
         ax.legend()
+    rl = out / "routes_live.csv"
+    if rl.exists():
+        d = pd.read_csv(rl)
+        lines += [
+            "## The routes in the live world",
+            "",
+            f"Each route driven live (speed factor 1) at {d['slot'].nunique()} clock times spread over the day "
+            f"(`python scripts/sumo_live_agreement.py routes --out {args.out} --slots {d['slot'].nunique()}`); "
+            "failed trips excluded.",
+            "",
+            "| route | edges | trips ok | live energy (Wh), mean +- s.e. | replay expected energy (Wh) |",
+            "|---|---|---|---|---|",
+        ]
+        for label, x in d.groupby("route", sort=False):
+            ok = x[x["ok"]]
+            lines.append(
+                f"| {label} | {len(x['edges'].iloc[0].split())} | {len(ok)}/{len(x)} | "
+                f"{ok['live_wh'].mean():.1f} +- {ok['live_wh'].std(ddof=1) / np.sqrt(len(ok)):.1f} | "
+                f"{x['replay_wh'].iloc[0]:.1f} |"
+            )
+        lines.append("")
     fig.tight_layout()
     fig.savefig(args.fig, dpi=110)
     Path(args.doc).write_text("\n".join(lines) + "\n")
@@ -303,12 +367,15 @@ def main() -> int:
     r.add_argument("--horizon", type=int, default=200)
     r.add_argument("--rounds-per-day", type=int, default=200, help="the clock sweeps 24 h every this many rounds")
     r.add_argument("--out", default="results/sumo_live")
+    d = sub.add_parser("routes")
+    d.add_argument("--out", default="results/sumo_live")
+    d.add_argument("--slots", type=int, default=20)
     q = sub.add_parser("report")
     q.add_argument("--out", default="results/sumo_live")
     q.add_argument("--doc", default="docs/results/sumo_live_table.md")
     q.add_argument("--fig", default="docs/results/sumo_live.png")
     a = p.parse_args()
-    run(a) if a.cmd == "run" else report(a)
+    {"run": run, "routes": routes, "report": report}[a.cmd](a)
     return 0
 
 
