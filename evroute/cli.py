@@ -167,7 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env", default=None,
                    help="environment: consistent (default: the paper's perturbation on the dissipative energy only, "
                         "exact optimum), paper (the reference paper's), drifting (the paper's, drifting over rounds), "
-                        "sumo-replay (a recorded SUMO day of EV traffic; SUMO networks only)")
+                        "sumo-replay (a recorded SUMO day of EV traffic; SUMO networks only), sumo-live (each route "
+                        "driven in a running SUMO simulation; regret against sumo-replay's means)")
     p.add_argument("--env-param", action="append", metavar="NAME=VALUE",
                    help="environment parameter, e.g. lengthscale=0.5 (repeatable)")
     p.add_argument("--horizon", type=_positive_int, default=None, help="rounds per seed (default 100)")

@@ -12,7 +12,9 @@ package that defines ``parse_params(params) -> config`` (validation, no sampling
   :mod:`evroute.environments.paper`);
 * ``drifting``: the paper's environment whose energies drift over rounds (:mod:`evroute.environments.drifting`);
 * ``sumo-replay``: a recorded SUMO day of EV traffic, mean and noise measured by SUMO's battery device
-  (:mod:`evroute.environments.sumo_replay`).
+  (:mod:`evroute.environments.sumo_replay`);
+* ``sumo-live``: each round's route driven by an EV through a running SUMO simulation of the same scenario,
+  regret against the replay's means (:mod:`evroute.environments.sumo_live`).
 
 A new environment is one module plus one line in :data:`ENVIRONMENTS` (or :func:`register_environment`).
 """
@@ -36,6 +38,7 @@ ENVIRONMENTS: dict[str, str] = {
     "paper": "evroute.environments.paper",
     "drifting": "evroute.environments.drifting",
     "sumo-replay": "evroute.environments.sumo_replay",
+    "sumo-live": "evroute.environments.sumo_live",
 }
 #: environment of ``evroute run`` when none is named
 DEFAULT_ENVIRONMENT = "consistent"

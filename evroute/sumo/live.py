@@ -1,0 +1,486 @@
+"""Driving one EV through a running SUMO simulation with background traffic (the ``sumo-live`` environment).
+
+The background day is simulated once with ``sumo`` and its full state (every vehicle, traffic light and random
+number generator) is saved at a grid of departure times (:func:`live_snapshots`, cached by content hash like the
+demand).  A trip (:meth:`LiveSimulation.drive`) starts SUMO as a library (``libsumo``, in this process: there is no
+child process to leak) from the snapshot of its departure time with the remaining background demand, inserts one
+EV of the vehicle profile with SUMO's battery device on the route, steps the simulation until the EV arrives, and
+closes SUMO.  Each trip starts from a saved state, so trips do not depend on each other: the same snapshot, route
+and speed factor give the same energies, in any order and in any process (a killed run resumes exactly).
+
+The route is driven as ``[pred, route..., succ]``: a predecessor and a successor edge (legal turns of the net) are
+added so that every edge of the route is a complete traversal, entered at traffic speed through a junction and
+left through the next one, exactly like the recorded traversals of the replay (:mod:`evroute.sumo.record`, whose
+first and last edges are dropped as partial).  The EV's position, lane and battery charge are read every step;
+each step's energy (the drop of ``device.battery.chargeLevel``, 0.01 Wh resolution, telescoping: the trip's steps
+sum to the battery's total) is split over the lanes covered in the step in proportion to distance
+(:func:`evroute.sumo.attribution.attribute_steps`), and :func:`evroute.sumo.record.steps_to_traversals` cuts the
+steps into edge traversals (the junction after an edge counts to the edge).
+
+A trip *fails* when the EV is teleported (SUMO moves a vehicle stuck for ``--time-to-teleport`` s, or after a
+collision), has not arrived ``max_trip_s`` simulated seconds after its departure time (including time waiting for
+insertion), or when its traversals do not match the route; :attr:`LiveTrip.ok` is then ``False`` and
+:attr:`LiveTrip.failure` says why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from evroute.energy import VehicleProfile
+from evroute.errors import DataError, ParameterError
+from evroute.sumo.attribution import LaneGraph, attribute_steps, lane_graph
+from evroute.sumo.binaries import SumoError, import_libsumo, run_sumo_program, sumo_binary
+from evroute.sumo.record import net_connections, steps_to_traversals, write_vtype_file
+from evroute.sumo.scenario import cache_key, sumo_cache_dir
+from evroute.sumo.vehicle import CHARGE_WH, DEFAULT_VTYPE
+
+#: ids of the EV and its route inside a trip's simulation (the background's ids are ``bg...`` / the user's)
+EV_ID = "evroute_ev"
+EV_ROUTE_ID = "evroute_ev_route"
+#: SUMO's speed-factor distribution of passenger cars (``normc(1, 0.1, 0.2, 2)``: mean, deviation, bounds)
+SPEED_FACTOR = (1.0, 0.1, 0.2, 2.0)
+
+
+def draw_speed_factor(rng: np.random.Generator) -> float:
+    """One driver's speed factor, drawn like SUMO draws it for a passenger car (normal, truncated to [0.2, 2])."""
+    mean, dev, lo, hi = SPEED_FACTOR
+    while True:
+        x = float(rng.normal(mean, dev))
+        if lo <= x <= hi:
+            return x
+
+
+def _base_args(net_file: Path, vtype_file: Path, step_length: float, seed: int) -> list[str]:
+    return [
+        "-n",
+        str(net_file),
+        "--additional-files",
+        str(vtype_file),
+        "--step-length",
+        f"{step_length:g}",
+        "--seed",
+        str(int(seed)),
+        "--no-step-log",
+        "true",
+        "--no-warnings",
+        "true",
+        "--ignore-route-errors",
+        "true",
+        "--duration-log.disable",
+        "true",
+    ]
+
+
+def live_snapshots(
+    net_file: str | os.PathLike[str],
+    route_files: Sequence[str | os.PathLike[str]],
+    times_s: Sequence[float],
+    *,
+    vehicle: VehicleProfile | None = None,
+    model: str = "Energy",
+    step_length: float = 1.0,
+    seed: int = 0,
+    begin_s: float = 0.0,
+    cache_dir: str | os.PathLike[str] | None = None,
+    timeout_s: float = 3600.0,
+) -> list[Path]:
+    """Saved SUMO states of the background traffic at ``times_s`` (one ``sumo`` run from ``begin_s``); cached.
+
+    Args:
+        net_file, route_files: the network and the background demand (its vehicles are EVs of the profile).
+        times_s: ``(K,)`` increasing simulation times (s since midnight, multiples of ``step_length``).
+        vehicle, model: the EV type (:func:`evroute.sumo.vehicle.ev_vtype_xml`), as in the recorded day.
+        step_length, seed: SUMO's step (s) and random seed (the replay's day uses the demand seed).
+
+    Returns:
+        ``K`` state files (``.xml.gz``, random number generators included), in the order of ``times_s``.
+
+    Raises:
+        SumoError: SUMO missing or failing; DataError: an input file missing.
+    """
+    net = Path(net_file)
+    routes = [Path(p) for p in route_files]
+    for p in [net, *routes]:
+        if not p.is_file():
+            raise DataError(f"file not found: {p}")
+    times = np.asarray(times_s, dtype=np.float64)
+    if len(times) == 0 or np.any(np.diff(times) <= 0) or times[0] < begin_s:
+        raise ParameterError("snapshot times must be increasing and not before the simulation's begin")
+    v = vehicle or VehicleProfile()
+    physics = {k: val for k, val in v.to_dict().items() if k not in ("name", "description")}
+    params = {
+        "kind": "live-snapshots",
+        "routes": [hashlib.sha256(p.read_bytes()).hexdigest() for p in routes],
+        "times": times.tolist(),
+        "vehicle": physics,
+        "model": model,
+        "step_length": float(step_length),
+        "seed": int(seed),
+        "begin": float(begin_s),
+    }
+    out_dir = Path(cache_dir) if cache_dir is not None else sumo_cache_dir()
+    stem = net.name.removesuffix(".gz").removesuffix(".xml").removesuffix(".net")
+    folder = out_dir / f"{stem}-live-{cache_key(net, params)}"
+    files = [folder / f"state_{k:05d}.xml.gz" for k in range(len(times))]
+    if folder.is_dir() and all(f.is_file() for f in files):
+        return files
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".live-", dir=out_dir))
+    try:
+        vt = write_vtype_file(tmp / "ev.add.xml", v, model=model)
+        tmp_files = [tmp / f.name for f in files]
+        args = [
+            *_base_args(net, vt, step_length, seed),
+            "-r",
+            ",".join(str(p) for p in routes),
+            "-b",
+            f"{begin_s:g}",
+            "-e",
+            f"{times[-1] + step_length:g}",
+            "--save-state.times",
+            ",".join(f"{t:g}" for t in times),
+            "--save-state.files",
+            ",".join(str(f) for f in tmp_files),
+            "--save-state.rng",
+            "true",
+        ]
+        run_sumo_program([sumo_binary("sumo"), *args], f"sumo (background states of {net.name})", timeout_s=timeout_s)
+        missing = [f.name for f in tmp_files if not f.is_file()]
+        if missing:
+            raise SumoError(f"sumo saved no state {missing[0]} (of {len(missing)} missing)")
+        (tmp / "ev.add.xml").unlink()
+        for f in tmp_files:
+            os.chmod(f, 0o644)
+        os.chmod(tmp, 0o755)
+        if folder.exists():  # an incomplete folder of an earlier, killed run
+            shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return files
+
+
+def _direction_rank(direction: str) -> int:
+    """Straight on first, then slight turns, full turns, U-turns (SUMO's connection ``dir``)."""
+    return {"s": 0, "l": 1, "r": 1, "L": 2, "R": 2, "t": 3}.get(direction, 2)
+
+
+def connection_directions(net_file: str | os.PathLike[str]) -> dict[tuple[str, str], str]:
+    """``(from_edge, to_edge) -> dir`` (SUMO's ``s``, ``l``, ``r``, ``L``, ``R``, ``t``) of the connections between
+    normal edges that passenger cars may use (both edges allow them), via sumolib."""
+    import sumolib
+
+    net = sumolib.net.readNet(str(net_file))
+    out: dict[tuple[str, str], str] = {}
+    for edge in net.getEdges():
+        if not edge.allows("passenger"):
+            continue
+        for to_edge, conns in edge.getOutgoing().items():
+            if to_edge.allows("passenger") and conns:
+                out[(edge.getID(), to_edge.getID())] = min((c.getDirection() for c in conns), key=_direction_rank)
+    return out
+
+
+@dataclass
+class LiveTrip:
+    """One EV trip through the live simulation.
+
+    Attributes:
+        edges: ``(n,)`` SUMO edge ids driven: ``[pred, route..., succ]``.
+        route_energy_wh: ``(n - 2,)`` energy of each route edge's complete traversal (Wh); NaN where missing.
+        route_travel_s: ``(n - 2,)`` travel time of each route edge (s).
+        edge_energy_wh: energy of every edge driven (Wh), the partial first and last ones included, the junction
+            after an edge counted to it (so a route edge's value is its ``route_energy_wh``): sums to ``battery_wh``.
+        battery_wh: net energy the battery device reports for the trip (Wh; the drop of its charge level).
+        depart_s: the departure time asked for (s since midnight); insert_s: when SUMO inserted the EV.
+        arrive_s: the last step the EV was in the network (s); NaN if it never was.
+        steps: simulation steps run; wall_s: wall-clock time of the whole trip (start of SUMO to the measured
+            energies); extra: its parts (``start_s``: starting SUMO and loading the state, ``step_s``, ``close_s``,
+            ``measure_s``: attribution and traversals).
+        failure: why the trip failed (empty when it did not).
+    """
+
+    edges: list[str]
+    route_energy_wh: np.ndarray
+    route_travel_s: np.ndarray
+    edge_energy_wh: dict[str, float]
+    battery_wh: float
+    depart_s: float
+    insert_s: float
+    arrive_s: float
+    steps: int
+    wall_s: float
+    failure: str = ""
+    extra: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the EV drove the whole route without teleport and every route edge was measured."""
+        return not self.failure
+
+
+class LiveSimulation:
+    """The background traffic of one scenario, ready to drive EVs through (see the module docstring).
+
+    Args:
+        net_file: SUMO network.
+        route_files: background demand (the same files the snapshots were simulated from).
+        snapshots: state files (:func:`live_snapshots`) and ``snapshot_times_s`` their times (s).
+        vehicle, model: the EV (profile, ``Energy`` / ``MMPEVEM``).
+        step_length, seed: SUMO's step (s) and seed (the loaded state's generators replace the seed's).
+        max_trip_s: simulated seconds after the departure time by which the EV must have arrived.
+        sumo_args: further ``sumo`` options for every trip (e.g. an output file for a test).
+        backend: ``"libsumo"`` (SUMO in this process, the default) or ``"traci"`` (a ``sumo`` child process per
+            trip, driven over a socket; same API, for the benchmark ``scripts/sumo_live_bench.py``).
+    """
+
+    def __init__(
+        self,
+        net_file: str | os.PathLike[str],
+        route_files: Sequence[str | os.PathLike[str]],
+        snapshots: Sequence[Path],
+        snapshot_times_s: Sequence[float],
+        *,
+        vehicle: VehicleProfile | None = None,
+        model: str = "Energy",
+        step_length: float = 1.0,
+        seed: int = 0,
+        max_trip_s: float = 3600.0,
+        sumo_args: Sequence[str] = (),
+        backend: str = "libsumo",
+    ) -> None:
+        if len(snapshots) != len(snapshot_times_s) or not snapshots:
+            raise ParameterError("one snapshot time per snapshot file, at least one")
+        if max_trip_s <= 0:
+            raise ParameterError(f"max_trip_s must be > 0, got {max_trip_s}")
+        self.net_file = Path(net_file)
+        self.route_files = [Path(p) for p in route_files]
+        self.snapshots = [Path(p) for p in snapshots]
+        self.snapshot_times_s = np.asarray(snapshot_times_s, dtype=np.float64)
+        self.step_length = float(step_length)
+        self.max_trip_s = float(max_trip_s)
+        self._tmp = tempfile.TemporaryDirectory(prefix="evroute-live-")
+        self.vtype_file = write_vtype_file(Path(self._tmp.name) / "ev.add.xml", vehicle, model=model)
+        self._args = [str(sumo_binary("sumo")), *_base_args(self.net_file, self.vtype_file, step_length, seed)]
+        if self.route_files:
+            self._args += ["-r", ",".join(str(p) for p in self.route_files)]
+        self._args += list(sumo_args)
+        self.graph: LaneGraph = lane_graph(self.net_file)
+        self.legal_turns = net_connections(self.net_file)
+        self._preds: dict[str, list[tuple[int, str]]] = {}
+        self._succs: dict[str, list[tuple[int, str]]] = {}
+        for (a, b), d in connection_directions(self.net_file).items():
+            self._preds.setdefault(b, []).append((_direction_rank(d), a))
+            self._succs.setdefault(a, []).append((_direction_rank(d), b))
+        if backend not in ("libsumo", "traci"):
+            raise ParameterError(f"unknown SUMO backend {backend!r} (use libsumo or traci)")
+        self.backend = backend
+        if backend == "libsumo":
+            self.libsumo = import_libsumo()
+        else:
+            import traci
+
+            self.libsumo = traci
+
+    def end_edges(self, first: str, last: str) -> tuple[str, str]:
+        """The edge a trip comes into ``first`` from and the edge it leaves ``last`` for (SUMO edge ids).
+
+        Among the passenger connections into ``first`` (out of ``last``), the one of the best SUMO direction: straight
+        on (``s``), then slight, then full turns, never a U-turn unless it is the only one; ties by edge id.  Entering
+        the route straight on, the EV meets the start edge as through traffic does (the energy of an edge depends on
+        the speed it is entered and left at: a turn means braking before it and accelerating after it).
+
+        Raises:
+            ParameterError: no passenger connection into ``first`` or out of ``last``.
+        """
+        preds, succs = self._preds.get(first), self._succs.get(last)
+        if not preds or not succs:
+            which = first if not preds else last
+            raise ParameterError(f"edge {which!r} has no passenger connection to extend a live trip")
+        return min(preds)[1], min(succs)[1]
+
+    def close(self) -> None:
+        """Remove the trip's temporary files (the simulation itself is closed after every trip)."""
+        self._tmp.cleanup()
+
+    def drive(self, edges: Sequence[str], snapshot: int, *, speed_factor: float = 1.0) -> LiveTrip:
+        """Drive ``edges`` (``[pred, route..., succ]``, SUMO edge ids, at least 3) from snapshot ``snapshot``.
+
+        The EV departs at the snapshot's time on the first edge (``departPos=base``, ``departSpeed=max``) with the
+        given speed factor and arrives at the end of the last one.
+
+        Raises:
+            SumoError: SUMO fails to start from the snapshot or during the trip (its first error line).
+        """
+        edges = [str(e) for e in edges]
+        if len(edges) < 3:
+            raise ParameterError("a live trip drives [pred, route..., succ]: at least 3 edges")
+        for a, b in zip(edges[:-1], edges[1:], strict=True):
+            if (a, b) not in self.legal_turns:
+                raise ParameterError(f"no connection from edge {a!r} to {b!r} in {self.net_file.name}")
+        if not 0 <= snapshot < len(self.snapshots):
+            raise ParameterError(f"snapshot {snapshot} out of range 0..{len(self.snapshots) - 1}")
+        ls = self.libsumo
+        depart = float(self.snapshot_times_s[snapshot])
+        wall0 = time.perf_counter()
+        try:
+            ls.start([*self._args, "--load-state", str(self.snapshots[snapshot]), "-b", f"{depart:g}"])
+            wall1 = time.perf_counter()
+        except Exception as exc:  # noqa: BLE001 - libsumo.TraCIException / FatalTraCIError
+            self._safe_close()
+            raise SumoError(
+                f"sumo (libsumo) failed to start from {self.snapshots[snapshot].name}: "
+                f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+            ) from None
+        times: list[float] = []
+        lanes: list[str] = []
+        pos: list[float] = []
+        drawn: list[float] = []
+        failure = ""
+        insert = np.nan
+        steps = 0
+        try:
+            from traci import constants as tc
+
+            ls.route.add(EV_ROUTE_ID, edges)
+            ls.vehicle.add(
+                EV_ID,
+                EV_ROUTE_ID,
+                typeID=DEFAULT_VTYPE,
+                depart="now",
+                departPos="base",
+                departSpeed="max",
+                arrivalPos="max",
+            )
+            ls.vehicle.setSpeedFactor(EV_ID, float(speed_factor))
+            deadline = depart + self.max_trip_s
+            key = "device.battery.chargeLevel"
+            subscribed = False
+            while True:
+                ls.simulationStep()
+                steps += 1
+                now = ls.simulation.getTime()
+                if EV_ID in ls.simulation.getArrivedIDList():
+                    break
+                if EV_ID in ls.simulation.getStartingTeleportIDList():
+                    failure = f"teleported at {now:g} s"
+                    break
+                if not subscribed and EV_ID in ls.simulation.getDepartedIDList():
+                    ls.vehicle.subscribe(EV_ID, [tc.VAR_LANE_ID, tc.VAR_LANEPOSITION])
+                    ls.vehicle.subscribeParameterWithKey(EV_ID, key)
+                    subscribed, insert = True, now - self.step_length
+                if subscribed:
+                    res = ls.vehicle.getSubscriptionResults(EV_ID)
+                    times.append(now - self.step_length)  # the step's own time, as in SUMO's outputs
+                    lanes.append(res[tc.VAR_LANE_ID])
+                    pos.append(float(res[tc.VAR_LANEPOSITION]))
+                    drawn.append(CHARGE_WH - float(res[tc.VAR_PARAMETER_WITH_KEY][1]))
+                if now >= deadline:
+                    failure = (
+                        "not inserted" if not subscribed else "not arrived"
+                    ) + f" {self.max_trip_s:g} s after departure at {depart:g} s"
+                    break
+        except Exception as exc:  # noqa: BLE001 - libsumo errors are one-line SUMO messages
+            raise SumoError(f"sumo (libsumo) failed during a live trip: {str(exc).splitlines()[0]}") from None
+        finally:
+            wall2 = time.perf_counter()
+            self._safe_close()
+        wall3 = time.perf_counter()
+        trip = self._trip(
+            edges,
+            np.asarray(times),
+            lanes,
+            np.asarray(pos),
+            np.asarray(drawn),
+            depart,
+            insert,
+            steps,
+            time.perf_counter() - wall0,
+            failure,
+        )
+        trip.extra = {
+            "start_s": wall1 - wall0,
+            "step_s": wall2 - wall1,
+            "close_s": wall3 - wall2,
+            "measure_s": time.perf_counter() - wall3,
+        }
+        trip.wall_s = time.perf_counter() - wall0
+        return trip
+
+    def _safe_close(self) -> None:
+        try:
+            self.libsumo.close()
+        except Exception:  # noqa: BLE001 - closing a simulation that did not start
+            pass
+
+    def _trip(
+        self,
+        edges: list[str],
+        times: np.ndarray,
+        lanes: list[str],
+        pos: np.ndarray,
+        drawn: np.ndarray,
+        depart: float,
+        insert: float,
+        steps: int,
+        wall: float,
+        failure: str,
+    ) -> LiveTrip:
+        n_route = len(edges) - 2
+        energy = np.full(n_route, np.nan)
+        travel = np.full(n_route, np.nan)
+        per_edge: dict[str, float] = {}
+        battery = float(drawn[-1]) if len(drawn) else 0.0
+        if len(times):
+            step_wh = np.diff(drawn, prepend=0.0)  # per step; telescopes to the battery's total
+            veh = np.full(len(times), EV_ID, dtype=object)
+            t2, v2, l2, e2 = attribute_steps(times, veh, np.asarray(lanes, dtype=object), pos, step_wh, self.graph)
+            current = edges[0]
+            for name, wh in zip(np.asarray(l2).astype(str).tolist(), e2.tolist(), strict=True):
+                if not name.startswith(":"):  # a junction's internal lane counts to the edge before it
+                    current = name.rsplit("_", 1)[0]
+                per_edge[current] = per_edge.get(current, 0.0) + wh
+            tr = steps_to_traversals(t2, v2, l2, e2, legal_turns=self.legal_turns)
+            if not failure:
+                got = tr["edge"].tolist()
+                if got != edges[1:-1]:
+                    failure = f"traversals {len(got)} do not match the route's {n_route} edges"
+                else:
+                    energy = tr["energy_wh"].to_numpy(dtype=np.float64)
+                    travel = tr["travel_s"].to_numpy(dtype=np.float64)
+        elif not failure:
+            failure = "the EV never entered the network"
+        return LiveTrip(
+            edges=edges,
+            route_energy_wh=energy,
+            route_travel_s=travel,
+            edge_energy_wh=per_edge,
+            battery_wh=battery,
+            depart_s=depart,
+            insert_s=float(insert),
+            arrive_s=float(times[-1]) if len(times) else float("nan"),
+            steps=steps,
+            wall_s=wall,
+            failure=failure,
+        )
+
+
+__all__ = [
+    "EV_ID",
+    "SPEED_FACTOR",
+    "LiveSimulation",
+    "LiveTrip",
+    "connection_directions",
+    "draw_speed_factor",
+    "live_snapshots",
+]
