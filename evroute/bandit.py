@@ -9,6 +9,8 @@ Regret is measured against the exact minimum expected-energy route of the enviro
 
 from __future__ import annotations
 
+import math
+
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -102,7 +104,8 @@ class RoutingBandit(RouteLearner):
         regret_reference: ``"auto"``: the environment's exact optimum
             (:meth:`~evroute.environments.EnergyEnvironment.optimal_route`: one Dijkstra on reduced costs in the
             consistent environment, Johnson in the paper's when no negative-energy cycle is reachable), else the
-            best simple route if the integer program certifies it within :data:`EXACT_TRY_S`, else the best route
+            best simple route if the integer program certifies it within :data:`EXACT_TRY_CUT_ROUNDS` cut rounds of at
+            most :data:`EXACT_TRY_NODES` nodes, else the best route
             known (:func:`evroute.oracle.best_known_route`; the runner also lowers it to any cheaper route
             the run drove, :func:`rebase_regret`); ``"exact"``: always the exact best simple route (integer
             program when negative cycles are reachable: may be slow); ``"rectified"``: always the
@@ -182,8 +185,11 @@ class RoutingBandit(RouteLearner):
         self.rng_noise.bit_generator.state = state["rng_noise"]
 
 
-#: seconds the integer program may take to certify the best simple route before the best known route is used
-EXACT_TRY_S = 10.0
+#: deterministic budget of the integer program that tries to certify the best simple route before the best known
+#: route is used: cycle-elimination rounds, and branch-and-bound nodes per solve.  Work budgets, not seconds, so that
+#: the regret reference (and every regret number) is the same on any machine and under any load.
+EXACT_TRY_CUT_ROUNDS = 50
+EXACT_TRY_NODES = 2000
 
 
 def rebase_regret(rows: list[dict[str, Any]], reference: Route) -> tuple[list[dict[str, Any]], float, float]:
@@ -226,6 +232,6 @@ def regret_reference_route(env: EnergyEnvironment, start: int, goal: int, refere
         pass
     try:  # negative cycles: the exact best simple route when the integer program certifies it quickly
         return optimal_route(env.linegraph, env.true_mean_wh, start, goal, on_negative_cycle="exact",
-                             time_limit_s=EXACT_TRY_S)
+                             max_cut_rounds=EXACT_TRY_CUT_ROUNDS, node_limit=EXACT_TRY_NODES, time_limit_s=math.inf)
     except NegativeCycleError:
         return best_known_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal, potential_wh)

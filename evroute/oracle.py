@@ -24,6 +24,7 @@ its cost is the sum of the node weights ``w[e_0] + ... + w[e_k]`` (the start and
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -138,6 +139,7 @@ def optimal_route(
     potential_wh: np.ndarray | None = None,
     max_cut_rounds: int = 500,
     time_limit_s: float = 600.0,
+    node_limit: int | None = None,
 ) -> Route:
     """Exact minimum-energy route for real-valued (possibly negative) edge energies ``(E,)`` in Wh.
 
@@ -147,8 +149,10 @@ def optimal_route(
             :class:`NegativeCycleError`; ``"rectified"``: Dijkstra on ``E[max(0, N(f, noise_var))]``.
         noise_var: observation-noise variance (Wh^2), scalar or ``(E,)``, for ``"rectified"``.
         potential_wh: potential subtracted before rectification (``"rectified"`` only), as the learner's.
-        max_cut_rounds, time_limit_s: bounds on the integer program (it raises
-            :class:`NegativeCycleError` when they are exhausted: optimality could not be certified).
+        max_cut_rounds, time_limit_s, node_limit: bounds on the integer program (it raises
+            :class:`NegativeCycleError` when they are exhausted: optimality could not be certified);
+            ``node_limit`` caps the branch-and-bound nodes of each solve.  Cut rounds and nodes are
+            deterministic budgets (same result on any machine); the wall-clock limit is not.
     """
     if on_negative_cycle not in ("exact", "raise", "rectified"):
         raise ParameterError(f"on_negative_cycle must be 'exact', 'raise' or 'rectified', got {on_negative_cycle!r}")
@@ -175,7 +179,8 @@ def optimal_route(
             ) from None
         if on_negative_cycle == "rectified":
             return rectified_reference_route(lg, w, noise_var, start, goal, potential_wh)  # type: ignore[arg-type]
-        return best_simple_route(lg, w, start, goal, max_cut_rounds=max_cut_rounds, time_limit_s=time_limit_s)
+        return best_simple_route(lg, w, start, goal, max_cut_rounds=max_cut_rounds, time_limit_s=time_limit_s,
+                                 node_limit=node_limit)
     if not np.isfinite(dist[goal]):
         raise UnreachableError(f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from the start edge")
     return Route(_backtrack(pred, start, goal), float(w[start] + dist[goal]), "johnson")
@@ -201,15 +206,16 @@ def rectified_reference_route(
 
 def best_known_route(
     linegraph: LineGraph, energies_wh: np.ndarray, noise_var: float | np.ndarray, start: int, goal: int,
-    potential_wh: np.ndarray | None = None, *, k: int = 20, time_limit_s: float = 60.0,
+    potential_wh: np.ndarray | None = None, *, k: int = 20, time_limit_s: float | None = None,
 ) -> Route:
     """The cheapest route known by TRUE energy when negative cycles rule out an exact optimum; ``cost`` in Wh.
 
     Candidates: the rectified perfect-knowledge routes (:func:`rectified_reference_route`) without and with
     ``potential_wh``, and the ``k`` shortest simple routes (Yen's algorithm, ``networkx.shortest_simple_paths``)
     under the non-negative weights ``max(f - potential, 0)``, i.e. the true energy with the potential telescoped
-    out and only the negative reduced costs clipped; the search stops after ``time_limit_s``.  Every candidate is a
-    simple route; the lowest true energy wins (``method="best-known"``).
+    out and only the negative reduced costs clipped (the search stops early after ``time_limit_s`` when given:
+    then the result may depend on the machine's speed).  Every candidate is a simple route; the lowest true energy
+    wins (``method="best-known"``).
     """
     import networkx as nx
 
@@ -222,7 +228,7 @@ def best_known_route(
     adj = linegraph.adjacency.tocoo()
     g = nx.DiGraph()
     g.add_weighted_edges_from(zip(adj.row.tolist(), adj.col.tolist(), clipped[adj.col].tolist(), strict=True))
-    deadline = time.monotonic() + time_limit_s
+    deadline = math.inf if time_limit_s is None else time.monotonic() + time_limit_s
     if start != goal and start in g and goal in g:
         for i, path in enumerate(nx.shortest_simple_paths(g, start, goal, weight="weight")):
             edges = np.asarray(path, dtype=np.int64)
@@ -249,7 +255,7 @@ def has_negative_cycle(linegraph: LineGraph, energies_wh: np.ndarray, start: int
 
 def best_simple_route(
     linegraph: LineGraph, energies_wh: np.ndarray, start: int, goal: int, *, max_cut_rounds: int = 500,
-    time_limit_s: float = 600.0,
+    time_limit_s: float = 600.0, node_limit: int | None = None,
 ) -> Route:
     """Minimum-energy simple route by a binary integer program with lazy cycle elimination.
 
@@ -257,6 +263,9 @@ def best_simple_route(
     conservation (one unit from ``start`` to ``goal``); at most one entering turn per edge and none
     into ``start`` or out of ``goal``.  Any solution is one route plus disjoint cycles; each cycle ``S``
     found gets the cut ``sum_{c inside S} x_c <= |S| - 1`` and the program is solved again.
+
+    Budgets: at most ``max_cut_rounds`` solves of at most ``node_limit`` branch-and-bound nodes each (deterministic)
+    and ``time_limit_s`` seconds of wall time in all (machine-dependent); :class:`NegativeCycleError` when one runs out.
     """
     lg = linegraph
     w = np.asarray(energies_wh, dtype=np.float64)
@@ -288,8 +297,9 @@ def best_simple_route(
             cons.append(LinearConstraint(sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(cuts_rows), m)),
                                          -np.inf, np.asarray(cuts_ub)))
         res = milp(cost, constraints=cons, integrality=np.ones(m), bounds=Bounds(np.zeros(m), upper),
-                   options={"time_limit": left})
-        if res.status == 1:  # time limit inside HiGHS
+                   options={"time_limit": left} if node_limit is None else {"time_limit": left,
+                                                                              "node_limit": int(node_limit)})
+        if res.status == 1:  # time or node limit inside HiGHS
             break
         if res.status == 2:
             raise UnreachableError(f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from the start edge")

@@ -73,7 +73,7 @@ def test_run_without_exact_optimum_reports_against_the_best_known_or_driven_rout
     import evroute.bandit as B
     from evroute.experiments import ExperimentConfig, run_experiment
 
-    monkeypatch.setattr(B, "EXACT_TRY_S", 0.0)  # no time to certify: the best known route
+    monkeypatch.setattr(B, "EXACT_TRY_CUT_ROUNDS", 0)  # no budget to certify: the best known route
     cfg = ExperimentConfig(network=NET, env="paper", environment={"outputscale_frac": 2.0}, model="bi", policy="ts",
                            horizon=30, seeds=(0,), potential="elevation")
     agg = run_experiment(cfg, tmp_path / "r", progress=False)
@@ -85,3 +85,23 @@ def test_run_without_exact_optimum_reports_against_the_best_known_or_driven_rout
     np.testing.assert_allclose(df["cumulative_regret_wh"], np.cumsum(df["expected_wh"] - s["optimal_wh"]))
     assert s["final_cumulative_regret_wh"] == pytest.approx(df["cumulative_regret_wh"].iloc[-1])
     assert df["regret_wh"].min() >= -1e-9
+
+
+def test_auto_reference_does_not_depend_on_the_clock(monkeypatch):
+    """The certification budget is work (cut rounds, nodes), not seconds: a slow machine gets the same reference."""
+    import time as _time
+
+    import evroute.oracle as O
+    from evroute.bandit import regret_reference_route
+    from evroute.environments import make_environment
+    from evroute.experiments.runner import load_linegraph
+
+    lg = load_linegraph("synthetic:120:0")
+    env = make_environment(lg, "drifting", {"drift": "daily", "drift_period": 40}, seed=3)
+    env.advance(4)  # a time with reachable negative cycles that takes ~15 cut rounds to certify
+    fast = regret_reference_route(env, 0, lg.n_nodes - 1)
+    clock = iter(range(0, 10**9, 1000))  # every reading of the clock is 1000 s after the previous one
+    monkeypatch.setattr(O.time, "monotonic", lambda: float(next(clock)))
+    slow = regret_reference_route(env, 0, lg.n_nodes - 1)
+    assert fast.method == slow.method == "milp"
+    assert np.array_equal(fast.edges, slow.edges) and fast.cost == slow.cost
