@@ -129,11 +129,13 @@ def routes(args: argparse.Namespace) -> None:
     env = problem.env
     ids = problem.linegraph.network.edge_ids.tolist()
     index = {e: i for i, e in enumerate(ids)}
-    cands = {"regret reference (replay optimum)": make_bandit(cfg, problem, 0).optimal.edges}
+    ref = make_bandit(cfg, problem, 0).optimal.edges
+    named: dict[tuple[int, ...], list[str]] = {tuple(int(e) for e in ref): ["regret reference (replay optimum)"]}
     for folder in sorted(out.glob("sumo-*_*")):
         for f in sorted(folder.glob("seed_*_rounds.csv")):
-            last = pd.read_csv(f)["route"].iloc[-1]
-            cands[f"{folder.name} seed {f.name.split('_')[1]} last route"] = np.array([index[e] for e in last.split()])
+            last = tuple(index[e] for e in pd.read_csv(f)["route"].iloc[-1].split())
+            named.setdefault(last, []).append(f"{folder.name} seed {f.name.split('_')[1]}")
+    cands = {"; ".join(v): np.array(k) for k, v in named.items()}
     slots = np.linspace(0, int(cfg.environment["rounds_per_day"]) - 1, args.slots).astype(int)
     rows = []
     for label, edges in cands.items():
@@ -339,7 +341,8 @@ def report(args: argparse.Namespace) -> None:
             f"(`python scripts/sumo_live_agreement.py routes --out {args.out} --slots {d['slot'].nunique()}`); "
             "failed trips excluded.",
             "",
-            "| route | edges | trips ok | live energy (Wh), mean +- s.e. | replay expected energy (Wh) |",
+            "| route (last route of these runs) | edges | trips ok | live energy (Wh), mean +- s.e. | "
+            "replay expected energy (Wh) |",
             "|---|---|---|---|---|",
         ]
         for label, x in d.groupby("route", sort=False):
