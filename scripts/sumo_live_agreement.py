@@ -130,7 +130,9 @@ def routes(args: argparse.Namespace) -> None:
     ids = problem.linegraph.network.edge_ids.tolist()
     index = {e: i for i, e in enumerate(ids)}
     ref = make_bandit(cfg, problem, 0).optimal.edges
-    named: dict[tuple[int, ...], list[str]] = {tuple(int(e) for e in ref): ["regret reference (best route known to the oracle)"]}
+    named: dict[tuple[int, ...], list[str]] = {
+        tuple(int(e) for e in ref): ["regret reference (best route known to the oracle)"]
+    }
     cheapest: tuple[float, str] = (np.inf, "")
     for folder in sorted(out.glob("sumo-*_*")):
         for f in sorted(folder.glob("seed_*_rounds.csv")):
