@@ -17,7 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from evroute.energy import VehicleProfile
 from evroute.experiments import ExperimentConfig, run_experiment
+from evroute.experiments.output import output_lock
+from evroute.experiments.runner import prepare_output, run_seed
 from evroute.io import atomic_write_text
 
 try:
@@ -33,12 +36,14 @@ def _value(text: str) -> object:
         return text
 
 
+def _seed_summaries(folder: Path) -> dict[int, dict[str, object]]:
+    """The summaries of the seeds of ``folder`` that have completed (``seed_<k>/summary.json``)."""
+    return {int(p.parent.name.split("_")[1]): json.loads(p.read_text()) for p in folder.glob("seed_*/summary.json")}
+
+
 def _finals(folders: dict[str, Path]) -> dict[str, dict[int, float]]:
-    finals = {}
-    for label, f in folders.items():
-        s = json.loads((f / "summary.json").read_text())
-        finals[label] = dict(zip(s["seeds"], s["final_cumulative_regret_wh"], strict=True))
-    return finals
+    return {label: {sd: float(s["final_cumulative_regret_wh"]) for sd, s in _seed_summaries(f).items()}
+            for label, f in folders.items()}
 
 
 def _paired_rows(finals: dict[str, dict[int, float]], pairs: list[tuple[str, str]]) -> list[str]:
@@ -75,6 +80,57 @@ def model_table(folders: dict[str, Path], models: list[str], policies: list[str]
     return "\n".join(lines + _paired_rows(finals, pairs)) + "\n"
 
 
+def common_reference_table(folders: dict[str, Path], cfg: ExperimentConfig, models: list[str],
+                           policies: list[str], baseline: str) -> str:
+    """Final regret of every run against one reference per route: the cheapest route known to any run.
+
+    Where no exact optimum exists (negative-energy cycles of the empirical means), each run measures regret
+    against the best route known (:func:`evroute.oracle.best_known_route`) lowered to the cheapest route *that run*
+    drove, so two runs of one seed may use different references.  Shifting every run to the lowest of these
+    references, ``R*``, makes the runs comparable: a run's final regret against ``R*`` is its own plus
+    ``T (r_run - R*)``, and paired differences become differences of total expected energy.  Also given: the true
+    energy of the route the rectified oracle picks with perfect knowledge of the means (what a learner that has
+    converged drives), as regret per round against ``R*``, and each method's regret per round above that route
+    (negative: it drove cheaper routes on average).
+    """
+    from evroute.bandit import regret_reference_route
+    from evroute.energy import elevation_potential_wh
+    from evroute.experiments.runner import build_problem
+
+    problem = build_problem(cfg, 0)
+    if not problem.env.static:  # the reference follows the truth: one per round, the same for every run
+        return ""
+    finals = _finals(folders)
+    refs = {label: {sd: float(s["regret_reference"]["wh"]) for sd, s in _seed_summaries(f).items()}  # type: ignore
+            for label, f in folders.items()}
+    if any(s["regret_reference"]["exact"] for f in folders.values() for s in _seed_summaries(f).values()):  # type: ignore
+        return ""
+    r_star = min(min(r.values()) for r in refs.values())
+    shifted = {lab: {sd: fin + cfg.horizon * (refs[lab][sd] - r_star) for sd, fin in finals[lab].items()}
+               for lab in finals}
+    pot = elevation_potential_wh(problem.linegraph.network, VehicleProfile.load(cfg.vehicle))
+    rect = regret_reference_route(problem.env, problem.route.start, problem.route.goal, "rectified", pot)
+    lines = [f"Against one reference for all runs, the cheapest route known to any run: R* = {r_star:.1f} Wh "
+             f"(the perfect-knowledge rectified route costs {rect.cost:.1f} Wh, {rect.cost - r_star:.1f} Wh per round "
+             "above R*).  Final cumulative regret against R* (Wh, mean +- s.e.):", "",
+             "| method | final regret vs R* | per round | per round above the rectified route |", "|---|---|---|---|"]
+    for lab, v in shifted.items():
+        d = np.array(list(v.values()))
+        se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
+        per_round = d.mean() / cfg.horizon
+        above = per_round - (rect.cost - r_star)
+        lines.append(f"| {lab} | {d.mean():.1f} +- {se:.1f} | {per_round:.1f} | {above:+.1f} |")
+    base = models[0].upper()
+    pairs = [(f"{m.upper()}-{p.upper()}", f"{base}-{p.upper()}") for m in models[1:] for p in policies]
+    pairs = [(a, b) for a, b in pairs if a in shifted and b in shifted]
+    if baseline in shifted:
+        pairs += [(lab, baseline) for lab in shifted if lab != baseline and (lab, baseline) not in pairs]
+    lines += ["", "Paired per-seed differences of the final regret against R* (Wh; negative: the first method has "
+              "lower regret; with one reference these are differences of total expected energy):", "",
+              "| difference | mean +- s.e. | seeds lower / seeds |", "|---|---|---|", *_paired_rows(shifted, pairs)]
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--networks", nargs="+", default=["monaco"])
@@ -89,28 +145,61 @@ def main() -> None:
     ap.add_argument("--runs", default="results/sumo")
     ap.add_argument("--docs", default="docs/results")
     ap.add_argument("--tag", default="", help="suffix of the table/figure names")
+    ap.add_argument("--seed-major", action="store_true",
+                    help="run seed 0 of every method, then seed 1, ... (a stopped study has equal seeds)")
+    ap.add_argument("--tables-only", action="store_true", help="write the tables from the seeds completed so far")
     args = ap.parse_args()
     env_params = {k: _value(v) for k, v in (p.split("=", 1) for p in args.env_param)}
     for network in args.networks:
         for route in args.routes:
-            folders = {}
+            cfgs: dict[str, tuple[ExperimentConfig, Path]] = {}
             for model in args.models:
                 for policy in args.policies:
                     cfg = ExperimentConfig(network=network, route=route, model=model, policy=policy,
                                            env="sumo-replay", environment=env_params, horizon=args.horizon,
                                            seeds=tuple(range(args.seeds)), potential="elevation")
-                    out = Path(args.runs) / f"{network}-{route}" / f"{model}-{policy}"
-                    s = run_experiment(cfg, out, workers=args.workers, progress=False)
-                    folders[cfg.label] = out
-                    print(f"{network} {route} {cfg.label}: {s['mean_final_regret_wh']:.1f} +- "
-                          f"{s['se_final_regret_wh']:.1f} Wh", flush=True)
-            stem = Path(args.docs) / f"sumo_bandit_{network}-{route}{args.tag}"
-            summarise_runs.main([*map(str, folders.values()), "--out", str(stem),
-                                 "--title", f"sumo-replay, {network} {route}, T={args.horizon}, {args.seeds} seeds"])
-            text = stem.with_suffix(".md").read_text()
-            atomic_write_text(stem.with_suffix(".md"), text + "\n" + paired_table(folders, args.baseline) + "\n"
-                              + model_table(folders, args.models, args.policies))
+                    cfgs[cfg.label] = (cfg, Path(args.runs) / f"{network}-{route}" / f"{model}-{policy}")
+            if args.tables_only:
+                write_tables(network, route, {lab: out for lab, (_, out) in cfgs.items()}, cfg, args)
+                continue
+            if args.seed_major:  # seed 0 of every method, then seed 1...: a stopped study has k seeds of all
+                for seed in range(args.seeds):
+                    for cfg, out in cfgs.values():
+                        out = prepare_output(cfg, out)
+                        with output_lock(out):
+                            s = run_seed(cfg, seed, out)
+                        print(f"{network} {route} {cfg.label} seed {seed}: {s['final_cumulative_regret_wh']:.1f} Wh",
+                              flush=True)
+            for cfg, out in cfgs.values():
+                s = run_experiment(cfg, out, workers=args.workers, progress=False)
+                print(f"{network} {route} {cfg.label}: {s['mean_final_regret_wh']:.1f} +- "
+                      f"{s['se_final_regret_wh']:.1f} Wh", flush=True)
+            write_tables(network, route, {lab: out for lab, (_, out) in cfgs.items()}, cfg, args)
 
+
+def write_tables(network: str, route: str, folders: dict[str, Path], cfg: ExperimentConfig,
+                 args: argparse.Namespace) -> None:
+    """The per-route Markdown and figure from the seeds completed so far (a partial study: fewer seeds)."""
+    folders = {lab: f for lab, f in folders.items() if list(f.glob("seed_*/summary.json"))}
+    done = {lab: sorted(int(p.parent.name.split("_")[1]) for p in f.glob("seed_*/summary.json"))
+            for lab, f in folders.items()}
+    stem = Path(args.docs) / f"sumo_bandit_{network}-{route}{args.tag}"
+    n_seeds = sorted({len(v) for v in done.values()})
+    seeds_text = f"{n_seeds[0]} seeds" if len(n_seeds) == 1 else f"{n_seeds[0]}-{n_seeds[-1]} seeds"
+    summarise_runs.main([*map(str, folders.values()), "--out", str(stem),
+                         "--title", f"sumo-replay, {network} {route}, T={args.horizon}, {seeds_text}"])
+    text = stem.with_suffix(".md").read_text()
+    if len(n_seeds) > 1:
+        text += ("\nSeeds completed per method (the study was stopped before every method had all of them): "
+                 + ", ".join(f"{lab} {len(v)}" for lab, v in done.items()) + ".\n")
+    common = common_reference_table(folders, cfg, args.models, args.policies, args.baseline)
+    if common:  # the runs' own references differ: only differences against one reference are shown
+        text += ("\nIn the table above every run measures regret against its own reference (the best route known, "
+                 "lowered to the cheapest route that run drove); compare methods below, against one reference.\n")
+        atomic_write_text(stem.with_suffix(".md"), text + "\n" + common)
+        return
+    atomic_write_text(stem.with_suffix(".md"), text + "\n" + paired_table(folders, args.baseline) + "\n"
+                      + model_table(folders, args.models, args.policies))
 
 if __name__ == "__main__":
     main()

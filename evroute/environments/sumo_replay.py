@@ -114,6 +114,7 @@ class SumoReplayEnvironment(EnergyEnvironment):
         samples_wh, offsets: the whole window's traversals of edge ``e``: ``samples_wh[offsets[e]:offsets[e + 1]]``.
         bin_means: ``(B, E)`` true mean per time-of-day bin (Wh); ``B = 1`` without bins.
         starts, cell_counts: ``(B, E)`` where each (bin, edge)'s traversals lie in ``samples_wh`` and how many.
+        day_mean_wh: ``(E,)`` whole-window mean (Wh); own_cells: ``(B, E)`` cells with enough traversals of their own.
         bin: the clock's current bin; fallback_cells: (bin, edge) cells using the whole window's traversals.
         potential_wh: ``(E,)`` elevation potential difference of each edge (Wh).
         meta: the recorded day's metadata (samples, probes, edges short of samples).
@@ -169,6 +170,7 @@ class SumoReplayEnvironment(EnergyEnvironment):
         super().__init__(linegraph, prior_mean_wh, self.bin_means[0], prior_var, noise_var, config)
         self.static = n_bins == 1
         self.bin = 0  # the clock's bin (round 1 is at the window's start)
+        self.own_cells, self.day_mean_wh = own, mean
         self.fallback_cells = int((~own).sum())
         self.edge_var_wh2 = var
         self.potential_wh = np.asarray(potential_wh, dtype=np.float64)
