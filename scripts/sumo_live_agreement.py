@@ -357,14 +357,18 @@ def report(args: argparse.Namespace) -> None:
             "failed trips excluded.",
             "",
             "| route (or: last route of these runs) | edges | trips ok | live energy (Wh), mean +- s.e. | "
-            "replay expected energy (Wh) |",
-            "|---|---|---|---|---|",
+            "live - reference route, paired by clock time (Wh), mean +- s.e. | replay expected energy (Wh) |",
+            "|---|---|---|---|---|---|",
         ]
+        ref_label = d["route"].iloc[0]  # the regret reference is driven first
+        ref_live = d[d["route"] == ref_label].set_index("slot")["live_wh"]
         for label, x in d.groupby("route", sort=False):
             ok = x[x["ok"]]
+            diff = (ok.set_index("slot")["live_wh"] - ref_live).dropna()
+            paired = "0" if label == ref_label else f"{diff.mean():+.1f} +- {diff.std(ddof=1) / np.sqrt(len(diff)):.1f}"
             lines.append(
                 f"| {label} | {len(x['edges'].iloc[0].split())} | {len(ok)}/{len(x)} | "
-                f"{ok['live_wh'].mean():.1f} +- {ok['live_wh'].std(ddof=1) / np.sqrt(len(ok)):.1f} | "
+                f"{ok['live_wh'].mean():.1f} +- {ok['live_wh'].std(ddof=1) / np.sqrt(len(ok)):.1f} | {paired} | "
                 f"{x['replay_wh'].iloc[0]:.1f} |"
             )
         lines.append("")
