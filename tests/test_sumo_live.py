@@ -313,3 +313,14 @@ def test_sumo_failing_to_start_is_one_line_error(env: SumoLiveEnvironment, tmp_p
     assert "\n" not in str(exc.value)
     trip = env.sim.drive(["a", "b", "c", "d", "e"], 3, speed_factor=1.0)  # SUMO usable again after the failure
     assert trip.ok
+
+
+def test_time_of_day_bins_follow_the_replay(road: Path, cache: Path) -> None:
+    """With two half-hour bins the truth is the replay's bin mean of the clock's bin, and the EV departs in it."""
+    env = _env(road, cache, bin_hours=0.5)
+    assert not env.static
+    np.testing.assert_array_equal(env.truth(), env.reference.bin_means[0])
+    assert env.advance(7)  # round 7 departs at 1800 s: the second bin
+    np.testing.assert_array_equal(env.truth(), env.reference.bin_means[1])
+    env.observe(_idx(env, "b", "c", "d"), np.random.default_rng(0))
+    assert env.last_trip.depart_s == 1800.0
