@@ -49,12 +49,17 @@ class RoundRecord:
 class RouteLearner:
     """Shared bookkeeping of route learners: round counter, regret against ``optimal``, records, ``run``.
 
-    Subclasses set ``env``, ``optimal``, ``t = 0`` and ``cumulative_regret = 0.0`` and call
-    :meth:`_record` at the end of each ``step``.
+    Subclasses set ``env``, ``optimal``, ``start``, ``goal``, ``regret_reference``, ``potential_wh``, ``t = 0`` and
+    ``cumulative_regret = 0.0``, call :meth:`_advance_environment` at the start and :meth:`_record` at the end of each
+    ``step``.
     """
 
     env: EnergyEnvironment
     optimal: Route
+    start: int
+    goal: int
+    regret_reference: str
+    potential_wh: np.ndarray | None
     t: int
     cumulative_regret: float
 
@@ -64,6 +69,12 @@ class RouteLearner:
     def run(self, horizon: int) -> list[RoundRecord]:
         """Play ``horizon`` rounds."""
         return [self.step() for _ in range(horizon)]
+
+    def _advance_environment(self, t: int) -> None:
+        """Move the environment's clock to round ``t``; a changed truth moves the regret reference with it."""
+        if self.env.advance(t):  # drifting truth / time-of-day bins: regret against the current optimum
+            self.optimal = regret_reference_route(self.env, self.start, self.goal, self.regret_reference,
+                                                  self.potential_wh)
 
     def _record(self, edges: np.ndarray, observed: np.ndarray, beta: float, *, posterior_ms: float = 0.0,
                 index_ms: float = 0.0, oracle_ms: float = 0.0, update_ms: float = 0.0) -> RoundRecord:
@@ -145,9 +156,7 @@ class RoutingBandit(RouteLearner):
     def step(self) -> RoundRecord:
         """Play one round and return its record."""
         t = self.t + 1
-        if self.env.advance(t):  # drifting truth: regret against the current optimum
-            self.optimal = regret_reference_route(self.env, self.start, self.goal, self.regret_reference,
-                                                  self.potential_wh)
+        self._advance_environment(t)
         self.model.advance(t)
         c0 = time.perf_counter()
         post = self.model.posterior()

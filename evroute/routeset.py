@@ -175,6 +175,7 @@ class RouteSetBandit(RouteLearner):
             prior_mean=-self.features[:, -1] / self.scale, lam=lam_v, B=B, delta=delta, gamma=gamma,
             seed=np.random.default_rng(policy_ss))
         self.rng_noise = np.random.default_rng(noise_ss)
+        self.regret_reference, self.potential_wh = regret_reference, potential_wh
         self.optimal = regret_reference_route(env, self.start, self.goal, regret_reference, potential_wh)
         expected = np.array([env.expected_energy(r) for r in routes])
         self.best_candidate_gap_wh = float(expected.min() - self.optimal.cost)
@@ -184,6 +185,7 @@ class RouteSetBandit(RouteLearner):
     def step(self) -> RoundRecord:
         """Play one round: ask the policy for a route, drive it, tell it ``-energy / scale``."""
         t = self.t + 1
+        self._advance_environment(t)
         c0 = time.perf_counter()
         x = self.policy.ask()
         c1 = time.perf_counter()
