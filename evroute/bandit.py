@@ -10,7 +10,6 @@ Regret is measured against the exact minimum expected-energy route of the enviro
 from __future__ import annotations
 
 import math
-
 import time
 from dataclasses import asdict, dataclass
 from typing import Any

@@ -89,7 +89,6 @@ def test_run_without_exact_optimum_reports_against_the_best_known_or_driven_rout
 
 def test_auto_reference_does_not_depend_on_the_clock(monkeypatch):
     """The certification budget is work (cut rounds, nodes), not seconds: a slow machine gets the same reference."""
-    import time as _time
 
     import evroute.oracle as O
     from evroute.bandit import regret_reference_route
