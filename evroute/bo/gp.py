@@ -123,6 +123,7 @@ class ExactGP:
             self.arm_cov: FloatArray = self.kernel.cov.copy()
         else:
             self._chol = np.zeros((16, 16))
+        self._chol_c: FloatArray | None = None  # C-contiguous copy of a grown factor's leading n x n block
 
     @property
     def n(self) -> int:
@@ -195,6 +196,7 @@ class ExactGP:
             var, c2 = prior, prior + noise
         self._chol[n, n] = np.sqrt(c2)
         self._chol[:n, n] = 0.0
+        self._chol_c = None
         if self.noise > 0:
             self.info_gain += 0.5 * np.log1p(max(var, 0.0) / self.noise)
 
@@ -220,7 +222,7 @@ class ExactGP:
             return
         self._zbuf, self._y = Z.copy(), [float(v) for v in y]
         self._alpha, self._kinv, self._stale = None, None, False
-        self._chol = self._cholesky(self.kernel(Z, Z))
+        self._chol, self._chol_c = self._cholesky(self.kernel(Z, Z)), None
 
     def _cholesky(self, gram: FloatArray) -> FloatArray:
         cov = gram + (self.noise + self.jitter) * np.eye(gram.shape[0])
@@ -234,7 +236,7 @@ class ExactGP:
     def recompute(self) -> None:
         """Recompute the Cholesky factor from scratch (``O(n^3)``; the cost model of the BOKE paper's GP-UCB)."""
         if not self.finite and self.n:
-            self._chol = self._cholesky(self.kernel(self.train_inputs, self.train_inputs))
+            self._chol, self._chol_c = self._cholesky(self.kernel(self.train_inputs, self.train_inputs)), None
             self._alpha, self._kinv = None, None
 
     def remove(self, indices: ArrayLike) -> None:
@@ -253,7 +255,12 @@ class ExactGP:
         """Lower Cholesky factor ``(n, n)`` of ``K_n + (lambda + jitter) I`` (continuous inputs)."""
         if self.finite:
             raise ParameterError("an ArmKernel model keeps the arms' posterior, not a Cholesky factor")
-        return self._chol[: self.n, : self.n]
+        n = self.n
+        if self._chol.shape[0] == n:
+            return self._chol
+        if self._chol_c is None:  # one copy per observation, not one per solve (scipy copies a strided view)
+            self._chol_c = np.ascontiguousarray(self._chol[:n, :n])
+        return self._chol_c
 
     @property
     def alpha(self) -> FloatArray:
