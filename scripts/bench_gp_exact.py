@@ -1,7 +1,12 @@
 """Exact GP (``gp-exact``) next to the SVGP (``gp``): per-round latency of UCB / BUCB / TS, set-up time, peak RSS.
 
-    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/bench_gp_exact.py \
-        --networks monaco luxembourg synthetic:20000:0 synthetic:100000:0 --out docs/benchmark_gp_exact_raw.md
+The table of ``docs/benchmark_gp.md``::
+
+    EVROUTE_DATA=/work/shared/data OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 nice -n 10 .venv/bin/python \
+        scripts/bench_gp_exact.py --networks monaco luxembourg synthetic:20000:0 synthetic:100000:0 \
+        --rounds 30 --svgp-rounds 10 --repeats 2 --cell 'synthetic:20000:0/*/*=10x1' \
+        'synthetic:100000:0/gp-exact/*=8x1' 'synthetic:100000:0/gp/*=0' 'synthetic:100000:0/gp/ts=5x1' \
+        --out results/bench_gp_exact_final.md
 
 Every (network, model, policy, repeat) runs in its own child process (so its peak RSS is its own), and the models
 alternate within each repeat (exact, SVGP, exact, SVGP, ...) so both see the same machine load.  Each child times

@@ -459,6 +459,8 @@ class LocalGraphMatern:
         bound = np.zeros(len(idx))
         # chunks of consecutive columns (route order: neighbours) share one local solve; a union of the
         # neighbourhoods of scattered columns would make every right-hand side as long as the union
+        if not len(idx):
+            return sp.csc_matrix((self.n, 0)), np.zeros(0)
         todo = [(c, self.hops) for c in np.array_split(np.arange(len(idx)), -(-len(idx) // self.chunk))]
         while todo:
             sel, hops = todo.pop()
