@@ -299,10 +299,10 @@ def best_simple_route(
         res = milp(cost, constraints=cons, integrality=np.ones(m), bounds=Bounds(np.zeros(m), upper),
                    options={"time_limit": left} if node_limit is None else {"time_limit": left,
                                                                               "node_limit": int(node_limit)})
-        if res.status == 1:  # time or node limit inside HiGHS
-            break
         if res.status == 2:
             raise UnreachableError(f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from the start edge")
+        if res.status != 0:  # a time or node limit inside HiGHS: the incumbent (if any) is not certified optimal
+            break
         if res.x is None:
             raise NegativeCycleError(f"integer program for the best simple route failed: {res.message}")
         chosen = np.flatnonzero(res.x > 0.5)
