@@ -27,16 +27,24 @@ def main() -> None:
     ap.add_argument("--route", default="A")
     ap.add_argument("--bin-hours", type=float, default=1.0)
     args = ap.parse_args()
-    cfg = ExperimentConfig(network=args.network, route=args.route, env="sumo-replay",
-                           environment={"bin_hours": args.bin_hours, "rounds_per_day": 24})
+    cfg = ExperimentConfig(
+        network=args.network,
+        route=args.route,
+        env="sumo-replay",
+        environment={"bin_hours": args.bin_hours, "rounds_per_day": 24},
+    )
     problem = build_problem(cfg, 0)
     env = problem.env
     pot = elevation_potential_wh(problem.linegraph.network, VehicleProfile.load(cfg.vehicle))
     pooled, own = env.day_mean_wh, env.own_cells
-    print(f"{args.network} {args.route}: {env.n_edges} edges, {env.config.n_bins} bins of {args.bin_hours:g} h, "
-          f"{env.fallback_cells} of {env.bin_means.size} (bin, edge) cells use the whole day's mean\n")
-    print("| bin | own-mean edges | RMS(bin - day) Wh | same from sampling alone | mean(bin - day) Wh | "
-          "rectified route (Wh) |")
+    print(
+        f"{args.network} {args.route}: {env.n_edges} edges, {env.config.n_bins} bins of {args.bin_hours:g} h, "
+        f"{env.fallback_cells} of {env.bin_means.size} (bin, edge) cells use the whole day's mean\n"
+    )
+    print(
+        "| bin | own-mean edges | RMS(bin - day) Wh | same from sampling alone | mean(bin - day) Wh | "
+        "rectified route (Wh) |"
+    )
     print("|---|---|---|---|---|---|")
     h0 = env.config.hours[0]
     for b in range(env.config.n_bins):
@@ -50,8 +58,10 @@ def main() -> None:
         noise = float(np.sqrt(np.mean(env.edge_var_wh2[own[b]] * (1 / n - 1 / n_day)))) if len(d) else float("nan")
         mean = float(d.mean()) if len(d) else float("nan")
         lo = h0 + b * args.bin_hours
-        print(f"| {lo:g}-{lo + args.bin_hours:g} h | {int(own[b].sum())} | {rms:.1f} | {noise:.1f} | {mean:+.1f} | "
-              f"{rect.cost:.1f} |")
+        print(
+            f"| {lo:g}-{lo + args.bin_hours:g} h | {int(own[b].sum())} | {rms:.1f} | {noise:.1f} | {mean:+.1f} | "
+            f"{rect.cost:.1f} |"
+        )
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pa
 
 
 def _start_parent(code: str) -> tuple[subprocess.Popen[bytes], object]:
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     return proc, psutil.Process(proc.pid)
 
 
