@@ -193,10 +193,10 @@ class RoutingBandit(RouteLearner):
         self.rng_noise.bit_generator.state = state["rng_noise"]
 
 
-#: deterministic budget of the integer program (on the paper's Monaco environment, where it never certifies, giving
-#: up cost 37 s of CPU on Monaco A and 76 s on Luxembourg A) that tries to certify the best simple route before the best known
+#: Deterministic budget of the integer program that tries to certify the best simple route before the best known
 #: route is used: cycle-elimination rounds, and branch-and-bound nodes per solve.  Work budgets, not seconds, so that
-#: the regret reference (and every regret number) is the same on any machine and under any load.
+#: the regret reference (and every regret number) is the same on any machine and under any load.  On the paper's
+#: environment, where it never certifies, giving up cost 37 s of CPU on Monaco A and 76 s on Luxembourg A.
 EXACT_TRY_CUT_ROUNDS = 20
 EXACT_TRY_NODES = 50
 
