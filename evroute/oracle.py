@@ -297,8 +297,7 @@ def best_simple_route(
             cons.append(LinearConstraint(sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(cuts_rows), m)),
                                          -np.inf, np.asarray(cuts_ub)))
         res = milp(cost, constraints=cons, integrality=np.ones(m), bounds=Bounds(np.zeros(m), upper),
-                   options={"time_limit": left} if node_limit is None else {"time_limit": left,
-                                                                              "node_limit": int(node_limit)})
+                   options={"time_limit": left, **({} if node_limit is None else {"node_limit": int(node_limit)})})
         if res.status == 2:
             raise UnreachableError(f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from the start edge")
         if res.status != 0:  # a time or node limit inside HiGHS: the incumbent (if any) is not certified optimal

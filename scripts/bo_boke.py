@@ -74,6 +74,25 @@ def noise_std(fn) -> float:  # noqa: ANN001
     return 0.1 * float(q75 - q25)
 
 
+def initial_design(fn, seed: int) -> np.ndarray:  # noqa: ANN001
+    """The 3d-point Latin hypercube shared by every method of one seed."""
+    return fn.domain.latin_hypercube(3 * fn.dim, np.random.default_rng([7, seed]))
+
+
+def run_one(fn, method: str, budget: int, noisy: bool, seed: int, sigma: float, init: np.ndarray):  # noqa: ANN001, ANN201
+    """One run of the protocol: ``method`` on ``fn`` after ``init``, observation noise ``sigma`` when ``noisy``."""
+    pol = make_policy(method, fn.domain, noisy, seed)
+    return run_policy(
+        pol,
+        fn.objective,
+        budget,
+        f_max=fn.f_max_objective,
+        noise_std=sigma if noisy else 0.0,
+        initial=init,
+        seed=seed + 100,
+    )
+
+
 def run_synthetic(seeds: int, methods: list[str] = METHODS) -> None:
     # seed-major order: an interrupted run leaves every (function, noise, method) with about the same number of seeds
     for seed in range(seeds):
@@ -81,22 +100,13 @@ def run_synthetic(seeds: int, methods: list[str] = METHODS) -> None:
             fn = get_function(name, dim)
             sigma = noise_std(fn)
             for noisy in (False, True):
-                init = fn.domain.latin_hypercube(3 * fn.dim, np.random.default_rng([7, seed]))
+                init = initial_design(fn, seed)
                 for method in methods:
                     path = CACHE / f"{key}_{'noisy' if noisy else 'clean'}_{method}_{seed}.npz"
                     if path.exists():
                         continue
                     t0 = time.time()
-                    pol = make_policy(method, fn.domain, noisy, seed)
-                    res = run_policy(
-                        pol,
-                        fn.objective,
-                        budget,
-                        f_max=fn.f_max_objective,
-                        noise_std=sigma if noisy else 0.0,
-                        initial=init,
-                        seed=seed + 100,
-                    )
+                    res = run_one(fn, method, budget, noisy, seed, sigma, init)
                     seen = {row.tobytes() for row in np.asarray(init, dtype=float)}
                     n_new = len({row.tobytes() for row in res.x} - seen)  # distinct queries outside the design
                     np.savez(path, simple_regret=res.simple_regret, cpu=res.cpu_seconds, wall=res.seconds, n_new=n_new)

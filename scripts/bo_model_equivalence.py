@@ -95,17 +95,7 @@ def boke(seeds: list[int], funcs: list[str]) -> bool:
             fn = bk.get_function(name, dim)
             sigma = bk.noise_std(fn)
             for noisy in (False, True):
-                init = fn.domain.latin_hypercube(3 * fn.dim, np.random.default_rng([7, seed]))
-                pol = bk.make_policy("GP-UCB", fn.domain, noisy, seed)
-                res = bk.run_policy(
-                    pol,
-                    fn.objective,
-                    budget,
-                    f_max=fn.f_max_objective,
-                    noise_std=sigma if noisy else 0.0,
-                    initial=init,
-                    seed=seed + 100,
-                )
+                res = bk.run_one(fn, "GP-UCB", budget, noisy, seed, sigma, bk.initial_design(fn, seed))
                 setting = "noisy" if noisy else "clean"
                 ref = np.load(RESULTS / "boke_runs" / f"{key}_{setting}_GP-UCB_{seed}.npz")
                 pairs.append((f"{key} {setting} seed {seed}", res.simple_regret, ref["simple_regret"]))
