@@ -72,11 +72,21 @@ class RouteLearner:
     def _advance_environment(self, t: int) -> None:
         """Move the environment's clock to round ``t``; a changed truth moves the regret reference with it."""
         if self.env.advance(t):  # drifting truth / time-of-day bins: regret against the current optimum
-            self.optimal = regret_reference_route(self.env, self.start, self.goal, self.regret_reference,
-                                                  self.potential_wh)
+            self.optimal = regret_reference_route(
+                self.env, self.start, self.goal, self.regret_reference, self.potential_wh
+            )
 
-    def _record(self, edges: np.ndarray, observed: np.ndarray, beta: float, *, posterior_ms: float = 0.0,
-                index_ms: float = 0.0, oracle_ms: float = 0.0, update_ms: float = 0.0) -> RoundRecord:
+    def _record(
+        self,
+        edges: np.ndarray,
+        observed: np.ndarray,
+        beta: float,
+        *,
+        posterior_ms: float = 0.0,
+        index_ms: float = 0.0,
+        oracle_ms: float = 0.0,
+        update_ms: float = 0.0,
+    ) -> RoundRecord:
         """Close round ``t + 1`` after driving ``edges`` and observing ``observed`` (Wh per edge)."""
         expected = self.env.expected_energy(edges)
         regret = expected - self.optimal.cost
@@ -147,8 +157,9 @@ class RoutingBandit(RouteLearner):
         self.rng_noise = np.random.default_rng(noise_ss)
         self.potential_wh = None if potential_wh is None else np.asarray(potential_wh, dtype=np.float64)
         self.regret_reference = regret_reference
-        self.optimal = optimal or regret_reference_route(env, self.start, self.goal, regret_reference,
-                                                         self.potential_wh)
+        self.optimal = optimal or regret_reference_route(
+            env, self.start, self.goal, regret_reference, self.potential_wh
+        )
         self.t = 0
         self.cumulative_regret = 0.0
 
@@ -168,8 +179,15 @@ class RoutingBandit(RouteLearner):
         c4 = time.perf_counter()
         self.model.update(route.edges, y)
         c5 = time.perf_counter()
-        return self._record(route.edges, y, self.policy.beta(t, self.env.n_edges), posterior_ms=1e3 * (c1 - c0),
-                            index_ms=1e3 * (c2 - c1), oracle_ms=1e3 * (c3 - c2), update_ms=1e3 * (c5 - c4))
+        return self._record(
+            route.edges,
+            y,
+            self.policy.beta(t, self.env.n_edges),
+            posterior_ms=1e3 * (c1 - c0),
+            index_ms=1e3 * (c2 - c1),
+            oracle_ms=1e3 * (c3 - c2),
+            update_ms=1e3 * (c5 - c4),
+        )
 
     # ------------------------------------------------------------ checkpointing
     def state(self) -> dict[str, Any]:
@@ -221,8 +239,9 @@ def rebase_regret(rows: list[dict[str, Any]], reference: Route) -> tuple[list[di
     return out, ref, cum
 
 
-def regret_reference_route(env: EnergyEnvironment, start: int, goal: int, reference: str = "auto",
-                           potential_wh: np.ndarray | None = None) -> Route:
+def regret_reference_route(
+    env: EnergyEnvironment, start: int, goal: int, reference: str = "auto", potential_wh: np.ndarray | None = None
+) -> Route:
     """The route regret is measured against (see :class:`RoutingBandit`); ``potential_wh`` as the oracle's."""
     from evroute.errors import ParameterError
     from evroute.oracle import best_known_route, rectified_reference_route
@@ -240,7 +259,15 @@ def regret_reference_route(env: EnergyEnvironment, start: int, goal: int, refere
     except NegativeCycleError:
         pass
     try:  # negative cycles: the exact best simple route when the integer program certifies it quickly
-        return optimal_route(env.linegraph, env.true_mean_wh, start, goal, on_negative_cycle="exact",
-                             max_cut_rounds=EXACT_TRY_CUT_ROUNDS, node_limit=EXACT_TRY_NODES, time_limit_s=math.inf)
+        return optimal_route(
+            env.linegraph,
+            env.true_mean_wh,
+            start,
+            goal,
+            on_negative_cycle="exact",
+            max_cut_rounds=EXACT_TRY_CUT_ROUNDS,
+            node_limit=EXACT_TRY_NODES,
+            time_limit_s=math.inf,
+        )
     except NegativeCycleError:
         return best_known_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal, potential_wh)

@@ -94,8 +94,14 @@ def _split_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> 
     while i < len(argv):
         tok = argv[i]
         nxt = argv[i + 1] if i + 1 < len(argv) else None
-        if tok in takes_value and nxt is not None and nxt.startswith("-") and nxt != "--" and nxt not in known \
-                and not nxt.startswith("--"):
+        if (
+            tok in takes_value
+            and nxt is not None
+            and nxt.startswith("-")
+            and nxt != "--"
+            and nxt not in known
+            and not nxt.startswith("--")
+        ):
             out.append(f"{tok}={nxt}")
             i += 2
             continue
@@ -105,15 +111,26 @@ def _split_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> 
 
 
 def _add_network_args(p: argparse.ArgumentParser, default: str | None = "synthetic:2000:0") -> None:
-    p.add_argument("--network", default=default,
-                   help="synthetic[:EDGES[:SEED]], monaco, luxembourg, or a .net.xml/.osm/.osm.pbf path "
-                        "(default: %(default)s)")
+    p.add_argument(
+        "--network",
+        default=default,
+        help="synthetic[:EDGES[:SEED]], monaco, luxembourg, or a .net.xml/.osm/.osm.pbf path (default: %(default)s)",
+    )
     p.add_argument("--data-dir", default=None, help="folder with monaco.osm / luxembourg.osm (default: $EVROUTE_DATA)")
-    p.add_argument("--dem", action="append", default=None, metavar="RASTER",
-                   help="elevation raster (GeoTIFF or SRTM .hgt) for networks without elevation; repeat for several "
-                        "tiles, which are mosaicked")
-    p.add_argument("--loader", default=None, choices=["netconvert", "osmnx"],
-                   help="OpenStreetMap loader: netconvert (default; honours turn restrictions) or osmnx (ignores them)")
+    p.add_argument(
+        "--dem",
+        action="append",
+        default=None,
+        metavar="RASTER",
+        help="elevation raster (GeoTIFF or SRTM .hgt) for networks without elevation; repeat for several "
+        "tiles, which are mosaicked",
+    )
+    p.add_argument(
+        "--loader",
+        default=None,
+        choices=["netconvert", "osmnx"],
+        help="OpenStreetMap loader: netconvert (default; honours turn restrictions) or osmnx (ignores them)",
+    )
 
 
 def _dem(args: argparse.Namespace) -> str | list[str] | None:
@@ -126,9 +143,13 @@ def _dem(args: argparse.Namespace) -> str | list[str] | None:
 def _add_executor_args(p: argparse.ArgumentParser, default: str | None) -> None:
     from evroute.experiments.executors import EXECUTORS
 
-    p.add_argument("--executor", default=default, choices=EXECUTORS,
-                   help="where the seeds run: serial, a local process pool or Ray (optional extra 'ray')"
-                        + (" (default: %(default)s)" if default else " (default: a process pool when --workers > 1)"))
+    p.add_argument(
+        "--executor",
+        default=default,
+        choices=EXECUTORS,
+        help="where the seeds run: serial, a local process pool or Ray (optional extra 'ray')"
+        + (" (default: %(default)s)" if default else " (default: a process pool when --workers > 1)"),
+    )
     p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray instance)")
 
 
@@ -156,37 +177,63 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--route", default=None, help="named route A or B (default: A unless --start/--goal)")
     p.add_argument("--start", default=None, help="start edge id")
     p.add_argument("--goal", default=None, help="goal edge id")
-    p.add_argument("--model", default=None,
-                   help="edge model: bi (default), gp (sparse variational GP, the paper's), gp-exact (exact GP "
-                        "posterior), kr (kernel regression), or routeset (IGP-UCB with --policy ucb, "
-                        "GP-TS with --policy ts, over the k prior-shortest routes; parameters via --model-param)")
+    p.add_argument(
+        "--model",
+        default=None,
+        help="edge model: bi (default), gp (sparse variational GP, the paper's), gp-exact (exact GP "
+        "posterior), kr (kernel regression), or routeset (IGP-UCB with --policy ucb, "
+        "GP-TS with --policy ts, over the k prior-shortest routes; parameters via --model-param)",
+    )
     p.add_argument("--policy", default=None, help="ucb, bucb, ts (default) or greedy")
-    p.add_argument("--policy-param", action="append", metavar="NAME=VALUE",
-                   help="policy parameter, e.g. beta_scale=0.5, xi=0.5 (repeatable)")
+    p.add_argument(
+        "--policy-param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="policy parameter, e.g. beta_scale=0.5, xi=0.5 (repeatable)",
+    )
     p.add_argument("--model-param", action="append", metavar="NAME=VALUE", help="model parameter (repeatable)")
-    p.add_argument("--env", default=None,
-                   help="environment: consistent (default: the paper's perturbation on the dissipative energy only, "
-                        "exact optimum), paper (the reference paper's), drifting (the paper's, drifting over rounds), "
-                        "sumo-replay (a recorded SUMO day of EV traffic; SUMO networks only), sumo-live (each route "
-                        "driven in a running SUMO simulation; regret against sumo-replay's means)")
-    p.add_argument("--env-param", action="append", metavar="NAME=VALUE",
-                   help="environment parameter, e.g. lengthscale=0.5 (repeatable)")
+    p.add_argument(
+        "--env",
+        default=None,
+        help="environment: consistent (default: the paper's perturbation on the dissipative energy only, "
+        "exact optimum), paper (the reference paper's), drifting (the paper's, drifting over rounds), "
+        "sumo-replay (a recorded SUMO day of EV traffic; SUMO networks only), sumo-live (each route "
+        "driven in a running SUMO simulation; regret against sumo-replay's means)",
+    )
+    p.add_argument(
+        "--env-param",
+        action="append",
+        metavar="NAME=VALUE",
+        help="environment parameter, e.g. lengthscale=0.5 (repeatable)",
+    )
     p.add_argument("--horizon", type=_positive_int, default=None, help="rounds per seed (default 100)")
     p.add_argument("--seeds", default=None, help="number of seeds, a list 0,3,5 or a range 0-4 (default 1)")
     p.add_argument("--env-seed", type=int, default=None, help="fixed environment seed for all runs")
-    p.add_argument("--regret-reference", default=None, choices=["auto", "exact", "rectified"],
-                   help="route regret is measured against (default auto: exact unless a negative cycle is reachable)")
-    p.add_argument("--potential", default=None, choices=["elevation", "none"],
-                   help="rectify estimates minus the elevation potential (default) or raw (the paper's Algorithm 2)")
+    p.add_argument(
+        "--regret-reference",
+        default=None,
+        choices=["auto", "exact", "rectified"],
+        help="route regret is measured against (default auto: exact unless a negative cycle is reachable)",
+    )
+    p.add_argument(
+        "--potential",
+        default=None,
+        choices=["elevation", "none"],
+        help="rectify estimates minus the elevation potential (default) or raw (the paper's Algorithm 2)",
+    )
     p.add_argument("--vehicle", default=None, help="vehicle profile name or JSON file (default sumo_ev)")
     p.add_argument("--out", default=None, help="results folder (default: results/<network>-<route>-<model>-<policy>)")
-    p.add_argument("--workers", type=_positive_int, default=1,
-                   help="processes (or Ray CPUs) for the seeds (default: %(default)s)")
+    p.add_argument(
+        "--workers", type=_positive_int, default=1, help="processes (or Ray CPUs) for the seeds (default: %(default)s)"
+    )
     _add_executor_args(p, default=None)
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-    p.add_argument("--sumo-routes", action="store_true",
-                   help="also write OUT/routes.rou.xml: each seed's last route as a SUMO route file")
+    p.add_argument(
+        "--sumo-routes",
+        action="store_true",
+        help="also write OUT/routes.rou.xml: each seed's last route as a SUMO route file",
+    )
 
     p = sub.add_parser("sweep", help="run a grid of experiments from a JSON grid file, resumable")
     p.add_argument("grid", help='JSON file {"base": {config fields}, "grid": {field: [values, ...]}}')
@@ -199,14 +246,21 @@ def build_parser() -> argparse.ArgumentParser:
     _add_network_args(p)
     p.add_argument("--from", dest="origin", required=True, help="start edge id, or a point LON,LAT")
     p.add_argument("--to", dest="dest", required=True, help="goal edge id, or a point LON,LAT")
-    p.add_argument("--max-snap-m", type=float, default=250.0,
-                   help="a LON,LAT point farther than this from every edge (true geometry) is an error "
-                        "(default: %(default)s m)")
+    p.add_argument(
+        "--max-snap-m",
+        type=float,
+        default=250.0,
+        help="a LON,LAT point farther than this from every edge (true geometry) is an error (default: %(default)s m)",
+    )
     p.add_argument("--vehicle", default="sumo_ev", help="vehicle profile name or JSON file (default: %(default)s)")
     p.add_argument("--geojson", default=None, help="write the three routes to this GeoJSON file")
     p.add_argument("--html", default=None, help="write an interactive map of the three routes (works offline)")
-    p.add_argument("--sumo-routes", default=None, metavar="FILE.rou.xml",
-                   help="write the three routes as a SUMO route file (one EV per route, for sumo/sumo-gui)")
+    p.add_argument(
+        "--sumo-routes",
+        default=None,
+        metavar="FILE.rou.xml",
+        help="write the three routes as a SUMO route file (one EV per route, for sumo/sumo-gui)",
+    )
 
     p = sub.add_parser("info", help="network statistics")
     _add_network_args(p)
@@ -233,17 +287,30 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     base: dict[str, Any] = ExperimentConfig.from_file(args.config).to_dict() if args.config else {}
     over = {
-        "network": args.network, "route": args.route, "start": args.start, "goal": args.goal, "model": args.model,
-        "policy": args.policy, "horizon": args.horizon, "env": args.env, "env_seed": args.env_seed,
-        "regret_reference": args.regret_reference, "potential": args.potential, "vehicle": args.vehicle,
-        "data_dir": args.data_dir, "dem": _dem(args), "loader": args.loader,
+        "network": args.network,
+        "route": args.route,
+        "start": args.start,
+        "goal": args.goal,
+        "model": args.model,
+        "policy": args.policy,
+        "horizon": args.horizon,
+        "env": args.env,
+        "env_seed": args.env_seed,
+        "regret_reference": args.regret_reference,
+        "potential": args.potential,
+        "vehicle": args.vehicle,
+        "data_dir": args.data_dir,
+        "dem": _dem(args),
+        "loader": args.loader,
     }
     base.update({k: v for k, v in over.items() if v is not None})
     if args.seeds is not None:
         base["seeds"] = _parse_seeds(args.seeds)
-    for key, items, flag in (("policy_params", args.policy_param, "--policy-param"),
-                             ("model_params", args.model_param, "--model-param"),
-                             ("environment", args.env_param, "--env-param")):
+    for key, items, flag in (
+        ("policy_params", args.policy_param, "--policy-param"),
+        ("model_params", args.model_param, "--model-param"),
+        ("environment", args.env_param, "--env-param"),
+    ):
         if items:
             base[key] = {**base.get(key, {}), **_parse_params(items, flag)}
     if args.start is not None:
@@ -251,8 +318,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     cfg = ExperimentConfig.from_dict(base, what="config" if args.config is None else f"config {args.config}:")
     out = args.out or f"results/{cfg.network.replace(':', '_')}-{cfg.route or 'custom'}-{cfg.model}-{cfg.policy}"
     if args.executor is None:
-        summary = run_experiment(cfg, out, workers=args.workers, progress=not args.no_progress,
-                                 overwrite=args.overwrite)
+        summary = run_experiment(
+            cfg, out, workers=args.workers, progress=not args.no_progress, overwrite=args.overwrite
+        )
     else:  # one config is a sweep of one grid point
         from evroute.experiments.runner import prepare_output
         from evroute.experiments.sweep import run_sweep
@@ -260,11 +328,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         path = Path(out)
         if args.overwrite:
             prepare_output(cfg, path, overwrite=True)
-        summary = run_sweep({path.name: cfg}, path.parent, executor=args.executor, workers=args.workers,
-                            address=args.address, progress=not args.no_progress)[path.name]
-    print(f"{summary['label']} on {cfg.network} route {summary['route']}: T={cfg.horizon}, "
-          f"{len(cfg.seeds)} seed(s), final cumulative regret {summary['mean_final_regret_wh']:.2f} "
-          f"+- {summary['se_final_regret_wh']:.2f} Wh (mean +- s.e.)")
+        summary = run_sweep(
+            {path.name: cfg},
+            path.parent,
+            executor=args.executor,
+            workers=args.workers,
+            address=args.address,
+            progress=not args.no_progress,
+        )[path.name]
+    print(
+        f"{summary['label']} on {cfg.network} route {summary['route']}: T={cfg.horizon}, "
+        f"{len(cfg.seeds)} seed(s), final cumulative regret {summary['mean_final_regret_wh']:.2f} "
+        f"+- {summary['se_final_regret_wh']:.2f} Wh (mean +- s.e.)"
+    )
     print(f"regret reference: {regret_reference_text(summary, out)}")
     if args.sumo_routes:
         from evroute.energy import VehicleProfile
@@ -305,8 +381,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     configs = load_grid(args.grid)
     if not configs:
         raise ParameterError(f"grid file {args.grid} defines no experiment")
-    out = run_sweep(configs, args.out, executor=args.executor, workers=args.workers, address=args.address,
-                    progress=not args.no_progress)
+    out = run_sweep(
+        configs,
+        args.out,
+        executor=args.executor,
+        workers=args.workers,
+        address=args.address,
+        progress=not args.no_progress,
+    )
     width = max(len(n) for n in out)
     print(f"{'run':<{width}}  {'method':<10} final cumulative regret (Wh, mean +- s.e.)")
     for name, s in out.items():
@@ -323,9 +405,20 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     if not policies:
         raise ParameterError("--policies names no policy")
-    cfgs = [ExperimentConfig(network=args.network, route="A", model=args.model, policy=p, horizon=args.horizon,
-                             seeds=tuple(seeds), data_dir=args.data_dir, dem=_dem(args),
-                             loader=args.loader or "netconvert") for p in policies]
+    cfgs = [
+        ExperimentConfig(
+            network=args.network,
+            route="A",
+            model=args.model,
+            policy=p,
+            horizon=args.horizon,
+            seeds=tuple(seeds),
+            data_dir=args.data_dir,
+            dem=_dem(args),
+            loader=args.loader or "netconvert",
+        )
+        for p in policies
+    ]
     from evroute.experiments.runner import validate
 
     for cfg in cfgs:  # every policy before the first folder is written
@@ -370,8 +463,10 @@ def _cmd_route(args: argparse.Namespace) -> int:
         "shortest": oracle.shortest_route(net.length_m, s, g).edges,
         "fastest": oracle.shortest_route(time_s, s, g).edges,
     }
-    stats = {name: (float(net.length_m[e].sum()), float(time_s[e].sum()), float(energy[e].sum()), len(e))
-             for name, e in routes.items()}
+    stats = {
+        name: (float(net.length_m[e].sum()), float(time_s[e].sum()), float(energy[e].sum()), len(e))
+        for name, e in routes.items()
+    }
     print(f"{net.name}: {net.edge_ids[s]} -> {net.edge_ids[g]} (vehicle {args.vehicle})")
     print(f"{'route':<15} {'length (km)':>12} {'time (min)':>11} {'energy (Wh)':>12} {'edges':>6}")
     for name, (length, t, e, k) in stats.items():
@@ -380,10 +475,14 @@ def _cmd_route(args: argparse.Namespace) -> int:
         from evroute.io import atomic_write_text
         from evroute.viz import routes_geodataframe
 
-        gdf = routes_geodataframe(lg, routes, length_m={k: v[0] for k, v in stats.items()},
-                                  time_s={k: v[1] for k, v in stats.items()},
-                                  energy_wh={k: v[2] for k, v in stats.items()},
-                                  edge_ids={k: net.edge_ids[e].tolist() for k, e in routes.items()})
+        gdf = routes_geodataframe(
+            lg,
+            routes,
+            length_m={k: v[0] for k, v in stats.items()},
+            time_s={k: v[1] for k, v in stats.items()},
+            energy_wh={k: v[2] for k, v in stats.items()},
+            edge_ids={k: net.edge_ids[e].tolist() for k, e in routes.items()},
+        )
         atomic_write_text(args.geojson, gdf.to_json())
         print(f"GeoJSON: {args.geojson}")
     if args.html:
@@ -409,8 +508,15 @@ def _cmd_info(args: argparse.Namespace) -> int:
     lg = build_line_graph(net)  # the same network object: loaded once
     info = net.summary()
     e = network_energy_wh(lg.network)
-    info.update({"lcc_edges": lg.n_nodes, "lcc_turns": lg.n_arcs, "energy_mean_wh": float(e.mean()),
-                 "energy_std_wh": float(e.std()), "negative_energy_edges": int((e < 0).sum())})
+    info.update(
+        {
+            "lcc_edges": lg.n_nodes,
+            "lcc_turns": lg.n_arcs,
+            "energy_mean_wh": float(e.mean()),
+            "energy_std_wh": float(e.std()),
+            "negative_energy_edges": int((e < 0).sum()),
+        }
+    )
     width = max(map(len, info))
     for k, v in info.items():
         print(f"{k:<{width}}  {v:.4g}" if isinstance(v, float) else f"{k:<{width}}  {v}")
@@ -449,8 +555,15 @@ def _os_error_text(exc: OSError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(_split_negative_values(parser, list(sys.argv[1:] if argv is None else argv)))
-    handlers = {"run": _cmd_run, "sweep": _cmd_sweep, "demo": _cmd_demo, "route": _cmd_route, "info": _cmd_info,
-                "data": _cmd_data, "config": _cmd_config}
+    handlers = {
+        "run": _cmd_run,
+        "sweep": _cmd_sweep,
+        "demo": _cmd_demo,
+        "route": _cmd_route,
+        "info": _cmd_info,
+        "data": _cmd_data,
+        "config": _cmd_config,
+    }
     try:
         return handlers[args.command](args)
     except EvrouteError as exc:
@@ -460,8 +573,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evroute: error: {_os_error_text(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("evroute: interrupted (completed rounds are saved; run the same command again to resume)",
-              file=sys.stderr)
+        print(
+            "evroute: interrupted (completed rounds are saved; run the same command again to resume)", file=sys.stderr
+        )
         return 130
 
 

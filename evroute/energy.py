@@ -138,5 +138,11 @@ def travel_time_s(length_m: np.ndarray, speed_mps: np.ndarray) -> np.ndarray:
     return np.asarray(length_m, dtype=np.float64) / np.asarray(speed_mps, dtype=np.float64)
 
 
-__all__ = ["VehicleProfile", "edge_energy_wh", "elevation_potential_wh", "network_energy_wh", "reduced_cost_wh",
-           "travel_time_s"]
+__all__ = [
+    "VehicleProfile",
+    "edge_energy_wh",
+    "elevation_potential_wh",
+    "network_energy_wh",
+    "reduced_cost_wh",
+    "travel_time_s",
+]

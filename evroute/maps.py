@@ -36,8 +36,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: Basemaps that need no API key: name -> (tile URL template, attribution).
 TILES: dict[str, tuple[str, str]] = {
-    "openstreetmap": ("https://tile.openstreetmap.org/{z}/{x}/{y}.png",
-                      '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors'),
+    "openstreetmap": (
+        "https://tile.openstreetmap.org/{z}/{x}/{y}.png",
+        '&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors',
+    ),
 }
 _CMAP = "plasma"
 LEGEND_WIDTH_PX = 220  #: the fitted view keeps this many pixels on the right free for the legend
@@ -80,7 +82,7 @@ def leaflet_inline() -> tuple[str, str]:
 
 def external_assets(page: str) -> list[str]:
     """The ``<script src>`` / ``<link href>`` tags of an HTML page that point at another host (none for our maps)."""
-    return [page[m.start():page.find(">", m.start()) + 1] for m in _EXTERNAL_ASSET.finditer(page)]
+    return [page[m.start() : page.find(">", m.start()) + 1] for m in _EXTERNAL_ASSET.finditer(page)]
 
 
 def offline_map(**kwargs: object) -> folium.Map:
@@ -115,14 +117,20 @@ def _legend_html(title: str, lines: Sequence[tuple[str, str]], cmax: int | None 
         ticks = sorted({1, max(1, int(round(np.expm1(np.log1p(cmax) / 2)))), max(1, cmax)})
         # the colour of an edge driven t times is frac = log1p(t) / log1p(cmax), so ticks sit at that fraction
         pos = [0.0 if cmax <= 1 else np.log1p(t) / np.log1p(cmax) * 100 for t in ticks]
-        tick_html = "".join(f"<span style='position:absolute;left:{p:.1f}%;transform:translateX(-50%)'>{t}</span>"
-                            for t, p in zip(ticks, pos, strict=True))
-        parts += ["<div>times driven (colour, log scale)</div>",
-                  f"<div style='height:10px;width:180px;background:linear-gradient(to right, {stops})'></div>",
-                  f"<div style='position:relative;height:16px;width:180px'>{tick_html}</div>"]
+        tick_html = "".join(
+            f"<span style='position:absolute;left:{p:.1f}%;transform:translateX(-50%)'>{t}</span>"
+            for t, p in zip(ticks, pos, strict=True)
+        )
+        parts += [
+            "<div>times driven (colour, log scale)</div>",
+            f"<div style='height:10px;width:180px;background:linear-gradient(to right, {stops})'></div>",
+            f"<div style='position:relative;height:16px;width:180px'>{tick_html}</div>",
+        ]
     parts += [f"<div><span style='{_LINE}border-top:{css}'></span>{html.escape(label)}</div>" for css, label in lines]
-    parts += [f"<div><span style='{_DOT}background:{fill};border:2px solid {edge}'></span>{label}</div>"
-              for label, fill, edge in _MARKERS]
+    parts += [
+        f"<div><span style='{_DOT}background:{fill};border:2px solid {edge}'></span>{label}</div>"
+        for label, fill, edge in _MARKERS
+    ]
     return (
         "<div id='evroute-legend' style='position:absolute;bottom:26px;right:10px;z-index:1000;background:white;"
         f"width:{LEGEND_WIDTH_PX - 20}px;padding:8px 10px;border-radius:4px;box-shadow:0 1px 5px rgba(0,0,0,0.4);"
@@ -142,8 +150,9 @@ def _base_map(linegraph: LineGraph, focus: Sequence[int], tiles: str | None) -> 
     geom = linegraph.network.geometry
     pts = np.concatenate([geom[int(e)] for e in focus])
     (west, south), (east, north) = pts.min(axis=0), pts.max(axis=0)
-    m = offline_map(location=[float(south + north) / 2, float(west + east) / 2], zoom_start=14, tiles=None,
-                    control_scale=True)
+    m = offline_map(
+        location=[float(south + north) / 2, float(west + east) / 2], zoom_start=14, tiles=None, control_scale=True
+    )
     if tiles is not None:
         url, attribution = TILES[tiles]
         folium.TileLayer(url, attr=attribution, name=tiles, max_zoom=19).add_to(m)
@@ -151,22 +160,35 @@ def _base_map(linegraph: LineGraph, focus: Sequence[int], tiles: str | None) -> 
     # the whole network as ONE multi-polyline of straight end-to-end segments rounded to ~1 m (the tiles show the
     # street shapes; highlighted edges keep their full geometry): a per-edge PolyLine with every vertex made
     # real-city maps several MB each
-    folium.PolyLine([[(round(float(y), 5), round(float(x), 5)) for x, y in g[[0, -1]]] for g in geom],
-                    color="#999999", weight=1, opacity=0.5).add_to(base)
+    folium.PolyLine(
+        [[(round(float(y), 5), round(float(x), 5)) for x, y in g[[0, -1]]] for g in geom],
+        color="#999999",
+        weight=1,
+        opacity=0.5,
+    ).add_to(base)
     base.add_to(m)
     return m, [[float(south), float(west)], [float(north), float(east)]]
 
 
-def _finish(m: folium.Map, bounds: list[list[float]], linegraph: LineGraph, start: int, goal: int, legend: str,
-            path: str | Path) -> Path:
+def _finish(
+    m: folium.Map, bounds: list[list[float]], linegraph: LineGraph, start: int, goal: int, legend: str, path: str | Path
+) -> Path:
     """Add start/goal markers, layer control and legend, fit the view to ``bounds``, check and write the page."""
     import folium
 
     net = linegraph.network
     for e, (label, fill, edge) in zip((start, goal), _MARKERS, strict=True):
         x, y = net.geometry[e].mean(axis=0)
-        folium.CircleMarker([float(y), float(x)], radius=7, color=edge, weight=2, fill=True, fill_color=fill,
-                            fill_opacity=1.0, tooltip=f"{label}: {net.edge_ids[e]}").add_to(m)
+        folium.CircleMarker(
+            [float(y), float(x)],
+            radius=7,
+            color=edge,
+            weight=2,
+            fill=True,
+            fill_color=fill,
+            fill_opacity=1.0,
+            tooltip=f"{label}: {net.edge_ids[e]}",
+        ).add_to(m)
     folium.LayerControl().add_to(m)
     m.get_root().html.add_child(folium.Element(legend))
     # keep the data clear of the legend (bottom right, LEGEND_WIDTH_PX wide) and of the zoom / layer controls
@@ -182,8 +204,17 @@ def _polyline(geom: list[np.ndarray], edges: Sequence[int]) -> list[tuple[float,
     return [(round(float(y), 6), round(float(x), 6)) for x, y in pts]
 
 
-def exploration_map_html(linegraph: LineGraph, counts: np.ndarray, path: str | Path, *, start: int, goal: int,
-                         optimal: Sequence[int] = (), title: str = "", tiles: str | None = "openstreetmap") -> Path:
+def exploration_map_html(
+    linegraph: LineGraph,
+    counts: np.ndarray,
+    path: str | Path,
+    *,
+    start: int,
+    goal: int,
+    optimal: Sequence[int] = (),
+    title: str = "",
+    tiles: str | None = "openstreetmap",
+) -> Path:
     """Self-contained interactive map: driven edges coloured by (log) count, optimal route, start/goal, legend.
 
     The view is fitted to the driven edges, the optimal route and the start and goal edges.
@@ -207,30 +238,52 @@ def exploration_map_html(linegraph: LineGraph, counts: np.ndarray, path: str | P
     features = []
     for e in np.flatnonzero(counts > 0):
         frac = float(np.log1p(counts[e]) / cmax)
-        features.append({
-            "type": "Feature",
-            "geometry": {"type": "LineString",
-                         "coordinates": [[round(float(x), 5), round(float(y), 5)] for x, y in geom[e]]},
-            "properties": {"label": f"{net.edge_ids[e]}: driven {int(counts[e])}x",
-                           "color": _colour(frac), "weight": round(2 + 4 * frac, 1)},
-        })
+        features.append(
+            {
+                "type": "Feature",
+                "geometry": {
+                    "type": "LineString",
+                    "coordinates": [[round(float(x), 5), round(float(y), 5)] for x, y in geom[e]],
+                },
+                "properties": {
+                    "label": f"{net.edge_ids[e]}: driven {int(counts[e])}x",
+                    "color": _colour(frac),
+                    "weight": round(2 + 4 * frac, 1),
+                },
+            }
+        )
     if features:  # one GeoJSON layer (compact) instead of one PolyLine object per edge
-        folium.GeoJson({"type": "FeatureCollection", "features": features}, name="driven edges",
-                       style_function=lambda f: {"color": f["properties"]["color"],
-                                                 "weight": f["properties"]["weight"], "opacity": 0.9},
-                       tooltip=folium.GeoJsonTooltip(fields=["label"], labels=False)).add_to(driven)
+        folium.GeoJson(
+            {"type": "FeatureCollection", "features": features},
+            name="driven edges",
+            style_function=lambda f: {
+                "color": f["properties"]["color"],
+                "weight": f["properties"]["weight"],
+                "opacity": 0.9,
+            },
+            tooltip=folium.GeoJsonTooltip(fields=["label"], labels=False),
+        ).add_to(driven)
     driven.add_to(m)
     lines = [("2px solid #999999", "road network")]
     if len(optimal):
-        folium.PolyLine(_polyline(geom, optimal), color="#00a000", weight=3, dash_array="6 6",
-                        tooltip="optimal route").add_to(folium.FeatureGroup(name="optimal route").add_to(m))
+        folium.PolyLine(
+            _polyline(geom, optimal), color="#00a000", weight=3, dash_array="6 6", tooltip="optimal route"
+        ).add_to(folium.FeatureGroup(name="optimal route").add_to(m))
         lines.append(("3px dashed #00a000", "optimal route"))
     return _finish(m, bounds, linegraph, start, goal, _legend_html(title, lines, int(counts.max())), path)
 
 
-def route_map_html(linegraph: LineGraph, routes: Mapping[str, Sequence[int]], path: str | Path, *, start: int,
-                   goal: int, labels: Mapping[str, str] | None = None, title: str = "",
-                   tiles: str | None = "openstreetmap") -> Path:
+def route_map_html(
+    linegraph: LineGraph,
+    routes: Mapping[str, Sequence[int]],
+    path: str | Path,
+    *,
+    start: int,
+    goal: int,
+    labels: Mapping[str, str] | None = None,
+    title: str = "",
+    tiles: str | None = "openstreetmap",
+) -> Path:
     """Self-contained interactive map of named routes (e.g. energy-optimal, shortest, fastest) from start to goal.
 
     Each route is one line in :data:`ROUTE_COLOURS` order, in its own layer, with ``labels[name]`` (e.g. its
@@ -253,14 +306,23 @@ def route_map_html(linegraph: LineGraph, routes: Mapping[str, Sequence[int]], pa
     # drawn widest first so that routes sharing streets stay visible
     for k, (name, edges) in enumerate(routes.items()):
         colour, text = ROUTE_COLOURS[k % len(ROUTE_COLOURS)], (labels or {}).get(name, name)
-        folium.PolyLine(_polyline(geom, edges), color=colour, weight=9 - 2 * min(k, 3), opacity=0.8,
-                        tooltip=text).add_to(folium.FeatureGroup(name=name).add_to(m))
+        folium.PolyLine(
+            _polyline(geom, edges), color=colour, weight=9 - 2 * min(k, 3), opacity=0.8, tooltip=text
+        ).add_to(folium.FeatureGroup(name=name).add_to(m))
         lines.append((f"{9 - 2 * min(k, 3)}px solid {colour}", text))
     return _finish(m, bounds, linegraph, start, goal, _legend_html(title, lines), path)
 
 
-def exploration_map_png(linegraph: LineGraph, counts: np.ndarray, path: str | Path, *, start: int, goal: int,
-                        optimal: Sequence[int] = (), title: str = "") -> Path:
+def exploration_map_png(
+    linegraph: LineGraph,
+    counts: np.ndarray,
+    path: str | Path,
+    *,
+    start: int,
+    goal: int,
+    optimal: Sequence[int] = (),
+    title: str = "",
+) -> Path:
     """Static PNG of the same map (matplotlib, lon/lat axes)."""
     import matplotlib
 
@@ -273,8 +335,12 @@ def exploration_map_png(linegraph: LineGraph, counts: np.ndarray, path: str | Pa
     ax.add_collection(LineCollection(geom, colors="#d0d0d0", linewidths=0.5))
     idx = np.flatnonzero(counts > 0)
     if len(idx):
-        lc = LineCollection([geom[e] for e in idx], array=np.log1p(counts[idx]), cmap="plasma",
-                            linewidths=1 + 2.5 * np.log1p(counts[idx]) / np.log1p(counts.max()))
+        lc = LineCollection(
+            [geom[e] for e in idx],
+            array=np.log1p(counts[idx]),
+            cmap="plasma",
+            linewidths=1 + 2.5 * np.log1p(counts[idx]) / np.log1p(counts.max()),
+        )
         ax.add_collection(lc)
         cb = fig.colorbar(lc, ax=ax, shrink=0.7)
         cb.set_label("log(1 + times driven)")

@@ -179,15 +179,20 @@ def optimal_route(
             ) from None
         if on_negative_cycle == "rectified":
             return rectified_reference_route(lg, w, noise_var, start, goal, potential_wh)  # type: ignore[arg-type]
-        return best_simple_route(lg, w, start, goal, max_cut_rounds=max_cut_rounds, time_limit_s=time_limit_s,
-                                 node_limit=node_limit)
+        return best_simple_route(
+            lg, w, start, goal, max_cut_rounds=max_cut_rounds, time_limit_s=time_limit_s, node_limit=node_limit
+        )
     if not np.isfinite(dist[goal]):
         raise UnreachableError(f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from the start edge")
     return Route(_backtrack(pred, start, goal), float(w[start] + dist[goal]), "johnson")
 
 
 def rectified_reference_route(
-    linegraph: LineGraph, energies_wh: np.ndarray, noise_var: float | np.ndarray, start: int, goal: int,
+    linegraph: LineGraph,
+    energies_wh: np.ndarray,
+    noise_var: float | np.ndarray,
+    start: int,
+    goal: int,
     potential_wh: np.ndarray | None = None,
 ) -> Route:
     """The route the rectified index oracle picks with perfect knowledge; ``cost`` is its TRUE energy (Wh).
@@ -205,8 +210,15 @@ def rectified_reference_route(
 
 
 def best_known_route(
-    linegraph: LineGraph, energies_wh: np.ndarray, noise_var: float | np.ndarray, start: int, goal: int,
-    potential_wh: np.ndarray | None = None, *, k: int = 20, time_limit_s: float | None = None,
+    linegraph: LineGraph,
+    energies_wh: np.ndarray,
+    noise_var: float | np.ndarray,
+    start: int,
+    goal: int,
+    potential_wh: np.ndarray | None = None,
+    *,
+    k: int = 20,
+    time_limit_s: float | None = None,
 ) -> Route:
     """The cheapest route known by TRUE energy when negative cycles rule out an exact optimum; ``cost`` in Wh.
 
@@ -254,8 +266,14 @@ def has_negative_cycle(linegraph: LineGraph, energies_wh: np.ndarray, start: int
 
 
 def best_simple_route(
-    linegraph: LineGraph, energies_wh: np.ndarray, start: int, goal: int, *, max_cut_rounds: int = 500,
-    time_limit_s: float = 600.0, node_limit: int | None = None,
+    linegraph: LineGraph,
+    energies_wh: np.ndarray,
+    start: int,
+    goal: int,
+    *,
+    max_cut_rounds: int = 500,
+    time_limit_s: float = 600.0,
+    node_limit: int | None = None,
 ) -> Route:
     """Minimum-energy simple route by a binary integer program with lazy cycle elimination.
 
@@ -294,10 +312,20 @@ def best_simple_route(
         if cuts_rows:
             rows = np.concatenate([np.full(len(r), i) for i, r in enumerate(cuts_rows)])
             cols = np.concatenate(cuts_rows)
-            cons.append(LinearConstraint(sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(cuts_rows), m)),
-                                         -np.inf, np.asarray(cuts_ub)))
-        res = milp(cost, constraints=cons, integrality=np.ones(m), bounds=Bounds(np.zeros(m), upper),
-                   options={"time_limit": left, **({} if node_limit is None else {"node_limit": int(node_limit)})})
+            cons.append(
+                LinearConstraint(
+                    sp.csr_matrix((np.ones(len(cols)), (rows, cols)), shape=(len(cuts_rows), m)),
+                    -np.inf,
+                    np.asarray(cuts_ub),
+                )
+            )
+        res = milp(
+            cost,
+            constraints=cons,
+            integrality=np.ones(m),
+            bounds=Bounds(np.zeros(m), upper),
+            options={"time_limit": left, **({} if node_limit is None else {"node_limit": int(node_limit)})},
+        )
         if res.status == 2:
             raise UnreachableError(f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from the start edge")
         if res.status != 0:  # a time or node limit inside HiGHS: the incumbent (if any) is not certified optimal
@@ -346,8 +374,8 @@ def _short_negative_cycle_cuts(lg: LineGraph, w: np.ndarray) -> tuple[list[np.nd
             ub.append(1.0)
     adj = lg.adjacency.tocsr()
     for a in np.flatnonzero(w < 0):  # a negative 3-cycle contains a negative edge
-        for b in adj.indices[adj.indptr[a]:adj.indptr[a + 1]]:
-            for c in adj.indices[adj.indptr[b]:adj.indptr[b + 1]]:
+        for b in adj.indices[adj.indptr[a] : adj.indptr[a + 1]]:
+            for c in adj.indices[adj.indptr[b] : adj.indptr[b + 1]]:
                 if c != a and b != a and (c, a) in key and w[a] + w[b] + w[c] < 0 and a == min(a, b, c):
                     rows.append(np.array([key[(a, b)], key[(b, c)], key[(c, a)]]))
                     ub.append(2.0)

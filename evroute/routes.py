@@ -70,8 +70,7 @@ def parse_point(text: str) -> tuple[float, float] | None:
         return None
 
 
-def resolve_endpoint(lg: LineGraph, text: str, what: str = "start", *,
-                     max_snap_m: float = DEFAULT_MAX_SNAP_M) -> int:
+def resolve_endpoint(lg: LineGraph, text: str, what: str = "start", *, max_snap_m: float = DEFAULT_MAX_SNAP_M) -> int:
     """Line-graph index of an edge id, or of the edge nearest the point ``"LON,LAT"`` (true geometry).
 
     An existing edge id wins over a point reading of the same text.

@@ -55,8 +55,16 @@ from evroute.linegraph import LineGraph, standardise
 from evroute.oracle import Route
 from evroute.policies.index import MIN_WEIGHT_WH, rectified_gaussian_mean
 
-__all__ = ["FEATURE_NAMES", "ROUTESET_POLICIES", "CandidateRoutes", "RouteSetBandit", "build_routeset_bandit",
-           "candidate_routes", "route_features", "route_kernel"]
+__all__ = [
+    "FEATURE_NAMES",
+    "ROUTESET_POLICIES",
+    "CandidateRoutes",
+    "RouteSetBandit",
+    "build_routeset_bandit",
+    "candidate_routes",
+    "route_features",
+    "route_kernel",
+]
 
 FEATURE_NAMES: tuple[str, ...] = ("length_m", "time_s", "ascent_m", "descent_m", "mean_speed_mps", "prior_wh")
 ROUTESET_POLICIES = {"ucb": IGPUCB, "ts": GPTS}
@@ -74,9 +82,17 @@ class CandidateRoutes:
         return len(self.routes)
 
 
-def candidate_routes(linegraph: LineGraph, prior_mean_wh: np.ndarray, noise_var: float, start: int, goal: int,
-                     *, k: int = 20, weights: str = "rectified",
-                     potential_wh: np.ndarray | None = None) -> CandidateRoutes:
+def candidate_routes(
+    linegraph: LineGraph,
+    prior_mean_wh: np.ndarray,
+    noise_var: float,
+    start: int,
+    goal: int,
+    *,
+    k: int = 20,
+    weights: str = "rectified",
+    potential_wh: np.ndarray | None = None,
+) -> CandidateRoutes:
     """The ``k`` cheapest simple routes from ``start`` to ``goal`` under the prior (see module docstring).
 
     Args:
@@ -119,13 +135,22 @@ def route_features(linegraph: LineGraph, prior_mean_wh: np.ndarray, routes: tupl
     rows = []
     for r in routes:
         length, time_s = float(net.length_m[r].sum()), float(t_s[r].sum())
-        rows.append([length, time_s, float(np.clip(dz[r], 0, None).sum()), float(np.clip(-dz[r], 0, None).sum()),
-                     length / time_s, float(np.asarray(prior_mean_wh)[r].sum())])
+        rows.append(
+            [
+                length,
+                time_s,
+                float(np.clip(dz[r], 0, None).sum()),
+                float(np.clip(-dz[r], 0, None).sum()),
+                length / time_s,
+                float(np.asarray(prior_mean_wh)[r].sum()),
+            ]
+        )
     return np.asarray(rows, dtype=np.float64)
 
 
-def route_kernel(features: np.ndarray, routes: tuple[np.ndarray, ...], *, lengthscale: float = 1.0,
-                 overlap_weight: float = 0.5) -> tuple[np.ndarray, np.ndarray]:
+def route_kernel(
+    features: np.ndarray, routes: tuple[np.ndarray, ...], *, lengthscale: float = 1.0, overlap_weight: float = 0.5
+) -> tuple[np.ndarray, np.ndarray]:
     """Standardised arm coordinates ``(N, 6)`` and prior covariance ``(N, N)`` (see module docstring)."""
     check_positive("lengthscale", lengthscale)
     if not 0.0 <= float(overlap_weight) <= 1.0:
@@ -152,18 +177,33 @@ class RouteSetBandit(RouteLearner):
         B, delta, gamma: confidence parameters of :class:`~evroute.bo.IGPUCB` / :class:`~evroute.bo.GPTS`.
     """
 
-    def __init__(self, env: EnergyEnvironment, start: int, goal: int, *, policy: str = "ts", seed: int = 0,
-                 regret_reference: str = "auto", potential_wh: np.ndarray | None = None, k: int = 20,
-                 weights: str = "rectified", lengthscale: float = 1.0,
-                 overlap_weight: float = 0.5, lam: float | None = None, B: float = 1.0,  # noqa: N803
-                 delta: float = 0.1, gamma: str | float = "empirical") -> None:
+    def __init__(
+        self,
+        env: EnergyEnvironment,
+        start: int,
+        goal: int,
+        *,
+        policy: str = "ts",
+        seed: int = 0,
+        regret_reference: str = "auto",
+        potential_wh: np.ndarray | None = None,
+        k: int = 20,
+        weights: str = "rectified",
+        lengthscale: float = 1.0,
+        overlap_weight: float = 0.5,
+        lam: float | None = None,
+        B: float = 1.0,  # noqa: N803
+        delta: float = 0.1,
+        gamma: str | float = "empirical",
+    ) -> None:
         if policy not in ROUTESET_POLICIES:
             raise ParameterError(f"route-set policy must be 'ucb' (IGP-UCB) or 'ts' (GP-TS), got {policy!r}")
         self.env = env
         self.start, self.goal = int(start), int(goal)
         lg = env.linegraph
-        self.candidates = candidate_routes(lg, env.prior_mean_wh, env.noise_var, self.start, self.goal,
-                                           k=k, weights=weights, potential_wh=potential_wh)
+        self.candidates = candidate_routes(
+            lg, env.prior_mean_wh, env.noise_var, self.start, self.goal, k=k, weights=weights, potential_wh=potential_wh
+        )
         routes = self.candidates.routes
         self.features = route_features(lg, env.prior_mean_wh, routes)
         x, cov = route_kernel(self.features, routes, lengthscale=lengthscale, overlap_weight=overlap_weight)
@@ -171,9 +211,15 @@ class RouteSetBandit(RouteLearner):
         lam_v = env.noise_var / env.prior_var if lam is None else check_positive("lam", lam)
         policy_ss, noise_ss = np.random.SeedSequence(seed).spawn(2)
         self.policy = ROUTESET_POLICIES[policy](
-            FiniteDomain(np.column_stack([x, np.arange(len(routes))])), prior_cov=cov,
-            prior_mean=-self.features[:, -1] / self.scale, lam=lam_v, B=B, delta=delta, gamma=gamma,
-            seed=np.random.default_rng(policy_ss))
+            FiniteDomain(np.column_stack([x, np.arange(len(routes))])),
+            prior_cov=cov,
+            prior_mean=-self.features[:, -1] / self.scale,
+            lam=lam_v,
+            B=B,
+            delta=delta,
+            gamma=gamma,
+            seed=np.random.default_rng(policy_ss),
+        )
         self.rng_noise = np.random.default_rng(noise_ss)
         self.regret_reference, self.potential_wh = regret_reference, potential_wh
         self.optimal = regret_reference_route(env, self.start, self.goal, regret_reference, potential_wh)
@@ -195,13 +241,18 @@ class RouteSetBandit(RouteLearner):
         c2 = time.perf_counter()
         self.policy.tell(x, -float(y.sum()) / self.scale)
         c3 = time.perf_counter()
-        return self._record(route.edges, y, float(self.policy.width(t)), index_ms=1e3 * (c1 - c0),
-                            update_ms=1e3 * (c3 - c2))
+        return self._record(
+            route.edges, y, float(self.policy.width(t)), index_ms=1e3 * (c1 - c0), update_ms=1e3 * (c3 - c2)
+        )
 
     def state(self) -> dict[str, Any]:
         """Checkpoint: round, cumulative regret, the policy (GP posterior and its RNG) and the noise RNG state."""
-        return {"t": self.t, "cumulative_regret": self.cumulative_regret, "policy": self.policy,
-                "rng_noise": self.rng_noise.bit_generator.state}
+        return {
+            "t": self.t,
+            "cumulative_regret": self.cumulative_regret,
+            "policy": self.policy,
+            "rng_noise": self.rng_noise.bit_generator.state,
+        }
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore a :meth:`state` snapshot."""
@@ -211,12 +262,28 @@ class RouteSetBandit(RouteLearner):
         self.rng_noise.bit_generator.state = state["rng_noise"]
 
 
-def build_routeset_bandit(env: EnergyEnvironment, start: int, goal: int, *, policy: str, seed: int,
-                          regret_reference: str = "auto", potential_wh: np.ndarray | None = None,
-                          **model_params: Any) -> RouteSetBandit:
+def build_routeset_bandit(
+    env: EnergyEnvironment,
+    start: int,
+    goal: int,
+    *,
+    policy: str,
+    seed: int,
+    regret_reference: str = "auto",
+    potential_wh: np.ndarray | None = None,
+    **model_params: Any,
+) -> RouteSetBandit:
     """Runner entry point: ``model_params`` are :class:`RouteSetBandit` keywords (``k``, ``weights``, ``B``, ...)."""
     try:
-        return RouteSetBandit(env, start, goal, policy=policy, seed=seed, regret_reference=regret_reference,
-                              potential_wh=potential_wh, **model_params)
+        return RouteSetBandit(
+            env,
+            start,
+            goal,
+            policy=policy,
+            seed=seed,
+            regret_reference=regret_reference,
+            potential_wh=potential_wh,
+            **model_params,
+        )
     except TypeError as exc:
         raise ParameterError(f"invalid parameters for model 'routeset': {exc}") from None

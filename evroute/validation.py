@@ -81,8 +81,11 @@ def parameter_fields(source: Any, skip: Iterable[str] = ()) -> tuple[dict[str, t
         for f in dataclasses.fields(source):
             if not f.init or f.name in skip:
                 continue
-            default = f.default if f.default is not dataclasses.MISSING else (
-                f.default_factory() if f.default_factory is not dataclasses.MISSING else ...)
+            default = (
+                f.default
+                if f.default is not dataclasses.MISSING
+                else (f.default_factory() if f.default_factory is not dataclasses.MISSING else ...)
+            )
             out[f.name] = (_json_type(hints.get(f.name, Any)), default)
         return out, False
     target = source.__init__ if inspect.isclass(source) else source
@@ -111,8 +114,9 @@ def _adapter(key: tuple[str, ...], sources: tuple[Any, ...], skip: tuple[str, ..
     return TypeAdapter(model), open_
 
 
-def check_params(what: str, params: Mapping[str, Any], sources: Iterable[Any], *, skip: Iterable[str] = (),
-                 prefix: str = "") -> dict[str, Any]:
+def check_params(
+    what: str, params: Mapping[str, Any], sources: Iterable[Any], *, skip: Iterable[str] = (), prefix: str = ""
+) -> dict[str, Any]:
     """Validate ``params`` (types, unknown keys) against the parameters of ``sources``; returns them unchanged.
 
     ``what`` names them in errors, e.g. ``"model parameter"``; ``prefix`` is prepended to the field names.
@@ -158,5 +162,6 @@ def call_checked(what: str, factory: Callable[..., Any], *args: Any, **kwargs: A
     except ParameterError:
         raise
     except (TypeError, ValueError) as exc:
-        raise ParameterError(f"invalid {what}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
-                             ) from None
+        raise ParameterError(
+            f"invalid {what}: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        ) from None

@@ -25,6 +25,8 @@ def available_networks(spec: str) -> list[str]:
 def machine_line() -> str:
     """CPU, core count, Python/NumPy versions and the load average now (benchmarks on shared machines)."""
     load = os.getloadavg()
-    return (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
-            f"{platform.python_version()}, numpy {np.__version__}; load average at the end "
-            f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}")
+    return (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "
+        f"{platform.python_version()}, numpy {np.__version__}; load average at the end "
+        f"{load[0]:.1f}/{load[1]:.1f}/{load[2]:.1f}"
+    )

@@ -39,23 +39,43 @@ def add_common_args(ap: argparse.ArgumentParser, *, runs: str, seeds: int = 5, h
     """Options every sweep script takes (defaults: the paper's protocol)."""
     ap.add_argument("--seeds", type=int, default=seeds, help="seeds 0..N-1 (paper: 5)")
     ap.add_argument("--horizon", type=int, default=horizon, help="rounds T (paper: 500)")
-    ap.add_argument("--model-param", action="append", default=[], metavar="NAME=VALUE",
-                    help="GP model parameter (JSON value), e.g. n_inducing=250 (paper: M = 1000)")
-    ap.add_argument("--potential", default="none", choices=["none", "elevation"],
-                    help="index rectification of the main runs: none = the paper's Algorithm 2 (default)")
-    ap.add_argument("--env", default="paper", choices=["paper", "consistent"],
-                    help="environment: paper = the reference paper's GP environment (default, the reproductions); "
-                         "consistent = its physically consistent version (exact optimum)")
+    ap.add_argument(
+        "--model-param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="GP model parameter (JSON value), e.g. n_inducing=250 (paper: M = 1000)",
+    )
+    ap.add_argument(
+        "--potential",
+        default="none",
+        choices=["none", "elevation"],
+        help="index rectification of the main runs: none = the paper's Algorithm 2 (default)",
+    )
+    ap.add_argument(
+        "--env",
+        default="paper",
+        choices=["paper", "consistent"],
+        help="environment: paper = the reference paper's GP environment (default, the reproductions); "
+        "consistent = its physically consistent version (exact optimum)",
+    )
     ap.add_argument("--executor", default="process", choices=["serial", "process", "ray"])
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--gp-model", default="gp", choices=["gp", "gp-exact"],
-                    help="edge model of the GP methods: gp = the paper's SVGP (default), gp-exact = exact GP posterior "
-                         "(runs named GP-EXACT-*)")
+    ap.add_argument(
+        "--gp-model",
+        default="gp",
+        choices=["gp", "gp-exact"],
+        help="edge model of the GP methods: gp = the paper's SVGP (default), gp-exact = exact GP posterior "
+        "(runs named GP-EXACT-*)",
+    )
     ap.add_argument("--runs", default=runs, help="raw results folder (not committed)")
     ap.add_argument("--docs", default="docs/results", help="figures and tables folder")
     ap.add_argument("--tag", default="", help="suffix of the figure/table names")
-    ap.add_argument("--report-only", action="store_true",
-                    help="run nothing; report the seeds already finished (partial results are marked)")
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="run nothing; report the seeds already finished (partial results are marked)",
+    )
 
 
 def gp_params(args: argparse.Namespace) -> dict[str, Any]:
@@ -79,9 +99,16 @@ def route_key(network: str, route: str) -> str:
     return f"{network.replace(':', '_')}-{route}"
 
 
-def method_config(network: str, route: str, method: str, args: argparse.Namespace, *,
-                  policy_params: Mapping[str, float] | None = None, environment: Mapping[str, Any] | None = None,
-                  potential: str | None = None) -> Any:
+def method_config(
+    network: str,
+    route: str,
+    method: str,
+    args: argparse.Namespace,
+    *,
+    policy_params: Mapping[str, float] | None = None,
+    environment: Mapping[str, Any] | None = None,
+    potential: str | None = None,
+) -> Any:
     """The :class:`ExperimentConfig` of ``method`` (``gp-ts``, ``bi-bucb``, ...) under the script's settings.
 
     GP model parameters (``--model-param``) only go to GP methods; ``environment`` is left empty for the
@@ -90,11 +117,19 @@ def method_config(network: str, route: str, method: str, args: argparse.Namespac
     from evroute.experiments import ExperimentConfig
 
     model, policy = method.lower().rsplit("-", 1)
-    return ExperimentConfig(network=network, route=route, model=model, policy=policy, env=args.env,
-                            policy_params=dict(policy_params or {}),
-                            model_params=gp_params(args) if model.startswith("gp") else {},
-                            environment=dict(environment or {}), horizon=args.horizon,
-                            seeds=tuple(range(args.seeds)), potential=potential or args.potential)
+    return ExperimentConfig(
+        network=network,
+        route=route,
+        model=model,
+        policy=policy,
+        env=args.env,
+        policy_params=dict(policy_params or {}),
+        model_params=gp_params(args) if model.startswith("gp") else {},
+        environment=dict(environment or {}),
+        horizon=args.horizon,
+        seeds=tuple(range(args.seeds)),
+        potential=potential or args.potential,
+    )
 
 
 def run_grid(configs: Mapping[str, Any], args: argparse.Namespace) -> None:
@@ -188,8 +223,12 @@ def timing_row(run_dir: Path) -> dict[str, float]:
     df = pd.concat(frames, ignore_index=True)
     cols = ["update_ms", "posterior_ms", "index_ms", "oracle_ms"]
     tot = df[cols].sum(axis=1)
-    return {**{c: float(df[c].median()) for c in cols}, "total_ms": float(tot.median()),
-            "mean_ms": float(tot.mean()), "rounds": len(df)}
+    return {
+        **{c: float(df[c].median()) for c in cols},
+        "total_ms": float(tot.median()),
+        "mean_ms": float(tot.mean()),
+        "rounds": len(df),
+    }
 
 
 def save_fig(fig: Any, path: Path) -> Path:
@@ -206,8 +245,9 @@ def save_fig(fig: Any, path: Path) -> Path:
     return atomic_write_bytes(path, buf.getvalue())
 
 
-def plot_curves(ax: Any, frames: Mapping[str, Any], column: str = "cumulative_regret_wh", *,
-                per_seed_constant: bool = False) -> None:
+def plot_curves(
+    ax: Any, frames: Mapping[str, Any], column: str = "cumulative_regret_wh", *, per_seed_constant: bool = False
+) -> None:
     """Mean +- 1 s.e. over seeds of ``column`` against the round, one line per name."""
     import numpy as np
 
@@ -244,14 +284,17 @@ def write_markdown(path: Path, lines: Sequence[str]) -> None:
 
 def settings_lines(args: argparse.Namespace) -> list[str]:
     gp = gp_params(args)
-    return [f"Settings: {args.seeds} seeds (0..{args.seeds - 1}), T = {args.horizon}, "
-            f"GP model parameters {gp or 'paper defaults (M = 1000, batch 2500, 1 step/round)'}, "
-            f"potential = {args.potential!r} (`none` = the paper's Algorithm 2), executor {args.executor} "
-            f"x {args.workers}."]
+    return [
+        f"Settings: {args.seeds} seeds (0..{args.seeds - 1}), T = {args.horizon}, "
+        f"GP model parameters {gp or 'paper defaults (M = 1000, batch 2500, 1 step/round)'}, "
+        f"potential = {args.potential!r} (`none` = the paper's Algorithm 2), executor {args.executor} "
+        f"x {args.workers}."
+    ]
 
 
-def common_reference_finals(run_root: Path, names: Sequence[str], seeds: int) -> tuple[dict[str, list[float]],
-                                                                                     dict[int, float]]:
+def common_reference_finals(
+    run_root: Path, names: Sequence[str], seeds: int
+) -> tuple[dict[str, list[float]], dict[int, float]]:
     """Final cumulative regret of every finished seed against one reference per seed shared by all ``names``.
 
     Runs with different ``potential`` settings measure regret against different rectified reference routes (the
@@ -286,8 +329,10 @@ def per_seed_lines(run_root: Path, names: Sequence[str], seeds: int, title: str)
     """
     import statistics
 
-    lines = [f"| {title} | " + " | ".join(f"seed {s}" for s in range(seeds)) + " | median |",
-             "|---|" + "---|" * (seeds + 1)]
+    lines = [
+        f"| {title} | " + " | ".join(f"seed {s}" for s in range(seeds)) + " | median |",
+        "|---|" + "---|" * (seeds + 1),
+    ]
     for name in names:
         finals = {s: v for s, v in seed_finals(run_root / name).items() if s < seeds}
         if not finals:

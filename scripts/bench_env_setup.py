@@ -62,8 +62,9 @@ def cpu_profile(network: str, top: int = 10) -> str:
     import io
     import pstats
 
-    cfg = ExperimentConfig(network=network, route="A", model="bi", policy="ts", env="consistent",
-                           potential="elevation", seeds=(0,))
+    cfg = ExperimentConfig(
+        network=network, route="A", model="bi", policy="ts", env="consistent", potential="elevation", seeds=(0,)
+    )
     with _solve_threads(1):
         prof = cProfile.Profile(time.process_time)
         c0, w0 = time.process_time(), time.perf_counter()
@@ -73,8 +74,10 @@ def cpu_profile(network: str, top: int = 10) -> str:
         cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
-    return (f"{machine_line()}\n`scripts/bench_env_setup.py --network {network} --profile`\n\nwhole set-up: "
-            f"{cpu:.1f} s CPU, {wall:.1f} s wall\n\n" + "\n".join(out.getvalue().splitlines()[4:]))
+    return (
+        f"{machine_line()}\n`scripts/bench_env_setup.py --network {network} --profile`\n\nwhole set-up: "
+        f"{cpu:.1f} s CPU, {wall:.1f} s wall\n\n" + "\n".join(out.getvalue().splitlines()[4:])
+    )
 
 
 def main() -> None:
@@ -83,8 +86,11 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--johnson-repeats", type=int, default=1)
     ap.add_argument("--markdown", default=None)
-    ap.add_argument("--profile", action="store_true",
-                    help="only profile one whole consistent BI-TS set-up in CPU time (one solve thread)")
+    ap.add_argument(
+        "--profile",
+        action="store_true",
+        help="only profile one whole consistent BI-TS set-up in CPU time (one solve thread)",
+    )
     args = ap.parse_args()
     if args.profile:
         print(cpu_profile(args.network))
@@ -108,8 +114,15 @@ def main() -> None:
                     dt, _ = _t(lambda env=env: regret_reference_route(env, route.start, route.goal, "auto"))
                     times[name]["ref"].append(dt)
                     R._environment.cache_clear()
-                    cfg = ExperimentConfig(network=args.network, route="A", model="bi", policy="ts", env=env_name,
-                                           potential="elevation", seeds=(rep,))
+                    cfg = ExperimentConfig(
+                        network=args.network,
+                        route="A",
+                        model="bi",
+                        policy="ts",
+                        env=env_name,
+                        potential="elevation",
+                        seeds=(rep,),
+                    )
                     dt, _ = _t(lambda cfg=cfg, rep=rep: R.make_bandit(cfg, R.build_problem(cfg, rep), rep))
                     times[name]["setup"].append(dt)
             loads.append(os.getloadavg()[0])
@@ -118,19 +131,29 @@ def main() -> None:
     def med(v: list[float]) -> str:
         return f"{statistics.median(v):.1f} (n = {len(v)})" if v else "--"
 
-    lines = [f"# Set-up time of a BI-TS run on {args.network} ({lg.n_nodes} edges)", "",
-             f"Command: `OMP_NUM_THREADS=1 python scripts/bench_env_setup.py --network {args.network} "
-             f"--repeats {args.repeats} --johnson-repeats {args.johnson_repeats}`", "",
-             f"Machine: {machine_line()}.", "",
-             f"Network + line graph load (first load, cached afterwards in a run): {t_load:.1f} s.", "",
-             f"Load average (1 min) over the measurements: {min(loads):.1f}-{max(loads):.1f}.", "",
-             "| environment | draw the environment (s) | CPU share of the draw | regret reference (s) | whole set-up: "
-             "build_problem + make_bandit (s) |", "|---|---|---|---|---|"]
+    lines = [
+        f"# Set-up time of a BI-TS run on {args.network} ({lg.n_nodes} edges)",
+        "",
+        f"Command: `OMP_NUM_THREADS=1 python scripts/bench_env_setup.py --network {args.network} "
+        f"--repeats {args.repeats} --johnson-repeats {args.johnson_repeats}`",
+        "",
+        f"Machine: {machine_line()}.",
+        "",
+        f"Network + line graph load (first load, cached afterwards in a run): {t_load:.1f} s.",
+        "",
+        f"Load average (1 min) over the measurements: {min(loads):.1f}-{max(loads):.1f}.",
+        "",
+        "| environment | draw the environment (s) | CPU share of the draw | regret reference (s) | whole set-up: "
+        "build_problem + make_bandit (s) |",
+        "|---|---|---|---|---|",
+    ]
     ref_name = {"paper": "Johnson (no negative cycle on the synthetic city)", "consistent": "one Dijkstra"}
     for name in names:
         t = times[name]
-        lines.append(f"| {name} | {med(t['env'])} | {statistics.median(t['share']):.2f} | {med(t['ref'])}: "
-                     f"{ref_name[name.split(',')[0]]} | {med(t['setup'])} |")
+        lines.append(
+            f"| {name} | {med(t['env'])} | {statistics.median(t['share']):.2f} | {med(t['ref'])}: "
+            f"{ref_name[name.split(',')[0]]} | {med(t['setup'])} |"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     if args.markdown:

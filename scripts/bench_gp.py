@@ -61,17 +61,27 @@ def bench(network: str, rounds: int, params: dict, policy: str = "ts", route: st
     arr = {c: np.array([getattr(r, c) for r in recs]) for c in cols}
     total = sum(arr.values())
     return {
-        "network": network, "policy": policy, "load_before": load0, "edges": lg.n_nodes, "rounds": rounds,
+        "network": network,
+        "policy": policy,
+        "load_before": load0,
+        "edges": lg.n_nodes,
+        "rounds": rounds,
         "M_final": len(model.inducing_edges),
-        "obs_final": model.n_obs, "env_s": t_env, "setup_s": t_setup,
+        "obs_final": model.n_obs,
+        "env_s": t_env,
+        "setup_s": t_setup,
         **{c: float(np.median(v)) for c, v in arr.items()},
         "inducing_mean_ms": float(np.mean([a for a, _ in split])),
         "steps_mean_ms": float(np.mean([b for _, b in split])),
-        "update_mean_ms": float(np.mean(arr["update_ms"])), "predict_mean_ms": float(np.mean(arr["posterior_ms"])),
-        "total_median_ms": float(np.median(total)), "total_p90_ms": float(np.percentile(total, 90)),
-        "last10_ms": float(np.mean(total[-10:])), "cpu_share": cpu_share,
+        "update_mean_ms": float(np.mean(arr["update_ms"])),
+        "predict_mean_ms": float(np.mean(arr["posterior_ms"])),
+        "total_median_ms": float(np.median(total)),
+        "total_p90_ms": float(np.percentile(total, 90)),
+        "last10_ms": float(np.mean(total[-10:])),
+        "cpu_share": cpu_share,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "torch_threads": torch.get_num_threads(), "load_after": os.getloadavg()[0],
+        "torch_threads": torch.get_num_threads(),
+        "load_after": os.getloadavg()[0],
     }
 
 
@@ -88,25 +98,38 @@ def main() -> None:
     args = ap.parse_args()
     rows = []
     for net in args.networks:
-        r = bench(net, args.rounds, {"n_inducing": args.n_inducing, "dtype": args.dtype, "threads": args.threads},
-                  args.policy, args.route)
+        r = bench(
+            net,
+            args.rounds,
+            {"n_inducing": args.n_inducing, "dtype": args.dtype, "threads": args.threads},
+            args.policy,
+            args.route,
+        )
         rows.append(r)
         print(r, flush=True)
-    head = ("| network | policy | edges | rounds | M at end | obs at end | update ms | predict ms | index ms "
-            "| oracle ms | total median ms | total p90 ms | mean of last 10 ms | mean update ms (inducing + step) "
-            "| mean predict ms | env s | set-up s | peak RSS MB | load avg | CPU share |")
-    lines = [f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {machine_line()}; torch {args.threads} thread(s), "
-             f"dtype {args.dtype}, M <= {args.n_inducing}, route {args.route}\n", f"`{' '.join(sys.argv)}`\n",
-             head, "|" + "---|" * 21]
+    head = (
+        "| network | policy | edges | rounds | M at end | obs at end | update ms | predict ms | index ms "
+        "| oracle ms | total median ms | total p90 ms | mean of last 10 ms | mean update ms (inducing + step) "
+        "| mean predict ms | env s | set-up s | peak RSS MB | load avg | CPU share |"
+    )
+    lines = [
+        f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {machine_line()}; torch {args.threads} thread(s), "
+        f"dtype {args.dtype}, M <= {args.n_inducing}, route {args.route}\n",
+        f"`{' '.join(sys.argv)}`\n",
+        head,
+        "|" + "---|" * 21,
+    ]
     for r in rows:
-        lines.append(f"| {r['network']} | GP-{r['policy'].upper()} | {r['edges']} | {r['rounds']} | "
-                     f"{r['M_final']} | {r['obs_final']} | "
-                     f"{r['update_ms']:.0f} | {r['posterior_ms']:.0f} | {r['index_ms']:.1f} | {r['oracle_ms']:.1f} | "
-                     f"{r['total_median_ms']:.0f} | {r['total_p90_ms']:.0f} | {r['last10_ms']:.0f} | "
-                     f"{r['update_mean_ms']:.0f} ({r['inducing_mean_ms']:.0f} + {r['steps_mean_ms']:.0f}) | "
-                     f"{r['predict_mean_ms']:.0f} | "
-                     f"{r['env_s']:.1f} | {r['setup_s']:.1f} | {r['peak_rss_mb']:.0f} | "
-                     f"{r['load_before']:.1f}-{r['load_after']:.1f} | {r['cpu_share']:.2f} |")
+        lines.append(
+            f"| {r['network']} | GP-{r['policy'].upper()} | {r['edges']} | {r['rounds']} | "
+            f"{r['M_final']} | {r['obs_final']} | "
+            f"{r['update_ms']:.0f} | {r['posterior_ms']:.0f} | {r['index_ms']:.1f} | {r['oracle_ms']:.1f} | "
+            f"{r['total_median_ms']:.0f} | {r['total_p90_ms']:.0f} | {r['last10_ms']:.0f} | "
+            f"{r['update_mean_ms']:.0f} ({r['inducing_mean_ms']:.0f} + {r['steps_mean_ms']:.0f}) | "
+            f"{r['predict_mean_ms']:.0f} | "
+            f"{r['env_s']:.1f} | {r['setup_s']:.1f} | {r['peak_rss_mb']:.0f} | "
+            f"{r['load_before']:.1f}-{r['load_after']:.1f} | {r['cpu_share']:.2f} |"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

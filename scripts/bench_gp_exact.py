@@ -34,8 +34,9 @@ from evroute.environments import DEFAULT_ENVIRONMENT
 LABEL = {"gp-exact": "exact", "gp": "SVGP"}
 
 
-def child(network: str, model: str, policy: str, rounds: int, route: str, reference: bool, environment: str,
-          params: dict) -> dict:
+def child(
+    network: str, model: str, policy: str, rounds: int, route: str, reference: bool, environment: str, params: dict
+) -> dict:
     import resource
 
     from evroute.bandit import RoutingBandit, regret_reference_route
@@ -67,11 +68,22 @@ def child(network: str, model: str, policy: str, rounds: int, route: str, refere
     cols = ["update_ms", "posterior_ms", "index_ms", "oracle_ms"]
     per = {c: [getattr(r, c) for r in recs] for c in cols}
     edges = {e for r in recs for e in r.route.split()}
-    return {"network": network, "model": model, "policy": policy, "edges": lg.n_nodes, "rounds": rounds,
-            "linegraph_s": t1 - t0, "env_s": t2 - t1, ("reference_s" if reference else "standin_s"): t3 - t2,
-            "model_s": t4 - t3, **per, "distinct_edges": len(edges), "cpu_share": share,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            "load": (load0, os.getloadavg()[0])}
+    return {
+        "network": network,
+        "model": model,
+        "policy": policy,
+        "edges": lg.n_nodes,
+        "rounds": rounds,
+        "linegraph_s": t1 - t0,
+        "env_s": t2 - t1,
+        ("reference_s" if reference else "standin_s"): t3 - t2,
+        "model_s": t4 - t3,
+        **per,
+        "distinct_edges": len(edges),
+        "cpu_share": share,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "load": (load0, os.getloadavg()[0]),
+    }
 
 
 def rank_k(n: int, k: int, repeats: int) -> str:
@@ -85,10 +97,14 @@ def rank_k(n: int, k: int, repeats: int) -> str:
     sig = np.asfortranarray(np.eye(n))
     tsig, tw = torch.eye(n, dtype=torch.float64), torch.as_tensor(w)
     out = {}
-    for name, fn in (("dsyrk (lower triangle, in place)",
-                      lambda: blas.dsyrk(-1.0, w, beta=1.0, c=sig, trans=1, lower=1, overwrite_c=1)),
-                     ("NumPy GEMM (Sigma -= W^T W)", lambda: np.subtract(sig, w.T @ w, out=sig)),
-                     ("torch addmm_", lambda: tsig.addmm_(tw.T, tw, alpha=-1.0))):
+    for name, fn in (
+        (
+            "dsyrk (lower triangle, in place)",
+            lambda: blas.dsyrk(-1.0, w, beta=1.0, c=sig, trans=1, lower=1, overwrite_c=1),
+        ),
+        ("NumPy GEMM (Sigma -= W^T W)", lambda: np.subtract(sig, w.T @ w, out=sig)),
+        ("torch addmm_", lambda: tsig.addmm_(tw.T, tw, alpha=-1.0)),
+    ):
         ts = []
         for _ in range(repeats):
             t0 = time.perf_counter()
@@ -112,10 +128,17 @@ def diag_probing_error(network: str, hops: list[int]) -> str:
         t0 = time.perf_counter()
         est, n_col = k.diag_probing(h)
         rel = np.abs(est - exact) / exact
-        rows.append(f"| {network} | {h} | {n_col} | {time.perf_counter() - t0:.1f} | {np.median(rel):.1e} | "
-                    f"{np.percentile(rel, 90):.1e} | {rel.max():.1e} |")
-    return "\n".join(["| network | hops | colours (solves) | s | median rel. error | p90 | max |",
-                      "|---|---|---|---|---|---|---|", *rows])
+        rows.append(
+            f"| {network} | {h} | {n_col} | {time.perf_counter() - t0:.1f} | {np.median(rel):.1e} | "
+            f"{np.percentile(rel, 90):.1e} | {rel.max():.1e} |"
+        )
+    return "\n".join(
+        [
+            "| network | hops | colours (solves) | s | median rel. error | p90 | max |",
+            "|---|---|---|---|---|---|---|",
+            *rows,
+        ]
+    )
 
 
 def local_columns_error(network: str, tols: list[float], route: str) -> str:
@@ -137,9 +160,13 @@ def local_columns_error(network: str, tols: list[float], route: str) -> str:
     path = np.asarray(RouteOracle(lg).shortest_route(np.maximum(lg.network.length_m, 1e-9), rs.start, rs.goal).edges)
     spread = np.linspace(0, lg.n_nodes - 1, 64).astype(np.int64)
     k = LocalGraphMatern(lap, 2.0, 1.0, tol=min(tols))
-    rows = [f"Dense exact kernel (LAPACK, E = {lg.n_nodes}): {t_dense:.1f} s.", "",
-            "| fixed radius (hops) | median nodes in the neighbourhood | ms per column | max entry error | "
-            "max bound | bound / error (min) |", "|---|---|---|---|---|---|"]
+    rows = [
+        f"Dense exact kernel (LAPACK, E = {lg.n_nodes}): {t_dense:.1f} s.",
+        "",
+        "| fixed radius (hops) | median nodes in the neighbourhood | ms per column | max entry error | "
+        "max bound | bound / error (min) |",
+        "|---|---|---|---|---|---|",
+    ]
     for h in (2, 4, 6, 8, 10, 12, 16, 20, 24):
         sizes, errs, bounds, t0 = [], [], [], time.perf_counter()
         for i in spread:
@@ -151,11 +178,18 @@ def local_columns_error(network: str, tols: list[float], route: str) -> str:
             bounds.append(k.scale * k._inf_bound(res)[0])
         dt = 1e3 * (time.perf_counter() - t0) / len(spread)
         e, b = np.array(errs), np.array(bounds)
-        rows.append(f"| {h} | {int(np.median(sizes))} | {dt:.1f} | {e.max():.1e} | {b.max():.1e} | "
-                    f"{np.min(b[e > 1e-12] / e[e > 1e-12]) if (e > 1e-12).any() else float('nan'):.2f} |")
-    rows += ["", f"Adaptive radius per tolerance; route {route} = {len(path)} edges.", "",
-             "| tol | prior variances s (local solves) | max rel. error of the variances | route columns ms per column "
-             "| max entry error (route columns) | nnz per column |", "|---|---|---|---|---|---|"]
+        rows.append(
+            f"| {h} | {int(np.median(sizes))} | {dt:.1f} | {e.max():.1e} | {b.max():.1e} | "
+            f"{np.min(b[e > 1e-12] / e[e > 1e-12]) if (e > 1e-12).any() else float('nan'):.2f} |"
+        )
+    rows += [
+        "",
+        f"Adaptive radius per tolerance; route {route} = {len(path)} edges.",
+        "",
+        "| tol | prior variances s (local solves) | max rel. error of the variances | route columns ms per column "
+        "| max entry error (route columns) | nnz per column |",
+        "|---|---|---|---|---|---|",
+    ]
     d = np.diag(exact)
     for tol in tols:
         t0 = time.perf_counter()
@@ -165,15 +199,19 @@ def local_columns_error(network: str, tols: list[float], route: str) -> str:
         c, _ = k.sparse_columns(path)
         t_col = 1e3 * (time.perf_counter() - t0) / len(path)
         err = np.abs(c.toarray() - exact[:, path]).max()
-        rows.append(f"| {tol:.0e} | {t_set:.1f} ({k.n_solves}) | {np.max(np.abs(k.diag() - d) / d):.1e} | "
-                    f"{t_col:.2f} | {err:.1e} | {c.nnz // len(path)} |")
+        rows.append(
+            f"| {tol:.0e} | {t_set:.1f} ({k.n_solves}) | {np.max(np.abs(k.diag() - d) / d):.1e} | "
+            f"{t_col:.2f} | {err:.1e} | {c.nnz // len(path)} |"
+        )
     return "\n".join(rows)
 
 
 def _variant(mod: str) -> dict:
     """Parameters of a model variant ``MODEL+NAME=VALUE+...`` (e.g. ``gp-exact+graph_solver=global``)."""
-    return {k: json.loads(v) if v[:1] in "0123456789-[{tf" else v
-            for k, v in (item.split("=", 1) for item in mod.split("+")[1:])}
+    return {
+        k: json.loads(v) if v[:1] in "0123456789-[{tf" else v
+        for k, v in (item.split("=", 1) for item in mod.split("+")[1:])
+    }
 
 
 def _cell(args: argparse.Namespace, net: str, mod: str, pol: str) -> tuple[int, int]:
@@ -190,10 +228,15 @@ def _cell(args: argparse.Namespace, net: str, mod: str, pol: str) -> tuple[int, 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--networks", nargs="+", default=["monaco", "luxembourg", "synthetic:20000:0",
-                                                       "synthetic:100000:0"])
-    ap.add_argument("--models", nargs="+", default=["gp-exact", "gp"],
-                    help="models, or variants MODEL+NAME=VALUE (e.g. gp-exact+graph_solver=global)")
+    ap.add_argument(
+        "--networks", nargs="+", default=["monaco", "luxembourg", "synthetic:20000:0", "synthetic:100000:0"]
+    )
+    ap.add_argument(
+        "--models",
+        nargs="+",
+        default=["gp-exact", "gp"],
+        help="models, or variants MODEL+NAME=VALUE (e.g. gp-exact+graph_solver=global)",
+    )
     ap.add_argument("--policies", nargs="+", default=["ucb", "bucb", "ts"])
     ap.add_argument("--rounds", type=int, default=40, help="rounds per exact-model run")
     ap.add_argument("--svgp-rounds", type=int, default=12, help="rounds per SVGP run (UCB ~2 s per round)")
@@ -201,24 +244,50 @@ def main() -> None:
     ap.add_argument("--route", default="A")
     ap.add_argument("--environment", default=DEFAULT_ENVIRONMENT, help="environment the rounds are drawn from")
     ap.add_argument("--reference", action="store_true", help="time the real regret reference (once per child)")
-    ap.add_argument("--model-param", action="append", default=[], metavar="MODEL:NAME=VALUE",
-                    help="e.g. gp-exact:threads=2")
+    ap.add_argument(
+        "--model-param", action="append", default=[], metavar="MODEL:NAME=VALUE", help="e.g. gp-exact:threads=2"
+    )
     ap.add_argument("--out", default=None, help="append the Markdown table to this file")
-    ap.add_argument("--rank-k", nargs=2, type=int, metavar=("E", "K"), default=None,
-                    help="only time one rank-K update of an E x E covariance (dsyrk vs GEMM vs torch)")
-    ap.add_argument("--diag-hops", nargs="+", type=int, default=None,
-                    help="only measure the probed graph prior variances at these hop distances (first --networks)")
-    ap.add_argument("--cell", nargs="+", default=[], metavar="NETWORK/MODEL/POLICY=ROUNDSxREPEATS",
-                    help="per-cell rounds and repeats ('*' matches any; 0 rounds skips the cell), e.g. "
-                         "'synthetic:100000:0/gp/*=0' 'synthetic:100000:0/gp/ts=5x1'; the last match wins")
-    ap.add_argument("--local-tol", nargs="+", type=float, default=None,
-                    help="only measure local graph-kernel columns against the dense kernel (first --networks)")
+    ap.add_argument(
+        "--rank-k",
+        nargs=2,
+        type=int,
+        metavar=("E", "K"),
+        default=None,
+        help="only time one rank-K update of an E x E covariance (dsyrk vs GEMM vs torch)",
+    )
+    ap.add_argument(
+        "--diag-hops",
+        nargs="+",
+        type=int,
+        default=None,
+        help="only measure the probed graph prior variances at these hop distances (first --networks)",
+    )
+    ap.add_argument(
+        "--cell",
+        nargs="+",
+        default=[],
+        metavar="NETWORK/MODEL/POLICY=ROUNDSxREPEATS",
+        help="per-cell rounds and repeats ('*' matches any; 0 rounds skips the cell), e.g. "
+        "'synthetic:100000:0/gp/*=0' 'synthetic:100000:0/gp/ts=5x1'; the last match wins",
+    )
+    ap.add_argument(
+        "--local-tol",
+        nargs="+",
+        type=float,
+        default=None,
+        help="only measure local graph-kernel columns against the dense kernel (first --networks)",
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.rank_k or args.diag_hops or args.local_tol:
-        body = rank_k(*args.rank_k, max(args.repeats, 5)) if args.rank_k else \
-            diag_probing_error(args.networks[0], args.diag_hops) if args.diag_hops else \
-            local_columns_error(args.networks[0], args.local_tol, args.route)
+        body = (
+            rank_k(*args.rank_k, max(args.repeats, 5))
+            if args.rank_k
+            else diag_probing_error(args.networks[0], args.diag_hops)
+            if args.diag_hops
+            else local_columns_error(args.networks[0], args.local_tol, args.route)
+        )
         text = f"\n{machine_line()}\n`{' '.join(sys.argv)}`\n\n{body}\n"
         print(text)
         if args.out:
@@ -242,11 +311,22 @@ def main() -> None:
                 for mod in args.models:  # alternate the models: same load for both
                     if rep >= plan[mod][1] or plan[mod][0] == 0:
                         continue
-                    spec = {"network": net, "model": mod, "policy": pol, "route": args.route, "rounds": plan[mod][0],
-                            "reference": args.reference, "environment": args.environment,
-                            "params": {**params.get(mod.split("+")[0], {}), **_variant(mod)}}
-                    proc = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
-                                          capture_output=True, text=True, env=os.environ)
+                    spec = {
+                        "network": net,
+                        "model": mod,
+                        "policy": pol,
+                        "route": args.route,
+                        "rounds": plan[mod][0],
+                        "reference": args.reference,
+                        "environment": args.environment,
+                        "params": {**params.get(mod.split("+")[0], {}), **_variant(mod)},
+                    }
+                    proc = subprocess.run(
+                        [sys.executable, __file__, "--child", json.dumps(spec)],
+                        capture_output=True,
+                        text=True,
+                        env=os.environ,
+                    )
                     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
                     if not line:
                         print(f"{net} {mod} {pol}: failed\n{proc.stderr[-2000:]}", flush=True)
@@ -254,15 +334,25 @@ def main() -> None:
                     r = json.loads(line[0][7:])
                     results.setdefault((net, pol, mod), []).append(r)
                     tot = np.sum([r[c] for c in ("update_ms", "posterior_ms", "index_ms", "oracle_ms")], axis=0)
-                    print(f"{net} {mod} {pol}: median {np.median(tot):.0f} ms/round, model set-up "
-                          f"{r['model_s']:.1f} s, RSS {r['peak_rss_mb']:.0f} MB, load {r['load']}", flush=True)
-    head = ("| network | edges | policy | model | rounds x repeats | **total ms (median)** | update | posterior | "
-            "index + oracle | p90 total | rounds s (mean of sums) | distinct edges | line graph s | environment s | "
-            "model set-up s | "
-            "peak RSS MB | load avg | CPU share |")
-    lines = [f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {machine_line()}\n", f"`{' '.join(sys.argv)}`\n", head,
-             "|" + "---|" * 18]
+                    print(
+                        f"{net} {mod} {pol}: median {np.median(tot):.0f} ms/round, model set-up "
+                        f"{r['model_s']:.1f} s, RSS {r['peak_rss_mb']:.0f} MB, load {r['load']}",
+                        flush=True,
+                    )
+    head = (
+        "| network | edges | policy | model | rounds x repeats | **total ms (median)** | update | posterior | "
+        "index + oracle | p90 total | rounds s (mean of sums) | distinct edges | line graph s | environment s | "
+        "model set-up s | "
+        "peak RSS MB | load avg | CPU share |"
+    )
+    lines = [
+        f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {machine_line()}\n",
+        f"`{' '.join(sys.argv)}`\n",
+        head,
+        "|" + "---|" * 18,
+    ]
     for (net, pol, mod), rs in results.items():
+
         def cat(c: str, rs: list[dict] = rs) -> np.ndarray:
             return np.concatenate([r[c] for r in rs])
 
@@ -279,7 +369,8 @@ def main() -> None:
             f"{1e-3 * tot.sum() / len(rs):.1f} | "
             f"{max(r['distinct_edges'] for r in rs)} | {med('linegraph_s'):.1f} | {med('env_s'):.1f} | "
             f"{med('model_s'):.1f} | {max(r['peak_rss_mb'] for r in rs):.0f} | {min(loads):.1f}-{max(loads):.1f} | "
-            f"{med('cpu_share'):.2f} |")
+            f"{med('cpu_share'):.2f} |"
+        )
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:

@@ -47,11 +47,13 @@ def measure(net: str, repeats: int) -> dict[str, str]:
     lap = lg.laplacian()
     n = lg.n_nodes
     r: dict[str, str] = {"network": net, "edges": str(n)}
-    r["dense"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='dense'), repeats):.2f}" \
-        if n <= 8000 else "skipped"
+    r["dense"] = (
+        f"{_median_time(lambda: GraphMaternKernel(lap, method='dense'), repeats):.2f}" if n <= 8000 else "skipped"
+    )
     r["sparse"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='sparse'), repeats):.2f}"
-    r["eig200"] = f"{_median_time(lambda: GraphMaternKernel(lap, method='eig', n_eig=200), 1):.2f}" \
-        if n <= 30000 else "skipped"
+    r["eig200"] = (
+        f"{_median_time(lambda: GraphMaternKernel(lap, method='eig', n_eig=200), 1):.2f}" if n <= 30000 else "skipped"
+    )
     k = GraphMaternKernel(lap, method="sparse")
     v = np.random.default_rng(0).standard_normal(n)
     r["matvec_ms"] = f"{1e3 * _median_time(lambda: k.matmul(v), max(repeats, 5)):.1f}"
@@ -75,8 +77,11 @@ def main(argv: list[str] | None = None) -> int:
         f"Machine: {machine_line()}. Medians of {args.repeats} runs, seconds unless stated.\n\n"
         "| network | edges (LCC) | build dense (eigh) | build sparse (LU + normaliser) | build eig (200 pairs) "
         "| sparse K v (ms) | environment draw (auto) |\n|---|---:|---:|---:|---:|---:|---:|\n"
-        + "".join(f"| {r['network']} | {r['edges']} | {r['dense']} | {r['sparse']} | {r['eig200']} | "
-                  f"{r['matvec_ms']} | {r['env_sample']} |\n" for r in rows)
+        + "".join(
+            f"| {r['network']} | {r['edges']} | {r['dense']} | {r['sparse']} | {r['eig200']} | "
+            f"{r['matvec_ms']} | {r['env_sample']} |\n"
+            for r in rows
+        )
     )
     print(text)
     if args.markdown:

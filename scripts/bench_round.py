@@ -81,17 +81,28 @@ def main(argv: list[str] | None = None) -> int:
             print(f"skip {net}: {exc}", file=sys.stderr)
             continue
         rows.append((net, r))
-        print(f"{net:<22} edges {r['edges']:>7} round {r['round_ms']:8.2f} ms  "
-              + "  ".join(f"{c[:-3]} {r[c]:7.2f}" for c in COMPONENTS), flush=True)
+        print(
+            f"{net:<22} edges {r['edges']:>7} round {r['round_ms']:8.2f} ms  "
+            + "  ".join(f"{c[:-3]} {r[c]:7.2f}" for c in COMPONENTS),
+            flush=True,
+        )
     machine = machine_line()
-    header = ("| network | edges (LCC) | turns | round (ms) | posterior | index (TS + rectify) | oracle (Dijkstra) "
-              "| update |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-    body = "".join(f"| {n} | {r['edges']} | {r['turns']} | {r['round_ms']:.2f} | {r['posterior_ms']:.2f} | "
-                   f"{r['index_ms']:.2f} | {r['oracle_ms']:.2f} | {r['update_ms']:.2f} |\n" for n, r in rows)
+    header = (
+        "| network | edges (LCC) | turns | round (ms) | posterior | index (TS + rectify) | oracle (Dijkstra) "
+        "| update |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
+    )
+    body = "".join(
+        f"| {n} | {r['edges']} | {r['turns']} | {r['round_ms']:.2f} | {r['posterior_ms']:.2f} | "
+        f"{r['index_ms']:.2f} | {r['oracle_ms']:.2f} | {r['update_ms']:.2f} |\n"
+        for n, r in rows
+    )
     cmd = "python scripts/bench_round.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = (f"Command: `{cmd.strip()}`  \nMachine: {machine}  \n"
-            f"Medians over {args.repeats} repeats x {args.rounds} rounds (after {args.warmup} warm-up rounds), ms.\n\n"
-            + header + body)
+    text = (
+        f"Command: `{cmd.strip()}`  \nMachine: {machine}  \n"
+        f"Medians over {args.repeats} repeats x {args.rounds} rounds (after {args.warmup} warm-up rounds), ms.\n\n"
+        + header
+        + body
+    )
     print(text)
     if args.markdown:
         atomic_write_text(Path(args.markdown), text)

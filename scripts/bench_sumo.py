@@ -52,9 +52,11 @@ def bench_day(network: str, peak: float, hours: tuple[int, int]) -> None:
         child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         sumo_cpu = (child1.ru_utime + child1.ru_stime) - (child0.ru_utime + child0.ru_stime)
         n_veh = demand.read_text().count("<vehicle ")
-    print(f"day {hours[0]}-{hours[1]} h on {network}: {n_veh} vehicles, {len(tr)} traversals; demand "
-          f"(randomTrips + duarouter) {t1 - t0:.1f} s, simulation + recording {t2 - t1:.1f} s wall "
-          f"(CPU: sumo {sumo_cpu:.1f} s, this process {time.process_time() - cpu0:.1f} s); total {t2 - t0:.1f} s")
+    print(
+        f"day {hours[0]}-{hours[1]} h on {network}: {n_veh} vehicles, {len(tr)} traversals; demand "
+        f"(randomTrips + duarouter) {t1 - t0:.1f} s, simulation + recording {t2 - t1:.1f} s wall "
+        f"(CPU: sumo {sumo_cpu:.1f} s, this process {time.process_time() - cpu0:.1f} s); total {t2 - t0:.1f} s"
+    )
 
 
 def bench_rounds(network: str, rounds: int, env_params: dict[str, object]) -> None:
@@ -62,10 +64,16 @@ def bench_rounds(network: str, rounds: int, env_params: dict[str, object]) -> No
     route = resolve_route(lg, network, "A")
     vehicle = VehicleProfile()
     pot = elevation_potential_wh(lg.network, vehicle)
-    envs = {"consistent": make_environment(lg, "consistent", {}, seed=0),
-            "sumo-replay": make_environment(lg, "sumo-replay", env_params, vehicle=vehicle)}
-    bandits = {name: RoutingBandit(env, make_model("bi", env), make_policy("ts"), route.start, route.goal, seed=0,
-                                   potential_wh=pot) for name, env in envs.items()}
+    envs = {
+        "consistent": make_environment(lg, "consistent", {}, seed=0),
+        "sumo-replay": make_environment(lg, "sumo-replay", env_params, vehicle=vehicle),
+    }
+    bandits = {
+        name: RoutingBandit(
+            env, make_model("bi", env), make_policy("ts"), route.start, route.goal, seed=0, potential_wh=pot
+        )
+        for name, env in envs.items()
+    }
     env_ms: dict[str, list[float]] = {n: [] for n in envs}
     round_ms: dict[str, list[float]] = {n: [] for n in envs}
     rng = np.random.default_rng(0)
@@ -80,9 +88,11 @@ def bench_rounds(network: str, rounds: int, env_params: dict[str, object]) -> No
             envs[name].expected_energy(edges)
             env_ms[name].append(1e3 * (time.perf_counter() - t1))
     for name in envs:
-        print(f"{name:12s} BI-TS on {network} A: round median {statistics.median(round_ms[name]):.3f} ms, "
-              f"environment (observe + expected energy) median {statistics.median(env_ms[name]) * 1e3:.1f} us "
-              f"over {rounds} rounds")
+        print(
+            f"{name:12s} BI-TS on {network} A: round median {statistics.median(round_ms[name]):.3f} ms, "
+            f"environment (observe + expected energy) median {statistics.median(env_ms[name]) * 1e3:.1f} us "
+            f"over {rounds} rounds"
+        )
 
 
 def main() -> None:

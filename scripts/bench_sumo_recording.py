@@ -47,8 +47,10 @@ def main() -> None:
     a, b = results["output"], results["libsumo"]
     same = len(a) == len(b) and (a["edge"].to_numpy() == b["edge"].to_numpy()).all()
     diff = float(np.abs(a["energy_wh"].to_numpy() - b["energy_wh"].to_numpy()).max()) if same else float("nan")
-    print(f"{args.network}, {args.minutes} min at {args.rate:g} veh/h: {len(a)} / {len(b)} traversals (output / "
-          f"libsumo); same edges: {same}, largest energy difference {diff:.2e} Wh")
+    print(
+        f"{args.network}, {args.minutes} min at {args.rate:g} veh/h: {len(a)} / {len(b)} traversals (output / "
+        f"libsumo); same edges: {same}, largest energy difference {diff:.2e} Wh"
+    )
     for method, ts in times.items():
         print(f"  {method:8s} median {statistics.median(ts):7.2f} s  (runs: {', '.join(f'{t:.2f}' for t in ts)})")
 

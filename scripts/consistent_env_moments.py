@@ -67,15 +67,18 @@ def study(network: str, draws: int, seeds: int) -> dict[str, str]:
     out = {"network": f"{network} ({lg.n_nodes} edges)"}
     for label, pairs in (("adjacent", turns), ("within 2 km", cand)):
         cp, cc = _corr(paper, pairs), _corr(cons, pairs)
-        out[label] = (f"{np.median(cp):.2f} / {np.median(cc):.2f}; abs. diff. median {np.median(np.abs(cp - cc)):.2f}, "
-                      f"90% {np.quantile(np.abs(cp - cc), 0.9):.2f}; rank-corr. of the pair values "
-                      f"{np.corrcoef(np.argsort(np.argsort(cp)), np.argsort(np.argsort(cc)))[0, 1]:.2f}")
+        out[label] = (
+            f"{np.median(cp):.2f} / {np.median(cc):.2f}; abs. diff. median {np.median(np.abs(cp - cc)):.2f}, "
+            f"90% {np.quantile(np.abs(cp - cc), 0.9):.2f}; rank-corr. of the pair values "
+            f"{np.corrcoef(np.argsort(np.argsort(cp)), np.argsort(np.argsort(cc)))[0, 1]:.2f}"
+        )
     out["mean"] = f"max {z_mean.max():.1f} s.e., {np.mean(z_mean < 3) * 100:.0f}% within 3 s.e."
     exact = np.minimum(sigma0**2 * var, (cfg.max_cv * r_det) ** 2) / (sigma0**2 * var)
     out["variance ratio consistent / paper"] = (
         f"exact: mean {exact.mean():.2f}, median {np.median(exact):.2f}; sampled: median {np.median(vratio):.2f}, "
         f"mean {np.mean(vratio):.2f}; capped where sigma0 sqrt(v) > max_cv r_det: "
-        f"{np.mean(sigma0 * np.sqrt(var) > cfg.max_cv * r_det) * 100:.0f}% of edges")
+        f"{np.mean(sigma0 * np.sqrt(var) > cfg.max_cv * r_det) * 100:.0f}% of edges"
+    )
     out["total variance (sum over edges) consistent / paper"] = f"{cons.var(0).sum() / paper.var(0).sum():.2f}"
     route = resolve_route(lg, network, "A", None, None)
     neg = {"paper": [], "consistent": []}
@@ -83,12 +86,14 @@ def study(network: str, draws: int, seeds: int) -> dict[str, str]:
         for name in neg:
             env = make_environment(lg, name, seed=s)
             f = env.true_mean_wh
-            neg[name].append((np.mean(f < 0) * 100, np.mean(f - pot < -1e-9) * 100,
-                              has_negative_cycle(lg, f, route.start)))
+            neg[name].append(
+                (np.mean(f < 0) * 100, np.mean(f - pot < -1e-9) * 100, has_negative_cycle(lg, f, route.start))
+            )
     for name, v in neg.items():
         a = np.array(v, dtype=float)
         out[f"{name}: negative energies / reduced costs / seeds with a negative cycle"] = (
-            f"{a[:, 0].mean():.1f}% / {a[:, 1].mean():.1f}% / {int(a[:, 2].sum())} of {seeds}")
+            f"{a[:, 0].mean():.1f}% / {a[:, 1].mean():.1f}% / {int(a[:, 2].sum())} of {seeds}"
+        )
     out["seconds"] = f"{time.perf_counter() - t0:.0f}"
     print(out, flush=True)
     return out
@@ -103,12 +108,20 @@ def main() -> None:
     args = ap.parse_args()
     rows = [study(n, args.draws, args.seeds) for n in available_networks(args.networks)]
     keys = [k for k in rows[0] if k != "network"]
-    lines = ["# The consistent environment against the paper's GP environment (measured)", "",
-             f"Command: `python scripts/consistent_env_moments.py --networks {args.networks} --draws {args.draws} "
-             f"--seeds {args.seeds}`", "", f"Machine: {machine_line()}.", "",
-             f"Moments over {args.draws} joint draws of the paper's perturbation, each turned into both environments "
-             "(default parameters, `max_cv = 1`); correlations given as paper / consistent (median over the pairs).",
-             "", "| quantity | " + " | ".join(r["network"] for r in rows) + " |", "|---|" + "---|" * len(rows)]
+    lines = [
+        "# The consistent environment against the paper's GP environment (measured)",
+        "",
+        f"Command: `python scripts/consistent_env_moments.py --networks {args.networks} --draws {args.draws} "
+        f"--seeds {args.seeds}`",
+        "",
+        f"Machine: {machine_line()}.",
+        "",
+        f"Moments over {args.draws} joint draws of the paper's perturbation, each turned into both environments "
+        "(default parameters, `max_cv = 1`); correlations given as paper / consistent (median over the pairs).",
+        "",
+        "| quantity | " + " | ".join(r["network"] for r in rows) + " |",
+        "|---|" + "---|" * len(rows),
+    ]
     lines += [f"| {k} | " + " | ".join(r[k] for r in rows) + " |" for k in keys]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -54,8 +54,11 @@ def fetch(target: Path) -> dict[str, object]:
     if npm is None:
         sys.exit("fetch_map_assets: npm not found on PATH (apt-get install npm)")
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([npm, "pack", f"{PACKAGE}@{VERSION}", "--silent", "--pack-destination", tmp], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [npm, "pack", f"{PACKAGE}@{VERSION}", "--silent", "--pack-destination", tmp],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
         tgz = Path(tmp) / f"{PACKAGE}-{VERSION}.tgz"
         got = npm_integrity(tgz)
         if got != INTEGRITY:
@@ -70,8 +73,12 @@ def fetch(target: Path) -> dict[str, object]:
                 out.parent.mkdir(parents=True, exist_ok=True)
                 out.write_bytes(data.read())
         manifest = {
-            "package": PACKAGE, "version": VERSION, "license": LICENSE, "npm_integrity": INTEGRITY,
-            "source": f"npm pack {PACKAGE}@{VERSION}", "files": {rel: sha256(stage / rel) for rel in FILES.values()},
+            "package": PACKAGE,
+            "version": VERSION,
+            "license": LICENSE,
+            "npm_integrity": INTEGRITY,
+            "source": f"npm pack {PACKAGE}@{VERSION}",
+            "files": {rel: sha256(stage / rel) for rel in FILES.values()},
         }
         (stage / "MANIFEST.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         if target.exists():

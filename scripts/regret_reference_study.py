@@ -42,17 +42,29 @@ def study(network: str, seed: int, horizon: int) -> dict[str, object]:
     neg_cycle = has_negative_cycle(lg, f, route.start)
     exact = None if neg_cycle else optimal_route(lg, f, route.start, route.goal).cost
     row: dict[str, object] = {
-        "network": network, "seed": seed, "neg_raw": float(np.mean(f < 0)), "neg_reduced": float(np.mean(f - pot < 0)),
-        "neg_cycle": neg_cycle, "exact_wh": exact,
+        "network": network,
+        "seed": seed,
+        "neg_raw": float(np.mean(f < 0)),
+        "neg_reduced": float(np.mean(f - pot < 0)),
+        "neg_cycle": neg_cycle,
+        "exact_wh": exact,
         "rect_none_wh": rectified_reference_route(lg, f, env.noise_var, route.start, route.goal).cost,
         "rect_elev_wh": rectified_reference_route(lg, f, env.noise_var, route.start, route.goal, pot).cost,
     }
     for name, p in (("none", None), ("elevation", pot)):
         ref = regret_reference_route(env, route.start, route.goal, "auto", p)
-        bandit = RoutingBandit(env, BayesianEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var),
-                               ThompsonSampling(), route.start, route.goal, seed=seed, potential_wh=p, optimal=ref)
+        bandit = RoutingBandit(
+            env,
+            BayesianEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var),
+            ThompsonSampling(),
+            route.start,
+            route.goal,
+            seed=seed,
+            potential_wh=p,
+            optimal=ref,
+        )
         regret = np.array([bandit.step().regret_wh for _ in range(horizon)])
-        row[f"late_regret_{name}"] = float(regret[-max(1, horizon // 4):].mean())
+        row[f"late_regret_{name}"] = float(regret[-max(1, horizon // 4) :].mean())
         row[f"ref_{name}"] = ref.method
     return row
 
@@ -77,13 +89,31 @@ def main(argv: list[str] | None = None) -> int:
             return f"{v:.3f}" if abs(v) < 1 else f"{v:.1f}"
         return str(v)
 
-    cols = ["network", "seed", "neg_raw", "neg_reduced", "neg_cycle", "exact_wh", "rect_none_wh", "rect_elev_wh",
-            "ref_none", "late_regret_none", "ref_elevation", "late_regret_elevation"]
+    cols = [
+        "network",
+        "seed",
+        "neg_raw",
+        "neg_reduced",
+        "neg_cycle",
+        "exact_wh",
+        "rect_none_wh",
+        "rect_elev_wh",
+        "ref_none",
+        "late_regret_none",
+        "ref_elevation",
+        "late_regret_elevation",
+    ]
     cmd = "python scripts/regret_reference_study.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = (f"Command: `{cmd}`\n\nRoute A, BI-TS, T = {args.horizon}; "
-            "late regret = mean regret per round (Wh) over the last quarter.\n\n"
-            "| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n"
-            + "".join("| " + " | ".join(fmt(r[c]) for c in cols) + " |\n" for r in rows))
+    text = (
+        f"Command: `{cmd}`\n\nRoute A, BI-TS, T = {args.horizon}; "
+        "late regret = mean regret per round (Wh) over the last quarter.\n\n"
+        "| "
+        + " | ".join(cols)
+        + " |\n|"
+        + "---|" * len(cols)
+        + "\n"
+        + "".join("| " + " | ".join(fmt(r[c]) for c in cols) + " |\n" for r in rows)
+    )
     print(text)
     if args.markdown:
         atomic_write_text(Path(args.markdown), text)

@@ -102,8 +102,11 @@ def main() -> None:
         key = R.route_key(net, route)
         label = f"{net} {route}"
         committed = svgp.get(key, {})
-        seed_lines += ["", f"| {label} | " + " | ".join(f"seed {s}" for s in range(args.seeds)) + " |",
-                       "|---|" + "---|" * args.seeds]
+        seed_lines += [
+            "",
+            f"| {label} | " + " | ".join(f"seed {s}" for s in range(args.seeds)) + " |",
+            "|---|" + "---|" * args.seeds,
+        ]
         for pol in POLICIES:
             ex = {s: v for s, v in R.seed_finals(runs / key / f"GP-EXACT-{pol}").items() if s < args.seeds}
             bi = {s: v for s, v in R.seed_finals(runs / key / f"BI-{pol}").items() if s < args.seeds}
@@ -115,45 +118,76 @@ def main() -> None:
             elif bi:
                 notes.append(f"* {label} BI-{pol}: re-run seeds {sorted(bi)} equal the committed values (to 1 Wh)")
             bi = {**{k: v for k, v in bi_c.items() if k < args.seeds}, **bi}  # committed where not re-run
-            mean_rows.append(f"| {label} | {pol} | {R.fmt(*R.mean_se(list(ex.values())))} ({len(ex)}) | "
-                             f"{R.fmt(*R.mean_se(list(sv.values())))} | {R.fmt(*R.mean_se(list(bi.values())))} |")
+            mean_rows.append(
+                f"| {label} | {pol} | {R.fmt(*R.mean_se(list(ex.values())))} ({len(ex)}) | "
+                f"{R.fmt(*R.mean_se(list(sv.values())))} | {R.fmt(*R.mean_se(list(bi.values())))} |"
+            )
             pair_rows.append(f"| {label} | {pol} | {paired(ex, sv)} | {paired(ex, bi)} | {paired(sv, bi_c)} |")
             de, db = distinct_edges(runs / key / f"GP-EXACT-{pol}"), distinct_edges(runs / key / f"BI-{pol}")
             rng = lambda d: f"{min(d.values())}-{max(d.values())}" if d else "--"  # noqa: E731
             late = late_regret(runs / key / f"GP-EXACT-{pol}")
             edge_rows.append(f"| {label} | {pol} | {rng(de)} | {rng(db)} | {late} |")
             for name, vals in ((f"GP-EXACT-{pol}", ex), (f"GP-{pol} (SVGP, committed)", sv), (f"BI-{pol}", bi)):
-                seed_lines.append(f"| {name} | " + " | ".join(f"{vals[s]:.0f}" if s in vals else "--"
-                                                              for s in range(args.seeds)) + " |")
+                seed_lines.append(
+                    f"| {name} | "
+                    + " | ".join(f"{vals[s]:.0f}" if s in vals else "--" for s in range(args.seeds))
+                    + " |"
+                )
             t = R.timing_row(runs / key / f"GP-EXACT-{pol}")
             if t:
                 share = refit_share(runs / key / f"GP-EXACT-{pol}")
-                timing_rows.append(f"| {label} | {pol} | {t['total_ms']:.0f} | {t['mean_ms']:.0f} | "
-                                   f"{t['update_ms']:.0f} | {t['rounds']} | {share} |")
+                timing_rows.append(
+                    f"| {label} | {pol} | {t['total_ms']:.0f} | {t['mean_ms']:.0f} | "
+                    f"{t['update_ms']:.0f} | {t['rounds']} | {share} |"
+                )
         refs = sorted({m for d in (runs / key).glob("*") for m in R.optimal_methods(d)})
         notes.append(f"* {label}: regret reference of the runs: {', '.join(refs) or '--'}")
-    walls = [json.loads(p.read_text()).get("wall_s_this_session", 0.0)
-             for p in runs.glob("*/GP-EXACT-*/seed_*/summary.json")]
-    R.write_markdown(Path(args.out), [
-        "# Fig. 2 with the exact GP (`--model gp-exact`) next to the SVGP and BI", "",
-        f"Command: `{R.command_line()}` (after `scripts/repro_fig2.py --gp-model gp-exact --workers 2 --tag _exact`)",
-        "", "Final cumulative regret at T = 500 (Wh, rectified reference), mean +- s.e. over the finished seeds "
-        "(count in brackets; SVGP: the committed 5 seeds of `fig2_table.md`; BI: the re-run seeds, else the committed "
-        "values of the same seeds -- same environment and reference):", "",
-        "| route | policy | exact GP | SVGP (M = 1000) | BI |", "|---|---|---|---|---|", *mean_rows, "",
-        "Paired per-seed differences (mean +- s.e.; in brackets: seeds where the first is lower, of the seeds both "
-        "have):", "", "| route | policy | exact - SVGP | exact - BI | SVGP - BI (committed) |",
-        "|---|---|---|---|---|", *pair_rows, "",
-        "Distinct edges driven per seed (min-max over the finished seeds; T = 500; BI only where re-run; the SVGP's "
-        "per-seed counts are not committed, `maps.md` has all-seed totals):", "",
-        "| route | policy | exact GP | BI | exact GP: mean regret per round, rounds 401-500 (Wh) |",
-        "|---|---|---|---|---|",
-        *edge_rows, "",
-        "Per-round latency of the exact GP inside the grid (ms; 2 worker processes, 1 thread each, shared machine):",
-        "", "| route | policy | median total | mean total | median update | rounds | time in refit/refresh rounds |",
-        "|---|---|---|---|---|---|---|",
-        *timing_rows, "", f"Wall time of the finished exact-GP seeds (sum over seeds, s): {sum(walls):.0f} "
-        f"({len(walls)} seeds)", "", *notes, "", "Final cumulative regret of every seed (Wh):", *seed_lines])
+    walls = [
+        json.loads(p.read_text()).get("wall_s_this_session", 0.0) for p in runs.glob("*/GP-EXACT-*/seed_*/summary.json")
+    ]
+    R.write_markdown(
+        Path(args.out),
+        [
+            "# Fig. 2 with the exact GP (`--model gp-exact`) next to the SVGP and BI",
+            "",
+            f"Command: `{R.command_line()}` (after `scripts/repro_fig2.py --gp-model gp-exact --workers 2 --tag _exact`)",
+            "",
+            "Final cumulative regret at T = 500 (Wh, rectified reference), mean +- s.e. over the finished seeds "
+            "(count in brackets; SVGP: the committed 5 seeds of `fig2_table.md`; BI: the re-run seeds, else the committed "
+            "values of the same seeds -- same environment and reference):",
+            "",
+            "| route | policy | exact GP | SVGP (M = 1000) | BI |",
+            "|---|---|---|---|---|",
+            *mean_rows,
+            "",
+            "Paired per-seed differences (mean +- s.e.; in brackets: seeds where the first is lower, of the seeds both "
+            "have):",
+            "",
+            "| route | policy | exact - SVGP | exact - BI | SVGP - BI (committed) |",
+            "|---|---|---|---|---|",
+            *pair_rows,
+            "",
+            "Distinct edges driven per seed (min-max over the finished seeds; T = 500; BI only where re-run; the SVGP's "
+            "per-seed counts are not committed, `maps.md` has all-seed totals):",
+            "",
+            "| route | policy | exact GP | BI | exact GP: mean regret per round, rounds 401-500 (Wh) |",
+            "|---|---|---|---|---|",
+            *edge_rows,
+            "",
+            "Per-round latency of the exact GP inside the grid (ms; 2 worker processes, 1 thread each, shared machine):",
+            "",
+            "| route | policy | median total | mean total | median update | rounds | time in refit/refresh rounds |",
+            "|---|---|---|---|---|---|---|",
+            *timing_rows,
+            "",
+            f"Wall time of the finished exact-GP seeds (sum over seeds, s): {sum(walls):.0f} ({len(walls)} seeds)",
+            "",
+            *notes,
+            "",
+            "Final cumulative regret of every seed (Wh):",
+            *seed_lines,
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -20,9 +20,17 @@ from pathlib import Path
 import _repro as R
 
 #: paired comparisons behind the paper's claims (GP vs BI per policy; TS vs UCB/BUCB; BUCB vs UCB)
-PAIRS = [("GP-UCB", "BI-UCB"), ("GP-BUCB", "BI-BUCB"), ("GP-TS", "BI-TS"), ("GP-TS", "GP-UCB"),
-         ("GP-TS", "GP-BUCB"), ("BI-TS", "BI-UCB"), ("BI-TS", "BI-BUCB"), ("GP-BUCB", "GP-UCB"),
-         ("BI-BUCB", "BI-UCB")]
+PAIRS = [
+    ("GP-UCB", "BI-UCB"),
+    ("GP-BUCB", "BI-BUCB"),
+    ("GP-TS", "BI-TS"),
+    ("GP-TS", "GP-UCB"),
+    ("GP-TS", "GP-BUCB"),
+    ("BI-TS", "BI-UCB"),
+    ("BI-TS", "BI-BUCB"),
+    ("GP-BUCB", "GP-UCB"),
+    ("BI-BUCB", "BI-UCB"),
+]
 
 
 def elevation_matters(network: str) -> bool:
@@ -38,11 +46,19 @@ def elevation_matters(network: str) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--routes", nargs="+", default=["luxembourg:A", "luxembourg:B", "monaco:A", "monaco:B"],
-                    help="NETWORK:ROUTE items")
+    ap.add_argument(
+        "--routes",
+        nargs="+",
+        default=["luxembourg:A", "luxembourg:B", "monaco:A", "monaco:B"],
+        help="NETWORK:ROUTE items",
+    )
     ap.add_argument("--methods", nargs="+", default=list(R.FIG2_METHODS))
-    ap.add_argument("--elevation-methods", nargs="*", default=[],
-                    help="methods also run with potential='elevation' (named METHOD+pot)")
+    ap.add_argument(
+        "--elevation-methods",
+        nargs="*",
+        default=[],
+        help="methods also run with potential='elevation' (named METHOD+pot)",
+    )
     R.add_common_args(ap, runs="results/repro")
     args = ap.parse_args()
     cmd = R.command_line()
@@ -59,8 +75,9 @@ def main() -> None:
         if args.elevation_methods and args.potential == "none" and elevation_matters(network):
             for meth in (R.resolve_method(m, args) for m in args.elevation_methods):
                 names[key].append(meth.upper() + R.ELEV)
-                cfgs[f"{key}/{meth.upper()}{R.ELEV}"] = R.method_config(network, route, meth, args,
-                                                                        potential="elevation")
+                cfgs[f"{key}/{meth.upper()}{R.ELEV}"] = R.method_config(
+                    network, route, meth, args, potential="elevation"
+                )
     R.run_grid(cfgs, args)
 
     pairs = [(R.resolve_method(a, args).upper(), R.resolve_method(b, args).upper()) for a, b in PAIRS]
@@ -78,8 +95,12 @@ def main() -> None:
             m, se, n = R.regret_row(d, args.seeds)
             cells.append(R.fmt(m, se) + ("" if n in (0, args.seeds) else f" ({n} seeds)"))
             t = R.timing_row(d) if n else {}
-            tcells.append(f"{t['total_ms']:.0f} (upd {t['update_ms']:.0f}, post {t['posterior_ms']:.0f}, "
-                          f"orc {t['oracle_ms']:.0f})" if t else "--")
+            tcells.append(
+                f"{t['total_ms']:.0f} (upd {t['update_ms']:.0f}, post {t['posterior_ms']:.0f}, "
+                f"orc {t['oracle_ms']:.0f})"
+                if t
+                else "--"
+            )
         reg.append(f"| {name} | " + " | ".join(cells) + " |")
         tim.append(f"| {name} | " + " | ".join(tcells) + " |")
     for network, route in routes:
@@ -88,49 +109,93 @@ def main() -> None:
         if frames:
             fig, ax = R.new_axes()
             R.plot_curves(ax[0, 0], frames)
-            ax[0, 0].set_ylabel("cumulative regret (Wh)\n" + R.reference_label([runs / key / n for n in frames]),
-                                fontsize=8)
-            ax[0, 0].set_title(f"{network} route {route}: T = {args.horizon}, {args.seeds} seeds (mean +- 1 s.e.)",
-                               fontsize=9)
+            ax[0, 0].set_ylabel(
+                "cumulative regret (Wh)\n" + R.reference_label([runs / key / n for n in frames]), fontsize=8
+            )
+            ax[0, 0].set_title(
+                f"{network} route {route}: T = {args.horizon}, {args.seeds} seeds (mean +- 1 s.e.)", fontsize=9
+            )
             ax[0, 0].legend(fontsize=8)
             R.save_fig(fig, docs / f"fig2_{key}{args.tag}.png")
         meth = sorted({m for n in names[key] for m in R.optimal_methods(runs / key / n)})
         notes.append(f"* {network} {route}: regret reference {', '.join(meth) or '--'}")
-    common = ["| method | " + " | ".join(f"{n.split(':')[0]} {r}" for n, r in routes) + " |",
-              "|---|" + "---|" * len(routes)]
+    common = [
+        "| method | " + " | ".join(f"{n.split(':')[0]} {r}" for n, r in routes) + " |",
+        "|---|" + "---|" * len(routes),
+    ]
     cref = {}
     for network, route in routes:
         key = R.route_key(network, route)
         cref[key], refs = R.common_reference_finals(runs / key, names[key], args.seeds)
         own = {s: R.seed_summary(runs / key / names[key][0], s).get("optimal_wh") for s in refs}
-        notes.append(f"* {network} {route}: per-seed best known route energy (Wh) "
-                     + ", ".join(f"seed {s}: {v:.1f} (own reference {own[s] if own[s] is None else round(own[s], 1)})"
-                                 for s, v in sorted(refs.items())))
+        notes.append(
+            f"* {network} {route}: per-seed best known route energy (Wh) "
+            + ", ".join(
+                f"seed {s}: {v:.1f} (own reference {own[s] if own[s] is None else round(own[s], 1)})"
+                for s, v in sorted(refs.items())
+            )
+        )
     for name in all_names:
         cells = []
         for network, route in routes:
             v = cref[R.route_key(network, route)].get(name, [])
             cells.append(R.fmt(*R.mean_se(v)) + ("" if len(v) in (0, args.seeds) else f" ({len(v)} seeds)"))
         common.append(f"| {name} | " + " | ".join(cells) + " |")
-    R.write_markdown(docs / f"fig2_table{args.tag}.md", [
-        f"# Fig. 2 reproduction{args.tag}", "", f"Command: `{cmd}`", "", *R.settings_lines(args), "",
-        f"Final cumulative regret at T = {args.horizon} (Wh), mean +- 1 s.e. over seeds "
-        f"(`{R.ELEV}`: with the elevation potential, not in the paper).", "", *reg, "",
-        "Median per-round latency in ms (total = model update + posterior + index + oracle; all seeds, all rounds):",
-        "", *tim, "", *notes, "",
-        "Final cumulative regret against the best known route per seed (the lowest expected energy among all runs' "
-        "reference routes and driven routes of that environment; a common reference for runs whose own rectified "
-        "references differ, e.g. with and without the potential, and a check on how far the rectified reference is "
-        "from the best route):", "", *common, "",
-        "Paired differences (same environment and reference per seed):", "",
-        *[line for network, route in routes
-          for line in ["", *R.paired_lines(runs / R.route_key(network, route), pairs, args.seeds,
-                                           f"{network} {route}")]], "",
-        "Final cumulative regret of every seed (Wh, against each run's own regret reference, see the notes above):",
-        "",
-        *[line for network, route in routes
-          for line in ["", *R.per_seed_lines(runs / R.route_key(network, route), names[R.route_key(network, route)],
-                                             args.seeds, f"{network} {route}")]]])
+    R.write_markdown(
+        docs / f"fig2_table{args.tag}.md",
+        [
+            f"# Fig. 2 reproduction{args.tag}",
+            "",
+            f"Command: `{cmd}`",
+            "",
+            *R.settings_lines(args),
+            "",
+            f"Final cumulative regret at T = {args.horizon} (Wh), mean +- 1 s.e. over seeds "
+            f"(`{R.ELEV}`: with the elevation potential, not in the paper).",
+            "",
+            *reg,
+            "",
+            "Median per-round latency in ms (total = model update + posterior + index + oracle; all seeds, all rounds):",
+            "",
+            *tim,
+            "",
+            *notes,
+            "",
+            "Final cumulative regret against the best known route per seed (the lowest expected energy among all runs' "
+            "reference routes and driven routes of that environment; a common reference for runs whose own rectified "
+            "references differ, e.g. with and without the potential, and a check on how far the rectified reference is "
+            "from the best route):",
+            "",
+            *common,
+            "",
+            "Paired differences (same environment and reference per seed):",
+            "",
+            *[
+                line
+                for network, route in routes
+                for line in [
+                    "",
+                    *R.paired_lines(runs / R.route_key(network, route), pairs, args.seeds, f"{network} {route}"),
+                ]
+            ],
+            "",
+            "Final cumulative regret of every seed (Wh, against each run's own regret reference, see the notes above):",
+            "",
+            *[
+                line
+                for network, route in routes
+                for line in [
+                    "",
+                    *R.per_seed_lines(
+                        runs / R.route_key(network, route),
+                        names[R.route_key(network, route)],
+                        args.seeds,
+                        f"{network} {route}",
+                    ),
+                ]
+            ],
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -32,19 +32,23 @@ def main() -> None:
     R.add_common_args(ap, runs="results/repro")
     args = ap.parse_args()
     if args.gp_model != "gp":
-        ap.error("--gp-model: Fig. 3 is run with the paper's SVGP only (the exact GP: repro_fig2.py, "
-                 "repro_lengthscale.py)")
+        ap.error(
+            "--gp-model: Fig. 3 is run with the paper's SVGP only (the exact GP: repro_fig2.py, repro_lengthscale.py)"
+        )
     cmd = R.command_line()
 
     routes = R.parse_routes(args.routes)
 
     def nm(key: str) -> str:  # run name under --gp-model (GP-UCB-beta0.5 -> GP-EXACT-UCB-beta0.5 for gp-exact)
         meth = VARIANTS[key][0]
-        return R.resolve_method(meth, args).upper() + key[len(meth):]
+        return R.resolve_method(meth, args).upper() + key[len(meth) :]
 
     variants = {nm(k): (R.resolve_method(m, args), pp, label) for k, (m, pp, label) in VARIANTS.items()}
-    cfgs = {f"{R.route_key(n, r)}/{name}": R.method_config(n, r, meth, args, policy_params=pp)
-            for n, r in routes for name, (meth, pp, _) in variants.items()}
+    cfgs = {
+        f"{R.route_key(n, r)}/{name}": R.method_config(n, r, meth, args, policy_params=pp)
+        for n, r in routes
+        for name, (meth, pp, _) in variants.items()
+    }
     R.run_grid(cfgs, args)
 
     docs, runs = Path(args.docs), Path(args.runs)
@@ -56,14 +60,15 @@ def main() -> None:
         for name, (_, _, label) in variants.items():
             m, se, n = R.regret_row(runs / key / name, args.seeds)
             b = frames[name].groupby("round")["beta"].mean() if name in frames else None
-            bcells = (f"{b.iloc[0]:.2f} | {b.iloc[-1]:.2f} | {b.mean():.2f}" if b is not None else "-- | -- | --")
+            bcells = f"{b.iloc[0]:.2f} | {b.iloc[-1]:.2f} | {b.mean():.2f}" if b is not None else "-- | -- | --"
             part = "" if n in (0, args.seeds) else f" ({n} seeds)"
             rows.append(f"| {network} {route} | {label} | {R.fmt(m, se)}{part} | {bcells} |")
         if labelled:
             fig, ax = R.new_axes(2, width=5.6)
             R.plot_curves(ax[0, 0], labelled)
-            ax[0, 0].set_ylabel("cumulative regret (Wh)\n" + R.reference_label([runs / key / n for n in frames]),
-                                fontsize=8)
+            ax[0, 0].set_ylabel(
+                "cumulative regret (Wh)\n" + R.reference_label([runs / key / n for n in frames]), fontsize=8
+            )
             ax[0, 0].legend(fontsize=8)
             R.plot_curves(ax[0, 1], labelled, "beta", per_seed_constant=True)
             ax[0, 1].set_ylabel("beta_t")
@@ -75,19 +80,48 @@ def main() -> None:
         fig2 = [R.resolve_method(m, args).upper() for m in R.FIG2_METHODS]
         names = [*variants, *(m for m in fig2 if m not in variants)]
         finals, _ = R.common_reference_finals(runs / key, names, args.seeds)
-        extra += ["", f"{network} {route} against the best known route per seed (lowest expected energy among all "
-                  "these runs' reference and driven routes), mean +- 1 s.e.:", "",
-                  "| variant | final regret (Wh) |", "|---|---|",
-                  *[f"| {variants[n][2]} | {R.fmt(*R.mean_se(finals[n]))} |" for n in variants if n in finals],
-                  "", *R.paired_lines(runs / key, [(nm(a), nm(b)) for a, b in (
-                      ("GP-UCB-beta0.5", "GP-UCB"), ("GP-BUCB-xi0.5", "GP-BUCB"), ("GP-BUCB", "GP-UCB"),
-                      ("GP-BUCB-xi0.5", "GP-UCB-beta0.5"))], args.seeds, f"{network} {route}"),
-                  "", *R.per_seed_lines(runs / key, list(variants), args.seeds,
-                                        f"{network} {route} (own reference)")]
-    R.write_markdown(docs / f"fig3_table{args.tag}.md", [
-        f"# Fig. 3 reproduction{args.tag}", "", f"Command: `{cmd}`", "", *R.settings_lines(args), "",
-        f"Final cumulative regret at T = {args.horizon} (Wh, mean +- 1 s.e.) and the beta_t used "
-        "(GP-BUCB: beta_t = Phi^-1(eta_t)^2).", "", *rows, *extra])
+        extra += [
+            "",
+            f"{network} {route} against the best known route per seed (lowest expected energy among all "
+            "these runs' reference and driven routes), mean +- 1 s.e.:",
+            "",
+            "| variant | final regret (Wh) |",
+            "|---|---|",
+            *[f"| {variants[n][2]} | {R.fmt(*R.mean_se(finals[n]))} |" for n in variants if n in finals],
+            "",
+            *R.paired_lines(
+                runs / key,
+                [
+                    (nm(a), nm(b))
+                    for a, b in (
+                        ("GP-UCB-beta0.5", "GP-UCB"),
+                        ("GP-BUCB-xi0.5", "GP-BUCB"),
+                        ("GP-BUCB", "GP-UCB"),
+                        ("GP-BUCB-xi0.5", "GP-UCB-beta0.5"),
+                    )
+                ],
+                args.seeds,
+                f"{network} {route}",
+            ),
+            "",
+            *R.per_seed_lines(runs / key, list(variants), args.seeds, f"{network} {route} (own reference)"),
+        ]
+    R.write_markdown(
+        docs / f"fig3_table{args.tag}.md",
+        [
+            f"# Fig. 3 reproduction{args.tag}",
+            "",
+            f"Command: `{cmd}`",
+            "",
+            *R.settings_lines(args),
+            "",
+            f"Final cumulative regret at T = {args.horizon} (Wh, mean +- 1 s.e.) and the beta_t used "
+            "(GP-BUCB: beta_t = Phi^-1(eta_t)^2).",
+            "",
+            *rows,
+            *extra,
+        ],
+    )
 
 
 if __name__ == "__main__":

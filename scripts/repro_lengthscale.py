@@ -49,8 +49,12 @@ def main() -> None:
     ap.add_argument("--routes", nargs="+", default=["monaco:A"], help="NETWORK:ROUTE items")
     ap.add_argument("--lengthscales", nargs="+", type=float, default=[0.1, 0.25, 0.5, 1.0, 1.5, 2.0])
     ap.add_argument("--methods", nargs="+", default=list(METHODS))
-    ap.add_argument("--fixed-model-lengthscale", type=float, default=None,
-                    help="initial GP lengthscale for every environment (default: the environment's)")
+    ap.add_argument(
+        "--fixed-model-lengthscale",
+        type=float,
+        default=None,
+        help="initial GP lengthscale for every environment (default: the environment's)",
+    )
     R.add_common_args(ap, runs="results/repro")
     args = ap.parse_args()
     args.methods = [R.resolve_method(m, args) for m in args.methods]  # gp-* -> gp-exact-* under --gp-model gp-exact
@@ -85,8 +89,15 @@ def main() -> None:
                 ses.append(0.0 if se != se else se)
                 cells.append(R.fmt(m, se) + ("" if n in (0, args.seeds) else f" ({n} seeds)"))
             rows.append(f"| {network} {route} | {meth.upper()} | " + " | ".join(cells) + " |")
-            ax[0, 0].errorbar(args.lengthscales, ms, yerr=ses, marker="o", capsize=3, label=meth.upper(),
-                              ls="-" if meth.startswith("gp") else "--")
+            ax[0, 0].errorbar(
+                args.lengthscales,
+                ms,
+                yerr=ses,
+                marker="o",
+                capsize=3,
+                label=meth.upper(),
+                ls="-" if meth.startswith("gp") else "--",
+            )
         ax[0, 0].set_xlabel("environment lengthscale l")
         ax[0, 0].set_ylabel(f"final cumulative regret at T = {args.horizon} (Wh)")
         ax[0, 0].set_title(f"{network} route {route}: {args.seeds} seeds, mean +- 1 s.e.", fontsize=9)
@@ -96,30 +107,57 @@ def main() -> None:
     common = [head, rows[1]]
     for network, route in routes:  # one reference per (l, seed): the environments differ with l
         key = R.route_key(network, route)
-        per_ls = {ls: R.common_reference_finals(
-            runs / key, [run_name(m, ls, args.fixed_model_lengthscale) for m in args.methods], args.seeds)[0]
-            for ls in args.lengthscales}
+        per_ls = {
+            ls: R.common_reference_finals(
+                runs / key, [run_name(m, ls, args.fixed_model_lengthscale) for m in args.methods], args.seeds
+            )[0]
+            for ls in args.lengthscales
+        }
         for meth in args.methods:
-            cells = [R.fmt(*R.mean_se(per_ls[ls].get(run_name(meth, ls, args.fixed_model_lengthscale), [])))
-                     for ls in args.lengthscales]
+            cells = [
+                R.fmt(*R.mean_se(per_ls[ls].get(run_name(meth, ls, args.fixed_model_lengthscale), [])))
+                for ls in args.lengthscales
+            ]
             common.append(f"| {network} {route} | {meth.upper()} | " + " | ".join(cells) + " |")
     paired = []
     for network, route in routes:
         fm = args.fixed_model_lengthscale
-        pairs = [(run_name(g, ls, fm), run_name(b, ls, fm)) for ls in args.lengthscales
-                 for g, b in ((R.resolve_method("gp-bucb", args), "bi-bucb"),
-                              (R.resolve_method("gp-ts", args), "bi-ts"))
-                 if g in args.methods and b in args.methods]
+        pairs = [
+            (run_name(g, ls, fm), run_name(b, ls, fm))
+            for ls in args.lengthscales
+            for g, b in ((R.resolve_method("gp-bucb", args), "bi-bucb"), (R.resolve_method("gp-ts", args), "bi-ts"))
+            if g in args.methods and b in args.methods
+        ]
         paired += ["", *R.paired_lines(runs / R.route_key(network, route), pairs, args.seeds, f"{network} {route}")]
     learnt = "" if "refit_first=0" in args.model_param else " (then learnt)"
-    init = (f"GP initial lengthscale fixed to {args.fixed_model_lengthscale:g}" if args.fixed_model_lengthscale
-            is not None else f"GP initial lengthscale = the environment's{learnt}")
-    R.write_markdown(docs / f"lengthscale_table{args.tag}.md", [
-        f"# Lengthscale study (Figs. 4-5){args.tag}", "", f"Command: `{cmd}`", "", *R.settings_lines(args),
-        f" {init}.", "", f"Final cumulative regret at T = {args.horizon} (Wh), mean +- 1 s.e.", "", *rows, "",
-        "Against the best known route of each (l, seed) (lowest expected energy among these runs' reference and "
-        "driven routes; the rectified reference can be far from it), mean +- 1 s.e.:", "", *common, "",
-        "GP minus BI, paired by seed (same environment and reference):", *paired])
+    init = (
+        f"GP initial lengthscale fixed to {args.fixed_model_lengthscale:g}"
+        if args.fixed_model_lengthscale is not None
+        else f"GP initial lengthscale = the environment's{learnt}"
+    )
+    R.write_markdown(
+        docs / f"lengthscale_table{args.tag}.md",
+        [
+            f"# Lengthscale study (Figs. 4-5){args.tag}",
+            "",
+            f"Command: `{cmd}`",
+            "",
+            *R.settings_lines(args),
+            f" {init}.",
+            "",
+            f"Final cumulative regret at T = {args.horizon} (Wh), mean +- 1 s.e.",
+            "",
+            *rows,
+            "",
+            "Against the best known route of each (l, seed) (lowest expected energy among these runs' reference and "
+            "driven routes; the rectified reference can be far from it), mean +- 1 s.e.:",
+            "",
+            *common,
+            "",
+            "GP minus BI, paired by seed (same environment and reference):",
+            *paired,
+        ],
+    )
 
 
 if __name__ == "__main__":

@@ -45,8 +45,11 @@ def main() -> None:
             rounds = load_rounds(run)
             rounds = rounds[rounds["seed"].isin(done)]
             pb = build_problem(cfg, done[0])
-            pot = (elevation_potential_wh(pb.linegraph.network, VehicleProfile.load(cfg.vehicle))
-                   if cfg.potential == "elevation" else None)
+            pot = (
+                elevation_potential_wh(pb.linegraph.network, VehicleProfile.load(cfg.vehicle))
+                if cfg.potential == "elevation"
+                else None
+            )
             ref = regret_reference_route(pb.env, pb.route.start, pb.route.goal, cfg.regret_reference, pot)
             counts = drive_counts(pb.linegraph, rounds)
             name = f"maps_{route_dir.name}_{meth.lower()}"
@@ -58,9 +61,18 @@ def main() -> None:
             distinct = int((counts > 0).sum())
             rows.append(f"| {route_dir.name} | {meth} | {distinct} | {len(done)} |")
             print(name, "distinct edges driven:", distinct, flush=True)
-    R.write_markdown(Path(args.docs) / "maps_table.md", [
-        "# Exploration maps: distinct edges driven", "", f"Command: `{R.command_line()}`", "",
-        "| route | method | distinct edges driven (all seeds) | seeds |", "|---|---|---|---|", *rows])
+    R.write_markdown(
+        Path(args.docs) / "maps_table.md",
+        [
+            "# Exploration maps: distinct edges driven",
+            "",
+            f"Command: `{R.command_line()}`",
+            "",
+            "| route | method | distinct edges driven (all seeds) | seeds |",
+            "|---|---|---|---|",
+            *rows,
+        ],
+    )
 
 
 if __name__ == "__main__":

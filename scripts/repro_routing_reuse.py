@@ -62,19 +62,34 @@ def main() -> None:
         cfgs = {}
         for meth in args.methods:
             model, policy = meth.split("-")
-            cfgs[meth.upper()] = ExperimentConfig(network=network, route=route, model=model, policy=policy,
-                                                  env="paper", horizon=args.horizon, seeds=tuple(seeds))
+            cfgs[meth.upper()] = ExperimentConfig(
+                network=network,
+                route=route,
+                model=model,
+                policy=policy,
+                env="paper",
+                horizon=args.horizon,
+                seeds=tuple(seeds),
+            )
         root = Path(args.runs) / f"{network.replace(':', '_')}-{route}"
         for name, cfg in cfgs.items():  # one method at a time: cheap methods finish first
             summary = run_sweep({name: cfg}, root, executor=args.executor, workers=args.workers)[name]
             df = load_rounds(root / name)
             cost = df[COST_COLUMNS].sum(axis=1)
             floor = routeset_floor(cfg, seeds) if cfg.model == "routeset" else float("nan")
-            rows.append({"route": f"{network} {route}", "method": name, "final": summary["final_cumulative_regret_wh"],
-                         "mean": summary["mean_final_regret_wh"],
-                         "se": summary["se_final_regret_wh"], "median_ms": float(cost.median()),
-                         "p90_ms": float(cost.quantile(0.9)), "floor": floor,
-                         "late": float(df[df["round"] > args.horizon - 100]["regret_wh"].mean())})
+            rows.append(
+                {
+                    "route": f"{network} {route}",
+                    "method": name,
+                    "final": summary["final_cumulative_regret_wh"],
+                    "mean": summary["mean_final_regret_wh"],
+                    "se": summary["se_final_regret_wh"],
+                    "median_ms": float(cost.median()),
+                    "p90_ms": float(cost.quantile(0.9)),
+                    "floor": floor,
+                    "late": float(df[df["round"] > args.horizon - 100]["regret_wh"].mean()),
+                }
+            )
             print(json.dumps(rows[-1]), flush=True)
         frames = {name: load_rounds(root / name) for name in cfgs}
         tag = f"{network.replace(':', '_')}_{route}{args.tag}"
@@ -83,16 +98,22 @@ def main() -> None:
         edge_level = {k: v for k, v in frames.items() if not k.startswith("ROUTESET")}
         plot_regret(edge_level, docs / f"routing_reuse_{tag}_edge_models.png", title=f"{title} (edge models)")
     finals = {(r["route"], r["method"]): np.asarray(r["final"]) for r in rows}
-    lines = ["# Routing reuse of evroute.bo: final regret and per-round cost", "", f"Command: `{cmd}`", "",
-             f"T = {args.horizon}, {args.seeds} seeds (environment, policy and noise seeded by the run seed). "
-             "Final cumulative regret (Wh), mean +- 1 s.e. over seeds; per-round cost = posterior + index + "
-             "oracle + update time per round (ms), median and 90th percentile over all rounds and seeds; "
-             "late regret = mean regret per round over the last 100 rounds; floor = best candidate's gap to the "
-             "reference route (route-set baseline only); minus BI-TS = final regret minus BI-TS's on the same seed "
-             "(mean +- s.e. of the paired differences).", "",
-             "| route | method | final regret (Wh) | s.e. | minus BI-TS (Wh) | late regret (Wh/round) "
-             "| floor (Wh/round) | median ms/round | p90 ms/round |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Routing reuse of evroute.bo: final regret and per-round cost",
+        "",
+        f"Command: `{cmd}`",
+        "",
+        f"T = {args.horizon}, {args.seeds} seeds (environment, policy and noise seeded by the run seed). "
+        "Final cumulative regret (Wh), mean +- 1 s.e. over seeds; per-round cost = posterior + index + "
+        "oracle + update time per round (ms), median and 90th percentile over all rounds and seeds; "
+        "late regret = mean regret per round over the last 100 rounds; floor = best candidate's gap to the "
+        "reference route (route-set baseline only); minus BI-TS = final regret minus BI-TS's on the same seed "
+        "(mean +- s.e. of the paired differences).",
+        "",
+        "| route | method | final regret (Wh) | s.e. | minus BI-TS (Wh) | late regret (Wh/round) "
+        "| floor (Wh/round) | median ms/round | p90 ms/round |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         floor = "" if np.isnan(r["floor"]) else f"{r['floor']:.1f}"
         bi = finals.get((r["route"], "BI-TS"))
@@ -100,8 +121,10 @@ def main() -> None:
         if bi is not None and r["method"] != "BI-TS" and len(bi) == len(r["final"]) > 1:
             d = np.asarray(r["final"]) - bi
             diff = f"{d.mean():.1f} +- {d.std(ddof=1) / np.sqrt(len(d)):.1f}"
-        lines.append(f"| {r['route']} | {r['method']} | {r['mean']:.1f} | {r['se']:.1f} | {diff} | {r['late']:.2f} "
-                     f"| {floor} | {r['median_ms']:.2f} | {r['p90_ms']:.2f} |")
+        lines.append(
+            f"| {r['route']} | {r['method']} | {r['mean']:.1f} | {r['se']:.1f} | {diff} | {r['late']:.2f} "
+            f"| {floor} | {r['median_ms']:.2f} | {r['p90_ms']:.2f} |"
+        )
     (docs / f"routing_reuse_table{args.tag}.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

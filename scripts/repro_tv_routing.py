@@ -35,8 +35,17 @@ def method_config(network: str, route: str, model: str, args: argparse.Namespace
     """Experiment config of one method on one route."""
     env = {"drift": "daily", "drift_period": args.period}
     params = {"time_lengthscale": args.time_lengthscale} if model == "gp-tv" else {}
-    return ExperimentConfig(network=network, route=route, model=model, policy="ts", model_params=params,
-                            env="drifting", environment=env, horizon=args.horizon, seeds=tuple(args.seeds))
+    return ExperimentConfig(
+        network=network,
+        route=route,
+        model=model,
+        policy="ts",
+        model_params=params,
+        env="drifting",
+        environment=env,
+        horizon=args.horizon,
+        seeds=tuple(args.seeds),
+    )
 
 
 def window_means(x: np.ndarray, width: int) -> np.ndarray:
@@ -64,39 +73,56 @@ def main() -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    lines = ["# Time-varying routing (generated)", "", f"Command: `{command}`", "",
-             f"Drift: daily cycle of {args.period:g} rounds + slow drift; T = {args.horizon}, seeds {args.seeds}. "
-             f"Mean regret per round (Wh) in windows of {args.window} rounds (mean over seeds), and mean model "
-             "latency per round (posterior + update, ms) in the first and last window.", ""]
+    lines = [
+        "# Time-varying routing (generated)",
+        "",
+        f"Command: `{command}`",
+        "",
+        f"Drift: daily cycle of {args.period:g} rounds + slow drift; T = {args.horizon}, seeds {args.seeds}. "
+        f"Mean regret per round (Wh) in windows of {args.window} rounds (mean over seeds), and mean model "
+        "latency per round (posterior + update, ms) in the first and last window.",
+        "",
+    ]
     fig, axes = plt.subplots(2, len(args.routes), figsize=(6 * len(args.routes), 7), squeeze=False)
     for col, item in enumerate(args.routes):
         network, route = item.rsplit(":", 1)
         nw = args.horizon // args.window
-        lines += [f"## {network} route {route}", "",
-                  "| method | " + " | ".join(f"{i * args.window + 1}-{(i + 1) * args.window}" for i in range(nw))
-                  + " | cumulative | ms first | ms last |", "|---" * (nw + 4) + "|"]
+        lines += [
+            f"## {network} route {route}",
+            "",
+            "| method | "
+            + " | ".join(f"{i * args.window + 1}-{(i + 1) * args.window}" for i in range(nw))
+            + " | cumulative | ms first | ms last |",
+            "|---" * (nw + 4) + "|",
+        ]
         for name in args.methods:
             out = Path(args.runs) / f"{network.replace(':', '_')}-{route}" / name
             summary = run_experiment(method_config(network, route, METHODS[name], args), out, progress=False)
             df = load_rounds(out)
             reg = df.pivot(index="round", columns="seed", values="regret_wh").to_numpy()
-            lat = df.assign(ms=df.posterior_ms + df.update_ms).pivot(index="round", columns="seed",
-                                                                   values="ms").to_numpy()
+            lat = (
+                df.assign(ms=df.posterior_ms + df.update_ms)
+                .pivot(index="round", columns="seed", values="ms")
+                .to_numpy()
+            )
             mean_reg, mean_lat = reg.mean(axis=1), lat.mean(axis=1)
             w = window_means(mean_reg, args.window)
             wl = window_means(mean_lat, args.window)
-            lines.append(f"| {name} | " + " | ".join(f"{v:.2f}" for v in w)
-                         + f" | {summary['mean_final_regret_wh']:.0f} +- {summary['se_final_regret_wh']:.0f}"
-                         + f" | {wl[0]:.1f} | {wl[-1]:.1f} |")
+            lines.append(
+                f"| {name} | "
+                + " | ".join(f"{v:.2f}" for v in w)
+                + f" | {summary['mean_final_regret_wh']:.0f} +- {summary['se_final_regret_wh']:.0f}"
+                + f" | {wl[0]:.1f} | {wl[-1]:.1f} |"
+            )
             rounds = np.arange(1, len(mean_reg) + 1)
             smooth = np.convolve(mean_reg, np.ones(10) / 10, mode="same")
             axes[0, col].plot(rounds, smooth, label=name)
             axes[1, col].plot(rounds, np.convolve(mean_lat, np.ones(10) / 10, mode="same"), label=name)
         lines.append("")
-        axes[0, col].set(title=f"{network} {route}: regret per round (10-round mean)", xlabel="round",
-                         ylabel="Wh")
-        axes[1, col].set(title="model latency per round (posterior + update)", xlabel="round", ylabel="ms",
-                         yscale="log")
+        axes[0, col].set(title=f"{network} {route}: regret per round (10-round mean)", xlabel="round", ylabel="Wh")
+        axes[1, col].set(
+            title="model latency per round (posterior + update)", xlabel="round", ylabel="ms", yscale="log"
+        )
         axes[0, col].legend()
     fig.tight_layout()
     out_dir = Path(args.out)

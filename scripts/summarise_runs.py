@@ -36,11 +36,16 @@ def summarise(folder: Path) -> tuple[str, dict[str, object], object]:
     total_ms = df[["posterior_ms", "index_ms", "oracle_ms", "update_ms"]].sum(axis=1)
     label = f"{cfg['model'].upper()}-{cfg['policy'].upper()} {cfg['network']} {cfg.get('route') or ''}".strip()
     row = {
-        "method": f"{cfg['model'].upper()}-{cfg['policy'].upper()}", "network": cfg["network"],
-        "route": cfg.get("route") or f"{cfg['start']}->{cfg['goal']}", "seeds": len(final), "T": horizon,
+        "method": f"{cfg['model'].upper()}-{cfg['policy'].upper()}",
+        "network": cfg["network"],
+        "route": cfg.get("route") or f"{cfg['start']}->{cfg['goal']}",
+        "seeds": len(final),
+        "T": horizon,
         "final": f"{final.mean():.1f} +- {final.std(ddof=1) / np.sqrt(len(final)) if len(final) > 1 else 0:.1f}",
-        "first": f"{per_round[:fifth].mean():.2f}", "last": f"{per_round[-fifth:].mean():.2f}",
-        "reference": "/".join(methods), "potential": cfg.get("potential", "none"),
+        "first": f"{per_round[:fifth].mean():.2f}",
+        "last": f"{per_round[-fifth:].mean():.2f}",
+        "reference": "/".join(methods),
+        "potential": cfg.get("potential", "none"),
         "ms": f"{np.median(total_ms):.2f}",
     }
     return label, row, df
@@ -60,12 +65,18 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     png = plot_regret(frames, out.with_suffix(".png"), title=args.title)
     cols = ["method", "network", "route", "potential", "seeds", "T", "final", "first", "last", "reference", "ms"]
-    head = ("| method | network | route | potential | seeds | T | final cumulative regret (Wh, mean +- s.e.) "
-            "| regret/round, first fifth | regret/round, last fifth | regret reference | median round (ms) |\n"
-            "|" + "---|" * len(cols) + "\n")
+    head = (
+        "| method | network | route | potential | seeds | T | final cumulative regret (Wh, mean +- s.e.) "
+        "| regret/round, first fifth | regret/round, last fifth | regret reference | median round (ms) |\n"
+        "|" + "---|" * len(cols) + "\n"
+    )
     cmd = "python scripts/summarise_runs.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = (f"Command: `{cmd}`\n\n" + head + "".join("| " + " | ".join(str(r[c]) for c in cols) + " |\n" for r in rows)
-            + f"\n![cumulative regret]({png.name})\n")
+    text = (
+        f"Command: `{cmd}`\n\n"
+        + head
+        + "".join("| " + " | ".join(str(r[c]) for c in cols) + " |\n" for r in rows)
+        + f"\n![cumulative regret]({png.name})\n"
+    )
     atomic_write_text(out.with_suffix(".md"), text)
     print(text)
     return 0

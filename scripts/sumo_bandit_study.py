@@ -43,8 +43,10 @@ def _seed_summaries(folder: Path) -> dict[int, dict[str, object]]:
 
 
 def _finals(folders: dict[str, Path]) -> dict[str, dict[int, float]]:
-    return {label: {sd: float(s["final_cumulative_regret_wh"]) for sd, s in _seed_summaries(f).items()}
-            for label, f in folders.items()}
+    return {
+        label: {sd: float(s["final_cumulative_regret_wh"]) for sd, s in _seed_summaries(f).items()}
+        for label, f in folders.items()
+    }
 
 
 def _paired_rows(finals: dict[str, dict[int, float]], pairs: list[tuple[str, str]]) -> list[str]:
@@ -62,8 +64,13 @@ def paired_table(folders: dict[str, Path], baseline: str) -> str:
     finals = _finals(folders)
     if baseline not in finals:
         return ""
-    lines = [f"Paired per-seed differences of the final cumulative regret against {baseline} (Wh; negative: lower "
-             "regret than the baseline):", "", "| difference | mean +- s.e. | seeds lower / seeds |", "|---|---|---|"]
+    lines = [
+        f"Paired per-seed differences of the final cumulative regret against {baseline} (Wh; negative: lower "
+        "regret than the baseline):",
+        "",
+        "| difference | mean +- s.e. | seeds lower / seeds |",
+        "|---|---|---|",
+    ]
     lines += _paired_rows(finals, [(label, baseline) for label in finals if label != baseline])
     return "\n".join(lines) + "\n"
 
@@ -76,13 +83,18 @@ def model_table(folders: dict[str, Path], models: list[str], policies: list[str]
     pairs = [(a, b) for a, b in pairs if a in finals and b in finals]
     if not pairs:
         return ""
-    lines = [f"Paired per-seed differences against {base} under the same policy (Wh; negative: lower regret than "
-             f"{base}):", "", "| difference | mean +- s.e. | seeds lower / seeds |", "|---|---|---|"]
+    lines = [
+        f"Paired per-seed differences against {base} under the same policy (Wh; negative: lower regret than {base}):",
+        "",
+        "| difference | mean +- s.e. | seeds lower / seeds |",
+        "|---|---|---|",
+    ]
     return "\n".join(lines + _paired_rows(finals, pairs)) + "\n"
 
 
-def common_reference_table(folders: dict[str, Path], cfg: ExperimentConfig, models: list[str],
-                           policies: list[str], baseline: str) -> str:
+def common_reference_table(
+    folders: dict[str, Path], cfg: ExperimentConfig, models: list[str], policies: list[str], baseline: str
+) -> str:
     """Final regret of every run against one reference per route: the cheapest route known to any run.
 
     Where no exact optimum exists (negative-energy cycles of the empirical means), each run measures regret
@@ -102,36 +114,57 @@ def common_reference_table(folders: dict[str, Path], cfg: ExperimentConfig, mode
     if not problem.env.static:  # the reference follows the truth: one per round, the same for every run
         return ""
     finals = _finals(folders)
-    refs = {label: {sd: float(s["regret_reference"]["wh"]) for sd, s in _seed_summaries(f).items()}  # type: ignore
-            for label, f in folders.items()}
+    refs = {
+        label: {sd: float(s["regret_reference"]["wh"]) for sd, s in _seed_summaries(f).items()}  # type: ignore
+        for label, f in folders.items()
+    }
     if any(s["regret_reference"]["exact"] for f in folders.values() for s in _seed_summaries(f).values()):  # type: ignore
         return ""
     r_star = min(min(r.values()) for r in refs.values())
-    shifted = {lab: {sd: fin + cfg.horizon * (refs[lab][sd] - r_star) for sd, fin in finals[lab].items()}
-               for lab in finals}
+    shifted = {
+        lab: {sd: fin + cfg.horizon * (refs[lab][sd] - r_star) for sd, fin in finals[lab].items()} for lab in finals
+    }
     pot = elevation_potential_wh(problem.linegraph.network, VehicleProfile.load(cfg.vehicle))
     rect = regret_reference_route(problem.env, problem.route.start, problem.route.goal, "rectified", pot)
-    lines = [f"Against one reference for all runs, the cheapest route known to any run: R* = {r_star:.1f} Wh "
-             f"(the perfect-knowledge rectified route costs {rect.cost:.1f} Wh, {rect.cost - r_star:.1f} Wh per round "
-             "above R*).  Final cumulative regret against R* (Wh, mean +- s.e.):", "",
-             "| method | final regret vs R* | per round | per round above the rectified route | same, last fifth |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"Against one reference for all runs, the cheapest route known to any run: R* = {r_star:.1f} Wh "
+        f"(the perfect-knowledge rectified route costs {rect.cost:.1f} Wh, {rect.cost - r_star:.1f} Wh per round "
+        "above R*).  Final cumulative regret against R* (Wh, mean +- s.e.):",
+        "",
+        "| method | final regret vs R* | per round | per round above the rectified route | same, last fifth |",
+        "|---|---|---|---|---|",
+    ]
     for lab, v in shifted.items():
         d = np.array(list(v.values()))
         se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
         per_round = d.mean() / cfg.horizon
         above = per_round - (rect.cost - r_star)
-        last = np.mean([pd.read_csv(folders[lab] / f"seed_{sd}" / "rounds.csv")["expected_wh"].to_numpy()
-                        [-max(1, cfg.horizon // 5):].mean() for sd in v]) - rect.cost
+        last = (
+            np.mean(
+                [
+                    pd.read_csv(folders[lab] / f"seed_{sd}" / "rounds.csv")["expected_wh"]
+                    .to_numpy()[-max(1, cfg.horizon // 5) :]
+                    .mean()
+                    for sd in v
+                ]
+            )
+            - rect.cost
+        )
         lines.append(f"| {lab} | {d.mean():.1f} +- {se:.1f} | {per_round:.1f} | {above:+.1f} | {last:+.1f} |")
     base = models[0].upper()
     pairs = [(f"{m.upper()}-{p.upper()}", f"{base}-{p.upper()}") for m in models[1:] for p in policies]
     pairs = [(a, b) for a, b in pairs if a in shifted and b in shifted]
     if baseline in shifted:
         pairs += [(lab, baseline) for lab in shifted if lab != baseline and (lab, baseline) not in pairs]
-    lines += ["", "Paired per-seed differences of the final regret against R* (Wh; negative: the first method has "
-              "lower regret; with one reference these are differences of total expected energy):", "",
-              "| difference | mean +- s.e. | seeds lower / seeds |", "|---|---|---|", *_paired_rows(shifted, pairs)]
+    lines += [
+        "",
+        "Paired per-seed differences of the final regret against R* (Wh; negative: the first method has "
+        "lower regret; with one reference these are differences of total expected energy):",
+        "",
+        "| difference | mean +- s.e. | seeds lower / seeds |",
+        "|---|---|---|",
+        *_paired_rows(shifted, pairs),
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -149,8 +182,11 @@ def main() -> None:
     ap.add_argument("--runs", default="results/sumo")
     ap.add_argument("--docs", default="docs/results")
     ap.add_argument("--tag", default="", help="suffix of the table/figure names")
-    ap.add_argument("--seed-major", action="store_true",
-                    help="run seed 0 of every method, then seed 1, ... (a stopped study has equal seeds)")
+    ap.add_argument(
+        "--seed-major",
+        action="store_true",
+        help="run seed 0 of every method, then seed 1, ... (a stopped study has equal seeds)",
+    )
     ap.add_argument("--tables-only", action="store_true", help="write the tables from the seeds completed so far")
     args = ap.parse_args()
     env_params = {k: _value(v) for k, v in (p.split("=", 1) for p in args.env_param)}
@@ -159,9 +195,17 @@ def main() -> None:
             cfgs: dict[str, tuple[ExperimentConfig, Path]] = {}
             for model in args.models:
                 for policy in args.policies:
-                    cfg = ExperimentConfig(network=network, route=route, model=model, policy=policy,
-                                           env="sumo-replay", environment=env_params, horizon=args.horizon,
-                                           seeds=tuple(range(args.seeds)), potential="elevation")
+                    cfg = ExperimentConfig(
+                        network=network,
+                        route=route,
+                        model=model,
+                        policy=policy,
+                        env="sumo-replay",
+                        environment=env_params,
+                        horizon=args.horizon,
+                        seeds=tuple(range(args.seeds)),
+                        potential="elevation",
+                    )
                     cfgs[cfg.label] = (cfg, Path(args.runs) / f"{network}-{route}" / f"{model}-{policy}")
             if args.tables_only:
                 write_tables(network, route, {lab: out for lab, (_, out) in cfgs.items()}, cfg, args)
@@ -172,38 +216,61 @@ def main() -> None:
                         out = prepare_output(cfg, out)
                         with output_lock(out):
                             s = run_seed(cfg, seed, out)
-                        print(f"{network} {route} {cfg.label} seed {seed}: {s['final_cumulative_regret_wh']:.1f} Wh",
-                              flush=True)
+                        print(
+                            f"{network} {route} {cfg.label} seed {seed}: {s['final_cumulative_regret_wh']:.1f} Wh",
+                            flush=True,
+                        )
             for cfg, out in cfgs.values():
                 s = run_experiment(cfg, out, workers=args.workers, progress=False)
-                print(f"{network} {route} {cfg.label}: {s['mean_final_regret_wh']:.1f} +- "
-                      f"{s['se_final_regret_wh']:.1f} Wh", flush=True)
+                print(
+                    f"{network} {route} {cfg.label}: {s['mean_final_regret_wh']:.1f} +- "
+                    f"{s['se_final_regret_wh']:.1f} Wh",
+                    flush=True,
+                )
             write_tables(network, route, {lab: out for lab, (_, out) in cfgs.items()}, cfg, args)
 
 
-def write_tables(network: str, route: str, folders: dict[str, Path], cfg: ExperimentConfig,
-                 args: argparse.Namespace) -> None:
+def write_tables(
+    network: str, route: str, folders: dict[str, Path], cfg: ExperimentConfig, args: argparse.Namespace
+) -> None:
     """The per-route Markdown and figure from the seeds completed so far (a partial study: fewer seeds)."""
     folders = {lab: f for lab, f in folders.items() if list(f.glob("seed_*/summary.json"))}
-    done = {lab: sorted(int(p.parent.name.split("_")[1]) for p in f.glob("seed_*/summary.json"))
-            for lab, f in folders.items()}
+    done = {
+        lab: sorted(int(p.parent.name.split("_")[1]) for p in f.glob("seed_*/summary.json"))
+        for lab, f in folders.items()
+    }
     stem = Path(args.docs) / f"sumo_bandit_{network}-{route}{args.tag}"
     n_seeds = sorted({len(v) for v in done.values()})
     seeds_text = f"{n_seeds[0]} seeds" if len(n_seeds) == 1 else f"{n_seeds[0]}-{n_seeds[-1]} seeds"
-    summarise_runs.main([*map(str, folders.values()), "--out", str(stem),
-                         "--title", f"sumo-replay, {network} {route}, T={args.horizon}, {seeds_text}"])
+    summarise_runs.main(
+        [
+            *map(str, folders.values()),
+            "--out",
+            str(stem),
+            "--title",
+            f"sumo-replay, {network} {route}, T={args.horizon}, {seeds_text}",
+        ]
+    )
     text = stem.with_suffix(".md").read_text()
     if len(n_seeds) > 1:
-        text += ("\nSeeds completed per method (the study was stopped before every method had all of them): "
-                 + ", ".join(f"{lab} {len(v)}" for lab, v in done.items()) + ".\n")
+        text += (
+            "\nSeeds completed per method (the study was stopped before every method had all of them): "
+            + ", ".join(f"{lab} {len(v)}" for lab, v in done.items())
+            + ".\n"
+        )
     common = common_reference_table(folders, cfg, args.models, args.policies, args.baseline)
     if common:  # the runs' own references differ: only differences against one reference are shown
-        text += ("\nIn the table above every run measures regret against its own reference (the best route known, "
-                 "lowered to the cheapest route that run drove); compare methods below, against one reference.\n")
+        text += (
+            "\nIn the table above every run measures regret against its own reference (the best route known, "
+            "lowered to the cheapest route that run drove); compare methods below, against one reference.\n"
+        )
         atomic_write_text(stem.with_suffix(".md"), text + "\n" + common)
         return
-    atomic_write_text(stem.with_suffix(".md"), text + "\n" + paired_table(folders, args.baseline) + "\n"
-                      + model_table(folders, args.models, args.policies))
+    atomic_write_text(
+        stem.with_suffix(".md"),
+        text + "\n" + paired_table(folders, args.baseline) + "\n" + model_table(folders, args.models, args.policies),
+    )
+
 
 if __name__ == "__main__":
     main()

@@ -7,8 +7,9 @@ import numpy as np
 from evroute.network.road_network import RoadNetwork
 
 
-def grid_network(nx_: int = 4, ny: int = 3, *, spacing_m: float = 100.0, seed: int = 0,
-                 hilly: bool = True, uturns: bool = False) -> RoadNetwork:
+def grid_network(
+    nx_: int = 4, ny: int = 3, *, spacing_m: float = 100.0, seed: int = 0, hilly: bool = True, uturns: bool = False
+) -> RoadNetwork:
     """Two-way ``nx_ x ny`` street grid; every junction turn allowed except U-turns (unless ``uturns``).
 
     Edge ``"a>b"`` goes from junction ``a`` to junction ``b``; elevations are random but smooth-ish.
@@ -18,7 +19,7 @@ def grid_network(nx_: int = 4, ny: int = 3, *, spacing_m: float = 100.0, seed: i
     idx = {p: k for k, p in enumerate(nodes)}
     z = rng.uniform(0, 20, size=len(nodes)) if hilly else np.zeros(len(nodes))
     edges = []
-    for (i, j) in nodes:
+    for i, j in nodes:
         for di, dj in ((1, 0), (0, 1)):
             q = (i + di, j + dj)
             if q in idx:
@@ -26,8 +27,7 @@ def grid_network(nx_: int = 4, ny: int = 3, *, spacing_m: float = 100.0, seed: i
                 edges.append((idx[q], idx[(i, j)]))
     u = np.array([e[0] for e in edges])
     v = np.array([e[1] for e in edges])
-    turns = [(a, b) for a in range(len(edges)) for b in range(len(edges))
-             if v[a] == u[b] and (uturns or v[b] != u[a])]
+    turns = [(a, b) for a in range(len(edges)) for b in range(len(edges)) if v[a] == u[b] and (uturns or v[b] != u[a])]
     speeds = rng.choice([30 / 3.6, 50 / 3.6, 70 / 3.6], size=len(edges))
     lon = np.array([6.1 + 0.0013 * p[0] for p in nodes])
     lat = np.array([49.6 + 0.0009 * p[1] for p in nodes])

@@ -233,8 +233,10 @@ def _no_space(*_args, **_kw):
 def _fake_netconvert(tmp_path: Path) -> Path:
     """A netconvert that succeeds but writes a truncated network (what a full disk did)."""
     exe = tmp_path / "fake_netconvert"
-    exe.write_text(f"#!{sys.executable}\nimport sys\nout = sys.argv[sys.argv.index('-o') + 1]\n"
-                   "open(out, 'w').write('<net version=\"1.20\">\\n<edge id=\"a\"')\n")
+    exe.write_text(
+        f"#!{sys.executable}\nimport sys\nout = sys.argv[sys.argv.index('-o') + 1]\n"
+        "open(out, 'w').write('<net version=\"1.20\">\\n<edge id=\"a\"')\n"
+    )
     exe.chmod(0o755)
     return exe
 

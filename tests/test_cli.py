@@ -82,8 +82,25 @@ def test_run_and_demo_write_results(tmp_path, capsys):
     # same command again: nothing to do, same summary (resume)
     assert main(["run", "--network", NET, "--horizon", "8", "--seeds", "2", "--out", str(out), "--no-progress"]) == 0
     demo = tmp_path / "demo"
-    assert main(["demo", "--network", NET, "--horizon", "10", "--seeds", "1", "--policies", "ts,greedy",
-                 "--out", str(demo), "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "demo",
+                "--network",
+                NET,
+                "--horizon",
+                "10",
+                "--seeds",
+                "1",
+                "--policies",
+                "ts,greedy",
+                "--out",
+                str(demo),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert (demo / "regret.png").stat().st_size > 1000
     assert "BI-TS" in capsys.readouterr().out
 
@@ -111,8 +128,14 @@ def test_data_convert(tmp_path, capsys):
 
 def test_sweep_command_runs_a_grid_and_resumes(tmp_path, capsys):
     grid = tmp_path / "grid.json"
-    grid.write_text(json.dumps({"base": {"network": NET, "route": "A", "horizon": 4, "seeds": [0, 1]},
-                                "grid": {"model": ["bi"], "policy": ["ts", "ucb"]}}))
+    grid.write_text(
+        json.dumps(
+            {
+                "base": {"network": NET, "route": "A", "horizon": 4, "seeds": [0, 1]},
+                "grid": {"model": ["bi"], "policy": ["ts", "ucb"]},
+            }
+        )
+    )
     out = tmp_path / "sweep"
     assert main(["sweep", str(grid), "--out", str(out), "--executor", "serial", "--no-progress"]) == 0
     text = capsys.readouterr().out
@@ -120,6 +143,7 @@ def test_sweep_command_runs_a_grid_and_resumes(tmp_path, capsys):
     first = json.loads((out / "bi-ucb" / "summary.json").read_text())
     assert len(first["final_cumulative_regret_wh"]) == 2
     (out / "bi-ucb" / "seed_1" / "summary.json").unlink()  # resume re-runs only that seed, same numbers
-    assert main(["sweep", str(grid), "--out", str(out), "--executor", "process", "--workers", "2",
-                 "--no-progress"]) == 0
+    assert (
+        main(["sweep", str(grid), "--out", str(out), "--executor", "process", "--workers", "2", "--no-progress"]) == 0
+    )
     assert json.loads((out / "bi-ucb" / "summary.json").read_text()) == first

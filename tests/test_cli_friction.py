@@ -30,8 +30,24 @@ def test_python_dash_m_and_help():
 
 
 def test_no_progress_bars_when_stderr_is_not_a_terminal(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "evroute", "run", "--network", NET, "--horizon", "30", "--seeds", "2",
-                          "--out", str(tmp_path / "o")], capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evroute",
+            "run",
+            "--network",
+            NET,
+            "--horizon",
+            "30",
+            "--seeds",
+            "2",
+            "--out",
+            str(tmp_path / "o"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0 and res.stderr == ""
 
 
@@ -68,13 +84,16 @@ def test_run_summary_names_the_regret_reference(tmp_path, capsys):
     assert f"regret reference: {ref['text']} ({ref['methods'][0]})" in text
 
 
-@pytest.mark.parametrize(("argv", "attr", "value"), [
-    (["route", "--from", "-0.1,51.5", "--to", "-2.3,40"], "origin", "-0.1,51.5"),
-    (["route", "--from", "1,2", "--to", "-2.3,40"], "dest", "-2.3,40"),
-    (["run", "--start", "-271#3", "--goal", "-5"], "start", "-271#3"),
-    (["run", "--start", "-271#3", "--goal", "-5"], "goal", "-5"),
-    (["run", "--env-seed", "-1"], "env_seed", -1),
-])
+@pytest.mark.parametrize(
+    ("argv", "attr", "value"),
+    [
+        (["route", "--from", "-0.1,51.5", "--to", "-2.3,40"], "origin", "-0.1,51.5"),
+        (["route", "--from", "1,2", "--to", "-2.3,40"], "dest", "-2.3,40"),
+        (["run", "--start", "-271#3", "--goal", "-5"], "start", "-271#3"),
+        (["run", "--start", "-271#3", "--goal", "-5"], "goal", "-5"),
+        (["run", "--env-seed", "-1"], "env_seed", -1),
+    ],
+)
 def test_negative_values_need_no_equals_sign(argv, attr, value):
     parser = build_parser()
     assert getattr(parser.parse_args(_split_negative_values(parser, argv)), attr) == value
@@ -93,8 +112,9 @@ def test_regret_reference_text_prefers_the_summarys_own_reference(tmp_path):
     from evroute.cli import regret_reference_text
 
     ref = {"text": "best known route", "methods": ["ilp", "best-known"]}
-    assert regret_reference_text({"regret_reference": ref, "seeds": [0]}, tmp_path) == \
-        "best known route (ilp, best-known)"
+    assert (
+        regret_reference_text({"regret_reference": ref, "seeds": [0]}, tmp_path) == "best known route (ilp, best-known)"
+    )
     assert regret_reference_text({"reference": "exact optimum", "seeds": [0]}, tmp_path) == "exact optimum"
     for s, m in ((0, "johnson"), (1, "rectified"), (2, "johnson")):
         (tmp_path / f"seed_{s}").mkdir()

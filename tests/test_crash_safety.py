@@ -89,9 +89,15 @@ def test_second_run_into_a_locked_folder_is_refused(tmp_path, capsys):
     with output_lock(out):
         pass  # reentrant and released
     lock_holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; from evroute.experiments.output import output_lock\n"
-         f"with output_lock({str(out)!r}):\n    print('held', flush=True); time.sleep(30)"],
-        stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from evroute.experiments.output import output_lock\n"
+            f"with output_lock({str(out)!r}):\n    print('held', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert lock_holder.stdout.readline().strip() == "held"
         code = main(["run", "--network", NET, "--horizon", "3", "--out", str(out), "--no-progress"])
@@ -148,10 +154,14 @@ def test_pool_workers_die_with_their_parent(tmp_path, moment):
     """Kill the sweep's parent while its workers start (they must not pick up the queued jobs) or run seeds."""
     psutil = pytest.importorskip("psutil")
     grid = tmp_path / "grid.json"
-    grid.write_text(json.dumps({"base": {"network": NET, "horizon": 100000, "seeds": [0, 1, 2, 3]},
-                                "grid": {"policy": ["ts"]}}))
-    proc = subprocess.Popen([sys.executable, "-m", "evroute", "sweep", str(grid), "--out", str(tmp_path / "sw"),
-                             "--workers", "2"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    grid.write_text(
+        json.dumps({"base": {"network": NET, "horizon": 100000, "seeds": [0, 1, 2, 3]}, "grid": {"policy": ["ts"]}})
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "evroute", "sweep", str(grid), "--out", str(tmp_path / "sw"), "--workers", "2"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     parent = psutil.Process(proc.pid)
     deadline = time.time() + 180
     workers: list = []

@@ -76,9 +76,18 @@ def test_inconsistent_input_warns_naming_the_edges() -> None:
     from evroute.network.road_network import RoadNetwork
 
     with pytest.warns(UserWarning, match=r"1 edge\(s\) rise more than their length.*cliff \(length 1.00 m"):
-        RoadNetwork(name="bad", edge_ids=["cliff", "ok"], from_node=["a", "b"], to_node=["b", "a"],
-                    length_m=[1.0, 100.0], speed_mps=[10.0, 10.0], z_from_m=[0.0, 5.0], z_to_m=[5.0, 0.0],
-                    geometry=[np.zeros((2, 2))] * 2, turns=[[0, 1], [1, 0]])
+        RoadNetwork(
+            name="bad",
+            edge_ids=["cliff", "ok"],
+            from_node=["a", "b"],
+            to_node=["b", "a"],
+            length_m=[1.0, 100.0],
+            speed_mps=[10.0, 10.0],
+            z_from_m=[0.0, 5.0],
+            z_to_m=[5.0, 0.0],
+            geometry=[np.zeros((2, 2))] * 2,
+            turns=[[0, 1], [1, 0]],
+        )
 
 
 def test_structure_tags() -> None:
@@ -117,7 +126,7 @@ def test_osm_tunnel_is_interpolated_not_draped(tmp_path: Path) -> None:
     lon = np.linspace(6.0990, 6.1050, 61)
     lat = np.linspace(49.6010, 49.5990, 21)  # north-up rows
     lo, la = np.meshgrid(lon, lat)
-    z = 100.0 + 2000.0 * (lo - 6.099) + 300.0 * np.exp(-((lo - 6.102) / 0.0003) ** 2)  # ramp + a 300 m peak
+    z = 100.0 + 2000.0 * (lo - 6.099) + 300.0 * np.exp(-(((lo - 6.102) / 0.0003) ** 2))  # ramp + a 300 m peak
     dem = Dem(z=z, transform=(lon[1] - lon[0], 0.0, lon[0], 0.0, lat[1] - lat[0], lat[0]), crs="EPSG:4326")
     net = load_osm(p, dem=dem)
     zf = dict(zip(net.edge_ids.tolist(), net.z_from_m.tolist(), strict=True))

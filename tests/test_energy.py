@@ -18,8 +18,11 @@ def test_flat_edge_by_hand():
 
 def test_downhill_recuperates_with_efficiency():
     sin_a = -0.05
-    mech = 1830 * 9.82 * 100 * sin_a + 1830 * 9.82 * 0.01 * 100 * np.sqrt(1 - sin_a**2) \
+    mech = (
+        1830 * 9.82 * 100 * sin_a
+        + 1830 * 9.82 * 0.01 * 100 * np.sqrt(1 - sin_a**2)
         + 0.5 * 0.35 * 2.6 * 1.2 * 100 * (30 / 3.6) ** 2
+    )
     assert mech < 0
     e = edge_energy_wh([100.0], [30 / 3.6], [sin_a])[0]
     assert e == pytest.approx(mech * 0.96 / 3600, rel=1e-12)

@@ -28,8 +28,10 @@ def test_same_seed_same_environment(lg):
     np.testing.assert_array_equal(a.true_mean_wh, b.true_mean_wh)
     assert not np.allclose(a.true_mean_wh, PaperEnvironment.sample(lg, seed=4).true_mean_wh)
     cfg = EnvironmentConfig(method="sparse")
-    np.testing.assert_array_equal(PaperEnvironment.sample(lg, seed=3, config=cfg).true_mean_wh,
-                                  PaperEnvironment.sample(lg, seed=3, config=cfg).true_mean_wh)
+    np.testing.assert_array_equal(
+        PaperEnvironment.sample(lg, seed=3, config=cfg).true_mean_wh,
+        PaperEnvironment.sample(lg, seed=3, config=cfg).true_mean_wh,
+    )
 
 
 def exact_covariance(lg, cfg):
@@ -73,9 +75,10 @@ def test_registry_names_and_validation(lg):
     assert {"consistent", "paper", "drifting"} <= set(environment_names())
     assert isinstance(make_environment(lg, "paper", seed=1), PaperEnvironment)
     assert isinstance(make_environment(lg, seed=1), ConsistentEnvironment)  # the default
-    np.testing.assert_array_equal(make_environment(lg, "paper", {"lengthscale": 0.5}, seed=1).true_mean_wh,
-                                  PaperEnvironment.sample(lg, seed=1, config=EnvironmentConfig(lengthscale=0.5))
-                                  .true_mean_wh)
+    np.testing.assert_array_equal(
+        make_environment(lg, "paper", {"lengthscale": 0.5}, seed=1).true_mean_wh,
+        PaperEnvironment.sample(lg, seed=1, config=EnvironmentConfig(lengthscale=0.5)).true_mean_wh,
+    )
     with pytest.raises(ParameterError):
         check_environment("nope", {})
     with pytest.raises(ParameterError):

@@ -23,13 +23,16 @@ def _brute_force_best(lg, f: np.ndarray, start: int, goal: int) -> float:
 
 
 @settings(max_examples=25, deadline=None)
-@given(net_seed=st.integers(0, 10_000), env_seed=st.integers(0, 10_000), max_cv=st.sampled_from([0.5, 1.0, 4.0]),
-       pair=st.integers(0, 10_000))
+@given(
+    net_seed=st.integers(0, 10_000),
+    env_seed=st.integers(0, 10_000),
+    max_cv=st.sampled_from([0.5, 1.0, 4.0]),
+    pair=st.integers(0, 10_000),
+)
 def test_dijkstra_optimum_is_the_best_simple_route_and_no_cycle_is_negative(net_seed, env_seed, max_cv, pair):
     # steep 3x3 grid (junctions 40-60 m apart, up to 20 m of height): the paper's environment has negative edges here
     lg = build_line_graph(grid_network(3, 3, spacing_m=50.0, seed=net_seed))
-    env = ConsistentEnvironment.sample(lg, config=ConsistentConfig(max_cv=max_cv, outputscale_frac=0.5),
-                                       seed=env_seed)
+    env = ConsistentEnvironment.sample(lg, config=ConsistentConfig(max_cv=max_cv, outputscale_frac=0.5), seed=env_seed)
     f = env.true_mean_wh
     assert np.all(f - elevation_potential_wh(lg.network) >= -1e-9)
     rng = np.random.default_rng(pair)

@@ -35,7 +35,8 @@ def test_results_layout_and_reproducibility(tmp_path):
     np.testing.assert_allclose(g.regret_wh.cumsum(), g.cumulative_regret_wh)
     np.testing.assert_allclose(g.regret_wh, g.expected_wh - g.optimal_wh)
     assert (g.regret_wh > -1e-9).all() or json.loads((tmp_path / "a/seed_0/summary.json").read_text())[
-        "optimal_method"] == "rectified"
+        "optimal_method"
+    ] == "rectified"
     # different seeds differ
     assert not g.route.equals(df[df.seed == 1].route.reset_index(drop=True))
 

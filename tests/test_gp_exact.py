@@ -186,11 +186,19 @@ def test_marginal_likelihood_equals_gpytorch_exact_gp(env):
     ybar = np.bincount(inv, weights=y) / n
     scatter = np.bincount(inv, weights=y * y) - n * ybar**2
     as_t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float64))  # noqa: E731
-    raw = {"log_s1": as_t(math.log(hyper.s1)), "log_s2": as_t(math.log(hyper.s2)),
-           "log_ls1": as_t(np.log(hyper.ls1)), "log_ls2": as_t(np.log(hyper.ls2)), "log_noise": as_t(math.log(0.23))}
+    raw = {
+        "log_s1": as_t(math.log(hyper.s1)),
+        "log_s2": as_t(math.log(hyper.s2)),
+        "log_ls1": as_t(np.log(hyper.ls1)),
+        "log_ls2": as_t(np.log(hyper.ls2)),
+        "log_noise": as_t(math.log(0.23)),
+    }
     g_uu = graph.gram().numpy()[np.ix_(uniq, uniq)]
-    ours = float(marginal_log_likelihood(raw, as_t(g_uu), as_t(lg.contexts()[uniq]), as_t(m0[uniq]), as_t(n),
-                                         as_t(ybar), as_t(scatter)))
+    ours = float(
+        marginal_log_likelihood(
+            raw, as_t(g_uu), as_t(lg.contexts()[uniq]), as_t(m0[uniq]), as_t(n), as_t(ybar), as_t(scatter)
+        )
+    )
     assert abs(ours - ref) < 1e-7 * abs(ref)
 
 
@@ -204,11 +212,19 @@ def test_refit_increases_marginal_likelihood_and_recovers_noise(env):
 
     def mll(h):
         as_t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float64))  # noqa: E731
-        raw = {"log_s1": as_t(math.log(h.s1)), "log_s2": as_t(math.log(h.s2)), "log_ls1": as_t(np.log(h.ls1)),
-               "log_ls2": as_t(np.log(h.ls2)), "log_noise": as_t(math.log(h.noise))}
+        raw = {
+            "log_s1": as_t(math.log(h.s1)),
+            "log_s2": as_t(math.log(h.s2)),
+            "log_ls1": as_t(np.log(h.ls1)),
+            "log_ls2": as_t(np.log(h.ls2)),
+            "log_noise": as_t(math.log(h.noise)),
+        }
         g = m._graph_source()[0]
-        return float(marginal_log_likelihood(raw, as_t(g[np.ix_(e, e)]), as_t(m.contexts[e]), as_t(m.m0[e]),
-                                             as_t(n), as_t(ybar), as_t(sc)))
+        return float(
+            marginal_log_likelihood(
+                raw, as_t(g[np.ix_(e, e)]), as_t(m.contexts[e]), as_t(m.m0[e]), as_t(n), as_t(ybar), as_t(sc)
+            )
+        )
 
     before = mll(m.hyper)
     m.fit_hyperparameters()
@@ -262,8 +278,9 @@ def test_joint_thompson_sample_has_the_posterior_mean_and_covariance(env):
     se = np.sqrt((np.outer(np.diag(s), np.diag(s)) + s**2) / n)
     assert np.max(np.abs(c_hat - s) / se) < 5
     ts = make_policy("ts")
-    np.testing.assert_array_equal(ts.estimates(post, 1, np.random.default_rng(9)),
-                                  post.sampler(np.random.default_rng(9)))
+    np.testing.assert_array_equal(
+        ts.estimates(post, 1, np.random.default_rng(9)), post.sampler(np.random.default_rng(9))
+    )
 
 
 def test_bad_model_parameter_is_one_line_error_and_writes_nothing(tmp_path):

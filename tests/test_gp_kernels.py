@@ -44,8 +44,9 @@ def test_graph_kernel_matches_direct_dense(lg, learn, nu, kappa):
     # arbitrary (repeated, unsorted) index blocks are the matching sub-blocks
     i1 = torch.tensor([5, 3, 3, 0, n - 1])
     i2 = torch.tensor([7, 5, 1])
-    np.testing.assert_allclose(k.block(i1, i2).detach().numpy(), want[np.ix_(i1.numpy(), i2.numpy())], rtol=1e-7,
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        k.block(i1, i2).detach().numpy(), want[np.ix_(i1.numpy(), i2.numpy())], rtol=1e-7, atol=1e-9
+    )
 
 
 def test_graph_kernel_differentiable_in_kappa_and_nu(lg):
@@ -72,8 +73,9 @@ def test_edge_context_kernel_positive_definite_and_matches_numpy(lg, learn):
     edges = rng.integers(0, n, size=60)
     x_np = np.concatenate([edges[:, None], ctx[edges] + 0.3 * rng.standard_normal((60, 3))], axis=1)
     x = torch.as_tensor(x_np)
-    kern = EdgeContextKernel(GraphMaternIndexKernel(lg.laplacian(), learn=learn), outputscales=(0.7, 0.4),
-                             lengthscale=0.8).double()
+    kern = EdgeContextKernel(
+        GraphMaternIndexKernel(lg.laplacian(), learn=learn), outputscales=(0.7, 0.4), lengthscale=0.8
+    ).double()
     k = kern.forward(x, x).detach().numpy()
     np.testing.assert_allclose(k, k.T, atol=1e-12)
     assert np.linalg.eigvalsh(k).min() > -1e-10

@@ -98,8 +98,11 @@ def test_elbo_from_statistics_equals_gpytorch_variational_elbo(env):
     edges, cnt, s1, s2 = minibatch_statistics(e_b, y_b)
     assert cnt.sum() == len(e_b) and np.allclose(s1, [y_b[e_b == u].sum() for u in edges])
     t = torch.as_tensor
-    got, g_got = grads(elbo_from_statistics(m.gp, m.likelihood, m._inputs(edges), t(cnt), t(s1), t(s2),
-                                            batch_size=len(e_b), num_data=n_data))
+    got, g_got = grads(
+        elbo_from_statistics(
+            m.gp, m.likelihood, m._inputs(edges), t(cnt), t(s1), t(s2), batch_size=len(e_b), num_data=n_data
+        )
+    )
     assert got == pytest.approx(ref, rel=1e-10, abs=1e-10)
     for a, b in zip(g_got, g_ref, strict=True):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-7, atol=1e-10)
@@ -155,14 +158,34 @@ def test_gp_ts_run_is_deterministic_and_pickles(env):
 
 
 def test_gp_ts_experiment_and_cli(tmp_path):
-    cfg = ExperimentConfig(network=NET, route="A", model="gp", policy="ts", horizon=6, seeds=(0, 1),
-                           model_params={"n_inducing": 50})
+    cfg = ExperimentConfig(
+        network=NET, route="A", model="gp", policy="ts", horizon=6, seeds=(0, 1), model_params={"n_inducing": 50}
+    )
     assert cfg.label == "GP-TS"
     s = run_experiment(cfg, tmp_path / "api", progress=False)
     assert len(s["final_cumulative_regret_wh"]) == 2
-    rc = main(["run", "--network", NET, "--model", "gp", "--policy", "ucb", "--horizon", "4", "--seeds", "1",
-               "--model-param", "n_inducing=30", "--model-param", "learn_noise=true", "--no-progress",
-               "--out", str(tmp_path / "cli")])
+    rc = main(
+        [
+            "run",
+            "--network",
+            NET,
+            "--model",
+            "gp",
+            "--policy",
+            "ucb",
+            "--horizon",
+            "4",
+            "--seeds",
+            "1",
+            "--model-param",
+            "n_inducing=30",
+            "--model-param",
+            "learn_noise=true",
+            "--no-progress",
+            "--out",
+            str(tmp_path / "cli"),
+        ]
+    )
     assert rc == 0
     saved = json.loads((tmp_path / "cli" / "config.json").read_text())
     assert saved["model"] == "gp" and saved["model_params"] == {"n_inducing": 30, "learn_noise": True}

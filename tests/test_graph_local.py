@@ -48,8 +48,10 @@ def test_local_columns_and_variances_within_the_stated_bound(lap, exact, tol):
     k = LocalGraphMatern(lap, 2.0, 1.0, tol=tol, hops=2)
     d = np.diag(exact)
     assert np.max(np.abs(k.diag() - d) / d) <= tol
-    assert abs(k.scale * np.mean(np.diag(GraphMaternKernel(lap, 2.0, 1.0, method="dense", normalise=False).dense()))
-               - 1.0) <= tol  # the normaliser from the local variances
+    assert (
+        abs(k.scale * np.mean(np.diag(GraphMaternKernel(lap, 2.0, 1.0, method="dense", normalise=False).dense())) - 1.0)
+        <= tol
+    )  # the normaliser from the local variances
     for idx in (np.array([3]), np.array([10, 11, 12, 900])):
         c, bound = k.sparse_columns(idx)
         assert c.shape == (k.n, len(idx)) and np.all(bound <= 0.5 * tol)

@@ -54,8 +54,16 @@ def test_zero_hops_is_exactly_the_bi_model(env):
 def test_full_graph_without_prior_weight_is_nadaraya_watson(env):
     """Graph factor 1 everywhere and W0 = 0: the model is evroute.bo's NW estimator on the residual data."""
     h = 0.7
-    kr = KernelRegressionEdgeModel(env.linegraph, env.prior_mean_wh, env.prior_var, env.noise_var,
-                                   hops=env.n_edges, graph_decay=1.0, bandwidth=h, prior_weight=0.0)
+    kr = KernelRegressionEdgeModel(
+        env.linegraph,
+        env.prior_mean_wh,
+        env.prior_var,
+        env.noise_var,
+        hops=env.n_edges,
+        graph_decay=1.0,
+        bandwidth=h,
+        prior_weight=0.0,
+    )
     xs, rs = [], []
     for e, y in _batches(env, 4, 10):
         kr.update(e, y)
@@ -121,7 +129,8 @@ def test_neighbour_cap_bounds_the_neighbours_share(env):
     k = plain.kernel[edge, nbr]
     # plain NW keeps a fixed share k / (1 + k) of the neighbour's residual however much data there is
     assert plain.posterior().mean[edge] - env.prior_mean_wh[edge] == pytest.approx(
-        (200 * 10.0 - 200 * k * 30.0) / (200 * (1 + k) + plain.prior_weight))
+        (200 * 10.0 - 200 * k * 30.0) / (200 * (1 + k) + plain.prior_weight)
+    )
     cap_resid = capped.posterior().mean[edge] - env.prior_mean_wh[edge]
     assert cap_resid == pytest.approx((200 * 10.0 - 2.0 * 30.0) / (200 + 2.0 + capped.prior_weight))
     assert capped.posterior().var[edge] == pytest.approx(env.noise_var / (202 + capped.prior_weight))

@@ -20,10 +20,15 @@ def test_largest_scc_drops_dead_one_way_edge():
     net = grid_network(3, 2)
     # add a one-way spur 5>9 (no way back): it is not in the largest strongly connected component
     spur = RoadNetwork(
-        name="spur", edge_ids=list(net.edge_ids) + ["5>9"], from_node=list(net.from_node) + ["5"],
-        to_node=list(net.to_node) + ["9"], length_m=np.append(net.length_m, 50.0),
-        speed_mps=np.append(net.speed_mps, 10.0), z_from_m=np.append(net.z_from_m, 0.0),
-        z_to_m=np.append(net.z_to_m, 0.0), geometry=net.geometry + [net.geometry[0]],
+        name="spur",
+        edge_ids=list(net.edge_ids) + ["5>9"],
+        from_node=list(net.from_node) + ["5"],
+        to_node=list(net.to_node) + ["9"],
+        length_m=np.append(net.length_m, 50.0),
+        speed_mps=np.append(net.speed_mps, 10.0),
+        z_from_m=np.append(net.z_from_m, 0.0),
+        z_to_m=np.append(net.z_to_m, 0.0),
+        geometry=net.geometry + [net.geometry[0]],
         turns=np.vstack([net.turns, [[i, net.n_edges] for i in range(net.n_edges) if net.to_node[i] == "5"]]),
     )
     lg = build_line_graph(spur)

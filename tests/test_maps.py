@@ -55,8 +55,10 @@ def test_shipped_leaflet_matches_manifest_and_folium():
 
 
 def test_external_assets_detects_cdn_links():
-    page = ('<script src="https://cdn.example/x.js"></script><link rel="stylesheet" href="//cdn.example/y.css"/>'
-            '<script>var a = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";</script><a href="https://osm.org">')
+    page = (
+        '<script src="https://cdn.example/x.js"></script><link rel="stylesheet" href="//cdn.example/y.css"/>'
+        '<script>var a = "https://tile.openstreetmap.org/{z}/{x}/{y}.png";</script><a href="https://osm.org">'
+    )
     found = external_assets(page)
     assert len(found) == 2 and "x.js" in found[0] and "y.css" in found[1]
 
@@ -80,8 +82,9 @@ def lux_like():
 
 def test_map_is_self_contained_with_keyless_basemap_bounds_and_legend(tmp_path, lux_like):
     lg, r, route, counts = lux_like
-    html = exploration_map_html(lg, counts, tmp_path / "m.html", start=r.start, goal=r.goal, optimal=route,
-                                title="route B").read_text()
+    html = exploration_map_html(
+        lg, counts, tmp_path / "m.html", start=r.start, goal=r.goal, optimal=route, title="route B"
+    ).read_text()
     assert external_assets(html) == []
     assert not re.search(r"<(script|link)[^>]*(src|href)=", html)  # nothing linked at all, not even local files
     assert "https://tile.openstreetmap.org/{z}/{x}/{y}.png" in html and "cartodb" not in html.lower()

@@ -107,8 +107,9 @@ def _open(browser, path: Path, points: list[list[float]], *, tiles: str) -> dict
     return out
 
 
-def _render(browser, tmp_path: Path, lg, counts, start: int, goal: int, optimal, *, tiles: str,
-            name: str = "m.html") -> dict:
+def _render(
+    browser, tmp_path: Path, lg, counts, start: int, goal: int, optimal, *, tiles: str, name: str = "m.html"
+) -> dict:
     """Write the exploration map of one route and open it (see :func:`_open`)."""
     p = exploration_map_html(lg, counts, tmp_path / name, start=start, goal=goal, optimal=optimal, title="test")
     return _open(browser, p, [lg.network.geometry[e].mean(axis=0).tolist() for e in (start, goal)], tiles=tiles)
@@ -116,7 +117,7 @@ def _render(browser, tmp_path: Path, lg, counts, start: int, goal: int, optimal,
 
 def _pixels(shot: np.ndarray, colour: str, tol: float = 40.0) -> int:
     """Number of screenshot pixels within ``tol`` (RGB distance) of ``colour`` (``#rrggbb``)."""
-    rgb = np.array([int(colour[i:i + 2], 16) for i in (1, 3, 5)], dtype=np.float64)
+    rgb = np.array([int(colour[i : i + 2], 16) for i in (1, 3, 5)], dtype=np.float64)
     return int((np.linalg.norm(shot.astype(np.float64) - rgb, axis=-1) < tol).sum())
 
 

@@ -115,8 +115,9 @@ def _plane(lon, lat):
     return 1000.0 * (lon - 6.0) + 400.0 * (lat - 49.5) + 100.0
 
 
-def _tile(path: Path, lon0: float, lon1: float, lat0: float, lat1: float, crs: str = "EPSG:4326",
-          res: float = RES) -> Path:
+def _tile(
+    path: Path, lon0: float, lon1: float, lat0: float, lat1: float, crs: str = "EPSG:4326", res: float = RES
+) -> Path:
     import rasterio
     from rasterio.transform import Affine
 
@@ -124,8 +125,18 @@ def _tile(path: Path, lon0: float, lon1: float, lat0: float, lat1: float, crs: s
     cx = lon0 + res * (np.arange(cols) + 0.5)
     cy = lat1 - res * (np.arange(rows) + 0.5)
     z = _plane(cx[None, :], cy[:, None])
-    with rasterio.open(path, "w", driver="GTiff", height=rows, width=cols, count=1, dtype="float64", crs=crs,
-                       transform=Affine(res, 0, lon0, 0, -res, lat1), nodata=-9999) as dst:
+    with rasterio.open(
+        path,
+        "w",
+        driver="GTiff",
+        height=rows,
+        width=cols,
+        count=1,
+        dtype="float64",
+        crs=crs,
+        transform=Affine(res, 0, lon0, 0, -res, lat1),
+        nodata=-9999,
+    ) as dst:
         dst.write(z, 1)
     return path
 
@@ -201,8 +212,20 @@ def test_cli_run_with_dem_tiles_resumes(tiles, tmp_path, capsys):
     import json
 
     net, west, east, mid = tiles
-    argv = ["run", "--network", "synthetic:150:1", "--dem", str(west), "--dem", str(east), "--horizon", "3",
-            "--out", str(tmp_path / "run"), "--no-progress"]
+    argv = [
+        "run",
+        "--network",
+        "synthetic:150:1",
+        "--dem",
+        str(west),
+        "--dem",
+        str(east),
+        "--horizon",
+        "3",
+        "--out",
+        str(tmp_path / "run"),
+        "--no-progress",
+    ]
     assert main(argv) == 0
     cfg = json.loads((tmp_path / "run" / "config.json").read_text())
     assert cfg["dem"] == [str(west), str(east)] and cfg["loader"] == "netconvert"

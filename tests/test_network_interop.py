@@ -96,9 +96,19 @@ def test_nearest_edge_agrees_with_osmnx(city, graph):
 def _two_edges() -> RoadNetwork:
     """A long straight edge and a short one: the long edge's midpoint is far from its own far end."""
     geometry = [np.array([[6.10, 49.60], [6.12, 49.60]]), np.array([[6.1215, 49.6015], [6.1225, 49.6015]])]
-    return RoadNetwork(name="two", edge_ids=["long", "short"], from_node=["a", "c"], to_node=["b", "d"],
-                       length_m=[1447.0, 72.0], speed_mps=[10.0, 10.0], z_from_m=[0, 0], z_to_m=[0, 0],
-                       geometry=geometry, turns=np.empty((0, 2)), meta={"crs": "EPSG:4326"})
+    return RoadNetwork(
+        name="two",
+        edge_ids=["long", "short"],
+        from_node=["a", "c"],
+        to_node=["b", "d"],
+        length_m=[1447.0, 72.0],
+        speed_mps=[10.0, 10.0],
+        z_from_m=[0, 0],
+        z_to_m=[0, 0],
+        geometry=geometry,
+        turns=np.empty((0, 2)),
+        meta={"crs": "EPSG:4326"},
+    )
 
 
 def test_nearest_edge_uses_true_geometry_not_midpoints():
@@ -164,6 +174,15 @@ def test_cli_route_snaps_with_max_distance(city, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("evroute: error: point") and "km from the network" in err
     assert err.count("\n") == 1
-    code = main(["route", "--network", "synthetic:300:1", f"--from={lon},{lat}", f"--to={lon + 0.001},{lat}",
-                 "--max-snap-m", "1000"])
+    code = main(
+        [
+            "route",
+            "--network",
+            "synthetic:300:1",
+            f"--from={lon},{lat}",
+            f"--to={lon + 0.001},{lat}",
+            "--max-snap-m",
+            "1000",
+        ]
+    )
     assert code == 0 and "energy-optimal" in capsys.readouterr().out

@@ -58,10 +58,15 @@ def test_tiny_osm_turns(tiny):
     turns = {(tiny.edge_ids[a], tiny.edge_ids[b]) for a, b in tiny.turns.tolist()}
     expected = {
         ("2-1-0", "1-2-0"),  # U-turn at the dead end A
-        ("1-2-0", "2-3-0"), ("1-2-0", "2-5-0"),
-        ("3-2-0", "2-1-0"), ("3-2-0", "2-5-0"),
-        ("4-2-0", "2-1-0"), ("4-2-0", "2-3-0"), ("4-2-0", "2-5-0"),
-        ("2-3-0", "3-6-0"), ("6-3-0", "3-2-0"),
+        ("1-2-0", "2-3-0"),
+        ("1-2-0", "2-5-0"),
+        ("3-2-0", "2-1-0"),
+        ("3-2-0", "2-5-0"),
+        ("4-2-0", "2-1-0"),
+        ("4-2-0", "2-3-0"),
+        ("4-2-0", "2-5-0"),
+        ("2-3-0", "3-6-0"),
+        ("6-3-0", "3-2-0"),
         ("3-6-0", "6-3-0"),  # U-turn at the dead end F
     }
     assert turns == expected
@@ -112,8 +117,18 @@ def test_partial_ele_filled_from_nearest(tmp_path):
 def _write_tif(path: Path, z: np.ndarray, transform, crs: str, nodata=None) -> None:
     import rasterio
 
-    with rasterio.open(path, "w", driver="GTiff", height=z.shape[0], width=z.shape[1], count=1,
-                       dtype="float32", crs=crs, transform=transform, nodata=nodata) as dst:
+    with rasterio.open(
+        path,
+        "w",
+        driver="GTiff",
+        height=z.shape[0],
+        width=z.shape[1],
+        count=1,
+        dtype="float32",
+        crs=crs,
+        transform=transform,
+        nodata=nodata,
+    ) as dst:
         dst.write(z.astype("float32"), 1)
 
 

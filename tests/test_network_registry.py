@@ -91,8 +91,10 @@ def fake_dataset(tmp_path, monkeypatch):
 
 
 def test_dataset_table_pins_upstream():
-    assert DATASETS["monaco"].url == ("https://raw.githubusercontent.com/lcodeca/MoSTScenario/"
-                                      "b29b2f65f1096a9c69a601ec62a724815cb4a43f/tools/data/network.osm")
+    assert DATASETS["monaco"].url == (
+        "https://raw.githubusercontent.com/lcodeca/MoSTScenario/"
+        "b29b2f65f1096a9c69a601ec62a724815cb4a43f/tools/data/network.osm"
+    )
     assert DATASETS["luxembourg"].sha256.startswith("933f7080")
 
 
@@ -233,8 +235,17 @@ def test_luxembourg_with_dem(net_cache, tmp_path):
     _need("luxembourg")
     z = np.add.outer(np.linspace(400.0, 200.0, 60), np.linspace(0.0, 100.0, 80))  # rows north -> south
     tif = tmp_path / "lux.tif"
-    with rasterio.open(tif, "w", driver="GTiff", height=60, width=80, count=1, dtype="float64",
-                       crs="EPSG:4326", transform=Affine(0.005, 0.0, 5.95, 0.0, -0.005, 49.75)) as dst:
+    with rasterio.open(
+        tif,
+        "w",
+        driver="GTiff",
+        height=60,
+        width=80,
+        count=1,
+        dtype="float64",
+        crs="EPSG:4326",
+        transform=Affine(0.005, 0.0, 5.95, 0.0, -0.005, 49.75),
+    ) as dst:
         dst.write(z, 1)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -124,10 +124,14 @@ def test_junction_turns_brute_force():
         m = int(rng.integers(1, 25))
         f, t = rng.integers(0, n, m), rng.integers(0, n, m)
         got = set(map(tuple, junction_turns(f, t, n_nodes=n).tolist()))
-        neigh = {k: {int(b) for a, b in zip(f, t, strict=True) if a == k and b != k}
-                 | {int(a) for a, b in zip(f, t, strict=True) if b == k and a != k} for k in range(n)}
-        want = {(i, j) for i in range(m) for j in range(m)
-                if t[i] == f[j] and (t[j] != f[i] or len(neigh[int(t[i])]) <= 1)}
+        neigh = {
+            k: {int(b) for a, b in zip(f, t, strict=True) if a == k and b != k}
+            | {int(a) for a, b in zip(f, t, strict=True) if b == k and a != k}
+            for k in range(n)
+        }
+        want = {
+            (i, j) for i in range(m) for j in range(m) if t[i] == f[j] and (t[j] != f[i] or len(neigh[int(t[i])]) <= 1)
+        }
         assert got == want
 
 
@@ -136,11 +140,19 @@ def test_ids_are_strings(city):
     assert city.index_of("e5") == 5
 
 
-@pytest.mark.parametrize("kwargs", [
-    {"n_edges": 5}, {"n_edges": 10.5}, {"n_edges": "many"}, {"seed": -1},
-    {"oneway_fraction": 1.5}, {"max_incline": float("nan")}, {"max_elevation_m": -3},
-    {"origin_lonlat": (6.1, 91.0)},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"n_edges": 5},
+        {"n_edges": 10.5},
+        {"n_edges": "many"},
+        {"seed": -1},
+        {"oneway_fraction": 1.5},
+        {"max_incline": float("nan")},
+        {"max_elevation_m": -3},
+        {"origin_lonlat": (6.1, 91.0)},
+    ],
+)
 def test_invalid_parameters(kwargs):
     with pytest.raises(ParameterError):
         synthetic_city(**kwargs)

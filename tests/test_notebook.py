@@ -20,8 +20,9 @@ def _execute(tmp_path: Path, monkeypatch, network: str, horizon: int, timeout_s:
     monkeypatch.setenv("EVROUTE_NB_HORIZON", str(horizon))
     monkeypatch.setenv("EVROUTE_NB_OUT", str(tmp_path))
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    nbclient.NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
-                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    nbclient.NotebookClient(
+        nb, timeout=timeout_s, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     assert (tmp_path / "regret.png").exists() and (tmp_path / "gp_ts_map.html").exists()
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
 

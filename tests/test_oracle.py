@@ -17,9 +17,18 @@ def random_linegraph(n: int, p: float, seed: int) -> LineGraph:
     """A random directed 'line graph' (turn graph) on n road edges, not restricted to its SCC."""
     rng = np.random.default_rng(seed)
     turns = np.array([(a, b) for a in range(n) for b in range(n) if a != b and rng.random() < p]).reshape(-1, 2)
-    net = RoadNetwork(name="rand", edge_ids=[f"e{i}" for i in range(n)], from_node=[f"a{i}" for i in range(n)],
-                      to_node=[f"b{i}" for i in range(n)], length_m=np.full(n, 10.0), speed_mps=np.full(n, 10.0),
-                      z_from_m=np.zeros(n), z_to_m=np.zeros(n), geometry=[np.zeros((2, 2))] * n, turns=turns)
+    net = RoadNetwork(
+        name="rand",
+        edge_ids=[f"e{i}" for i in range(n)],
+        from_node=[f"a{i}" for i in range(n)],
+        to_node=[f"b{i}" for i in range(n)],
+        length_m=np.full(n, 10.0),
+        speed_mps=np.full(n, 10.0),
+        z_from_m=np.zeros(n),
+        z_to_m=np.zeros(n),
+        geometry=[np.zeros((2, 2))] * n,
+        turns=turns,
+    )
     return build_line_graph(net, largest_scc=False)
 
 
@@ -75,9 +84,18 @@ def test_optimal_route_with_negative_energies_is_best_simple_path(n, seed):
 
 def test_negative_cycle_policy():
     # edges 0 -> 1 <-> 2 -> 3 with the cycle 1 <-> 2 of negative total energy
-    net = RoadNetwork(name="cyc", edge_ids=list("abcd"), from_node=list("pqrs"), to_node=list("qrst"),
-                      length_m=np.ones(4), speed_mps=np.ones(4), z_from_m=np.zeros(4), z_to_m=np.zeros(4),
-                      geometry=[np.zeros((2, 2))] * 4, turns=[(0, 1), (1, 2), (2, 1), (2, 3)])
+    net = RoadNetwork(
+        name="cyc",
+        edge_ids=list("abcd"),
+        from_node=list("pqrs"),
+        to_node=list("qrst"),
+        length_m=np.ones(4),
+        speed_mps=np.ones(4),
+        z_from_m=np.zeros(4),
+        z_to_m=np.zeros(4),
+        geometry=[np.zeros((2, 2))] * 4,
+        turns=[(0, 1), (1, 2), (2, 1), (2, 3)],
+    )
     lg = build_line_graph(net, largest_scc=False)
     w = np.array([1.0, -2.0, -3.0, 1.0])
     with pytest.raises(NegativeCycleError, match="negative-energy cycle"):

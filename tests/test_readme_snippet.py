@@ -16,7 +16,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 def _snippet() -> str:
     text = README.read_text()
-    section = text[text.index("## Python API"):]
+    section = text[text.index("## Python API") :]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 

@@ -40,8 +40,11 @@ def test_best_known_route_lies_between_the_exact_optimum_and_the_rectified_refer
 
 
 def test_rebase_regret_hand_computed():
-    rows = [{"round": "1", "expected_wh": "10.0"}, {"round": "2", "expected_wh": "4.0"}, {"round": "3",
-                                                                                         "expected_wh": "6.0"}]
+    rows = [
+        {"round": "1", "expected_wh": "10.0"},
+        {"round": "2", "expected_wh": "4.0"},
+        {"round": "3", "expected_wh": "6.0"},
+    ]
     out, ref, cum = rebase_regret(rows, Route(np.array([0]), 5.0, "best-known"))
     assert ref == 4.0 and cum == pytest.approx(6.0 + 0.0 + 2.0)
     assert [r["cumulative_regret_wh"] for r in out] == pytest.approx([6.0, 6.0, 8.0])
@@ -53,8 +56,24 @@ def test_cli_states_the_reference(tmp_path, capsys):
     from evroute.cli import main
 
     out = tmp_path / "run"
-    rc = main(["run", "--network", NET, "--env", "paper", "--env-param", "outputscale_frac=2", "--horizon", "3",
-               "--seeds", "2", "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "run",
+            "--network",
+            NET,
+            "--env",
+            "paper",
+            "--env-param",
+            "outputscale_frac=2",
+            "--horizon",
+            "3",
+            "--seeds",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0
     s = json.loads((out / "summary.json").read_text())
     ref = s["regret_reference"]
@@ -74,8 +93,16 @@ def test_run_without_exact_optimum_reports_against_the_best_known_or_driven_rout
     from evroute.experiments import ExperimentConfig, run_experiment
 
     monkeypatch.setattr(B, "EXACT_TRY_CUT_ROUNDS", 0)  # no budget to certify: the best known route
-    cfg = ExperimentConfig(network=NET, env="paper", environment={"outputscale_frac": 2.0}, model="bi", policy="ts",
-                           horizon=30, seeds=(0,), potential="elevation")
+    cfg = ExperimentConfig(
+        network=NET,
+        env="paper",
+        environment={"outputscale_frac": 2.0},
+        model="bi",
+        policy="ts",
+        horizon=30,
+        seeds=(0,),
+        potential="elevation",
+    )
     agg = run_experiment(cfg, tmp_path / "r", progress=False)
     s = json.loads((tmp_path / "r" / "seed_0" / "summary.json").read_text())
     df = pd.read_csv(tmp_path / "r" / "seed_0" / "rounds.csv")

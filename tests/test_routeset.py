@@ -39,8 +39,9 @@ def test_candidates_are_distinct_valid_routes_sorted_by_prior_energy(env):
     w = rectified_gaussian_mean(env.prior_mean_wh, np.full(env.n_edges, env.noise_var))
     np.testing.assert_allclose(cand.costs, [w[r].sum() for r in cand.routes])
     # the first candidate is the oracle's route under the rectified prior
-    ref = RoutingBandit(env, BayesianEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var), ThompsonSampling(),
-                        s, g).oracle.shortest_route(np.maximum(w, 1e-12), s, g)
+    ref = RoutingBandit(
+        env, BayesianEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var), ThompsonSampling(), s, g
+    ).oracle.shortest_route(np.maximum(w, 1e-12), s, g)
     assert cand.costs[0] == pytest.approx(ref.cost)
 
 
@@ -110,15 +111,63 @@ def test_runner_and_cli(tmp_path, capsys):
     from evroute.experiments import load_rounds
 
     out = tmp_path / "rs"
-    rc = main(["run", "--network", "synthetic:300:0", "--model", "routeset", "--policy", "ucb", "--horizon", "12",
-               "--seeds", "2", "--model-param", "k=5", "--out", str(out), "--no-progress"])
+    rc = main(
+        [
+            "run",
+            "--network",
+            "synthetic:300:0",
+            "--model",
+            "routeset",
+            "--policy",
+            "ucb",
+            "--horizon",
+            "12",
+            "--seeds",
+            "2",
+            "--model-param",
+            "k=5",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
     assert rc == 0 and "ROUTESET-UCB" in capsys.readouterr().out
     df = load_rounds(out)
     assert len(df) == 24 and set(df["seed"]) == {0, 1}
-    assert main(["run", "--network", "synthetic:300:0", "--model", "routeset", "--policy", "bucb",
-                 "--out", str(tmp_path / "bad")]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--network",
+                "synthetic:300:0",
+                "--model",
+                "routeset",
+                "--policy",
+                "bucb",
+                "--out",
+                str(tmp_path / "bad"),
+            ]
+        )
+        == 2
+    )
     assert "supports the policies" in capsys.readouterr().err
     assert not (tmp_path / "bad").exists()
-    rc = main(["run", "--network", "synthetic:300:0", "--model", "kr", "--policy", "ts", "--horizon", "8",
-               "--model-param", "hops=1", "--out", str(tmp_path / "kr"), "--no-progress"])
+    rc = main(
+        [
+            "run",
+            "--network",
+            "synthetic:300:0",
+            "--model",
+            "kr",
+            "--policy",
+            "ts",
+            "--horizon",
+            "8",
+            "--model-param",
+            "hops=1",
+            "--out",
+            str(tmp_path / "kr"),
+            "--no-progress",
+        ]
+    )
     assert rc == 0 and "KR-TS" in capsys.readouterr().out

@@ -37,14 +37,14 @@ def road(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("road")
     (d / "n.nod.xml").write_text(
         '<nodes>\n  <node id="n0" x="0" y="0" z="0"/>\n  <node id="n1" x="500" y="0" z="0"/>\n'
-        f'  <node id="n2" x="1500" y="0" z="{RISE}"/>\n  <node id="n3" x="2000" y="0" z="{RISE}"/>\n</nodes>\n')
+        f'  <node id="n2" x="1500" y="0" z="{RISE}"/>\n  <node id="n3" x="2000" y="0" z="{RISE}"/>\n</nodes>\n'
+    )
     edges = [("a", "n0", "n1"), ("b", "n1", "n2"), ("c", "n2", "n3")]
     lines = [f'  <edge id="{e}" from="{u}" to="{v}" numLanes="1" speed="{SPEED}"/>' for e, u, v in edges]
     lines += [f'  <edge id="-{e}" from="{v}" to="{u}" numLanes="1" speed="{SPEED}"/>' for e, u, v in edges]
     (d / "n.edg.xml").write_text("<edges>\n" + "\n".join(lines) + "\n</edges>\n")
     net = d / "road.net.xml"
-    run_sumo_program([sumo_binary("netconvert"), "-n", d / "n.nod.xml", "-e", d / "n.edg.xml", "-o", net],
-                     "netconvert")
+    run_sumo_program([sumo_binary("netconvert"), "-n", d / "n.nod.xml", "-e", d / "n.edg.xml", "-o", net], "netconvert")
     return net
 
 
@@ -64,8 +64,13 @@ def test_steps_to_traversals_hand_computed() -> None:
     tr2 = steps_to_traversals(np.array(t), np.array(veh), np.array(lane), np.array(energy))
     assert sorted(tr2[["vehicle", "edge"]].values.tolist()) == [["v", "b"], ["w", "b"], ["w", "d"]]
     # Categorical ids with null rows (empty time steps of a column output) give the same traversals
-    cat = steps_to_traversals(np.array([*t, 9.0]), pd.Categorical([*veh, None]), pd.Categorical([*lane, None]),
-                              np.array([*energy, np.nan]), legal_turns=turns)
+    cat = steps_to_traversals(
+        np.array([*t, 9.0]),
+        pd.Categorical([*veh, None]),
+        pd.Categorical([*lane, None]),
+        np.array([*energy, np.nan]),
+        legal_turns=turns,
+    )
     pd.testing.assert_frame_equal(cat, tr)
 
 
@@ -99,8 +104,10 @@ def test_straight_road_energy_matches_sumo_and_eq8(road: Path, tmp_path: Path, m
     steps where the grade changes misplaces up to m g v dt sin(theta) = 1.4 Wh (0.76 % of b): tolerance 1 %.
     """
     routes = tmp_path / "probe.rou.xml"
-    routes.write_text('<routes>\n  <vehicle id="p" depart="0" departSpeed="max"><route edges="a b c"/></vehicle>\n'
-                      '  <vehicle id="q" depart="20" departSpeed="max"><route edges="a b c"/></vehicle>\n</routes>\n')
+    routes.write_text(
+        '<routes>\n  <vehicle id="p" depart="0" departSpeed="max"><route edges="a b c"/></vehicle>\n'
+        '  <vehicle id="q" depart="20" departSpeed="max"><route edges="a b c"/></vehicle>\n</routes>\n'
+    )
     attrs = {"sigma": "0", "speedFactor": "1", "speedDev": "0"}
     extra = {"constantPowerIntake": 0.0}
     tr = record_traversals(road, [routes], step_length=step, method=method, vtype_attributes=attrs, vtype_extra=extra)
@@ -114,9 +121,23 @@ def test_straight_road_energy_matches_sumo_and_eq8(road: Path, tmp_path: Path, m
     # SUMO's own per-edge electricity (an <edgeData type="emissions"> output over the whole run)
     vt = write_vtype_file(tmp_path / "ev.add.xml", attributes=attrs, extra=extra)
     (tmp_path / "ed.add.xml").write_text('<additional><edgeData id="e" type="emissions" file="ed.xml"/></additional>')
-    run_sumo_program([sumo_binary("sumo"), "-n", road, "-r", routes, "--additional-files",
-                      f"{vt},{tmp_path / 'ed.add.xml'}", "--step-length", "0.1", "--no-step-log", "true"], "sumo",
-                     cwd=tmp_path)
+    run_sumo_program(
+        [
+            sumo_binary("sumo"),
+            "-n",
+            road,
+            "-r",
+            routes,
+            "--additional-files",
+            f"{vt},{tmp_path / 'ed.add.xml'}",
+            "--step-length",
+            "0.1",
+            "--no-step-log",
+            "true",
+        ],
+        "sumo",
+        cwd=tmp_path,
+    )
     own = {e.get("id"): float(e.get("electricity_abs")) for e in ET.parse(tmp_path / "ed.xml").getroot().iter("edge")}
     assert tr["energy_wh"].sum() == pytest.approx(own["b"], rel=2e-3 if step < 1.0 else tol)  # junction: ~0.1 m
 
@@ -158,8 +179,10 @@ def test_route_file_export_reads_back_and_simulates(road: Path, tmp_path: Path) 
     vehicles = list(sumolib.xml.parse(str(out), "vehicle"))
     assert [v.id for v in vehicles] == ["energy-optimal", "back"]
     assert [v.route[0].edges for v in vehicles] == ["a b c", "-c -b -a"]
-    run_sumo_program([sumo_binary("sumo"), "-n", road, "-r", out, "--tripinfo-output", tmp_path / "ti.xml",
-                      "--no-step-log", "true"], "sumo")
+    run_sumo_program(
+        [sumo_binary("sumo"), "-n", road, "-r", out, "--tripinfo-output", tmp_path / "ti.xml", "--no-step-log", "true"],
+        "sumo",
+    )
     trips = {t.get("id"): t for t in ET.parse(tmp_path / "ti.xml").getroot().iter("tripinfo")}
     assert set(trips) == {"energy-optimal", "back"}  # both arrived
     assert float(trips["back"].get("routeLength")) == pytest.approx(2000.0, rel=0.01)
@@ -169,8 +192,24 @@ def test_route_file_export_reads_back_and_simulates(road: Path, tmp_path: Path) 
 
 def test_cli_route_exports_sumo_routes_and_geojson_edge_ids(road: Path, tmp_path: Path) -> None:
     rou, gj = tmp_path / "r.rou.xml", tmp_path / "r.geojson"
-    assert main(["route", "--network", str(road), "--from", "a", "--to", "c", "--sumo-routes", str(rou),
-                 "--geojson", str(gj)]) == 0
+    assert (
+        main(
+            [
+                "route",
+                "--network",
+                str(road),
+                "--from",
+                "a",
+                "--to",
+                "c",
+                "--sumo-routes",
+                str(rou),
+                "--geojson",
+                str(gj),
+            ]
+        )
+        == 0
+    )
     vehicles = list(sumolib.xml.parse(str(rou), "vehicle"))
     assert {v.id for v in vehicles} == {"energy-optimal", "shortest", "fastest"}
     assert all(v.route[0].edges == "a b c" for v in vehicles)
@@ -182,8 +221,24 @@ def test_cli_route_exports_sumo_routes_and_geojson_edge_ids(road: Path, tmp_path
 
 def test_cli_run_exports_last_routes(tmp_path: Path) -> None:
     out = tmp_path / "run"
-    assert main(["run", "--network", "synthetic:150:0", "--horizon", "3", "--seeds", "2", "--out", str(out),
-                 "--no-progress", "--sumo-routes"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--network",
+                "synthetic:150:0",
+                "--horizon",
+                "3",
+                "--seeds",
+                "2",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--sumo-routes",
+            ]
+        )
+        == 0
+    )
     vehicles = list(sumolib.xml.parse(str(out / "routes.rou.xml"), "vehicle"))
     assert [v.id for v in vehicles] == ["seed_0", "seed_1"]
     last = [r.strip().split(",")[1] for r in (out / "seed_0" / "rounds.csv").read_text().splitlines()[-1:]]
@@ -191,8 +246,9 @@ def test_cli_run_exports_last_routes(tmp_path: Path) -> None:
     assert export_experiment_routes(out, tmp_path / "x.rou.xml").is_file()
 
 
-def test_missing_sumo_is_one_line_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                        road: Path, tmp_path: Path) -> None:
+def test_missing_sumo_is_one_line_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], road: Path, tmp_path: Path
+) -> None:
     monkeypatch.setattr(binaries, "_sumo_wheel_home", lambda: None)
     monkeypatch.delenv("SUMO_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))

@@ -22,17 +22,23 @@ from evroute.sumo.replay import DaySpec, probe_routes
 def road(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two-way road n0 -a- n1 -b- n2 -c- n3 (500, 1000 m uphill 20 m, 500 m) with turnarounds at the ends."""
     d = tmp_path_factory.mktemp("replay")
-    (d / "n.nod.xml").write_text('<nodes><node id="n0" x="0" y="0" z="0"/><node id="n1" x="500" y="0" z="0"/>'
-                                 '<node id="n2" x="1500" y="0" z="20"/><node id="n3" x="2000" y="0" z="20"/></nodes>')
+    (d / "n.nod.xml").write_text(
+        '<nodes><node id="n0" x="0" y="0" z="0"/><node id="n1" x="500" y="0" z="0"/>'
+        '<node id="n2" x="1500" y="0" z="20"/><node id="n3" x="2000" y="0" z="20"/></nodes>'
+    )
     es = [("a", "n0", "n1"), ("b", "n1", "n2"), ("c", "n2", "n3")]
-    body = "".join(f'<edge id="{e}" from="{u}" to="{v}" speed="13.89"/><edge id="-{e}" from="{v}" to="{u}" '
-                   f'speed="13.89"/>' for e, u, v in es)
+    body = "".join(
+        f'<edge id="{e}" from="{u}" to="{v}" speed="13.89"/><edge id="-{e}" from="{v}" to="{u}" speed="13.89"/>'
+        for e, u, v in es
+    )
     (d / "n.edg.xml").write_text(f"<edges>{body}</edges>")
     net = d / "road.net.xml"
     run_sumo_program([sumo_binary("netconvert"), "-n", d / "n.nod.xml", "-e", d / "n.edg.xml", "-o", net], "nc")
     (d / "demand.rou.xml").write_text(
-        "<routes>" + "".join(f'<vehicle id="v{k}" depart="{30 * k}"><route edges="a b c"/></vehicle>'
-                             for k in range(4)) + "</routes>")
+        "<routes>"
+        + "".join(f'<vehicle id="v{k}" depart="{30 * k}"><route edges="a b c"/></vehicle>' for k in range(4))
+        + "</routes>"
+    )
     return d
 
 
@@ -41,8 +47,9 @@ def env(road: Path, tmp_path_factory: pytest.TempPathFactory) -> SumoReplayEnvir
     lg = build_line_graph(load_sumo_net(road / "road.net.xml"))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("EVROUTE_CACHE", str(tmp_path_factory.mktemp("cache")))
-        return make_environment(lg, "sumo-replay", {"route_file": str(road / "demand.rou.xml"), "hours": [0, 1],
-                                                     "min_samples": 3})
+        return make_environment(
+            lg, "sumo-replay", {"route_file": str(road / "demand.rou.xml"), "hours": [0, 1], "min_samples": 3}
+        )
 
 
 def test_probes_cover_every_edge(env: SumoReplayEnvironment) -> None:
@@ -68,13 +75,13 @@ def test_probe_routes_are_legal_triples(env: SumoReplayEnvironment) -> None:
 
 def test_truth_is_mean_of_recorded_traversals_and_observations_replay_them(env: SumoReplayEnvironment) -> None:
     for e in range(env.n_edges):
-        s = env.samples_wh[env.offsets[e]:env.offsets[e + 1]]
+        s = env.samples_wh[env.offsets[e] : env.offsets[e + 1]]
         assert len(s) == env.counts[e] and env.true_mean_wh[e] == pytest.approx(s.mean())
     rng = np.random.default_rng(0)
     edges = np.arange(env.n_edges)
     draws = np.array([env.observe(edges, rng) for _ in range(4000)])
     for e in edges:  # every observation is one recorded traversal; their average is the truth
-        recorded = set(env.samples_wh[env.offsets[e]:env.offsets[e + 1]].tolist())
+        recorded = set(env.samples_wh[env.offsets[e] : env.offsets[e + 1]].tolist())
         assert set(draws[:, e].tolist()) <= recorded
         se = np.sqrt(env.edge_var_wh2[e] / 4000) + 1e-9
         assert abs(draws[:, e].mean() - env.true_mean_wh[e]) <= 5 * se
@@ -90,9 +97,15 @@ def test_exact_optimum_and_negative_cycle_check(env: SumoReplayEnvironment) -> N
     assert [ids[i] for i in r.edges] == ["a", "b", "c"]  # the only simple route
     assert r.cost == pytest.approx(env.true_mean_wh[r.edges].sum())
     # a net with an edge whose energy is far below its potential has a negative cycle: the check raises
-    bad = SumoReplayEnvironment(env.linegraph, env.prior_mean_wh, np.repeat(np.arange(6), 2),
-                                np.repeat(env.true_mean_wh, 2) - np.where(np.arange(12) // 2 == a, 1e4, 0.0),
-                                env.prior_var, env.config, env.potential_wh)
+    bad = SumoReplayEnvironment(
+        env.linegraph,
+        env.prior_mean_wh,
+        np.repeat(np.arange(6), 2),
+        np.repeat(env.true_mean_wh, 2) - np.where(np.arange(12) // 2 == a, 1e4, 0.0),
+        env.prior_var,
+        env.config,
+        env.potential_wh,
+    )
     with pytest.raises(NegativeCycleError):
         bad.optimal_route(a, c)
     assert bad.describe()["negative_cycle_reachable"]
@@ -109,8 +122,23 @@ def test_params_are_validated() -> None:
 
 
 def test_synthetic_network_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    assert main(["run", "--network", "synthetic:150:0", "--env", "sumo-replay", "--horizon", "2",
-                 "--out", str(tmp_path / "x"), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--network",
+                "synthetic:150:0",
+                "--env",
+                "sumo-replay",
+                "--horizon",
+                "2",
+                "--out",
+                str(tmp_path / "x"),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert err.startswith("evroute: error: ") and "SUMO" in err and "\n" not in err
     assert not (tmp_path / "x").exists()
@@ -119,26 +147,72 @@ def test_synthetic_network_is_refused(capsys: pytest.CaptureFixture[str], tmp_pa
 def test_cli_run_on_replay(road: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVROUTE_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "run"
-    assert main(["run", "--network", str(road / "road.net.xml"), "--start", "a", "--goal", "c", "--env",
-                 "sumo-replay", "--env-param", f"route_file={road / 'demand.rou.xml'}", "--env-param", "hours=0-1",
-                 "--env-param", "min_samples=3", "--horizon", "5", "--seeds", "2", "--out", str(out),
-                 "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--network",
+                str(road / "road.net.xml"),
+                "--start",
+                "a",
+                "--goal",
+                "c",
+                "--env",
+                "sumo-replay",
+                "--env-param",
+                f"route_file={road / 'demand.rou.xml'}",
+                "--env-param",
+                "hours=0-1",
+                "--env-param",
+                "min_samples=3",
+                "--horizon",
+                "5",
+                "--seeds",
+                "2",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     s = json.loads((out / "seed_0" / "summary.json").read_text())
     assert s["rounds"] == 5 and s["final_cumulative_regret_wh"] == pytest.approx(0.0, abs=1e-9)  # one route
     assert list((tmp_path / "cache" / "sumo").glob("*-day-*.parquet"))  # the recorded day is cached
 
 
-def test_cli_run_without_sumo_is_one_line_error(road: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_run_without_sumo_is_one_line_error(
+    road: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from evroute.sumo import binaries
 
     monkeypatch.setattr(binaries, "_sumo_wheel_home", lambda: None)
     monkeypatch.delenv("SUMO_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     out = tmp_path / "run"
-    assert main(["run", "--network", str(road / "road.net.xml"), "--start", "a", "--goal", "c", "--env",
-                 "sumo-replay", "--env-param", f"route_file={road / 'demand.rou.xml'}", "--horizon", "2",
-                 "--out", str(out), "--no-progress"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--network",
+                str(road / "road.net.xml"),
+                "--start",
+                "a",
+                "--goal",
+                "c",
+                "--env",
+                "sumo-replay",
+                "--env-param",
+                f"route_file={road / 'demand.rou.xml'}",
+                "--horizon",
+                "2",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("evroute: error: SUMO program 'sumo' not found") and err.count("\n") == 1
     assert not out.exists()
@@ -148,8 +222,9 @@ def test_unrecorded_edge_takes_eq8(env: SumoReplayEnvironment) -> None:
     """An edge without any recorded traversal: its truth and every observation are Eq. 8's energy."""
     keep = np.flatnonzero(np.repeat(np.arange(env.n_edges), env.counts) != 0)  # drop every sample of edge 0
     edge = np.repeat(np.arange(env.n_edges), env.counts)[keep]
-    e2 = SumoReplayEnvironment(env.linegraph, env.prior_mean_wh, edge, env.samples_wh[keep], env.prior_var,
-                               env.config, env.potential_wh)
+    e2 = SumoReplayEnvironment(
+        env.linegraph, env.prior_mean_wh, edge, env.samples_wh[keep], env.prior_var, env.config, env.potential_wh
+    )
     assert e2.eq8_edges.tolist() == [0] and e2.true_mean_wh[0] == env.prior_mean_wh[0]
     assert np.all(e2.observe(np.zeros(5, dtype=np.int64), np.random.default_rng(0)) == env.prior_mean_wh[0])
     np.testing.assert_allclose(e2.true_mean_wh[1:], env.true_mean_wh[1:])
@@ -166,8 +241,16 @@ def test_time_of_day_bins(env: SumoReplayEnvironment) -> None:
     edge = [0, 0, 0, 0, 1, 1, 1] + [e for e in range(2, 6) for _ in range(4)]
     energy = [1.0, 3.0, 10.0, 12.0, 5.0, 7.0, 9.0] + [20.0] * 16
     entry = [100.0, 200.0, 3700.0, 7300.0, 50.0, 3600.0, 5000.0] + [10.0, 20.0, 4000.0, 4100.0] * 4
-    tod = SumoReplayEnvironment(env.linegraph, env.prior_mean_wh, np.array(edge), np.array(energy), env.prior_var,
-                                cfg, env.potential_wh, entry_s=np.array(entry))
+    tod = SumoReplayEnvironment(
+        env.linegraph,
+        env.prior_mean_wh,
+        np.array(edge),
+        np.array(energy),
+        env.prior_var,
+        cfg,
+        env.potential_wh,
+        entry_s=np.array(entry),
+    )
     assert cfg.n_bins == 2 and not tod.static and tod.fallback_cells == 1
     assert [cfg.bin_of_round(t) for t in (1, 5, 6, 10, 11)] == [0, 0, 1, 1, 0]
     np.testing.assert_allclose(tod.bin_means[:, :2], [[2.0, 7.0], [11.0, 8.0]])  # 7300 s: after the window, bin 1

@@ -12,8 +12,7 @@ from evroute.errors import ParameterError
 from evroute.experiments import load_rounds
 from evroute.experiments.sweep import expand_grid, run_sweep
 
-BASE = {"network": "synthetic:150:1", "route": "A", "horizon": 5, "seeds": [0, 1],
-        "model_params": {}}
+BASE = {"network": "synthetic:150:1", "route": "A", "horizon": 5, "seeds": [0, 1], "model_params": {}}
 
 
 def rounds(path):
@@ -45,15 +44,17 @@ def test_executor_equals_serial(tmp_path, executor, numpy_blas_threads):
 
     runner._environment.cache_clear()  # environments cached by earlier tests were sampled with other BLAS threads
     controller = ThreadpoolController()
-    numpy_blas = controller.select(filepath=next(lib.filepath for lib in controller.lib_controllers
-                                                 if "numpy" in lib.filepath))
+    numpy_blas = controller.select(
+        filepath=next(lib.filepath for lib in controller.lib_controllers if "numpy" in lib.filepath)
+    )
     g = grid()
     with numpy_blas.limit(limits=numpy_blas_threads) if numpy_blas_threads else contextlib.nullcontext():
         a = run_sweep(g, tmp_path / "serial", executor="serial")
         b = run_sweep(g, tmp_path / executor, executor=executor, workers=2)
     for name in g:
-        pd.testing.assert_frame_equal(rounds(tmp_path / "serial" / name), rounds(tmp_path / executor / name),
-                                      check_exact=True)
+        pd.testing.assert_frame_equal(
+            rounds(tmp_path / "serial" / name), rounds(tmp_path / executor / name), check_exact=True
+        )
         assert a[name]["final_cumulative_regret_wh"] == b[name]["final_cumulative_regret_wh"]
 
 

@@ -49,8 +49,12 @@ def test_environment_params_are_validated(lg) -> None:
     cfg, drift = parse_params({"drift": "slow", "drift_slow_lengthscale": 30, "noise_frac": 0.2})
     assert cfg.noise_frac == 0.2 and drift == DriftConfig(kind="slow", slow_lengthscale=30.0)
     assert parse_params({})[1] == DriftConfig(kind="daily")
-    for bad in ({"drift": "weekly"}, {"drift": "none"}, {"drift": "daily", "drift_colour": 1},
-                {"drift": "daily", "drift_period": -1}):
+    for bad in (
+        {"drift": "weekly"},
+        {"drift": "none"},
+        {"drift": "daily", "drift_colour": 1},
+        {"drift": "daily", "drift_period": -1},
+    ):
         with pytest.raises(ParameterError):
             parse_params(bad)
     with pytest.raises(ParameterError):  # drift keys belong to the drifting environment

@@ -39,28 +39,82 @@ def test_wheel_installs_outside_the_checkout_and_runs_the_demo(tmp_path):
         shutil.copy(ROOT / name, src / name)
     wheels = tmp_path / "wheels"
     env = {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "OMP_NUM_THREADS": "1"}
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", *_isolation(), str(src),
-                    "-w", str(wheels)], check=True, env=env, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", *_isolation(), str(src), "-w", str(wheels)],
+        check=True,
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
     (wheel,) = wheels.glob("evroute-*.whl")
     target = tmp_path / "venv"
     venv.EnvBuilder(with_pip=False).create(target)
     py = target / "bin" / "python"
-    new_site = subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                              check=True, capture_output=True, text=True).stdout.strip()
+    new_site = subprocess.run(
+        [str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
     Path(new_site, "project-deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index", "-q",
-                    str(wheel)], check=True, env=env, capture_output=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(py), "install", "--no-deps", "--no-index", "-q", str(wheel)],
+        check=True,
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
     away = tmp_path / "elsewhere"
     away.mkdir()
-    where = subprocess.run([str(py), "-c", "import evroute; print(evroute.__file__)"], cwd=away, check=True,
-                           capture_output=True, text=True, env=env).stdout.strip()
+    where = subprocess.run(
+        [str(py), "-c", "import evroute; print(evroute.__file__)"],
+        cwd=away,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout.strip()
     assert where.startswith(str(target)), where
-    res = subprocess.run([str(target / "bin" / "evroute"), "demo", "--network", "synthetic:300:0", "--horizon", "20",
-                          "--seeds", "1", "--policies", "ts,greedy"], cwd=away, capture_output=True, text=True,
-                         env=env, timeout=300)
+    res = subprocess.run(
+        [
+            str(target / "bin" / "evroute"),
+            "demo",
+            "--network",
+            "synthetic:300:0",
+            "--horizon",
+            "20",
+            "--seeds",
+            "1",
+            "--policies",
+            "ts,greedy",
+        ],
+        cwd=away,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     assert "BI-TS" in res.stdout and (away / "results" / "demo" / "regret.png").is_file()
     assert res.stderr.count("\r") == 0  # no progress bars when stderr is not a terminal
-    res = subprocess.run([str(py), "-m", "evroute", "run", "--network", "synthetic:300:0", "--horizon", "3",
-                          "--vehicle", "compact_ev", "--out", "r"], cwd=away, capture_output=True, text=True, env=env)
+    res = subprocess.run(
+        [
+            str(py),
+            "-m",
+            "evroute",
+            "run",
+            "--network",
+            "synthetic:300:0",
+            "--horizon",
+            "3",
+            "--vehicle",
+            "compact_ev",
+            "--out",
+            "r",
+        ],
+        cwd=away,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert res.returncode == 0, res.stderr

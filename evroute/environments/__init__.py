@@ -66,8 +66,9 @@ def check_environment(name: str, params: dict[str, Any]) -> Any:
     return environment_module(name).parse_params(dict(params))
 
 
-def prepare_environment(linegraph: LineGraph, name: str, params: dict[str, Any] | None = None, *,
-                        vehicle: VehicleProfile | None = None) -> None:
+def prepare_environment(
+    linegraph: LineGraph, name: str, params: dict[str, Any] | None = None, *, vehicle: VehicleProfile | None = None
+) -> None:
     """Check that environment ``name`` can be built on ``linegraph`` and do its one-time work (a simulated day),
     before a run writes anything; a no-op for environments whose module defines no ``prepare`` hook."""
     hook = getattr(environment_module(name), "prepare", None)
@@ -75,8 +76,14 @@ def prepare_environment(linegraph: LineGraph, name: str, params: dict[str, Any] 
         hook(linegraph, dict(params or {}), vehicle=vehicle)
 
 
-def make_environment(linegraph: LineGraph, name: str = DEFAULT_ENVIRONMENT, params: dict[str, Any] | None = None, *,
-                     vehicle: VehicleProfile | None = None, seed: int = 0) -> EnergyEnvironment:
+def make_environment(
+    linegraph: LineGraph,
+    name: str = DEFAULT_ENVIRONMENT,
+    params: dict[str, Any] | None = None,
+    *,
+    vehicle: VehicleProfile | None = None,
+    seed: int = 0,
+) -> EnergyEnvironment:
     """Environment ``name`` on ``linegraph`` with ``params`` (deterministic given ``seed``)."""
     return environment_module(name).build(linegraph, dict(params or {}), vehicle=vehicle, seed=seed)
 

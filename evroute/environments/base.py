@@ -37,8 +37,15 @@ class EnergyEnvironment:
     #: whether the truth stays the same in every round (:meth:`advance` never changes it)
     static: bool = True
 
-    def __init__(self, linegraph: LineGraph, prior_mean_wh: np.ndarray, true_mean_wh: np.ndarray, prior_var: float,
-                 noise_var: float, config: Any = None) -> None:
+    def __init__(
+        self,
+        linegraph: LineGraph,
+        prior_mean_wh: np.ndarray,
+        true_mean_wh: np.ndarray,
+        prior_var: float,
+        noise_var: float,
+        config: Any = None,
+    ) -> None:
         self.linegraph = linegraph
         self.prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64)
         self.true_mean_wh = np.asarray(true_mean_wh, dtype=np.float64)
@@ -96,8 +103,10 @@ def config_from_params(cls: type[ConfigT], params: dict[str, Any], environment: 
     :mod:`evroute.validation`)."""
     known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
     if set(params) - known:
-        raise ParameterError(f"unknown parameters of the {environment} environment: {sorted(set(params) - known)} "
-                             f"(known: {', '.join(sorted(known))})")
+        raise ParameterError(
+            f"unknown parameters of the {environment} environment: {sorted(set(params) - known)} "
+            f"(known: {', '.join(sorted(known))})"
+        )
     try:
         return cls(**params)
     except TypeError as exc:

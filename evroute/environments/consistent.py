@@ -66,15 +66,29 @@ class ConsistentEnvironment(EnergyEnvironment):
 
     name = "consistent"
 
-    def __init__(self, linegraph: LineGraph, prior_mean_wh: np.ndarray, true_mean_wh: np.ndarray, prior_var: float,
-                 noise_var: float, config: ConsistentConfig, potential_wh: np.ndarray) -> None:
+    def __init__(
+        self,
+        linegraph: LineGraph,
+        prior_mean_wh: np.ndarray,
+        true_mean_wh: np.ndarray,
+        prior_var: float,
+        noise_var: float,
+        config: ConsistentConfig,
+        potential_wh: np.ndarray,
+    ) -> None:
         super().__init__(linegraph, prior_mean_wh, true_mean_wh, prior_var, noise_var, config)
         self.potential_wh = np.asarray(potential_wh, dtype=np.float64)
         self.reduced_wh = np.maximum(self.true_mean_wh - self.potential_wh, 0.0)
 
     @classmethod
-    def sample(cls, linegraph: LineGraph, *, vehicle: VehicleProfile | None = None,
-               config: ConsistentConfig | None = None, seed: int = 0) -> ConsistentEnvironment:
+    def sample(
+        cls,
+        linegraph: LineGraph,
+        *,
+        vehicle: VehicleProfile | None = None,
+        config: ConsistentConfig | None = None,
+        seed: int = 0,
+    ) -> ConsistentEnvironment:
         """Draw the environment of ``seed`` (the log-normal image of the paper environment's draw of ``seed``)."""
         cfg = config or ConsistentConfig()
         net = linegraph.network
@@ -110,8 +124,9 @@ def potential_telescopes(linegraph: LineGraph, tol_m: float = 1e-6) -> bool:
     return bool(len(t) == 0 or np.max(np.abs(net.z_to_m[t[:, 0]] - net.z_from_m[t[:, 1]])) <= tol_m)
 
 
-def lognormal_reduced_costs(r_det: np.ndarray, g: np.ndarray, var: np.ndarray, sigma0: float,
-                            max_cv: float) -> np.ndarray:
+def lognormal_reduced_costs(
+    r_det: np.ndarray, g: np.ndarray, var: np.ndarray, sigma0: float, max_cv: float
+) -> np.ndarray:
     """``(E,)`` reduced costs ``r_det exp(s z - s^2 / 2)`` with ``z = g / sqrt(var)`` and the ``s`` of the module doc.
 
     Args:
@@ -134,8 +149,9 @@ def parse_params(params: dict[str, Any]) -> ConsistentConfig:
     return config_from_params(ConsistentConfig, params, "consistent")
 
 
-def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,
-          seed: int = 0) -> ConsistentEnvironment:
+def build(
+    linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None, seed: int = 0
+) -> ConsistentEnvironment:
     """Registry entry: the consistent environment of ``seed`` with the parameters ``params``."""
     return ConsistentEnvironment.sample(linegraph, vehicle=vehicle, config=parse_params(params), seed=seed)
 

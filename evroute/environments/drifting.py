@@ -59,8 +59,9 @@ class DriftConfig:
         check_positive("drift_slow_amplitude", self.slow_amplitude, allow_zero=True)
         check_positive("drift_slow_lengthscale", self.slow_lengthscale)
         if int(self.n_slow) < 0 or int(self.n_features) < 1:
-            raise ParameterError(f"drift_n_slow must be >= 0 and drift_n_features >= 1, got {self.n_slow}, "
-                                 f"{self.n_features}")
+            raise ParameterError(
+                f"drift_n_slow must be >= 0 and drift_n_features >= 1, got {self.n_slow}, {self.n_features}"
+            )
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -71,7 +72,7 @@ def parse_params(params: dict[str, Any]) -> tuple[EnvironmentConfig, DriftConfig
     from evroute.environments.paper import parse_params as parse_static
 
     base = {k: v for k, v in params.items() if k != "drift" and not k.startswith("drift_")}
-    drift = {k[len("drift_"):]: v for k, v in params.items() if k.startswith("drift_")}
+    drift = {k[len("drift_") :]: v for k, v in params.items() if k.startswith("drift_")}
     kind = str(params.get("drift", "daily")).lower()
     if kind not in DRIFT_KINDS:
         raise ParameterError(f"drift must be one of {', '.join(DRIFT_KINDS)}, got {kind!r}")
@@ -99,9 +100,18 @@ class DriftingEnvironment(PaperEnvironment):
     name = "drifting"
     static = False
 
-    def __init__(self, linegraph: LineGraph, prior_mean_wh: np.ndarray, base_mean_wh: np.ndarray,
-                 components_wh: np.ndarray, prior_var: float, noise_var: float, config: EnvironmentConfig,
-                 drift: DriftConfig, rng: np.random.Generator) -> None:
+    def __init__(
+        self,
+        linegraph: LineGraph,
+        prior_mean_wh: np.ndarray,
+        base_mean_wh: np.ndarray,
+        components_wh: np.ndarray,
+        prior_var: float,
+        noise_var: float,
+        config: EnvironmentConfig,
+        drift: DriftConfig,
+        rng: np.random.Generator,
+    ) -> None:
         super().__init__(linegraph, prior_mean_wh, base_mean_wh, prior_var, noise_var, config)
         self.base_mean_wh = np.asarray(base_mean_wh, dtype=np.float64).copy()
         self.components_wh = np.asarray(components_wh, dtype=np.float64)
@@ -116,14 +126,19 @@ class DriftingEnvironment(PaperEnvironment):
         self.advance(0)
 
     def describe(self) -> dict[str, Any]:
-        return {**super().describe(), **{f"drift_{k}" if k != "kind" else "drift": v
-                                         for k, v in self.drift.to_dict().items()}}
+        return {
+            **super().describe(),
+            **{f"drift_{k}" if k != "kind" else "drift": v for k, v in self.drift.to_dict().items()},
+        }
 
     def coefficients(self, t: float) -> np.ndarray:
         """``(C,)`` temporal coefficients at round ``t`` (units of ``sigma0``)."""
         d = self.drift
-        slow = d.slow_amplitude * np.sqrt(2.0 / d.n_features) * np.sum(
-            self._weights * np.cos(self._omega * float(t) + self._bias), axis=1)
+        slow = (
+            d.slow_amplitude
+            * np.sqrt(2.0 / d.n_features)
+            * np.sum(self._weights * np.cos(self._omega * float(t) + self._bias), axis=1)
+        )
         if d.kind == "slow":
             return slow
         ang = 2.0 * np.pi * float(t) / d.period + self.phase
@@ -142,22 +157,42 @@ class DriftingEnvironment(PaperEnvironment):
         return True
 
     @classmethod
-    def sample_drifting(cls, linegraph: LineGraph, drift: DriftConfig, *, vehicle: VehicleProfile | None = None,
-                        config: EnvironmentConfig | None = None, seed: int = 0) -> DriftingEnvironment:
+    def sample_drifting(
+        cls,
+        linegraph: LineGraph,
+        drift: DriftConfig,
+        *,
+        vehicle: VehicleProfile | None = None,
+        config: EnvironmentConfig | None = None,
+        seed: int = 0,
+    ) -> DriftingEnvironment:
         """Draw a drifting environment: the static one of ``seed`` plus seeded drift components."""
         static = PaperEnvironment.sample(linegraph, vehicle=vehicle, config=config, seed=seed)
         cfg = static.config
         rng = np.random.default_rng(np.random.SeedSequence([int(seed), 0x7D1F7]))
         n_comp = int(drift.n_slow) + (2 if drift.kind == "daily" else 0)
         sigma0 = np.sqrt(static.prior_var)
-        comps = np.stack([sigma0 * sample_prior_function(linegraph, cfg, rng) for _ in range(n_comp)]) if n_comp \
+        comps = (
+            np.stack([sigma0 * sample_prior_function(linegraph, cfg, rng) for _ in range(n_comp)])
+            if n_comp
             else np.zeros((0, static.n_edges))
-        return cls(linegraph, static.prior_mean_wh, static.true_mean_wh, comps, static.prior_var, static.noise_var,
-                   cfg, drift, rng)
+        )
+        return cls(
+            linegraph,
+            static.prior_mean_wh,
+            static.true_mean_wh,
+            comps,
+            static.prior_var,
+            static.noise_var,
+            cfg,
+            drift,
+            rng,
+        )
 
 
-def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,
-          seed: int = 0) -> DriftingEnvironment:
+def build(
+    linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None, seed: int = 0
+) -> DriftingEnvironment:
     """Registry entry: the drifting environment of ``seed`` with the parameters ``params`` (see the module doc)."""
     cfg, drift = parse_params(params)
     return DriftingEnvironment.sample_drifting(linegraph, drift, vehicle=vehicle, config=cfg, seed=seed)

@@ -98,8 +98,9 @@ def parse_params(params: dict[str, Any]) -> EnvironmentConfig:
     return config_from_params(EnvironmentConfig, params, "paper")
 
 
-def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,
-          seed: int = 0) -> PaperEnvironment:
+def build(
+    linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None, seed: int = 0
+) -> PaperEnvironment:
     """Registry entry: the paper environment of ``seed`` with the parameters ``params``."""
     return PaperEnvironment.sample(linegraph, vehicle=vehicle, config=parse_params(params), seed=seed)
 
@@ -109,8 +110,9 @@ def sample_prior_function(linegraph: LineGraph, cfg: EnvironmentConfig, rng: np.
     return sample_prior_function_and_variance(linegraph, cfg, rng)[0]
 
 
-def sample_prior_function_and_variance(linegraph: LineGraph, cfg: EnvironmentConfig,
-                                       rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def sample_prior_function_and_variance(
+    linegraph: LineGraph, cfg: EnvironmentConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """One ``(E,)`` draw of :func:`sample_prior_function` and the ``(E,)`` prior variance of each of its entries.
 
     The variances are exact for ``method="dense"``; for ``"sparse"`` they are the variances of the random-feature
@@ -128,8 +130,9 @@ def sample_prior_function_and_variance(linegraph: LineGraph, cfg: EnvironmentCon
         cov = prior_covariance(linegraph, cfg)
         return _cholesky(cov) @ rng.standard_normal(n), np.diag(cov).copy()
     # unnormalised graph kernel: the draws g_j themselves estimate its average variance (n * D terms)
-    graph = GraphMaternKernel(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method,
-                              normalise=False)
+    graph = GraphMaternKernel(
+        linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method, normalise=False
+    )
     f = np.zeros(n)
     var = np.zeros(n)
     if w > 0:
@@ -153,8 +156,9 @@ def sample_prior_function_and_variance(linegraph: LineGraph, cfg: EnvironmentCon
 def prior_covariance(linegraph: LineGraph, cfg: EnvironmentConfig) -> np.ndarray:
     """The dense ``(E, E)`` covariance ``w k_G k_f + (1 - w) k_f'`` of the perturbation (unit average variance)."""
     graph_method = "sparse" if float(cfg.graph_nu).is_integer() else "dense"
-    graph = GraphMaternKernel(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method,
-                              normalise=False)
+    graph = GraphMaternKernel(
+        linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method, normalise=False
+    )
     kg = graph.dense()
     kg /= np.mean(np.diag(kg))  # exact unit average variance
     kf = matern52(linegraph.contexts(), lengthscale=cfg.lengthscale)

@@ -122,9 +122,18 @@ class SumoReplayEnvironment(EnergyEnvironment):
 
     name = "sumo-replay"
 
-    def __init__(self, linegraph: LineGraph, prior_mean_wh: np.ndarray, edge: np.ndarray, energy_wh: np.ndarray,
-                 prior_var: float, config: SumoReplayConfig, potential_wh: np.ndarray,
-                 meta: dict[str, Any] | None = None, entry_s: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        linegraph: LineGraph,
+        prior_mean_wh: np.ndarray,
+        edge: np.ndarray,
+        energy_wh: np.ndarray,
+        prior_var: float,
+        config: SumoReplayConfig,
+        potential_wh: np.ndarray,
+        meta: dict[str, Any] | None = None,
+        entry_s: np.ndarray | None = None,
+    ) -> None:
         n = linegraph.n_nodes
         edge = np.asarray(edge, dtype=np.int64)
         energy_wh = np.asarray(energy_wh, dtype=np.float64)
@@ -161,8 +170,9 @@ class SumoReplayEnvironment(EnergyEnvironment):
             cell_mean = np.bincount(key, weights=energy_wh, minlength=n_bins * n).reshape(n_bins, n)
             cell_mean = cell_mean / np.maximum(cell_n, 1)
             self.bin_means = np.where(own, cell_mean, mean[None])
-            cell_sq = np.bincount(key, weights=(energy_wh - cell_mean.ravel()[key]) ** 2,
-                                  minlength=n_bins * n).reshape(n_bins, n)
+            cell_sq = np.bincount(key, weights=(energy_wh - cell_mean.ravel()[key]) ** 2, minlength=n_bins * n).reshape(
+                n_bins, n
+            )
             cell_var = np.where(cell_n > 1, cell_sq / np.maximum(cell_n - 1, 1), 0.0)
         has_var = own & (self.cell_counts > 1) if n_bins > 1 else self.counts[None] > 1
         noise_var = float(cell_var[has_var].mean()) if np.any(has_var) else float(prior_var)
@@ -213,10 +223,17 @@ class SumoReplayEnvironment(EnergyEnvironment):
     def describe(self) -> dict[str, Any]:
         r = self.reduced_costs()
         neg = int((r < 0).sum())
-        return {"name": self.name, **self.config.to_dict(), "noise_var_wh2": self.noise_var,
-                "negative_reduced_costs": neg, "eq8_edges": self.linegraph.network.edge_ids[self.eq8_edges].tolist(),
-                "negative_cycle_reachable": bool(neg and has_negative_cycle(self.linegraph, r, 0)),
-                "bins": int(self.config.n_bins), "bin_fallback_cells": self.fallback_cells, "day": self.meta}
+        return {
+            "name": self.name,
+            **self.config.to_dict(),
+            "noise_var_wh2": self.noise_var,
+            "negative_reduced_costs": neg,
+            "eq8_edges": self.linegraph.network.edge_ids[self.eq8_edges].tolist(),
+            "negative_cycle_reachable": bool(neg and has_negative_cycle(self.linegraph, r, 0)),
+            "bins": int(self.config.n_bins),
+            "bin_fallback_cells": self.fallback_cells,
+            "day": self.meta,
+        }
 
 
 def parse_params(params: dict[str, Any]) -> SumoReplayConfig:
@@ -235,8 +252,9 @@ def prepare(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehiclePro
     record_day(linegraph, cfg.day_spec(), vehicle=vehicle or VehicleProfile())
 
 
-def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None,
-          seed: int = 0) -> SumoReplayEnvironment:
+def build(
+    linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None, seed: int = 0
+) -> SumoReplayEnvironment:
     """Registry entry: record (or load the cached) SUMO day and replay it; ``seed`` is not used (see module doc)."""
     from evroute.sumo.replay import record_day
 
@@ -245,8 +263,17 @@ def build(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfi
     data, meta = record_day(linegraph, cfg.day_spec(), vehicle=v)
     e_det = network_energy_wh(linegraph.network, v)
     prior_var = cfg.outputscale_frac**2 * float(e_det.var())
-    return SumoReplayEnvironment(linegraph, e_det, data["edge"].to_numpy(), data["energy_wh"].to_numpy(), prior_var,
-                                 cfg, elevation_potential_wh(linegraph.network, v), meta, data["entry_s"].to_numpy())
+    return SumoReplayEnvironment(
+        linegraph,
+        e_det,
+        data["edge"].to_numpy(),
+        data["energy_wh"].to_numpy(),
+        prior_var,
+        cfg,
+        elevation_potential_wh(linegraph.network, v),
+        meta,
+        data["entry_s"].to_numpy(),
+    )
 
 
 #: parameter schema of this environment (checked by :mod:`evroute.validation` before a run)

@@ -32,6 +32,7 @@ POTENTIALS = ("elevation", "none")
 #: OpenStreetMap loaders (:func:`evroute.network.load_network`)
 LOADERS = ("netconvert", "osmnx")
 
+
 def _integral(v: Any) -> Any:
     """numpy integers count as integers (``seeds=np.arange(3)``); floats, strings and bools stay errors."""
     return int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
@@ -81,21 +82,25 @@ class ExperimentConfig:
     policy: NonEmpty = Field("ts", description="index policy: ucb, bucb, ts or greedy")
     policy_params: dict[str, Any] = Field(default_factory=dict, description="policy keyword parameters")
     model_params: dict[str, Any] = Field(default_factory=dict, description="model keyword parameters")
-    env: NonEmpty = Field("consistent", description="environment name (evroute.environments): consistent, paper, "
-                          "drifting, ...")
+    env: NonEmpty = Field(
+        "consistent", description="environment name (evroute.environments): consistent, paper, drifting, ..."
+    )
     environment: dict[str, Any] = Field(default_factory=dict, description="environment parameters")
     horizon: Annotated[Int, Field(ge=1, le=MAX_HORIZON)] = Field(100, description="rounds per seed T")
     seeds: Annotated[tuple[Seed, ...], Field(min_length=1, max_length=MAX_SEEDS)] = Field(
-        (0,), description="one run per seed (distinct, >= 0)")
+        (0,), description="one run per seed (distinct, >= 0)"
+    )
     env_seed: Seed | None = Field(None, description="fixed environment seed for all runs (null: the run's seed)")
     regret_reference: NonEmpty = Field("auto", description="auto, exact or rectified")
     potential: NonEmpty = Field("elevation", description="elevation or none")
     vehicle: NonEmpty = Field("sumo_ev", description="vehicle profile name or JSON file")
     data_dir: NonEmpty | None = Field(None, description="folder with real road data (else $EVROUTE_DATA)")
     dem: NonEmpty | list[NonEmpty] | None = Field(
-        None, description="elevation raster (or a list of tiles to mosaic) for networks without elevation")
-    loader: NonEmpty = Field("netconvert", description="OpenStreetMap loader: netconvert (turn restrictions "
-                             "honoured) or osmnx")
+        None, description="elevation raster (or a list of tiles to mosaic) for networks without elevation"
+    )
+    loader: NonEmpty = Field(
+        "netconvert", description="OpenStreetMap loader: netconvert (turn restrictions honoured) or osmnx"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ExperimentConfig:
@@ -106,8 +111,9 @@ class ExperimentConfig:
         if self.loader not in LOADERS:
             raise ValueError(f"loader must be one of {', '.join(LOADERS)}, got {self.loader!r}")
         if self.regret_reference not in REGRET_REFERENCES:
-            raise ValueError(f"regret_reference must be one of {', '.join(REGRET_REFERENCES)}, "
-                             f"got {self.regret_reference!r}")
+            raise ValueError(
+                f"regret_reference must be one of {', '.join(REGRET_REFERENCES)}, got {self.regret_reference!r}"
+            )
         if (self.start is None) != (self.goal is None):
             raise ValueError("start and goal must be given together")
         if self.start is not None and self.start == self.goal:
@@ -198,8 +204,7 @@ def check_parameters(cfg: ExperimentConfig) -> None:
     check_model(cfg.model, cfg.policy, cfg.model_params)
     if is_learner(cfg.model):
         if cfg.policy_params:
-            raise ParameterError(f"model {cfg.model!r} takes its parameters as model parameters, not policy "
-                                 "parameters")
+            raise ParameterError(f"model {cfg.model!r} takes its parameters as model parameters, not policy parameters")
     else:
         if cfg.policy.lower() not in POLICIES:
             make_policy(cfg.policy)  # the registry's own "unknown policy" error
@@ -221,7 +226,7 @@ def check_environment_params(env: str, params: dict[str, Any]) -> None:
     else:
         static = {k: v for k, v in params.items() if k != "drift" and not k.startswith("drift_")}
         check_params("environment parameter", static, [mod.CONFIG])
-        drift = {k[len("drift_"):]: v for k, v in params.items() if k.startswith("drift_")}
+        drift = {k[len("drift_") :]: v for k, v in params.items() if k.startswith("drift_")}
         check_params("environment parameter", drift, [drift_cls], skip=["kind"], prefix="drift_")
         if "drift" in params and not isinstance(params["drift"], str):
             raise ParameterError(f"environment parameter 'drift' must be a string, got {params['drift']!r}")

@@ -60,8 +60,9 @@ class Problem:
     route: RouteSpec
 
 
-def load_linegraph(network: str, data_dir: str | None = None, dem: str | list[str] | None = None,
-                   loader: str | None = None) -> LineGraph:
+def load_linegraph(
+    network: str, data_dir: str | None = None, dem: str | list[str] | None = None, loader: str | None = None
+) -> LineGraph:
     """Load a network by name/path and build its line graph (largest SCC); cached per process.
 
     ``dem``: a raster or a list of tiles to mosaic; ``loader``: OSM loader (``netconvert`` default, ``osmnx``).
@@ -70,8 +71,9 @@ def load_linegraph(network: str, data_dir: str | None = None, dem: str | list[st
 
 
 @functools.lru_cache(maxsize=4)
-def _load_linegraph(network: str, data_dir: str | None, dem: str | tuple[str, ...] | None,
-                    loader: str | None) -> LineGraph:
+def _load_linegraph(
+    network: str, data_dir: str | None, dem: str | tuple[str, ...] | None, loader: str | None
+) -> LineGraph:
     from evroute.network.registry import load_network
 
     return build_line_graph(load_network(network, data_dir=data_dir, dem=dem, loader=loader))
@@ -109,12 +111,19 @@ def validate(cfg: ExperimentConfig) -> RouteSpec:
     seed = cfg.seeds[0]
     from evroute.environments import prepare_environment
 
-    call_checked("environment parameters", prepare_environment, lg, cfg.env, cfg.environment,
-                 vehicle=VehicleProfile.load(cfg.vehicle))
+    call_checked(
+        "environment parameters",
+        prepare_environment,
+        lg,
+        cfg.env,
+        cfg.environment,
+        vehicle=VehicleProfile.load(cfg.vehicle),
+    )
     problem = call_checked("environment parameters", build_problem, cfg, seed)
     if cfg.model_params and not is_learner(cfg.model):
-        call_checked(f"parameters for model {cfg.model!r}", make_model, cfg.model, problem.env, seed=seed,
-                     **cfg.model_params)
+        call_checked(
+            f"parameters for model {cfg.model!r}", make_model, cfg.model, problem.env, seed=seed, **cfg.model_params
+        )
     _VALIDATED[key] = route
     return route
 
@@ -150,17 +159,33 @@ def make_bandit(cfg: ExperimentConfig, problem: Problem, seed: int) -> Any:
     if cfg.potential == "elevation":
         potential = elevation_potential_wh(problem.linegraph.network, VehicleProfile.load(cfg.vehicle))
     if is_learner(cfg.model):
-        return make_learner(cfg.model, problem.env, problem.route.start, problem.route.goal, policy=cfg.policy,
-                            seed=seed, regret_reference=cfg.regret_reference, potential_wh=potential,
-                            **cfg.model_params)
+        return make_learner(
+            cfg.model,
+            problem.env,
+            problem.route.start,
+            problem.route.goal,
+            policy=cfg.policy,
+            seed=seed,
+            regret_reference=cfg.regret_reference,
+            potential_wh=potential,
+            **cfg.model_params,
+        )
     model = make_model(cfg.model, problem.env, seed=seed, **cfg.model_params)
-    return RoutingBandit(problem.env, model, make_policy(cfg.policy, **cfg.policy_params),
-                         problem.route.start, problem.route.goal, seed=seed,
-                         regret_reference=cfg.regret_reference, potential_wh=potential)
+    return RoutingBandit(
+        problem.env,
+        model,
+        make_policy(cfg.policy, **cfg.policy_params),
+        problem.route.start,
+        problem.route.goal,
+        seed=seed,
+        regret_reference=cfg.regret_reference,
+        potential_wh=potential,
+    )
 
 
-def run_seed(cfg: ExperimentConfig, seed: int, out_dir: str | Path, *, progress: bool = False,
-             checkpoint_every: int = 10) -> dict[str, Any]:
+def run_seed(
+    cfg: ExperimentConfig, seed: int, out_dir: str | Path, *, progress: bool = False, checkpoint_every: int = 10
+) -> dict[str, Any]:
     """Run (or resume) one seed of ``cfg`` into ``out_dir/seed_<seed>``; returns its summary."""
     seed_dir = Path(out_dir) / f"seed_{seed}"
     summary_path = seed_dir / "summary.json"
@@ -209,8 +234,12 @@ def run_seed(cfg: ExperimentConfig, seed: int, out_dir: str | Path, *, progress:
         "optimal_wh": reference_wh,
         "optimal_route_edges": len(ref.edges),
         "optimal_method": ref.method,
-        "regret_reference": {"exact": ref.exact, "method": ref.method, "wh": reference_wh,
-                             "lowered_to_a_driven_route": bool(reference_wh < ref.cost)},
+        "regret_reference": {
+            "exact": ref.exact,
+            "method": ref.method,
+            "wh": reference_wh,
+            "lowered_to_a_driven_route": bool(reference_wh < ref.cost),
+        },
         "wall_s_this_session": time.perf_counter() - t0,
     }
     atomic_write_json(summary_path, summary)
@@ -229,13 +258,16 @@ def prepare_output(cfg: ExperimentConfig, out_dir: str | Path, *, overwrite: boo
     lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem, cfg.loader)
 
     def write(staging: Path) -> None:
-        atomic_write_json(staging / "meta.json", {
-            "versions": _versions(),
-            "network": lg.network.summary(),
-            "line_graph": {"nodes": lg.n_nodes, "arcs": lg.n_arcs},
-            "route": {"name": route.name, "start": route.start_id, "goal": route.goal_id, "note": route.note},
-            "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
-        })
+        atomic_write_json(
+            staging / "meta.json",
+            {
+                "versions": _versions(),
+                "network": lg.network.summary(),
+                "line_graph": {"nodes": lg.n_nodes, "arcs": lg.n_arcs},
+                "route": {"name": route.name, "start": route.start_id, "goal": route.goal_id, "note": route.note},
+                "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
+            },
+        )
         atomic_write_json(staging / "config.json", cfg.to_dict())
 
     if not claim(out, write, overwrite=overwrite):
@@ -268,8 +300,15 @@ def _run_seed_job(args: tuple[dict[str, Any], int, str, int]) -> dict[str, Any]:
     return run_seed(ExperimentConfig.from_dict(cfg_d), seed, out, checkpoint_every=every)
 
 
-def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int = 1, progress: bool = True,
-                   overwrite: bool = False, checkpoint_every: int = 10) -> dict[str, Any]:
+def run_experiment(
+    cfg: ExperimentConfig,
+    out_dir: str | Path,
+    *,
+    workers: int = 1,
+    progress: bool = True,
+    overwrite: bool = False,
+    checkpoint_every: int = 10,
+) -> dict[str, Any]:
     """Run every seed of ``cfg`` (in a process pool when ``workers > 1``); returns the aggregate summary.
 
     ``progress``: progress bars on stderr, shown only when stderr is a terminal.  The results folder is locked
@@ -280,12 +319,17 @@ def run_experiment(cfg: ExperimentConfig, out_dir: str | Path, *, workers: int =
         return _run_locked(cfg, out, workers, progress, checkpoint_every)
 
 
-def _run_locked(cfg: ExperimentConfig, out: Path, workers: int, progress: bool, checkpoint_every: int
-                ) -> dict[str, Any]:
+def _run_locked(
+    cfg: ExperimentConfig, out: Path, workers: int, progress: bool, checkpoint_every: int
+) -> dict[str, Any]:
     if workers > 1 and len(cfg.seeds) > 1:
         jobs = [(cfg.to_dict(), s, str(out), checkpoint_every) for s in cfg.seeds]
-        with ProcessPoolExecutor(max_workers=workers, mp_context=get_context("spawn"),
-                                 initializer=init_worker, initargs=(os.getpid(), blas_threads())) as pool:
+        with ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=get_context("spawn"),
+            initializer=init_worker,
+            initargs=(os.getpid(), blas_threads()),
+        ) as pool:
             it = pool.map(_run_seed_job, jobs)
             if progress and sys.stderr.isatty():
                 from tqdm.auto import tqdm
@@ -312,14 +356,25 @@ def _run_locked(cfg: ExperimentConfig, out: Path, workers: int, progress: bool, 
 
 def reference_statement(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     """What the regret of the seeds was measured against: exact optimum or best route known, per seed."""
-    per = {str(s["seed"]): s.get("regret_reference", {"exact": s.get("optimal_method") in EXACT_METHODS,
-                                                       "method": s.get("optimal_method"), "wh": s.get("optimal_wh")})
-           for s in summaries}
+    per = {
+        str(s["seed"]): s.get(
+            "regret_reference",
+            {
+                "exact": s.get("optimal_method") in EXACT_METHODS,
+                "method": s.get("optimal_method"),
+                "wh": s.get("optimal_wh"),
+            },
+        )
+        for s in summaries
+    }
     exact = all(r["exact"] for r in per.values())
-    text = ("the exact minimum-energy route" if exact else
-            "the best route known where no exact optimum exists (negative-energy cycles): the lowest true energy "
-            "among the rectified references, the k shortest simple routes under clipped reduced costs and every "
-            "route the run drove")
+    text = (
+        "the exact minimum-energy route"
+        if exact
+        else "the best route known where no exact optimum exists (negative-energy cycles): the lowest true energy "
+        "among the rectified references, the k shortest simple routes under clipped reduced costs and every "
+        "route the run drove"
+    )
     return {"exact": exact, "methods": sorted({str(r["method"]) for r in per.values()}), "text": text, "per_seed": per}
 
 
@@ -327,8 +382,9 @@ def blas_threads() -> dict[str, int]:
     """Thread count of each BLAS this process has loaded, by library file (numpy and scipy ship one each)."""
     from threadpoolctl import ThreadpoolController
 
-    return {lib.filepath: int(lib.num_threads) for lib in ThreadpoolController().lib_controllers
-            if lib.user_api == "blas"}
+    return {
+        lib.filepath: int(lib.num_threads) for lib in ThreadpoolController().lib_controllers if lib.user_api == "blas"
+    }
 
 
 def use_blas_threads(threads: dict[str, int]) -> None:

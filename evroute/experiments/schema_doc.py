@@ -36,8 +36,17 @@ def _json_type(prop: dict[str, Any]) -> str:
 def _limits(prop: dict[str, Any]) -> str:
     parts = []
     for p in [prop, *prop.get("anyOf", [])]:
-        for key, sym in (("minimum", ">="), ("ge", ">="), ("maximum", "<="), ("le", "<="), ("exclusiveMinimum", ">"),
-                         ("gt", ">"), ("minLength", "length >="), ("minItems", "items >="), ("maxItems", "items <=")):
+        for key, sym in (
+            ("minimum", ">="),
+            ("ge", ">="),
+            ("maximum", "<="),
+            ("le", "<="),
+            ("exclusiveMinimum", ">"),
+            ("gt", ">"),
+            ("minLength", "length >="),
+            ("minItems", "items >="),
+            ("maxItems", "items <="),
+        ):
             if key in p:
                 parts.append(f"{sym} {p[key]}")
         if "items" in p:
@@ -50,10 +59,14 @@ def _limits(prop: dict[str, Any]) -> str:
 def _schema_table(schema: dict[str, Any]) -> list[str]:
     rows = ["| field | type | default | limits | description |", "|---|---|---|---|---|"]
     for name, prop in schema["properties"].items():
-        default = json.dumps(prop["default"]) if "default" in prop else (
-            "required" if name in schema.get("required", []) else "{}")
-        rows.append(f"| `{name}` | {_json_type(prop)} | `{default}` | {_limits(prop)} | "
-                    f"{prop.get('description', '')} |")
+        default = (
+            json.dumps(prop["default"])
+            if "default" in prop
+            else ("required" if name in schema.get("required", []) else "{}")
+        )
+        rows.append(
+            f"| `{name}` | {_json_type(prop)} | `{default}` | {_limits(prop)} | {prop.get('description', '')} |"
+        )
     return rows
 
 
@@ -74,29 +87,51 @@ def schema_markdown() -> str:
     from evroute.policies import POLICIES
 
     out = [HEADER]
-    out += ["## Experiment config", "",
-            "`evroute run --config FILE` (command-line options override its values), the `base` of a sweep grid "
-            f"and each grid point.  `regret_reference`: {', '.join(REGRET_REFERENCES)}; `potential`: "
-            f"{', '.join(POTENTIALS)}; at most {MAX_SEEDS} seeds; `start` and `goal` together and different.", ""]
+    out += [
+        "## Experiment config",
+        "",
+        "`evroute run --config FILE` (command-line options override its values), the `base` of a sweep grid "
+        f"and each grid point.  `regret_reference`: {', '.join(REGRET_REFERENCES)}; `potential`: "
+        f"{', '.join(POTENTIALS)}; at most {MAX_SEEDS} seeds; `start` and `goal` together and different.",
+        "",
+    ]
     out += _schema_table(config_json_schema()) + [""]
     grid = GridSpec.model_json_schema()
-    out += ["## Sweep grid file", "", "`evroute sweep GRID.json`: keys of `base` and `grid` must be experiment "
-            f"config fields; at most {MAX_GRID_POINTS} grid points.", ""]
+    out += [
+        "## Sweep grid file",
+        "",
+        "`evroute sweep GRID.json`: keys of `base` and `grid` must be experiment "
+        f"config fields; at most {MAX_GRID_POINTS} grid points.",
+        "",
+    ]
     out += _schema_table(grid) + [""]
-    out += ["## Vehicle profile", "", "`--vehicle NAME` (a file of `evroute/resources/vehicles`) or "
-            "`--vehicle FILE.json`.", ""]
+    out += [
+        "## Vehicle profile",
+        "",
+        "`--vehicle NAME` (a file of `evroute/resources/vehicles`) or `--vehicle FILE.json`.",
+        "",
+    ]
     out += _param_table([VehicleProfile]) + [""]
-    out += ["## Environment parameters", "", f"`--env NAME` / config `env` (default `{DEFAULT_ENVIRONMENT}`); "
-            "`--env-param NAME=VALUE` / config `environment`.", ""]
+    out += [
+        "## Environment parameters",
+        "",
+        f"`--env NAME` / config `env` (default `{DEFAULT_ENVIRONMENT}`); "
+        "`--env-param NAME=VALUE` / config `environment`.",
+        "",
+    ]
     for name in environment_names():
         mod = environment_module(name)
         out += [f"### `{name}`", ""] + _param_table([mod.CONFIG]) + [""]
         drift_cls = getattr(mod, "DRIFT_CONFIG", None)
         if drift_cls is not None:
-            out += [f"Drift: `drift` is one of {', '.join(DRIFT_KINDS)}; with a drift, these `drift_`-prefixed "
-                    "parameters:", ""]
-            out += [r.replace("| `", "| `drift_", 1) if r.startswith("| `") else r
-                    for r in _param_table([drift_cls], skip=("kind",))] + [""]
+            out += [
+                f"Drift: `drift` is one of {', '.join(DRIFT_KINDS)}; with a drift, these `drift_`-prefixed parameters:",
+                "",
+            ]
+            out += [
+                r.replace("| `", "| `drift_", 1) if r.startswith("| `") else r
+                for r in _param_table([drift_cls], skip=("kind",))
+            ] + [""]
     out += ["## Policy parameters", "", "`--policy-param NAME=VALUE` / config `policy_params`.", ""]
     for name, cls in POLICIES.items():
         table = _param_table([cls])

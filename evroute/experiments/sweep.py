@@ -64,7 +64,8 @@ class GridSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     base: dict[str, Any] = Field(default_factory=dict, description="config fields shared by every grid point")
     grid: dict[str, Annotated[list[Any], Field(min_length=1)]] = Field(
-        description="config field -> non-empty list of values; one run per combination ({} for one run of base)")
+        description="config field -> non-empty list of values; one run per combination ({} for one run of base)"
+    )
 
 
 def expand_grid(base: Mapping[str, Any], grid: Mapping[str, Sequence[Any]]) -> dict[str, ExperimentConfig]:
@@ -94,8 +95,9 @@ def load_grid(path: str | Path) -> dict[str, ExperimentConfig]:
     """Read and validate a grid file (see module docstring); one-line errors naming the field."""
     raw = read_json(path, "grid file")
     if not isinstance(raw, dict):
-        raise ParameterError(f"grid file {path} must be a JSON object {{\"base\": {{...}}, \"grid\": {{...}}}}, "
-                             f"got {type(raw).__name__}")
+        raise ParameterError(
+            f'grid file {path} must be a JSON object {{"base": {{...}}, "grid": {{...}}}}, got {type(raw).__name__}'
+        )
     try:
         spec = GridSpec.model_validate(raw)
     except ValidationError as exc:
@@ -115,9 +117,16 @@ def _job_with_blas_threads(args: tuple[dict[str, Any], int, str, int], threads: 
     return _job(args)
 
 
-def run_sweep(configs: Mapping[str, ExperimentConfig], out_root: str | Path, *, executor: str = "process",
-              workers: int | None = None, address: str | None = None, checkpoint_every: int = 10,
-              progress: bool = False) -> dict[str, dict[str, Any]]:
+def run_sweep(
+    configs: Mapping[str, ExperimentConfig],
+    out_root: str | Path,
+    *,
+    executor: str = "process",
+    workers: int | None = None,
+    address: str | None = None,
+    checkpoint_every: int = 10,
+    progress: bool = False,
+) -> dict[str, dict[str, Any]]:
     """Run every seed of every config; returns ``name -> aggregate summary`` (as :func:`run_experiment`).
 
     Args:
@@ -141,11 +150,21 @@ def run_sweep(configs: Mapping[str, ExperimentConfig], out_root: str | Path, *, 
         return {name: run_experiment(cfg, dirs[name], progress=False) for name, cfg in configs.items()}
 
 
-def _run_jobs(configs: Mapping[str, ExperimentConfig], dirs: Mapping[str, Path], executor: str, workers: int | None,
-              address: str | None, checkpoint_every: int, progress: bool) -> None:
-    jobs = [(cfg.to_dict(), s, str(dirs[name]), checkpoint_every)
-            for name, cfg in configs.items() for s in cfg.seeds
-            if not (dirs[name] / f"seed_{s}" / "summary.json").exists()]
+def _run_jobs(
+    configs: Mapping[str, ExperimentConfig],
+    dirs: Mapping[str, Path],
+    executor: str,
+    workers: int | None,
+    address: str | None,
+    checkpoint_every: int,
+    progress: bool,
+) -> None:
+    jobs = [
+        (cfg.to_dict(), s, str(dirs[name]), checkpoint_every)
+        for name, cfg in configs.items()
+        for s in cfg.seeds
+        if not (dirs[name] / f"seed_{s}" / "summary.json").exists()
+    ]
     n = max(1, int(workers or os.cpu_count() or 1))
     bar = None
     if progress and sys.stderr.isatty():
@@ -158,8 +177,12 @@ def _run_jobs(configs: Mapping[str, ExperimentConfig], dirs: Mapping[str, Path],
             if bar is not None:
                 bar.update(1)
     elif executor == "process":
-        with ProcessPoolExecutor(max_workers=n, mp_context=get_context("spawn"), initializer=init_worker,
-                                 initargs=(os.getpid(), blas_threads())) as pool:
+        with ProcessPoolExecutor(
+            max_workers=n,
+            mp_context=get_context("spawn"),
+            initializer=init_worker,
+            initargs=(os.getpid(), blas_threads()),
+        ) as pool:
             for _ in pool.map(_job, jobs):
                 if bar is not None:
                     bar.update(1)
@@ -189,6 +212,7 @@ def _check_ray(address: str | None, timeout_s: float = 5.0) -> None:
 
 def _run_ray(jobs: list, workers: int, address: str | None, bar: Any) -> None:
     import ray  # checked by _check_ray
+
     started = False
     if not ray.is_initialized():
         if address:

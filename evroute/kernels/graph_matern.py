@@ -123,8 +123,9 @@ class GraphMaternKernel:
     def _factorise(self) -> _SparseFactor:
         # A is symmetric positive definite: symmetric minimum-degree ordering without pivoting gives
         # P A P^T = L D L^T (half the fill of the default COLAMD ordering on 100k-edge cities)
-        lu = splu(self._precision_root(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                  options={"SymmetricMode": True})
+        lu = splu(
+            self._precision_root(), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True}
+        )
         if int(self.nu) % 2 == 0:
             return _SparseFactor(lu, None)
         if not np.array_equal(lu.perm_r, lu.perm_c):  # pragma: no cover - SuperLU kept the symmetric order so far
@@ -229,7 +230,7 @@ class GraphMaternKernel:
         colour = np.full(self.n, -1, dtype=np.int64)
         indptr, indices = reach.indptr, reach.indices
         for i in np.argsort(-np.diff(indptr), kind="stable"):  # greedy, most constrained first
-            used = colour[indices[indptr[i]:indptr[i + 1]]]
+            used = colour[indices[indptr[i] : indptr[i + 1]]]
             free = np.ones(len(used) + 1, dtype=bool)
             free[used[(used >= 0) & (used <= len(used))]] = False
             colour[i] = int(np.argmax(free))
@@ -258,8 +259,9 @@ class GraphMaternKernel:
         """
         return self._colour(rng.standard_normal((self.n, n_samples)))
 
-    def sample_blocks(self, n_samples: int, block: int, rng: np.random.Generator,
-                      threads: int | None = None) -> Iterator[np.ndarray]:
+    def sample_blocks(
+        self, n_samples: int, block: int, rng: np.random.Generator, threads: int | None = None
+    ) -> Iterator[np.ndarray]:
         """Successive ``(E, <= block)`` draws: the same numbers, in the same order, as calling
         ``sample(min(block, rest), rng)`` once per block (the normals are drawn up front in that order), with the
         blocks' sparse solves on ``threads`` threads (SuperLU releases the GIL; default: the usable cores, at most
@@ -322,8 +324,18 @@ class LocalGraphMatern:
         chunk: consecutive columns per local solve in :meth:`sparse_columns`.
     """
 
-    def __init__(self, laplacian: sp.spmatrix, nu: float = 2.0, kappa: float = 1.0, *, tol: float = 1e-6,
-                 hops: int = 12, block: int = 256, chunk: int = 16, normalise: bool = True) -> None:
+    def __init__(
+        self,
+        laplacian: sp.spmatrix,
+        nu: float = 2.0,
+        kappa: float = 1.0,
+        *,
+        tol: float = 1e-6,
+        hops: int = 12,
+        block: int = 256,
+        chunk: int = 16,
+        normalise: bool = True,
+    ) -> None:
         self.nu, self.kappa = check_positive("nu", nu), check_positive("kappa", kappa)
         if float(nu) != int(nu):
             raise ParameterError(f"local graph Matérn columns need an integer nu, got {nu}")
@@ -408,7 +420,7 @@ class LocalGraphMatern:
                 nb = np.unique(self._gather(front)[1])
                 nb = nb[[v not in seen for v in nb.tolist()]]
                 seen.update(nb.tolist())
-                take = nb[free[nb]][:size - count]
+                take = nb[free[nb]][: size - count]
                 free[take] = False
                 got.append(take)
                 count += len(take)

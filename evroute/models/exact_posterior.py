@@ -64,8 +64,9 @@ def _tri(l_: np.ndarray, b: np.ndarray, trans: int = 0) -> np.ndarray:
     return scipy.linalg.solve_triangular(l_, b, lower=True, trans=trans, check_finite=False)
 
 
-def exact_solve(kernel: KernelSource, prior_mean: np.ndarray, edges: np.ndarray, counts: np.ndarray,
-                means: np.ndarray, noise: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def exact_solve(
+    kernel: KernelSource, prior_mean: np.ndarray, edges: np.ndarray, counts: np.ndarray, means: np.ndarray, noise: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """From-scratch posterior ``(mu (E,), var (E,), B (E, |U|))`` with ``Sigma = K - B B^T``.
 
     Args:
@@ -143,8 +144,7 @@ class DensePosterior:
         w = _tri(l_, c.T)  # (k, E)
         self.mu += w.T @ _tri(l_, y - self.mu[edges])
         if self.device is None:
-            self.sigma = blas.dsyrk(-1.0, np.asfortranarray(w), beta=1.0, c=self.sigma, trans=1, lower=1,
-                                    overwrite_c=1)
+            self.sigma = blas.dsyrk(-1.0, np.asfortranarray(w), beta=1.0, c=self.sigma, trans=1, lower=1, overwrite_c=1)
         else:
             import torch
 
@@ -213,7 +213,7 @@ class LowRankPosterior:
             if b == len(self._blocks):
                 self._blocks.append(np.empty((self.n, self.BLOCK), order="F"))
             take = min(self.BLOCK - off, len(new) - done)
-            self._blocks[b][:, off:off + take] = cols[:, done:done + take]
+            self._blocks[b][:, off : off + take] = cols[:, done : done + take]
             done += take
         self._slot[new] = np.arange(m0, m0 + len(new))
         self.edges = np.concatenate([self.edges, new])
@@ -223,12 +223,15 @@ class LowRankPosterior:
     # ------------------------------------------------------------------ K_{.U} in blocks
     def _spans(self, m: int) -> list[tuple[np.ndarray, int, int]]:
         """``(block, lo, hi)``: the blocks holding columns ``lo:hi`` of the first ``m`` columns of ``K_{.U}``."""
-        return [(blk, b * self.BLOCK, min((b + 1) * self.BLOCK, m)) for b, blk in enumerate(self._blocks)
-                if b * self.BLOCK < m]
+        return [
+            (blk, b * self.BLOCK, min((b + 1) * self.BLOCK, m))
+            for b, blk in enumerate(self._blocks)
+            if b * self.BLOCK < m
+        ]
 
     def _kxu_rows(self, rows: np.ndarray, m: int) -> np.ndarray:
         """``K[rows, U[:m]]`` ``(len(rows), m)``."""
-        return np.hstack([blk[rows, :hi - lo] for blk, lo, hi in self._spans(m)])
+        return np.hstack([blk[rows, : hi - lo] for blk, lo, hi in self._spans(m)])
 
     def _kxu_cols(self, slots: np.ndarray) -> np.ndarray:
         """``K[:, U[slots]]`` ``(E, len(slots))``, Fortran order."""
@@ -243,7 +246,7 @@ class LowRankPosterior:
         """``c + alpha K_{.U[:m]} z`` for ``z`` ``(m, k)`` (``c`` ``(E, k)`` Fortran, updated in place; ``None``: 0)."""
         for blk, lo, hi in self._spans(m):
             beta = 0.0 if c is None else 1.0
-            c = blas.dgemm(alpha, blk[:, :hi - lo], z[lo:hi], beta=beta, c=c, overwrite_c=1)
+            c = blas.dgemm(alpha, blk[:, : hi - lo], z[lo:hi], beta=beta, c=c, overwrite_c=1)
         return np.zeros((self.n, z.shape[1]), order="F") if c is None else c
 
     @property

@@ -121,8 +121,18 @@ def is_learner(name: str) -> bool:
     return name.lower() in _LEARNERS
 
 
-def make_learner(name: str, env: EnergyEnvironment, start: int, goal: int, *, policy: str, seed: int,
-                 regret_reference: str = "auto", potential_wh: Any = None, **params: Any) -> Any:
+def make_learner(
+    name: str,
+    env: EnergyEnvironment,
+    start: int,
+    goal: int,
+    *,
+    policy: str,
+    seed: int,
+    regret_reference: str = "auto",
+    potential_wh: Any = None,
+    **params: Any,
+) -> Any:
     """Build learner ``name``: an object with ``step() -> RoundRecord``, ``t``, ``cumulative_regret``, ``optimal``,
     ``state()`` and ``load_state()``, like :class:`~evroute.bandit.RoutingBandit` (``regret_reference`` and the
     ``(E,)`` ``potential_wh`` have the same meaning).  ``params``: its model parameters.
@@ -131,8 +141,16 @@ def make_learner(name: str, env: EnergyEnvironment, start: int, goal: int, *, po
     check_model(key, policy)
     module, func = _LEARNERS[key][0].split(":")
     builder = getattr(importlib.import_module(module), func)
-    return builder(env, start, goal, policy=policy, seed=seed, regret_reference=regret_reference,
-                   potential_wh=potential_wh, **params)
+    return builder(
+        env,
+        start,
+        goal,
+        policy=policy,
+        seed=seed,
+        regret_reference=regret_reference,
+        potential_wh=potential_wh,
+        **params,
+    )
 
 
 def _builder(name: str) -> ModelBuilder:

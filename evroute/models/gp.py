@@ -75,8 +75,9 @@ class GPConfig:
 class _SVGP(gpytorch.models.ApproximateGP):
     def __init__(self, inducing: torch.Tensor, mean: EdgePriorMean, kernel: EdgeContextKernel, jitter: float) -> None:
         dist = gpytorch.variational.NaturalVariationalDistribution(inducing.shape[0])
-        strategy = gpytorch.variational.VariationalStrategy(self, inducing, dist, learn_inducing_locations=True,
-                                                            jitter_val=jitter)
+        strategy = gpytorch.variational.VariationalStrategy(
+            self, inducing, dist, learn_inducing_locations=True, jitter_val=jitter
+        )
         super().__init__(strategy)
         self.mean_module = mean
         self.covar_module = kernel
@@ -100,9 +101,20 @@ class GPEdgeModel(EdgeModel):
         config: :class:`GPConfig` (or keyword overrides through :func:`build_gp_model`).
     """
 
-    def __init__(self, prior_mean_wh: np.ndarray, prior_var: float, noise_var: float, laplacian: Any,
-                 contexts: np.ndarray, *, graph_nu: float = 2.0, graph_kappa: float = 1.0, lengthscale: float = 1.0,
-                 product_weight: float = 0.5, config: GPConfig | None = None) -> None:
+    def __init__(
+        self,
+        prior_mean_wh: np.ndarray,
+        prior_var: float,
+        noise_var: float,
+        laplacian: Any,
+        contexts: np.ndarray,
+        *,
+        graph_nu: float = 2.0,
+        graph_kappa: float = 1.0,
+        lengthscale: float = 1.0,
+        product_weight: float = 0.5,
+        config: GPConfig | None = None,
+    ) -> None:
         self.config = cfg = config or GPConfig()
         self.prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64).copy()
         self.n_edges = len(self.prior_mean_wh)
@@ -120,20 +132,30 @@ class GPEdgeModel(EdgeModel):
         self.jitter = cfg.jitter if cfg.jitter is not None else (1e-6 if cfg.dtype == "float64" else 1e-4)
         self._rng = np.random.default_rng(int(cfg.seed))
 
-        graph = GraphMaternIndexKernel(laplacian, graph_nu, graph_kappa, learn=cfg.learn_graph,
-                                       method=cfg.graph_method, n_eig=cfg.n_eig)
-        kernel = EdgeContextKernel(graph, self.contexts.shape[1], lengthscale=lengthscale,
-                                   outputscales=(product_weight, 1.0 - product_weight if product_weight < 1 else 1e-6))
+        graph = GraphMaternIndexKernel(
+            laplacian, graph_nu, graph_kappa, learn=cfg.learn_graph, method=cfg.graph_method, n_eig=cfg.n_eig
+        )
+        kernel = EdgeContextKernel(
+            graph,
+            self.contexts.shape[1],
+            lengthscale=lengthscale,
+            outputscales=(product_weight, 1.0 - product_weight if product_weight < 1 else 1e-6),
+        )
         mean = EdgePriorMean(self.prior_mean_wh / self.scale)
         # the variational model is built lazily once there is an inducing point
         self._kernel, self._mean = kernel.to(self.dtype), mean.to(self.dtype)
         self.likelihood = gpytorch.likelihoods.GaussianLikelihood(
-            noise_constraint=gpytorch.constraints.GreaterThan(1e-8)).to(self.dtype)
+            noise_constraint=gpytorch.constraints.GreaterThan(1e-8)
+        ).to(self.dtype)
         self.likelihood.noise = float(noise_var) / float(prior_var)
         self.likelihood.raw_noise.requires_grad_(cfg.learn_noise)
         if not cfg.learn_hyper:
-            for p in (kernel.raw_outputscale_prod, kernel.raw_outputscale_add, kernel.kf.raw_lengthscale,
-                      kernel.kf2.raw_lengthscale):
+            for p in (
+                kernel.raw_outputscale_prod,
+                kernel.raw_outputscale_add,
+                kernel.kf.raw_lengthscale,
+                kernel.kf2.raw_lengthscale,
+            ):
                 p.requires_grad_(False)
         self.gp: _SVGP | None = None
         self.inducing_edges = np.zeros(0, dtype=np.int64)
@@ -181,8 +203,11 @@ class GPEdgeModel(EdgeModel):
             "outputscale_add": float(k.outputscale_add.detach()),
             "lengthscale_f": k.kf.lengthscale.detach().cpu().numpy().ravel().tolist(),
             "lengthscale_f2": k.kf2.lengthscale.detach().cpu().numpy().ravel().tolist(),
-            "graph_nu": float(k.graph.nu.detach()), "graph_kappa": float(k.graph.kappa.detach()),
-            "noise_var_wh2": self.noise_var, "n_inducing": int(len(self.inducing_edges)), "n_obs": int(self.n_obs),
+            "graph_nu": float(k.graph.nu.detach()),
+            "graph_kappa": float(k.graph.kappa.detach()),
+            "noise_var_wh2": self.noise_var,
+            "n_inducing": int(len(self.inducing_edges)),
+            "n_obs": int(self.n_obs),
         }
 
     # --------------------------------------------------------------- inducing set
@@ -239,8 +264,9 @@ class GPEdgeModel(EdgeModel):
                 m_new = len(target) - n_keep
                 z = torch.cat([z_old, x_new[n_keep:]])
                 nat_vec = torch.cat([vd.natural_vec, torch.zeros(m_new, dtype=self.dtype, device=self.device)])
-                nat_mat = torch.block_diag(vd.natural_mat,
-                                           -0.5 * torch.eye(m_new, dtype=self.dtype, device=self.device))
+                nat_mat = torch.block_diag(
+                    vd.natural_mat, -0.5 * torch.eye(m_new, dtype=self.dtype, device=self.device)
+                )
             else:
                 pos = {int(e): i for i, e in enumerate(cur)}
                 z = x_new.clone()
@@ -315,8 +341,8 @@ class GPEdgeModel(EdgeModel):
             cap = max(n, 2 * len(self._hist_e))
             self._hist_e = np.resize(self._hist_e, cap)
             self._hist_y = np.resize(self._hist_y, cap)
-        self._hist_e[self.n_obs:n] = e
-        self._hist_y[self.n_obs:n] = y
+        self._hist_e[self.n_obs : n] = e
+        self._hist_y[self.n_obs : n] = y
         self.n_obs = n
         np.add.at(self.counts, e, 1)
         self._post = None
@@ -346,8 +372,16 @@ class GPEdgeModel(EdgeModel):
         self._ngd.num_data = n
         self._ngd.zero_grad()
         self._adam.zero_grad()
-        loss = -elbo_from_statistics(gp, self.likelihood, self._inputs(edges), as_t(counts), as_t(sum_y),
-                                     as_t(sum_y2), batch_size=len(idx), num_data=n)
+        loss = -elbo_from_statistics(
+            gp,
+            self.likelihood,
+            self._inputs(edges),
+            as_t(counts),
+            as_t(sum_y),
+            as_t(sum_y2),
+            batch_size=len(idx),
+            num_data=n,
+        )
         loss.backward()
         z = gp.variational_strategy.inducing_points
         if z.grad is not None:
@@ -386,9 +420,9 @@ class GPEdgeModel(EdgeModel):
         var = torch.empty_like(prior_var)
         step = self.config.pred_chunk
         for i in range(0, self.n_edges, step):
-            kxz = k.forward(x[i:i + step], z)
-            mean[i:i + step] = prior_mean[i:i + step] + kxz @ alpha
-            var[i:i + step] = prior_var[i:i + step] + ((kxz @ c) * kxz).sum(-1)
+            kxz = k.forward(x[i : i + step], z)
+            mean[i : i + step] = prior_mean[i : i + step] + kxz @ alpha
+            var[i : i + step] = prior_var[i : i + step] + ((kxz @ c) * kxz).sum(-1)
         return mean.cpu().numpy(), var.cpu().numpy()
 
 
@@ -403,13 +437,25 @@ def minibatch_statistics(edges: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, 
         ``(U,)`` distinct edges (sorted), their observation counts ``n_u``, ``sum y`` and ``sum y^2``.
     """
     uniq, inv, counts = np.unique(edges, return_inverse=True, return_counts=True)
-    return (uniq, counts.astype(np.float64), np.bincount(inv, weights=y, minlength=len(uniq)),
-            np.bincount(inv, weights=y * y, minlength=len(uniq)))
+    return (
+        uniq,
+        counts.astype(np.float64),
+        np.bincount(inv, weights=y, minlength=len(uniq)),
+        np.bincount(inv, weights=y * y, minlength=len(uniq)),
+    )
 
 
-def elbo_from_statistics(gp: gpytorch.models.ApproximateGP, likelihood: gpytorch.likelihoods.GaussianLikelihood,
-                         x: torch.Tensor, counts: torch.Tensor, sum_y: torch.Tensor, sum_y2: torch.Tensor, *,
-                         batch_size: int, num_data: int) -> torch.Tensor:
+def elbo_from_statistics(
+    gp: gpytorch.models.ApproximateGP,
+    likelihood: gpytorch.likelihoods.GaussianLikelihood,
+    x: torch.Tensor,
+    counts: torch.Tensor,
+    sum_y: torch.Tensor,
+    sum_y2: torch.Tensor,
+    *,
+    batch_size: int,
+    num_data: int,
+) -> torch.Tensor:
     """GPyTorch's :class:`~gpytorch.mlls.VariationalELBO` of a minibatch, from per-input sufficient statistics.
 
     With a Gaussian likelihood the expected log-likelihood of the ``n_u`` observations ``y`` at one input ``u``
@@ -428,8 +474,12 @@ def elbo_from_statistics(gp: gpytorch.models.ApproximateGP, likelihood: gpytorch
     f = gp(x)
     mu, var = f.mean, f.variance
     noise = likelihood.noise.squeeze()
-    ell = -0.5 * (counts * torch.log(2 * math.pi * noise)
-                  + (sum_y2 - 2.0 * mu * sum_y + counts * (mu * mu + var)) / noise).sum()
+    ell = (
+        -0.5
+        * (
+            counts * torch.log(2 * math.pi * noise) + (sum_y2 - 2.0 * mu * sum_y + counts * (mu * mu + var)) / noise
+        ).sum()
+    )
     kl = gp.variational_strategy.kl_divergence()
     return ell / batch_size - kl / num_data
 
@@ -464,8 +514,9 @@ def build_gp_model(env, *, seed: int = 0, **params: Any) -> GPEdgeModel:  # env:
             params[k] = params[k].lower() in ("1", "true", "yes")
     cfg = GPConfig(**{"seed": int(seed), **params})
     lg = env.linegraph
-    return GPEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var, lg.laplacian(), lg.contexts(),
-                       config=cfg, **init)
+    return GPEdgeModel(
+        env.prior_mean_wh, env.prior_var, env.noise_var, lg.laplacian(), lg.contexts(), config=cfg, **init
+    )
 
 
 def gp_config_dict(model: GPEdgeModel) -> dict[str, Any]:

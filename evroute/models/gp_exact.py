@@ -66,14 +66,19 @@ class ExactGPConfig:
     def __post_init__(self) -> None:
         if self.method not in ("auto", "dense", "lowrank"):
             raise ParameterError(f"method must be auto, dense or lowrank, got {self.method!r}")
-        if min(self.refresh_every, self.switch_edges, self.refit_first) < 0 or self.fit_iters < 1 or \
-                self.fit_max_edges < 2:
+        if (
+            min(self.refresh_every, self.switch_edges, self.refit_first) < 0
+            or self.fit_iters < 1
+            or self.fit_max_edges < 2
+        ):
             raise ParameterError("refresh_every, switch_edges, refit_first >= 0, fit_iters >= 1, fit_max_edges >= 2")
         if self.ts_joint and self.method == "lowrank":
             raise ParameterError("ts_joint needs method dense (a joint prior draw of the product kernel)")
         if self.graph_solver not in ("local", "global") or not 0 < self.graph_tol < 1:
-            raise ParameterError(f"graph_solver must be local or global and 0 < graph_tol < 1, got "
-                                 f"{self.graph_solver!r}, {self.graph_tol}")
+            raise ParameterError(
+                f"graph_solver must be local or global and 0 < graph_tol < 1, got "
+                f"{self.graph_solver!r}, {self.graph_tol}"
+            )
         if self.device not in ("cpu", "auto", "cuda"):
             raise ParameterError(f"device must be cpu, auto or cuda, got {self.device!r}")
 
@@ -89,8 +94,13 @@ class Hyper:
     noise: float
 
     def as_dict(self) -> dict[str, Any]:
-        return {"outputscale_prod": self.s1, "outputscale_add": self.s2, "lengthscale_f": self.ls1.tolist(),
-                "lengthscale_f2": self.ls2.tolist(), "noise": self.noise}
+        return {
+            "outputscale_prod": self.s1,
+            "outputscale_add": self.s2,
+            "lengthscale_f": self.ls1.tolist(),
+            "lengthscale_f2": self.ls2.tolist(),
+            "noise": self.noise,
+        }
 
 
 class EdgeKernel:
@@ -150,9 +160,20 @@ class ExactGPEdgeModel(EdgeModel):
         graph_nu, graph_kappa, lengthscale, product_weight: initial kernel (the environment's, as for the SVGP).
     """
 
-    def __init__(self, prior_mean_wh: np.ndarray, prior_var: float, noise_var: float, laplacian: Any,
-                 contexts: np.ndarray, *, graph_nu: float = 2.0, graph_kappa: float = 1.0, lengthscale: float = 1.0,
-                 product_weight: float = 0.5, config: ExactGPConfig | None = None) -> None:
+    def __init__(
+        self,
+        prior_mean_wh: np.ndarray,
+        prior_var: float,
+        noise_var: float,
+        laplacian: Any,
+        contexts: np.ndarray,
+        *,
+        graph_nu: float = 2.0,
+        graph_kappa: float = 1.0,
+        lengthscale: float = 1.0,
+        product_weight: float = 0.5,
+        config: ExactGPConfig | None = None,
+    ) -> None:
         self.config = cfg = config or ExactGPConfig()
         self.prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64).copy()
         self.n_edges = len(self.prior_mean_wh)
@@ -166,14 +187,22 @@ class ExactGPEdgeModel(EdgeModel):
         # dense_max edges.  ts_joint draws need the dense K from the start.
         self._hybrid = cfg.method == "auto" and self.n_edges <= cfg.dense_max
         self.switch_edges = cfg.switch_edges if cfg.switch_edges > 0 else max(1, self.n_edges // 4)
-        self.method = cfg.method if cfg.method != "auto" else ("lowrank" if self.n_edges > cfg.dense_max else
-                                                               "dense" if cfg.ts_joint else "lowrank")
+        self.method = (
+            cfg.method
+            if cfg.method != "auto"
+            else ("lowrank" if self.n_edges > cfg.dense_max else "dense" if cfg.ts_joint else "lowrank")
+        )
         if cfg.ts_joint and self.method != "dense":
             raise ParameterError(f"ts_joint needs the dense method ({self.n_edges} edges > dense_max)")
         d = self.contexts.shape[1]
         w = float(product_weight)
-        self.hyper = Hyper(w, 1.0 - w if w < 1 else 1e-6, np.full(d, float(lengthscale)),
-                           np.full(d, float(lengthscale)), float(noise_var) / float(prior_var))
+        self.hyper = Hyper(
+            w,
+            1.0 - w if w < 1 else 1e-6,
+            np.full(d, float(lengthscale)),
+            np.full(d, float(lengthscale)),
+            float(noise_var) / float(prior_var),
+        )
         self.graph_nu, self.graph_kappa = float(graph_nu), float(graph_kappa)
         self._lap = laplacian
         self.m0 = self.prior_mean_wh / self.scale
@@ -267,8 +296,13 @@ class ExactGPEdgeModel(EdgeModel):
         self.t += 1
         cfg = self.config
         t0 = time.perf_counter()
-        refit = cfg.learn_hyper and cfg.refit_first > 0 and self.t >= cfg.refit_first and \
-            (self.t / cfg.refit_first).is_integer() and math.log2(self.t / cfg.refit_first).is_integer()
+        refit = (
+            cfg.learn_hyper
+            and cfg.refit_first > 0
+            and self.t >= cfg.refit_first
+            and (self.t / cfg.refit_first).is_integer()
+            and math.log2(self.t / cfg.refit_first).is_integer()
+        )
         switch = self._hybrid and self.method == "lowrank" and len(self.order) > self.switch_edges
         if switch:  # many visited edges: the dense rank-k update is now the cheaper one
             self.method = "dense"
@@ -291,9 +325,12 @@ class ExactGPEdgeModel(EdgeModel):
     def posterior(self) -> EdgePosterior:
         post = self._ensure()
         s2 = self.scale**2
-        return EdgePosterior(mean=post.mu * self.scale, var=np.maximum(post.var, 0.0) * s2,
-                             noise_var=np.full(self.n_edges, self.hyper.noise * s2),
-                             sampler=self.joint_sample if self.config.ts_joint else None)
+        return EdgePosterior(
+            mean=post.mu * self.scale,
+            var=np.maximum(post.var, 0.0) * s2,
+            noise_var=np.full(self.n_edges, self.hyper.noise * s2),
+            sampler=self.joint_sample if self.config.ts_joint else None,
+        )
 
     def joint_sample(self, rng: np.random.Generator) -> np.ndarray:
         """One draw ``(E,)`` (Wh) of all edges from the exact joint posterior, by Matheron's rule::
@@ -321,8 +358,14 @@ class ExactGPEdgeModel(EdgeModel):
         return self.hyper.noise * self.scale**2
 
     def hyperparameters(self) -> dict[str, Any]:
-        return {**self.hyper.as_dict(), "graph_nu": self.graph_nu, "graph_kappa": self.graph_kappa,
-                "method": self.method, "n_visited": int(len(self.order)), "rounds": self.t}
+        return {
+            **self.hyper.as_dict(),
+            "graph_nu": self.graph_nu,
+            "graph_kappa": self.graph_kappa,
+            "method": self.method,
+            "n_visited": int(len(self.order)),
+            "rounds": self.t,
+        }
 
     # ----------------------------------------------------------------------------------------------- refit
     def fit_hyperparameters(self) -> None:
@@ -331,7 +374,7 @@ class ExactGPEdgeModel(EdgeModel):
 
         e, n, ybar, scatter = self.statistics()
         if len(e) > self.config.fit_max_edges:  # the most visited edges (ties: first visited)
-            keep = np.sort(np.argsort(-n, kind="stable")[:self.config.fit_max_edges])
+            keep = np.sort(np.argsort(-n, kind="stable")[: self.config.fit_max_edges])
             e, n, ybar, scatter = e[keep], n[keep], ybar[keep], scatter[keep]
         g, _ = self._graph_source()
         if isinstance(g, np.ndarray):
@@ -340,8 +383,17 @@ class ExactGPEdgeModel(EdgeModel):
             g_uu = g.sparse_columns(e)[0][e].toarray()
         else:
             g_uu = g.columns(e)[e]
-        self.hyper = fit_hyperparameters(self.hyper, g_uu, self.contexts[e], self.m0[e], n, ybar, scatter,
-                                         iters=self.config.fit_iters, learn_noise=self.config.learn_noise)
+        self.hyper = fit_hyperparameters(
+            self.hyper,
+            g_uu,
+            self.contexts[e],
+            self.m0[e],
+            n,
+            ybar,
+            scatter,
+            iters=self.config.fit_iters,
+            learn_noise=self.config.learn_noise,
+        )
 
 
 def build_exact_gp_model(env, *, seed: int = 0, **params: Any) -> ExactGPEdgeModel:  # env: EnergyEnvironment
@@ -358,8 +410,9 @@ def build_exact_gp_model(env, *, seed: int = 0, **params: Any) -> ExactGPEdgeMod
         _set_threads(threads)
     cfg = _config(params, seed)
     lg = env.linegraph
-    return ExactGPEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var, lg.laplacian(), lg.contexts(),
-                            config=cfg, **init)
+    return ExactGPEdgeModel(
+        env.prior_mean_wh, env.prior_var, env.noise_var, lg.laplacian(), lg.contexts(), config=cfg, **init
+    )
 
 
 _INIT = ("graph_nu", "graph_kappa", "lengthscale", "product_weight")

@@ -26,8 +26,15 @@ def _matern52(x1: torch.Tensor, x2: torch.Tensor, ls: torch.Tensor) -> torch.Ten
     return (1.0 + s5r + s5r * s5r / 3.0) * torch.exp(-s5r)
 
 
-def marginal_log_likelihood(raw: dict[str, torch.Tensor], g_uu: torch.Tensor, x_u: torch.Tensor, m_u: torch.Tensor,
-                            n: torch.Tensor, ybar: torch.Tensor, scatter: torch.Tensor) -> torch.Tensor:
+def marginal_log_likelihood(
+    raw: dict[str, torch.Tensor],
+    g_uu: torch.Tensor,
+    x_u: torch.Tensor,
+    m_u: torch.Tensor,
+    n: torch.Tensor,
+    ybar: torch.Tensor,
+    scatter: torch.Tensor,
+) -> torch.Tensor:
     """Exact ``log p(y | theta)`` (scalar) from the statistics of ``|U|`` distinct edges.
 
     Args:
@@ -43,21 +50,34 @@ def marginal_log_likelihood(raw: dict[str, torch.Tensor], g_uu: torch.Tensor, x_
     z = torch.linalg.solve_triangular(l_, r, upper=False)
     u = len(n)
     ll_mean = -0.5 * (z * z).sum() - torch.log(torch.diagonal(l_)).sum() - 0.5 * u * math.log(2 * math.pi)
-    ll_within = -(0.5 * (n - 1.0) * torch.log(2 * math.pi * noise) + scatter / (2.0 * noise)
-                  + 0.5 * torch.log(n)).sum()
+    ll_within = -(0.5 * (n - 1.0) * torch.log(2 * math.pi * noise) + scatter / (2.0 * noise) + 0.5 * torch.log(n)).sum()
     return ll_mean + ll_within
 
 
-def fit_hyperparameters(hyper: Any, g_uu: np.ndarray, x_u: np.ndarray, m_u: np.ndarray, n: np.ndarray,
-                        ybar: np.ndarray, scatter: np.ndarray, *, iters: int = 20, learn_noise: bool = False) -> Any:
+def fit_hyperparameters(
+    hyper: Any,
+    g_uu: np.ndarray,
+    x_u: np.ndarray,
+    m_u: np.ndarray,
+    n: np.ndarray,
+    ybar: np.ndarray,
+    scatter: np.ndarray,
+    *,
+    iters: int = 20,
+    learn_noise: bool = False,
+) -> Any:
     """Hyperparameters maximising :func:`marginal_log_likelihood` (L-BFGS with strong Wolfe line search, float64,
     started at ``hyper``); returns a new :class:`~evroute.models.gp_exact.Hyper` (``hyper`` if the fit fails)."""
     from evroute.models.gp_exact import Hyper
 
     as_t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float64))  # noqa: E731
-    raw = {"log_s1": as_t(math.log(hyper.s1)), "log_s2": as_t(math.log(hyper.s2)),
-           "log_ls1": as_t(np.log(hyper.ls1)), "log_ls2": as_t(np.log(hyper.ls2)),
-           "log_noise": as_t(math.log(hyper.noise))}
+    raw = {
+        "log_s1": as_t(math.log(hyper.s1)),
+        "log_s2": as_t(math.log(hyper.s2)),
+        "log_ls1": as_t(np.log(hyper.ls1)),
+        "log_ls2": as_t(np.log(hyper.ls2)),
+        "log_noise": as_t(math.log(hyper.noise)),
+    }
     learn = ["log_s1", "log_s2", "log_ls1", "log_ls2"] + (["log_noise"] if learn_noise else [])
     for k in learn:
         raw[k].requires_grad_(True)
@@ -82,5 +102,10 @@ def fit_hyperparameters(hyper: Any, g_uu: np.ndarray, x_u: np.ndarray, m_u: np.n
         return hyper
     if not math.isfinite(after) or after > before:
         return hyper
-    return Hyper(float(raw["log_s1"].exp()), float(raw["log_s2"].exp()), raw["log_ls1"].exp().numpy(),
-                 raw["log_ls2"].exp().numpy(), float(raw["log_noise"].exp()))
+    return Hyper(
+        float(raw["log_s1"].exp()),
+        float(raw["log_s2"].exp()),
+        raw["log_ls1"].exp().numpy(),
+        raw["log_ls2"].exp().numpy(),
+        float(raw["log_noise"].exp()),
+    )

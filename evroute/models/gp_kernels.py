@@ -111,9 +111,19 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
 
     has_lengthscale = False
 
-    def __init__(self, laplacian: sp.spmatrix, nu: float = 2.0, kappa: float = 1.0, *, learn: bool = False,
-                 method: str = "auto", n_eig: int = 512, dense_max: int = DENSE_MAX_DEFAULT,
-                 row_cache_bytes: int = 1 << 30, **kwargs) -> None:
+    def __init__(
+        self,
+        laplacian: sp.spmatrix,
+        nu: float = 2.0,
+        kappa: float = 1.0,
+        *,
+        learn: bool = False,
+        method: str = "auto",
+        n_eig: int = 512,
+        dense_max: int = DENSE_MAX_DEFAULT,
+        row_cache_bytes: int = 1 << 30,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self._lap = sp.csr_matrix(laplacian, dtype=np.float64)
         self.n = self._lap.shape[0]
@@ -174,8 +184,19 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
     def __getstate__(self):
         state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__.copy()
         state = dict(state)
-        for k in ("_gram", "_gram_key", "_basis", "_rows", "_row_slot", "_rows_key", "_anchor_cols", "_anchor_buf",
-                  "_anchor_key", "_diag", "_diag_key"):
+        for k in (
+            "_gram",
+            "_gram_key",
+            "_basis",
+            "_rows",
+            "_row_slot",
+            "_rows_key",
+            "_anchor_cols",
+            "_anchor_buf",
+            "_anchor_key",
+            "_diag",
+            "_diag_key",
+        ):
             state[k] = None
         return state
 
@@ -205,8 +226,10 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
         if self._basis is None or self._basis[0].dtype != self._like()[0]:
             lam, u = graph_eigenpairs(self._lap, self.method, self.n_eig, self._key)
             dtype, device = self._like()
-            self._basis = (torch.as_tensor(lam, dtype=dtype, device=device),
-                           torch.as_tensor(u, dtype=dtype, device=device))
+            self._basis = (
+                torch.as_tensor(lam, dtype=dtype, device=device),
+                torch.as_tensor(u, dtype=dtype, device=device),
+            )
         return self._basis
 
     def spectrum(self) -> torch.Tensor:
@@ -251,8 +274,7 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
         n_new = len(new)
         if old is not None and buf is not None and self._anchor_key == key and n_new >= len(old):
             n_old = len(old)
-            changed = torch.cat([torch.nonzero(new[:n_old] != old).ravel(),
-                                 torch.arange(n_old, n_new, device=device)])
+            changed = torch.cat([torch.nonzero(new[:n_old] != old).ravel(), torch.arange(n_old, n_new, device=device)])
             if n_new > buf.shape[1]:  # grow the buffer geometrically (amortised O(E) per appended column)
                 bigger = torch.empty((self.n, max(n_new, 2 * buf.shape[1])), dtype=dtype, device=device)
                 bigger[:, :n_old] = buf[:, :n_old]
@@ -337,8 +359,9 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
             self._rows = torch.cat([self._rows, new])
         return self._rows[torch.as_tensor(slot[idx], device=device)]
 
-    def forward(self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, last_dim_is_batch: bool = False,
-                **params) -> torch.Tensor:
+    def forward(
+        self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params
+    ) -> torch.Tensor:
         if x1.dim() != 2 or x2.dim() != 2:
             raise ValueError("GraphMaternIndexKernel supports unbatched (n, d) inputs only")
         i1 = x1[:, 0].round().long()
@@ -363,8 +386,15 @@ class EdgeContextKernel(gpytorch.kernels.Kernel):
 
     has_lengthscale = False
 
-    def __init__(self, graph: GraphMaternIndexKernel, n_context: int = 3, *,
-                 outputscales: tuple[float, float] = (0.5, 0.5), lengthscale: float = 1.0, **kwargs) -> None:
+    def __init__(
+        self,
+        graph: GraphMaternIndexKernel,
+        n_context: int = 3,
+        *,
+        outputscales: tuple[float, float] = (0.5, 0.5),
+        lengthscale: float = 1.0,
+        **kwargs,
+    ) -> None:
         super().__init__(**kwargs)
         self.graph = graph
         self.kf = gpytorch.kernels.MaternKernel(nu=2.5, ard_num_dims=n_context)
@@ -376,10 +406,16 @@ class EdgeContextKernel(gpytorch.kernels.Kernel):
         self.register_parameter("raw_outputscale_add", torch.nn.Parameter(torch.zeros((), dtype=f64)))
         self.register_constraint("raw_outputscale_prod", Positive())
         self.register_constraint("raw_outputscale_add", Positive())
-        self.initialize(raw_outputscale_prod=self.raw_outputscale_prod_constraint.inverse_transform(
-            torch.tensor(float(outputscales[0]), dtype=f64)))
-        self.initialize(raw_outputscale_add=self.raw_outputscale_add_constraint.inverse_transform(
-            torch.tensor(float(outputscales[1]), dtype=f64)))
+        self.initialize(
+            raw_outputscale_prod=self.raw_outputscale_prod_constraint.inverse_transform(
+                torch.tensor(float(outputscales[0]), dtype=f64)
+            )
+        )
+        self.initialize(
+            raw_outputscale_add=self.raw_outputscale_add_constraint.inverse_transform(
+                torch.tensor(float(outputscales[1]), dtype=f64)
+            )
+        )
 
     @property
     def outputscale_prod(self) -> torch.Tensor:
@@ -389,8 +425,9 @@ class EdgeContextKernel(gpytorch.kernels.Kernel):
     def outputscale_add(self) -> torch.Tensor:
         return self.raw_outputscale_add_constraint.transform(self.raw_outputscale_add)
 
-    def forward(self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, last_dim_is_batch: bool = False,
-                **params) -> torch.Tensor:
+    def forward(
+        self, x1: torch.Tensor, x2: torch.Tensor, diag: bool = False, last_dim_is_batch: bool = False, **params
+    ) -> torch.Tensor:
         if x1.dim() != 2 or x2.dim() != 2:
             raise ValueError("EdgeContextKernel supports unbatched (n, d) inputs only")
         s1, s2 = self.outputscale_prod, self.outputscale_add

@@ -93,9 +93,20 @@ class TimeVaryingGPEdgeModel(EdgeModel):
         config: :class:`TVGPConfig`.
     """
 
-    def __init__(self, prior_mean_wh: np.ndarray, prior_var: float, noise_var: float, laplacian: Any,
-                 contexts: np.ndarray, *, graph_nu: float = 2.0, graph_kappa: float = 1.0, lengthscale: float = 1.0,
-                 product_weight: float = 0.5, config: TVGPConfig | None = None) -> None:
+    def __init__(
+        self,
+        prior_mean_wh: np.ndarray,
+        prior_var: float,
+        noise_var: float,
+        laplacian: Any,
+        contexts: np.ndarray,
+        *,
+        graph_nu: float = 2.0,
+        graph_kappa: float = 1.0,
+        lengthscale: float = 1.0,
+        product_weight: float = 0.5,
+        config: TVGPConfig | None = None,
+    ) -> None:
         self.config = config or TVGPConfig()
         if prior_var <= 0 or noise_var <= 0:
             raise ParameterError("prior and noise variances must be > 0")
@@ -108,9 +119,12 @@ class TimeVaryingGPEdgeModel(EdgeModel):
             raise ParameterError("contexts and prior mean disagree on the number of edges")
         self._x = torch.as_tensor(np.concatenate([np.arange(self.n_edges)[:, None], ctx], axis=1))
         graph = GraphMaternIndexKernel(laplacian, graph_nu, graph_kappa)
-        self.kernel = EdgeContextKernel(graph, ctx.shape[1], lengthscale=lengthscale,
-                                        outputscales=(product_weight, 1.0 - product_weight if product_weight < 1
-                                                      else 1e-6)).to(torch.float64)
+        self.kernel = EdgeContextKernel(
+            graph,
+            ctx.shape[1],
+            lengthscale=lengthscale,
+            outputscales=(product_weight, 1.0 - product_weight if product_weight < 1 else 1e-6),
+        ).to(torch.float64)
         with torch.no_grad():
             self._kdiag = self.config.signal_var * self.kernel.forward(self._x, self._x, diag=True).numpy()
         self.edges = np.zeros(0, dtype=np.int64)  # kept history D: edge, time (rounds), residual (model units)
@@ -195,8 +209,9 @@ class TimeVaryingGPEdgeModel(EdgeModel):
             return np.zeros(0)
         ks = self._k_s_columns(self.edges)
         t_ref = max(self.time, float(self.times.max()))
-        m = (ks.T @ ks) * future_time_integral(self.times, self.times, t_ref, self.config.time_lengthscale,
-                                               self.config.time_nu)
+        m = (ks.T @ ks) * future_time_integral(
+            self.times, self.times, t_ref, self.config.time_lengthscale, self.config.time_nu
+        )
         return w2_removal_scores(self._kinv, self._alpha, m)
 
     def _prune(self, k: int) -> None:
@@ -217,8 +232,9 @@ class TimeVaryingGPEdgeModel(EdgeModel):
                 mean += kx @ self._alpha
                 var -= np.sum((kx @ self._kinv) * kx, axis=1)
             s2 = self.scale**2
-            self._post = EdgePosterior(mean=mean * self.scale, var=np.maximum(var, 0.0) * s2,
-                                       noise_var=np.full(self.n_edges, self.noise * s2))
+            self._post = EdgePosterior(
+                mean=mean * self.scale, var=np.maximum(var, 0.0) * s2, noise_var=np.full(self.n_edges, self.noise * s2)
+            )
             self._post_seconds = time.process_time() - c0
         return self._post
 
@@ -230,8 +246,9 @@ def build_gp_tv_model(env, *, seed: int = 0, **params: Any) -> TimeVaryingGPEdge
     deterministic given its data, up to the measured compute time that enters ``n*``).
     """
     ec = env.config
-    init = {k: float(params.pop(k, getattr(ec, k)))
-            for k in ("graph_nu", "graph_kappa", "lengthscale", "product_weight")}
+    init = {
+        k: float(params.pop(k, getattr(ec, k))) for k in ("graph_nu", "graph_kappa", "lengthscale", "product_weight")
+    }
     threads = int(params.pop("threads", 1))
     if threads > 0:  # one thread by default: small dense algebra is many times slower multi-threaded on a busy CPU
         from threadpoolctl import threadpool_limits
@@ -244,5 +261,12 @@ def build_gp_tv_model(env, *, seed: int = 0, **params: Any) -> TimeVaryingGPEdge
     if "n_max" in params:
         params["n_max"] = int(params["n_max"])
     lg = env.linegraph
-    return TimeVaryingGPEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var, lg.laplacian(), lg.contexts(),
-                                  config=TVGPConfig(**params), **init)
+    return TimeVaryingGPEdgeModel(
+        env.prior_mean_wh,
+        env.prior_var,
+        env.noise_var,
+        lg.laplacian(),
+        lg.contexts(),
+        config=TVGPConfig(**params),
+        **init,
+    )

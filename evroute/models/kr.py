@@ -146,8 +146,11 @@ class KernelRegressionEdgeModel(EdgeModel):
         else:
             self.bandwidth = check_positive("bandwidth", bandwidth)
         self.bandwidth_scale = check_positive("bandwidth_scale", bandwidth_scale)
-        self.prior_weight = (self.noise_var / self.prior_var if prior_weight is None
-                             else check_positive("prior_weight", prior_weight, allow_zero=True))
+        self.prior_weight = (
+            self.noise_var / self.prior_var
+            if prior_weight is None
+            else check_positive("prior_weight", prior_weight, allow_zero=True)
+        )
         self.neighbour_cap = None if neighbour_cap is None else check_positive("neighbour_cap", neighbour_cap)
         self.rebuild_ratio = check_positive("rebuild_ratio", rebuild_ratio)
         if not self.rebuild_ratio < 1:
@@ -216,8 +219,11 @@ class KernelRegressionEdgeModel(EdgeModel):
         with np.errstate(divide="ignore", invalid="ignore"):
             resid = np.where(denom > 0, numerator / np.where(denom > 0, denom, 1.0), 0.0)
             var = np.where(denom > 0, self.noise_var / np.where(denom > 0, denom, 1.0), self.prior_var)
-        return EdgePosterior(mean=self.prior_mean + resid, var=np.minimum(var, self.prior_var),
-                             noise_var=np.full(self.n_edges, self.noise_var))
+        return EdgePosterior(
+            mean=self.prior_mean + resid,
+            var=np.minimum(var, self.prior_var),
+            noise_var=np.full(self.n_edges, self.noise_var),
+        )
 
 
 def build_kr_model(env, **params: float | int | str) -> KernelRegressionEdgeModel:  # env: EnergyEnvironment
@@ -226,5 +232,4 @@ def build_kr_model(env, **params: float | int | str) -> KernelRegressionEdgeMode
     ``params``: ``hops``, ``graph_decay``, ``bandwidth``, ``bandwidth_scale``, ``prior_weight``, ``neighbour_cap``,
     ``rebuild_ratio``.
     """
-    return KernelRegressionEdgeModel(env.linegraph, env.prior_mean_wh, env.prior_var, env.noise_var,
-                                     **params)  # type: ignore[arg-type]
+    return KernelRegressionEdgeModel(env.linegraph, env.prior_mean_wh, env.prior_var, env.noise_var, **params)  # type: ignore[arg-type]

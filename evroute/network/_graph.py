@@ -69,6 +69,6 @@ def node_codes(*arrays: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
     uniq, inv = np.unique(allv, return_inverse=True)
     out, k = [], 0
     for a in arrays:
-        out.append(inv[k:k + len(a)].astype(np.int64))
+        out.append(inv[k : k + len(a)].astype(np.int64))
         k += len(a)
     return out, uniq

@@ -268,8 +268,15 @@ def drape(network: Any, dem: DemSpec) -> Any:
     if n_int:
         meta["interpolated_structure_junctions"] = n_int
     return RoadNetwork(
-        name=network.name, edge_ids=network.edge_ids, from_node=network.from_node, to_node=network.to_node,
-        length_m=slope_length(horizontal, z[ti] - z[fi]), speed_mps=network.speed_mps, z_from_m=z[fi],
+        name=network.name,
+        edge_ids=network.edge_ids,
+        from_node=network.from_node,
+        to_node=network.to_node,
+        length_m=slope_length(horizontal, z[ti] - z[fi]),
+        speed_mps=network.speed_mps,
+        z_from_m=z[fi],
         z_to_m=z[ti],
-        geometry=network.geometry, turns=network.turns, meta=meta,
+        geometry=network.geometry,
+        turns=network.turns,
+        meta=meta,
     )

@@ -42,6 +42,7 @@ def polyline_length_m(xy: np.ndarray) -> float:
 def is_structure(tags: dict[str, Any]) -> bool:
     """Whether OSM-style way tags (``bridge``, ``tunnel``, ``layer``; values or lists of values) mark a bridge or
     tunnel."""
+
     def vals(key: str) -> list[str]:
         v = tags.get(key)
         if v is None:
@@ -59,8 +60,9 @@ def is_structure(tags: dict[str, Any]) -> bool:
     return False
 
 
-def interpolate_structures(from_idx: np.ndarray, to_idx: np.ndarray, z_node: np.ndarray, length_m: np.ndarray,
-                           structure: np.ndarray) -> tuple[np.ndarray, int]:
+def interpolate_structures(
+    from_idx: np.ndarray, to_idx: np.ndarray, z_node: np.ndarray, length_m: np.ndarray, structure: np.ndarray
+) -> tuple[np.ndarray, int]:
     """Junction elevations with the inside of bridges and tunnels interpolated between their ends.
 
     A junction is *inside* a structure when every edge touching it is a bridge/tunnel edge.  Inside junctions get
@@ -131,9 +133,14 @@ def warn_inconsistent(name: str, edge_ids: Iterable[str], length_m: np.ndarray, 
     bad = inconsistent_edges(length_m, dz_m)
     if len(bad):
         ids = np.asarray(list(edge_ids))[bad]
-        shown = ", ".join(f"{i} (length {length_m[j]:.2f} m, rise {dz_m[j]:+.2f} m)"
-                          for i, j in zip(ids[:5], bad[:5], strict=False))
-        warnings.warn(f"network {name!r}: {len(bad)} edge(s) rise more than their length, so their incline is "
-                      f"clipped and their physics energy is below the elevation potential (negative reduced cost): "
-                      f"{shown}{' ...' if len(bad) > 5 else ''}", UserWarning, stacklevel=3)
+        shown = ", ".join(
+            f"{i} (length {length_m[j]:.2f} m, rise {dz_m[j]:+.2f} m)" for i, j in zip(ids[:5], bad[:5], strict=False)
+        )
+        warnings.warn(
+            f"network {name!r}: {len(bad)} edge(s) rise more than their length, so their incline is "
+            f"clipped and their physics energy is below the elevation potential (negative reduced cost): "
+            f"{shown}{' ...' if len(bad) > 5 else ''}",
+            UserWarning,
+            stacklevel=3,
+        )
     return bad

@@ -21,11 +21,15 @@ from evroute.errors import DataError
 
 #: Options always passed to netconvert (besides input/output and the optional ones below).
 NETCONVERT_OPTIONS: tuple[str, ...] = (
-    "--keep-edges.by-vclass", "passenger",
-    "--geometry.remove", "true",
+    "--keep-edges.by-vclass",
+    "passenger",
+    "--geometry.remove",
+    "true",
     # bridge/tunnel tags as edge <param>s: their elevations are interpolated, not draped (evroute.network.elevation)
-    "--osm.all-attributes", "true",
-    "--osm.extra-attributes", "bridge,tunnel,layer",
+    "--osm.all-attributes",
+    "true",
+    "--osm.extra-attributes",
+    "bridge,tunnel,layer",
 )
 
 
@@ -150,8 +154,7 @@ def osm_to_sumo(
         raise DataError(f"OSM file not found: {src}")
     exe = netconvert_binary()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp" + "".join(out.suffixes[-3:]),
-                                    dir=out.parent)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp" + "".join(out.suffixes[-3:]), dir=out.parent)
     os.close(fd)
     tmp_out = Path(tmp_name)
     tmp_in: Path | None = None
@@ -165,11 +168,18 @@ def osm_to_sumo(
                     shutil.copyfileobj(fin, fout, 1 << 20)
             except (OSError, EOFError) as exc:
                 raise DataError(f"cannot decompress {src}: {exc}") from None
-        cmd = [str(exe), "--osm-files", str(tmp_in or src), *netconvert_options(
-            elevation=elevation, join_junctions=join_junctions, extra_args=extra_args), "-o", str(tmp_out)]
+        cmd = [
+            str(exe),
+            "--osm-files",
+            str(tmp_in or src),
+            *netconvert_options(elevation=elevation, join_junctions=join_junctions, extra_args=extra_args),
+            "-o",
+            str(tmp_out),
+        ]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=_netconvert_env(exe),
-                                  check=False)
+            proc = subprocess.run(
+                cmd, capture_output=True, text=True, timeout=timeout_s, env=_netconvert_env(exe), check=False
+            )
         except subprocess.TimeoutExpired:
             raise DataError(f"netconvert timed out after {timeout_s:g} s converting {src}") from None
         except OSError as exc:

@@ -40,19 +40,55 @@ from evroute.network.road_network import RoadNetwork
 
 #: Speed (km/h) of highway types that carry no ``maxspeed`` anywhere in the file.
 HIGHWAY_SPEEDS_KMH: dict[str, float] = {
-    "motorway": 120.0, "motorway_link": 60.0, "trunk": 90.0, "trunk_link": 50.0,
-    "primary": 70.0, "primary_link": 50.0, "secondary": 60.0, "secondary_link": 40.0,
-    "tertiary": 50.0, "tertiary_link": 40.0, "unclassified": 40.0, "residential": 30.0,
-    "living_street": 10.0, "service": 20.0, "road": 40.0, "busway": 30.0,
+    "motorway": 120.0,
+    "motorway_link": 60.0,
+    "trunk": 90.0,
+    "trunk_link": 50.0,
+    "primary": 70.0,
+    "primary_link": 50.0,
+    "secondary": 60.0,
+    "secondary_link": 40.0,
+    "tertiary": 50.0,
+    "tertiary_link": 40.0,
+    "unclassified": 40.0,
+    "residential": 30.0,
+    "living_street": 10.0,
+    "service": 20.0,
+    "road": 40.0,
+    "busway": 30.0,
 }
 #: Speed (km/h) of edges whose highway type is not in :data:`HIGHWAY_SPEEDS_KMH` and never tagged.
 FALLBACK_SPEED_KMH = 30.0
 
-_NOT_DRIVABLE = {"abandoned", "bridleway", "bus_guideway", "construction", "corridor", "cycleway", "elevator",
-                 "escalator", "footway", "no", "path", "pedestrian", "planned", "platform", "proposed", "raceway",
-                 "razed", "rest_area", "services", "steps", "track", "bus_stop", "via_ferrata"}
-_BAD_SERVICE = {"drive": {"alley", "driveway", "emergency_access", "parking", "parking_aisle", "private"},
-                "drive_service": {"emergency_access", "parking", "parking_aisle", "private"}}
+_NOT_DRIVABLE = {
+    "abandoned",
+    "bridleway",
+    "bus_guideway",
+    "construction",
+    "corridor",
+    "cycleway",
+    "elevator",
+    "escalator",
+    "footway",
+    "no",
+    "path",
+    "pedestrian",
+    "planned",
+    "platform",
+    "proposed",
+    "raceway",
+    "razed",
+    "rest_area",
+    "services",
+    "steps",
+    "track",
+    "bus_stop",
+    "via_ferrata",
+}
+_BAD_SERVICE = {
+    "drive": {"alley", "driveway", "emergency_access", "parking", "parking_aisle", "private"},
+    "drive_service": {"emergency_access", "parking", "parking_aisle", "private"},
+}
 NETWORK_TYPES = ("drive", "drive_service", "all")
 _NUM = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)")
 
@@ -64,8 +100,9 @@ def _extra_osmnx_tags() -> Iterator[None]:
 
     old_n, old_w = list(ox.settings.useful_tags_node), list(ox.settings.useful_tags_way)
     ox.settings.useful_tags_node = list(dict.fromkeys([*old_n, "ele"]))
-    ox.settings.useful_tags_way = list(dict.fromkeys([*old_w, "motor_vehicle", "motorcar", "access", "service",
-                                                      "bridge", "tunnel", "layer"]))
+    ox.settings.useful_tags_way = list(
+        dict.fromkeys([*old_w, "motor_vehicle", "motorcar", "access", "service", "bridge", "tunnel", "layer"])
+    )
     try:
         yield
     finally:
@@ -107,8 +144,9 @@ def _parse_ele(v: Any) -> float:
     return float("nan")
 
 
-def _fill_from_nearest(x: np.ndarray, y: np.ndarray, z: np.ndarray, src_x: np.ndarray, src_y: np.ndarray,
-                       src_z: np.ndarray) -> np.ndarray:
+def _fill_from_nearest(
+    x: np.ndarray, y: np.ndarray, z: np.ndarray, src_x: np.ndarray, src_y: np.ndarray, src_z: np.ndarray
+) -> np.ndarray:
     """Fill NaN entries of ``z`` at lon/lat ``(x, y)`` with the value of the nearest source point."""
     from scipy.spatial import cKDTree
 
@@ -195,8 +233,11 @@ def load_osm(
         z = np.zeros(len(z))
         meta["elevation"] = "flat"
         meta["warning"] = "no elevation data: the network is flat"
-        warnings.warn(f"{p.name} has no 'ele' tags and no DEM was given: the network is flat (pass dem=...)",
-                      UserWarning, stacklevel=2)
+        warnings.warn(
+            f"{p.name} has no 'ele' tags and no DEM was given: the network is flat (pass dem=...)",
+            UserWarning,
+            stacklevel=2,
+        )
     if n_zero:
         meta["dropped_zero_length_edges"] = n_zero
 

@@ -65,12 +65,22 @@ class Dataset:
 
 DATASETS: dict[str, Dataset] = {
     "monaco": Dataset(
-        "monaco", "monaco.osm", "lcodeca/MoSTScenario", "b29b2f65f1096a9c69a601ec62a724815cb4a43f",
-        "tools/data/network.osm", "0752eabd75f958731028ddc0aa779489a13e8fbfdc166999c4d955a8f538e115", True,
+        "monaco",
+        "monaco.osm",
+        "lcodeca/MoSTScenario",
+        "b29b2f65f1096a9c69a601ec62a724815cb4a43f",
+        "tools/data/network.osm",
+        "0752eabd75f958731028ddc0aa779489a13e8fbfdc166999c4d955a8f538e115",
+        True,
     ),
     "luxembourg": Dataset(
-        "luxembourg", "luxembourg.osm", "lcodeca/LuSTScenario", "5edb7ecb9ad196c39172b6eb95d19ed789f4b1a6",
-        "misc/lust.legacy.scenario.osm", "933f7080150ecd1535f5b5680cb248ff9860a25e8fa9ad3c1b33df23674ff119", False,
+        "luxembourg",
+        "luxembourg.osm",
+        "lcodeca/LuSTScenario",
+        "5edb7ecb9ad196c39172b6eb95d19ed789f4b1a6",
+        "misc/lust.legacy.scenario.osm",
+        "933f7080150ecd1535f5b5680cb248ff9860a25e8fa9ad3c1b33df23674ff119",
+        False,
     ),
 }
 NETWORK_NAMES: tuple[str, ...] = ("synthetic", *DATASETS)
@@ -178,8 +188,14 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
         raise DataError(f"cannot create data directory {target_dir}: {exc.strerror or exc}") from None
     pooch.get_logger().setLevel("WARNING")
     try:
-        got = pooch.retrieve(source, known_hash=f"sha256:{ds.sha256}", fname=ds.filename, path=target_dir,
-                             downloader=lambda u, out, _p: _download(u, Path(out)), progressbar=False)
+        got = pooch.retrieve(
+            source,
+            known_hash=f"sha256:{ds.sha256}",
+            fname=ds.filename,
+            path=target_dir,
+            downloader=lambda u, out, _p: _download(u, Path(out)),
+            progressbar=False,
+        )
     except ValueError as exc:
         if "hash" not in str(exc).lower():
             raise DataError(f"cannot download {name} from {source}: {str(exc).splitlines()[0]}") from None
@@ -218,8 +234,9 @@ def _check_loader(loader: str | None) -> str:
     return loader
 
 
-def load_osm_file(path: str | os.PathLike[str], *, name: str | None = None, loader: str | None = None,
-                  dem: DemSpec | None = None) -> RoadNetwork:
+def load_osm_file(
+    path: str | os.PathLike[str], *, name: str | None = None, loader: str | None = None, dem: DemSpec | None = None
+) -> RoadNetwork:
     """Load an OpenStreetMap file (``.osm[.xml|.bz2|.gz|.pbf]``) with ``loader`` (default netconvert).
 
     With ``netconvert`` the conversion is cached (see :func:`converted_net_path`) and a DEM, when given,
@@ -242,8 +259,11 @@ def load_osm_file(path: str | os.PathLike[str], *, name: str | None = None, load
         if dem is not None:
             net = drape(net, dem)
         elif not (net.z_from_m.any() or net.z_to_m.any()):
-            warnings.warn(f"{label} has no elevation data: the network is flat (pass a DEM with dem= / --dem)",
-                          UserWarning, stacklevel=3)
+            warnings.warn(
+                f"{label} has no elevation data: the network is flat (pass a DEM with dem= / --dem)",
+                UserWarning,
+                stacklevel=3,
+            )
             net.meta["warning"] = "no elevation data: the network is flat"
     net.meta["osm_source"] = str(src)
     net.meta["osm_loader"] = loader

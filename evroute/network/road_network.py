@@ -223,10 +223,21 @@ class RoadNetwork:
         for i, (u, v, eid) in enumerate(zip(fi, ti, self.edge_ids.tolist(), strict=True)):
             geom = self.geometry[i]
             length, speed = float(self.length_m[i]), float(self.speed_mps[i])
-            g.add_edge(u, v, key=eid, edge_id=eid, index=i, length=length, speed=speed, speed_kph=speed * 3.6,
-                       travel_time=length / speed, incline=float(inc[i]),
-                       grade=float((self.z_to_m[i] - self.z_from_m[i]) / length), energy_wh=float(energy[i]),
-                       geometry=LineString(geom if len(geom) >= 2 else np.vstack([geom, geom])))
+            g.add_edge(
+                u,
+                v,
+                key=eid,
+                edge_id=eid,
+                index=i,
+                length=length,
+                speed=speed,
+                speed_kph=speed * 3.6,
+                travel_time=length / speed,
+                incline=float(inc[i]),
+                grade=float((self.z_to_m[i] - self.z_from_m[i]) / length),
+                energy_wh=float(energy[i]),
+                geometry=LineString(geom if len(geom) >= 2 else np.vstack([geom, geom])),
+            )
         return g
 
     def turn_graph(self) -> nx.DiGraph:

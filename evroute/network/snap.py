@@ -35,8 +35,9 @@ def _index(network: RoadNetwork) -> tuple[Any, Any]:
         raise ParameterError(f"network {network.name!r} has no geographic coordinates ({crs}): give edge ids")
     pts = np.concatenate(network.geometry)
     lon0, lat0 = (float(v) for v in (pts.min(axis=0) + pts.max(axis=0)) / 2)
-    tf = Transformer.from_crs("EPSG:4326", f"+proj=aeqd +lat_0={lat0} +lon_0={lon0} +datum=WGS84 +units=m",
-                              always_xy=True)
+    tf = Transformer.from_crs(
+        "EPSG:4326", f"+proj=aeqd +lat_0={lat0} +lon_0={lon0} +datum=WGS84 +units=m", always_xy=True
+    )
     x, y = tf.transform(pts[:, 0], pts[:, 1])
     sizes = np.array([len(g) for g in network.geometry])
     lines = linestrings(np.column_stack([x, y]), indices=np.repeat(np.arange(len(sizes)), sizes))

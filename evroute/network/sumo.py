@@ -77,7 +77,8 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
         (fi, ti), uniq = node_codes([e.getFromNode().getID() for e in edges], [e.getToNode().getID() for e in edges])
         idx = np.concatenate([fi, ti])
         zn = np.bincount(idx, weights=np.concatenate([zs_from, zs_to]), minlength=len(uniq)) / np.bincount(
-            idx, minlength=len(uniq))
+            idx, minlength=len(uniq)
+        )
         z_from, z_to, z_src = zn[fi], zn[ti], "lane shape z (mean per junction)"
     flat = not (np.any(z_from != 0) or np.any(z_to != 0))
 

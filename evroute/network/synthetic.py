@@ -43,8 +43,9 @@ def _oneway_dirs(cls: np.ndarray, fraction: float, rng: np.random.Generator) -> 
     return np.where(one, np.where(idx % 2 == 0, 1, -1), 0)
 
 
-def _terrain(x: np.ndarray, y: np.ndarray, extent: float, rng: np.random.Generator, max_elev: float,
-             max_incline: float) -> np.ndarray:
+def _terrain(
+    x: np.ndarray, y: np.ndarray, extent: float, rng: np.random.Generator, max_elev: float, max_incline: float
+) -> np.ndarray:
     """Smooth hilly terrain (m) at the points ``(x, y)`` (m): a sum of random plane waves."""
     k_waves = 12
     lam = rng.uniform(800.0, max(1200.0, min(5000.0, extent)), k_waves)  # wavelengths, m
@@ -70,8 +71,17 @@ def _terrain(x: np.ndarray, y: np.ndarray, extent: float, rng: np.random.Generat
     return z - z.min() + rng.uniform(0.0, 20.0)
 
 
-def _build(nr: int, nc: int, seed: int, oneway_fraction: float, removal_fraction: float,
-           diagonal_fraction: float, curved_fraction: float, max_elev: float, max_incline: float):
+def _build(
+    nr: int,
+    nc: int,
+    seed: int,
+    oneway_fraction: float,
+    removal_fraction: float,
+    diagonal_fraction: float,
+    curved_fraction: float,
+    max_elev: float,
+    max_incline: float,
+):
     """One generation attempt on an ``nr x nc`` grid; returns the arrays of the kept edges."""
     rng = np.random.default_rng([seed, nr, nc])
     ys = np.concatenate([[0.0], np.cumsum(rng.uniform(70.0, 200.0, nr - 1))])
@@ -132,8 +142,21 @@ def _build(nr: int, nc: int, seed: int, oneway_fraction: float, removal_fraction
     remap[kept] = np.arange(len(kept))
     t = remap[turns]
     turns = t[(t >= 0).all(axis=1)]
-    return dict(px=px, py=py, frm=frm[kept], to=to[kept], seg=s_idx[kept], reverse=reverse[kept], turns=turns,
-                seg_cls=seg_cls, curved=curved, mx=mx, my=my, seg_len=seg_len, extent=max(np.ptp(xs), np.ptp(ys)))
+    return dict(
+        px=px,
+        py=py,
+        frm=frm[kept],
+        to=to[kept],
+        seg=s_idx[kept],
+        reverse=reverse[kept],
+        turns=turns,
+        seg_cls=seg_cls,
+        curved=curved,
+        mx=mx,
+        my=my,
+        seg_len=seg_len,
+        extent=max(np.ptp(xs), np.ptp(ys)),
+    )
 
 
 def synthetic_city(
@@ -179,9 +202,13 @@ def synthetic_city(
         raise ParameterError(f"n_edges must be an integer in 20..5000000, got {n_edges!r}")
     if seed_i < 0:
         raise ParameterError(f"seed must be >= 0, got {seed!r}")
-    for pname, val, hi in (("oneway_fraction", oneway_fraction, 1.0), ("removal_fraction", removal_fraction, 0.5),
-                           ("diagonal_fraction", diagonal_fraction, 1.0), ("curved_fraction", curved_fraction, 1.0),
-                           ("max_incline", max_incline, 0.5)):
+    for pname, val, hi in (
+        ("oneway_fraction", oneway_fraction, 1.0),
+        ("removal_fraction", removal_fraction, 0.5),
+        ("diagonal_fraction", diagonal_fraction, 1.0),
+        ("curved_fraction", curved_fraction, 1.0),
+        ("max_incline", max_incline, 0.5),
+    ):
         if check_positive(pname, val, allow_zero=True) > hi:
             raise ParameterError(f"{pname} must be in [0, {hi}], got {val!r}")
     max_elev = check_positive("max_elevation_m", max_elevation_m, allow_zero=True)
@@ -195,8 +222,9 @@ def synthetic_city(
     for _ in range(4):
         nr = max(3, int(round(np.sqrt(n_nodes))))
         nc = max(3, int(round(n_nodes / nr)))
-        res = _build(nr, nc, seed_i, oneway_fraction, removal_fraction, diagonal_fraction, curved_fraction,
-                     max_elev, max_incline)
+        res = _build(
+            nr, nc, seed_i, oneway_fraction, removal_fraction, diagonal_fraction, curved_fraction, max_elev, max_incline
+        )
         got = len(res["frm"])
         if best is None or abs(got - n_req) < abs(len(best[2]["frm"]) - n_req):
             best = (nr, nc, res)
@@ -207,8 +235,11 @@ def synthetic_city(
     nr, nc, res = best
     rng = np.random.default_rng([seed_i, nr, nc, 1])
     px, py = res["px"], res["py"]
-    z_node = _terrain(px, py, res["extent"], rng, max_elev, max_incline) if max_elev > 0 and max_incline > 0 \
+    z_node = (
+        _terrain(px, py, res["extent"], rng, max_elev, max_incline)
+        if max_elev > 0 and max_incline > 0
         else np.zeros_like(px)
+    )
 
     frm, to, seg = res["frm"], res["to"], res["seg"]
     m = len(frm)
@@ -223,8 +254,9 @@ def synthetic_city(
     mid = starts[curved] + 1
     xy[mid, 0], xy[mid, 1] = res["mx"][seg[curved]], res["my"][seg[curved]]
     coslat = np.cos(np.radians(lat0))
-    lonlat = np.column_stack([lon0 + np.degrees(xy[:, 0] / (EARTH_RADIUS_M * coslat)),
-                              lat0 + np.degrees(xy[:, 1] / EARTH_RADIUS_M)])
+    lonlat = np.column_stack(
+        [lon0 + np.degrees(xy[:, 0] / (EARTH_RADIUS_M * coslat)), lat0 + np.degrees(xy[:, 1] / EARTH_RADIUS_M)]
+    )
     geometry = np.split(lonlat, ends[:-1])
     cls = res["seg_cls"][seg]
     speed = np.asarray(CLASS_SPEEDS_KMH)[cls] / 3.6

@@ -78,10 +78,12 @@ def sumo_env() -> dict[str, str]:
 
 #: runs a SUMO Python tool (``python -c _TOOL_BOOT tool.py args``): on SIGTERM (the parent-death signal of tool
 #: children) it kills its whole process group, so programs the tool started (randomTrips.py's duarouter) go too
-_TOOL_BOOT = ("import os, runpy, signal, sys; "
-              "signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL)); "
-              "sys.argv = sys.argv[1:]; sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0]))); "
-              "runpy.run_path(sys.argv[0], run_name='__main__')")
+_TOOL_BOOT = (
+    "import os, runpy, signal, sys; "
+    "signal.signal(signal.SIGTERM, lambda *_: os.killpg(0, signal.SIGKILL)); "
+    "sys.argv = sys.argv[1:]; sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[0]))); "
+    "runpy.run_path(sys.argv[0], run_name='__main__')"
+)
 _LIVE: set[subprocess.Popen[str]] = set()
 
 
@@ -108,9 +110,14 @@ def _parent_death_signal(sig: int) -> Callable[[], None] | None:
     return preexec
 
 
-def spawn_sumo_program(cmd: Sequence[str | os.PathLike[str]], *, cwd: str | os.PathLike[str] | None = None,
-                       stdout: int | None = subprocess.PIPE, stderr: int | None = subprocess.PIPE,
-                       stdin: int | None = subprocess.DEVNULL) -> subprocess.Popen[str]:
+def spawn_sumo_program(
+    cmd: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    stdout: int | None = subprocess.PIPE,
+    stderr: int | None = subprocess.PIPE,
+    stdin: int | None = subprocess.DEVNULL,
+) -> subprocess.Popen[str]:
     """Start a SUMO program or tool (a ``.py`` first element) that cannot outlive this process.
 
     The child leads a process group of its own and gets a parent-death signal (Linux): SIGKILL for a program,
@@ -126,8 +133,17 @@ def spawn_sumo_program(cmd: Sequence[str | os.PathLike[str]], *, cwd: str | os.P
         argv = [sys.executable, "-c", _TOOL_BOOT, *argv]
         sig = signal.SIGTERM
     try:
-        proc = subprocess.Popen(argv, stdin=stdin, stdout=stdout, stderr=stderr, text=True, env=sumo_env(), cwd=cwd,
-                                start_new_session=True, preexec_fn=_parent_death_signal(sig))
+        proc = subprocess.Popen(
+            argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            text=True,
+            env=sumo_env(),
+            cwd=cwd,
+            start_new_session=True,
+            preexec_fn=_parent_death_signal(sig),
+        )
     except OSError as exc:
         raise SumoError(f"cannot run {argv[0]}: {exc}") from None
     _LIVE.add(proc)
@@ -150,8 +166,13 @@ def _stop_all() -> None:
         stop_sumo_program(proc)
 
 
-def run_sumo_program(cmd: Sequence[str | os.PathLike[str]], what: str, *, timeout_s: float = 3600.0,
-                     cwd: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_sumo_program(
+    cmd: Sequence[str | os.PathLike[str]],
+    what: str,
+    *,
+    timeout_s: float = 3600.0,
+    cwd: str | os.PathLike[str] | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run a SUMO program or tool to completion (:func:`spawn_sumo_program`: it dies with this process).
 
     Args:
@@ -187,5 +208,14 @@ def import_libsumo() -> ModuleType:
     return libsumo
 
 
-__all__ = ["SumoError", "import_libsumo", "run_sumo_program", "spawn_sumo_program", "stop_sumo_program", "sumo_binary",
-           "sumo_env", "sumo_home", "sumo_tool"]
+__all__ = [
+    "SumoError",
+    "import_libsumo",
+    "run_sumo_program",
+    "spawn_sumo_program",
+    "stop_sumo_program",
+    "sumo_binary",
+    "sumo_env",
+    "sumo_home",
+    "sumo_tool",
+]

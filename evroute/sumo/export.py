@@ -25,16 +25,25 @@ def _vehicle_id(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name.strip()) or "route"
 
 
-def routes_xml(routes: Mapping[str, Sequence[str]], *, vehicle: VehicleProfile | None = None, model: str = "Energy",
-               depart_gap_s: float = 60.0) -> str:
+def routes_xml(
+    routes: Mapping[str, Sequence[str]],
+    *,
+    vehicle: VehicleProfile | None = None,
+    model: str = "Energy",
+    depart_gap_s: float = 60.0,
+) -> str:
     """The text of a SUMO route file: the EV type and one vehicle per ``name -> edge ids`` route.
 
     Vehicles depart ``depart_gap_s`` apart (in the order given), each from the start of its first edge.
     """
     if not routes:
         raise ParameterError("no route to export")
-    lines = ['<?xml version="1.0" encoding="UTF-8"?>', "<!-- written by evroute -->", "<routes>",
-             ev_vtype_xml(vehicle, model=model, vtype_id=EXPORT_VTYPE)]
+    lines = [
+        '<?xml version="1.0" encoding="UTF-8"?>',
+        "<!-- written by evroute -->",
+        "<routes>",
+        ev_vtype_xml(vehicle, model=model, vtype_id=EXPORT_VTYPE),
+    ]
     used: set[str] = set()
     for k, (name, edges) in enumerate(routes.items()):
         ids = [str(e) for e in edges]
@@ -44,8 +53,10 @@ def routes_xml(routes: Mapping[str, Sequence[str]], *, vehicle: VehicleProfile |
         while vid in used:
             vid += "_"
         used.add(vid)
-        lines.append(f"    <vehicle id={quoteattr(vid)} type={quoteattr(EXPORT_VTYPE)} depart=\"{k * depart_gap_s:g}\" "
-                     f"departPos=\"0\" departSpeed=\"0\">")
+        lines.append(
+            f'    <vehicle id={quoteattr(vid)} type={quoteattr(EXPORT_VTYPE)} depart="{k * depart_gap_s:g}" '
+            f'departPos="0" departSpeed="0">'
+        )
         lines.append(f"        <route edges={quoteattr(' '.join(ids))}/>")
         lines.append("    </vehicle>")
     lines.append("</routes>")
@@ -76,8 +87,9 @@ def experiment_routes(out_dir: str | os.PathLike[str]) -> dict[str, list[str]]:
     return routes
 
 
-def export_experiment_routes(out_dir: str | os.PathLike[str], path: str | os.PathLike[str] | None = None,
-                             **kw: object) -> Path:
+def export_experiment_routes(
+    out_dir: str | os.PathLike[str], path: str | os.PathLike[str] | None = None, **kw: object
+) -> Path:
     """Write the routes of :func:`experiment_routes` to ``path`` (default ``OUT/routes.rou.xml``)."""
     out = Path(out_dir)
     return write_routes_xml(path or out / "routes.rou.xml", experiment_routes(out), **kw)

@@ -45,17 +45,25 @@ ATTRIBUTION_VERSION = 2
 METHODS = ("output", "libsumo")
 
 
-def write_vtype_file(path: str | os.PathLike[str], vehicle: VehicleProfile | None = None, *, model: str = "Energy",
-                     extra: dict[str, float] | None = None, attributes: dict[str, str] | None = None) -> Path:
+def write_vtype_file(
+    path: str | os.PathLike[str],
+    vehicle: VehicleProfile | None = None,
+    *,
+    model: str = "Energy",
+    extra: dict[str, float] | None = None,
+    attributes: dict[str, str] | None = None,
+) -> Path:
     """Write an additional file redefining SUMO's default vehicle type as the EV (see :func:`ev_vtype_xml`)."""
     p = Path(path)
-    p.write_text("<additional>\n" + ev_vtype_xml(vehicle, model=model, extra=extra, attributes=attributes)
-                 + "\n</additional>\n")
+    p.write_text(
+        "<additional>\n" + ev_vtype_xml(vehicle, model=model, extra=extra, attributes=attributes) + "\n</additional>\n"
+    )
     return p
 
 
-def steps_to_traversals(time_s: np.ndarray, vehicle: Any, lane: Any, energy_wh: np.ndarray,
-                        legal_turns: set[tuple[str, str]] | None = None) -> pd.DataFrame:
+def steps_to_traversals(
+    time_s: np.ndarray, vehicle: Any, lane: Any, energy_wh: np.ndarray, legal_turns: set[tuple[str, str]] | None = None
+) -> pd.DataFrame:
     """Cut per-step records (any order) into complete edge traversals (vectorised: millions of steps in seconds).
 
     Args:
@@ -112,9 +120,15 @@ def steps_to_traversals(time_s: np.ndarray, vehicle: Any, lane: Any, energy_wh: 
         ok_in = np.zeros(len(starts), dtype=bool)
         ok_in[1:] = ok_out[:-1]
         keep &= ok_in & ok_out
-    tr = pd.DataFrame({"vehicle": np.asarray(veh_names, dtype=object)[sv[keep]].astype(str),
-                       "edge": np.asarray(edge_names, dtype=object)[se[keep]].astype(str),
-                       "entry_s": entry[keep], "travel_s": travel[keep], "energy_wh": energy[keep]})
+    tr = pd.DataFrame(
+        {
+            "vehicle": np.asarray(veh_names, dtype=object)[sv[keep]].astype(str),
+            "edge": np.asarray(edge_names, dtype=object)[se[keep]].astype(str),
+            "entry_s": entry[keep],
+            "travel_s": travel[keep],
+            "energy_wh": energy[keep],
+        }
+    )
     return tr.sort_values(["entry_s", "vehicle"], kind="stable").reset_index(drop=True)
 
 
@@ -129,12 +143,38 @@ def net_connections(net_file: str | os.PathLike[str]) -> set[tuple[str, str]]:
     return out
 
 
-def _sumo_args(net_file: Path, route_files: Sequence[Path], vtype_file: Path, begin: float, end: float | None,
-               step_length: float, seed: int, extra: Iterable[str]) -> list[str]:
-    args = ["-n", str(net_file), "--additional-files", str(vtype_file),
-            "-r", ",".join(str(p) for p in route_files), "-b", f"{begin:g}", "--step-length", f"{step_length:g}",
-            "--seed", str(int(seed)), "--no-step-log", "true", "--no-warnings", "true",
-            "--ignore-route-errors", "true", "--duration-log.disable", "true"]
+def _sumo_args(
+    net_file: Path,
+    route_files: Sequence[Path],
+    vtype_file: Path,
+    begin: float,
+    end: float | None,
+    step_length: float,
+    seed: int,
+    extra: Iterable[str],
+) -> list[str]:
+    args = [
+        "-n",
+        str(net_file),
+        "--additional-files",
+        str(vtype_file),
+        "-r",
+        ",".join(str(p) for p in route_files),
+        "-b",
+        f"{begin:g}",
+        "--step-length",
+        f"{step_length:g}",
+        "--seed",
+        str(int(seed)),
+        "--no-step-log",
+        "true",
+        "--no-warnings",
+        "true",
+        "--ignore-route-errors",
+        "true",
+        "--duration-log.disable",
+        "true",
+    ]
     if end is not None:
         args += ["-e", f"{end:g}"]
     return args + list(extra)
@@ -186,8 +226,7 @@ def record_traversals(
             raise DataError(f"file not found: {p}")
     tmp = Path(tempfile.mkdtemp(prefix="evroute-sumo-"))
     try:
-        vt = write_vtype_file(tmp / "ev.add.xml", vehicle, model=model, extra=vtype_extra,
-                              attributes=vtype_attributes)
+        vt = write_vtype_file(tmp / "ev.add.xml", vehicle, model=model, extra=vtype_extra, attributes=vtype_attributes)
         args = _sumo_args(net, routes, vt, begin, end, step_length, seed, sumo_args)
         if method == "output":
             steps = _steps_from_output(args, tmp, timeout_s)
@@ -196,14 +235,18 @@ def record_traversals(
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     t, veh, lane, pos, energy = steps
-    return steps_to_traversals(*attribute_steps(t, veh, lane, pos, energy, lane_graph(net)),
-                               legal_turns=net_connections(net))
+    return steps_to_traversals(
+        *attribute_steps(t, veh, lane, pos, energy, lane_graph(net)), legal_turns=net_connections(net)
+    )
 
 
 def _steps_from_output(args: list[str], tmp: Path, timeout_s: float) -> tuple[np.ndarray, ...]:
     out = tmp / "battery.parquet"
-    run_sumo_program([sumo_binary("sumo"), *args, "--battery-output", str(out), "--battery-output.precision", "6"],
-                     "sumo", timeout_s=timeout_s)
+    run_sumo_program(
+        [sumo_binary("sumo"), *args, "--battery-output", str(out), "--battery-output.precision", "6"],
+        "sumo",
+        timeout_s=timeout_s,
+    )
     if not out.is_file():
         raise SumoError("sumo wrote no battery output (no vehicle of the default type was simulated)")
     cols = ["timestep_time", "vehicle_id", "vehicle_lane", "vehicle_posOnLane", "vehicle_energyConsumed"]
@@ -218,8 +261,13 @@ def _steps_from_output(args: list[str], tmp: Path, timeout_s: float) -> tuple[np
     except Exception as exc:  # noqa: BLE001 - pyarrow errors on an empty/odd file
         raise SumoError(f"cannot read SUMO's battery output: {str(exc).splitlines()[0]}") from None
     times = df["timestep_time"].cat.categories.astype(np.float64).to_numpy()[df["timestep_time"].cat.codes.to_numpy()]
-    return (times, df["vehicle_id"], df["vehicle_lane"], df["vehicle_posOnLane"].to_numpy(dtype=np.float64),
-            df["vehicle_energyConsumed"].to_numpy(dtype=np.float64))
+    return (
+        times,
+        df["vehicle_id"],
+        df["vehicle_lane"],
+        df["vehicle_posOnLane"].to_numpy(dtype=np.float64),
+        df["vehicle_energyConsumed"].to_numpy(dtype=np.float64),
+    )
 
 
 def _steps_from_libsumo(args: list[str], step_length: float, end: float | None) -> tuple[np.ndarray, ...]:
@@ -261,5 +309,12 @@ def _steps_from_libsumo(args: list[str], step_length: float, end: float | None) 
     return np.asarray(times), np.asarray(vehs), np.asarray(lanes), np.asarray(positions), np.asarray(energy)
 
 
-__all__ = ["ATTRIBUTION_VERSION", "METHODS", "TRAVERSAL_COLUMNS", "net_connections", "record_traversals",
-           "steps_to_traversals", "write_vtype_file"]
+__all__ = [
+    "ATTRIBUTION_VERSION",
+    "METHODS",
+    "TRAVERSAL_COLUMNS",
+    "net_connections",
+    "record_traversals",
+    "steps_to_traversals",
+    "write_vtype_file",
+]

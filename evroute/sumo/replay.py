@@ -81,13 +81,21 @@ def sumo_net_file(linegraph: LineGraph) -> Path:
     net = linegraph.network
     src = net.meta.get("source")
     if net.meta.get("loader") != "sumo" or not src or not Path(src).is_file():
-        raise DataError(f"network {net.name!r} was not read from a SUMO .net.xml: the SUMO environments need monaco, "
-                        "luxembourg or a .net.xml[.gz] network")
+        raise DataError(
+            f"network {net.name!r} was not read from a SUMO .net.xml: the SUMO environments need monaco, "
+            "luxembourg or a .net.xml[.gz] network"
+        )
     return Path(src)
 
 
-def probe_routes(linegraph: LineGraph, counts: np.ndarray, target: int, window_s: tuple[float, float],
-                 rng: np.random.Generator, prefix: str) -> list[tuple[float, str, list[str]]]:
+def probe_routes(
+    linegraph: LineGraph,
+    counts: np.ndarray,
+    target: int,
+    window_s: tuple[float, float],
+    rng: np.random.Generator,
+    prefix: str,
+) -> list[tuple[float, str, list[str]]]:
     """Probe trips ``(depart_s, id, [pred, edge, succ])``: ``target - counts[e]`` for every edge short of samples."""
     lg = linegraph
     ids = lg.network.edge_ids
@@ -95,8 +103,8 @@ def probe_routes(linegraph: LineGraph, counts: np.ndarray, target: int, window_s
     adj_t = adj.T.tocsr()
     out: list[tuple[float, str, list[str]]] = []
     for e in np.flatnonzero(counts < target):
-        succ = adj.indices[adj.indptr[e]:adj.indptr[e + 1]]
-        pred = adj_t.indices[adj_t.indptr[e]:adj_t.indptr[e + 1]]
+        succ = adj.indices[adj.indptr[e] : adj.indptr[e + 1]]
+        pred = adj_t.indices[adj_t.indptr[e] : adj_t.indptr[e + 1]]
         for k in range(int(target - counts[e])):
             p, s = int(rng.choice(pred)), int(rng.choice(succ))
             out.append((float(rng.uniform(*window_s)), f"{prefix}{e}_{k}", [ids[p], ids[e], ids[s]]))
@@ -110,15 +118,22 @@ def write_probe_routes(path: Path, probes: list[tuple[float, str, list[str]]]) -
 
     lines = ["<routes>"]
     for depart, vid, edges in probes:
-        lines.append(f'    <vehicle id={quoteattr(vid)} depart="{depart:.1f}" departPos="base" departSpeed="max">'
-                     f'<route edges={quoteattr(" ".join(edges))}/></vehicle>')
+        lines.append(
+            f'    <vehicle id={quoteattr(vid)} depart="{depart:.1f}" departPos="base" departSpeed="max">'
+            f"<route edges={quoteattr(' '.join(edges))}/></vehicle>"
+        )
     lines.append("</routes>")
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def record_day(linegraph: LineGraph, spec: DaySpec | None = None, *, vehicle: VehicleProfile | None = None,
-               cache_dir: str | os.PathLike[str] | None = None) -> tuple[pd.DataFrame, dict[str, object]]:
+def record_day(
+    linegraph: LineGraph,
+    spec: DaySpec | None = None,
+    *,
+    vehicle: VehicleProfile | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+) -> tuple[pd.DataFrame, dict[str, object]]:
     """The recorded day on ``linegraph``'s SUMO network: traversals of LCC edges and metadata; cached.
 
     Returns:
@@ -130,10 +145,16 @@ def record_day(linegraph: LineGraph, spec: DaySpec | None = None, *, vehicle: Ve
     net_file = sumo_net_file(linegraph)
     ids = linegraph.network.edge_ids
     physics = {k: v for k, v in vehicle.to_dict().items() if k not in ("name", "description")}
-    params = {"kind": "replay-day", "spec": asdict(spec), "vehicle": physics, "attribution": ATTRIBUTION_VERSION,
-              "edges": hashlib.sha256("\n".join(ids.tolist()).encode()).hexdigest(),
-              "route_file": None if spec.route_file is None else hashlib.sha256(
-                  Path(spec.route_file).read_bytes()).hexdigest()}
+    params = {
+        "kind": "replay-day",
+        "spec": asdict(spec),
+        "vehicle": physics,
+        "attribution": ATTRIBUTION_VERSION,
+        "edges": hashlib.sha256("\n".join(ids.tolist()).encode()).hexdigest(),
+        "route_file": None
+        if spec.route_file is None
+        else hashlib.sha256(Path(spec.route_file).read_bytes()).hexdigest(),
+    }
     out_dir = Path(cache_dir) if cache_dir is not None else sumo_cache_dir()
     key = cache_key(net_file, params)
     stem = linegraph.network.name.replace(":", "_").replace("/", "_")
@@ -145,8 +166,9 @@ def record_day(linegraph: LineGraph, spec: DaySpec | None = None, *, vehicle: Ve
     if spec.route_file is not None:
         demand = Path(spec.route_file)
     else:
-        demand = background_demand(net_file, peak_per_hour=spec.peak_per_hour, hours=spec.hours,
-                                   seed=spec.demand_seed, cache_dir=out_dir)
+        demand = background_demand(
+            net_file, peak_per_hour=spec.peak_per_hour, hours=spec.hours, seed=spec.demand_seed, cache_dir=out_dir
+        )
     index = {e: i for i, e in enumerate(ids.tolist())}
     rng = np.random.default_rng(spec.demand_seed)
     probes: list[tuple[float, str, list[str]]] = []
@@ -155,8 +177,15 @@ def record_day(linegraph: LineGraph, spec: DaySpec | None = None, *, vehicle: Ve
     try:
         while True:
             files = [demand] + ([write_probe_routes(tmp / f"probes{rounds}.rou.xml", probes)] if probes else [])
-            tr = record_traversals(net_file, files, vehicle=vehicle, model=spec.model, begin=begin,
-                                   step_length=spec.step_length, seed=spec.demand_seed)
+            tr = record_traversals(
+                net_file,
+                files,
+                vehicle=vehicle,
+                model=spec.model,
+                begin=begin,
+                step_length=spec.step_length,
+                seed=spec.demand_seed,
+            )
             tr = tr[tr["edge"].isin(index)]
             counts = np.bincount(tr["edge"].map(index).to_numpy(dtype=np.int64), minlength=len(ids))
             if counts.min() >= spec.min_samples or rounds >= spec.max_probe_rounds:
@@ -165,16 +194,27 @@ def record_day(linegraph: LineGraph, spec: DaySpec | None = None, *, vehicle: Ve
             probes += probe_routes(linegraph, counts, spec.min_samples, (begin, end - 600.0), rng, f"probe{rounds}_")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    data = pd.DataFrame({"edge": tr["edge"].map(index).to_numpy(dtype=np.int64),
-                         "entry_s": tr["entry_s"].to_numpy(), "travel_s": tr["travel_s"].to_numpy(),
-                         "energy_wh": tr["energy_wh"].to_numpy(),
-                         "probe": tr["vehicle"].str.startswith("probe").to_numpy()})
+    data = pd.DataFrame(
+        {
+            "edge": tr["edge"].map(index).to_numpy(dtype=np.int64),
+            "entry_s": tr["entry_s"].to_numpy(),
+            "travel_s": tr["travel_s"].to_numpy(),
+            "energy_wh": tr["energy_wh"].to_numpy(),
+            "probe": tr["vehicle"].str.startswith("probe").to_numpy(),
+        }
+    )
     short = np.flatnonzero(counts < spec.min_samples)
     meta: dict[str, object] = {
-        "net_file": str(net_file), "spec": asdict(spec), "traversals": int(len(data)),
-        "probe_traversals": int(data["probe"].sum()), "probe_trips": len(probes), "probe_rounds": rounds,
-        "min_samples": int(counts.min()), "median_samples": float(np.median(counts)),
-        "edges_short": int(len(short)), "edges_unsampled": int((counts == 0).sum()),
+        "net_file": str(net_file),
+        "spec": asdict(spec),
+        "traversals": int(len(data)),
+        "probe_traversals": int(data["probe"].sum()),
+        "probe_trips": len(probes),
+        "probe_rounds": rounds,
+        "min_samples": int(counts.min()),
+        "median_samples": float(np.median(counts)),
+        "edges_short": int(len(short)),
+        "edges_unsampled": int((counts == 0).sum()),
         "short_edge_ids": ids[short[:50]].tolist(),
     }
     out_dir.mkdir(parents=True, exist_ok=True)

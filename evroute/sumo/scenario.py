@@ -29,10 +29,14 @@ HOURS = np.arange(24)
 #: relative demand per hour of day (0-23), peak 1 at 8:00; a morning peak (8:00), a lower evening peak (17:30),
 #: a lunch-time shoulder and a night floor of 5 % -- the shape of urban loop-detector counts
 DAILY_PROFILE: tuple[float, ...] = tuple(
-    float(v) for v in np.round(
-        0.05 + 0.95 * np.exp(-0.5 * ((HOURS + 0.5 - 8.0) / 1.2) ** 2)
+    float(v)
+    for v in np.round(
+        0.05
+        + 0.95 * np.exp(-0.5 * ((HOURS + 0.5 - 8.0) / 1.2) ** 2)
         + 0.8 * np.exp(-0.5 * ((HOURS + 0.5 - 17.5) / 1.5) ** 2)
-        + 0.25 * np.exp(-0.5 * ((HOURS + 0.5 - 13.0) / 2.0) ** 2), 4)
+        + 0.25 * np.exp(-0.5 * ((HOURS + 0.5 - 13.0) / 2.0) ** 2),
+        4,
+    )
 )
 
 
@@ -62,8 +66,9 @@ def cache_key(net_file: str | os.PathLike[str], params: dict[str, object]) -> st
     return h.hexdigest()[:20]
 
 
-def hourly_rates(peak_per_hour: float, hours: tuple[int, int] = (0, 24),
-                 profile: tuple[float, ...] = DAILY_PROFILE) -> list[float]:
+def hourly_rates(
+    peak_per_hour: float, hours: tuple[int, int] = (0, 24), profile: tuple[float, ...] = DAILY_PROFILE
+) -> list[float]:
     """Vehicles inserted per hour for each hour in ``[hours[0], hours[1])``: ``peak_per_hour * profile[h]``."""
     check_positive("peak_per_hour", peak_per_hour)
     h0, h1 = hours
@@ -99,8 +104,13 @@ def background_demand(
         raise DataError(f"SUMO network file not found: {net}")
     rates = hourly_rates(peak_per_hour, hours, profile)
     check_positive("min_distance_m", min_distance_m, allow_zero=True)
-    params = {"kind": "background", "rates": rates, "hours": list(hours), "seed": int(seed),
-              "min_distance_m": float(min_distance_m)}
+    params = {
+        "kind": "background",
+        "rates": rates,
+        "hours": list(hours),
+        "seed": int(seed),
+        "min_distance_m": float(min_distance_m),
+    }
     out_dir = Path(cache_dir) if cache_dir is not None else sumo_cache_dir()
     stem = net.name.removesuffix(".gz").removesuffix(".xml").removesuffix(".net")
     out = out_dir / f"{stem}-demand-{cache_key(net, params)}.rou.xml"
@@ -109,10 +119,30 @@ def background_demand(
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".demand-", dir=out_dir))
     try:
-        cmd = [sumo_tool("randomTrips.py"), "-n", net.resolve(), "-o", "trips.xml", "-r", "routes.rou.xml",
-               "-b", str(hours[0] * 3600), "-e", str(hours[1] * 3600), "--insertion-rate", *map(str, rates),
-               "--seed", str(int(seed)), "--validate", "--edge-permission", "passenger",
-               "--min-distance", str(float(min_distance_m)), "--prefix", "bg"]
+        cmd = [
+            sumo_tool("randomTrips.py"),
+            "-n",
+            net.resolve(),
+            "-o",
+            "trips.xml",
+            "-r",
+            "routes.rou.xml",
+            "-b",
+            str(hours[0] * 3600),
+            "-e",
+            str(hours[1] * 3600),
+            "--insertion-rate",
+            *map(str, rates),
+            "--seed",
+            str(int(seed)),
+            "--validate",
+            "--edge-permission",
+            "passenger",
+            "--min-distance",
+            str(float(min_distance_m)),
+            "--prefix",
+            "bg",
+        ]
         run_sumo_program(cmd, f"randomTrips.py/duarouter on {net.name}", cwd=tmp)
         routes = tmp / "routes.rou.xml"
         if not routes.is_file() or routes.stat().st_size == 0:
@@ -142,5 +172,12 @@ def check_route_file(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-__all__ = ["DAILY_PROFILE", "background_demand", "cache_key", "check_route_file", "hourly_rates",
-           "sumo_cache_dir", "sumo_version"]
+__all__ = [
+    "DAILY_PROFILE",
+    "background_demand",
+    "cache_key",
+    "check_route_file",
+    "hourly_rates",
+    "sumo_cache_dir",
+    "sumo_version",
+]

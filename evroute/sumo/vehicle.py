@@ -61,8 +61,14 @@ def profile_params(vehicle: VehicleProfile, model: str = "Energy") -> dict[str, 
     return params
 
 
-def ev_vtype_xml(vehicle: VehicleProfile | None = None, *, model: str = "Energy", vtype_id: str = DEFAULT_VTYPE,
-                 extra: Mapping[str, float] | None = None, attributes: Mapping[str, str] | None = None) -> str:
+def ev_vtype_xml(
+    vehicle: VehicleProfile | None = None,
+    *,
+    model: str = "Energy",
+    vtype_id: str = DEFAULT_VTYPE,
+    extra: Mapping[str, float] | None = None,
+    attributes: Mapping[str, str] | None = None,
+) -> str:
     """One ``<vType>`` element: a passenger EV with a battery device and the ``model`` energy model.
 
     Args:
@@ -73,13 +79,20 @@ def ev_vtype_xml(vehicle: VehicleProfile | None = None, *, model: str = "Energy"
         attributes: further vType attributes, e.g. ``{"sigma": "0"}`` for a driver without speed noise.
     """
     v = vehicle or VehicleProfile()
-    params: dict[str, float | str] = {"has.battery.device": "true", "device.battery.capacity": BATTERY_WH,
-                                      "device.battery.chargeLevel": CHARGE_WH}
+    params: dict[str, float | str] = {
+        "has.battery.device": "true",
+        "device.battery.capacity": BATTERY_WH,
+        "device.battery.chargeLevel": CHARGE_WH,
+    }
     params.update(profile_params(v, model))
     params.update(SUMO_ONLY_DEFAULTS)
     params.update(extra or {})
-    attrs = {"id": vtype_id, "vClass": "passenger", "emissionClass": f"{model}/unknown" if model == "Energy"
-             else "MMPEVEM", "mass": f"{v.mass_kg:g}"}
+    attrs = {
+        "id": vtype_id,
+        "vClass": "passenger",
+        "emissionClass": f"{model}/unknown" if model == "Energy" else "MMPEVEM",
+        "mass": f"{v.mass_kg:g}",
+    }
     attrs.update(attributes or {})
     head = " ".join(f"{k}={quoteattr(str(val))}" for k, val in attrs.items())
     text = {k: f"{val:g}" if isinstance(val, float) else str(val) for k, val in params.items()}
@@ -87,5 +100,12 @@ def ev_vtype_xml(vehicle: VehicleProfile | None = None, *, model: str = "Energy"
     return f"    <vType {head}>{body}\n    </vType>"
 
 
-__all__ = ["BATTERY_WH", "CHARGE_WH", "DEFAULT_VTYPE", "ENERGY_MODELS", "SUMO_ONLY_DEFAULTS", "ev_vtype_xml",
-           "profile_params"]
+__all__ = [
+    "BATTERY_WH",
+    "CHARGE_WH",
+    "DEFAULT_VTYPE",
+    "ENERGY_MODELS",
+    "SUMO_ONLY_DEFAULTS",
+    "ev_vtype_xml",
+    "profile_params",
+]
