@@ -6,7 +6,7 @@ static matplotlib figure of the same data.  Geometry is the network's lon/lat po
 
 The HTML maps are self-contained: Leaflet's JavaScript, CSS and icons are inlined from the copy this
 package ships (``evroute/resources/leaflet``, fetched from the npm registry by
-``scripts/fetch_map_assets.py``, licence alongside), so a map renders with no network access.  Only the
+``scripts/tools/fetch_map_assets.py``, licence alongside), so a map renders with no network access.  Only the
 basemap tiles (OpenStreetMap, no API key) are loaded online; offline the routes, markers and legend
 still render on a blank background.
 """

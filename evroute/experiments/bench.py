@@ -1,4 +1,5 @@
-"""Shared helpers of the benchmark and study scripts: which networks can run here, and the machine line."""
+"""Helpers of the benchmark and study scripts (``scripts/bench/``, ``scripts/sumo/``, ``scripts/env/``): which networks
+can run here, and the machine line of a benchmark table."""
 
 from __future__ import annotations
 

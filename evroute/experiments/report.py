@@ -1,5 +1,7 @@
-"""Shared helpers of the paper-reproduction scripts (``repro_fig2.py``, ``repro_fig3.py``, ``repro_lengthscale.py``,
-``repro_maps.py``): command-line options, config construction, the sweep, aggregation, tables and figures.
+"""Reports of the paper-reproduction studies: command-line options, config construction, the sweep, aggregation,
+tables and figures shared by ``scripts/paper/`` (``repro_fig2.py``, ``repro_fig3.py``, ``repro_lengthscale.py``,
+``repro_maps.py``, ``report_fig2_exact.py``) and ``scripts/tools/summarise_runs.py``.  Statistics (mean, s.e.,
+paired differences) come from :mod:`evroute.stats` and follow its conventions (a NaN s.e. for one seed).
 
 Raw runs live under ``RUNS/<network>-<route>/<NAME>/seed_<s>/`` (ignored ``results/`` folder by default).  The
 folder of a run depends only on its route and its *name*, and a name always denotes the same configuration, so
@@ -18,6 +20,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from evroute.stats import format_mean_se, mean_se, mean_se_along, paired_differences
 
 #: Fig. 2 methods in the paper's order (model, policy).
 FIG2_METHODS = ("gp-ucb", "gp-bucb", "gp-ts", "bi-ucb", "bi-bucb", "bi-ts")
@@ -155,18 +159,6 @@ def seed_summary(run_dir: Path, seed: int) -> dict[str, Any]:
     return json.loads(p.read_text()) if p.exists() else {}
 
 
-def mean_se(values: Sequence[float]) -> tuple[float, float]:
-    """Mean and standard error (``std(ddof=1) / sqrt(n)``; nan for n < 2)."""
-    n = len(values)
-    if n == 0:
-        return math.nan, math.nan
-    m = sum(values) / n
-    if n < 2:
-        return m, math.nan
-    var = sum((v - m) ** 2 for v in values) / (n - 1)
-    return m, math.sqrt(var / n)
-
-
 def finished_frames(run_root: Path, names: Sequence[str], seeds: int) -> dict[str, Any]:
     """``name -> rounds`` of the finished seeds (``< seeds``) of each run that has any."""
     import pandas as pd
@@ -201,9 +193,8 @@ def reference_label(run_dirs: Sequence[Path]) -> str:
 
 
 def fmt(m: float, se: float) -> str:
-    if math.isnan(m):
-        return "--"
-    return f"{m:.1f} +- {se:.1f}" if not math.isnan(se) else f"{m:.1f}"
+    """``"mean +- s.e."`` with one decimal (the mean alone for one seed, ``--`` for none)."""
+    return format_mean_se(m, se, 1)
 
 
 def regret_row(run_dir: Path, seeds: int) -> tuple[float, float, int]:
@@ -249,15 +240,11 @@ def plot_curves(
     ax: Any, frames: Mapping[str, Any], column: str = "cumulative_regret_wh", *, per_seed_constant: bool = False
 ) -> None:
     """Mean +- 1 s.e. over seeds of ``column`` against the round, one line per name."""
-    import numpy as np
-
     for label, df in frames.items():
         piv = df.pivot_table(index="round", columns="seed", values=column)
         t = piv.index.to_numpy()
         y = piv.to_numpy()
-        mean = np.nanmean(y, axis=1)
-        n = np.sum(~np.isnan(y), axis=1)
-        se = np.where(n > 1, np.nanstd(y, axis=1, ddof=min(1, y.shape[1] - 1)) / np.sqrt(np.maximum(n, 1)), 0.0)
+        mean, se, _ = mean_se_along(y, axis=1)  # no band where fewer than two seeds (NaN s.e.)
         (line,) = ax.plot(t, mean, label=label, ls="--" if ELEV in label else "-")
         if not per_seed_constant:
             ax.fill_between(t, mean - se, mean + se, alpha=0.2, color=line.get_color())
@@ -355,6 +342,81 @@ def paired_lines(run_root: Path, pairs: Sequence[tuple[str, str]], seeds: int, t
         common = [s for s in sorted(set(fa) & set(fb)) if s < seeds]
         if not common:
             continue
-        d = [fa[s] - fb[s] for s in common]
-        lines.append(f"| {a} - {b} | {fmt(*mean_se(d))} | {sum(x < 0 for x in d)} of {len(d)} |")
+        p = paired_differences(fa, fb, seeds=common)
+        lines.append(f"| {a} - {b} | {fmt(p.mean, p.se)} | {p.k_lower} of {p.n} |")
     return lines
+
+
+#: The script whose command line :func:`write_runs_summary` records (also when another script calls it).
+SUMMARISE_SCRIPT = "scripts/tools/summarise_runs.py"
+
+
+def summarise_run_folder(folder: Path) -> tuple[str, dict[str, object], Any]:
+    """``(label, table row, rounds)`` of one finished experiment folder (``config.json`` + ``seed_*``).
+
+    The row: method, network, route, potential, seeds, T, final cumulative regret (Wh, mean +- s.e.), mean regret
+    per round (Wh) in the first and last fifth of the horizon, the regret reference(s) and the median round (ms).
+    """
+    import numpy as np
+
+    from evroute.experiments import load_rounds
+
+    cfg = json.loads((folder / "config.json").read_text())
+    df = load_rounds(folder)
+    horizon = int(df["round"].max())
+    fifth = max(1, horizon // 5)
+    per_round = df.groupby("round").regret_wh.mean().to_numpy()
+    final = df[df["round"] == horizon].cumulative_regret_wh.to_numpy()
+    total_ms = df[["posterior_ms", "index_ms", "oracle_ms", "update_ms"]].sum(axis=1)
+    method = f"{cfg['model'].upper()}-{cfg['policy'].upper()}"
+    label = f"{method} {cfg['network']} {cfg.get('route') or ''}".strip()
+    row = {
+        "method": method,
+        "network": cfg["network"],
+        "route": cfg.get("route") or f"{cfg['start']}->{cfg['goal']}",
+        "seeds": len(final),
+        "T": horizon,
+        "final": fmt(*mean_se(final)),
+        "first": f"{per_round[:fifth].mean():.2f}",
+        "last": f"{per_round[-fifth:].mean():.2f}",
+        "reference": "/".join(sorted(optimal_methods(folder))),
+        "potential": cfg.get("potential", "none"),
+        "ms": f"{np.median(total_ms):.2f}",
+    }
+    return label, row, df
+
+
+def write_runs_summary(folders: Sequence[Path], out: Path, title: str, argv: Sequence[str]) -> str:
+    """Write ``OUT.md`` (one :func:`summarise_run_folder` row per folder) and ``OUT.png`` (regret curves).
+
+    ``argv`` are the arguments of :data:`SUMMARISE_SCRIPT` that reproduce the files (recorded in the Markdown).
+    Returns the Markdown text.
+    """
+    from evroute.io import atomic_write_text
+
+    rows, frames = [], {}
+    for f in folders:
+        label, row, df = summarise_run_folder(Path(f))
+        rows.append(row)
+        frames[label] = df
+    fig, axes = new_axes()
+    ax = axes[0][0]
+    plot_curves(ax, frames)
+    ax.set_ylabel("cumulative regret (Wh)")
+    ax.set_title(title)
+    ax.legend()
+    png = save_fig(fig, out.with_suffix(".png"))
+    cols = ["method", "network", "route", "potential", "seeds", "T", "final", "first", "last", "reference", "ms"]
+    head = (
+        "| method | network | route | potential | seeds | T | final cumulative regret (Wh, mean +- s.e.) "
+        "| regret/round, first fifth | regret/round, last fifth | regret reference | median round (ms) |\n"
+        "|" + "---|" * len(cols) + "\n"
+    )
+    text = (
+        f"Command: `python {SUMMARISE_SCRIPT} {' '.join(argv)}`\n\n"
+        + head
+        + "".join("| " + " | ".join(str(r[c]) for c in cols) + " |\n" for r in rows)
+        + f"\n![cumulative regret]({png.name})\n"
+    )
+    atomic_write_text(out.with_suffix(".md"), text)
+    return text

@@ -2,8 +2,8 @@
 
 Usage::
 
-    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python scripts/bench_env_setup.py --markdown docs/bench_env_setup.md
-    python scripts/bench_env_setup.py --network synthetic:10000:0 --repeats 3
+    OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python scripts/bench/bench_env_setup.py --markdown docs/bench_env_setup.md
+    python scripts/bench/bench_env_setup.py --network synthetic:10000:0 --repeats 3
 
 For each environment (``paper``: the paper's GP draw, regret reference by Johnson's algorithm, which is what
 ``evroute run`` did before; ``consistent``: the same GP draw turned into non-negative reduced costs, exact
@@ -26,12 +26,11 @@ import statistics
 import time
 from pathlib import Path
 
-from _bench import machine_line
-
 from evroute.bandit import regret_reference_route
 from evroute.environments import make_environment
 from evroute.experiments import ExperimentConfig
 from evroute.experiments import runner as R
+from evroute.experiments.bench import machine_line
 from evroute.io import atomic_write_text
 from evroute.kernels.graph_matern import GraphMaternKernel
 from evroute.routes import resolve_route
@@ -75,7 +74,7 @@ def cpu_profile(network: str, top: int = 10) -> str:
     out = io.StringIO()
     pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
     return (
-        f"{machine_line()}\n`scripts/bench_env_setup.py --network {network} --profile`\n\nwhole set-up: "
+        f"{machine_line()}\n`scripts/bench/bench_env_setup.py --network {network} --profile`\n\nwhole set-up: "
         f"{cpu:.1f} s CPU, {wall:.1f} s wall\n\n" + "\n".join(out.getvalue().splitlines()[4:])
     )
 
@@ -134,7 +133,7 @@ def main() -> None:
     lines = [
         f"# Set-up time of a BI-TS run on {args.network} ({lg.n_nodes} edges)",
         "",
-        f"Command: `OMP_NUM_THREADS=1 python scripts/bench_env_setup.py --network {args.network} "
+        f"Command: `OMP_NUM_THREADS=1 python scripts/bench/bench_env_setup.py --network {args.network} "
         f"--repeats {args.repeats} --johnson-repeats {args.johnson_repeats}`",
         "",
         f"Machine: {machine_line()}.",

@@ -1,6 +1,6 @@
 """Per-round latency of GP-TS (model update, prediction over all edges, index, oracle) and peak memory.
 
-    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/bench_gp.py --networks luxembourg \
+    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/bench/bench_gp.py --networks luxembourg \
         --rounds 60 --out results/bench_gp_luxembourg.md
 
 Run one network per process: the peak RSS (``ru_maxrss``) is the process's peak so far.  ``--policy ucb``
@@ -20,7 +20,8 @@ import sys
 import time
 
 import numpy as np
-from _bench import machine_line
+
+from evroute.experiments.bench import machine_line
 
 
 def bench(network: str, rounds: int, params: dict, policy: str = "ts", route: str = "A") -> dict:

@@ -3,7 +3,7 @@
 The table of ``docs/benchmark_gp.md``::
 
     EVROUTE_DATA=/work/shared/data OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 nice -n 10 .venv/bin/python \
-        scripts/bench_gp_exact.py --networks monaco luxembourg synthetic:20000:0 synthetic:100000:0 \
+        scripts/bench/bench_gp_exact.py --networks monaco luxembourg synthetic:20000:0 synthetic:100000:0 \
         --rounds 30 --svgp-rounds 10 --repeats 2 --cell 'synthetic:20000:0/*/*=10x1' \
         'synthetic:100000:0/gp-exact/*=8x1' 'synthetic:100000:0/gp/*=0' 'synthetic:100000:0/gp/ts=5x1' \
         --out results/bench_gp_exact_final.md
@@ -27,9 +27,9 @@ import sys
 import time
 
 import numpy as np
-from _bench import machine_line
 
 from evroute.environments import DEFAULT_ENVIRONMENT
+from evroute.experiments.bench import machine_line
 
 LABEL = {"gp-exact": "exact", "gp": "SVGP"}
 

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python scripts/bench_graph_kernel.py --markdown docs/graph_kernel_bench.md
-    python scripts/bench_graph_kernel.py --networks synthetic:1000:0,luxembourg --repeats 3
+    python scripts/bench/bench_graph_kernel.py --markdown docs/graph_kernel_bench.md
+    python scripts/bench/bench_graph_kernel.py --networks synthetic:1000:0,luxembourg --repeats 3
 
 For each network: time to build the kernel with each backend (``dense`` eigendecomposition,
 ``sparse`` LU of the precision root plus the normaliser, ``eig`` with 200 eigenpairs), the time of
@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from _bench import available_networks, machine_line
 
 from evroute.environments import PaperEnvironment
+from evroute.experiments.bench import available_networks, machine_line
 from evroute.experiments.runner import load_linegraph
 from evroute.io import atomic_write_text
 from evroute.kernels import GraphMaternKernel
@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(r)
         print(r, flush=True)
     text = (
-        f"Command: `python scripts/bench_graph_kernel.py {' '.join(argv if argv is not None else sys.argv[1:])}`  \n"
+        "Command: `python scripts/bench/bench_graph_kernel.py "
+        f"{' '.join(argv if argv is not None else sys.argv[1:])}`  \n"
         f"Machine: {machine_line()}. Medians of {args.repeats} runs, seconds unless stated.\n\n"
         "| network | edges (LCC) | build dense (eigh) | build sparse (LU + normaliser) | build eig (200 pairs) "
         "| sparse K v (ms) | environment draw (auto) |\n|---|---:|---:|---:|---:|---:|---:|\n"

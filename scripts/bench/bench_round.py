@@ -2,9 +2,9 @@
 
 Usage::
 
-    python scripts/bench_round.py                       # synthetic 1k/10k/100k + monaco + luxembourg
-    python scripts/bench_round.py --networks synthetic:1000 --rounds 200 --repeats 5
-    python scripts/bench_round.py --markdown docs/benchmarks.md
+    python scripts/bench/bench_round.py                       # synthetic 1k/10k/100k + monaco + luxembourg
+    python scripts/bench/bench_round.py --networks synthetic:1000 --rounds 200 --repeats 5
+    python scripts/bench/bench_round.py --markdown docs/benchmarks.md
 
 Each (network) is measured ``--repeats`` times, each time over ``--rounds`` rounds after ``--warmup``
 rounds; the table reports the median over all measured rounds of each component (ms) and the
@@ -21,11 +21,10 @@ import sys
 import time
 from pathlib import Path
 
-from _bench import available_networks, machine_line
-
 from evroute.bandit import RoutingBandit
 from evroute.environments import PaperEnvironment
 from evroute.errors import EvrouteError
+from evroute.experiments.bench import available_networks, machine_line
 from evroute.experiments.runner import load_linegraph
 from evroute.io import atomic_write_text
 from evroute.models import BayesianEdgeModel
@@ -96,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{r['index_ms']:.2f} | {r['oracle_ms']:.2f} | {r['update_ms']:.2f} |\n"
         for n, r in rows
     )
-    cmd = "python scripts/bench_round.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    cmd = "python scripts/bench/bench_round.py " + " ".join(argv if argv is not None else sys.argv[1:])
     text = (
         f"Command: `{cmd.strip()}`  \nMachine: {machine}  \n"
         f"Medians over {args.repeats} repeats x {args.rounds} rounds (after {args.warmup} warm-up rounds), ms.\n\n"

@@ -7,7 +7,7 @@
    GP) environment, side by side in the same process; medians of the per-round environment cost (``observe`` +
    the regret's expected energy) and of the whole round.  Target: replay overhead < 1 ms.
 
-    nice -n 10 .venv/bin/python scripts/bench_sumo.py --network monaco
+    nice -n 10 .venv/bin/python scripts/bench/bench_sumo.py --network monaco
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import numpy as np
 from evroute.bandit import RoutingBandit
 from evroute.energy import VehicleProfile, elevation_potential_wh
 from evroute.environments import make_environment
+from evroute.experiments.bench import machine_line
 from evroute.experiments.runner import load_linegraph
 from evroute.models.factory import make_model
 from evroute.policies import make_policy
@@ -31,11 +32,6 @@ from evroute.routes import resolve_route
 from evroute.sumo.record import record_traversals
 from evroute.sumo.replay import sumo_net_file
 from evroute.sumo.scenario import background_demand
-
-try:
-    from _bench import machine_line
-except ImportError:  # pragma: no cover
-    from scripts._bench import machine_line
 
 
 def bench_day(network: str, peak: float, hours: tuple[int, int]) -> None:

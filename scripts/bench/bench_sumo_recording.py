@@ -4,7 +4,7 @@ Both backends simulate the same demand (``--minutes`` of background traffic at `
 ``--network``) and must return identical traversals; the script times each ``--repeats`` times, alternating,
 and prints medians.  Run under ``nice -n 10`` on the shared machine:
 
-    nice -n 10 .venv/bin/python scripts/bench_sumo_recording.py --network monaco --minutes 15 --repeats 3
+    nice -n 10 .venv/bin/python scripts/bench/bench_sumo_recording.py --network monaco --minutes 15 --repeats 3
 """
 
 from __future__ import annotations
@@ -15,14 +15,10 @@ import time
 
 import numpy as np
 
+from evroute.experiments.bench import machine_line
 from evroute.network.registry import converted_net_path, dataset_path, load_network
 from evroute.sumo.record import record_traversals
 from evroute.sumo.scenario import background_demand
-
-try:
-    from _bench import machine_line
-except ImportError:  # pragma: no cover - run from elsewhere
-    from scripts._bench import machine_line
 
 
 def main() -> None:

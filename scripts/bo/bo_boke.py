@@ -17,7 +17,7 @@ kernel with fixed lengthscale 0.2 sqrt(d) on the unit cube, sqrt(beta) = 2, stan
 (noise-free) / 0.05 (noisy); KR-UCB: alpha = 0.8, C = 1, rho = h_t; optimiser: 512 random candidates + 4 L-BFGS-B
 starts for every method.
 
-Usage: ``python scripts/bo_boke.py [--seeds N] [--full] [--skip-hpo]``; ``--full`` = 30 seeds (the paper's).
+Usage: ``python scripts/bo/bo_boke.py [--seeds N] [--full] [--skip-hpo]``; ``--full`` = 30 seeds (the paper's).
 Runs are cached in ``docs/results/boke_runs/`` so an interrupted run resumes.
 """
 
@@ -28,69 +28,32 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import shlex  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import shlex
+import sys
+import time
+import warnings
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from evroute.bo import BOKE, GPUCB, KRUCB, BOKEPlus, BoxDomain, SquaredExponential, get_function, run_policy  # noqa: E402
+from evroute.bo import BoxDomain, get_function, run_policy
+from evroute.experiments.bo_protocols import BOKE_FUNCS as FUNCS
+from evroute.experiments.bo_protocols import BOKE_METHODS as METHODS
+from evroute.experiments.bo_protocols import boke_initial_design as initial_design
+from evroute.experiments.bo_protocols import boke_make_policy as make_policy
+from evroute.experiments.bo_protocols import boke_noise_std as noise_std
+from evroute.experiments.bo_protocols import boke_run_one as run_one
+from evroute.stats import format_mean_se, standard_error
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
+OUT = Path(__file__).resolve().parents[2] / "docs" / "results"
 CACHE = OUT / "boke_runs"
-FUNCS = {
-    "forrester": ("forrester", None, 30),
-    "goldstein_price": ("goldstein_price", None, 60),
-    "six_hump_camel": ("six_hump_camel", None, 60),
-    "hartmann3": ("hartmann3", None, 90),
-    "rosenbrock4": ("rosenbrock", 4, 120),
-    "sphere6": ("sphere", 6, 150),
-}
-METHODS = ["BOKE", "BOKE+", "GP-UCB", "KR-UCB", "BOKE(vs=0.1)", "BOKE+(vs=0.1)"]
 MAIN = 4  # the first four are the paper's methods; the (vs=0.1) variants are a labelled sensitivity check
 PAPER = {
     "noise-free": "BOKE, BOKE+ competitive with GP-UCB; BOKE+ faster than BOKE on Goldstein-Price, Rosenbrock4, "
     "Sphere6; KR-UCB slow / may fail",
     "noisy": "BOKE, BOKE+ >> KR-UCB, comparable to GP-UCB, better than GP-UCB on Sphere6",
 }
-
-
-def make_policy(method: str, domain: BoxDomain, noisy: bool, seed: int):  # noqa: ANN201
-    if method.startswith("BOKE"):
-        cls = BOKEPlus if method.startswith("BOKE+") else BOKE
-        return cls(domain, varsigma=0.1 if method.endswith("(vs=0.1)") else 1.0, seed=seed)
-    if method == "KR-UCB":
-        return KRUCB(domain, seed=seed)
-    kern = SquaredExponential(0.2 * np.sqrt(domain.dim))
-    return GPUCB(domain, kernel=kern, beta=2.0, lam=0.05 if noisy else 1e-4, normalize_y=True, seed=seed)
-
-
-def noise_std(fn) -> float:  # noqa: ANN001
-    v = fn(fn.domain.sample(10000, np.random.default_rng(12345)))
-    q75, q25 = np.percentile(v, [75, 25])
-    return 0.1 * float(q75 - q25)
-
-
-def initial_design(fn, seed: int) -> np.ndarray:  # noqa: ANN001
-    """The 3d-point Latin hypercube shared by every method of one seed."""
-    return fn.domain.latin_hypercube(3 * fn.dim, np.random.default_rng([7, seed]))
-
-
-def run_one(fn, method: str, budget: int, noisy: bool, seed: int, sigma: float, init: np.ndarray):  # noqa: ANN001, ANN201
-    """One run of the protocol: ``method`` on ``fn`` after ``init``, observation noise ``sigma`` when ``noisy``."""
-    pol = make_policy(method, fn.domain, noisy, seed)
-    return run_policy(
-        pol,
-        fn.objective,
-        budget,
-        f_max=fn.f_max_objective,
-        noise_std=sigma if noisy else 0.0,
-        initial=init,
-        seed=seed + 100,
-    )
 
 
 def run_synthetic(seeds: int, methods: list[str] = METHODS) -> None:
@@ -206,11 +169,11 @@ def report(seeds: int, hpo_seeds: int, command: str) -> None:
                 reg = np.array([r["simple_regret"] for r in runs])
                 cpu = np.array([np.cumsum(r["cpu"]) for r in runs]).mean(axis=0)
                 mean = reg.mean(axis=0)
-                se = reg.std(axis=0, ddof=1) / np.sqrt(len(runs)) if len(runs) > 1 else np.zeros_like(mean)
+                se = standard_error(reg[:, -1])  # NaN for one seed: the cell shows the mean alone
                 axes[0, j].semilogy(np.arange(1, mean.size + 1), np.maximum(mean, 1e-12), label=method)
                 axes[1, j].loglog(np.maximum(cpu, 1e-4), np.maximum(mean, 1e-12), label=method)
                 finals[method] = mean[-1]
-                cells.append(f"{mean[-1]:.3g} +- {se[-1]:.2g} ({cpu[-1]:.1f}s)")
+                cells.append(f"{mean[-1]:.3g}{'' if np.isnan(se) else f' +- {se:.2g}'} ({cpu[-1]:.1f}s)")
             order = " < ".join(sorted((m for m in finals if m in METHODS[:MAIN]), key=finals.get))
             kr = [np.load(p) for p in sorted(CACHE.glob(f"{key}_{setting}_KR-UCB_*.npz"))][:seeds]
             new = [int(r["n_new"]) for r in kr if "n_new" in r.files]
@@ -235,8 +198,7 @@ def report(seeds: int, hpo_seeds: int, command: str) -> None:
         best = np.array([r["best_r2"] for r in runs])
         ax.plot(np.arange(1, best.shape[1] + 1), best.mean(axis=0), label=method)
         hpo_final[method] = best.mean(axis=0)[-1]
-        se = best.std(axis=0, ddof=1)[-1] / np.sqrt(len(runs)) if len(runs) > 1 else 0.0
-        hpo_cells.append(f"| {method} | {hpo_final[method]:.4f} +- {se:.4f} |")
+        hpo_cells.append(f"| {method} | {format_mean_se(hpo_final[method], standard_error(best[:, -1]), 4)} |")
     if hpo_cells:
         ax.set_xlabel("iteration")
         ax.set_ylabel("best 5-fold CV R^2")
@@ -273,7 +235,7 @@ def main(argv: list[str] | None = None) -> None:
     seeds = 30 if args.full else args.seeds
     hpo_seeds = args.hpo_seeds if args.hpo_seeds is not None and not args.full else seeds
     CACHE.mkdir(parents=True, exist_ok=True)
-    command = "python scripts/bo_boke.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    command = "python scripts/bo/bo_boke.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     if not args.report_only:
         run_synthetic(seeds, [m for m in args.methods.split(",") if m])
     if not args.skip_hpo and not args.report_only:

@@ -16,7 +16,7 @@ Parameters as in the paper: R^2 = 1% of the function range (5% of the mean empir
 lam = R^2, delta = 0.1, B^2 = f^T K f, gamma_t = the kernel's information-gain bound with unit constant (1 for the
 sensor tasks).  Gaussian noise N(0, R^2).  Every trial draws a new arm set and function.
 
-Usage: ``python scripts/bo_kernelized_bandits.py [--full] [--trials N] [--horizon T] [--tasks a,b]``;
+Usage: ``python scripts/bo/bo_kernelized_bandits.py [--full] [--trials N] [--horizon T] [--tasks a,b]``;
 ``--full`` = the paper's 25 trials and T = 30000.  Results are cached per (task, trial) in
 ``docs/results/kernelized_bandits_runs/`` so an interrupted run resumes.
 """
@@ -28,30 +28,20 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import shlex  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from evroute.bo import (  # noqa: E402
-    GPEI,
-    GPPI,
-    GPTS,
-    IGPUCB,
-    FiniteDomain,
-    Matern,
-    SquaredExponential,
-    SrinivasGPUCB,
-    get_function,
-    run_policy,
-)
+from evroute.experiments.bo_protocols import KB_POLICIES as POLICIES
+from evroute.experiments.bo_protocols import KB_TASKS as TASKS
+from evroute.experiments.bo_protocols import kb_make_task as make_task
+from evroute.experiments.bo_protocols import kb_run_instance as run_instance
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
-POLICIES = {"GP-UCB": SrinivasGPUCB, "IGP-UCB": IGPUCB, "GP-TS": GPTS, "GP-EI": GPEI, "GP-PI": GPPI}
-TASKS = ["rkhs-se", "rkhs-matern", "gp-se", "gp-matern", "rosenbrock", "hartmann3", "temperature", "light"]
+OUT = Path(__file__).resolve().parents[2] / "docs" / "results"
 PAPER_ORDER = {
     "rkhs-se": "IGP-UCB best, GP-TS good, GP-UCB and GP-EI/PI worse",
     "rkhs-matern": "IGP-UCB best, GP-TS good, GP-UCB and GP-EI/PI worse",
@@ -62,88 +52,6 @@ PAPER_ORDER = {
     "temperature": "GP-TS best, IGP-UCB = GP-UCB",
     "light": "GP-TS best, IGP-UCB better than GP-EI/PI",
 }
-
-
-def _sensor_field(n_sensors: int, n_train: int, n_test: int, rng: np.random.Generator, light: bool) -> tuple:
-    """Synthetic sensor readings: (train (n_train, S), test (n_test, S), locations (S, 2)).
-
-    A 40 m x 30 m room; readings = slow global trend + spatial field (SE covariance, 6 m) evolving as an AR(1)
-    process in time + per-sensor offset + measurement noise.  ``light`` uses a larger, rougher field.
-    """
-    loc = rng.random((n_sensors, 2)) * np.array([40.0, 30.0])
-    ell, amp, rho = (4.0, 60.0, 0.95) if light else (6.0, 1.5, 0.98)
-    d2 = np.sum((loc[:, None] - loc[None]) ** 2, axis=2)
-    chol = np.linalg.cholesky(amp**2 * np.exp(-d2 / (2 * ell**2)) + 1e-8 * np.eye(n_sensors))
-    offset = chol @ rng.standard_normal(n_sensors) * 0.8
-    n = n_train + n_test
-    field = np.empty((n, n_sensors))
-    state = chol @ rng.standard_normal(n_sensors)
-    for i in range(n):
-        state = rho * state + np.sqrt(1 - rho**2) * (chol @ rng.standard_normal(n_sensors))
-        field[i] = state
-    trend = (200.0 if light else 20.0) + (0.2 * amp) * np.sin(np.arange(n) * 2 * np.pi / 120)
-    noise = (0.05 * amp) * rng.standard_normal((n, n_sensors))
-    data = trend[:, None] + offset[None] + field + noise
-    return data[:n_train], data[n_train:], loc
-
-
-def make_task(task: str, trial: int) -> list[dict]:
-    """Build the problem instances (one for synthetic tasks, several test snapshots for sensor tasks)."""
-    rng = np.random.default_rng([TASKS.index(task), trial])
-    if task.startswith(("rkhs", "gp-")):
-        kern = SquaredExponential(0.2) if task.endswith("se") else Matern(0.2, nu=2.5)
-        pts = rng.random((100, 1))
-        gram = kern(pts, pts)
-        y = np.linalg.cholesky(gram + 1e-8 * np.eye(100)) @ rng.standard_normal(100)
-        f = gram @ np.linalg.solve(gram + 0.01 * np.eye(100), y) if task.startswith("rkhs") else y
-        gamma: str | float = "bound"
-        return [dict(points=pts, f=f, kernel=kern, gram=gram, prior_mean=None, r2=0.01 * np.ptp(f), gamma=gamma)]
-    if task in ("rosenbrock", "hartmann3"):
-        fn = get_function("rosenbrock", 2) if task == "rosenbrock" else get_function("hartmann3")
-        lo, hi = (np.full(2, -2.0), np.full(2, 2.0)) if task == "rosenbrock" else (fn.lower, fn.upper)
-        unit = rng.random((100 * fn.dim, fn.dim))
-        f = np.asarray(fn.objective(lo + unit * (hi - lo)))
-        kern = SquaredExponential(0.2)
-        return [
-            dict(
-                points=unit,
-                f=f,
-                kernel=kern,
-                gram=kern(unit, unit),
-                prior_mean=None,
-                r2=0.01 * np.ptp(f),
-                gamma="bound",
-            )
-        ]
-    light = task == "light"
-    n_s, n_train, n_test = (41, 601, 192) if light else (54, 600, 240)  # 5 days x 120 and 2 days x 120 snapshots
-    train, test, loc = _sensor_field(n_s, n_train, n_test, rng, light)
-    cov = np.cov(train, rowvar=False)
-    r2 = 0.05 * float(np.mean(np.diag(cov)))
-    stride = 10  # a subset of the test snapshots (each one is a test function)
-    return [
-        dict(points=loc / 40.0, f=test[i], kernel=None, gram=cov, prior_mean=train.mean(axis=0), r2=r2, gamma=1.0)
-        for i in range(0, n_test, stride)
-    ]
-
-
-def run_instance(inst: dict, name: str, horizon: int, seed: int, b_fixed: float | None = None) -> np.ndarray:
-    f, r2 = inst["f"], inst["r2"]
-    dom = FiniteDomain(inst["points"])
-    lookup = {row.tobytes(): v for row, v in zip(dom.points, f, strict=True)}
-    fc = f if inst["prior_mean"] is None else f - inst["prior_mean"]  # RKHS part of f (sensor tasks: centred)
-    b = float(np.sqrt(max(fc @ inst["gram"] @ fc, 0.0))) if b_fixed is None else b_fixed
-    kw = dict(lam=r2, prior_cov=inst["gram"], prior_mean=inst["prior_mean"], seed=seed)
-    if inst["kernel"] is not None:
-        kw["kernel"] = inst["kernel"]
-    if name in ("GP-EI", "GP-PI"):
-        pol = POLICIES[name](dom, **kw)
-    else:
-        pol = POLICIES[name](dom, B=b, R=float(np.sqrt(r2)), delta=0.1, gamma=inst["gamma"], **kw)
-    res = run_policy(
-        pol, lambda x: lookup[x.tobytes()], horizon, f_max=float(np.max(f)), noise_std=np.sqrt(r2), seed=seed + 1
-    )
-    return res.cumulative_regret
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -167,7 +75,7 @@ def main(argv: list[str] | None = None) -> None:
     cache.mkdir(parents=True, exist_ok=True)
     tasks = [t for t in args.tasks.split(",") if t]
     suffix = "" if args.b_fixed is None else f"_B{args.b_fixed:g}"
-    command = "python scripts/bo_kernelized_bandits.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    command = "python scripts/bo/bo_kernelized_bandits.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     # trial-major order: an interrupted run leaves every task with about the same number of trials
     for trial in range(0 if args.report_only else trials):
         for task in tasks:

@@ -1,12 +1,12 @@
 """Check that a change of the GP model leaves the committed BO results valid (same numbers, or a stated difference).
 
-Three slices, each run through the public policy APIs only, so the script runs unchanged on older versions of
-:mod:`evroute.bo`:
+Three slices, each run through the public policy APIs of :mod:`evroute.bo` (the study protocols come from
+:mod:`evroute.experiments.bo_protocols`; a version without that module has them in ``scripts/bo_*.py``):
 
-* ``kernelized``: trials of ``scripts/bo_kernelized_bandits.py`` (all eight tasks, all five GP policies, the
+* ``kernelized``: trials of ``scripts/bo/bo_kernelized_bandits.py`` (all eight tasks, all five GP policies, the
   committed horizons: 30,000 on E1/E2, 5,000 on E3, 1,000 per sensor snapshot) re-run and compared with the
   committed per-trial files in ``docs/results/kernelized_bandits_runs/``;
-* ``boke``: GP-UCB runs of ``scripts/bo_boke.py`` (the only BOKE-paper method with a GP) re-run and compared with
+* ``boke``: GP-UCB runs of ``scripts/bo/bo_boke.py`` (the only BOKE-paper method with a GP) re-run and compared with
   ``docs/results/boke_runs/``;
 * ``tv``: every time-varying policy of :mod:`evroute.bo.timevarying` run for ``--tv-steps`` steps on a deterministic
   clock (``t`` advances by ``1 + 0.002 |D|^2`` s per step, so BOLT's ``n*`` binds) on Ackley-3 with seeded noise;
@@ -15,8 +15,8 @@ Three slices, each run through the public policy APIs only, so the script runs u
 
 Usage::
 
-    python scripts/bo_model_equivalence.py --slices tv --dump /tmp/tv_ref.npz          # on the old version
-    python scripts/bo_model_equivalence.py --slices kernelized,boke,tv --compare /tmp/tv_ref.npz
+    python scripts/bo/bo_model_equivalence.py --slices tv --dump /tmp/tv_ref.npz          # on the old version
+    python scripts/bo/bo_model_equivalence.py --slices kernelized,boke,tv --compare /tmp/tv_ref.npz
 
 Prints, per slice, the number of arrays compared, how many are bit-identical and the largest absolute difference;
 ``--report PATH`` also writes these lines, with the command, to a Markdown file.
@@ -29,17 +29,19 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import importlib.util  # noqa: E402
-import platform  # noqa: E402
-import shlex  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import platform
+import shlex
+import sys
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+from evroute.bo import get_function
+from evroute.experiments import bo_protocols as P
+
+ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
 LINES: list[str] = []  # everything printed, for --report
 
@@ -47,13 +49,6 @@ LINES: list[str] = []  # everything printed, for --report
 def _say(line: str) -> None:
     print(line, flush=True)
     LINES.append(line)
-
-
-def _load_script(name: str):  # noqa: ANN202
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
 
 
 def _report(label: str, pairs: list[tuple[str, np.ndarray, np.ndarray]]) -> bool:
@@ -68,18 +63,17 @@ def _report(label: str, pairs: list[tuple[str, np.ndarray, np.ndarray]]) -> bool
 
 
 def kernelized(trials: list[int], tasks: list[str]) -> bool:
-    kb = _load_script("bo_kernelized_bandits")
-    horizons = {t: 30000 for t in kb.TASKS} | {"rosenbrock": 5000, "hartmann3": 5000}
+    horizons = {t: 30000 for t in P.KB_TASKS} | {"rosenbrock": 5000, "hartmann3": 5000}
     horizons |= {"temperature": 1000, "light": 1000}
     pairs = []
     for trial in trials:
         for task in tasks:
             done = len(pairs)
             ref = np.load(RESULTS / "kernelized_bandits_runs" / f"{task}_T{horizons[task]}_trial{trial}.npz")
-            insts = kb.make_task(task, trial)
-            for name in kb.POLICIES:
+            insts = P.kb_make_task(task, trial)
+            for name in P.KB_POLICIES:
                 curve = np.mean(
-                    [kb.run_instance(i, name, horizons[task], 1000 * trial + k) for k, i in enumerate(insts)], axis=0
+                    [P.kb_run_instance(i, name, horizons[task], 1000 * trial + k) for k, i in enumerate(insts)], axis=0
                 )
                 pairs.append((f"{task} trial {trial} {name}", curve, ref[name]))
             _report(f"  {task} trial {trial}", pairs[done:])
@@ -87,15 +81,14 @@ def kernelized(trials: list[int], tasks: list[str]) -> bool:
 
 
 def boke(seeds: list[int], funcs: list[str]) -> bool:
-    bk = _load_script("bo_boke")
     pairs = []
     for seed in seeds:
         for key in funcs:
-            name, dim, budget = bk.FUNCS[key]
-            fn = bk.get_function(name, dim)
-            sigma = bk.noise_std(fn)
+            name, dim, budget = P.BOKE_FUNCS[key]
+            fn = get_function(name, dim)
+            sigma = P.boke_noise_std(fn)
             for noisy in (False, True):
-                res = bk.run_one(fn, "GP-UCB", budget, noisy, seed, sigma, bk.initial_design(fn, seed))
+                res = P.boke_run_one(fn, "GP-UCB", budget, noisy, seed, sigma, P.boke_initial_design(fn, seed))
                 setting = "noisy" if noisy else "clean"
                 ref = np.load(RESULTS / "boke_runs" / f"{key}_{setting}_GP-UCB_{seed}.npz")
                 pairs.append((f"{key} {setting} seed {seed}", res.simple_regret, ref["simple_regret"]))
@@ -103,7 +96,6 @@ def boke(seeds: list[int], funcs: list[str]) -> bool:
 
 
 def tv_runs(steps: int) -> dict[str, np.ndarray]:
-    from evroute.bo import get_function
     from evroute.bo.timevarying import ALGORITHMS, make_policy
 
     fn = get_function("ackley", 3)
@@ -139,10 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     slices = set(args.slices.split(","))
     ok = True
     if "kernelized" in slices:
-        kb_tasks = args.tasks.split(",") if args.tasks else _load_script("bo_kernelized_bandits").TASKS
+        kb_tasks = args.tasks.split(",") if args.tasks else P.KB_TASKS
         ok &= kernelized([int(s) for s in args.trials.split(",")], kb_tasks)
     if "boke" in slices:
-        ok &= boke([int(s) for s in args.seeds.split(",")], list(_load_script("bo_boke").FUNCS))
+        ok &= boke([int(s) for s in args.seeds.split(",")], list(P.BOKE_FUNCS))
     if "tv" in slices:
         runs = tv_runs(args.tv_steps)
         if args.dump:
@@ -152,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
             ref = np.load(args.compare)
             ok &= _report("time-varying policies", [(k, runs[k], ref[k]) for k in ref.files])
     if args.report:
-        command = "python scripts/bo_model_equivalence.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+        args_text = " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+        command = f"python scripts/bo/bo_model_equivalence.py {args_text}"
         head = [
             "# Same numbers after a change of the GP model (generated)",
             "",

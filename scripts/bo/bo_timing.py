@@ -7,7 +7,7 @@ iteration (the ``O(n^3) + O(m n^2)`` cost model of the paper).  All methods use 
 (512 random candidates + 4 L-BFGS-B starts, so ``m`` is about the same).  Growth exponents are least-squares slopes
 of ``log time`` on ``log n`` for ``n >= 400``.
 
-Usage: ``python scripts/bo_timing.py [--sizes 100,200,...] [--repeats 3]``.
+Usage: ``python scripts/bo/bo_timing.py [--sizes 100,200,...] [--repeats 3]``.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import shlex  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import shlex
+import sys
+import time
+from pathlib import Path
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from evroute.bo import BOKE, GPUCB, KRUCB, BOKEPlus, SquaredExponential, get_function  # noqa: E402
+from evroute.bo import BOKE, GPUCB, KRUCB, BOKEPlus, SquaredExponential, get_function
 
-OUT = Path(__file__).resolve().parents[1] / "docs" / "results"
+OUT = Path(__file__).resolve().parents[2] / "docs" / "results"
 METHODS = ["BOKE", "BOKE+", "KR-UCB", "GP-UCB (rank-one)", "GP-UCB (full refit)"]
 
 
@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
-    command = "python scripts/bo_timing.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    command = "python scripts/bo/bo_timing.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     table = {m: [] for m in METHODS}
     for n in sizes:
         for m in METHODS:

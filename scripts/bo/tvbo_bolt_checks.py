@@ -8,7 +8,8 @@
    increasing cubic with a negative coefficient, fitted on n <= 200, compare R(400) and n* with those of an
    unconstrained least-squares fit and of the truth.
 
-Usage: ``python scripts/tvbo_bolt_checks.py [--cases 200] [--out runs/tvbo]``; writes docs/results/tvbo_bolt_checks.md.
+Usage: ``python scripts/bo/tvbo_bolt_checks.py [--cases 200] [--out runs/tvbo]``; writes
+docs/results/tvbo_bolt_checks.md.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="runs/tvbo")
     ap.add_argument("--results", default="docs/results")
     args = ap.parse_args(argv)
-    command = "python scripts/tvbo_bolt_checks.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
+    command = "python scripts/bo/tvbo_bolt_checks.py " + " ".join(shlex.quote(a) for a in (argv or sys.argv[1:]))
     same, ratios = random_cases(args.cases)
     md = [
         "# BOLT checks: exact Eq. 12 vs the W-DBO bound; the response-time cubic",

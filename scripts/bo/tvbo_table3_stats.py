@@ -1,26 +1,22 @@
-"""Derived statistics quoted in docs/results/tvbo_table3.md, from the per-run files of ``scripts/tvbo_table3.py``.
+"""Derived statistics quoted in docs/results/tvbo_table3.md, from the per-run files of ``scripts/bo/tvbo_table3.py``.
 
-Usage: ``python scripts/tvbo_table3_stats.py [--out runs/tvbo] [--seeds 0 1]``.  Prints, for the complete
+Usage: ``python scripts/bo/tvbo_table3_stats.py [--out runs/tvbo] [--seeds 0 1]``.  Prints, for the complete
 replications among ``--seeds``: wins, mean rank and last places per algorithm (on the per-problem mean regrets,
-rescored as in ``tvbo_table3.py``), BOLT's rank per problem, the per-problem regret ranges, the number of ET-GP-UCB
-resets (steps where its data set shrinks), BOLT's largest single-step removal, peak and minimum |D| after the peak,
-and the final |D| of BOLT and W-DBO.
+rescored as in ``scripts/bo/tvbo_table3.py``), BOLT's rank per problem, the per-problem regret ranges, the number
+of ET-GP-UCB resets (steps where its data set shrinks), BOLT's largest single-step removal, peak and minimum |D|
+after the peak, and the final |D| of BOLT and W-DBO.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from tvbo_table3 import rescore  # noqa: E402
-
-from evroute.bo.timevarying.experiment import REDUCED  # noqa: E402
-from evroute.bo.timevarying.report import ALGO_LABELS, load_runs, normalised_scores, summary_table  # noqa: E402
+from evroute.bo.timevarying.experiment import REDUCED
+from evroute.bo.timevarying.report import ALGO_LABELS, load_runs, normalised_scores, summary_table
+from evroute.experiments.bo_protocols import tvbo_rescore as rescore
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,8 +2,8 @@
 
 Usage::
 
-    EVROUTE_DATA=/work/shared/data OMP_NUM_THREADS=1 nice -n 10 .venv/bin/python scripts/consistent_env_moments.py \\
-        --markdown docs/results/consistent_env.md
+    EVROUTE_DATA=/work/shared/data OMP_NUM_THREADS=1 nice -n 10 \\
+        .venv/bin/python scripts/env/consistent_env_moments.py --markdown docs/results/consistent_env.md
 
 For each network the paper's perturbation covariance ``C`` is built once (dense), ``--draws`` joint draws
 ``g = L z`` are taken from its Cholesky factor, and each draw is turned into both environments exactly as
@@ -23,12 +23,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from _bench import available_networks, machine_line
 
 from evroute.energy import elevation_potential_wh, network_energy_wh
 from evroute.environments import ConsistentConfig, make_environment
 from evroute.environments.consistent import lognormal_reduced_costs
 from evroute.environments.paper import _cholesky, prior_covariance
+from evroute.experiments.bench import available_networks, machine_line
 from evroute.experiments.runner import load_linegraph
 from evroute.io import atomic_write_text
 from evroute.oracle import has_negative_cycle
@@ -111,7 +111,7 @@ def main() -> None:
     lines = [
         "# The consistent environment against the paper's GP environment (measured)",
         "",
-        f"Command: `python scripts/consistent_env_moments.py --networks {args.networks} --draws {args.draws} "
+        f"Command: `python scripts/env/consistent_env_moments.py --networks {args.networks} --draws {args.draws} "
         f"--seeds {args.seeds}`",
         "",
         f"Machine: {machine_line()}.",

@@ -2,8 +2,8 @@
 
 Usage::
 
-    python scripts/regret_reference_study.py --markdown docs/regret_study.md
-    python scripts/regret_reference_study.py --networks synthetic:2000:0 --seeds 3 --horizon 100
+    python scripts/env/regret_reference_study.py --markdown docs/regret_study.md
+    python scripts/env/regret_reference_study.py --networks synthetic:2000:0 --seeds 3 --horizon 100
 
 For each network, route A and environment seed: the share of edges with negative true expected energy,
 raw and after subtracting the elevation potential; whether a negative cycle is reachable from the start
@@ -20,11 +20,11 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from _bench import available_networks
 
 from evroute.bandit import RoutingBandit, regret_reference_route
 from evroute.energy import elevation_potential_wh
 from evroute.environments import PaperEnvironment
+from evroute.experiments.bench import available_networks
 from evroute.experiments.runner import load_linegraph
 from evroute.io import atomic_write_text
 from evroute.models import BayesianEdgeModel
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         "ref_elevation",
         "late_regret_elevation",
     ]
-    cmd = "python scripts/regret_reference_study.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    cmd = "python scripts/env/regret_reference_study.py " + " ".join(argv if argv is not None else sys.argv[1:])
     text = (
         f"Command: `{cmd}`\n\nRoute A, BI-TS, T = {args.horizon}; "
         "late regret = mean regret per round (Wh) over the last quarter.\n\n"

@@ -1,7 +1,8 @@
 """Fig. 2 with the exact GP next to the committed SVGP results: paired per-seed differences and distinct edges.
 
-    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/repro_fig2.py --gp-model gp-exact --workers 2 --tag _exact
-    .venv/bin/python scripts/report_fig2_exact.py          # writes docs/results/fig2_exact_table.md
+    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/paper/repro_fig2.py --gp-model gp-exact --workers 2 \\
+        --tag _exact
+    .venv/bin/python scripts/paper/report_fig2_exact.py          # writes docs/results/fig2_exact_table.md
 
 Reads the exact-GP and BI runs under RUNS/<network>-<route>/ (``GP-EXACT-*``, ``BI-*``; BI is re-run by the first
 command, deterministic per seed) and the SVGP per-seed final regrets from the committed ``docs/results/fig2_table.md``
@@ -17,8 +18,10 @@ import json
 import re
 from pathlib import Path
 
-import _repro as R
 import pandas as pd
+
+from evroute.experiments import report as R
+from evroute.stats import mean_se, paired_differences
 
 ROUTES = [("luxembourg", "A"), ("luxembourg", "B"), ("monaco", "A"), ("monaco", "B")]
 POLICIES = ("UCB", "BUCB", "TS")
@@ -80,12 +83,10 @@ def late_regret(run_dir: Path) -> str:
 
 
 def paired(a: dict[int, float], b: dict[int, float]) -> str:
-    common = sorted(set(a) & set(b))
-    if not common:
+    p = paired_differences(a, b)
+    if not p.n:
         return "--"
-    d = [a[s] - b[s] for s in common]
-    n_lower = sum(x < 0 for x in d)
-    return f"{R.fmt(*R.mean_se(d))} ({n_lower} of {len(d)})"
+    return f"{R.fmt(p.mean, p.se)} ({p.k_lower} of {p.n})"
 
 
 def main() -> None:
@@ -119,8 +120,8 @@ def main() -> None:
                 notes.append(f"* {label} BI-{pol}: re-run seeds {sorted(bi)} equal the committed values (to 1 Wh)")
             bi = {**{k: v for k, v in bi_c.items() if k < args.seeds}, **bi}  # committed where not re-run
             mean_rows.append(
-                f"| {label} | {pol} | {R.fmt(*R.mean_se(list(ex.values())))} ({len(ex)}) | "
-                f"{R.fmt(*R.mean_se(list(sv.values())))} | {R.fmt(*R.mean_se(list(bi.values())))} |"
+                f"| {label} | {pol} | {R.fmt(*mean_se(list(ex.values())))} ({len(ex)}) | "
+                f"{R.fmt(*mean_se(list(sv.values())))} | {R.fmt(*mean_se(list(bi.values())))} |"
             )
             pair_rows.append(f"| {label} | {pol} | {paired(ex, sv)} | {paired(ex, bi)} | {paired(sv, bi_c)} |")
             de, db = distinct_edges(runs / key / f"GP-EXACT-{pol}"), distinct_edges(runs / key / f"BI-{pol}")
@@ -150,11 +151,12 @@ def main() -> None:
         [
             "# Fig. 2 with the exact GP (`--model gp-exact`) next to the SVGP and BI",
             "",
-            f"Command: `{R.command_line()}` (after `scripts/repro_fig2.py --gp-model gp-exact --workers 2 --tag _exact`)",
+            f"Command: `{R.command_line()}` "
+            "(after `scripts/paper/repro_fig2.py --gp-model gp-exact --workers 2 --tag _exact`)",
             "",
             "Final cumulative regret at T = 500 (Wh, rectified reference), mean +- s.e. over the finished seeds "
-            "(count in brackets; SVGP: the committed 5 seeds of `fig2_table.md`; BI: the re-run seeds, else the committed "
-            "values of the same seeds -- same environment and reference):",
+            "(count in brackets; SVGP: the committed 5 seeds of `fig2_table.md`; BI: the re-run seeds, else the "
+            "committed values of the same seeds -- same environment and reference):",
             "",
             "| route | policy | exact GP | SVGP (M = 1000) | BI |",
             "|---|---|---|---|---|",
@@ -167,14 +169,15 @@ def main() -> None:
             "|---|---|---|---|---|",
             *pair_rows,
             "",
-            "Distinct edges driven per seed (min-max over the finished seeds; T = 500; BI only where re-run; the SVGP's "
-            "per-seed counts are not committed, `maps.md` has all-seed totals):",
+            "Distinct edges driven per seed (min-max over the finished seeds; T = 500; BI only where re-run; the "
+            "SVGP's per-seed counts are not committed, `maps.md` has all-seed totals):",
             "",
             "| route | policy | exact GP | BI | exact GP: mean regret per round, rounds 401-500 (Wh) |",
             "|---|---|---|---|---|",
             *edge_rows,
             "",
-            "Per-round latency of the exact GP inside the grid (ms; 2 worker processes, 1 thread each, shared machine):",
+            "Per-round latency of the exact GP inside the grid (ms; 2 worker processes, 1 thread each, shared "
+            "machine):",
             "",
             "| route | policy | median total | mean total | median update | rounds | time in refit/refresh rounds |",
             "|---|---|---|---|---|---|---|",

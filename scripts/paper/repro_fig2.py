@@ -3,7 +3,7 @@
 Paper protocol (the defaults): routes Luxembourg A/B and Monaco A/B, 5 seeds, T = 500, M = 1000, Algorithm 2 as
 published (``--potential none``):
 
-    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/repro_fig2.py
+    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/paper/repro_fig2.py
 
 Reduced protocols use --routes/--seeds/--horizon/--model-param n_inducing=...; results are resumable (re-run the
 same command).  ``--elevation-methods`` also runs those methods with the elevation potential (our improvement,
@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import _repro as R
+from evroute.experiments import report as R
+from evroute.stats import mean_se
 
 #: paired comparisons behind the paper's claims (GP vs BI per policy; TS vs UCB/BUCB; BUCB vs UCB)
 PAIRS = [
@@ -139,7 +140,7 @@ def main() -> None:
         cells = []
         for network, route in routes:
             v = cref[R.route_key(network, route)].get(name, [])
-            cells.append(R.fmt(*R.mean_se(v)) + ("" if len(v) in (0, args.seeds) else f" ({len(v)} seeds)"))
+            cells.append(R.fmt(*mean_se(v)) + ("" if len(v) in (0, args.seeds) else f" ({len(v)} seeds)"))
         common.append(f"| {name} | " + " | ".join(cells) + " |")
     R.write_markdown(
         docs / f"fig2_table{args.tag}.md",
@@ -155,7 +156,8 @@ def main() -> None:
             "",
             *reg,
             "",
-            "Median per-round latency in ms (total = model update + posterior + index + oracle; all seeds, all rounds):",
+            "Median per-round latency in ms (total = model update + posterior + index + oracle; all seeds, all "
+            "rounds):",
             "",
             *tim,
             "",

@@ -3,7 +3,7 @@ and 0.5 x beta_t: cumulative regret (mean +- 1 s.e.) and the beta_t each policy 
 
 Paper protocol (the defaults): 5 seeds, T = 500, M = 1000, Algorithm 2 as published:
 
-    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/repro_fig3.py --routes monaco:A
+    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/paper/repro_fig3.py --routes monaco:A
 
 Runs are shared with repro_fig2.py (same --runs folder): GP-UCB and GP-BUCB (xi = 1, omega = 1) are Fig. 2's
 runs under the same names, so only GP-UCB (0.5 beta) and GP-BUCB (xi = 0.5) are new.  Writes
@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import _repro as R
+from evroute.experiments import report as R
+from evroute.stats import mean_se
 
 #: name -> (method, policy parameters, label in the figure)
 VARIANTS = {
@@ -87,7 +88,7 @@ def main() -> None:
             "",
             "| variant | final regret (Wh) |",
             "|---|---|",
-            *[f"| {variants[n][2]} | {R.fmt(*R.mean_se(finals[n]))} |" for n in variants if n in finals],
+            *[f"| {variants[n][2]} | {R.fmt(*mean_se(finals[n]))} |" for n in variants if n in finals],
             "",
             *R.paired_lines(
                 runs / key,

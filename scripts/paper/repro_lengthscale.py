@@ -9,7 +9,7 @@ The l = 1 runs are Fig. 2's (the default environment), shared through the same -
 
 Paper protocol (the defaults): 5 seeds, T = 500, M = 1000, Algorithm 2 as published:
 
-    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/repro_lengthscale.py --routes monaco:A
+    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/paper/repro_lengthscale.py --routes monaco:A
 
 Writes docs/results/lengthscale_<network>_<route><tag>.png and docs/results/lengthscale_table<tag>.md.
 """
@@ -19,7 +19,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import _repro as R
+from evroute.experiments import report as R
+from evroute.stats import mean_se
 
 METHODS = ("gp-bucb", "gp-ts", "bi-bucb", "bi-ts")
 DEFAULT_LENGTHSCALE = 1.0  # EnvironmentConfig().lengthscale
@@ -115,7 +116,7 @@ def main() -> None:
         }
         for meth in args.methods:
             cells = [
-                R.fmt(*R.mean_se(per_ls[ls].get(run_name(meth, ls, args.fixed_model_lengthscale), [])))
+                R.fmt(*mean_se(per_ls[ls].get(run_name(meth, ls, args.fixed_model_lengthscale), [])))
                 for ls in args.lengthscales
             ]
             common.append(f"| {network} {route} | {meth.upper()} | " + " | ".join(cells) + " |")

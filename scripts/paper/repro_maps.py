@@ -1,6 +1,6 @@
 """Paper Figs. 6-9: exploration maps per method and route from finished runs (folium HTML + PNG).
 
-    .venv/bin/python scripts/repro_maps.py --runs results/repro --docs docs/results/maps
+    .venv/bin/python scripts/paper/repro_maps.py --runs results/repro --docs docs/results/maps
 
 Reads the RUNS/<network>-<route>/<METHOD>/ folders written by repro_fig2.py (``--methods``, default the six Fig. 2
 methods), counts how often each edge was driven (all finished seeds, or ``--seed``), and writes
@@ -15,7 +15,7 @@ import argparse
 import json
 from pathlib import Path
 
-import _repro as R
+from evroute.experiments import report as R
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ Methods (``MODEL-POLICY``): ``kr-ts`` / ``kr-ucb`` (kernel-regression edge model
 ``routeset-ts`` / ``routeset-ucb`` (GP-TS / IGP-UCB over the 20 prior-shortest routes), ``bi-ts`` and ``gp-ts``.
 Paper protocol: T = 500, 5 seeds, here on the Monaco routes A and B (resumable; re-run the same command):
 
-    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/repro_routing_reuse.py
+    EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/paper/repro_routing_reuse.py
 
 Writes OUT/<network>-<route>/<METHOD>/... (raw runs), docs/results/routing_reuse_<network>_<route>.png (all methods),
 routing_reuse_<network>_<route>_edge_models.png (without the route-set baseline, whose spread hides the others) and
@@ -23,6 +23,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from evroute.stats import format_mean_se, json_float, mean_se
 
 DEFAULT_METHODS = ["bi-ts", "kr-ts", "kr-ucb", "routeset-ts", "routeset-ucb", "gp-ts"]
 COST_COLUMNS = ["posterior_ms", "index_ms", "oracle_ms", "update_ms"]
@@ -83,7 +85,7 @@ def main() -> None:
                     "method": name,
                     "final": summary["final_cumulative_regret_wh"],
                     "mean": summary["mean_final_regret_wh"],
-                    "se": summary["se_final_regret_wh"],
+                    "se": json_float(summary["se_final_regret_wh"]),  # None (n = 1) stays None
                     "median_ms": float(cost.median()),
                     "p90_ms": float(cost.quantile(0.9)),
                     "floor": floor,
@@ -119,10 +121,10 @@ def main() -> None:
         bi = finals.get((r["route"], "BI-TS"))
         diff = ""
         if bi is not None and r["method"] != "BI-TS" and len(bi) == len(r["final"]) > 1:
-            d = np.asarray(r["final"]) - bi
-            diff = f"{d.mean():.1f} +- {d.std(ddof=1) / np.sqrt(len(d)):.1f}"
+            diff = format_mean_se(*mean_se(np.asarray(r["final"]) - bi))
+        se_cell = "--" if r["se"] is None else f"{r['se']:.1f}"  # one seed: no s.e.
         lines.append(
-            f"| {r['route']} | {r['method']} | {r['mean']:.1f} | {r['se']:.1f} | {diff} | {r['late']:.2f} "
+            f"| {r['route']} | {r['method']} | {r['mean']:.1f} | {se_cell} | {diff} | {r['late']:.2f} "
             f"| {floor} | {r['median_ms']:.2f} | {r['p90_ms']:.2f} |"
         )
     (docs / f"routing_reuse_table{args.tag}.md").write_text("\n".join(lines) + "\n")

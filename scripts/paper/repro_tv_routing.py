@@ -8,7 +8,7 @@ RUNS/<network>-<route>/<METHOD>/ through the experiment runner (re-run the same 
 docs/results/tv_routing_generated.md (table with the command) and docs/results/tv_routing.png (regret per round and
 per-round model latency vs round).
 
-    OMP_NUM_THREADS=1 .venv/bin/python scripts/repro_tv_routing.py
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/paper/repro_tv_routing.py
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-from evroute.experiments.config import ExperimentConfig  # noqa: E402
-from evroute.experiments.runner import load_rounds, run_experiment  # noqa: E402
+from evroute.experiments.config import ExperimentConfig
+from evroute.experiments.runner import load_rounds, run_experiment
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 METHODS = {"GP-TV-TS": "gp-tv", "GP-TS": "gp", "BI-TS": "bi"}
 
 
@@ -66,7 +66,7 @@ def main() -> None:
     ap.add_argument("--runs", default="results/tv_routing")
     ap.add_argument("--out", default=str(ROOT / "docs" / "results"))
     args = ap.parse_args()
-    command = "OMP_NUM_THREADS=1 .venv/bin/python scripts/repro_tv_routing.py " + shlex.join(sys.argv[1:])
+    command = "OMP_NUM_THREADS=1 .venv/bin/python scripts/paper/repro_tv_routing.py " + shlex.join(sys.argv[1:])
 
     import matplotlib
 

@@ -12,13 +12,13 @@ cd "$(dirname "$0")/.."
 export EVROUTE_DATA=${EVROUTE_DATA:-/work/shared/data} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 common=(--env consistent --potential elevation --gp-model gp-exact --runs results/consistent --tag _consistent
         --workers 2 --seeds 5 --horizon 500 --model-param refit_first=0)
-fig2() { nice -n 10 .venv/bin/python scripts/repro_fig2.py "${common[@]}" "$@"; }
+fig2() { nice -n 10 .venv/bin/python scripts/paper/repro_fig2.py "${common[@]}" "$@"; }
 fig2 --routes synthetic:2000:0:A
 fig2 --routes monaco:A monaco:B
-nice -n 10 .venv/bin/python scripts/repro_fig3.py "${common[@]}" --routes synthetic:2000:0:A
+nice -n 10 .venv/bin/python scripts/paper/repro_fig3.py "${common[@]}" --routes synthetic:2000:0:A
 fig2 --routes luxembourg:A luxembourg:B --methods bi-ucb bi-bucb bi-ts
 fig2 --routes luxembourg:A luxembourg:B --methods gp-ts
-nice -n 10 .venv/bin/python scripts/repro_lengthscale.py "${common[@]}" --routes synthetic:2000:0:A \
+nice -n 10 .venv/bin/python scripts/paper/repro_lengthscale.py "${common[@]}" --routes synthetic:2000:0:A \
     --methods gp-ts bi-ts --lengthscales 0.5 1.0 2.0
 fig2 --routes luxembourg:A luxembourg:B --methods gp-bucb
 fig2 --routes luxembourg:A luxembourg:B --methods gp-ucb

@@ -1,11 +1,11 @@
 """Bandit study on SUMO energy: route learners in the ``sumo-replay`` environment (resumable).
 
 Runs ``evroute run --env sumo-replay`` for every (network, route, model, policy) asked, into
-``RUNS/<network>-<route>/<model>-<policy>``, then writes ``DOCS/sumo_bandit_<network>-<route>.md`` (the
-:mod:`summarise_runs` table and figure) plus paired per-seed differences against ``--baseline`` and, per policy,
-of every further model against the first one (e.g. ``GP-EXACT-UCB - BI-UCB``).
+``RUNS/<network>-<route>/<model>-<policy>``, then writes ``DOCS/sumo_bandit_<network>-<route>.md`` (the table and
+figure of ``scripts/tools/summarise_runs.py``) plus paired per-seed differences against ``--baseline`` and, per
+policy, of every further model against the first one (e.g. ``GP-EXACT-UCB - BI-UCB``).
 
-    nice -n 10 .venv/bin/python scripts/sumo_bandit_study.py --networks monaco --routes A --models bi gp-exact \\
+    nice -n 10 .venv/bin/python scripts/sumo/sumo_bandit_study.py --networks monaco --routes A --models bi gp-exact \\
         --policies ts bucb ucb --seeds 5 --horizon 500
 """
 
@@ -21,13 +21,10 @@ import pandas as pd
 from evroute.energy import VehicleProfile
 from evroute.experiments import ExperimentConfig, run_experiment
 from evroute.experiments.output import output_lock
+from evroute.experiments.report import write_runs_summary
 from evroute.experiments.runner import prepare_output, run_seed
 from evroute.io import atomic_write_text
-
-try:
-    import summarise_runs
-except ImportError:  # pragma: no cover
-    from scripts import summarise_runs
+from evroute.stats import format_mean_se, mean_se, paired_differences
 
 
 def _value(text: str) -> object:
@@ -53,10 +50,8 @@ def _paired_rows(finals: dict[str, dict[int, float]], pairs: list[tuple[str, str
     """``| a - b | mean difference +- s.e. | seeds where a is lower / seeds |`` over the seeds both ran."""
     lines = []
     for a, b in pairs:
-        seeds = sorted(set(finals[a]) & set(finals[b]))
-        d = np.array([finals[a][s] - finals[b][s] for s in seeds])
-        se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
-        lines.append(f"| {a} - {b} | {d.mean():+.1f} +- {se:.1f} | {int((d < 0).sum())} / {len(d)} |")
+        p = paired_differences(finals[a], finals[b])
+        lines.append(f"| {a} - {b} | {format_mean_se(p.mean, p.se, signed=True)} | {p.k_lower} / {p.n} |")
     return lines
 
 
@@ -135,9 +130,8 @@ def common_reference_table(
         "|---|---|---|---|---|",
     ]
     for lab, v in shifted.items():
-        d = np.array(list(v.values()))
-        se = d.std(ddof=1) / np.sqrt(len(d)) if len(d) > 1 else 0.0
-        per_round = d.mean() / cfg.horizon
+        m, se = mean_se(list(v.values()))
+        per_round = m / cfg.horizon
         above = per_round - (rect.cost - r_star)
         last = (
             np.mean(
@@ -150,7 +144,7 @@ def common_reference_table(
             )
             - rect.cost
         )
-        lines.append(f"| {lab} | {d.mean():.1f} +- {se:.1f} | {per_round:.1f} | {above:+.1f} | {last:+.1f} |")
+        lines.append(f"| {lab} | {format_mean_se(m, se)} | {per_round:.1f} | {above:+.1f} | {last:+.1f} |")
     base = models[0].upper()
     pairs = [(f"{m.upper()}-{p.upper()}", f"{base}-{p.upper()}") for m in models[1:] for p in policies]
     pairs = [(a, b) for a, b in pairs if a in shifted and b in shifted]
@@ -242,16 +236,10 @@ def write_tables(
     stem = Path(args.docs) / f"sumo_bandit_{network}-{route}{args.tag}"
     n_seeds = sorted({len(v) for v in done.values()})
     seeds_text = f"{n_seeds[0]} seeds" if len(n_seeds) == 1 else f"{n_seeds[0]}-{n_seeds[-1]} seeds"
-    summarise_runs.main(
-        [
-            *map(str, folders.values()),
-            "--out",
-            str(stem),
-            "--title",
-            f"sumo-replay, {network} {route}, T={args.horizon}, {seeds_text}",
-        ]
-    )
-    text = stem.with_suffix(".md").read_text()
+    title = f"sumo-replay, {network} {route}, T={args.horizon}, {seeds_text}"
+    argv = [*map(str, folders.values()), "--out", str(stem), "--title", title]
+    text = write_runs_summary(list(folders.values()), stem, title, argv)
+    print(text)
     if len(n_seeds) > 1:
         text += (
             "\nSeeds completed per method (the study was stopped before every method had all of them): "

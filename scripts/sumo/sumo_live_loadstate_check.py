@@ -10,17 +10,19 @@ simulation and whether it arrived:
 
 The same state is visited twice (slots 150, 170, 150): a correct reload gives the same energy both times::
 
-    python scripts/sumo_live_loadstate_check.py
+    python scripts/sumo/sumo_live_loadstate_check.py
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 import numpy as np
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)  # no options; --help
     from evroute.bandit import regret_reference_route
     from evroute.environments import make_environment
     from evroute.experiments.runner import load_linegraph

@@ -6,7 +6,7 @@ day's mean), the RMS and mean of (bin mean - whole-day mean) over those edges ne
 alone would give (bin means of traversals that do not depend on the time of day), and the true energy of the
 named route's perfect-knowledge rectified route in that bin.  Prints a Markdown table.
 
-    nice -n 10 .venv/bin/python scripts/sumo_tod_profile.py --network monaco --route A --bin-hours 1
+    nice -n 10 .venv/bin/python scripts/sumo/sumo_tod_profile.py --network monaco --route A --bin-hours 1
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ the gap is split with two refinements of Eq. 8: the auxiliaries (``constantPower
 time) and Eq. 8 at the measured mean speed instead of the speed limit.  Writes ``docs/results/sumo_validation.md``
 (tables) and ``docs/results/sumo_validation_*.png``; the simulations are cached, so a rerun only re-plots.
 
-    nice -n 10 .venv/bin/python scripts/sumo_validation.py --networks monaco luxembourg
+    nice -n 10 .venv/bin/python scripts/sumo/sumo_validation.py --networks monaco luxembourg
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from evroute.energy import VehicleProfile, edge_energy_wh, network_energy_wh, travel_time_s
+from evroute.experiments.bench import machine_line
 from evroute.experiments.runner import load_linegraph
 from evroute.oracle import RouteOracle, optimal_route
 from evroute.routes import resolve_route
@@ -34,11 +35,6 @@ from evroute.sumo.record import ATTRIBUTION_VERSION, record_traversals
 from evroute.sumo.replay import DaySpec, probe_routes, record_day, sumo_net_file, write_probe_routes
 from evroute.sumo.scenario import cache_key, sumo_cache_dir
 from evroute.sumo.vehicle import SUMO_ONLY_DEFAULTS
-
-try:
-    from _bench import machine_line
-except ImportError:  # pragma: no cover
-    from scripts._bench import machine_line
 
 OUT = Path("docs/results")
 
@@ -266,7 +262,7 @@ def write_report(results: list[dict[str, object]], args: argparse.Namespace) -> 
     lines = [
         "# Eq. 8 vs SUMO: validation of the physics prior",
         "",
-        "Command: `nice -n 10 .venv/bin/python scripts/sumo_validation.py --networks "
+        "Command: `nice -n 10 .venv/bin/python scripts/sumo/sumo_validation.py --networks "
         f"{' '.join(args.networks)} --probes {args.probes} --peak {args.peak:g}`",
         "",
         f"Machine: {machine_line()}",

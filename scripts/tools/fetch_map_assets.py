@@ -1,7 +1,7 @@
 """Fetch (or refresh) the Leaflet files that evroute inlines into its HTML maps, from the npm registry.
 
-    .venv/bin/python scripts/fetch_map_assets.py            # fetch, verify, write evroute/resources/leaflet/
-    .venv/bin/python scripts/fetch_map_assets.py --check    # only verify the shipped copy against MANIFEST.json
+    .venv/bin/python scripts/tools/fetch_map_assets.py            # fetch, verify, write evroute/resources/leaflet/
+    .venv/bin/python scripts/tools/fetch_map_assets.py --check    # only verify the shipped copy against MANIFEST.json
 
 Reproducible: the package version and its npm ``dist.integrity`` (SHA-512 of the tarball) are pinned below;
 ``npm pack`` downloads the tarball, the script refuses it unless its SHA-512 matches, then copies the files the
@@ -38,7 +38,7 @@ FILES = {
     "package/dist/images/marker-icon-2x.png": "images/marker-icon-2x.png",
     "package/dist/images/marker-shadow.png": "images/marker-shadow.png",
 }
-TARGET = Path(__file__).resolve().parents[1] / "evroute" / "resources" / "leaflet"
+TARGET = Path(__file__).resolve().parents[2] / "evroute" / "resources" / "leaflet"
 
 
 def sha256(path: Path) -> str:
