@@ -284,6 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from evroute.experiments import ExperimentConfig, run_experiment
+    from evroute.stats import format_mean_se
 
     base: dict[str, Any] = ExperimentConfig.from_file(args.config).to_dict() if args.config else {}
     over = {
@@ -338,8 +339,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )[path.name]
     print(
         f"{summary['label']} on {cfg.network} route {summary['route']}: T={cfg.horizon}, "
-        f"{len(cfg.seeds)} seed(s), final cumulative regret {summary['mean_final_regret_wh']:.2f} "
-        f"+- {summary['se_final_regret_wh']:.2f} Wh (mean +- s.e.)"
+        f"{len(cfg.seeds)} seed(s), final cumulative regret "
+        f"{format_mean_se(summary['mean_final_regret_wh'], summary['se_final_regret_wh'], 2)} Wh (mean +- s.e.)"
     )
     print(f"regret reference: {regret_reference_text(summary, out)}")
     if args.sumo_routes:
@@ -377,6 +378,7 @@ def regret_reference_text(summary: dict[str, Any], out: str | Path) -> str:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from evroute.experiments.sweep import load_grid, run_sweep
+    from evroute.stats import format_mean_se
 
     configs = load_grid(args.grid)
     if not configs:
@@ -392,13 +394,15 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     width = max(len(n) for n in out)
     print(f"{'run':<{width}}  {'method':<10} final cumulative regret (Wh, mean +- s.e.)")
     for name, s in out.items():
-        print(f"{name:<{width}}  {s['label']:<10} {s['mean_final_regret_wh']:.2f} +- {s['se_final_regret_wh']:.2f}")
+        final = format_mean_se(s["mean_final_regret_wh"], s["se_final_regret_wh"], 2)
+        print(f"{name:<{width}}  {s['label']:<10} {final}")
     print(f"results: {args.out}")
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from evroute.experiments import ExperimentConfig, load_rounds, run_experiment
+    from evroute.stats import format_mean_se
     from evroute.viz import plot_regret
 
     seeds = _parse_seeds(args.seeds)
@@ -437,7 +441,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     png = plot_regret(frames, out / "regret.png", title=f"{args.network}, route A, T={args.horizon}")
     print(f"{'method':<12} {'final regret (Wh)':>22} {'mean regret/round, 2nd half (Wh)':>34}")
     for label, m, se, late in sorted(rows, key=lambda r: r[1]):
-        print(f"{label:<12} {m:>12.2f} +- {se:<7.2f} {late:>34.3f}")
+        print(f"{label:<12} {format_mean_se(m, se, 2):>22} {late:>34.3f}")
     print(f"plot: {png}")
     return 0
 

@@ -17,11 +17,14 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def regret_curves(rounds: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Mean and standard error over seeds of the cumulative regret: ``(rounds, mean, se)``."""
+    """Mean and standard error over seeds of the cumulative regret: ``(rounds, mean, se)``, each ``(n_rounds,)``.
+
+    The s.e. follows :mod:`evroute.stats` (NaN where fewer than two seeds reached the round: no band is drawn).
+    """
+    from evroute.stats import mean_se_along
+
     piv = rounds.pivot_table(index="round", columns="seed", values="cumulative_regret_wh")
-    mean = piv.mean(axis=1).to_numpy()
-    n = piv.shape[1]
-    se = piv.std(axis=1, ddof=1).to_numpy() / np.sqrt(n) if n > 1 else np.zeros_like(mean)
+    mean, se, _ = mean_se_along(piv.to_numpy(), axis=1)
     return piv.index.to_numpy(), mean, se
 
 

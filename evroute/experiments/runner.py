@@ -46,6 +46,7 @@ from evroute.models.factory import is_learner, make_learner, make_model
 from evroute.oracle import EXACT_METHODS
 from evroute.policies import make_policy
 from evroute.routes import RouteSpec, resolve_route
+from evroute.stats import json_float, standard_error
 from evroute.validation import call_checked
 
 RECORD_FIELDS = [f.name for f in fields(RoundRecord)]
@@ -348,7 +349,7 @@ def _run_locked(
         "final_cumulative_regret_wh": final.tolist(),
         "mean_final_regret_wh": float(final.mean()),
         "regret_reference": reference_statement(summaries),
-        "se_final_regret_wh": float(final.std(ddof=1) / np.sqrt(len(final))) if len(final) > 1 else 0.0,
+        "se_final_regret_wh": json_float(standard_error(final)),  # null for one seed (evroute.stats)
     }
     atomic_write_json(out / "summary.json", agg)
     return agg

@@ -1,9 +1,9 @@
 """Summaries of saved runs: the Table 3 reproduction (average regret +- s.e., normalised overall score) and figures.
 
 ``average regret`` of a run = mean of its instantaneous regrets over all queries (initial design included);
-the table gives its mean +- standard error (ddof = 1) over replications.  The overall score follows the paper's
-Fig. 3: per problem the best algorithm scores 0 and the worst 1 (linear in between), averaged over problems
-(+- s.e. over problems).
+the table gives its mean +- standard error over replications (:mod:`evroute.stats`: ddof = 1, none for one
+replication).  The overall score follows the paper's Fig. 3: per problem the best algorithm scores 0 and the worst
+1 (linear in between), averaged over problems (+- s.e. over problems).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import pandas as pd
 
 from evroute.bo.timevarying.policies import ALGORITHMS
 from evroute.bo.timevarying.problems import PROBLEM_LABELS
+from evroute.stats import format_mean_se, standard_error
 
 __all__ = ["PAPER_TABLE3", "load_runs", "normalised_scores", "ranking_comparison", "summary_table", "write_figures"]
 
@@ -84,7 +85,7 @@ def summary_table(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
     probs, algs = _order(df)
     g = df.groupby(["problem", "algorithm"])["avg_regret"]
     means = g.mean().unstack()[algs].loc[probs]
-    ses = (g.std(ddof=1) / np.sqrt(g.count())).unstack()[algs].loc[probs].fillna(np.nan)
+    ses = g.agg(standard_error).unstack()[algs].loc[probs]  # NaN for one replication (evroute.stats)
     counts = g.count().unstack()[algs].loc[probs]
 
     def fmt(v: float) -> str:
@@ -100,9 +101,9 @@ def summary_table(df: pd.DataFrame) -> tuple[str, pd.DataFrame]:
             cells.append(f"**{cell}**" if a == best else cell)
         lines.append(f"| {PROBLEM_LABELS[p]} | " + " | ".join(cells) + " |")
     norm = normalised_scores(means)
-    overall_m, overall_s = norm.mean(axis=0), norm.std(axis=0, ddof=1) / np.sqrt(len(probs))
+    overall_m, overall_s = norm.mean(axis=0), norm.agg(standard_error, axis=0)
     best = overall_m.idxmin()
-    cells = [f"{overall_m[a]:.2f} ± {overall_s[a]:.2f}" for a in algs]
+    cells = [format_mean_se(overall_m[a], overall_s[a], 2, " ± ") for a in algs]
     cells = [f"**{c}**" if a == best else c for a, c in zip(algs, cells, strict=True)]
     lines.append("| Overall (normalised) | " + " | ".join(cells) + " |")
     return "\n".join(lines), means
