@@ -180,7 +180,7 @@ def boke_run_one(
     pol = boke_make_policy(method, fn.domain, noisy, seed)
     return run_policy(
         pol,
-        fn.objective,
+        lambda x: float(fn.objective(x)),  # run_policy takes float(objective(x)) too: same values
         budget,
         f_max=fn.f_max_objective,
         noise_std=sigma if noisy else 0.0,
