@@ -26,6 +26,7 @@ import numpy as np
 
 from evroute.experiments.config import ExperimentConfig
 from evroute.experiments.runner import load_rounds, run_experiment
+from evroute.stats import format_mean_se
 
 ROOT = Path(__file__).resolve().parents[2]
 METHODS = {"GP-TV-TS": "gp-tv", "GP-TS": "gp", "BI-TS": "bi"}
@@ -111,7 +112,7 @@ def main() -> None:
             lines.append(
                 f"| {name} | "
                 + " | ".join(f"{v:.2f}" for v in w)
-                + f" | {summary['mean_final_regret_wh']:.0f} +- {summary['se_final_regret_wh']:.0f}"
+                + f" | {format_mean_se(summary['mean_final_regret_wh'], summary['se_final_regret_wh'], 0)}"
                 + f" | {wl[0]:.1f} | {wl[-1]:.1f} |"
             )
             rounds = np.arange(1, len(mean_reg) + 1)

@@ -217,8 +217,8 @@ def main() -> None:
             for cfg, out in cfgs.values():
                 s = run_experiment(cfg, out, workers=args.workers, progress=False)
                 print(
-                    f"{network} {route} {cfg.label}: {s['mean_final_regret_wh']:.1f} +- "
-                    f"{s['se_final_regret_wh']:.1f} Wh",
+                    f"{network} {route} {cfg.label}: "
+                    f"{format_mean_se(s['mean_final_regret_wh'], s['se_final_regret_wh'])} Wh",
                     flush=True,
                 )
             write_tables(network, route, {lab: out for lab, (_, out) in cfgs.items()}, cfg, args)
