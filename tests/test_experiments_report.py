@@ -158,3 +158,13 @@ def test_boke_initial_design_is_a_latin_hypercube() -> None:
     for j in range(fn.dim):  # one point in each of the n strata of every coordinate
         assert sorted(np.floor(u[:, j] * n).astype(int).tolist()) == list(range(n))
     assert np.array_equal(x, bo_protocols.boke_initial_design(fn, seed=4))
+
+
+def test_one_seed_summary_has_no_standard_error(tmp_path: Path) -> None:
+    from evroute.experiments import ExperimentConfig, run_experiment
+
+    cfg = ExperimentConfig(network="synthetic:400:2", route="A", model="bi", policy="ts", horizon=5, seeds=(0,))
+    s = run_experiment(cfg, tmp_path / "one", progress=False)
+    on_disk = json.loads((tmp_path / "one" / "summary.json").read_text())
+    assert s["se_final_regret_wh"] is None and on_disk["se_final_regret_wh"] is None  # JSON null, not 0 or NaN
+    assert on_disk["mean_final_regret_wh"] == on_disk["final_cumulative_regret_wh"][0]
