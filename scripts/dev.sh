@@ -30,6 +30,6 @@ case "$cmd" in
   setup) ;;
   demo) exec evroute demo "$@" ;;
   test) exec python -m pytest -q -n 2 "$@" ;;
-  docs) NO_MKDOCS_2_WARNING=1 exec python -m mkdocs build --strict --quiet "$@" ;;
+  docs) NO_MKDOCS_2_WARNING=1 exec python -m mkdocs build --strict "$@" ;;
   *) echo "unknown command: $cmd (use demo, test, docs or setup)" >&2; exit 2 ;;
 esac
