@@ -2,6 +2,7 @@
 # One-command set-up and entry points.  Usage:
 #   bash scripts/dev.sh demo    # create .venv with pinned dependencies, then run `evroute demo`
 #   bash scripts/dev.sh test    # create .venv with pinned dependencies, then run the whole test suite
+#   bash scripts/dev.sh docs    # create .venv with pinned dependencies, then build the documentation site (strict) into site/
 #   bash scripts/dev.sh setup   # only create/refresh .venv
 # Needs only Python 3.11 (python3.11 or python3 on PATH), git and a C compiler.
 set -euo pipefail
@@ -29,5 +30,6 @@ case "$cmd" in
   setup) ;;
   demo) exec evroute demo "$@" ;;
   test) exec python -m pytest -q -n 2 "$@" ;;
-  *) echo "unknown command: $cmd (use demo, test or setup)" >&2; exit 2 ;;
+  docs) NO_MKDOCS_2_WARNING=1 exec python -m mkdocs build --strict "$@" ;;
+  *) echo "unknown command: $cmd (use demo, test, docs or setup)" >&2; exit 2 ;;
 esac
