@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import numpy as np
@@ -233,3 +234,58 @@ def test_calibration_recovers_known_parameters():
 def test_calibration_rejects_unknown_parameters():
     with pytest.raises(ParameterError, match="fit parameters"):
         calibrate(_synthetic_trips(VehicleProfile(), 0, 1), VehicleProfile(), ("mass_kg",))
+
+
+# --- evroute learn ----------------------------------------------------------------------------------------------
+
+
+def _run_cli(args: list[str]):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "evroute", "learn", *args], capture_output=True, text=True)
+
+
+def _write_trip(tmp_path: Path, truth: VehicleProfile, seed: int) -> Path:
+    tr = _synthetic_trips(truth, seed, k=1)[0]
+    rows = [HEADER] + [
+        f"{t:g},{float(v) * 3.6!r},{float(z)!r},{float(s)!r},33.9,-6.7"
+        for t, v, z, s in zip(tr.t_s, tr.speed_mps, tr.altitude_m, tr.soc_pct, strict=True)
+    ]
+    return _write(tmp_path, rows, name=f"trip{seed}.csv")
+
+
+def test_learn_calibrates_and_saves_a_loadable_profile(tmp_path):
+    truth = VehicleProfile(propulsion_efficiency=0.8, auxiliary_power_w=400.0)
+    logs = [str(_write_trip(tmp_path, truth, s)) for s in (1, 2)]
+    out = tmp_path / "fit.json"
+    res = _run_cli(
+        [*logs, "--calibrate", "--fit", "propulsion_efficiency,auxiliary_power_w", "--save-vehicle", str(out)]
+    )
+    assert res.returncode == 0, res.stderr
+    fitted = VehicleProfile.load(out)
+    assert fitted.propulsion_efficiency == pytest.approx(0.8, rel=1e-3)
+    assert fitted.aux_w == pytest.approx(400.0, rel=1e-3)
+    res = _run_cli([*logs, "--vehicle", str(out), "--json"])
+    trips = json.loads(res.stdout)["trips"]
+    assert all(abs(t["error_pct"]) < 0.05 for t in trips)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--columns", "bogus"], "--columns must be one of"),
+        (["--column", "speed"], "--column must be KEY=NAME"),
+        (["--column", "color=red"], "--column key 'color' unknown"),
+        (["--fit", "mass_kg"], "--fit must name parameters"),
+        (["--window-s", "0"], "--window-s must be > 0"),
+        (["--vehicle", "nope"], "vehicle profile 'nope' not found"),
+    ],
+)
+def test_learn_bad_input_writes_nothing(tmp_path, extra, message):
+    log = _write_trip(tmp_path, VehicleProfile(), 3)
+    out = tmp_path / "fit.json"
+    res = _run_cli([str(log), "--calibrate", "--save-vehicle", str(out), *extra])
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and message in res.stderr and "Traceback" not in res.stderr
+    assert not out.exists()
