@@ -138,12 +138,28 @@ def edge_energy_wh(
         + mg * v.rolling_resistance * length_m * cos_a
         + 0.5 * v.drag_coefficient * v.front_area_m2 * v.air_density_kgpm3 * length_m * speed_mps**2
     )
-    wh = np.where(mech_j >= 0, mech_j / v.propulsion_efficiency, mech_j * v.recuperation_efficiency) / 3600.0
+    if (v.auxiliary_power_w is not None or v.max_regen_power_kw is not None) and np.any(speed_mps <= 0):
+        raise ParameterError("speeds must be > 0 with auxiliary power or a regeneration limit (travel time l / v)")
+    return battery_energy_wh(mech_j, length_m / speed_mps, v)
+
+
+def battery_energy_wh(wheel_j: np.ndarray, duration_s: np.ndarray, vehicle: VehicleProfile) -> np.ndarray:
+    """Battery energy (Wh) that pays for work ``wheel_j`` at the wheels over ``duration_s``: the battery side of
+    Eq. 8, shared by the edge model (:func:`edge_energy_wh`) and the trace model (:mod:`evroute.traces.energy`).
+
+    ``W / eta+`` when ``W >= 0``, ``W eta-`` when recuperating, the latter capped at ``max_regen_power_kw`` over the
+    duration, plus ``auxiliary_power_w`` over the duration.
+
+    Args:
+        wheel_j: ``(n,)`` work at the wheels (J).
+        duration_s: ``(n,)`` durations (s); used only with auxiliary power or a regeneration limit.
+        vehicle: the profile (efficiencies, ``auxiliary_power_w``, ``max_regen_power_kw``).
+    """
+    v = vehicle
+    wh = np.where(wheel_j >= 0, wheel_j / v.propulsion_efficiency, wheel_j * v.recuperation_efficiency) / 3600.0
     if v.auxiliary_power_w is None and v.max_regen_power_kw is None:
         return wh
-    if np.any(speed_mps <= 0):
-        raise ParameterError("speeds must be > 0 with auxiliary power or a regeneration limit (travel time l / v)")
-    hours = length_m / speed_mps / 3600.0
+    hours = np.asarray(duration_s, dtype=np.float64) / 3600.0
     if v.max_regen_power_kw is not None:
         wh = np.maximum(wh, -1000.0 * v.max_regen_power_kw * hours)
     return wh + v.aux_w * hours
@@ -183,6 +199,7 @@ def travel_time_s(length_m: np.ndarray, speed_mps: np.ndarray) -> np.ndarray:
 
 __all__ = [
     "VehicleProfile",
+    "battery_energy_wh",
     "edge_energy_wh",
     "elevation_potential_wh",
     "network_energy_wh",

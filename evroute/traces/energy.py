@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.ndimage import median_filter
 
-from evroute.energy import VehicleProfile
+from evroute.energy import VehicleProfile, battery_energy_wh
 from evroute.errors import ParameterError, check_positive
 from evroute.traces.reader import Trace
 
@@ -144,12 +144,8 @@ def trace_energy(
     rolling = m * g * vehicle.rolling_resistance * ds
     drag = 0.5 * vehicle.air_density_kgpm3 * vehicle.drag_coefficient * vehicle.front_area_m2 * vbar**2 * ds
     wheel = kinetic + potential + rolling + drag
-    battery_j = np.where(wheel >= 0, wheel / vehicle.propulsion_efficiency, wheel * vehicle.recuperation_efficiency)
-    if vehicle.max_regen_power_kw is not None:
-        battery_j = np.maximum(battery_j, -1000.0 * vehicle.max_regen_power_kw * dt)
-    battery_j = battery_j + vehicle.aux_w * dt
     return TraceEnergy(
-        battery_wh=battery_j / 3600.0,
+        battery_wh=battery_energy_wh(wheel, dt, vehicle),
         wheel_j=wheel,
         kinetic_j=kinetic,
         potential_j=potential,
