@@ -279,6 +279,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("config", help="the configuration schema")
     csub = p.add_subparsers(dest="config_command", required=True)
     csub.add_parser("schema", help="print the configuration schema (Markdown, generated from the validation layer)")
+
+    from evroute.cli_learn import add_learn_parser
+
+    add_learn_parser(sub)
     return parser
 
 
@@ -557,6 +561,8 @@ def _os_error_text(exc: OSError) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from evroute.cli_learn import cmd_learn
+
     parser = build_parser()
     args = parser.parse_args(_split_negative_values(parser, list(sys.argv[1:] if argv is None else argv)))
     handlers = {
@@ -567,6 +573,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "info": _cmd_info,
         "data": _cmd_data,
         "config": _cmd_config,
+        "learn": cmd_learn,
     }
     try:
         return handlers[args.command](args)

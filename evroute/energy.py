@@ -6,6 +6,17 @@
 
 ``l`` is the edge length (m), ``v`` the driving speed (m/s, the speed limit by default) and
 ``sin(a)`` the incline (rise over length).  Downhill edges can have negative energy.
+
+Two battery-side refinements of the vehicle profile (both off by default, so the numbers above are unchanged):
+
+* auxiliary power ``P_aux`` (W; heating, air conditioning): ``+ P_aux l / v / 3600`` Wh on every edge (the
+  auxiliaries run for the travel time ``l / v``);
+* maximum regeneration power ``P_regen`` (kW): the recovered energy of an edge is at most what the motor can
+  recover in its travel time, ``E >= -1000 P_regen l / v / 3600`` Wh.
+
+Both keep ``E - k dz >= 0`` (:func:`elevation_potential_wh`): the auxiliaries add a positive term and the cap only
+raises negative energies.  The battery itself (capacity, usable window) does not enter Eq. 8; it turns route
+energies into states of charge (:mod:`evroute.driver`).
 """
 
 from __future__ import annotations
@@ -36,14 +47,38 @@ class VehicleProfile:
     gravity_mps2: float = 9.82
     air_density_kgpm3: float = 1.2
     description: str = ""
+    #: battery capacity (Wh); default SUMO's battery device default (35 kWh)
+    battery_capacity_wh: float = 35000.0
+    #: usable window of the state of charge (fractions of the capacity): the battery management keeps the charge
+    #: within ``[min_soc, max_soc]``
+    min_soc: float = 0.0
+    max_soc: float = 1.0
+    #: constant auxiliary power (W); None: not modelled (Eq. 8 adds nothing, SUMO keeps its own 100 W default)
+    auxiliary_power_w: float | None = None
+    #: maximum regeneration power (kW) capping the recovered energy of an edge; None: no limit
+    max_regen_power_kw: float | None = None
 
     def __post_init__(self) -> None:
-        for f in ("mass_kg", "front_area_m2", "gravity_mps2", "propulsion_efficiency"):
+        for f in ("mass_kg", "front_area_m2", "gravity_mps2", "propulsion_efficiency", "battery_capacity_wh"):
             check_positive(f, getattr(self, f))
         for f in ("rolling_resistance", "drag_coefficient", "air_density_kgpm3", "recuperation_efficiency"):
             check_positive(f, getattr(self, f), allow_zero=True)
         if self.propulsion_efficiency > 1 or self.recuperation_efficiency > 1:
             raise ParameterError("efficiencies must be in (0, 1]")
+        for f in ("auxiliary_power_w", "max_regen_power_kw"):
+            if getattr(self, f) is not None:
+                check_positive(f, getattr(self, f), allow_zero=True)
+        check_positive("min_soc", self.min_soc, allow_zero=True)
+        check_positive("max_soc", self.max_soc)
+        if not self.min_soc < self.max_soc <= 1:
+            raise ParameterError(
+                f"need 0 <= min_soc < max_soc <= 1, got min_soc {self.min_soc}, max_soc {self.max_soc}"
+            )
+
+    @property
+    def aux_w(self) -> float:
+        """Auxiliary power used by Eq. 8 (W): ``auxiliary_power_w`` or 0."""
+        return float(self.auxiliary_power_w or 0.0)
 
     @classmethod
     def load(cls, name_or_path: str | Path = "sumo_ev") -> VehicleProfile:
@@ -103,7 +138,31 @@ def edge_energy_wh(
         + mg * v.rolling_resistance * length_m * cos_a
         + 0.5 * v.drag_coefficient * v.front_area_m2 * v.air_density_kgpm3 * length_m * speed_mps**2
     )
-    return np.where(mech_j >= 0, mech_j / v.propulsion_efficiency, mech_j * v.recuperation_efficiency) / 3600.0
+    if (v.auxiliary_power_w is not None or v.max_regen_power_kw is not None) and np.any(speed_mps <= 0):
+        raise ParameterError("speeds must be > 0 with auxiliary power or a regeneration limit (travel time l / v)")
+    return battery_energy_wh(mech_j, length_m / speed_mps, v)
+
+
+def battery_energy_wh(wheel_j: np.ndarray, duration_s: np.ndarray, vehicle: VehicleProfile) -> np.ndarray:
+    """Battery energy (Wh) that pays for work ``wheel_j`` at the wheels over ``duration_s``: the battery side of
+    Eq. 8, shared by the edge model (:func:`edge_energy_wh`) and the trace model (:mod:`evroute.traces.energy`).
+
+    ``W / eta+`` when ``W >= 0``, ``W eta-`` when recuperating, the latter capped at ``max_regen_power_kw`` over the
+    duration, plus ``auxiliary_power_w`` over the duration.
+
+    Args:
+        wheel_j: ``(n,)`` work at the wheels (J).
+        duration_s: ``(n,)`` durations (s); used only with auxiliary power or a regeneration limit.
+        vehicle: the profile (efficiencies, ``auxiliary_power_w``, ``max_regen_power_kw``).
+    """
+    v = vehicle
+    wh = np.where(wheel_j >= 0, wheel_j / v.propulsion_efficiency, wheel_j * v.recuperation_efficiency) / 3600.0
+    if v.auxiliary_power_w is None and v.max_regen_power_kw is None:
+        return wh
+    hours = np.asarray(duration_s, dtype=np.float64) / 3600.0
+    if v.max_regen_power_kw is not None:
+        wh = np.maximum(wh, -1000.0 * v.max_regen_power_kw * hours)
+    return wh + v.aux_w * hours
 
 
 def network_energy_wh(network, vehicle: VehicleProfile | None = None) -> np.ndarray:  # network: RoadNetwork
@@ -140,6 +199,7 @@ def travel_time_s(length_m: np.ndarray, speed_mps: np.ndarray) -> np.ndarray:
 
 __all__ = [
     "VehicleProfile",
+    "battery_energy_wh",
     "edge_energy_wh",
     "elevation_potential_wh",
     "network_energy_wh",

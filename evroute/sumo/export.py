@@ -31,10 +31,12 @@ def routes_xml(
     vehicle: VehicleProfile | None = None,
     model: str = "Energy",
     depart_gap_s: float = 60.0,
+    charge_wh: float | None = None,
 ) -> str:
     """The text of a SUMO route file: the EV type and one vehicle per ``name -> edge ids`` route.
 
-    Vehicles depart ``depart_gap_s`` apart (in the order given), each from the start of its first edge.
+    Vehicles depart ``depart_gap_s`` apart (in the order given), each from the start of its first edge, with the
+    profile's battery (``battery_capacity_wh``) charged to ``charge_wh`` (Wh; default half the capacity).
     """
     if not routes:
         raise ParameterError("no route to export")
@@ -42,7 +44,7 @@ def routes_xml(
         '<?xml version="1.0" encoding="UTF-8"?>',
         "<!-- written by evroute -->",
         "<routes>",
-        ev_vtype_xml(vehicle, model=model, vtype_id=EXPORT_VTYPE),
+        ev_vtype_xml(vehicle, model=model, vtype_id=EXPORT_VTYPE, charge_wh=charge_wh),
     ]
     used: set[str] = set()
     for k, (name, edges) in enumerate(routes.items()):

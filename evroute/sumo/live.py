@@ -42,7 +42,7 @@ from evroute.sumo.attribution import LaneGraph, attribute_steps, lane_graph
 from evroute.sumo.binaries import SumoError, import_libsumo, run_sumo_program, sumo_binary
 from evroute.sumo.record import net_connections, steps_to_traversals, write_vtype_file
 from evroute.sumo.scenario import cache_key, sumo_cache_dir
-from evroute.sumo.vehicle import CHARGE_WH, DEFAULT_VTYPE
+from evroute.sumo.vehicle import DEFAULT_VTYPE, battery_params, energy_fields
 
 #: ids of the EV and its route inside a trip's simulation (the background's ids are ``bg...`` / the user's)
 EV_ID = "evroute_ev"
@@ -117,7 +117,7 @@ def live_snapshots(
     if len(times) == 0 or np.any(np.diff(times) <= 0) or times[0] < begin_s:
         raise ParameterError("snapshot times must be increasing and not before the simulation's begin")
     v = vehicle or VehicleProfile()
-    physics = {k: val for k, val in v.to_dict().items() if k not in ("name", "description")}
+    physics = energy_fields(v)
     params = {
         "kind": "live-snapshots",
         "routes": [hashlib.sha256(p.read_bytes()).hexdigest() for p in routes],
@@ -271,6 +271,7 @@ class LiveSimulation:
         self.max_trip_s = float(max_trip_s)
         self._tmp = tempfile.TemporaryDirectory(prefix="evroute-live-")
         self.vtype_file = write_vtype_file(Path(self._tmp.name) / "ev.add.xml", vehicle, model=model)
+        self.charge_wh = battery_params(vehicle or VehicleProfile())[1]  # the EV's initial charge (Wh)
         self._args = [str(sumo_binary("sumo")), *_base_args(self.net_file, self.vtype_file, step_length, seed)]
         if self.route_files:
             self._args += ["-r", ",".join(str(p) for p in self.route_files)]
@@ -384,7 +385,7 @@ class LiveSimulation:
                     times.append(now - self.step_length)  # the step's own time, as in SUMO's outputs
                     lanes.append(res[tc.VAR_LANE_ID])
                     pos.append(float(res[tc.VAR_LANEPOSITION]))
-                    drawn.append(CHARGE_WH - float(res[tc.VAR_PARAMETER_WITH_KEY][1]))
+                    drawn.append(self.charge_wh - float(res[tc.VAR_PARAMETER_WITH_KEY][1]))
                 if now >= deadline:
                     failure = (
                         "not inserted" if not subscribed else "not arrived"

@@ -37,7 +37,7 @@ from evroute.energy import VehicleProfile
 from evroute.errors import DataError, ParameterError
 from evroute.sumo.attribution import attribute_steps, lane_graph
 from evroute.sumo.binaries import SumoError, import_libsumo, run_sumo_program, sumo_binary
-from evroute.sumo.vehicle import CHARGE_WH, ev_vtype_xml
+from evroute.sumo.vehicle import battery_params, ev_vtype_xml
 
 TRAVERSAL_COLUMNS = ("vehicle", "edge", "entry_s", "travel_s", "energy_wh")
 #: version of the step-to-traversal conversion, part of the cache key of recorded days (2: energy by distance)
@@ -231,7 +231,7 @@ def record_traversals(
         if method == "output":
             steps = _steps_from_output(args, tmp, timeout_s)
         else:
-            steps = _steps_from_libsumo(args, step_length, end)
+            steps = _steps_from_libsumo(args, step_length, end, battery_params(vehicle or VehicleProfile())[1])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     t, veh, lane, pos, energy = steps
@@ -270,7 +270,10 @@ def _steps_from_output(args: list[str], tmp: Path, timeout_s: float) -> tuple[np
     )
 
 
-def _steps_from_libsumo(args: list[str], step_length: float, end: float | None) -> tuple[np.ndarray, ...]:
+def _steps_from_libsumo(
+    args: list[str], step_length: float, end: float | None, charge_wh: float
+) -> tuple[np.ndarray, ...]:
+    """Per-step records through libsumo; ``charge_wh``: the EV's initial battery charge (Wh)."""
     ls = import_libsumo()
     from traci import constants as tc
 
@@ -295,7 +298,7 @@ def _steps_from_libsumo(args: list[str], step_length: float, end: float | None) 
                     ls.vehicle.subscribeParameterWithKey(vid, key)
             t = ls.simulation.getTime() - step_length  # the step's own time, as in SUMO's outputs
             for vid, res in ls.vehicle.getAllSubscriptionResults().items():
-                total = CHARGE_WH - float(res[tc.VAR_PARAMETER_WITH_KEY][1])  # net energy drawn so far (Wh)
+                total = charge_wh - float(res[tc.VAR_PARAMETER_WITH_KEY][1])  # net energy drawn so far (Wh)
                 times.append(t)
                 vehs.append(vid)
                 lanes.append(res[var_lane])

@@ -29,7 +29,7 @@ from evroute.io import atomic_write_json
 from evroute.linegraph import LineGraph
 from evroute.sumo.record import ATTRIBUTION_VERSION, record_traversals
 from evroute.sumo.scenario import background_demand, cache_key, check_route_file, sumo_cache_dir
-from evroute.sumo.vehicle import ENERGY_MODELS
+from evroute.sumo.vehicle import ENERGY_MODELS, energy_fields
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def record_day(
     vehicle = vehicle or VehicleProfile()
     net_file = sumo_net_file(linegraph)
     ids = linegraph.network.edge_ids
-    physics = {k: v for k, v in vehicle.to_dict().items() if k not in ("name", "description")}
+    physics = energy_fields(vehicle)
     params = {
         "kind": "replay-day",
         "spec": asdict(spec),

@@ -14,6 +14,11 @@ profile field               SUMO vType attribute / param    note
 ``recuperation_efficiency`` ``recuperationEfficiency``      ``Energy`` only
 ``gravity_mps2``            none                            SUMO uses g = 9.81 m/s^2 (hard-coded)
 ``air_density_kgpm3``       none                            SUMO uses rho = 1.2 kg/m^3 (hard-coded)
+``battery_capacity_wh``     ``device.battery.capacity``     the EV starts half full (:func:`battery_params`)
+``min_soc``, ``max_soc``    none                            the window is a routing constraint, not SUMO's
+``auxiliary_power_w``       ``constantPowerIntake``         when set (None: SUMO's 100 W default)
+``max_regen_power_kw``      ``maximumRecuperationPower``    ``MMPEVEM`` only (W); SUMO's ``Energy`` model has
+                                                            no recuperation power limit
 ==========================  ==============================  ===============================================
 
 Parameters SUMO has and Eq. 8 lacks keep SUMO's defaults (:data:`SUMO_ONLY_DEFAULTS`; override with ``extra``):
@@ -40,10 +45,25 @@ SUMO_ONLY_DEFAULTS: dict[str, float] = {
 
 #: vType id the demand's vehicles use when they name none; redefining it makes every such vehicle this EV.
 DEFAULT_VTYPE = "DEFAULT_VEHTYPE"
-#: a battery large enough never to run empty within a simulated day (Wh); it starts half full, so that recuperated
-#: energy is never clipped at a full battery
-BATTERY_WH = 1.0e9
-CHARGE_WH = 0.5 * BATTERY_WH
+#: profile fields that do not change what SUMO records for a trip drawing or recovering less than half the battery
+#: (every trip of a city day): left out of the recorded-day cache keys (:func:`energy_fields`)
+BATTERY_ONLY_FIELDS = ("battery_capacity_wh", "min_soc", "max_soc")
+
+
+def battery_params(vehicle: VehicleProfile) -> tuple[float, float]:
+    """``(capacity_wh, initial_charge_wh)`` of the SUMO battery device: the profile's capacity, starting half full,
+    so that a trip drawing or recovering less than half the capacity is never clipped at an empty or full battery
+    (the probes read the energy drawn as the initial charge minus ``device.battery.chargeLevel``)."""
+    cap = float(vehicle.battery_capacity_wh)
+    return cap, 0.5 * cap
+
+
+def energy_fields(vehicle: VehicleProfile) -> dict[str, float | str]:
+    """The profile fields that change a recorded SUMO trip's energy (cache keys of recorded days): every field but
+    the name, the description, :data:`BATTERY_ONLY_FIELDS` and the optional refinements left unset (None), so
+    the keys of days recorded before those fields existed stay the same."""
+    skip = ("name", "description", *BATTERY_ONLY_FIELDS)
+    return {k: v for k, v in vehicle.to_dict().items() if k not in skip and v is not None}
 
 
 def profile_params(vehicle: VehicleProfile, model: str = "Energy") -> dict[str, float]:
@@ -58,6 +78,10 @@ def profile_params(vehicle: VehicleProfile, model: str = "Energy") -> dict[str, 
     if model == "Energy":
         params["propulsionEfficiency"] = vehicle.propulsion_efficiency
         params["recuperationEfficiency"] = vehicle.recuperation_efficiency
+    if vehicle.auxiliary_power_w is not None:
+        params["constantPowerIntake"] = float(vehicle.auxiliary_power_w)
+    if vehicle.max_regen_power_kw is not None and model == "MMPEVEM":
+        params["maximumRecuperationPower"] = 1000.0 * float(vehicle.max_regen_power_kw)
     return params
 
 
@@ -68,6 +92,7 @@ def ev_vtype_xml(
     vtype_id: str = DEFAULT_VTYPE,
     extra: Mapping[str, float] | None = None,
     attributes: Mapping[str, str] | None = None,
+    charge_wh: float | None = None,
 ) -> str:
     """One ``<vType>`` element: a passenger EV with a battery device and the ``model`` energy model.
 
@@ -77,15 +102,21 @@ def ev_vtype_xml(
         vtype_id: the type id (default: SUMO's default type, so that every vehicle without a type becomes this EV).
         extra: further params, e.g. ``{"constantPowerIntake": 0}`` (override :data:`SUMO_ONLY_DEFAULTS`).
         attributes: further vType attributes, e.g. ``{"sigma": "0"}`` for a driver without speed noise.
+        charge_wh: initial battery charge (Wh, at most the capacity; default half the capacity).
     """
     v = vehicle or VehicleProfile()
+    capacity, charge = battery_params(v)
+    if charge_wh is not None:
+        if not 0 <= charge_wh <= capacity:
+            raise ParameterError(f"initial charge {charge_wh:g} Wh is outside 0..{capacity:g} Wh (the capacity)")
+        charge = float(charge_wh)
     params: dict[str, float | str] = {
         "has.battery.device": "true",
-        "device.battery.capacity": BATTERY_WH,
-        "device.battery.chargeLevel": CHARGE_WH,
+        "device.battery.capacity": capacity,
+        "device.battery.chargeLevel": charge,
     }
-    params.update(profile_params(v, model))
     params.update(SUMO_ONLY_DEFAULTS)
+    params.update(profile_params(v, model))  # a set auxiliary power replaces SUMO's default
     params.update(extra or {})
     attrs = {
         "id": vtype_id,
@@ -101,11 +132,12 @@ def ev_vtype_xml(
 
 
 __all__ = [
-    "BATTERY_WH",
-    "CHARGE_WH",
+    "BATTERY_ONLY_FIELDS",
     "DEFAULT_VTYPE",
     "ENERGY_MODELS",
     "SUMO_ONLY_DEFAULTS",
+    "battery_params",
+    "energy_fields",
     "ev_vtype_xml",
     "profile_params",
 ]

@@ -1,0 +1,123 @@
+"""``evroute learn``: learn from real trip logs.
+
+Trace-energy path (logs without a road network): read GPS + speed + altitude + state-of-charge logs, apply the
+vehicle's physics model along each trace, compare with the energy the battery gauge reports, and optionally calibrate
+the profile on the logs and save it as a vehicle profile JSON that every other command takes (``--vehicle PATH``).
+Everything is validated (every log, every column mapping, the profile) before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from evroute.errors import ParameterError
+
+#: ``--columns`` presets: the documented schema and the RSK Twizy data set's analysed logs.
+_PRESETS = ("default", "twizy")
+_COLUMN_KEYS = ("time", "time_format", "speed", "speed_unit", "altitude", "soc", "lat", "lon")
+
+
+def add_learn_parser(sub: Any) -> None:
+    """Register ``evroute learn`` on an argparse sub-parser collection."""
+    p = sub.add_parser(
+        "learn",
+        help="learn from trip logs: trace energy vs the battery gauge, calibrate and save the vehicle profile",
+    )
+    p.add_argument("logs", nargs="+", help="trip-log CSV files (one trip each)")
+    p.add_argument("--vehicle", default="sumo_ev", help="vehicle profile name or JSON file (default: %(default)s)")
+    p.add_argument(
+        "--columns",
+        default="default",
+        help=f"column preset: {', '.join(_PRESETS)} (default: %(default)s; schema in docs/trip_logs.md)",
+    )
+    p.add_argument(
+        "--column",
+        action="append",
+        default=[],
+        metavar="KEY=NAME",
+        help=f"override one column of the preset; KEY in {', '.join(_COLUMN_KEYS)} (repeatable)",
+    )
+    p.add_argument("--calibrate", action="store_true", help="fit the profile to the logs (bounded least squares)")
+    p.add_argument(
+        "--fit",
+        default="propulsion_efficiency,auxiliary_power_w,rolling_resistance",
+        help="comma-separated parameters to fit with --calibrate (default: %(default)s)",
+    )
+    p.add_argument("--window-s", type=float, default=300.0, help="calibration window in s (default: %(default)s)")
+    p.add_argument("--save-vehicle", default=None, help="write the (calibrated) profile to this JSON file")
+    p.add_argument("--json", action="store_true", help="print the per-trip table as JSON")
+
+
+def _columns(args: argparse.Namespace) -> Any:
+    from evroute.traces import TWIZY_COLUMNS, TraceColumns
+
+    if args.columns not in _PRESETS:
+        raise ParameterError(f"--columns must be one of {', '.join(_PRESETS)}, got {args.columns!r}")
+    cols = TWIZY_COLUMNS if args.columns == "twizy" else TraceColumns()
+    changes: dict[str, str] = {}
+    for item in args.column:
+        key, sep, name = item.partition("=")
+        if not sep or not name:
+            raise ParameterError(f"--column must be KEY=NAME, got {item!r}")
+        if key not in _COLUMN_KEYS:
+            raise ParameterError(f"--column key {key!r} unknown (known: {', '.join(_COLUMN_KEYS)})")
+        changes[key] = name
+    return dataclasses.replace(cols, **changes)
+
+
+def cmd_learn(args: argparse.Namespace) -> int:
+    """Handler of ``evroute learn`` (returns the exit status)."""
+    from evroute.energy import VehicleProfile
+    from evroute.io import atomic_write_json
+    from evroute.traces import FIT_PARAMETERS, calibrate, read_traces, score_trip
+
+    if not args.window_s > 0 or args.window_s != args.window_s:
+        raise ParameterError(f"--window-s must be > 0, got {args.window_s}")
+    fit = [f.strip() for f in args.fit.split(",") if f.strip()]
+    unknown = [f for f in fit if f not in FIT_PARAMETERS]
+    if unknown or not fit:
+        raise ParameterError(f"--fit must name parameters among {', '.join(FIT_PARAMETERS)}, got {args.fit!r}")
+    if args.save_vehicle is not None:
+        target = Path(args.save_vehicle)
+        if target.is_dir() or not target.parent.is_dir():
+            raise ParameterError(f"--save-vehicle {target}: not a file path in an existing folder")
+    vehicle = VehicleProfile.load(args.vehicle)
+    traces = read_traces(args.logs, _columns(args))
+    values: dict[str, float] = {}
+    if args.calibrate:
+        cal = calibrate(traces, vehicle, fit, window_s=args.window_s)
+        vehicle, values = cal.vehicle, cal.values
+    scores = [score_trip(t, vehicle, window_s=args.window_s) for t in traces]
+    rows = [
+        {
+            "trip": s.name,
+            "distance_km": round(s.distance_km, 3),
+            "measured_wh": round(s.measured_wh, 1),
+            "predicted_wh": round(s.predicted_wh, 1),
+            "error_pct": round(s.error_pct, 2),
+            "window_rmse_wh": round(s.window_rmse_wh, 1),
+        }
+        for s in scores
+    ]
+    if args.json:
+        json.dump({"vehicle": vehicle.to_dict(), "fitted": values, "trips": rows}, sys.stdout, indent=2)
+        print()
+    else:
+        print(f"vehicle {vehicle.name}" + (" (calibrated on these logs: in-sample errors)" if args.calibrate else ""))
+        for k, v in values.items():
+            print(f"  {k:<24} {v:.4g}")
+        print(f"{'trip':<24} {'km':>7} {'measured Wh':>12} {'predicted Wh':>13} {'error %':>8}")
+        for r in rows:
+            print(
+                f"{r['trip']:<24} {r['distance_km']:>7.1f} {r['measured_wh']:>12.0f} {r['predicted_wh']:>13.0f} "
+                f"{r['error_pct']:>+8.1f}"
+            )
+    if args.save_vehicle is not None:
+        atomic_write_json(args.save_vehicle, vehicle.to_dict())
+        print(f"wrote {args.save_vehicle}", file=sys.stderr)
+    return 0
