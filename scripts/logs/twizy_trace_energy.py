@@ -1,6 +1,6 @@
 """Trace energy model on the RSK Twizy logs: public-specification profile, calibrated by leave-one-trip-out.
 
-    python scripts/twizy_trace_energy.py --out docs/results/twizy_trace_energy.md
+    python scripts/logs/twizy_trace_energy.py --out docs/results/twizy_trace_energy.md
 
 Reads ``$EVROUTE_DATA/ev-logs/rsk-twizy/*.csv`` (or ``--data-dir``).  For every fit set (no fit: the
 specification profile; then growing sets of parameters), each trip is predicted by a profile calibrated on the
@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from evroute.energy import VehicleProfile
+from evroute.stats import t_interval
 from evroute.traces import TWIZY_COLUMNS, calibrate, read_traces, score_trip, trace_energy
 from evroute.traces.energy import soc_resolution_wh
 
@@ -34,14 +35,6 @@ FIT_SETS: dict[str, tuple[str, ...]] = {
         "drag_area_m2",
     ),
 }
-
-
-def _t_interval(x: np.ndarray) -> tuple[float, float]:
-    """Mean and half-width of its 95 % t-interval."""
-    from scipy.stats import t as student_t
-
-    n = x.size
-    return float(x.mean()), float(student_t.ppf(0.975, n - 1) * x.std(ddof=1) / np.sqrt(n))
 
 
 def main() -> None:
@@ -74,7 +67,7 @@ def main() -> None:
     lines = [
         "# Trace energy model on a real EV: Renault Twizy logs",
         "",
-        f"Command: `python scripts/twizy_trace_energy.py --window-s {args.window_s:g} --out {args.out}` "
+        f"Command: `python scripts/logs/twizy_trace_energy.py --window-s {args.window_s:g} --out {args.out}` "
         "(with `EVROUTE_DATA` pointing at the folder that holds `ev-logs/rsk-twizy/`).",
         "",
         f"Data: {len(traces)} trips of the RSK Twizy data set (CC-BY-4.0, NaitMalek et al.; 1 Hz CAN speed, GPS "
@@ -120,7 +113,9 @@ def main() -> None:
         wh = np.array([s.error_wh for s in sc])
         per_km = np.array([s.error_wh_per_km for s in sc])
         win = np.array([s.window_rmse_wh for s in sc])
-        m, h = _t_interval(pct)
+        m = float(pct.mean())
+        lo, hi = t_interval(pct)
+        h = (hi - lo) / 2
         mae = float(np.abs(pct).mean())
         summary[label] = (m, h, mae)
         lines.append(
