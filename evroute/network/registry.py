@@ -37,6 +37,7 @@ from pathlib import Path
 
 from evroute.errors import DataError, ParameterError, UnknownNetworkError
 from evroute.network.dem import DemSpec, drape
+from evroute.network.inclines import SMOOTH_LENGTH_M, smooth_elevations, warn_steep
 from evroute.network.netconvert import netconvert_options, osm_to_sumo
 from evroute.network.osm import load_osm
 from evroute.network.pbf import PBF_SUFFIX, pbf_to_osm
@@ -209,9 +210,16 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
     return Path(got)
 
 
+#: Version of the OSM -> SUMO conversion, part of the network cache key: bump it whenever :func:`osm_to_sumo`'s output
+#: for the same input changes (2: bridges and tunnels kept apart from their approach roads).
+NET_CACHE_VERSION = 2
+
+
 def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> Path:
-    """Cache path of the SUMO conversion of ``osm_path`` (keyed by its SHA-256 and the netconvert options)."""
+    """Cache path of the SUMO conversion of ``osm_path`` (keyed by its SHA-256, the netconvert options and
+    :data:`NET_CACHE_VERSION`)."""
     key = hashlib.sha256()
+    key.update(f"evroute-net-v{NET_CACHE_VERSION}\0".encode())
     key.update(file_sha256(osm_path).encode())
     key.update("\0".join(netconvert_options(**netconvert_kw)).encode())  # type: ignore[arg-type]
     return net_cache_dir() / f"{name}-{key.hexdigest()[:20]}.net.xml.gz"
@@ -234,13 +242,28 @@ def _check_loader(loader: str | None) -> str:
     return loader
 
 
+def _plausible(net: RoadNetwork, smooth_m: float) -> RoadNetwork:
+    """``net`` with elevations smoothed along the roads (:mod:`evroute.network.inclines`), warning about steep edges."""
+    net = smooth_elevations(net, smooth_m)
+    warn_steep(net)
+    return net
+
+
 def load_osm_file(
-    path: str | os.PathLike[str], *, name: str | None = None, loader: str | None = None, dem: DemSpec | None = None
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    loader: str | None = None,
+    dem: DemSpec | None = None,
+    smooth_m: float = SMOOTH_LENGTH_M,
 ) -> RoadNetwork:
     """Load an OpenStreetMap file (``.osm[.xml|.bz2|.gz|.pbf]``) with ``loader`` (default netconvert).
 
     With ``netconvert`` the conversion is cached (see :func:`converted_net_path`) and a DEM, when given,
-    replaces every junction elevation; with ``osmnx`` the DEM fills the nodes without ``ele`` tags.
+    replaces every junction elevation; with ``osmnx`` the DEM fills the nodes without ``ele`` tags.  Either way
+    bridge/tunnel interiors are interpolated between the structure's ends, the elevations are smoothed along the
+    roads with scale ``smooth_m`` metres (0: raw; :func:`~evroute.network.inclines.smooth_elevations`) and a
+    :class:`UserWarning` names the edges still steeper than :data:`~evroute.network.inclines.STEEP_GRADE`.
     A network with no elevation at all loads flat with a :class:`UserWarning`.
     """
     loader = _check_loader(loader)
@@ -265,6 +288,7 @@ def load_osm_file(
                 stacklevel=3,
             )
             net.meta["warning"] = "no elevation data: the network is flat"
+    net = _plausible(net, smooth_m)
     net.meta["osm_source"] = str(src)
     net.meta["osm_loader"] = loader
     return net
@@ -288,6 +312,7 @@ def load_network(
     data_dir: str | os.PathLike[str] | None = None,
     dem: DemSpec | None = None,
     loader: str | None = None,
+    smooth_m: float = SMOOTH_LENGTH_M,
 ) -> RoadNetwork:
     """Load a network by name or path (see the module docstring for the specs).
 
@@ -298,6 +323,9 @@ def load_network(
         dem: DEM raster (GeoTIFF or ``.hgt``), or a list of tiles to mosaic, whose elevations replace the
             network's junction elevations (with ``loader="osmnx"``: used for nodes without ``ele`` tags).
         loader: OSM loader for named networks and OSM files, ``netconvert`` (default) or ``osmnx``.
+        smooth_m: scale (m) of the elevation smoothing along the roads of OSM networks and of DEM-draped networks
+            (0: raw elevations); SUMO nets without a DEM and synthetic networks keep their elevations.  A
+            :class:`UserWarning` names the edges steeper than :data:`~evroute.network.inclines.STEEP_GRADE`.
 
     Raises:
         UnknownNetworkError: for a name that is neither known nor an existing file.
@@ -309,17 +337,17 @@ def load_network(
     loader = _check_loader(loader)
     if low == "synthetic" or low.startswith("synthetic:"):
         net = _parse_synthetic(s)
-        return drape(net, dem) if dem is not None else net
+        return _plausible(drape(net, dem), smooth_m) if dem is not None else net
     if low in DATASETS:
-        return load_osm_file(dataset_path(low, data_dir), name=low, loader=loader, dem=dem)
+        return load_osm_file(dataset_path(low, data_dir), name=low, loader=loader, dem=dem, smooth_m=smooth_m)
     p = Path(s).expanduser()
     if low.endswith(SUMO_SUFFIXES):
         if not p.is_file():
             raise DataError(f"SUMO network file not found: {p}")
         net = load_sumo_net(p)
-        return drape(net, dem) if dem is not None else net
+        return _plausible(drape(net, dem) if dem is not None else net, smooth_m if dem is not None else 0.0)
     if low.endswith(OSM_SUFFIXES):
-        return load_osm_file(p, loader=loader, dem=dem)
+        return load_osm_file(p, loader=loader, dem=dem, smooth_m=smooth_m)
     if p.is_file():
         raise DataError(f"unsupported network file {p}: expected {', '.join(SUMO_SUFFIXES + OSM_SUFFIXES)}")
     raise UnknownNetworkError(
