@@ -105,6 +105,18 @@ def netconvert_binary() -> Path:
     raise DataError("netconvert not found: install eclipse-sumo (pip install eclipse-sumo) or put SUMO's bin on PATH")
 
 
+def netconvert_version() -> str:
+    """Version of the eclipse-sumo wheel (or ``"unknown"``), recorded with every converted network."""
+    import importlib.metadata as md
+
+    for dist in ("eclipse-sumo", "sumolib"):
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            continue
+    return "unknown"
+
+
 def netconvert_options(
     *,
     elevation: bool = True,
@@ -198,14 +210,18 @@ def osm_to_sumo(
         raise DataError(f"OSM file not found: {src}")
     exe = netconvert_binary()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp" + "".join(out.suffixes[-3:]), dir=out.parent)
+    from evroute.network.cachefiles import temp_prefix
+
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=temp_prefix(f".{out.name}."), suffix=".tmp" + "".join(out.suffixes[-3:]), dir=out.parent
+    )
     os.close(fd)
     tmp_out = Path(tmp_name)
     tmp_in: Path | None = None
     keep_file: Path | None = None
     try:
         if src.suffix.lower() == ".bz2":  # netconvert reads plain and gzip XML, not bzip2
-            fd, name = tempfile.mkstemp(prefix=".evroute-", suffix=".osm", dir=out.parent)
+            fd, name = tempfile.mkstemp(prefix=temp_prefix(".evroute-"), suffix=".osm", dir=out.parent)
             os.close(fd)
             tmp_in = Path(name)
             try:
@@ -215,7 +231,7 @@ def osm_to_sumo(
                 raise DataError(f"cannot decompress {src}: {exc}") from None
         keep = structure_way_edges(tmp_in or src)
         if keep:
-            fd, name = tempfile.mkstemp(prefix=".evroute-keep-", suffix=".txt", dir=out.parent)
+            fd, name = tempfile.mkstemp(prefix=temp_prefix(".evroute-keep-"), suffix=".txt", dir=out.parent)
             with os.fdopen(fd, "w") as fh:
                 fh.write("\n".join(keep) + "\n")
             keep_file = Path(name)

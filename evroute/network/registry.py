@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evroute.errors import DataError, ParameterError, UnknownNetworkError
+from evroute.network.cachefiles import cached, clean_stale_temps, discard
 from evroute.network.dem import DemSpec, drape
 from evroute.network.inclines import SMOOTH_LENGTH_M, smooth_elevations, warn_steep
-from evroute.network.netconvert import netconvert_options, osm_to_sumo
+from evroute.network.netconvert import netconvert_options, netconvert_version, osm_to_sumo
 from evroute.network.osm import load_osm
 from evroute.network.pbf import PBF_SUFFIX, pbf_to_osm
 from evroute.network.road_network import RoadNetwork
@@ -215,24 +216,51 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
 NET_CACHE_VERSION = 2
 
 
+def _net_entry(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> tuple[Path, dict[str, object]]:
+    """Cache path of the SUMO conversion of ``osm_path`` and the inputs its manifest records."""
+    options = netconvert_options(**netconvert_kw)  # type: ignore[arg-type]
+    osm_sha = file_sha256(osm_path)
+    key = hashlib.sha256()
+    key.update(f"evroute-net-v{NET_CACHE_VERSION}\0".encode())
+    key.update(osm_sha.encode())
+    key.update("\0".join(options).encode())
+    inputs = {
+        "kind": "netconvert",
+        "version": NET_CACHE_VERSION,
+        "osm_sha256": osm_sha,
+        "options": options,
+        "netconvert": netconvert_version(),
+    }
+    return net_cache_dir() / f"{name}-{key.hexdigest()[:20]}.net.xml.gz", inputs
+
+
 def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> Path:
     """Cache path of the SUMO conversion of ``osm_path`` (keyed by its SHA-256, the netconvert options and
     :data:`NET_CACHE_VERSION`)."""
-    key = hashlib.sha256()
-    key.update(f"evroute-net-v{NET_CACHE_VERSION}\0".encode())
-    key.update(file_sha256(osm_path).encode())
-    key.update("\0".join(netconvert_options(**netconvert_kw)).encode())  # type: ignore[arg-type]
-    return net_cache_dir() / f"{name}-{key.hexdigest()[:20]}.net.xml.gz"
+    return _net_entry(osm_path, name, **netconvert_kw)[0]
 
 
 def _osm_xml(path: Path) -> Path:
-    """``path`` itself, or for a ``.osm.pbf`` file its (cached) OSM XML conversion."""
+    """``path`` itself, or for a ``.osm.pbf`` file its (cached, checksummed) OSM XML conversion."""
     if not path.name.lower().endswith(PBF_SUFFIX):
         return path
-    xml = net_cache_dir() / f"{path.name[: -len(PBF_SUFFIX)]}-{file_sha256(path)[:20]}.osm"
-    if not xml.is_file():
-        pbf_to_osm(path, xml)
-    return xml
+    sha = file_sha256(path)
+    xml = net_cache_dir() / f"{path.name[: -len(PBF_SUFFIX)]}-{sha[:20]}.osm"
+    return cached(xml, {"kind": "pbf-to-osm", "pbf_sha256": sha}, lambda out: pbf_to_osm(path, out), "OSM conversion")
+
+
+def _converted_net(osm: Path, label: str) -> RoadNetwork:
+    """The netconvert conversion of ``osm`` from the cache (verified; rebuilt when it fails its checks or its
+    parse), read with :func:`load_sumo_net`."""
+    net_path, inputs = _net_entry(osm, label)
+    cached(net_path, inputs, lambda out: osm_to_sumo(osm, out), "converted network")
+    try:
+        return load_sumo_net(net_path, name=label)
+    except DataError as exc:  # checksummed but unreadable (e.g. a conversion that was already bad): rebuild once
+        warnings.warn(f"cached converted network {net_path} not used ({exc}): rebuilding it", UserWarning, stacklevel=3)
+        discard(net_path)
+        cached(net_path, inputs, lambda out: osm_to_sumo(osm, out), "converted network")
+        return load_sumo_net(net_path, name=label)
 
 
 def _check_loader(loader: str | None) -> str:
@@ -271,14 +299,12 @@ def load_osm_file(
     if not src.is_file():
         raise DataError(f"OSM file not found: {src}")
     label = name or src.name.split(".")[0]
+    clean_stale_temps()
     osm = _osm_xml(src)
     if loader == "osmnx":
         net = load_osm(osm, dem=dem, name=label)
     else:
-        net_path = converted_net_path(osm, label)
-        if not net_path.is_file():
-            osm_to_sumo(osm, net_path)
-        net = load_sumo_net(net_path, name=label)
+        net = _converted_net(osm, label)
         if dem is not None:
             net = drape(net, dem)
         elif not (net.z_from_m.any() or net.z_to_m.any()):
