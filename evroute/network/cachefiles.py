@@ -140,19 +140,35 @@ def _canonical(inputs: dict[str, Any]) -> Any:
     return json.loads(json.dumps(inputs, sort_keys=True, default=str))
 
 
-def write_manifest(entry: str | os.PathLike[str], inputs: dict[str, Any]) -> Path:
-    """Record the checksum of ``entry`` and the ``inputs`` that made it; returns the manifest path."""
+def _entry_sha256(entry: Path, companions: Iterable[str | os.PathLike[str]]) -> str:
+    digests = [content_sha256(entry), *(content_sha256(c) for c in companions)]
+    return digests[0] if len(digests) == 1 else hashlib.sha256("\0".join(digests).encode()).hexdigest()
+
+
+def write_manifest(
+    entry: str | os.PathLike[str], inputs: dict[str, Any], companions: Iterable[str | os.PathLike[str]] = ()
+) -> Path:
+    """Record the checksum of ``entry`` (and of its ``companions``, files written with it) and the ``inputs`` that
+    made it; returns the manifest path."""
     from evroute.io import atomic_write_json
 
-    man = {"version": MANIFEST_VERSION, "sha256": content_sha256(entry), "inputs": _canonical(inputs)}
-    return atomic_write_json(manifest_path(entry), man)
+    sha = _entry_sha256(Path(entry), companions)
+    return atomic_write_json(
+        manifest_path(entry), {"version": MANIFEST_VERSION, "sha256": sha, "inputs": _canonical(inputs)}
+    )
 
 
-def check_entry(entry: str | os.PathLike[str], inputs: dict[str, Any]) -> str | None:
-    """``None`` when ``entry`` exists and matches its manifest and ``inputs``; else why it cannot be used."""
+def check_entry(
+    entry: str | os.PathLike[str], inputs: dict[str, Any], companions: Iterable[str | os.PathLike[str]] = ()
+) -> str | None:
+    """``None`` when ``entry`` (and its ``companions``) exist and match the manifest and ``inputs``; else why the
+    entry cannot be used."""
     e = Path(entry)
+    companions = [Path(c) for c in companions]
     if not e.exists():
         return "missing"
+    if not all(c.exists() for c in companions):
+        return "a file written with it is missing"
     try:
         man = json.loads(manifest_path(e).read_text())
     except FileNotFoundError:
@@ -164,22 +180,28 @@ def check_entry(entry: str | os.PathLike[str], inputs: dict[str, Any]) -> str | 
     if man.get("inputs") != _canonical(inputs):
         return "it was made from other inputs"
     try:
-        if content_sha256(e) != man.get("sha256"):
+        if _entry_sha256(e, companions) != man.get("sha256"):
             return "its content does not match its checksum (truncated, corrupted or edited)"
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
     return None
 
 
-def discard(entry: str | os.PathLike[str]) -> None:
-    """Remove a cache entry and its manifest."""
-    e = Path(entry)
-    manifest_path(e).unlink(missing_ok=True)
-    if e.exists() or e.is_symlink():
-        _remove(e)
+def discard(entry: str | os.PathLike[str], companions: Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Remove a cache entry, its companions and its manifest."""
+    manifest_path(entry).unlink(missing_ok=True)
+    for p in (Path(entry), *map(Path, companions)):
+        if p.exists() or p.is_symlink():
+            _remove(p)
 
 
-def cached(entry: str | os.PathLike[str], inputs: dict[str, Any], build: Callable[[Path], object], what: str) -> Path:
+def cached(
+    entry: str | os.PathLike[str],
+    inputs: dict[str, Any],
+    build: Callable[[Path], object],
+    what: str,
+    companions: Iterable[str | os.PathLike[str]] = (),
+) -> Path:
     """The verified cache entry ``entry``, built by ``build(entry)`` when it is absent or fails its checks.
 
     Args:
@@ -187,6 +209,7 @@ def cached(entry: str | os.PathLike[str], inputs: dict[str, Any], build: Callabl
         inputs: JSON-able description of everything the entry is made from (checksums, parameters, versions).
         build: writes ``entry`` (atomically: a temporary name moved into place); raises on failure.
         what: words for the warning, e.g. ``"converted network"``.
+        companions: further files ``build`` writes with the entry (checked and discarded with it).
 
     Returns:
         ``entry``.  A present entry that fails :func:`check_entry` is removed and rebuilt with one
@@ -195,16 +218,17 @@ def cached(entry: str | os.PathLike[str], inputs: dict[str, Any], build: Callabl
     from filelock import FileLock
 
     e = Path(entry)
-    if check_entry(e, inputs) is None:
+    companions = [Path(c) for c in companions]
+    if check_entry(e, inputs, companions) is None:
         return e
     e.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(e.with_name(e.name + ".lock"))):
-        why = check_entry(e, inputs)  # another process may have built it meanwhile
+        why = check_entry(e, inputs, companions)  # another process may have built it meanwhile
         if why is None:
             return e
         if why != "missing":
             warnings.warn(f"cached {what} {e} not used, {why}: rebuilding it", UserWarning, stacklevel=3)
-        discard(e)
+        discard(e, companions)
         build(e)
-        write_manifest(e, inputs)
+        write_manifest(e, inputs, companions)
     return e
