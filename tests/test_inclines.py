@@ -120,7 +120,7 @@ def test_netconvert_keeps_structures_apart_from_their_approach_roads(structures)
     """``--geometry.remove`` alone merged way 10 into tunnel way 20 (same speed): the portal junction vanished."""
     osm, _ = structures
     with pytest.warns(UserWarning, match="flat"):
-        net = load_network(str(osm), loader="netconvert", smooth_m=0.0)
+        net = load_network(str(osm), loader="netconvert")  # flat: nothing to smooth
     ids = set(net.edge_ids.tolist())
     assert {"10", "20", "30", "40", "50", "60", "70"} <= ids
     assert sorted(net.meta["structures"]) == ["-20", "-30", "-50", "-60", "20", "30", "50", "60"]
