@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from evroute.errors import DataError
 from evroute.network.registry import load_network
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -234,3 +235,33 @@ def test_damaged_demand_is_regenerated(tmp_path: Path) -> None:
         return [ln for ln in text.splitlines() if "<vehicle" in ln or "<route" in ln]
 
     assert b == a and vehicles(b.read_text()) == vehicles(good) and len(vehicles(good)) > 10  # seeded: the same
+
+
+def test_damaged_download_in_the_cache_is_fetched_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+    import shutil
+
+    from evroute.network import registry
+
+    good = TINY_OSM.read_bytes()
+    ds = registry.Dataset(
+        "tinyset", "tiny.osm", "owner/repo", "0" * 40, "tiny.osm", hashlib.sha256(good).hexdigest(), True
+    )
+    monkeypatch.setitem(registry.DATASETS, "tinyset", ds)
+    monkeypatch.delenv("EVROUTE_DATA", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(registry, "_download", lambda url, dest, timeout_s=120.0: shutil.copy(TINY_OSM, dest))
+    p = registry.default_data_dir() / "tiny.osm"
+    assert str(p).startswith(str(tmp_path))
+    p.parent.mkdir(parents=True)
+    p.write_bytes(good[: len(good) // 2])  # a truncated download
+    with pytest.warns(UserWarning, match="does not match its pinned checksum"):
+        got = registry.dataset_path("tinyset")
+    assert got == p and p.read_bytes() == good
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert registry.dataset_path("tinyset") == p  # healed
+    p.write_bytes(good.replace(b"residential", b"motorway"))  # edited, offline now
+    monkeypatch.setattr(registry, "_download", lambda *a, **k: (_ for _ in ()).throw(OSError("network is down")))
+    with pytest.warns(UserWarning), pytest.raises(DataError, match="is damaged and could not be downloaded again"):
+        registry.dataset_path("tinyset")

@@ -127,7 +127,11 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 def dataset_path(name: str, data_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Path of the data file of dataset ``name``; :class:`DataError` telling how to get it when it is missing."""
+    """Path of the data file of dataset ``name``; :class:`DataError` telling how to get it when it is missing.
+
+    A file in evroute's own cache (neither ``data_dir`` nor ``$EVROUTE_DATA`` given) is checked against the pinned
+    SHA-256 and downloaded again, with one warning, when it does not match.
+    """
     ds = _dataset(name)
     p = default_data_dir(data_dir) / ds.filename
     if not p.is_file():
@@ -135,6 +139,18 @@ def dataset_path(name: str, data_dir: str | os.PathLike[str] | None = None) -> P
             f"{ds.filename} not found in {p.parent}: set EVROUTE_DATA or --data-dir to the folder holding it, "
             f"or run `evroute data fetch {name}`"
         )
+    if data_dir is None and not os.environ.get("EVROUTE_DATA") and file_sha256(p) != ds.sha256:
+        # evroute downloaded it into its cache: a mismatch is damage, healed by a verified download
+        warnings.warn(
+            f"cached dataset {p} does not match its pinned checksum (truncated, corrupted or edited): "
+            "downloading it again",
+            UserWarning,
+            stacklevel=2,
+        )
+        try:
+            return fetch_dataset(name)
+        except DataError as exc:
+            raise DataError(f"{p} is damaged and could not be downloaded again ({exc})") from None
     return p
 
 
