@@ -135,8 +135,7 @@ def live_snapshots(
     folder = out_dir / f"{stem}-live-{cache_key(net, params)}"
     names = [f"state_{k:05d}.xml.gz" for k in range(len(times))]
     inputs = {"kind": "live-snapshots", "net_sha256": file_sha256(net), "params": params, "sumo": sumo_version()}
-    if out_dir.is_dir():
-        clean_stale_temps([out_dir])
+    clean_stale_temps([out_dir])  # temporary files of interrupted runs (a missing folder is skipped)
 
     def build(dest: Path) -> None:
         _save_states(net, routes, times, names, dest, v, model, step_length, seed, begin_s, timeout_s)

@@ -162,7 +162,7 @@ def record_day(
     stem = linegraph.network.name.replace(":", "_").replace("/", "_")
     data_path, meta_path = out_dir / f"{stem}-day-{key}.parquet", out_dir / f"{stem}-day-{key}.json"
     inputs = {"kind": "replay-day", "net_sha256": file_sha256(net_file), "params": params, "sumo": sumo_version()}
-    clean_stale_temps([out_dir] if out_dir.is_dir() else [])
+    clean_stale_temps([out_dir])  # temporary files of interrupted runs (a missing folder is skipped)
 
     def build(dest: Path) -> None:
         _record(linegraph, spec, vehicle, net_file, out_dir, dest, meta_path)

@@ -117,8 +117,7 @@ def background_demand(
     stem = net.name.removesuffix(".gz").removesuffix(".xml").removesuffix(".net")
     out = out_dir / f"{stem}-demand-{cache_key(net, params)}.rou.xml"
     inputs = {"kind": "background-demand", "net_sha256": file_sha256(net), "params": params, "sumo": sumo_version()}
-    if out_dir.is_dir():
-        clean_stale_temps([out_dir])
+    clean_stale_temps([out_dir])  # temporary files of interrupted runs (a missing folder is skipped)
     return cached(out, inputs, lambda dest: _generate_demand(net, dest, rates, hours, seed, min_distance_m), "demand")
 
 
