@@ -265,3 +265,48 @@ def test_damaged_download_in_the_cache_is_fetched_again(tmp_path: Path, monkeypa
     monkeypatch.setattr(registry, "_download", lambda *a, **k: (_ for _ in ()).throw(OSError("network is down")))
     with pytest.warns(UserWarning), pytest.raises(DataError, match="is damaged and could not be downloaded again"):
         registry.dataset_path("tinyset")
+
+
+def test_folder_entries_and_companion_files_heal(tmp_path: Path) -> None:
+    """The shapes of the SUMO caches: a folder of states (live) and a data file with its metadata (replay day)."""
+    from evroute.network.cachefiles import cached
+
+    builds: list[str] = []
+
+    def states(dest: Path) -> None:
+        builds.append("states")
+        tmp = tmp_path / ".live-tmp"
+        tmp.mkdir()
+        for k in range(3):
+            (tmp / f"state_{k:05d}.xml.gz").write_bytes(gzip.compress(f"<state t='{k}'/>".encode()))
+        os.replace(tmp, dest)
+
+    folder = tmp_path / "net-live-abc"
+    inputs = {"kind": "live-snapshots", "times": [0, 60, 120]}
+    assert cached(folder, inputs, states, "SUMO states") == folder and builds == ["states"]
+    assert cached(folder, inputs, states, "SUMO states") == folder and builds == ["states"]  # verified, not rebuilt
+    (folder / "state_00001.xml.gz").write_bytes(b"")  # one state truncated
+    with pytest.warns(UserWarning, match=r"cached SUMO states .*net-live-abc not used, its content does not match"):
+        cached(folder, inputs, states, "SUMO states")
+    assert builds == ["states", "states"] and gzip.decompress((folder / "state_00001.xml.gz").read_bytes())
+    (folder / "state_00002.xml.gz").unlink()  # one state missing
+    with pytest.warns(UserWarning, match="does not match"):
+        cached(folder, inputs, states, "SUMO states")
+    assert len(builds) == 3 and (folder / "state_00002.xml.gz").is_file()
+
+    data, meta = tmp_path / "net-day-abc.parquet", tmp_path / "net-day-abc.json"
+
+    def day(dest: Path) -> None:
+        builds.append("day")
+        meta.write_text(json.dumps({"traversals": 3}))
+        dest.write_bytes(b"PAR1 three traversals PAR1")
+
+    cached(data, {"kind": "replay-day"}, day, "recorded day", companions=[meta])
+    meta.write_text(json.dumps({"traversals": 4}))  # the metadata edited, the data untouched
+    with pytest.warns(UserWarning, match="recorded day .* does not match"):
+        cached(data, {"kind": "replay-day"}, day, "recorded day", companions=[meta])
+    assert json.loads(meta.read_text()) == {"traversals": 3} and builds.count("day") == 2
+    meta.unlink()
+    with pytest.warns(UserWarning, match="a file written with it is missing"):
+        cached(data, {"kind": "replay-day"}, day, "recorded day", companions=[meta])
+    assert meta.is_file() and builds.count("day") == 3
