@@ -264,6 +264,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("info", help="network statistics")
     _add_network_args(p)
+    p.add_argument(
+        "--steep-grade",
+        type=float,
+        default=25.0,
+        metavar="PERCENT",
+        help="list the edges whose grade (rise over run) exceeds PERCENT %% (default: %(default)s)",
+    )
 
     p = sub.add_parser("data", help="manage real road data")
     dsub = p.add_subparsers(dest="data_command", required=True)
@@ -508,10 +515,15 @@ def _cmd_route(args: argparse.Namespace) -> int:
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
+    import numpy as np
+
     from evroute.energy import network_energy_wh
     from evroute.linegraph import build_line_graph
+    from evroute.network.inclines import grade, steep_edges
     from evroute.network.registry import load_network
 
+    if not (np.isfinite(args.steep_grade) and args.steep_grade > 0):
+        raise ParameterError(f"--steep-grade must be a positive percentage; got {args.steep_grade}")
     net = load_network(args.network, data_dir=args.data_dir, dem=_dem(args), loader=args.loader)
     lg = build_line_graph(net)  # the same network object: loaded once
     info = net.summary()
@@ -525,9 +537,16 @@ def _cmd_info(args: argparse.Namespace) -> int:
             "negative_energy_edges": int((e < 0).sum()),
         }
     )
+    steep = steep_edges(net, args.steep_grade / 100.0)
+    info["max_abs_grade"] = float(np.abs(grade(net)).max())
+    info[f"edges_steeper_than_{args.steep_grade:g}pct"] = len(steep)
     width = max(map(len, info))
     for k, v in info.items():
         print(f"{k:<{width}}  {v:.4g}" if isinstance(v, float) else f"{k:<{width}}  {v}")
+    for r in steep:
+        kind = " (bridge/tunnel)" if r["structure"] else ""
+        run, rise = f"run {r['length_m']:.1f} m", f"rise {r['rise_m']:+.1f} m"
+        print(f"  steep: {r['edge']}  grade {100 * r['grade']:+.1f} %  {run}  {rise}{kind}")
     return 0
 
 

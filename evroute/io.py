@@ -25,7 +25,7 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; returns the path."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.pid{os.getpid()}-", suffix=".tmp", dir=p.parent)
     try:
         os.fchmod(fd, umask_mode())
         with os.fdopen(fd, "wb") as fh:

@@ -60,6 +60,19 @@ def is_structure(tags: dict[str, Any]) -> bool:
     return False
 
 
+def structure_interior(from_idx: np.ndarray, to_idx: np.ndarray, structure: np.ndarray, n_nodes: int) -> np.ndarray:
+    """``(N,)`` bool: junctions that only bridge/tunnel edges touch (``structure``: ``(E,)`` bool per edge)."""
+    fi, ti = np.asarray(from_idx, dtype=np.int64), np.asarray(to_idx, dtype=np.int64)
+    structure = np.asarray(structure, dtype=bool)
+    touches_plain = np.zeros(n_nodes, dtype=bool)
+    touches_plain[fi[~structure]] = True
+    touches_plain[ti[~structure]] = True
+    touches_struct = np.zeros(n_nodes, dtype=bool)
+    touches_struct[fi[structure]] = True
+    touches_struct[ti[structure]] = True
+    return touches_struct & ~touches_plain
+
+
 def interpolate_structures(
     from_idx: np.ndarray, to_idx: np.ndarray, z_node: np.ndarray, length_m: np.ndarray, structure: np.ndarray
 ) -> tuple[np.ndarray, int]:
@@ -85,13 +98,7 @@ def interpolate_structures(
         return z, 0
     n = len(z)
     fi, ti = np.asarray(from_idx, dtype=np.int64), np.asarray(to_idx, dtype=np.int64)
-    touches_plain = np.zeros(n, dtype=bool)
-    touches_plain[fi[~structure]] = True
-    touches_plain[ti[~structure]] = True
-    touches_struct = np.zeros(n, dtype=bool)
-    touches_struct[fi[structure]] = True
-    touches_struct[ti[structure]] = True
-    inside = touches_struct & ~touches_plain
+    inside = structure_interior(fi, ti, structure, n)
     if not inside.any():
         return z, 0
     a, b = fi[structure], ti[structure]

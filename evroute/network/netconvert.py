@@ -2,6 +2,10 @@
 
 The default option set (:data:`NETCONVERT_OPTIONS`) keeps the roads passenger cars may use, joins
 clustered junctions into one, reads node ``ele`` tags as elevation and removes geometry-only nodes.
+Bridges and tunnels (ways tagged ``bridge``, ``tunnel`` or a non-zero ``layer``) keep their tags as edge
+params and are never joined with the roads before and after them (``--geometry.remove`` alone merges a tunnel
+with its approach roads into one edge carrying the tunnel's tags, so its portals vanish and the DEM is read on the
+terrain above): their edges are listed in ``--geometry.remove.keep-edges.input-file`` (:func:`structure_way_edges`).
 With netconvert 1.28 it reproduces the reference counts of the project's data files
 (Monaco: 2,675 passenger edges / 6,606 turns; Luxembourg: 5,695 / 16,172).
 """
@@ -9,6 +13,7 @@ With netconvert 1.28 it reproduces the reference counts of the project's data fi
 from __future__ import annotations
 
 import bz2
+import gzip
 import importlib.util
 import os
 import shutil
@@ -31,6 +36,36 @@ NETCONVERT_OPTIONS: tuple[str, ...] = (
     "--osm.extra-attributes",
     "bridge,tunnel,layer",
 )
+
+
+def structure_way_edges(osm_path: str | os.PathLike[str]) -> list[str]:
+    """Netconvert edge ids that the bridge/tunnel/layer ways of an OSM XML file (plain or ``.gz``) can get.
+
+    Netconvert names the edges of way ``W`` ``W`` / ``-W`` (reverse direction) or, split at junctions,
+    ``W#k`` / ``-W#k`` with ``k`` below the number of its nodes; all are listed (unknown ids are ignored).
+    An unreadable file gives ``[]`` (netconvert then reports the error).
+    """
+    import xml.etree.ElementTree as ET
+
+    from evroute.network.elevation import is_structure
+
+    p = Path(osm_path)
+    ids: list[str] = []
+    try:
+        with gzip.open(p, "rb") if p.suffix.lower() == ".gz" else p.open("rb") as fh:
+            for _, el in ET.iterparse(fh, events=("end",)):
+                if el.tag == "way":
+                    tags = {t.get("k", ""): t.get("v", "") for t in el.iter("tag")}
+                    if "highway" in tags and is_structure(tags):
+                        wid, n = el.get("id", ""), len(el.findall("nd"))
+                        for base in (wid, f"-{wid}"):
+                            ids += [base, *(f"{base}#{k}" for k in range(max(n - 1, 1)))]
+                    el.clear()
+                elif el.tag in ("node", "relation"):
+                    el.clear()
+    except (ET.ParseError, OSError, EOFError):
+        return []
+    return ids
 
 
 def _sumo_wheel_home() -> Path | None:
@@ -70,11 +105,32 @@ def netconvert_binary() -> Path:
     raise DataError("netconvert not found: install eclipse-sumo (pip install eclipse-sumo) or put SUMO's bin on PATH")
 
 
+def netconvert_version() -> str:
+    """Version of the eclipse-sumo wheel (or ``"unknown"``), recorded with every converted network."""
+    import importlib.metadata as md
+
+    for dist in ("eclipse-sumo", "sumolib"):
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            continue
+    return "unknown"
+
+
 def netconvert_options(
-    *, elevation: bool = True, join_junctions: bool = True, extra_args: Sequence[str] = ()
+    *,
+    elevation: bool = True,
+    join_junctions: bool = True,
+    extra_args: Sequence[str] = (),
+    keep_edges_file: str | os.PathLike[str] | None = None,
 ) -> list[str]:
-    """The netconvert command-line options (without input and output files) used by :func:`osm_to_sumo`."""
+    """The netconvert command-line options (without input and output files) used by :func:`osm_to_sumo`.
+
+    ``keep_edges_file``: file of edge ids ``--geometry.remove`` must leave alone (the bridges and tunnels).
+    """
     opts = list(NETCONVERT_OPTIONS)
+    if keep_edges_file is not None:
+        opts += ["--geometry.remove.keep-edges.input-file", str(keep_edges_file)]
     opts += ["--osm.elevation", "true" if elevation else "false"]
     if join_junctions:
         opts += ["--junctions.join", "true"]
@@ -154,13 +210,18 @@ def osm_to_sumo(
         raise DataError(f"OSM file not found: {src}")
     exe = netconvert_binary()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp" + "".join(out.suffixes[-3:]), dir=out.parent)
+    from evroute.network.cachefiles import temp_prefix
+
+    fd, tmp_name = tempfile.mkstemp(
+        prefix=temp_prefix(f".{out.name}."), suffix=".tmp" + "".join(out.suffixes[-3:]), dir=out.parent
+    )
     os.close(fd)
     tmp_out = Path(tmp_name)
     tmp_in: Path | None = None
+    keep_file: Path | None = None
     try:
         if src.suffix.lower() == ".bz2":  # netconvert reads plain and gzip XML, not bzip2
-            fd, name = tempfile.mkstemp(prefix=".evroute-", suffix=".osm", dir=out.parent)
+            fd, name = tempfile.mkstemp(prefix=temp_prefix(".evroute-"), suffix=".osm", dir=out.parent)
             os.close(fd)
             tmp_in = Path(name)
             try:
@@ -168,11 +229,20 @@ def osm_to_sumo(
                     shutil.copyfileobj(fin, fout, 1 << 20)
             except (OSError, EOFError) as exc:
                 raise DataError(f"cannot decompress {src}: {exc}") from None
+        keep = structure_way_edges(tmp_in or src)
+        if keep:
+            fd, name = tempfile.mkstemp(prefix=temp_prefix(".evroute-keep-"), suffix=".txt", dir=out.parent)
+            with os.fdopen(fd, "w") as fh:
+                fh.write("\n".join(keep) + "\n")
+            keep_file = Path(name)
+        opts = netconvert_options(
+            elevation=elevation, join_junctions=join_junctions, extra_args=extra_args, keep_edges_file=keep_file
+        )
         cmd = [
             str(exe),
             "--osm-files",
             str(tmp_in or src),
-            *netconvert_options(elevation=elevation, join_junctions=join_junctions, extra_args=extra_args),
+            *opts,
             "-o",
             str(tmp_out),
         ]
@@ -195,6 +265,7 @@ def osm_to_sumo(
         os.replace(tmp_out, out)
     finally:
         tmp_out.unlink(missing_ok=True)
-        if tmp_in is not None:
-            tmp_in.unlink(missing_ok=True)
+        for tmp in (tmp_in, keep_file):
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
     return out

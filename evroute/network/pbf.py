@@ -28,7 +28,9 @@ def pbf_to_osm(pbf_path: str | os.PathLike[str], out_path: str | os.PathLike[str
         raise DataError(f"OSM PBF file not found: {src}")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        fd, name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".osm", dir=out.parent)
+        from evroute.network.cachefiles import temp_prefix
+
+        fd, name = tempfile.mkstemp(prefix=temp_prefix(f".{out.name}."), suffix=".tmp.osm", dir=out.parent)
     except OSError as exc:
         raise DataError(f"cannot write {out}: {exc.strerror or exc}") from None
     os.close(fd)

@@ -36,8 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evroute.errors import DataError, ParameterError, UnknownNetworkError
+from evroute.network.cachefiles import cached, clean_stale_temps, discard
 from evroute.network.dem import DemSpec, drape
-from evroute.network.netconvert import netconvert_options, osm_to_sumo
+from evroute.network.inclines import SMOOTH_LENGTH_M, smooth_elevations, warn_steep
+from evroute.network.netconvert import netconvert_options, netconvert_version, osm_to_sumo
 from evroute.network.osm import load_osm
 from evroute.network.pbf import PBF_SUFFIX, pbf_to_osm
 from evroute.network.road_network import RoadNetwork
@@ -125,7 +127,11 @@ def file_sha256(path: str | os.PathLike[str]) -> str:
 
 
 def dataset_path(name: str, data_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Path of the data file of dataset ``name``; :class:`DataError` telling how to get it when it is missing."""
+    """Path of the data file of dataset ``name``; :class:`DataError` telling how to get it when it is missing.
+
+    A file in evroute's own cache (neither ``data_dir`` nor ``$EVROUTE_DATA`` given) is checked against the pinned
+    SHA-256 and downloaded again, with one warning, when it does not match.
+    """
     ds = _dataset(name)
     p = default_data_dir(data_dir) / ds.filename
     if not p.is_file():
@@ -133,6 +139,18 @@ def dataset_path(name: str, data_dir: str | os.PathLike[str] | None = None) -> P
             f"{ds.filename} not found in {p.parent}: set EVROUTE_DATA or --data-dir to the folder holding it, "
             f"or run `evroute data fetch {name}`"
         )
+    if data_dir is None and not os.environ.get("EVROUTE_DATA") and file_sha256(p) != ds.sha256:
+        # evroute downloaded it into its cache: a mismatch is damage, healed by a verified download
+        warnings.warn(
+            f"cached dataset {p} does not match its pinned checksum (truncated, corrupted or edited): "
+            "downloading it again",
+            UserWarning,
+            stacklevel=2,
+        )
+        try:
+            return fetch_dataset(name)
+        except DataError as exc:
+            raise DataError(f"{p} is damaged and could not be downloaded again ({exc})") from None
     return p
 
 
@@ -209,22 +227,56 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
     return Path(got)
 
 
-def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> Path:
-    """Cache path of the SUMO conversion of ``osm_path`` (keyed by its SHA-256 and the netconvert options)."""
+#: Version of the OSM -> SUMO conversion, part of the network cache key: bump it whenever :func:`osm_to_sumo`'s output
+#: for the same input changes (2: bridges and tunnels kept apart from their approach roads).
+NET_CACHE_VERSION = 2
+
+
+def _net_entry(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> tuple[Path, dict[str, object]]:
+    """Cache path of the SUMO conversion of ``osm_path`` and the inputs its manifest records."""
+    options = netconvert_options(**netconvert_kw)  # type: ignore[arg-type]
+    osm_sha = file_sha256(osm_path)
     key = hashlib.sha256()
-    key.update(file_sha256(osm_path).encode())
-    key.update("\0".join(netconvert_options(**netconvert_kw)).encode())  # type: ignore[arg-type]
-    return net_cache_dir() / f"{name}-{key.hexdigest()[:20]}.net.xml.gz"
+    key.update(f"evroute-net-v{NET_CACHE_VERSION}\0".encode())
+    key.update(osm_sha.encode())
+    key.update("\0".join(options).encode())
+    inputs = {
+        "kind": "netconvert",
+        "version": NET_CACHE_VERSION,
+        "osm_sha256": osm_sha,
+        "options": options,
+        "netconvert": netconvert_version(),
+    }
+    return net_cache_dir() / f"{name}-{key.hexdigest()[:20]}.net.xml.gz", inputs
+
+
+def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> Path:
+    """Cache path of the SUMO conversion of ``osm_path`` (keyed by its SHA-256, the netconvert options and
+    :data:`NET_CACHE_VERSION`)."""
+    return _net_entry(osm_path, name, **netconvert_kw)[0]
 
 
 def _osm_xml(path: Path) -> Path:
-    """``path`` itself, or for a ``.osm.pbf`` file its (cached) OSM XML conversion."""
+    """``path`` itself, or for a ``.osm.pbf`` file its (cached, checksummed) OSM XML conversion."""
     if not path.name.lower().endswith(PBF_SUFFIX):
         return path
-    xml = net_cache_dir() / f"{path.name[: -len(PBF_SUFFIX)]}-{file_sha256(path)[:20]}.osm"
-    if not xml.is_file():
-        pbf_to_osm(path, xml)
-    return xml
+    sha = file_sha256(path)
+    xml = net_cache_dir() / f"{path.name[: -len(PBF_SUFFIX)]}-{sha[:20]}.osm"
+    return cached(xml, {"kind": "pbf-to-osm", "pbf_sha256": sha}, lambda out: pbf_to_osm(path, out), "OSM conversion")
+
+
+def _converted_net(osm: Path, label: str) -> RoadNetwork:
+    """The netconvert conversion of ``osm`` from the cache (verified; rebuilt when it fails its checks or its
+    parse), read with :func:`load_sumo_net`."""
+    net_path, inputs = _net_entry(osm, label)
+    cached(net_path, inputs, lambda out: osm_to_sumo(osm, out), "converted network")
+    try:
+        return load_sumo_net(net_path, name=label)
+    except DataError as exc:  # checksummed but unreadable (e.g. a conversion that was already bad): rebuild once
+        warnings.warn(f"cached converted network {net_path} not used ({exc}): rebuilding it", UserWarning, stacklevel=3)
+        discard(net_path)
+        cached(net_path, inputs, lambda out: osm_to_sumo(osm, out), "converted network")
+        return load_sumo_net(net_path, name=label)
 
 
 def _check_loader(loader: str | None) -> str:
@@ -234,13 +286,28 @@ def _check_loader(loader: str | None) -> str:
     return loader
 
 
+def _plausible(net: RoadNetwork, smooth_m: float) -> RoadNetwork:
+    """``net`` with elevations smoothed along the roads (:mod:`evroute.network.inclines`), warning about steep edges."""
+    net = smooth_elevations(net, smooth_m)
+    warn_steep(net)
+    return net
+
+
 def load_osm_file(
-    path: str | os.PathLike[str], *, name: str | None = None, loader: str | None = None, dem: DemSpec | None = None
+    path: str | os.PathLike[str],
+    *,
+    name: str | None = None,
+    loader: str | None = None,
+    dem: DemSpec | None = None,
+    smooth_m: float = SMOOTH_LENGTH_M,
 ) -> RoadNetwork:
     """Load an OpenStreetMap file (``.osm[.xml|.bz2|.gz|.pbf]``) with ``loader`` (default netconvert).
 
     With ``netconvert`` the conversion is cached (see :func:`converted_net_path`) and a DEM, when given,
-    replaces every junction elevation; with ``osmnx`` the DEM fills the nodes without ``ele`` tags.
+    replaces every junction elevation; with ``osmnx`` the DEM fills the nodes without ``ele`` tags.  Either way
+    bridge/tunnel interiors are interpolated between the structure's ends, the elevations are smoothed along the
+    roads with scale ``smooth_m`` metres (0: raw; :func:`~evroute.network.inclines.smooth_elevations`) and a
+    :class:`UserWarning` names the edges still steeper than :data:`~evroute.network.inclines.STEEP_GRADE`.
     A network with no elevation at all loads flat with a :class:`UserWarning`.
     """
     loader = _check_loader(loader)
@@ -248,14 +315,12 @@ def load_osm_file(
     if not src.is_file():
         raise DataError(f"OSM file not found: {src}")
     label = name or src.name.split(".")[0]
+    clean_stale_temps()
     osm = _osm_xml(src)
     if loader == "osmnx":
         net = load_osm(osm, dem=dem, name=label)
     else:
-        net_path = converted_net_path(osm, label)
-        if not net_path.is_file():
-            osm_to_sumo(osm, net_path)
-        net = load_sumo_net(net_path, name=label)
+        net = _converted_net(osm, label)
         if dem is not None:
             net = drape(net, dem)
         elif not (net.z_from_m.any() or net.z_to_m.any()):
@@ -265,6 +330,7 @@ def load_osm_file(
                 stacklevel=3,
             )
             net.meta["warning"] = "no elevation data: the network is flat"
+    net = _plausible(net, smooth_m)
     net.meta["osm_source"] = str(src)
     net.meta["osm_loader"] = loader
     return net
@@ -288,6 +354,7 @@ def load_network(
     data_dir: str | os.PathLike[str] | None = None,
     dem: DemSpec | None = None,
     loader: str | None = None,
+    smooth_m: float = SMOOTH_LENGTH_M,
 ) -> RoadNetwork:
     """Load a network by name or path (see the module docstring for the specs).
 
@@ -298,6 +365,9 @@ def load_network(
         dem: DEM raster (GeoTIFF or ``.hgt``), or a list of tiles to mosaic, whose elevations replace the
             network's junction elevations (with ``loader="osmnx"``: used for nodes without ``ele`` tags).
         loader: OSM loader for named networks and OSM files, ``netconvert`` (default) or ``osmnx``.
+        smooth_m: scale (m) of the elevation smoothing along the roads of OSM networks and of DEM-draped networks
+            (0: raw elevations); SUMO nets without a DEM and synthetic networks keep their elevations.  A
+            :class:`UserWarning` names the edges steeper than :data:`~evroute.network.inclines.STEEP_GRADE`.
 
     Raises:
         UnknownNetworkError: for a name that is neither known nor an existing file.
@@ -309,17 +379,17 @@ def load_network(
     loader = _check_loader(loader)
     if low == "synthetic" or low.startswith("synthetic:"):
         net = _parse_synthetic(s)
-        return drape(net, dem) if dem is not None else net
+        return _plausible(drape(net, dem), smooth_m) if dem is not None else net
     if low in DATASETS:
-        return load_osm_file(dataset_path(low, data_dir), name=low, loader=loader, dem=dem)
+        return load_osm_file(dataset_path(low, data_dir), name=low, loader=loader, dem=dem, smooth_m=smooth_m)
     p = Path(s).expanduser()
     if low.endswith(SUMO_SUFFIXES):
         if not p.is_file():
             raise DataError(f"SUMO network file not found: {p}")
         net = load_sumo_net(p)
-        return drape(net, dem) if dem is not None else net
+        return _plausible(drape(net, dem) if dem is not None else net, smooth_m if dem is not None else 0.0)
     if low.endswith(OSM_SUFFIXES):
-        return load_osm_file(p, loader=loader, dem=dem)
+        return load_osm_file(p, loader=loader, dem=dem, smooth_m=smooth_m)
     if p.is_file():
         raise DataError(f"unsupported network file {p}: expected {', '.join(SUMO_SUFFIXES + OSM_SUFFIXES)}")
     raise UnknownNetworkError(

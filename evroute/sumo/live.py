@@ -38,10 +38,12 @@ import numpy as np
 
 from evroute.energy import VehicleProfile
 from evroute.errors import DataError, ParameterError
+from evroute.network.cachefiles import cached, clean_stale_temps, temp_prefix
+from evroute.network.registry import file_sha256
 from evroute.sumo.attribution import LaneGraph, attribute_steps, lane_graph
 from evroute.sumo.binaries import SumoError, import_libsumo, run_sumo_program, sumo_binary
 from evroute.sumo.record import net_connections, steps_to_traversals, write_vtype_file
-from evroute.sumo.scenario import cache_key, sumo_cache_dir
+from evroute.sumo.scenario import cache_key, sumo_cache_dir, sumo_version
 from evroute.sumo.vehicle import DEFAULT_VTYPE, battery_params, energy_fields
 
 #: ids of the EV and its route inside a trip's simulation (the background's ids are ``bg...`` / the user's)
@@ -131,14 +133,37 @@ def live_snapshots(
     out_dir = Path(cache_dir) if cache_dir is not None else sumo_cache_dir()
     stem = net.name.removesuffix(".gz").removesuffix(".xml").removesuffix(".net")
     folder = out_dir / f"{stem}-live-{cache_key(net, params)}"
-    files = [folder / f"state_{k:05d}.xml.gz" for k in range(len(times))]
-    if folder.is_dir() and all(f.is_file() for f in files):
-        return files
+    names = [f"state_{k:05d}.xml.gz" for k in range(len(times))]
+    inputs = {"kind": "live-snapshots", "net_sha256": file_sha256(net), "params": params, "sumo": sumo_version()}
+    clean_stale_temps([out_dir])  # temporary files of interrupted runs (a missing folder is skipped)
+
+    def build(dest: Path) -> None:
+        _save_states(net, routes, times, names, dest, v, model, step_length, seed, begin_s, timeout_s)
+
+    cached(folder, inputs, build, "SUMO states")
+    return [folder / n for n in names]
+
+
+def _save_states(
+    net: Path,
+    routes: list[Path],
+    times: np.ndarray,
+    names: list[str],
+    folder: Path,
+    v: VehicleProfile,
+    model: str,
+    step_length: float,
+    seed: int,
+    begin_s: float,
+    timeout_s: float,
+) -> None:
+    """One ``sumo`` run saving the states ``names`` at ``times`` into a temporary folder moved to ``folder``."""
+    out_dir = folder.parent
     out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".live-", dir=out_dir))
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(".live-"), dir=out_dir))
     try:
         vt = write_vtype_file(tmp / "ev.add.xml", v, model=model)
-        tmp_files = [tmp / f.name for f in files]
+        tmp_files = [tmp / n for n in names]
         args = [
             *_base_args(net, vt, step_length, seed),
             "-r",
@@ -167,7 +192,6 @@ def live_snapshots(
         os.replace(tmp, folder)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return files
 
 
 def _direction_rank(direction: str) -> int:
@@ -269,7 +293,7 @@ class LiveSimulation:
         self.snapshot_times_s = np.asarray(snapshot_times_s, dtype=np.float64)
         self.step_length = float(step_length)
         self.max_trip_s = float(max_trip_s)
-        self._tmp = tempfile.TemporaryDirectory(prefix="evroute-live-")
+        self._tmp = tempfile.TemporaryDirectory(prefix=temp_prefix("evroute-live-"))
         self.vtype_file = write_vtype_file(Path(self._tmp.name) / "ev.add.xml", vehicle, model=model)
         self.charge_wh = battery_params(vehicle or VehicleProfile())[1]  # the EV's initial charge (Wh)
         self._args = [str(sumo_binary("sumo")), *_base_args(self.net_file, self.vtype_file, step_length, seed)]

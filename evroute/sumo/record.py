@@ -224,7 +224,9 @@ def record_traversals(
     for p in [net, *routes]:
         if not p.is_file():
             raise DataError(f"file not found: {p}")
-    tmp = Path(tempfile.mkdtemp(prefix="evroute-sumo-"))
+    from evroute.network.cachefiles import temp_prefix
+
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix("evroute-sumo-")))
     try:
         vt = write_vtype_file(tmp / "ev.add.xml", vehicle, model=model, extra=vtype_extra, attributes=vtype_attributes)
         args = _sumo_args(net, routes, vt, begin, end, step_length, seed, sumo_args)

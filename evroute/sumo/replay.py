@@ -27,8 +27,10 @@ from evroute.energy import VehicleProfile
 from evroute.errors import DataError, ParameterError, check_positive
 from evroute.io import atomic_write_json
 from evroute.linegraph import LineGraph
+from evroute.network.cachefiles import cached, clean_stale_temps, temp_prefix
+from evroute.network.registry import file_sha256
 from evroute.sumo.record import ATTRIBUTION_VERSION, record_traversals
-from evroute.sumo.scenario import background_demand, cache_key, check_route_file, sumo_cache_dir
+from evroute.sumo.scenario import background_demand, cache_key, check_route_file, sumo_cache_dir, sumo_version
 from evroute.sumo.vehicle import ENERGY_MODELS, energy_fields
 
 
@@ -159,9 +161,27 @@ def record_day(
     key = cache_key(net_file, params)
     stem = linegraph.network.name.replace(":", "_").replace("/", "_")
     data_path, meta_path = out_dir / f"{stem}-day-{key}.parquet", out_dir / f"{stem}-day-{key}.json"
-    if data_path.is_file() and meta_path.is_file():
-        return pd.read_parquet(data_path), json.loads(meta_path.read_text())
+    inputs = {"kind": "replay-day", "net_sha256": file_sha256(net_file), "params": params, "sumo": sumo_version()}
+    clean_stale_temps([out_dir])  # temporary files of interrupted runs (a missing folder is skipped)
 
+    def build(dest: Path) -> None:
+        _record(linegraph, spec, vehicle, net_file, out_dir, dest, meta_path)
+
+    cached(data_path, inputs, build, "recorded day", companions=[meta_path])
+    return pd.read_parquet(data_path), json.loads(meta_path.read_text())
+
+
+def _record(
+    linegraph: LineGraph,
+    spec: DaySpec,
+    vehicle: VehicleProfile,
+    net_file: Path,
+    out_dir: Path,
+    data_path: Path,
+    meta_path: Path,
+) -> None:
+    """Record the day (SUMO runs with probe rounds) and write ``data_path`` (Parquet) and ``meta_path`` (JSON)."""
+    ids = linegraph.network.edge_ids
     begin, end = spec.hours[0] * 3600.0, spec.hours[1] * 3600.0
     if spec.route_file is not None:
         demand = Path(spec.route_file)
@@ -172,7 +192,7 @@ def record_day(
     index = {e: i for i, e in enumerate(ids.tolist())}
     rng = np.random.default_rng(spec.demand_seed)
     probes: list[tuple[float, str, list[str]]] = []
-    tmp = Path(tempfile.mkdtemp(prefix="evroute-day-"))
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix("evroute-day-")))
     rounds = 0
     try:
         while True:
@@ -218,13 +238,12 @@ def record_day(
         "short_edge_ids": ids[short[:50]].tolist(),
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{data_path.name}.", suffix=".tmp", dir=out_dir)
+    fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(f".{data_path.name}."), suffix=".tmp", dir=out_dir)
     os.close(fd)
+    atomic_write_json(meta_path, meta)
     data.to_parquet(tmp_name, index=False)
     os.chmod(tmp_name, 0o644)  # mkstemp creates 0600 files
     os.replace(tmp_name, data_path)
-    atomic_write_json(meta_path, meta)
-    return data, meta
 
 
 __all__ = ["DaySpec", "probe_routes", "record_day", "sumo_net_file", "write_probe_routes"]

@@ -7,7 +7,8 @@ profile (:func:`evroute.sumo.vehicle.ev_vtype_xml`), and the demand file does no
 A user's own ``.rou.xml`` can be used instead (:func:`check_route_file`).
 
 Generated files are cached in ``$EVROUTE_CACHE/sumo`` (default ``~/.cache/evroute/nets/sumo``), keyed by the
-SHA-256 of the network file, every generation parameter and the SUMO version, like converted networks.
+SHA-256 of the network file, every generation parameter and the SUMO version, like converted networks, and checked
+against their manifest on every use (:mod:`evroute.network.cachefiles`: a damaged entry is rebuilt).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from evroute.errors import DataError, ParameterError, check_positive
+from evroute.network.cachefiles import cached, clean_stale_temps, temp_prefix
 from evroute.network.registry import file_sha256, net_cache_dir
 from evroute.sumo.binaries import run_sumo_program, sumo_binary, sumo_tool
 
@@ -114,10 +116,18 @@ def background_demand(
     out_dir = Path(cache_dir) if cache_dir is not None else sumo_cache_dir()
     stem = net.name.removesuffix(".gz").removesuffix(".xml").removesuffix(".net")
     out = out_dir / f"{stem}-demand-{cache_key(net, params)}.rou.xml"
-    if out.is_file():
-        return out
+    inputs = {"kind": "background-demand", "net_sha256": file_sha256(net), "params": params, "sumo": sumo_version()}
+    clean_stale_temps([out_dir])  # temporary files of interrupted runs (a missing folder is skipped)
+    return cached(out, inputs, lambda dest: _generate_demand(net, dest, rates, hours, seed, min_distance_m), "demand")
+
+
+def _generate_demand(
+    net: Path, out: Path, rates: list[float], hours: tuple[int, int], seed: int, min_distance_m: float
+) -> None:
+    """Run randomTrips.py/duarouter in a temporary folder next to ``out`` and move the routes to ``out``."""
+    out_dir = out.parent
     out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".demand-", dir=out_dir))
+    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(".demand-"), dir=out_dir))
     try:
         cmd = [
             sumo_tool("randomTrips.py"),
@@ -151,7 +161,6 @@ def background_demand(
         os.replace(routes, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return out
 
 
 def check_route_file(path: str | os.PathLike[str]) -> Path:
