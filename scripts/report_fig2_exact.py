@@ -150,11 +150,12 @@ def main() -> None:
         [
             "# Fig. 2 with the exact GP (`--model gp-exact`) next to the SVGP and BI",
             "",
-            f"Command: `{R.command_line()}` (after `scripts/repro_fig2.py --gp-model gp-exact --workers 2 --tag _exact`)",
+            f"Command: `{R.command_line()}` "
+            "(after `scripts/repro_fig2.py --gp-model gp-exact --workers 2 --tag _exact`)",
             "",
             "Final cumulative regret at T = 500 (Wh, rectified reference), mean +- s.e. over the finished seeds "
-            "(count in brackets; SVGP: the committed 5 seeds of `fig2_table.md`; BI: the re-run seeds, else the committed "
-            "values of the same seeds -- same environment and reference):",
+            "(count in brackets; SVGP: the committed 5 seeds of `fig2_table.md`; BI: the re-run seeds, "
+            "else the committed values of the same seeds -- same environment and reference):",
             "",
             "| route | policy | exact GP | SVGP (M = 1000) | BI |",
             "|---|---|---|---|---|",
@@ -167,14 +168,15 @@ def main() -> None:
             "|---|---|---|---|---|",
             *pair_rows,
             "",
-            "Distinct edges driven per seed (min-max over the finished seeds; T = 500; BI only where re-run; the SVGP's "
-            "per-seed counts are not committed, `maps.md` has all-seed totals):",
+            "Distinct edges driven per seed (min-max over the finished seeds; T = 500; BI only where re-run; "
+            "the SVGP's per-seed counts are not committed, `maps.md` has all-seed totals):",
             "",
             "| route | policy | exact GP | BI | exact GP: mean regret per round, rounds 401-500 (Wh) |",
             "|---|---|---|---|---|",
             *edge_rows,
             "",
-            "Per-round latency of the exact GP inside the grid (ms; 2 worker processes, 1 thread each, shared machine):",
+            "Per-round latency of the exact GP inside the grid "
+            "(ms; 2 worker processes, 1 thread each, shared machine):",
             "",
             "| route | policy | median total | mean total | median update | rounds | time in refit/refresh rounds |",
             "|---|---|---|---|---|---|---|",

@@ -155,7 +155,8 @@ def main() -> None:
             "",
             *reg,
             "",
-            "Median per-round latency in ms (total = model update + posterior + index + oracle; all seeds, all rounds):",
+            "Median per-round latency in ms "
+            "(total = model update + posterior + index + oracle; all seeds, all rounds):",
             "",
             *tim,
             "",
