@@ -373,7 +373,7 @@ def _short_negative_cycle_cuts(lg: LineGraph, w: np.ndarray) -> tuple[list[np.nd
             rows.append(np.array([i, j]))
             ub.append(1.0)
     adj = lg.adjacency.tocsr()
-    for a in np.flatnonzero(w < 0):  # a negative 3-cycle contains a negative edge
+    for a in map(int, np.flatnonzero(w < 0)):  # a negative 3-cycle contains a negative edge
         for b in adj.indices[adj.indptr[a] : adj.indptr[a + 1]]:
             for c in adj.indices[adj.indptr[b] : adj.indptr[b + 1]]:
                 if c != a and b != a and (c, a) in key and w[a] + w[b] + w[c] < 0 and a == min(a, b, c):

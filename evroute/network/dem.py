@@ -224,7 +224,7 @@ def read_dem(path: DemSpec) -> Dem:
     """
     if isinstance(path, Dem):
         return path
-    if isinstance(path, (list, tuple)):
+    if not isinstance(path, (str, os.PathLike)):  # several tiles
         if not path:
             raise DataError("no DEM file given")
         return read_dem(path[0]) if len(path) == 1 else merge_dems(path)

@@ -119,7 +119,7 @@ def background_demand(
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".demand-", dir=out_dir))
     try:
-        cmd = [
+        cmd: list[str | os.PathLike[str]] = [
             sumo_tool("randomTrips.py"),
             "-n",
             net.resolve(),
