@@ -16,9 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("folium")
-
-from evroute.maps import exploration_map_html  # noqa: E402
+from evroute.maps import exploration_map_html
 
 TILE_HOST = "tile.openstreetmap.org"
 VIEWPORT = {"width": 900, "height": 650}

@@ -6,6 +6,7 @@ import dataclasses
 import warnings
 
 import numpy as np
+import osmnx as ox
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,8 +19,6 @@ from evroute.linegraph import build_line_graph
 from evroute.network import RoadNetwork, load_network, nearest_edge, nearest_edges
 from evroute.network.snap import _index
 from evroute.routes import resolve_endpoint, resolve_route
-
-ox = pytest.importorskip("osmnx")
 
 
 @pytest.fixture(scope="module")

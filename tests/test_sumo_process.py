@@ -9,11 +9,11 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from evroute.sumo.binaries import SumoError, run_sumo_program, spawn_sumo_program, stop_sumo_program, sumo_binary
 
-psutil = pytest.importorskip("psutil")
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal: Linux only")
 
 

@@ -3,8 +3,10 @@ policy through the adapter."""
 
 from __future__ import annotations
 
+import gpytorch
 import numpy as np
 import pytest
+import torch
 
 from evroute.bo import (
     GPUCB,
@@ -19,9 +21,6 @@ from evroute.bo import (
 from evroute.bo.acquisition import expected_improvement, upper_confidence_bound
 from evroute.bo.adapters import TorchModel
 from evroute.bo.timevarying.gp import GPHyper, SpatioTemporalKernel, spatio_temporal_gp
-
-torch = pytest.importorskip("torch")
-gpytorch = pytest.importorskip("gpytorch")
 
 
 class _ExactGP(gpytorch.models.ExactGP):
