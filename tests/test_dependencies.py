@@ -18,6 +18,7 @@ import ast
 import re
 import sys
 import tomllib
+from collections.abc import Iterator
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
@@ -55,20 +56,24 @@ def _type_checking_lines(tree: ast.Module) -> set[int]:
     return lines
 
 
+def _outside_functions(node: ast.AST) -> Iterator[ast.AST]:
+    """``node`` and its descendants that are not inside a function body (those run when the module is imported)."""
+    yield node
+    for child in ast.iter_child_nodes(node):
+        if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            yield from _outside_functions(child)
+
+
 def imports(path: Path) -> list[tuple[str, bool, int]]:
     """``(top-level module, runs at import time, line)`` of every absolute import in a Python file.
 
-    Imports at module level (also under a module-level ``if``/``try``) run at import time, except under
-    ``if TYPE_CHECKING:``; imports inside functions and classes' methods are lazy.
+    Imports outside function bodies (module level, under ``if``/``try``, in class bodies) run at import time, except
+    under ``if TYPE_CHECKING:``; imports inside functions and methods are lazy.
     """
     tree = ast.parse(path.read_text(), filename=str(path))
-    eager: set[int] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.If, ast.Try)):
-            eager |= {id(n) for n in ast.walk(node) if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        eager.add(id(node))
+    eager = {id(n) for n in _outside_functions(tree)}
     skip = _type_checking_lines(tree)
-    out = []
+    out: list[tuple[str, bool, int]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]

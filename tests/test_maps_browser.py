@@ -81,7 +81,9 @@ def _open(browser, path: Path, points: list[list[float]], *, tiles: str) -> dict
 
     page.route(lambda url: not url.startswith(("file:", "data:", "about:")), handle)
     page.goto(path.resolve().as_uri(), wait_until="load")
-    name = re.search(r"var (map_[0-9a-f]+) = L\.map", path.read_text()).group(1)
+    found = re.search(r"var (map_[0-9a-f]+) = L\.map", path.read_text())
+    assert found, "no Leaflet map in the page"
+    name = found.group(1)
     page.wait_for_function(f"() => typeof {name} !== 'undefined' && {name}._loaded")
     page.wait_for_timeout(300)
     out["facts"] = page.evaluate(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
 
+import evroute
 from evroute.errors import ParameterError
 from evroute.network import RoadNetwork, synthetic_city
 from evroute.network._graph import junction_turns, largest_scc_edges
@@ -167,8 +167,8 @@ def test_flat_option():
 
 def _evroute_lines_executed(fn, *args, **kwargs) -> int:
     """Line events in ``evroute/`` source files while ``fn`` runs (``sys.settrace``; library code is not traced)."""
-    root = str(Path(sys.modules["evroute"].__file__).parent)
-    lines = Counter()
+    root = evroute.__path__[0]
+    lines: Counter[str] = Counter()
 
     def local(frame, event, arg):
         if event == "line":

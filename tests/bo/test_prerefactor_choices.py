@@ -71,9 +71,9 @@ def choices() -> dict[str, list[list[float]]]:
             out[f"finite/{cls.__name__}"] = _static(arms, cls, 20, kernel=Matern(0.15), lam=0.0025)
         branin = get_function("branin").domain
         opt = AcquisitionOptimizer(n_raw=128, n_restarts=2)
-        for cls in (GPUCB, GPEI, GPPI):
+        for box_cls in (GPUCB, GPEI, GPPI):
             kw = {"kernel": SquaredExponential(0.25), "lam": 1e-3, "normalize_y": True, "optimizer": opt}
-            out[f"box/{cls.__name__}"] = _static(branin, cls, 6, **kw)
+            out[f"box/{box_cls.__name__}"] = _static(branin, box_cls, 6, **kw)
         out["box/GPTS"] = _static(branin, GPTS, 4, kernel=SquaredExponential(0.25), lam=1e-3, n_candidates=200)
         fn = get_function("ackley", 2)
         for name in PAPER_ALGORITHMS:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -111,11 +113,11 @@ def test_best_reward_bounds_random_points() -> None:
     assert np.min(p.regret(p._path[1], p._path[0])) == pytest.approx(0.0, abs=1e-9)  # type: ignore[index]
 
 
-def test_run_protocol_saves_resumes_and_reports(tmp_path: object) -> None:
+def test_run_protocol_saves_resumes_and_reports(tmp_path: Path) -> None:
     p = get_problem("hartmann3")
     times, xs = p.maximiser_path(n_grid=31, n_random=512)
-    (tmp_path / "optima").mkdir()  # type: ignore[operator]
-    np.savez(tmp_path / "optima" / "hartmann3.npz", times=times, xs=xs, version=REFERENCE_VERSION)  # type: ignore[operator]
+    (tmp_path / "optima").mkdir()
+    np.savez(tmp_path / "optima" / "hartmann3.npz", times=times, xs=xs, version=REFERENCE_VERSION)
     proto = Protocol(horizon=25.0, replications=2, problems=("hartmann3",), algorithms=("r-gp-ucb", "bolt"))
     specs = proto.specs()
     assert specs[0] == RunSpec("hartmann3", "r-gp-ucb", 0, 25.0, "simulated", 1.0)

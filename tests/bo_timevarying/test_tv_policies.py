@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -13,7 +15,7 @@ from evroute.bo.timevarying.kernels import matern
 from evroute.bo.timevarying.policies import ALGORITHMS, BOLT, TVGPUCB, TimeVaryingGPUCB, make_policy
 from evroute.errors import ParameterError
 
-FAST = {"n_raw": 128, "n_restarts": 2, "fit_iters": 10}
+FAST: dict[str, Any] = {"n_raw": 128, "n_restarts": 2, "fit_iters": 10}
 
 
 def _moving_peak(x: float, t: float, horizon: float) -> float:
