@@ -178,7 +178,8 @@ def optimal_route(
                 "(use on_negative_cycle='exact' for the best simple route)"
             ) from None
         if on_negative_cycle == "rectified":
-            return rectified_reference_route(lg, w, noise_var, start, goal, potential_wh)  # type: ignore[arg-type]
+            assert noise_var is not None  # checked on entry
+            return rectified_reference_route(lg, w, noise_var, start, goal, potential_wh)
         return best_simple_route(
             lg, w, start, goal, max_cut_rounds=max_cut_rounds, time_limit_s=time_limit_s, node_limit=node_limit
         )

@@ -59,7 +59,8 @@ class Dem:
     @property
     def shape(self) -> tuple[int, int]:
         """``(rows, cols)`` of the raster."""
-        return self.z.shape  # type: ignore[return-value]
+        rows, cols = self.z.shape
+        return int(rows), int(cols)
 
     def sample(self, lon: Any, lat: Any) -> Any:
         """Bilinear elevation in metres at ``(lon, lat)`` in degrees (scalars or arrays of equal shape).

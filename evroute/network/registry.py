@@ -34,6 +34,7 @@ import urllib.request
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evroute.errors import DataError, ParameterError, UnknownNetworkError
 from evroute.network.dem import DemSpec, drape
@@ -209,11 +210,11 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
     return Path(got)
 
 
-def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> Path:
+def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: Any) -> Path:
     """Cache path of the SUMO conversion of ``osm_path`` (keyed by its SHA-256 and the netconvert options)."""
     key = hashlib.sha256()
     key.update(file_sha256(osm_path).encode())
-    key.update("\0".join(netconvert_options(**netconvert_kw)).encode())  # type: ignore[arg-type]
+    key.update("\0".join(netconvert_options(**netconvert_kw)).encode())
     return net_cache_dir() / f"{name}-{key.hexdigest()[:20]}.net.xml.gz"
 
 
