@@ -23,6 +23,8 @@ from importlib.metadata import packages_distributions
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+#: modules that exist only for type checkers (typeshed's helpers; imported under ``TYPE_CHECKING``)
+TYPE_CHECKER_ONLY = {"_typeshed"}
 
 
 def _norm(name: str) -> str:
@@ -96,7 +98,7 @@ def undeclared(files: list[Path], local: set[str], hard: set[str], soft: set[str
     bad = []
     for path in files:
         for mod, at_import, line in imports(path):
-            if mod in sys.stdlib_module_names or mod in local:
+            if mod in sys.stdlib_module_names or mod in TYPE_CHECKER_ONLY or mod in local:
                 continue
             names = {_norm(d) for d in dists.get(mod, [])}
             where = f"{path.relative_to(root)}:{line} {mod}"
