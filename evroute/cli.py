@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from evroute.errors import EvrouteError, ParameterError
 
@@ -20,7 +20,7 @@ from evroute.errors import EvrouteError, ParameterError
 class _Parser(argparse.ArgumentParser):
     """argparse with one-line errors (``evroute: error: ...``, status 2) instead of usage plus message."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         where = self.prog.removeprefix("evroute").strip()
         self.exit(2, f"evroute: error: {where + ': ' if where else ''}{' '.join(message.split())}\n")
 

@@ -61,7 +61,9 @@ class LineGraph:
             net = self.network
             raw = np.stack([net.length_m, net.speed_mps, net.incline], axis=1)
             self._cache["contexts"] = standardise(raw)
-        return self._cache["contexts"]  # type: ignore[return-value]
+        contexts = self._cache["contexts"]
+        assert isinstance(contexts, np.ndarray)
+        return contexts
 
     def incidence(self) -> sp.csr_matrix:
         """``(E, C)`` weighted incidence matrix ``B`` of paper appendix B.1.
@@ -79,14 +81,18 @@ class LineGraph:
             vals = np.concatenate([-w, w])
             b = sp.csr_matrix((vals, (rows, cols)), shape=(self.n_nodes, len(t)))
             self._cache["incidence"] = b
-        return self._cache["incidence"]  # type: ignore[return-value]
+        b = self._cache["incidence"]
+        assert isinstance(b, sp.csr_matrix)
+        return b
 
     def laplacian(self) -> sp.csr_matrix:
         """``(E, E)`` symmetric positive semi-definite incidence Laplacian ``Delta = B B^T``."""
         if "laplacian" not in self._cache:
             b = self.incidence()
             self._cache["laplacian"] = (b @ b.T).tocsr()
-        return self._cache["laplacian"]  # type: ignore[return-value]
+        lap = self._cache["laplacian"]
+        assert isinstance(lap, sp.csr_matrix)
+        return lap
 
     def to_networkx(self):  # -> nx.DiGraph
         """The line graph as a :class:`networkx.DiGraph` (nodes: edge indices with ``edge_id`` attribute)."""

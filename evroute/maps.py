@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -85,7 +85,7 @@ def external_assets(page: str) -> list[str]:
     return [page[m.start() : page.find(">", m.start()) + 1] for m in _EXTERNAL_ASSET.finditer(page)]
 
 
-def offline_map(**kwargs: object) -> folium.Map:
+def offline_map(**kwargs: Any) -> folium.Map:
     """A :class:`folium.Map` whose Leaflet comes inlined from the package instead of CDN links.
 
     Only Leaflet itself is inlined: the maps here use plain Leaflet layers (polylines, GeoJSON, circle
@@ -97,8 +97,18 @@ def offline_map(**kwargs: object) -> folium.Map:
     m = folium.Map(**kwargs)
     m.default_js, m.default_css = [], []  # instance attributes shadow folium's CDN lists
     css, js = leaflet_inline()
-    m.get_root().header.add_child(folium.Element(f"<style>{css}</style>\n<script>{js}</script>"), name="leaflet")
+    _page(m).header.add_child(folium.Element(f"<style>{css}</style>\n<script>{js}</script>"), name="leaflet")
     return m
+
+
+def _page(m: folium.Map) -> folium.Figure:
+    """The HTML page of a map (folium puts every new :class:`folium.Map` in a :class:`branca.element.Figure`)."""
+    import folium
+
+    root = m.get_root()
+    if not isinstance(root, folium.Figure):
+        raise TypeError(f"folium map root is a {type(root).__name__}, not a Figure")
+    return root
 
 
 _LINE = "display:inline-block;width:28px;height:0;vertical-align:middle;margin-right:6px;"
@@ -190,7 +200,7 @@ def _finish(
             tooltip=f"{label}: {net.edge_ids[e]}",
         ).add_to(m)
     folium.LayerControl().add_to(m)
-    m.get_root().html.add_child(folium.Element(legend))
+    _page(m).html.add_child(folium.Element(legend))
     # keep the data clear of the legend (bottom right, LEGEND_WIDTH_PX wide) and of the zoom / layer controls
     m.fit_bounds(bounds, padding_top_left=(60, 60), padding_bottom_right=(LEGEND_WIDTH_PX + 30, 30))
     page = m.get_root().render()
@@ -199,7 +209,7 @@ def _finish(
     return atomic_write_text(path, page)
 
 
-def _polyline(geom: list[np.ndarray], edges: Sequence[int]) -> list[tuple[float, float]]:
+def _polyline(geom: list[np.ndarray], edges: Sequence[int] | np.ndarray) -> list[tuple[float, float]]:
     pts = np.concatenate([geom[int(e)] for e in edges])
     return [(round(float(y), 6), round(float(x), 6)) for x, y in pts]
 
@@ -275,7 +285,7 @@ def exploration_map_html(
 
 def route_map_html(
     linegraph: LineGraph,
-    routes: Mapping[str, Sequence[int]],
+    routes: Mapping[str, Sequence[int] | np.ndarray],
     path: str | Path,
     *,
     start: int,

@@ -178,7 +178,8 @@ def optimal_route(
                 "(use on_negative_cycle='exact' for the best simple route)"
             ) from None
         if on_negative_cycle == "rectified":
-            return rectified_reference_route(lg, w, noise_var, start, goal, potential_wh)  # type: ignore[arg-type]
+            assert noise_var is not None  # checked on entry
+            return rectified_reference_route(lg, w, noise_var, start, goal, potential_wh)
         return best_simple_route(
             lg, w, start, goal, max_cut_rounds=max_cut_rounds, time_limit_s=time_limit_s, node_limit=node_limit
         )
@@ -373,7 +374,7 @@ def _short_negative_cycle_cuts(lg: LineGraph, w: np.ndarray) -> tuple[list[np.nd
             rows.append(np.array([i, j]))
             ub.append(1.0)
     adj = lg.adjacency.tocsr()
-    for a in np.flatnonzero(w < 0):  # a negative 3-cycle contains a negative edge
+    for a in map(int, np.flatnonzero(w < 0)):  # a negative 3-cycle contains a negative edge
         for b in adj.indices[adj.indptr[a] : adj.indptr[a + 1]]:
             for c in adj.indices[adj.indptr[b] : adj.indptr[b + 1]]:
                 if c != a and b != a and (c, a) in key and w[a] + w[b] + w[c] < 0 and a == min(a, b, c):

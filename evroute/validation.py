@@ -103,7 +103,7 @@ def parameter_fields(source: Any, skip: Iterable[str] = ()) -> tuple[dict[str, t
 
 @functools.lru_cache(maxsize=256)
 def _adapter(key: tuple[str, ...], sources: tuple[Any, ...], skip: tuple[str, ...]) -> tuple[TypeAdapter, bool]:
-    fields: dict[str, tuple[Any, Any]] = {}
+    fields: dict[str, Any] = {}  # name -> (type, default); Any: create_model also takes dunder keywords
     open_ = False
     for src in sources:
         f, var_kw = parameter_fields(src, skip)

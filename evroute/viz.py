@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,7 +64,7 @@ def routes_geodataframe(linegraph: LineGraph, routes: Mapping[str, np.ndarray], 
         pts = np.concatenate([linegraph.network.geometry[int(e)] for e in edges])
         geoms.append(LineString(pts))
         names.append(name)
-    data: dict[str, list[object]] = {"route": names}
+    data: dict[str, Sequence[object]] = {"route": names}
     for col, values in columns.items():
         data[col] = [values[n] for n in names]
     return gpd.GeoDataFrame(data, geometry=geoms, crs="EPSG:4326")

@@ -33,9 +33,9 @@ def grid_network(
     lat = np.array([49.6 + 0.0009 * p[1] for p in nodes])
     return RoadNetwork(
         name=f"grid{nx_}x{ny}",
-        edge_ids=[f"{a}>{b}" for a, b in edges],
-        from_node=[str(a) for a in u],
-        to_node=[str(b) for b in v],
+        edge_ids=np.array([f"{a}>{b}" for a, b in edges]),
+        from_node=np.array([str(a) for a in u]),
+        to_node=np.array([str(b) for b in v]),
         length_m=np.full(len(edges), spacing_m) * rng.uniform(0.8, 1.2, size=len(edges)),
         speed_mps=speeds,
         z_from_m=z[u],

@@ -252,7 +252,7 @@ def test_bad_input_is_one_clean_line(name, tmp_path, monkeypatch, capsys, edges)
     _setup(root)
     monkeypatch.chdir(root)
     ro = _readonly_dir(tmp_path)
-    argv = _resolve(CASES[name], root, ro, edges)  # type: ignore[arg-type]
+    argv = _resolve(CASES[name], root, ro, edges)
     if name in FULL_DISK:
         monkeypatch.setattr(os, "fsync", _no_space)
         import evroute.network.netconvert as nc

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import psutil
 import pytest
 
 from evroute.cli import main
@@ -152,7 +153,6 @@ def test_stale_temp_files_are_removed_on_resume(tmp_path):
 @pytest.mark.parametrize("moment", ["starting", "running"])
 def test_pool_workers_die_with_their_parent(tmp_path, moment):
     """Kill the sweep's parent while its workers start (they must not pick up the queued jobs) or run seeds."""
-    psutil = pytest.importorskip("psutil")
     grid = tmp_path / "grid.json"
     grid.write_text(
         json.dumps({"base": {"network": NET, "horizon": 100000, "seeds": [0, 1, 2, 3]}, "grid": {"policy": ["ts"]}})

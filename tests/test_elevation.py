@@ -78,15 +78,15 @@ def test_inconsistent_input_warns_naming_the_edges() -> None:
     with pytest.warns(UserWarning, match=r"1 edge\(s\) rise more than their length.*cliff \(length 1.00 m"):
         RoadNetwork(
             name="bad",
-            edge_ids=["cliff", "ok"],
-            from_node=["a", "b"],
-            to_node=["b", "a"],
-            length_m=[1.0, 100.0],
-            speed_mps=[10.0, 10.0],
-            z_from_m=[0.0, 5.0],
-            z_to_m=[5.0, 0.0],
+            edge_ids=np.array(["cliff", "ok"]),
+            from_node=np.array(["a", "b"]),
+            to_node=np.array(["b", "a"]),
+            length_m=np.array([1.0, 100.0]),
+            speed_mps=np.array([10.0, 10.0]),
+            z_from_m=np.array([0.0, 5.0]),
+            z_to_m=np.array([5.0, 0.0]),
             geometry=[np.zeros((2, 2))] * 2,
-            turns=[[0, 1], [1, 0]],
+            turns=np.array([[0, 1], [1, 0]]),
         )
 
 

@@ -5,24 +5,23 @@ from __future__ import annotations
 import math
 import pickle
 
+import gpytorch
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-gpytorch = pytest.importorskip("gpytorch")
-
-from evroute.bandit import RoutingBandit  # noqa: E402
-from evroute.environments import PaperEnvironment  # noqa: E402
-from evroute.errors import ParameterError  # noqa: E402
-from evroute.linegraph import build_line_graph  # noqa: E402
-from evroute.models.exact_posterior import DensePosterior, exact_solve  # noqa: E402
-from evroute.models.factory import make_model, model_names  # noqa: E402
-from evroute.models.gp_exact import ExactGPEdgeModel, Hyper  # noqa: E402
-from evroute.models.gp_exact_mll import marginal_log_likelihood  # noqa: E402
-from evroute.models.gp_kernels import EdgeContextKernel, EdgePriorMean, GraphMaternIndexKernel  # noqa: E402
-from evroute.network.registry import load_network  # noqa: E402
-from evroute.policies import make_policy  # noqa: E402
-from evroute.routes import corner_route  # noqa: E402
+from evroute.bandit import RoutingBandit
+from evroute.environments import PaperEnvironment
+from evroute.errors import ParameterError
+from evroute.linegraph import build_line_graph
+from evroute.models.exact_posterior import DensePosterior, exact_solve
+from evroute.models.factory import make_model, model_names
+from evroute.models.gp_exact import ExactGPEdgeModel, Hyper
+from evroute.models.gp_exact_mll import marginal_log_likelihood
+from evroute.models.gp_kernels import EdgeContextKernel, EdgePriorMean, GraphMaternIndexKernel
+from evroute.network.registry import load_network
+from evroute.policies import make_policy
+from evroute.routes import corner_route
 
 NET = "synthetic:300:1"
 

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-pytest.importorskip("gpytorch")
-
-from evroute.environments import PaperEnvironment  # noqa: E402
-from evroute.kernels import matern52  # noqa: E402
-from evroute.linegraph import build_line_graph  # noqa: E402
-from evroute.models.gp_kernels import EdgeContextKernel, EdgePriorMean, GraphMaternIndexKernel  # noqa: E402
-from evroute.network.registry import load_network  # noqa: E402
+from evroute.environments import PaperEnvironment
+from evroute.kernels import matern52
+from evroute.linegraph import build_line_graph
+from evroute.models.gp_kernels import EdgeContextKernel, EdgePriorMean, GraphMaternIndexKernel
+from evroute.network.registry import load_network
 
 
 @pytest.fixture(scope="module")

@@ -5,22 +5,21 @@ from __future__ import annotations
 import json
 import pickle
 
+import gpytorch
 import numpy as np
 import pytest
+import torch
 
-torch = pytest.importorskip("torch")
-gpytorch = pytest.importorskip("gpytorch")
-
-from evroute.bandit import RoutingBandit  # noqa: E402
-from evroute.cli import main  # noqa: E402
-from evroute.environments import PaperEnvironment  # noqa: E402
-from evroute.experiments import ExperimentConfig, run_experiment  # noqa: E402
-from evroute.linegraph import build_line_graph  # noqa: E402
-from evroute.models.factory import make_model, model_names  # noqa: E402
-from evroute.models.gp import GPEdgeModel, build_gp_model  # noqa: E402
-from evroute.network.registry import load_network  # noqa: E402
-from evroute.policies import make_policy  # noqa: E402
-from evroute.routes import corner_route  # noqa: E402
+from evroute.bandit import RoutingBandit
+from evroute.cli import main
+from evroute.environments import PaperEnvironment
+from evroute.experiments import ExperimentConfig, run_experiment
+from evroute.linegraph import build_line_graph
+from evroute.models.factory import make_model, model_names
+from evroute.models.gp import GPEdgeModel, build_gp_model
+from evroute.network.registry import load_network
+from evroute.policies import make_policy
+from evroute.routes import corner_route
 
 NET = "synthetic:200:3"
 

@@ -10,10 +10,8 @@ from importlib import resources
 import numpy as np
 import pytest
 
-pytest.importorskip("folium")
-
-from evroute.experiments import ExperimentConfig, build_problem, load_rounds, run_experiment  # noqa: E402
-from evroute.maps import (  # noqa: E402
+from evroute.experiments import ExperimentConfig, build_problem, load_rounds, run_experiment
+from evroute.maps import (
     drive_counts,
     exploration_map_html,
     exploration_map_png,

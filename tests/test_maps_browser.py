@@ -16,9 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("folium")
-
-from evroute.maps import exploration_map_html  # noqa: E402
+from evroute.maps import exploration_map_html
 
 TILE_HOST = "tile.openstreetmap.org"
 VIEWPORT = {"width": 900, "height": 650}
@@ -83,7 +81,9 @@ def _open(browser, path: Path, points: list[list[float]], *, tiles: str) -> dict
 
     page.route(lambda url: not url.startswith(("file:", "data:", "about:")), handle)
     page.goto(path.resolve().as_uri(), wait_until="load")
-    name = re.search(r"var (map_[0-9a-f]+) = L\.map", path.read_text()).group(1)
+    found = re.search(r"var (map_[0-9a-f]+) = L\.map", path.read_text())
+    assert found, "no Leaflet map in the page"
+    name = found.group(1)
     page.wait_for_function(f"() => typeof {name} !== 'undefined' && {name}._loaded")
     page.wait_for_timeout(300)
     out["facts"] = page.evaluate(

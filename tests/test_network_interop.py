@@ -6,6 +6,7 @@ import dataclasses
 import warnings
 
 import numpy as np
+import osmnx as ox
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,8 +19,6 @@ from evroute.linegraph import build_line_graph
 from evroute.network import RoadNetwork, load_network, nearest_edge, nearest_edges
 from evroute.network.snap import _index
 from evroute.routes import resolve_endpoint, resolve_route
-
-ox = pytest.importorskip("osmnx")
 
 
 @pytest.fixture(scope="module")
@@ -98,13 +97,13 @@ def _two_edges() -> RoadNetwork:
     geometry = [np.array([[6.10, 49.60], [6.12, 49.60]]), np.array([[6.1215, 49.6015], [6.1225, 49.6015]])]
     return RoadNetwork(
         name="two",
-        edge_ids=["long", "short"],
-        from_node=["a", "c"],
-        to_node=["b", "d"],
-        length_m=[1447.0, 72.0],
-        speed_mps=[10.0, 10.0],
-        z_from_m=[0, 0],
-        z_to_m=[0, 0],
+        edge_ids=np.array(["long", "short"]),
+        from_node=np.array(["a", "c"]),
+        to_node=np.array(["b", "d"]),
+        length_m=np.array([1447.0, 72.0]),
+        speed_mps=np.array([10.0, 10.0]),
+        z_from_m=np.array([0, 0]),
+        z_to_m=np.array([0, 0]),
         geometry=geometry,
         turns=np.empty((0, 2)),
         meta={"crs": "EPSG:4326"},

@@ -19,9 +19,9 @@ def random_linegraph(n: int, p: float, seed: int) -> LineGraph:
     turns = np.array([(a, b) for a in range(n) for b in range(n) if a != b and rng.random() < p]).reshape(-1, 2)
     net = RoadNetwork(
         name="rand",
-        edge_ids=[f"e{i}" for i in range(n)],
-        from_node=[f"a{i}" for i in range(n)],
-        to_node=[f"b{i}" for i in range(n)],
+        edge_ids=np.array([f"e{i}" for i in range(n)]),
+        from_node=np.array([f"a{i}" for i in range(n)]),
+        to_node=np.array([f"b{i}" for i in range(n)]),
         length_m=np.full(n, 10.0),
         speed_mps=np.full(n, 10.0),
         z_from_m=np.zeros(n),
@@ -94,7 +94,7 @@ def test_negative_cycle_policy():
         z_from_m=np.zeros(4),
         z_to_m=np.zeros(4),
         geometry=[np.zeros((2, 2))] * 4,
-        turns=[(0, 1), (1, 2), (2, 1), (2, 3)],
+        turns=np.array([(0, 1), (1, 2), (2, 1), (2, 3)]),
     )
     lg = build_line_graph(net, largest_scc=False)
     w = np.array([1.0, -2.0, -3.0, 1.0])

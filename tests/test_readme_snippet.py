@@ -17,7 +17,9 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 def _snippet() -> str:
     text = README.read_text()
     section = text[text.index("## Python API") :]
-    return re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    found = re.search(r"```python\n(.*?)```", section, re.S)
+    assert found, "no python block in the README's Python API section"
+    return found.group(1)
 
 
 @pytest.mark.skipif(not README.is_file(), reason="needs the source checkout")

@@ -10,6 +10,7 @@ import json
 import subprocess
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -77,8 +78,8 @@ def test_steps_to_traversals_hand_computed() -> None:
 def test_vtype_maps_every_profile_field() -> None:
     v = VehicleProfile.load("compact_ev")
     el = ET.fromstring(ev_vtype_xml(v, vtype_id="x"))
-    params = {p.get("key"): p.get("value") for p in el.iter("param")}
-    assert float(el.get("mass")) == v.mass_kg
+    params = {p.attrib["key"]: p.attrib["value"] for p in el.iter("param")}
+    assert float(el.attrib["mass"]) == v.mass_kg
     assert float(params["rollDragCoefficient"]) == v.rolling_resistance
     assert float(params["frontSurfaceArea"]) == v.front_area_m2
     assert float(params["airDragCoefficient"]) == v.drag_coefficient
@@ -113,7 +114,7 @@ def test_straight_road_energy_matches_sumo_and_eq8(road: Path, tmp_path: Path, m
     tr = record_traversals(road, [routes], step_length=step, method=method, vtype_attributes=attrs, vtype_extra=extra)
     assert tr["edge"].tolist() == ["b", "b"] and tr["vehicle"].tolist() == ["p", "q"]
     length = float(np.hypot(1000.0, RISE))
-    eq8 = float(edge_energy_wh([length], [SPEED], [RISE / length])[0])
+    eq8 = float(edge_energy_wh(np.array([length]), np.array([SPEED]), np.array([RISE / length]))[0])
     tol = 5e-3 if step < 1.0 else 1e-2
     assert tr["energy_wh"].to_numpy() == pytest.approx([eq8, eq8], rel=tol)
     assert tr["travel_s"].to_numpy() == pytest.approx([length / SPEED] * 2, abs=0.15)  # entry times interpolated
@@ -138,7 +139,8 @@ def test_straight_road_energy_matches_sumo_and_eq8(road: Path, tmp_path: Path, m
         "sumo",
         cwd=tmp_path,
     )
-    own = {e.get("id"): float(e.get("electricity_abs")) for e in ET.parse(tmp_path / "ed.xml").getroot().iter("edge")}
+    edges = ET.parse(tmp_path / "ed.xml").getroot().iter("edge")
+    own = {e.get("id"): float(e.attrib["electricity_abs"]) for e in edges}
     assert tr["energy_wh"].sum() == pytest.approx(own["b"], rel=2e-3 if step < 1.0 else tol)  # junction: ~0.1 m
 
 
@@ -147,11 +149,11 @@ def test_mmpevem_is_selectable_and_close_to_eq8(road: Path, tmp_path: Path) -> N
     routes = tmp_path / "probe.rou.xml"
     routes.write_text('<routes><vehicle id="p" depart="0" departSpeed="max"><route edges="a b c"/></vehicle></routes>')
     attrs = {"sigma": "0", "speedFactor": "1", "speedDev": "0"}
-    kw = {"vtype_attributes": attrs, "vtype_extra": {"constantPowerIntake": 0.0}}
+    kw: dict[str, Any] = {"vtype_attributes": attrs, "vtype_extra": {"constantPowerIntake": 0.0}}
     mm = record_traversals(road, [routes], model="MMPEVEM", **kw)["energy_wh"].iloc[0]
     en = record_traversals(road, [routes], model="Energy", **kw)["energy_wh"].iloc[0]
     length = float(np.hypot(1000.0, RISE))
-    eq8 = float(edge_energy_wh([length], [SPEED], [RISE / length])[0])
+    eq8 = float(edge_energy_wh(np.array([length]), np.array([SPEED]), np.array([RISE / length]))[0])
     assert mm == pytest.approx(eq8, rel=0.1) and abs(mm - en) > 1e-3 * en
 
 
@@ -185,7 +187,7 @@ def test_route_file_export_reads_back_and_simulates(road: Path, tmp_path: Path) 
     )
     trips = {t.get("id"): t for t in ET.parse(tmp_path / "ti.xml").getroot().iter("tripinfo")}
     assert set(trips) == {"energy-optimal", "back"}  # both arrived
-    assert float(trips["back"].get("routeLength")) == pytest.approx(2000.0, rel=0.01)
+    assert float(trips["back"].attrib["routeLength"]) == pytest.approx(2000.0, rel=0.01)
     with pytest.raises(ParameterError):
         write_routes_xml(tmp_path / "bad.rou.xml", {"x": []})
 

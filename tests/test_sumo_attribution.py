@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -131,7 +132,7 @@ def test_short_edge_gets_its_share_in_sumo(short_edge_road: Path) -> None:
     Constant speed on a flat road (no driver noise, no auxiliaries): energy per metre is constant, so the distance
     shares are exact up to SUMO's per-step rounding; the 0.1 s recording (b seen on its own) agrees within 1 %.
     """
-    kw = {
+    kw: dict[str, Any] = {
         "vtype_attributes": {"sigma": "0", "speedFactor": "1", "speedDev": "0"},
         "vtype_extra": {"constantPowerIntake": 0.0},
     }
@@ -139,7 +140,7 @@ def test_short_edge_gets_its_share_in_sumo(short_edge_road: Path) -> None:
     coarse = record_traversals(net, routes, step_length=1.0, **kw).set_index("edge")
     fine = record_traversals(net, routes, step_length=0.1, **kw).set_index("edge")
     assert sorted(coarse.index) == ["b", "c"] and sorted(fine.index) == ["b", "c"]
-    eq8 = edge_energy_wh([5.1, 495.1], [SPEED, SPEED], [0.0, 0.0])
+    eq8 = edge_energy_wh(np.array([5.1, 495.1]), np.array([SPEED, SPEED]), np.array([0.0, 0.0]))
     assert coarse.loc[["b", "c"], "energy_wh"].to_numpy() == pytest.approx(eq8, rel=5e-3)
     assert coarse.loc["b", "energy_wh"] == pytest.approx(fine.loc["b", "energy_wh"], rel=1e-2)
     assert coarse.loc["b", "travel_s"] == pytest.approx(5.1 / SPEED, rel=1e-2)

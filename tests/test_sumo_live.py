@@ -109,7 +109,7 @@ def test_live_trip_energy_sums_to_sumo_battery_output(env: SumoLiveEnvironment, 
     rows = [
         v for ts in ET.parse(out).getroot().iter("timestep") for v in ts.iter("vehicle") if v.get("id") == "evroute_ev"
     ]
-    sumo_total = float(rows[-1].get("totalEnergyConsumed")) - float(rows[-1].get("totalEnergyRegenerated"))
+    sumo_total = float(rows[-1].attrib["totalEnergyConsumed"]) - float(rows[-1].attrib["totalEnergyRegenerated"])
     assert sum(trip.edge_energy_wh.values()) == pytest.approx(trip.battery_wh, abs=1e-9)
     assert trip.battery_wh == pytest.approx(sumo_total, abs=0.01)  # charge level read at 0.01 Wh
     assert set(trip.edge_energy_wh) == {"a", "b", "c", "d", "e"}
@@ -298,6 +298,7 @@ def test_vehicle_profile_drives_the_ev(road: Path, cache: Path) -> None:
         mp.setenv("EVROUTE_CACHE", str(cache))
         light_env = make_environment(lg, "sumo-live", _params(road))
         heavy_env = make_environment(lg, "sumo-live", _params(road), vehicle=heavy)
+    assert isinstance(light_env, SumoLiveEnvironment) and isinstance(heavy_env, SumoLiveEnvironment)
     light = light_env.sim.drive(["a", "b", "c", "d", "e"], 3, speed_factor=1.0)
     heavy_trip = heavy_env.sim.drive(["a", "b", "c", "d", "e"], 3, speed_factor=1.0)
     assert heavy_trip.route_energy_wh[1] > 1.5 * light.route_energy_wh[1]

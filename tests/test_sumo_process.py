@@ -9,22 +9,22 @@ import textwrap
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from evroute.sumo.binaries import SumoError, run_sumo_program, spawn_sumo_program, stop_sumo_program, sumo_binary
 
-psutil = pytest.importorskip("psutil")
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal: Linux only")
 
 
-def _start_parent(code: str) -> tuple[subprocess.Popen[bytes], object]:
+def _start_parent(code: str) -> tuple[subprocess.Popen[bytes], psutil.Process]:
     proc = subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(code)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     return proc, psutil.Process(proc.pid)
 
 
-def _wait_for(parent: object, names: set[str], n: int, timeout_s: float = 60.0) -> list[object]:
+def _wait_for(parent: psutil.Process, names: set[str], n: int, timeout_s: float = 60.0) -> list[psutil.Process]:
     deadline = time.time() + timeout_s
     while time.time() < deadline:
         found = []
@@ -40,7 +40,7 @@ def _wait_for(parent: object, names: set[str], n: int, timeout_s: float = 60.0) 
     raise AssertionError(f"no {names} child appeared within {timeout_s} s")
 
 
-def _kill_and_check(proc: subprocess.Popen[bytes], children: list[object]) -> None:
+def _kill_and_check(proc: subprocess.Popen[bytes], children: list[psutil.Process]) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     gone, alive = psutil.wait_procs(children, timeout=10)

@@ -47,9 +47,11 @@ def env(road: Path, tmp_path_factory: pytest.TempPathFactory) -> SumoReplayEnvir
     lg = build_line_graph(load_sumo_net(road / "road.net.xml"))
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("EVROUTE_CACHE", str(tmp_path_factory.mktemp("cache")))
-        return make_environment(
+        env = make_environment(
             lg, "sumo-replay", {"route_file": str(road / "demand.rou.xml"), "hours": [0, 1], "min_samples": 3}
         )
+    assert isinstance(env, SumoReplayEnvironment)
+    return env
 
 
 def test_probes_cover_every_edge(env: SumoReplayEnvironment) -> None:
@@ -80,7 +82,7 @@ def test_truth_is_mean_of_recorded_traversals_and_observations_replay_them(env: 
     rng = np.random.default_rng(0)
     edges = np.arange(env.n_edges)
     draws = np.array([env.observe(edges, rng) for _ in range(4000)])
-    for e in edges:  # every observation is one recorded traversal; their average is the truth
+    for e in range(env.n_edges):  # every observation is one recorded traversal; their average is the truth
         recorded = set(env.samples_wh[env.offsets[e] : env.offsets[e + 1]].tolist())
         assert set(draws[:, e].tolist()) <= recorded
         se = np.sqrt(env.edge_var_wh2[e] / 4000) + 1e-9

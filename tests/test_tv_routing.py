@@ -14,7 +14,7 @@ from evroute.errors import ParameterError
 from evroute.experiments.config import ExperimentConfig
 from evroute.experiments.runner import load_linegraph
 from evroute.models.factory import make_model
-from evroute.models.gp_tv import w2_removal_scores
+from evroute.models.gp_tv import TimeVaryingGPEdgeModel, w2_removal_scores
 from evroute.policies import make_policy
 
 NET = "synthetic:120:0"
@@ -33,6 +33,7 @@ def env(lg):
 def test_drift_is_seeded_smooth_and_moves(lg, env) -> None:
     again = make_environment(lg, "drifting", {"drift": "daily", "drift_period": 40}, seed=3)
     other = make_environment(lg, "drifting", {"drift": "daily", "drift_period": 40}, seed=4)
+    assert isinstance(again, DriftingEnvironment) and isinstance(other, DriftingEnvironment)
     ts = np.linspace(0.0, 80.0, 801)
     f = np.stack([env.mean_at(t) for t in ts])
     assert np.array_equal(f, np.stack([again.mean_at(t) for t in ts]))
@@ -59,8 +60,8 @@ def test_environment_params_are_validated(lg) -> None:
             parse_params(bad)
     with pytest.raises(ParameterError):  # drift keys belong to the drifting environment
         ExperimentConfig(network=NET, env="paper", environment={"drift": "daily"})
-    cfg = ExperimentConfig(network=NET, env="drifting", environment={"drift": "daily"}, model="gp-tv")
-    assert cfg.env_config()[0].noise_frac == 0.1
+    exp = ExperimentConfig(network=NET, env="drifting", environment={"drift": "daily"}, model="gp-tv")
+    assert exp.env_config()[0].noise_frac == 0.1
 
 
 def test_reference_route_follows_the_truth(lg, env) -> None:
@@ -88,6 +89,7 @@ def test_static_environment_never_advances(lg) -> None:
 
 def test_data_cap_holds_and_model_pickles(lg, env) -> None:
     model = make_model("gp-tv", env, n_max=60, compute_scale=200.0)
+    assert isinstance(model, TimeVaryingGPEdgeModel)
     bandit = RoutingBandit(env, model, make_policy("ts"), 0, lg.n_nodes - 1, seed=1)
     for _ in range(40):
         bandit.step()
@@ -100,6 +102,7 @@ def test_data_cap_holds_and_model_pickles(lg, env) -> None:
 def test_w2_scores_match_downdate(lg, env) -> None:
     """The closed form equals the exact mean-part difference (+ variance bound) computed by refitting."""
     model = make_model("gp-tv", env, compute_scale=0.0)
+    assert isinstance(model, TimeVaryingGPEdgeModel)
     rng = np.random.default_rng(0)
     for t in range(1, 4):
         model.advance(t)
@@ -153,6 +156,7 @@ def test_route_set_learner_follows_the_drifting_truth(lg) -> None:
     from evroute.routeset import RouteSetBandit
 
     fresh = make_environment(lg, "drifting", {"drift": "daily", "drift_period": 40}, seed=3)
+    assert isinstance(fresh, DriftingEnvironment)
     learner = RouteSetBandit(fresh, 0, lg.n_nodes - 1, policy="ts", seed=0, k=5)
     optima = set()
     for _ in range(12):

@@ -79,7 +79,7 @@ class TorchModel:
         """Add one observation ``y`` at ``z`` ``(p,)`` (the model's data are replaced; ``O(n^3)`` at the next
         posterior)."""
         zv = np.asarray(z, dtype=float).reshape(1, -1)
-        if self._z is None:
+        if self._z is None or self._y is None:
             self.set_train_data(zv, [y])
         else:
             self.set_train_data(np.vstack([self._z, zv]), np.append(self._y, float(y)))

@@ -207,6 +207,20 @@ class Policy(ABC):
         self._ys: list[float] = []
         self._ts: list[float] = []
 
+    @property
+    def finite_domain(self) -> FiniteDomain:
+        """:attr:`domain` as a :class:`FiniteDomain` (``TypeError`` on a box: a call only finite domains allow)."""
+        if not isinstance(self.domain, FiniteDomain):
+            raise TypeError(f"{type(self).__name__}: {self.domain!r} is not a finite domain")
+        return self.domain
+
+    @property
+    def box_domain(self) -> BoxDomain:
+        """:attr:`domain` as a :class:`BoxDomain` (``TypeError`` on a finite domain: a call only boxes allow)."""
+        if not isinstance(self.domain, BoxDomain):
+            raise TypeError(f"{type(self).__name__}: {self.domain!r} is not a box domain")
+        return self.domain
+
     # ------------------------------------------------------------------ history
     @property
     def n_obs(self) -> int:

@@ -106,7 +106,7 @@ class GPPolicy(Policy):
         if not (self.finite or isinstance(domain, BoxDomain)):
             raise ParameterError(f"unsupported domain {domain!r}")
         if self.finite:
-            self.observed_arms = np.zeros(domain.n_arms, dtype=bool)  # type: ignore[attr-defined]
+            self.observed_arms = np.zeros(self.finite_domain.n_arms, dtype=np.bool_)
             if normalize_y or self.fit_every:
                 raise ParameterError("normalize_y and fit_every are only supported on box domains")
         elif prior_cov is not None or prior_mean is not None:
@@ -116,7 +116,7 @@ class GPPolicy(Policy):
 
     def _default_model(self, prior_cov: ArrayLike | None, prior_mean: ArrayLike | None) -> ExactGP:
         if self.finite:
-            pts = self.domain.points  # type: ignore[attr-defined]
+            pts = self.finite_domain.points
             cov = self.kernel(pts, pts) if prior_cov is None else np.asarray(prior_cov, float)
             if cov.shape != (pts.shape[0], pts.shape[0]):
                 raise ParameterError(f"prior_cov must be ({pts.shape[0]}, {pts.shape[0]}), got {cov.shape}")
@@ -134,8 +134,8 @@ class GPPolicy(Policy):
         """Model inputs of the points ``x`` ``(m, d)``: arm indices, unit-cube or arm coordinates."""
         rows = np.atleast_2d(np.asarray(x, dtype=float))
         if self.arm_model:
-            return np.array([[self.domain.index_of(r)] for r in rows], dtype=float)  # type: ignore[attr-defined]
-        return self.domain.to_unit(rows) if not self.finite else rows  # type: ignore[attr-defined]
+            return np.array([[self.finite_domain.index_of(r)] for r in rows], dtype=np.float64)
+        return self.box_domain.to_unit(rows) if not self.finite else rows
 
     @property
     def info_gain(self) -> float:
@@ -147,7 +147,7 @@ class GPPolicy(Policy):
     def _update(self, x: FloatArray, y: float, t: float | None) -> None:
         self.model.condition_on_observation(self._inputs(x)[0], y)
         if self.finite:
-            self.observed_arms[self.domain.index_of(x)] = True  # type: ignore[attr-defined]
+            self.observed_arms[self.finite_domain.index_of(x)] = True
         if self.fit_every and self.n_obs % self.fit_every == 0:
             self.model.fit_hyperparameters()
 
@@ -164,7 +164,7 @@ class GPPolicy(Policy):
         if x is None:
             if not self.finite:
                 raise ParameterError("posterior on a box domain needs query points x")
-            return self.model.all_arms() if self.arm_model else self.model.posterior(self.domain.points)  # type: ignore
+            return self.model.all_arms() if self.arm_model else self.model.posterior(self.finite_domain.points)
         return self.model.posterior(np.atleast_2d(np.asarray(x, dtype=float)) if unit else self._inputs(x))
 
     # ---------------------------------------------------------------- acquisition
@@ -183,7 +183,7 @@ class GPPolicy(Policy):
         if self.finite:
             post = self.posterior_at()
             vals, _, _ = self.acquisition(post.mean, post.std)
-            return self.domain.points[_argmax_random_tie(vals, self.rng)]  # type: ignore[attr-defined]
+            return self.finite_domain.points[_argmax_random_tie(vals, self.rng)]
         model = self.model
 
         def batch(u: FloatArray) -> FloatArray:
@@ -194,13 +194,13 @@ class GPPolicy(Policy):
             return acquisition_value_and_grad(model, u, self.acquisition)
 
         extra = self._local_starts()
-        return self.domain.from_unit(self.optimizer.maximize(batch, single, self.domain.dim, self.rng, extra))  # type: ignore
+        return self.box_domain.from_unit(self.optimizer.maximize(batch, single, self.domain.dim, self.rng, extra))
 
     def _local_starts(self) -> FloatArray | None:
         """Perturbations of the best observed points, as extra raw candidates for the box optimiser."""
         if self.n_obs == 0:
             return None
-        best = self.domain.to_unit(self.X[np.argsort(-self.y)[:5]])  # type: ignore[attr-defined]
+        best = self.box_domain.to_unit(self.X[np.argsort(-self.y)[:5]])
         return best + 0.01 * self.rng.standard_normal(best.shape)
 
 
@@ -211,8 +211,8 @@ class GPUCB(GPPolicy):
     override :meth:`width` for schedules.  Keyword arguments as in :class:`GPPolicy`.
     """
 
-    def __init__(self, domain: Domain, *, beta: float = 2.0, **kwargs: object) -> None:
-        super().__init__(domain, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, domain: Domain, *, beta: float = 2.0, **kwargs: Any) -> None:
+        super().__init__(domain, **kwargs)
         self.beta = check_positive("beta", beta, allow_zero=True)
         self.current_width = self.beta
 
@@ -252,7 +252,7 @@ class IGPUCB(GPUCB):
         gamma: str | float = "bound",
         lam: float | str = 0.01,
         horizon: int | None = None,
-        **kwargs: object,
+        **kwargs: Any,
     ) -> None:
         if lam == "theory":
             if horizon is None or int(horizon) < 1:
@@ -260,7 +260,7 @@ class IGPUCB(GPUCB):
             lam = 1.0 + 2.0 / int(horizon)
         elif isinstance(lam, str):
             raise ParameterError(f"lam must be a number or 'theory', got {lam!r}")
-        super().__init__(domain, lam=float(lam), **kwargs)  # type: ignore[arg-type]
+        super().__init__(domain, lam=float(lam), **kwargs)
         self.B = check_positive("B", B, allow_zero=True)
         self.R = math.sqrt(self.lam) if R is None else check_positive("R", R, allow_zero=True)
         self.delta = check_positive("delta", delta)
@@ -303,8 +303,8 @@ class GPTS(IGPUCB):
 
     _log_term = staticmethod(lambda delta: math.log(2.0 / delta))
 
-    def __init__(self, domain: Domain, *, n_candidates: int = 1000, **kwargs: object) -> None:
-        super().__init__(domain, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, domain: Domain, *, n_candidates: int = 1000, **kwargs: Any) -> None:
+        super().__init__(domain, **kwargs)
         if int(n_candidates) < 1:
             raise ParameterError(f"n_candidates must be >= 1, got {n_candidates!r}")
         self.n_candidates = int(n_candidates)
@@ -313,19 +313,19 @@ class GPTS(IGPUCB):
         v = self.width(self.n_obs + 1)
         if self.finite:
             draw = thompson_sample(self.posterior_at(), self.rng, scale=v)
-            return self.domain.points[_argmax_random_tie(draw, self.rng)]  # type: ignore[attr-defined]
+            return self.finite_domain.points[_argmax_random_tie(draw, self.rng)]
         u = self.rng.random((self.n_candidates, self.domain.dim))
         if self.n_obs:
-            u = np.vstack([u, self.domain.to_unit(self.X[np.argmax(self.y)])])  # type: ignore[attr-defined]
+            u = np.vstack([u, self.box_domain.to_unit(self.X[np.argmax(self.y)])])
         draw = thompson_sample(self.posterior_at(u, unit=True), self.rng, scale=v)
-        return self.domain.from_unit(u[int(np.argmax(draw))])  # type: ignore[attr-defined]
+        return self.box_domain.from_unit(u[int(np.argmax(draw))])
 
 
 class _ImprovementPolicy(GPPolicy):
     """Shared incumbent logic of GP-EI and GP-PI: ``f+ = max_s mu_{t-1}(x_s)`` (noise-robust), margin ``xi``."""
 
-    def __init__(self, domain: Domain, *, xi: float = 0.0, **kwargs: object) -> None:
-        super().__init__(domain, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, domain: Domain, *, xi: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(domain, **kwargs)
         self.xi = check_positive("xi", xi, allow_zero=True)
         self.incumbent = 0.0
 

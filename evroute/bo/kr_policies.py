@@ -27,6 +27,8 @@ With no observation yet, every policy returns a uniform random point.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize
@@ -75,10 +77,10 @@ class KernelRegressionPolicy(Policy):
         self.is_box = isinstance(domain, BoxDomain)
 
     def _to_coords(self, x: FloatArray) -> FloatArray:
-        return self.domain.to_unit(x) if self.is_box else np.asarray(x, dtype=float)  # type: ignore[attr-defined]
+        return self.box_domain.to_unit(x) if self.is_box else np.asarray(x, dtype=float)
 
     def _from_coords(self, u: FloatArray) -> FloatArray:
-        return self.domain.from_unit(u) if self.is_box else np.asarray(u, dtype=float)  # type: ignore[attr-defined]
+        return self.box_domain.from_unit(u) if self.is_box else np.asarray(u, dtype=float)
 
     def bandwidth(self, t: int) -> float:
         """Scott's bandwidth ``h_t`` for ``t`` observations."""
@@ -91,10 +93,14 @@ class KernelRegressionPolicy(Policy):
         ys = (y - np.mean(y)) / (std if std > 0 else 1.0)
         return NadarayaWatson(self._to_coords(self.X), ys, self.bandwidth(self.n_obs))
 
-    def _maximize(self, batch, single) -> FloatArray:  # type: ignore[no-untyped-def]
+    def _maximize(
+        self,
+        batch: Callable[[FloatArray], FloatArray],
+        single: Callable[[FloatArray], tuple[float, FloatArray]],
+    ) -> FloatArray:
         """Maximise over the domain: exhaustive on a finite one, multi-start L-BFGS-B on a box (in coordinates)."""
         if not self.is_box:
-            pts = self.domain.points  # type: ignore[attr-defined]
+            pts = self.finite_domain.points
             vals = batch(pts)
             best = np.flatnonzero(vals >= np.max(vals) - 1e-12 * max(1.0, float(np.max(np.abs(vals)))))
             return pts[best[self.rng.integers(best.size)]].copy()
@@ -123,9 +129,9 @@ class BOKE(KernelRegressionPolicy):
     """
 
     def __init__(
-        self, domain: Domain, *, varsigma: float = 1.0, delta: float = 0.1, m_psi: float = 1.0, **kwargs: object
+        self, domain: Domain, *, varsigma: float = 1.0, delta: float = 0.1, m_psi: float = 1.0, **kwargs: Any
     ) -> None:
-        super().__init__(domain, **kwargs)  # type: ignore[arg-type]
+        super().__init__(domain, **kwargs)
         self.varsigma = check_positive("varsigma", varsigma)
         self.delta = check_positive("delta", delta)
         if not self.delta < 1:
@@ -169,8 +175,8 @@ class BOKEPlus(BOKE):
         Other keyword arguments as in :class:`BOKE`.
     """
 
-    def __init__(self, domain: Domain, *, p: float = 0.5, **kwargs: object) -> None:
-        super().__init__(domain, **kwargs)  # type: ignore[arg-type]
+    def __init__(self, domain: Domain, *, p: float = 0.5, **kwargs: Any) -> None:
+        super().__init__(domain, **kwargs)
         if not 0.0 < float(p) <= 1.0:
             raise ParameterError(f"p must be in (0, 1], got {p!r}")
         self.p = float(p)
@@ -203,9 +209,9 @@ class KRUCB(KernelRegressionPolicy):
         C: float = 1.0,  # noqa: N803
         rho: float | None = None,
         n_ball: int = 256,
-        **kwargs: object,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(domain, **kwargs)  # type: ignore[arg-type]
+        super().__init__(domain, **kwargs)
         if not 0.0 < float(alpha) < 1.0:
             raise ParameterError(f"alpha must be in (0, 1), got {alpha!r}")
         self.alpha = float(alpha)
@@ -226,7 +232,7 @@ class KRUCB(KernelRegressionPolicy):
     def _widen(self, nw: NadarayaWatson, centre: FloatArray) -> FloatArray:
         rho = self.rho if self.rho is not None else nw.h
         if not self.is_box:
-            pts = self.domain.points  # type: ignore[attr-defined]
+            pts = self.finite_domain.points
             near = np.flatnonzero(np.linalg.norm(pts - centre, axis=1) < rho)
             near = near if near.size else np.array([int(np.argmin(np.linalg.norm(pts - centre, axis=1)))])
             return pts[near[int(np.argmin(nw.log_density(pts[near])))]].copy()

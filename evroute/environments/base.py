@@ -11,13 +11,16 @@ It also hands the edge models their prior: ``prior_mean_wh`` (the physics energy
 from __future__ import annotations
 
 from dataclasses import fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
 from evroute.oracle import Route
+
+if TYPE_CHECKING:  # pragma: no cover
+    from _typeshed import DataclassInstance
 
 
 class EnergyEnvironment:
@@ -94,14 +97,14 @@ class EnergyEnvironment:
         return {"name": self.name, **(self.config.to_dict() if self.config is not None else {})}
 
 
-ConfigT = TypeVar("ConfigT")
+ConfigT = TypeVar("ConfigT", bound="DataclassInstance")
 
 
 def config_from_params(cls: type[ConfigT], params: dict[str, Any], environment: str) -> ConfigT:
     """``cls(**params)`` for an environment's config dataclass; unknown keys and bad values are one-line
     :class:`ParameterError` messages naming ``environment`` (the strict types are checked before, by
     :mod:`evroute.validation`)."""
-    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
+    known = {f.name for f in fields(cls)}
     if set(params) - known:
         raise ParameterError(
             f"unknown parameters of the {environment} environment: {sorted(set(params) - known)} "

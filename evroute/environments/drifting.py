@@ -81,8 +81,9 @@ def parse_params(params: dict[str, Any]) -> tuple[EnvironmentConfig, DriftConfig
     if set(drift) - known:
         raise ParameterError(f"unknown drift parameters: {sorted('drift_' + k for k in set(drift) - known)}")
     ints = {"n_slow", "n_features"}
+    values: dict[str, Any] = {k: int(v) if k in ints else float(v) for k, v in drift.items()}
     try:
-        return cfg, DriftConfig(kind=kind, **{k: int(v) if k in ints else float(v) for k, v in drift.items()})
+        return cfg, DriftConfig(kind=kind, **values)
     except (TypeError, ValueError) as exc:
         raise ParameterError(f"invalid drift parameter: {exc}") from None
 

@@ -75,12 +75,12 @@ class SumoLiveConfig(SumoReplayConfig):
     @property
     def clock_step_s(self) -> float:
         """Simulated seconds the clock advances per round."""
-        return (self.hours[1] - self.hours[0]) * 3600.0 / int(self.rounds_per_day)
+        return (self.window[1] - self.window[0]) * 3600.0 / int(self.rounds_per_day)
 
     def departure_times_s(self) -> np.ndarray:
         """``(rounds_per_day,)`` departure times (s since midnight), rounded down to whole simulation steps."""
         k = np.arange(int(self.rounds_per_day))
-        raw = self.hours[0] * 3600.0 + k * self.clock_step_s
+        raw = self.window[0] * 3600.0 + k * self.clock_step_s
         return np.floor(raw / self.step_length + 1e-9) * self.step_length
 
     def slot_of_round(self, t: int) -> int:
@@ -212,7 +212,7 @@ def _scenario(linegraph: LineGraph, cfg: SumoLiveConfig, vehicle: VehicleProfile
     if cfg.route_file is not None:
         demand = Path(cfg.route_file)
     else:
-        demand = background_demand(net, peak_per_hour=cfg.peak_per_hour, hours=cfg.hours, seed=cfg.demand_seed)
+        demand = background_demand(net, peak_per_hour=cfg.peak_per_hour, hours=cfg.window, seed=cfg.demand_seed)
     snaps = live_snapshots(
         net,
         [demand],
@@ -221,7 +221,7 @@ def _scenario(linegraph: LineGraph, cfg: SumoLiveConfig, vehicle: VehicleProfile
         model=cfg.model,
         step_length=cfg.step_length,
         seed=cfg.demand_seed,
-        begin_s=cfg.hours[0] * 3600.0,
+        begin_s=cfg.window[0] * 3600.0,
     )
     return net, [demand], snaps
 

@@ -79,7 +79,7 @@ class SumoReplayConfig(DaySpec):
     @property
     def n_bins(self) -> int:
         """Time-of-day bins of the simulated window (1 when ``bin_hours`` is 0)."""
-        span = self.hours[1] - self.hours[0]
+        span = self.window[1] - self.window[0]
         return 1 if self.bin_hours <= 0 else int(np.ceil(span / self.bin_hours - 1e-9))
 
     def bin_of_round(self, t: int) -> int:
@@ -87,13 +87,13 @@ class SumoReplayConfig(DaySpec):
         if self.n_bins == 1:
             return 0
         u = ((int(t) - 1) % int(self.rounds_per_day)) / int(self.rounds_per_day)
-        return min(int(u * (self.hours[1] - self.hours[0]) / self.bin_hours), self.n_bins - 1)
+        return min(int(u * (self.window[1] - self.window[0]) / self.bin_hours), self.n_bins - 1)
 
     def bin_of_time(self, entry_s: np.ndarray) -> np.ndarray:
         """``(N,)`` bin of each traversal's entry time (s of the day; before/after the window: first/last bin)."""
         if self.n_bins == 1:
             return np.zeros(len(entry_s), dtype=np.int64)
-        b = np.floor((np.asarray(entry_s, dtype=np.float64) / 3600.0 - self.hours[0]) / self.bin_hours)
+        b = np.floor((np.asarray(entry_s, dtype=np.float64) / 3600.0 - self.window[0]) / self.bin_hours)
         return np.clip(b, 0, self.n_bins - 1).astype(np.int64)
 
     def day_spec(self) -> DaySpec:
@@ -102,7 +102,7 @@ class SumoReplayConfig(DaySpec):
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
-        d["hours"] = list(self.hours)
+        d["hours"] = list(self.window)
         return d
 
 
@@ -160,6 +160,7 @@ class SumoReplayEnvironment(EnergyEnvironment):
             self.starts, self.cell_counts, self.bin_means = offsets[None, :-1], self.counts[None], mean[None]
             cell_var, own = var[None], np.ones((1, n), dtype=bool)
         else:  # cells (bin, edge) after the pooled block; sparse cells point at the edge's pooled traversals
+            assert entry_s is not None  # checked above: bins need the entry times
             key = config.bin_of_time(entry_s) * n + edge
             cell_n = np.bincount(key, minlength=n_bins * n).reshape(n_bins, n)
             cell_start = len(pooled) + np.concatenate([[0], np.cumsum(cell_n.ravel())[:-1]]).reshape(n_bins, n)
@@ -167,8 +168,8 @@ class SumoReplayEnvironment(EnergyEnvironment):
             self.samples_wh = np.concatenate([pooled, energy_wh[np.argsort(key, kind="stable")]])
             self.starts = np.where(own, cell_start, offsets[None, :-1])
             self.cell_counts = np.where(own, cell_n, self.counts[None])
-            cell_mean = np.bincount(key, weights=energy_wh, minlength=n_bins * n).reshape(n_bins, n)
-            cell_mean = cell_mean / np.maximum(cell_n, 1)
+            cell_sum = np.bincount(key, weights=energy_wh, minlength=n_bins * n).reshape(n_bins, n)
+            cell_mean = cell_sum / np.maximum(cell_n, 1)
             self.bin_means = np.where(own, cell_mean, mean[None])
             cell_sq = np.bincount(key, weights=(energy_wh - cell_mean.ravel()[key]) ** 2, minlength=n_bins * n).reshape(
                 n_bins, n

@@ -71,8 +71,8 @@ class GridSpec(BaseModel):
 def expand_grid(base: Mapping[str, Any], grid: Mapping[str, Sequence[Any]]) -> dict[str, ExperimentConfig]:
     """One named config per combination of ``grid`` values on top of ``base`` (names join the values)."""
     known = set(field_names())
-    for where, keys in (("base", base), ("grid", grid)):
-        unknown = sorted(set(keys) - known)
+    for where, given in (("base", base), ("grid", grid)):
+        unknown = sorted(set(given) - known)
         if unknown:
             raise ParameterError(f"grid file {where}: unknown config field(s) {', '.join(map(repr, unknown))}")
     keys = list(grid)

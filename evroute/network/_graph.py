@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
@@ -63,7 +65,7 @@ def largest_scc_edges(n_edges: int, turns: np.ndarray) -> np.ndarray:
     return np.flatnonzero(labels == big)
 
 
-def node_codes(*arrays: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+def node_codes(*arrays: np.ndarray | Sequence[str]) -> tuple[list[np.ndarray], np.ndarray]:
     """Integer codes for node ids appearing in ``arrays`` (same id -> same code) and the array of unique ids."""
     allv = np.concatenate([np.asarray(a).astype(str) for a in arrays])
     uniq, inv = np.unique(allv, return_inverse=True)

@@ -59,7 +59,8 @@ class Dem:
     @property
     def shape(self) -> tuple[int, int]:
         """``(rows, cols)`` of the raster."""
-        return self.z.shape  # type: ignore[return-value]
+        rows, cols = self.z.shape
+        return int(rows), int(cols)
 
     def sample(self, lon: Any, lat: Any) -> Any:
         """Bilinear elevation in metres at ``(lon, lat)`` in degrees (scalars or arrays of equal shape).
@@ -224,7 +225,7 @@ def read_dem(path: DemSpec) -> Dem:
     """
     if isinstance(path, Dem):
         return path
-    if isinstance(path, (list, tuple)):
+    if not isinstance(path, (str, os.PathLike)):  # several tiles
         if not path:
             raise DataError("no DEM file given")
         return read_dem(path[0]) if len(path) == 1 else merge_dems(path)

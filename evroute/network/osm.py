@@ -34,7 +34,7 @@ import numpy as np
 
 from evroute.errors import DataError, ParameterError
 from evroute.network._graph import junction_turns
-from evroute.network.dem import Dem, read_dem
+from evroute.network.dem import DemSpec, read_dem
 from evroute.network.elevation import interpolate_structures, is_structure, slope_length
 from evroute.network.road_network import RoadNetwork
 
@@ -164,7 +164,7 @@ def _fill_from_nearest(
 def load_osm(
     path: str | os.PathLike[str],
     *,
-    dem: str | os.PathLike[str] | Dem | None = None,
+    dem: DemSpec | None = None,
     network_type: str = "drive",
     name: str | None = None,
 ) -> RoadNetwork:
@@ -172,7 +172,8 @@ def load_osm(
 
     Args:
         path: ``.osm`` / ``.osm.xml`` / ``.osm.bz2`` file.
-        dem: optional DEM (GeoTIFF or SRTM ``.hgt`` path, or a :class:`Dem`) for nodes without ``ele`` tags.
+        dem: optional DEM (GeoTIFF or SRTM ``.hgt`` path, a list of tiles, or a :class:`Dem`) for nodes without
+            ``ele`` tags.
         network_type: ``"drive"`` (public drivable roads, no service roads), ``"drive_service"`` or ``"all"``.
         name: network name (default: the file name without its suffixes).
 

@@ -34,6 +34,7 @@ import urllib.request
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from evroute.errors import DataError, ParameterError, UnknownNetworkError
 from evroute.network.cachefiles import cached, clean_stale_temps, discard
@@ -232,9 +233,9 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
 NET_CACHE_VERSION = 2
 
 
-def _net_entry(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> tuple[Path, dict[str, object]]:
+def _net_entry(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: Any) -> tuple[Path, dict[str, object]]:
     """Cache path of the SUMO conversion of ``osm_path`` and the inputs its manifest records."""
-    options = netconvert_options(**netconvert_kw)  # type: ignore[arg-type]
+    options = netconvert_options(**netconvert_kw)
     osm_sha = file_sha256(osm_path)
     key = hashlib.sha256()
     key.update(f"evroute-net-v{NET_CACHE_VERSION}\0".encode())
@@ -250,7 +251,7 @@ def _net_entry(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: obj
     return net_cache_dir() / f"{name}-{key.hexdigest()[:20]}.net.xml.gz", inputs
 
 
-def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> Path:
+def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: Any) -> Path:
     """Cache path of the SUMO conversion of ``osm_path`` (keyed by its SHA-256, the netconvert options and
     :data:`NET_CACHE_VERSION`)."""
     return _net_entry(osm_path, name, **netconvert_kw)[0]

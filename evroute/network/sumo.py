@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -102,7 +103,7 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
     length = slope_length(horizontal, z_to - z_from)
     structures = [e.getID() for e in edges if is_structure(e.getParams())]
     speed = np.array([e.getSpeed() for e in edges], dtype=np.float64)
-    meta = {
+    meta: dict[str, Any] = {
         "source": str(p),
         "loader": "sumo",
         "crs": crs,

@@ -11,6 +11,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 from xml.sax.saxutils import quoteattr
 
 from evroute.energy import VehicleProfile
@@ -65,9 +66,9 @@ def routes_xml(
     return "\n".join(lines) + "\n"
 
 
-def write_routes_xml(path: str | os.PathLike[str], routes: Mapping[str, Sequence[str]], **kw: object) -> Path:
+def write_routes_xml(path: str | os.PathLike[str], routes: Mapping[str, Sequence[str]], **kw: Any) -> Path:
     """Write :func:`routes_xml` to ``path`` atomically; returns the path."""
-    return atomic_write_text(path, routes_xml(routes, **kw))  # type: ignore[arg-type]
+    return atomic_write_text(path, routes_xml(routes, **kw))
 
 
 def experiment_routes(out_dir: str | os.PathLike[str]) -> dict[str, list[str]]:

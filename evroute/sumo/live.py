@@ -86,7 +86,7 @@ def _base_args(net_file: Path, vtype_file: Path, step_length: float, seed: int) 
 def live_snapshots(
     net_file: str | os.PathLike[str],
     route_files: Sequence[str | os.PathLike[str]],
-    times_s: Sequence[float],
+    times_s: Sequence[float] | np.ndarray,
     *,
     vehicle: VehicleProfile | None = None,
     model: str = "Energy",
@@ -273,7 +273,7 @@ class LiveSimulation:
         net_file: str | os.PathLike[str],
         route_files: Sequence[str | os.PathLike[str]],
         snapshots: Sequence[Path],
-        snapshot_times_s: Sequence[float],
+        snapshot_times_s: Sequence[float] | np.ndarray,
         *,
         vehicle: VehicleProfile | None = None,
         model: str = "Energy",

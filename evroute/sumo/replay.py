@@ -59,23 +59,32 @@ class DaySpec:
     step_length: float = 1.0
 
     def __post_init__(self) -> None:
-        hours = self.hours
-        if isinstance(hours, str):  # "7-10" from the command line
+        hours: tuple[int, ...]
+        if isinstance(self.hours, str):  # "7-10" from the command line
             try:
-                hours = tuple(int(h) for h in hours.split("-"))
+                hours = tuple(int(h) for h in self.hours.split("-"))
             except ValueError:
                 raise ParameterError(f"hours must look like 7-10, got {self.hours!r}") from None
-        object.__setattr__(self, "hours", tuple(int(h) for h in hours))
+        else:
+            hours = tuple(int(h) for h in self.hours)
+        object.__setattr__(self, "hours", hours)
         check_positive("peak_per_hour", self.peak_per_hour)
         check_positive("step_length", self.step_length)
         if int(self.min_samples) < 1 or int(self.max_probe_rounds) < 0:
             raise ParameterError("min_samples must be >= 1 and max_probe_rounds >= 0")
         if self.model not in ENERGY_MODELS:
             raise ParameterError(f"unknown SUMO energy model {self.model!r} (use {' or '.join(ENERGY_MODELS)})")
-        if not (len(self.hours) == 2 and 0 <= self.hours[0] < self.hours[1] <= 24):
-            raise ParameterError(f"hours must be [start, end) with 0 <= start < end <= 24, got {list(self.hours)}")
+        if not (len(hours) == 2 and 0 <= hours[0] < hours[1] <= 24):
+            raise ParameterError(f"hours must be [start, end) with 0 <= start < end <= 24, got {list(hours)}")
         if self.route_file is not None:
             check_route_file(self.route_file)
+
+    @property
+    def window(self) -> tuple[int, int]:
+        """``hours`` as ``(start, end)`` (h of the day): ``__post_init__`` has parsed a ``"7-10"`` string."""
+        if isinstance(self.hours, str):  # cannot happen after __post_init__; narrows the type
+            raise TypeError(f"DaySpec.hours was not parsed: {self.hours!r}")
+        return self.hours
 
 
 def sumo_net_file(linegraph: LineGraph) -> Path:
@@ -182,12 +191,12 @@ def _record(
 ) -> None:
     """Record the day (SUMO runs with probe rounds) and write ``data_path`` (Parquet) and ``meta_path`` (JSON)."""
     ids = linegraph.network.edge_ids
-    begin, end = spec.hours[0] * 3600.0, spec.hours[1] * 3600.0
+    begin, end = spec.window[0] * 3600.0, spec.window[1] * 3600.0
     if spec.route_file is not None:
         demand = Path(spec.route_file)
     else:
         demand = background_demand(
-            net_file, peak_per_hour=spec.peak_per_hour, hours=spec.hours, seed=spec.demand_seed, cache_dir=out_dir
+            net_file, peak_per_hour=spec.peak_per_hour, hours=spec.window, seed=spec.demand_seed, cache_dir=out_dir
         )
     index = {e: i for i, e in enumerate(ids.tolist())}
     rng = np.random.default_rng(spec.demand_seed)

@@ -129,7 +129,7 @@ def _generate_demand(
     out_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(".demand-"), dir=out_dir))
     try:
-        cmd = [
+        cmd: list[str | os.PathLike[str]] = [
             sumo_tool("randomTrips.py"),
             "-n",
             net.resolve(),

@@ -46,7 +46,7 @@ def main() -> None:
         "rectified route (Wh) |"
     )
     print("|---|---|---|---|---|---|")
-    h0 = env.config.hours[0]
+    h0 = env.config.window[0]
     for b in range(env.config.n_bins):
         env.advance(b + 1)  # rounds_per_day = bins: round b + 1 is in bin b
         d = env.bin_means[b, own[b]] - pooled[own[b]]

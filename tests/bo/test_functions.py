@@ -30,7 +30,7 @@ def fn(request: pytest.FixtureRequest) -> BenchmarkFunction:
 
 def test_attains_documented_minimum(fn: BenchmarkFunction) -> None:
     vals = fn(fn.x_min)
-    assert vals.shape == (fn.x_min.shape[0],)
+    assert isinstance(vals, np.ndarray) and vals.shape == (fn.x_min.shape[0],)
     np.testing.assert_allclose(vals, fn.f_min, atol=1e-6 * max(1.0, abs(fn.f_min)))
     assert np.all(fn.x_min >= fn.lower) and np.all(fn.x_min <= fn.upper)
     assert fn.regret(fn.x_min[0]) == pytest.approx(0.0, abs=1e-6 * max(1.0, abs(fn.f_min)))
@@ -57,6 +57,7 @@ def test_single_point_and_batch_agree() -> None:
     f = get_function("hartmann6")
     x = np.random.default_rng(1).random((5, 6))
     batch = f(x)
+    assert isinstance(batch, np.ndarray)
     assert [f(row) for row in x] == pytest.approx(batch.tolist())
     assert isinstance(f(x[0]), float)
 

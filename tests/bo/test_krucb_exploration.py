@@ -11,7 +11,7 @@ def _run(alpha: float, seed: int) -> tuple[KRUCB, int]:
     fn = get_function("rosenbrock", 4)
     init = fn.domain.latin_hypercube(3 * fn.dim, np.random.default_rng([7, seed]))
     pol = KRUCB(fn.domain, alpha=alpha, seed=seed)
-    run_policy(pol, fn.objective, 120, f_max=fn.f_max_objective, initial=init, seed=seed + 100)
+    run_policy(pol, lambda x: float(fn.objective(x)), 120, f_max=fn.f_max_objective, initial=init, seed=seed + 100)
     return pol, init.shape[0]
 
 

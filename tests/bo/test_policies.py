@@ -103,7 +103,7 @@ def test_nadaraya_watson_by_hand_and_far_from_data() -> None:
     # far away the weights underflow; log-space keeps W finite and m is the nearest-neighbour average (Prop. 3.1)
     m, log_w = nw.predict(np.array([[60.0]]))
     assert np.isfinite(log_w[0]) and log_w[0] < -20000 and m[0] == pytest.approx(3.0)
-    m, _, dm, dlw = nw.predict_grad(np.array([0.3]))
+    _, _, dm, dlw = nw.predict_grad(np.array([0.3]))
     np.testing.assert_allclose(dm, approx_fprime(np.array([0.3]), lambda z: nw.predict(z[None])[0][0], 1e-8), rtol=1e-5)
     np.testing.assert_allclose(
         dlw, approx_fprime(np.array([0.3]), lambda z: nw.log_density(z[None])[0], 1e-8), rtol=1e-5

@@ -5,8 +5,9 @@
 
     python -c "import json, tests.bo.test_prerefactor_choices as t; json.dump(t.choices(), open('...', 'w'))"
 
-The refactor aims at the same floating-point operations, so the recorded points must be reproduced to rounding
-(a different L-BFGS-B path would move a choice by far more than the tolerance).
+The refactor aims at the same floating-point operations.  On finite domains a choice is an arm, compared exactly.
+On boxes a choice is where L-BFGS-B stopped, which is defined only to the optimiser's stopping rule, not to
+rounding: see :data:`BOX_TOL_UNIT`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,17 @@ from evroute.bo.timevarying.policies import PAPER_ALGORITHMS, make_policy
 
 DATA = Path(__file__).parent / "data" / "prerefactor_choices.json"
 
+#: Tolerance on a box choice, in unit-cube coordinates.  L-BFGS-B (SciPy defaults: relative decrease
+#: ``ftol = 2.2e-9``, projected gradient ``gtol = 1e-5``; at most 50 iterations) stops at an iterate within about
+#: ``sqrt(2 ftol)`` ~ 7e-5 of the local maximum (an acquisition of order 1 with curvature of order 1 in unit
+#: coordinates).  A change of the acquisition at rounding level -- another BLAS summation order, another machine -- can
+#: flip one stopping test and so move the returned point anywhere in that region, and later choices inherit the move
+#: (measured against the recorded points on two machines: box/GPPI 7e-9, tv/bolt 4.6e-7, tv/w-dbo 2.6e-6; the
+#: earlier tolerance, 1e-9 in domain units, failed there).  1e-4 covers the region; a different local maximum, or
+#: another raw start winning, moves a choice by about the spacing of the 64-128 raw candidates in 2-D (~0.1), 1000
+#: times more, so the comparison still catches a changed optimiser path.
+BOX_TOL_UNIT = 1e-4
+
 
 def _static(domain, cls, steps: int, **kw) -> list[list[float]]:  # noqa: ANN001
     fn = get_function("branin") if domain.dim == 2 else None
@@ -59,9 +71,9 @@ def choices() -> dict[str, list[list[float]]]:
             out[f"finite/{cls.__name__}"] = _static(arms, cls, 20, kernel=Matern(0.15), lam=0.0025)
         branin = get_function("branin").domain
         opt = AcquisitionOptimizer(n_raw=128, n_restarts=2)
-        for cls in (GPUCB, GPEI, GPPI):
+        for box_cls in (GPUCB, GPEI, GPPI):
             kw = {"kernel": SquaredExponential(0.25), "lam": 1e-3, "normalize_y": True, "optimizer": opt}
-            out[f"box/{cls.__name__}"] = _static(branin, cls, 6, **kw)
+            out[f"box/{box_cls.__name__}"] = _static(branin, box_cls, 6, **kw)
         out["box/GPTS"] = _static(branin, GPTS, 4, kernel=SquaredExponential(0.25), lam=1e-3, n_candidates=200)
         fn = get_function("ackley", 2)
         for name in PAPER_ALGORITHMS:
@@ -80,5 +92,12 @@ def test_policies_reproduce_their_prerefactor_choices() -> None:
     recorded = json.loads(DATA.read_text())
     now = choices()
     assert set(now) == set(recorded)
+    boxes = {"box": get_function("branin").domain, "tv": get_function("ackley", 2).domain}
     for key, xs in recorded.items():
-        np.testing.assert_allclose(np.array(now[key]), np.array(xs), rtol=0, atol=1e-9, err_msg=key)
+        kind = key.split("/")[0]
+        got, want = np.array(now[key]), np.array(xs)
+        if kind == "finite":  # arms: the same arm, bit for bit
+            np.testing.assert_array_equal(got, want, err_msg=key)
+        else:  # in unit-cube coordinates
+            unit = boxes[kind].to_unit
+            np.testing.assert_allclose(unit(got), unit(want), rtol=0, atol=BOX_TOL_UNIT, err_msg=key)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -13,7 +15,7 @@ from evroute.bo.timevarying.kernels import matern
 from evroute.bo.timevarying.policies import ALGORITHMS, BOLT, TVGPUCB, TimeVaryingGPUCB, make_policy
 from evroute.errors import ParameterError
 
-FAST = {"n_raw": 128, "n_restarts": 2, "fit_iters": 10}
+FAST: dict[str, Any] = {"n_raw": 128, "n_restarts": 2, "fit_iters": 10}
 
 
 def _moving_peak(x: float, t: float, horizon: float) -> float:
@@ -56,12 +58,9 @@ def test_bolt_keeps_the_data_set_at_n_star_and_removes_the_w2_argmin() -> None:
         y = _moving_peak(float(x[0]), t, 45.0) + 0.02 * rng.standard_normal()
         if policy.dataset_size == 20:  # the next tell must remove the least relevant observation
             before = list(policy.active)
-            policy.condition_active()
-            policy.gp.set_train_data(  # type: ignore[union-attr]
-                np.vstack([policy.gp.train_inputs, [x[0], t]]),  # type: ignore[union-attr]
-                np.append(policy.y[before], y),
-            )
-            expected = (before + [policy.n_obs])[int(np.argmin(integrated_w2_removal(policy.gp, t)))]  # type: ignore[arg-type]
+            gp = policy.condition_active()
+            gp.set_train_data(np.vstack([gp.train_inputs, [x[0], t]]), np.append(policy.y[before], y))
+            expected = (before + [policy.n_obs])[int(np.argmin(integrated_w2_removal(gp, t)))]
             policy.tell(x, y, t)
             assert expected not in policy.active
         else:

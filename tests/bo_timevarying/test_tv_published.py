@@ -71,7 +71,8 @@ def test_exact_w2_is_below_the_bound_and_agrees_on_clear_cases() -> None:
 def test_bolt_dataset_follows_a_falling_n_star() -> None:
     policy = BOLT(BoxDomain([0.0], [1.0]), seed=0, n_raw=64, n_restarts=1, fit_iters=5)
     clock, rng = SimulatedClock(compute_scale=0.0), np.random.default_rng(0)
-    sizes, stars = [], []
+    sizes: list[int] = []
+    stars: list[int | None] = []
     for k in range(90):
         t = clock.now()
         x = policy.ask(t)
@@ -85,4 +86,5 @@ def test_bolt_dataset_follows_a_falling_n_star() -> None:
     # n* fell from > 1000 to 14 when R(n) started growing: |D| went from 41 to 14 in one step (many removals; one
     # observation added and at most one removed per step would have kept |D| at 41)
     assert max(sizes[i] - sizes[i + 1] for i in range(len(sizes) - 1)) >= 10
-    assert sizes[-1] == stars[-1] < 20
+    final_star = stars[-1]
+    assert final_star is not None and sizes[-1] == final_star < 20

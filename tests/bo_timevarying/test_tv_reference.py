@@ -45,10 +45,10 @@ def test_eggholder_reference_finds_the_documented_optimum() -> None:
 
 def test_reference_maxima_safeguard_never_negative() -> None:
     p = get_problem("hartmann3")
-    p.maximiser_path(n_grid=11, n_random=256, n_starts=1)
+    _, maximisers = p.maximiser_path(n_grid=11, n_random=256, n_starts=1)
     rng = np.random.default_rng(3)
     t = rng.uniform(0.0, 600.0, 300)
-    x = np.vstack([rng.random((200, p.dim)), p._path[1][rng.integers(0, 11, 100)] + 0.01])  # type: ignore[index]
+    x = np.vstack([rng.random((200, p.dim)), maximisers[rng.integers(0, 11, 100)] + 0.01])
     x = np.clip(x, 0.0, 1.0)
     ref, _ = p.reference_maxima(x, t)
     assert np.all(ref - p.reward(x, t) >= -1e-12)

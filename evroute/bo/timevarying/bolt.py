@@ -52,7 +52,7 @@ def squared_norm_u(n: int, response_time: float, k_t: Callable[[FloatArray], Flo
     """``||u_n||^2 = sum_{i=1}^n k_T(i R)^2`` for ``R = response_time`` (seconds) and the correlation ``k_t(tau)``."""
     if n < 1:
         return 0.0
-    return float(np.sum(k_t(np.arange(1, n + 1) * response_time) ** 2))
+    return float(np.sum(k_t(np.arange(1, n + 1, dtype=np.float64) * response_time) ** 2))
 
 
 def optimal_dataset_size(
@@ -172,20 +172,21 @@ class ResponseTimeModel:
         return bool(np.all(self.coefficients[1:] <= 0.0))
 
 
-def _space_time(gp: ExactGP) -> tuple[SpatioTemporalKernel, FloatArray, FloatArray]:
-    """The kernel, training points ``(n, d)`` and times ``(n,)`` of a spatio-temporal ``gp``."""
+def _space_time(gp: ExactGP) -> tuple[SpatioTemporalKernel, float, FloatArray, FloatArray]:
+    """The kernel, its temporal smoothness ``nu_t``, training points ``(n, d)`` and times ``(n,)`` of a
+    spatio-temporal ``gp``."""
     kern = gp.kernel
-    if not isinstance(kern, SpatioTemporalKernel) or not kern.temporal:
+    if not isinstance(kern, SpatioTemporalKernel) or kern.nu_t is None:
         raise ParameterError("the integrated-W2 criterion needs a GP with a temporal kernel")
     z = gp.train_inputs
-    return kern, z[:, :-1], z[:, -1]
+    return kern, kern.nu_t, z[:, :-1], z[:, -1]
 
 
 def _integral_matrix(gp: ExactGP, t_ref: float) -> FloatArray:
     """``M = int_{R^d x [t_ref, inf)} k(z) k(z)^T dz`` over the training inputs of ``gp`` -> ``(n, n)``."""
-    h, x, t = _space_time(gp)
+    h, nu_t, x, t = _space_time(gp)
     cs = spatial_convolution(pairwise_distances(x, x), h.length_s, h.nu_s, x.shape[1])
-    ct = future_time_integral(t, t, t_ref, h.length_t, h.nu_t)  # type: ignore[arg-type]
+    ct = future_time_integral(t, t, t_ref, h.length_t, nu_t)
     return h.signal**2 * cs * ct
 
 
@@ -211,7 +212,7 @@ def integrated_w2_to_prior(gp: ExactGP, t_now: float) -> float:
         return 0.0
     t_ref = max(float(t_now), float(np.max(gp.train_inputs[:, -1])))
     m = _integral_matrix(gp, t_ref)
-    return float(np.sqrt(max(gp.alpha @ m @ gp.alpha + np.sum(gp.Kinv * m), 0.0)))
+    return float(np.sqrt(max(float(gp.alpha @ m @ gp.alpha + np.sum(gp.Kinv * m)), 0.0)))
 
 
 def exact_integrated_w2_removal(gp: ExactGP, t_now: float, *, n_points: int = 2048) -> FloatArray:
@@ -227,7 +228,7 @@ def exact_integrated_w2_removal(gp: ExactGP, t_now: float, *, n_points: int = 20
 
     if gp.n == 0:
         return np.zeros(0)
-    h, x, t = _space_time(gp)
+    h, _, x, t = _space_time(gp)
     t_ref = max(float(t_now), float(np.max(t)))
     m = _integral_matrix(gp, t_ref)
     q = gp.Kinv

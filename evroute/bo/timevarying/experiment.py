@@ -161,7 +161,7 @@ def run_one(spec: RunSpec, out_dir: str | Path | None = None) -> dict[str, np.nd
         path = run_path(out_dir, spec)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.npz")
-        np.savez(tmp, meta=json.dumps(asdict(spec)), **result)
+        np.savez(tmp, allow_pickle=False, meta=json.dumps(asdict(spec)), **result)  # numeric arrays and a JSON str
         os.replace(tmp, path)
     return result
 

@@ -159,11 +159,12 @@ class SpatioTemporalKernel:
         rs, rt = cache
         lam, ls = params["signal"], params["length_s"]
         ks = matern(rs, ls, self.nu_s)
-        kt = matern(rt, params["length_t"], self.nu_t) if self.temporal else np.ones_like(ks)
+        nu_t = self.nu_t  # None: static (``temporal`` is False)
+        kt = matern(rt, params["length_t"], nu_t) if nu_t is not None else np.ones_like(ks)
         kern = lam * ks * kt
         grads = {"signal": kern, "length_s": lam * matern_dlog_lengthscale(rs, ls, self.nu_s) * kt}
-        if self.temporal:
-            grads["length_t"] = lam * ks * matern_dlog_lengthscale(rt, params["length_t"], self.nu_t)
+        if nu_t is not None:
+            grads["length_t"] = lam * ks * matern_dlog_lengthscale(rt, params["length_t"], nu_t)
         return kern, grads
 
     def __repr__(self) -> str:

@@ -24,7 +24,8 @@ L-BFGS-B from the best of ``n_raw`` random points.  Clock-based policies need ``
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Literal
+from functools import partial
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -116,14 +117,16 @@ class TimeVaryingGPUCB(Policy):
         if not 0 < lo < hi:
             raise ParameterError(f"time_bounds must satisfy 0 < low < high, got {time_bounds!r}")
         init = replace(init_hyper or GPHyper(), length_t=float(np.clip(init_length_t, lo, hi)))
-        self._gp_args = {
-            "nu_s": nu_s,
-            "nu_t": None if time_input == "none" else nu_t,
-            "bounds": HyperBounds(length_t=(lo, hi)),
-            "init": init,
-            "fit_iters": fit_iters,
-        }
-        spatio_temporal_gp(**self._gp_args)  # validate the kernel parameters now
+        self._init_hyper = init
+        self._new_gp = partial(
+            spatio_temporal_gp,
+            nu_s=nu_s,
+            nu_t=None if time_input == "none" else nu_t,
+            bounds=HyperBounds(length_t=(lo, hi)),
+            init=init,
+            fit_iters=fit_iters,
+        )
+        self._new_gp()  # validate the kernel parameters now
         self.gp: ExactGP | None = None
         self.active: list[int] = []
         self.response_model = ResponseTimeModel()
@@ -149,7 +152,7 @@ class TimeVaryingGPUCB(Policy):
     def condition_active(self, *, optimise: bool = False) -> ExactGP:
         """Condition :attr:`gp` on the active observations (hyperparameters re-fitted only if ``optimise``)."""
         if self.gp is None:
-            self.gp = spatio_temporal_gp(**self._gp_args)
+            self.gp = self._new_gp()
         idx = np.asarray(self.active, dtype=int)
         z = SpatioTemporalKernel.inputs(self._to_model(self.X[idx]), np.asarray(self._feat)[idx])
         self.gp.set_train_data(z, self.y[idx], fit=optimise)
@@ -188,7 +191,7 @@ class TimeVaryingGPUCB(Policy):
         d = self.domain.dim
         window = self._last_response if self.lookahead and gp.kernel.temporal else 0.0
         raw = np.vstack([self.rng.random((self.n_raw, d)), gp.train_inputs[-min(gp.n, 10) :, :d]])
-        raw_t = tq + window * self.rng.random(raw.shape[0])
+        raw_t = tq + window * self.rng.random(len(raw))
         vals = upper_confidence_bound(gp.posterior(inputs(raw, raw_t), standardized=True), width)
         order = np.argsort(-vals)[: max(self.n_restarts, 1)]
         best_x, best_v = raw[order[0]], float(vals[order[0]])
@@ -204,31 +207,31 @@ class TimeVaryingGPUCB(Policy):
             res = minimize(neg, z0, jac=True, method="L-BFGS-B", bounds=bounds, options={"maxiter": 50})
             if np.all(np.isfinite(res.x)) and -res.fun > best_v:
                 best_x, best_v = np.clip(res.x[:d], 0.0, 1.0), float(-res.fun)
-        return self.domain.from_unit(best_x)
+        return self.box_domain.from_unit(best_x)
 
 
 class StaticGPUCB(TimeVaryingGPUCB):
     """GP-UCB (Srinivas et al. 2012) on a time-invariant GP that keeps every observation (the control)."""
 
-    def __init__(self, domain: Domain, *, seed: SeedLike = None, **kw: object) -> None:
-        super().__init__(domain, seed=seed, time_input="none", manager=KeepAll(), **kw)  # type: ignore[arg-type]
+    def __init__(self, domain: Domain, *, seed: SeedLike = None, **kw: Any) -> None:
+        super().__init__(domain, seed=seed, time_input="none", manager=KeepAll(), **kw)
 
 
 class RGPUCB(TimeVaryingGPUCB):
     """R-GP-UCB (Bogunovic et al. 2016): time-invariant GP-UCB whose data set is reset every ``reset_every`` steps."""
 
-    def __init__(self, domain: Domain, *, seed: SeedLike = None, reset_every: int = 50, **kw: object) -> None:
-        super().__init__(domain, seed=seed, time_input="none", manager=PeriodicReset(reset_every), **kw)  # type: ignore[arg-type]
+    def __init__(self, domain: Domain, *, seed: SeedLike = None, reset_every: int = 50, **kw: Any) -> None:
+        super().__init__(domain, seed=seed, time_input="none", manager=PeriodicReset(reset_every), **kw)
 
 
 class ETGPUCB(TimeVaryingGPUCB):
     """ET-GP-UCB (Brunzema et al. 2022): time-invariant GP-UCB with an event-triggered reset (:class:`EventReset`)."""
 
     def __init__(
-        self, domain: Domain, *, seed: SeedLike = None, delta: float = 0.1, noise_var: float | None = None, **kw: object
+        self, domain: Domain, *, seed: SeedLike = None, delta: float = 0.1, noise_var: float | None = None, **kw: Any
     ) -> None:
         manager = EventReset(delta, noise_var)
-        super().__init__(domain, seed=seed, time_input="none", manager=manager, **kw)  # type: ignore[arg-type]
+        super().__init__(domain, seed=seed, time_input="none", manager=manager, **kw)
 
 
 class TVGPUCB(TimeVaryingGPUCB):
@@ -238,16 +241,16 @@ class TVGPUCB(TimeVaryingGPUCB):
     is learnt as its lengthscale (bounds ``l`` in [1, 1e5] iterations); see :attr:`epsilon`.
     """
 
-    def __init__(self, domain: Domain, *, seed: SeedLike = None, **kw: object) -> None:
+    def __init__(self, domain: Domain, *, seed: SeedLike = None, **kw: Any) -> None:
         kw.setdefault("time_bounds", (1.0, 1e5))
         kw.setdefault("init_length_t", 200.0)
         kw["nu_t"] = 0.5
-        super().__init__(domain, seed=seed, time_input="index", manager=KeepAll(), **kw)  # type: ignore[arg-type]
+        super().__init__(domain, seed=seed, time_input="index", manager=KeepAll(), **kw)
 
     @property
     def epsilon(self) -> float:
         """Current forgetting rate ``eps = 1 - exp(-2 / l)``."""
-        length = self.gp.kernel.length_t if self.gp is not None else self._gp_args["init"].length_t
+        length = self.gp.kernel.length_t if self.gp is not None else self._init_hyper.length_t
         return float(1.0 - np.exp(-2.0 / length))
 
 
@@ -257,15 +260,15 @@ class ABO(TimeVaryingGPUCB):
     it observes, so the window is ``[t, t + R]`` with ``R`` the last measured response time (when the next
     observation can happen) and the chosen ``x`` is queried at ``t``."""
 
-    def __init__(self, domain: Domain, *, seed: SeedLike = None, **kw: object) -> None:
-        super().__init__(domain, seed=seed, time_input="clock", manager=KeepAll(), lookahead=True, **kw)  # type: ignore[arg-type]
+    def __init__(self, domain: Domain, *, seed: SeedLike = None, **kw: Any) -> None:
+        super().__init__(domain, seed=seed, time_input="clock", manager=KeepAll(), lookahead=True, **kw)
 
 
 class WDBO(TimeVaryingGPUCB):
     """W-DBO (Bardou et al. 2024b): spatio-temporal GP with W2-relevance removal under a growing budget."""
 
-    def __init__(self, domain: Domain, *, seed: SeedLike = None, alpha: float = 0.25, **kw: object) -> None:
-        super().__init__(domain, seed=seed, time_input="clock", manager=W2Budget(alpha), **kw)  # type: ignore[arg-type]
+    def __init__(self, domain: Domain, *, seed: SeedLike = None, alpha: float = 0.25, **kw: Any) -> None:
+        super().__init__(domain, seed=seed, time_input="clock", manager=W2Budget(alpha), **kw)
 
 
 class BOLT(TimeVaryingGPUCB):
@@ -279,10 +282,10 @@ class BOLT(TimeVaryingGPUCB):
         n_max: int = 10_000,
         criterion: str = "bound",
         compare: bool = False,
-        **kw: object,
+        **kw: Any,
     ) -> None:
         manager = W2Cap(n_max, criterion=criterion, compare=compare)
-        super().__init__(domain, seed=seed, time_input="clock", manager=manager, **kw)  # type: ignore[arg-type]
+        super().__init__(domain, seed=seed, time_input="clock", manager=manager, **kw)
 
     @property
     def n_star(self) -> int | None:
@@ -295,8 +298,8 @@ class BOLTExact(BOLT):
     """BOLT removing by the exact Eq. 12 criterion (numerical ``(d sigma)^2``), also recording at every removal
     whether the W-DBO bound would have removed the same observation (``manager.agreements``)."""
 
-    def __init__(self, domain: Domain, *, seed: SeedLike = None, **kw: object) -> None:
-        super().__init__(domain, seed=seed, criterion="exact", compare=True, **kw)  # type: ignore[arg-type]
+    def __init__(self, domain: Domain, *, seed: SeedLike = None, **kw: Any) -> None:
+        super().__init__(domain, seed=seed, criterion="exact", compare=True, **kw)
 
 
 ALGORITHMS: dict[str, type[TimeVaryingGPUCB]] = {
@@ -313,7 +316,7 @@ ALGORITHMS: dict[str, type[TimeVaryingGPUCB]] = {
 PAPER_ALGORITHMS: tuple[str, ...] = tuple(ALGORITHMS)[:7]
 
 
-def make_policy(name: str, domain: Domain, *, seed: SeedLike = None, **kw: object) -> TimeVaryingGPUCB:
+def make_policy(name: str, domain: Domain, *, seed: SeedLike = None, **kw: Any) -> TimeVaryingGPUCB:
     """Build one of :data:`ALGORITHMS` by name (case-insensitive), forwarding keyword arguments."""
     key = str(name).lower().replace("_", "-")
     if key not in ALGORITHMS:
