@@ -14,9 +14,9 @@ gpytorch = pytest.importorskip("gpytorch")
 from evroute.bandit import RoutingBandit  # noqa: E402
 from evroute.environments import PaperEnvironment  # noqa: E402
 from evroute.errors import ParameterError  # noqa: E402
+from evroute.experiments.registry import make_model, model_names  # noqa: E402
 from evroute.linegraph import build_line_graph  # noqa: E402
 from evroute.models.exact_posterior import DensePosterior, exact_solve  # noqa: E402
-from evroute.models.factory import make_model, model_names  # noqa: E402
 from evroute.models.gp_exact import ExactGPEdgeModel, Hyper  # noqa: E402
 from evroute.models.gp_exact_mll import marginal_log_likelihood  # noqa: E402
 from evroute.models.gp_kernels import EdgeContextKernel, EdgePriorMean, GraphMaternIndexKernel  # noqa: E402

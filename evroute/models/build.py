@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -133,7 +133,7 @@ def default_prior(linegraph: LineGraph, prior_mean_wh: np.ndarray) -> ModelPrior
 class PriorParams:
     """``--model-param`` of every edge model: ``init`` selects the prior (``default`` or the ``oracle`` ablation)."""
 
-    init: str = "default"
+    init: Literal["default", "oracle"] = "default"
 
     def __post_init__(self) -> None:
         if self.init not in INITS:
