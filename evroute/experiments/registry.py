@@ -49,11 +49,13 @@ __all__ = [
 #: ``builder(linegraph, prior, **params) -> EdgeModel`` (``seed`` is passed when the builder takes it)
 ModelBuilder = Callable[..., EdgeModel]
 
-#: GP model name -> (model class, config dataclass), built by :func:`~evroute.models.build.build_gp_family`
-_GP_MODELS: dict[str, tuple[str, str]] = {
-    "gp": ("evroute.models.gp:GPEdgeModel", "evroute.models.gp:GPConfig"),
-    "gp-exact": ("evroute.models.gp_exact:ExactGPEdgeModel", "evroute.models.gp_exact:ExactGPConfig"),
-    "gp-tv": ("evroute.models.gp_tv:TimeVaryingGPEdgeModel", "evroute.models.gp_tv:TVGPConfig"),
+#: GP model name -> (model class, config dataclass, whether ``threads`` also limits BLAS), built by
+#: :func:`~evroute.models.build.build_gp_family` (the SVGP computes in torch and never limited BLAS; limiting it now
+#: would change the last bits of later seeds' environments in the same process, so its results would not reproduce)
+_GP_MODELS: dict[str, tuple[str, str, bool]] = {
+    "gp": ("evroute.models.gp:GPEdgeModel", "evroute.models.gp:GPConfig", False),
+    "gp-exact": ("evroute.models.gp_exact:ExactGPEdgeModel", "evroute.models.gp_exact:ExactGPConfig", True),
+    "gp-tv": ("evroute.models.gp_tv:TimeVaryingGPEdgeModel", "evroute.models.gp_tv:TVGPConfig", True),
 }
 
 _REGISTRY: dict[str, str | ModelBuilder] = {
@@ -72,7 +74,7 @@ _PRIOR = "evroute.models.build:PriorParams"
 #: function) are the model's ``--model-param`` names and types.  Default: the builder's own keyword parameters
 #: and ``init``.
 _PARAM_SOURCES: dict[str, tuple[str, ...]] = {
-    **{name: (config, "evroute.models.build:KernelInitParams", _PRIOR) for name, (_, config) in _GP_MODELS.items()},
+    **{name: (config, "evroute.models.build:KernelInitParams", _PRIOR) for name, (_, config, _) in _GP_MODELS.items()},
     "bi": ("evroute.models.build:build_bi", _PRIOR),
     "kr": ("evroute.models.kr:KernelRegressionEdgeModel", _PRIOR),
     "routeset": ("evroute.routeset:RouteSetBandit", _PRIOR),
@@ -144,7 +146,7 @@ def check_model_params(name: str, params: Mapping[str, Any]) -> None:
     sources = model_param_sources(name)
     check_params(f"model parameter ({name})", params, sources, skip=runner_keywords(name))
     for src in sources:  # ranges of config dataclasses (their __post_init__), without building the model
-        if is_dataclass(src):
+        if isinstance(src, type) and is_dataclass(src):
             own = {f.name for f in fields(src)}
             call_checked(f"model parameters for {name!r}", src, **{k: v for k, v in params.items() if k in own})
 
@@ -193,10 +195,12 @@ def make_learner(
 
 
 def _gp_builder(name: str) -> ModelBuilder:
-    model, config = _GP_MODELS[name]
+    model, config, blas = _GP_MODELS[name]
 
     def build(linegraph: LineGraph, prior: ModelPrior, *, seed: int = 0, **params: Any) -> EdgeModel:
-        return build_gp_family(_resolve(model), _resolve(config), name, linegraph, prior, seed=seed, **params)
+        return build_gp_family(
+            _resolve(model), _resolve(config), name, linegraph, prior, seed=seed, blas_threads=blas, **params
+        )
 
     return build
 

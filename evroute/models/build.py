@@ -156,19 +156,23 @@ class KernelInitParams:
             raise ParameterError(f"threads must be an integer >= 0, got {self.threads!r}")
 
 
-def set_threads(n: int) -> None:
-    """Limit torch and the BLAS libraries of the process to ``n`` threads (``0``: keep the current setting).
+def set_threads(n: int, *, blas: bool = True) -> None:
+    """Limit torch (and, with ``blas``, the BLAS libraries of the process) to ``n`` threads (``0``: keep them).
 
     One thread by default: small dense algebra is many times slower multi-threaded on a shared CPU, and sweeps
-    parallelise over processes.
+    parallelise over processes.  The BLAS limit is process-wide and persists: later seeds' environments, built in
+    the same process, are then computed with another BLAS thread count, which changes their last bits
+    (:func:`evroute.experiments.runner.use_blas_threads`); the SVGP (torch only) therefore leaves BLAS alone.
     """
     if n <= 0:
         return
     import torch
-    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(n)
-    threadpool_limits(n)
+    if blas:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(n)
 
 
 def _coerce(config_cls: type, params: dict[str, Any], what: str) -> dict[str, Any]:
@@ -196,6 +200,7 @@ def build_gp_family(
     prior: ModelPrior,
     *,
     seed: int = 0,
+    blas_threads: bool = True,
     **params: Any,
 ) -> EdgeModel:
     """A GP edge model ``model_cls(E_det, sigma0^2, noise_var, laplacian, contexts, config=..., **kernel)``.
@@ -203,11 +208,12 @@ def build_gp_family(
     Args:
         model_cls, config_cls: the model class and its config dataclass (``seed`` is set when it has that field).
         what: the model's name in error messages.
+        blas_threads: whether ``threads`` also limits the BLAS libraries (:func:`set_threads`).
         prior: the prior; ``params`` may override its kernel values (:data:`KERNEL_FIELDS`).
         params: config fields, kernel values and ``threads`` (:class:`KernelInitParams`).
     """
     kernel = {k: float(params.pop(k, getattr(prior.kernel, k))) for k in KERNEL_FIELDS}
-    set_threads(int(params.pop("threads", 1)))
+    set_threads(int(params.pop("threads", 1)), blas=blas_threads)
     values = _coerce(config_cls, params, what)
     if "seed" in {f.name for f in dataclasses.fields(config_cls)}:
         values = {"seed": int(seed), **values}

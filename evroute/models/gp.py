@@ -54,7 +54,7 @@ class GPConfig:
     learn_inducing: bool = True  # train the context coordinates of the inducing points
     learn_hyper: bool = True  # outputscales and lengthscales
     learn_graph: bool = False  # kappa_G and nu_G (eigenpair path; costly on large networks)
-    learn_noise: bool = False  # else fixed to the environment's noise variance
+    learn_noise: bool = False  # else fixed to the model prior's noise variance
     graph_method: str = "auto"  # auto | dense | eig
     n_eig: int = 512
     jitter: float | None = None  # Cholesky jitter of K_ZZ (None: 1e-6 for float64, 1e-4 for float32)

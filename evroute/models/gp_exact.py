@@ -55,7 +55,7 @@ class ExactGPConfig:
     fit_iters: int = 20  # L-BFGS iterations per refit
     fit_max_edges: int = 1000  # refit on at most this many distinct edges (the most visited)
     learn_hyper: bool = True  # outputscales and lengthscales
-    learn_noise: bool = False  # else fixed to the environment's noise variance
+    learn_noise: bool = False  # else fixed to the model prior's noise variance
     device: str = "cpu"  # cpu | auto | cuda (dense path on a torch device)
     ts_joint: bool = False  # Thompson sampling with one joint posterior draw (Matheron update; dense method only)
     graph_solver: str = "local"  # low-rank path graph columns: local (truncated local solves) | global (SuperLU)
@@ -157,7 +157,7 @@ class ExactGPEdgeModel(EdgeModel):
         prior_mean_wh: ``(E,)`` physics energies ``E_det`` (Wh), the prior mean.
         prior_var: ``sigma0^2`` (Wh^2); noise_var: observation-noise variance (Wh^2).
         laplacian: ``(E, E)`` line-graph Laplacian; contexts: ``(E, d)`` standardised contexts.
-        graph_nu, graph_kappa, lengthscale, product_weight: initial kernel (the environment's, as for the SVGP).
+        graph_nu, graph_kappa, lengthscale, product_weight: initial kernel (the model prior's, as for the SVGP).
     """
 
     def __init__(

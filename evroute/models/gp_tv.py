@@ -3,7 +3,7 @@
     f(e, t) ~ GP(E_det, lambda k_S((e, x), (e', x')) k_T(|t - t'|)),   y = f(e, t) + eps,  eps ~ N(0, varsigma^2)
 
 * ``k_S`` is the edge kernel of the static GP model, ``s_1 k_G k_f + s_2 k_f'``
-  (:class:`~evroute.models.gp_kernels.EdgeContextKernel`, initialised from the environment's prior like ``gp``);
+  (:class:`~evroute.models.gp_kernels.EdgeContextKernel`, initialised from the model prior like ``gp``);
   ``k_T`` a Matérn (``nu`` 1/2, 3/2 or 5/2, :func:`evroute.bo.timevarying.kernels.matern`) over time in **rounds**;
   ``lambda = signal_var`` in units of ``sigma0^2``.  Hyperparameters are fixed (not learnt).
 * Inference is **exact** on the kept history ``D`` (``|D| <= n* <= n_max``): because BOLT caps the data set, an
