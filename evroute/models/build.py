@@ -103,15 +103,6 @@ class ModelPrior:
     kernel: KernelInit
     init: str = "default"
 
-    def describe(self) -> dict[str, Any]:
-        """JSON-ready record of the prior (results metadata): ``init``, variances (Wh^2) and kernel values."""
-        return {
-            "init": self.init,
-            "prior_var_wh2": self.prior_var,
-            "noise_var_wh2": self.noise_var,
-            **dataclasses.asdict(self.kernel),
-        }
-
 
 def default_prior(linegraph: LineGraph, prior_mean_wh: np.ndarray) -> ModelPrior:
     """The neutral prior of the module docstring, from ``E_det`` (``(E,)``, Wh) and the network's contexts only."""
