@@ -33,12 +33,36 @@ import scipy.sparse as sp
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse.csgraph import NegativeCycleError as _ScipyNegativeCycle
 from scipy.sparse.csgraph import dijkstra, johnson
+from scipy.special import erfcx, ndtr
 
 from evroute.errors import DataError, NegativeCycleError, ParameterError, UnreachableError
 from evroute.linegraph import LineGraph
 
 #: route methods that certify the minimum-energy route (the others are the best route known)
 EXACT_METHODS = frozenset({"dijkstra", "johnson", "milp", "dijkstra-reduced"})
+
+
+#: Smallest oracle weight (Wh): keeps weights strictly positive when the rectified mean underflows.
+MIN_WEIGHT_WH = 1e-12
+
+
+def rectified_gaussian_mean(mean: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """``E[max(0, X)]`` for ``X ~ N(mean, var)``, elementwise, stable for very negative ``mean / std``.
+
+    ``E[max(0, X)] = s (phi(a) + a Phi(a))`` with ``a = mean / s``; for ``a < 0`` it is evaluated as
+    ``s exp(-a^2/2) (1/sqrt(2 pi) + a/2 erfcx(-a/sqrt(2)))`` to avoid cancellation.
+    ``var = 0`` gives ``max(0, mean)``.
+    """
+    mean = np.asarray(mean, dtype=np.float64)
+    s = np.sqrt(np.maximum(np.asarray(var, dtype=np.float64), 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(s > 0, mean / np.where(s > 0, s, 1.0), 0.0)
+    pos = a >= 0
+    ap, an = np.maximum(a, 0.0), np.minimum(a, 0.0)  # each branch only sees its own half (no inf * 0)
+    out_pos = s * (np.exp(-0.5 * ap**2) / math.sqrt(2 * math.pi) + ap * ndtr(ap))
+    out_neg = s * np.exp(-0.5 * an**2) * (1 / math.sqrt(2 * math.pi) + 0.5 * an * erfcx(-an / math.sqrt(2)))
+    out = np.where(pos, out_pos, out_neg)
+    return np.where(s > 0, np.maximum(out, 0.0), np.maximum(mean, 0.0))
 
 
 @dataclass(frozen=True)
@@ -200,8 +224,6 @@ def rectified_reference_route(
 
     ``potential_wh`` (optional, ``(E,)``) is subtracted before rectification, as in the learner's oracle.
     """
-    from evroute.policies.index import MIN_WEIGHT_WH, rectified_gaussian_mean
-
     w = np.asarray(energies_wh, dtype=np.float64)
     var = np.broadcast_to(np.asarray(noise_var, dtype=np.float64), w.shape)
     shifted = w if potential_wh is None else w - np.asarray(potential_wh, dtype=np.float64)

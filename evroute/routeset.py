@@ -52,8 +52,8 @@ from evroute.energy import travel_time_s
 from evroute.environments import EnergyEnvironment
 from evroute.errors import ParameterError, UnreachableError, check_positive
 from evroute.linegraph import LineGraph, standardise
-from evroute.oracle import Route
-from evroute.policies.index import MIN_WEIGHT_WH, rectified_gaussian_mean
+from evroute.models.build import ModelPrior, default_prior
+from evroute.oracle import MIN_WEIGHT_WH, Route, rectified_gaussian_mean
 
 __all__ = [
     "FEATURE_NAMES",
@@ -171,6 +171,9 @@ class RouteSetBandit(RouteLearner):
         policy: ``"ucb"`` (IGP-UCB) or ``"ts"`` (GP-TS).
         seed: seeds the policy's and the feedback noise's streams (same construction as ``RoutingBandit``).
         regret_reference, potential_wh: as in :class:`~evroute.bandit.RoutingBandit` (the same regret reference).
+        prior: the prior mean ``E_det``, ``sigma0^2`` and noise variance the learner is told
+            (:class:`~evroute.models.build.ModelPrior`; default: :func:`~evroute.models.build.default_prior` of the
+            environment's physics energies and network).
         k, weights: candidate set (:func:`candidate_routes`).
         lengthscale, overlap_weight: route kernel (:func:`route_kernel`).
         lam: GP regulariser in reward units (default ``noise_var / prior_var``).
@@ -187,6 +190,7 @@ class RouteSetBandit(RouteLearner):
         seed: int = 0,
         regret_reference: str = "auto",
         potential_wh: np.ndarray | None = None,
+        prior: ModelPrior | None = None,
         k: int = 20,
         weights: str = "rectified",
         lengthscale: float = 1.0,
@@ -201,14 +205,22 @@ class RouteSetBandit(RouteLearner):
         self.env = env
         self.start, self.goal = int(start), int(goal)
         lg = env.linegraph
+        self.prior = prior = default_prior(lg, env.prior_mean_wh) if prior is None else prior
         self.candidates = candidate_routes(
-            lg, env.prior_mean_wh, env.noise_var, self.start, self.goal, k=k, weights=weights, potential_wh=potential_wh
+            lg,
+            prior.prior_mean_wh,
+            prior.noise_var,
+            self.start,
+            self.goal,
+            k=k,
+            weights=weights,
+            potential_wh=potential_wh,
         )
         routes = self.candidates.routes
-        self.features = route_features(lg, env.prior_mean_wh, routes)
+        self.features = route_features(lg, prior.prior_mean_wh, routes)
         x, cov = route_kernel(self.features, routes, lengthscale=lengthscale, overlap_weight=overlap_weight)
-        self.scale = math.sqrt(env.prior_var * float(np.mean([len(r) for r in routes])))
-        lam_v = env.noise_var / env.prior_var if lam is None else check_positive("lam", lam)
+        self.scale = math.sqrt(prior.prior_var * float(np.mean([len(r) for r in routes])))
+        lam_v = prior.noise_var / prior.prior_var if lam is None else check_positive("lam", lam)
         policy_ss, noise_ss = np.random.SeedSequence(seed).spawn(2)
         self.policy = ROUTESET_POLICIES[policy](
             FiniteDomain(np.column_stack([x, np.arange(len(routes))])),
@@ -271,9 +283,11 @@ def build_routeset_bandit(
     seed: int,
     regret_reference: str = "auto",
     potential_wh: np.ndarray | None = None,
+    prior: ModelPrior | None = None,
     **model_params: Any,
 ) -> RouteSetBandit:
-    """Runner entry point: ``model_params`` are :class:`RouteSetBandit` keywords (``k``, ``weights``, ``B``, ...)."""
+    """Runner entry point: ``model_params`` are :class:`RouteSetBandit` keywords (``k``, ``weights``, ``B``, ...);
+    ``prior`` as in :class:`RouteSetBandit`."""
     try:
         return RouteSetBandit(
             env,
@@ -283,6 +297,7 @@ def build_routeset_bandit(
             seed=seed,
             regret_reference=regret_reference,
             potential_wh=potential_wh,
+            prior=prior,
             **model_params,
         )
     except TypeError as exc:

@@ -13,9 +13,9 @@ import torch
 from evroute.bandit import RoutingBandit
 from evroute.environments import PaperEnvironment
 from evroute.errors import ParameterError
+from evroute.experiments.registry import make_model, model_names
 from evroute.linegraph import build_line_graph
 from evroute.models.exact_posterior import DensePosterior, exact_solve
-from evroute.models.factory import make_model, model_names
 from evroute.models.gp_exact import ExactGPEdgeModel, Hyper
 from evroute.models.gp_exact_mll import marginal_log_likelihood
 from evroute.models.gp_kernels import EdgeContextKernel, EdgePriorMean, GraphMaternIndexKernel

@@ -14,9 +14,9 @@ from evroute.bandit import RoutingBandit
 from evroute.cli import main
 from evroute.environments import PaperEnvironment
 from evroute.experiments import ExperimentConfig, run_experiment
+from evroute.experiments.registry import make_model, model_names
 from evroute.linegraph import build_line_graph
-from evroute.models.factory import make_model, model_names
-from evroute.models.gp import GPEdgeModel, build_gp_model
+from evroute.models.gp import GPEdgeModel
 from evroute.network.registry import load_network
 from evroute.policies import make_policy
 from evroute.routes import corner_route
@@ -40,7 +40,7 @@ def test_gp_registered_and_prior_matches_environment(env):
 
 
 def test_update_moves_posterior_toward_observations_and_shrinks_variance(env):
-    m = build_gp_model(env, steps=5)
+    m = make_model("gp", env, steps=5)
     post0 = m.posterior()
     edges = np.arange(0, 40, 2)
     target = env.prior_mean_wh[edges] + 2.0 * np.sqrt(env.prior_var)  # far above the prior mean
@@ -57,7 +57,7 @@ def test_update_moves_posterior_toward_observations_and_shrinks_variance(env):
 
 
 def test_custom_predictive_equals_gpytorch_predictive(env):
-    m = build_gp_model(env, steps=2)
+    m = make_model("gp", env, steps=2)
     rng = np.random.default_rng(0)
     for _ in range(4):
         e = rng.choice(env.n_edges, 15, replace=False)
@@ -74,7 +74,7 @@ def test_elbo_from_statistics_equals_gpytorch_variational_elbo(env):
     """The aggregated objective is GPyTorch's VariationalELBO over the minibatch, in value and in gradient."""
     from evroute.models.gp import elbo_from_statistics, minibatch_statistics
 
-    m = build_gp_model(env, steps=1, batch_size=60)
+    m = make_model("gp", env, steps=1, batch_size=60)
     rng = np.random.default_rng(4)
     for _ in range(5):
         e = rng.choice(40, 12, replace=False)  # few distinct edges: the minibatch repeats them
@@ -108,7 +108,7 @@ def test_elbo_from_statistics_equals_gpytorch_variational_elbo(env):
 
 
 def test_inducing_set_capped_and_projection_preserves_posterior(env):
-    m = build_gp_model(env, n_inducing=12, batch_size=30, steps=1)
+    m = make_model("gp", env, n_inducing=12, batch_size=30, steps=1)
     rng = np.random.default_rng(1)
     swaps = 0
     for _ in range(6):
@@ -140,7 +140,7 @@ def test_gp_ts_run_is_deterministic_and_pickles(env):
     s, g = corner_route(env.linegraph, "A")
 
     def run():
-        b = RoutingBandit(env, build_gp_model(env, seed=0), make_policy("ts"), s, g, seed=5)
+        b = RoutingBandit(env, make_model("gp", env, seed=0), make_policy("ts"), s, g, seed=5)
         recs = b.run(8)
         return b, [r.cumulative_regret_wh for r in recs]
 
@@ -148,7 +148,7 @@ def test_gp_ts_run_is_deterministic_and_pickles(env):
     _, r2 = run()
     assert r1 == r2
     state = pickle.loads(pickle.dumps(b1.state()))
-    b3 = RoutingBandit(env, build_gp_model(env), make_policy("ts"), s, g, seed=5)
+    b3 = RoutingBandit(env, make_model("gp", env), make_policy("ts"), s, g, seed=5)
     b3.load_state(state)
     np.testing.assert_array_equal(b3.model.posterior().mean, b1.model.posterior().mean)
     b1.step()

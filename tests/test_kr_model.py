@@ -11,9 +11,9 @@ from netfixtures import grid_network
 from evroute.bo import NadarayaWatson, scott_bandwidth
 from evroute.environments import PaperEnvironment
 from evroute.errors import DataError, ParameterError
+from evroute.experiments.registry import make_model, model_names
 from evroute.linegraph import build_line_graph
 from evroute.models import BayesianEdgeModel
-from evroute.models.factory import make_model, model_names
 from evroute.models.kr import KernelRegressionEdgeModel, hop_distances
 
 

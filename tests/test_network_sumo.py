@@ -177,7 +177,7 @@ def test_osm_to_sumo_failures(tmp_path):
 def test_netconvert_missing(monkeypatch):
     import evroute.network.netconvert as nc
 
-    monkeypatch.setattr(nc, "_sumo_wheel_home", lambda: None)
+    monkeypatch.setattr(nc, "sumo_wheel_home", lambda: None)
     monkeypatch.delenv("SUMO_HOME", raising=False)
     monkeypatch.setattr(nc.shutil, "which", lambda name: None)
     with pytest.raises(DataError, match="netconvert not found"):

@@ -251,7 +251,7 @@ def test_cli_run_exports_last_routes(tmp_path: Path) -> None:
 def test_missing_sumo_is_one_line_error(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], road: Path, tmp_path: Path
 ) -> None:
-    monkeypatch.setattr(binaries, "_sumo_wheel_home", lambda: None)
+    monkeypatch.setattr(binaries, "sumo_wheel_home", lambda: None)
     monkeypatch.delenv("SUMO_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(SumoError, match="SUMO not found|not found: install eclipse-sumo"):

@@ -258,7 +258,7 @@ def test_cli_errors_are_one_line(
     assert err.startswith("evroute: error: ") and "SUMO" in err and err.count("\n") == 1
     from evroute.sumo import binaries
 
-    monkeypatch.setattr(binaries, "_sumo_wheel_home", lambda: None)
+    monkeypatch.setattr(binaries, "sumo_wheel_home", lambda: None)
     monkeypatch.delenv("SUMO_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setenv("EVROUTE_CACHE", str(tmp_path / "cache"))

@@ -188,7 +188,7 @@ def test_cli_run_without_sumo_is_one_line_error(
 ) -> None:
     from evroute.sumo import binaries
 
-    monkeypatch.setattr(binaries, "_sumo_wheel_home", lambda: None)
+    monkeypatch.setattr(binaries, "sumo_wheel_home", lambda: None)
     monkeypatch.delenv("SUMO_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     out = tmp_path / "run"

@@ -12,8 +12,8 @@ from evroute.environments import make_environment
 from evroute.environments.drifting import DriftConfig, DriftingEnvironment, parse_params
 from evroute.errors import ParameterError
 from evroute.experiments.config import ExperimentConfig
+from evroute.experiments.registry import make_model
 from evroute.experiments.runner import load_linegraph
-from evroute.models.factory import make_model
 from evroute.models.gp_tv import TimeVaryingGPEdgeModel, w2_removal_scores
 from evroute.policies import make_policy
 

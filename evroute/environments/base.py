@@ -4,8 +4,9 @@ An environment holds the TRUE expected energy of every road edge (``true_mean_wh
 current round), returns noisy semi-bandit feedback for the edges a route drives (:meth:`observe`), moves its truth
 to a round (:meth:`advance`, a no-op for static environments) and knows the best route between two edges
 (:meth:`optimal_route`: exact, or :class:`~evroute.errors.NegativeCycleError` when no exact optimum is defined).
-It also hands the edge models their prior: ``prior_mean_wh`` (the physics energy ``E_det``), ``prior_var`` and
-``noise_var``.
+It also holds ``prior_mean_wh`` (the physics energy ``E_det``, the models' prior mean) and its generating variances
+``prior_var`` and ``noise_var``, which models are told only under the ablation ``--model-param init=oracle``
+(:func:`evroute.experiments.registry.model_prior`).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ class EnergyEnvironment:
         linegraph: the line graph the environment lives on.
         prior_mean_wh: ``(E,)`` physics energy ``E_det`` (Wh), the models' prior mean.
         true_mean_wh: ``(E,)`` true expected energy ``f`` (Wh) of the current round.
-        prior_var: ``sigma0^2`` (Wh^2), average prior variance of ``f``.
-        noise_var: observation-noise variance (Wh^2).
+        prior_var: ``sigma0^2`` (Wh^2), average prior variance of ``f`` (the generating value).
+        noise_var: observation-noise variance (Wh^2) of :meth:`observe`.
         config: the environment's parameters (an object with ``to_dict()``).
     """
 

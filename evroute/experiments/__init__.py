@@ -1,4 +1,5 @@
-"""Experiments: configs, the resumable runner and result loading (imported on first use)."""
+"""Experiments, the composition root: configs, the model registry (:mod:`evroute.experiments.registry`), the
+resumable runner and result loading (imported on first use)."""
 
 from typing import Any
 

@@ -51,7 +51,7 @@ class ExperimentConfig:
         network: ``synthetic[:EDGES[:SEED]]``, ``monaco``, ``luxembourg`` or a path.
         route: named route (``A``/``B``) when ``start``/``goal`` are not given.
         start, goal: explicit start/goal edge ids.
-        model: edge model name (``bi``; more are registered by :mod:`evroute.models.factory`).
+        model: edge model name (``bi``; more are registered by :mod:`evroute.experiments.registry`).
         policy: ``ucb``, ``bucb``, ``ts`` or ``greedy``.
         policy_params: e.g. ``{"beta_scale": 0.5}`` or ``{"xi": 0.5, "omega": 1}``.
         model_params: model-specific parameters.
@@ -78,7 +78,7 @@ class ExperimentConfig:
     route: NonEmpty | None = Field("A", description="named route (A or B) when start/goal are not given")
     start: NonEmpty | None = Field(None, description="start edge id (with goal, instead of route)")
     goal: NonEmpty | None = Field(None, description="goal edge id (with start, instead of route)")
-    model: NonEmpty = Field("bi", description="edge model or learner name (evroute.models.factory)")
+    model: NonEmpty = Field("bi", description="edge model or learner name (evroute.experiments.registry)")
     policy: NonEmpty = Field("ts", description="index policy: ucb, bucb, ts or greedy")
     policy_params: dict[str, Any] = Field(default_factory=dict, description="policy keyword parameters")
     model_params: dict[str, Any] = Field(default_factory=dict, description="model keyword parameters")
@@ -198,10 +198,10 @@ def read_json(path: str | Path, what: str) -> Any:
 
 def check_parameters(cfg: ExperimentConfig) -> None:
     """Model, policy and environment names and parameters against their registries and schemas (no files)."""
-    from evroute.models.factory import check_model, check_model_params, is_learner
+    from evroute.experiments.registry import check_model, check_model_params, is_learner
     from evroute.policies import POLICIES, make_policy
 
-    check_model(cfg.model, cfg.policy, cfg.model_params)
+    check_model(cfg.model, cfg.policy)
     if is_learner(cfg.model):
         if cfg.policy_params:
             raise ParameterError(f"model {cfg.model!r} takes its parameters as model parameters, not policy parameters")

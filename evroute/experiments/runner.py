@@ -40,9 +40,9 @@ from evroute.environments import EnergyEnvironment
 from evroute.errors import DataError, ParameterError
 from evroute.experiments.config import ExperimentConfig
 from evroute.experiments.output import claim, output_lock, read_rounds
+from evroute.experiments.registry import is_learner, make_learner, make_model
 from evroute.io import atomic_pickle, atomic_write_json, atomic_write_text
 from evroute.linegraph import LineGraph, build_line_graph
-from evroute.models.factory import is_learner, make_learner, make_model
 from evroute.oracle import EXACT_METHODS
 from evroute.policies import make_policy
 from evroute.routes import RouteSpec, resolve_route
@@ -122,9 +122,8 @@ def validate(cfg: ExperimentConfig) -> RouteSpec:
     )
     problem = call_checked("environment parameters", build_problem, cfg, seed)
     if cfg.model_params and not is_learner(cfg.model):
-        call_checked(
-            f"parameters for model {cfg.model!r}", make_model, cfg.model, problem.env, seed=seed, **cfg.model_params
-        )
+        params = {"seed": seed, **cfg.model_params}  # a ``seed`` model parameter overrides the run's seed
+        call_checked(f"parameters for model {cfg.model!r}", make_model, cfg.model, problem.env, **params)
     _VALIDATED[key] = route
     return route
 
@@ -171,7 +170,7 @@ def make_bandit(cfg: ExperimentConfig, problem: Problem, seed: int) -> Any:
             potential_wh=potential,
             **cfg.model_params,
         )
-    model = make_model(cfg.model, problem.env, seed=seed, **cfg.model_params)
+    model = make_model(cfg.model, problem.env, **{"seed": seed, **cfg.model_params})  # the user's seed wins
     return RoutingBandit(
         problem.env,
         model,
@@ -348,6 +347,7 @@ def _run_locked(
         "seeds": list(cfg.seeds),
         "final_cumulative_regret_wh": final.tolist(),
         "mean_final_regret_wh": float(final.mean()),
+        "model_init": cfg.model_params.get("init", "default"),  # the models' prior: neutral defaults or oracle
         "regret_reference": reference_statement(summaries),
         "se_final_regret_wh": json_float(standard_error(final)),  # null for one seed (evroute.stats)
     }

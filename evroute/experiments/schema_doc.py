@@ -82,8 +82,8 @@ def schema_markdown() -> str:
     from evroute.environments import DEFAULT_ENVIRONMENT, environment_module, environment_names
     from evroute.environments.drifting import DRIFT_KINDS
     from evroute.experiments.config import MAX_SEEDS, POTENTIALS, REGRET_REFERENCES, config_json_schema
+    from evroute.experiments.registry import is_learner, model_names, model_param_sources, runner_keywords
     from evroute.experiments.sweep import MAX_GRID_POINTS, GridSpec
-    from evroute.models.factory import is_learner, model_names, model_param_sources, runner_keywords
     from evroute.policies import POLICIES
 
     out = [HEADER]

@@ -43,12 +43,3 @@ class BayesianEdgeModel(EdgeModel):
         precision = 1.0 / self.prior_var + self.count / self.noise_var
         mean = (self.prior_mean / self.prior_var + self.total / self.noise_var) / precision
         return EdgePosterior(mean=mean, var=1.0 / precision, noise_var=self.noise_var)
-
-
-def build_bi_model(env, *, prior_var_scale: float = 1.0) -> BayesianEdgeModel:  # env: EnergyEnvironment
-    """BI model with the environment's prior (``E_det``, ``sigma0^2``) and noise variance, as in the paper.
-
-    Args:
-        prior_var_scale: multiplies the prior variance (1 = the environment's ``sigma0^2``).
-    """
-    return BayesianEdgeModel(env.prior_mean_wh, env.prior_var * prior_var_scale, env.noise_var)

@@ -54,7 +54,7 @@ class GPConfig:
     learn_inducing: bool = True  # train the context coordinates of the inducing points
     learn_hyper: bool = True  # outputscales and lengthscales
     learn_graph: bool = False  # kappa_G and nu_G (eigenpair path; costly on large networks)
-    learn_noise: bool = False  # else fixed to the environment's noise variance
+    learn_noise: bool = False  # else fixed to the model prior's noise variance
     graph_method: str = "auto"  # auto | dense | eig
     n_eig: int = 512
     jitter: float | None = None  # Cholesky jitter of K_ZZ (None: 1e-6 for float64, 1e-4 for float32)
@@ -98,7 +98,7 @@ class GPEdgeModel(EdgeModel):
         graph_nu, graph_kappa: initial graph Matérn parameters (paper: 2, 1).
         lengthscale: initial context lengthscale (paper: the prior's, 1).
         product_weight: initial ``s_1 / (s_1 + s_2)``; ``s_1 + s_2 = 1`` so the prior is ``sigma0^2``.
-        config: :class:`GPConfig` (or keyword overrides through :func:`build_gp_model`).
+        config: :class:`GPConfig` (or keyword overrides through ``make_model("gp", env, ...)``).
     """
 
     def __init__(
@@ -482,41 +482,6 @@ def elbo_from_statistics(
     )
     kl = gp.variational_strategy.kl_divergence()
     return ell / batch_size - kl / num_data
-
-
-def build_gp_model(env, *, seed: int = 0, **params: Any) -> GPEdgeModel:  # env: EnergyEnvironment
-    """GP edge model with the environment's prior (``E_det``, ``sigma0^2``, noise) and kernel initialisation.
-
-    Keyword parameters: any :class:`GPConfig` field (``n_inducing``, ``batch_size``, ``steps``, ``ngd_lr``,
-    ``adam_lr``, ``learn_graph``, ``learn_noise``, ``dtype``, ``device``, ``seed``, ...) and the initial
-    hyperparameters ``graph_nu``, ``graph_kappa``, ``lengthscale``, ``product_weight`` (default: the
-    environment's, i.e. set "according to the prior" as in the paper), and ``threads`` (torch intra-op threads,
-    default 1: multi-threaded torch is many times slower on small kernels when the CPU is shared, and sweeps
-    parallelise over processes; 0 keeps torch's setting).
-    """
-    ec = env.config
-    init = {
-        "graph_nu": float(params.pop("graph_nu", ec.graph_nu)),
-        "graph_kappa": float(params.pop("graph_kappa", ec.graph_kappa)),
-        "lengthscale": float(params.pop("lengthscale", ec.lengthscale)),
-        "product_weight": float(params.pop("product_weight", ec.product_weight)),
-    }
-    threads = int(params.pop("threads", 1))
-    if threads > 0:  # one intra-op thread by default: parallelism comes from processes (sweeps)
-        torch.set_num_threads(threads)
-    known = set(GPConfig.__dataclass_fields__)
-    unknown = set(params) - known
-    if unknown:
-        raise ParameterError(f"unknown GP model parameters: {', '.join(sorted(unknown))}")
-    bools = {k for k, f in GPConfig.__dataclass_fields__.items() if f.type in ("bool", bool)}
-    for k in bools & set(params):
-        if isinstance(params[k], str):
-            params[k] = params[k].lower() in ("1", "true", "yes")
-    cfg = GPConfig(**{"seed": int(seed), **params})
-    lg = env.linegraph
-    return GPEdgeModel(
-        env.prior_mean_wh, env.prior_var, env.noise_var, lg.laplacian(), lg.contexts(), config=cfg, **init
-    )
 
 
 def gp_config_dict(model: GPEdgeModel) -> dict[str, Any]:

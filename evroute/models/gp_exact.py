@@ -55,7 +55,7 @@ class ExactGPConfig:
     fit_iters: int = 20  # L-BFGS iterations per refit
     fit_max_edges: int = 1000  # refit on at most this many distinct edges (the most visited)
     learn_hyper: bool = True  # outputscales and lengthscales
-    learn_noise: bool = False  # else fixed to the environment's noise variance
+    learn_noise: bool = False  # else fixed to the model prior's noise variance
     device: str = "cpu"  # cpu | auto | cuda (dense path on a torch device)
     ts_joint: bool = False  # Thompson sampling with one joint posterior draw (Matheron update; dense method only)
     graph_solver: str = "local"  # low-rank path graph columns: local (truncated local solves) | global (SuperLU)
@@ -157,7 +157,7 @@ class ExactGPEdgeModel(EdgeModel):
         prior_mean_wh: ``(E,)`` physics energies ``E_det`` (Wh), the prior mean.
         prior_var: ``sigma0^2`` (Wh^2); noise_var: observation-noise variance (Wh^2).
         laplacian: ``(E, E)`` line-graph Laplacian; contexts: ``(E, d)`` standardised contexts.
-        graph_nu, graph_kappa, lengthscale, product_weight: initial kernel (the environment's, as for the SVGP).
+        graph_nu, graph_kappa, lengthscale, product_weight: initial kernel (the model prior's, as for the SVGP).
     """
 
     def __init__(
@@ -394,67 +394,6 @@ class ExactGPEdgeModel(EdgeModel):
             iters=self.config.fit_iters,
             learn_noise=self.config.learn_noise,
         )
-
-
-def build_exact_gp_model(env, *, seed: int = 0, **params: Any) -> ExactGPEdgeModel:  # env: EnergyEnvironment
-    """Exact GP edge model with the environment's prior and kernel initialisation (as :func:`build_gp_model`).
-
-    Keyword parameters: any :class:`ExactGPConfig` field and ``graph_nu``, ``graph_kappa``, ``lengthscale``,
-    ``product_weight`` (initial kernel; default the environment's), ``threads`` (BLAS/torch threads; default 1,
-    0 keeps the process's setting).
-    """
-    ec = env.config
-    init = {k: float(params.pop(k, getattr(ec, k))) for k in _INIT}
-    threads = int(params.pop("threads", 1))
-    if threads > 0:
-        _set_threads(threads)
-    cfg = _config(params, seed)
-    lg = env.linegraph
-    return ExactGPEdgeModel(
-        env.prior_mean_wh, env.prior_var, env.noise_var, lg.laplacian(), lg.contexts(), config=cfg, **init
-    )
-
-
-_INIT = ("graph_nu", "graph_kappa", "lengthscale", "product_weight")
-
-
-def _config(params: dict[str, Any], seed: int = 0) -> ExactGPConfig:
-    unknown = set(params) - set(ExactGPConfig.__dataclass_fields__)
-    if unknown:
-        raise ParameterError(f"unknown exact GP model parameters: {', '.join(sorted(unknown))}")
-    for k, f in ExactGPConfig.__dataclass_fields__.items():
-        if k in params and isinstance(params[k], str) and f.type in ("bool", bool):
-            params[k] = params[k].lower() in ("1", "true", "yes")
-    try:
-        return ExactGPConfig(**{"seed": int(seed), **params})
-    except TypeError as exc:
-        raise ParameterError(f"invalid exact GP model parameters: {exc}") from None
-
-
-def _check_params(params: dict[str, Any]) -> None:
-    """Validate ``--model-param`` values without building anything (``check_model`` before a run writes files)."""
-    rest = {k: v for k, v in params.items() if k not in (*_INIT, "threads")}
-    for k in set(params) & {*_INIT, "threads"}:
-        try:
-            float(params[k])
-        except (TypeError, ValueError):
-            raise ParameterError(f"exact GP model parameter {k} must be a number, got {params[k]!r}") from None
-    _config(rest)
-
-
-build_exact_gp_model.check_params = _check_params  # type: ignore[attr-defined]
-
-
-def _set_threads(n: int) -> None:
-    import torch
-
-    torch.set_num_threads(n)
-    try:
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(n)
-    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn / is in the lock file
-        pass
 
 
 def exact_config_dict(model: ExactGPEdgeModel) -> dict[str, Any]:

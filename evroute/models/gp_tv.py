@@ -3,7 +3,7 @@
     f(e, t) ~ GP(E_det, lambda k_S((e, x), (e', x')) k_T(|t - t'|)),   y = f(e, t) + eps,  eps ~ N(0, varsigma^2)
 
 * ``k_S`` is the edge kernel of the static GP model, ``s_1 k_G k_f + s_2 k_f'``
-  (:class:`~evroute.models.gp_kernels.EdgeContextKernel`, initialised from the environment's prior like ``gp``);
+  (:class:`~evroute.models.gp_kernels.EdgeContextKernel`, initialised from the model prior like ``gp``);
   ``k_T`` a Matérn (``nu`` 1/2, 3/2 or 5/2, :func:`evroute.bo.timevarying.kernels.matern`) over time in **rounds**;
   ``lambda = signal_var`` in units of ``sigma0^2``.  Hyperparameters are fixed (not learnt).
 * Inference is **exact** on the kept history ``D`` (``|D| <= n* <= n_max``): because BOLT caps the data set, an
@@ -45,7 +45,7 @@ from evroute.errors import ParameterError
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.gp_kernels import EdgeContextKernel, GraphMaternIndexKernel
 
-__all__ = ["TVGPConfig", "TimeVaryingGPEdgeModel", "build_gp_tv_model", "w2_removal_scores"]
+__all__ = ["TVGPConfig", "TimeVaryingGPEdgeModel", "w2_removal_scores"]
 
 
 @dataclass(frozen=True)
@@ -237,36 +237,3 @@ class TimeVaryingGPEdgeModel(EdgeModel):
             )
             self._post_seconds = time.process_time() - c0
         return self._post
-
-
-def build_gp_tv_model(env, *, seed: int = 0, **params: Any) -> TimeVaryingGPEdgeModel:  # env: EnergyEnvironment
-    """``gp-tv`` model for ``env``: :class:`TVGPConfig` fields as keyword parameters, plus the spatial kernel's
-    ``graph_nu``, ``graph_kappa``, ``lengthscale``, ``product_weight`` (default: the environment's) and ``threads``
-    (torch and BLAS threads of the process, default 1).  ``seed`` is accepted for the registry and unused (the model is
-    deterministic given its data, up to the measured compute time that enters ``n*``).
-    """
-    ec = env.config
-    init = {
-        k: float(params.pop(k, getattr(ec, k))) for k in ("graph_nu", "graph_kappa", "lengthscale", "product_weight")
-    }
-    threads = int(params.pop("threads", 1))
-    if threads > 0:  # one thread by default: small dense algebra is many times slower multi-threaded on a busy CPU
-        from threadpoolctl import threadpool_limits
-
-        torch.set_num_threads(threads)
-        threadpool_limits(threads)
-    unknown = set(params) - set(TVGPConfig.__dataclass_fields__)
-    if unknown:
-        raise ParameterError(f"unknown gp-tv model parameters: {', '.join(sorted(unknown))}")
-    if "n_max" in params:
-        params["n_max"] = int(params["n_max"])
-    lg = env.linegraph
-    return TimeVaryingGPEdgeModel(
-        env.prior_mean_wh,
-        env.prior_var,
-        env.noise_var,
-        lg.laplacian(),
-        lg.contexts(),
-        config=TVGPConfig(**params),
-        **init,
-    )

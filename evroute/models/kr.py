@@ -58,7 +58,7 @@ from evroute.errors import ParameterError, check_positive
 from evroute.linegraph import LineGraph
 from evroute.models.base import EdgeModel, EdgePosterior
 
-__all__ = ["KernelRegressionEdgeModel", "build_kr_model", "hop_distances"]
+__all__ = ["KernelRegressionEdgeModel", "hop_distances"]
 
 _BANDWIDTH_RULES: dict[str, Callable[..., float]] = {"scott": scott_bandwidth, "silverman": silverman_bandwidth}
 
@@ -224,12 +224,3 @@ class KernelRegressionEdgeModel(EdgeModel):
             var=np.minimum(var, self.prior_var),
             noise_var=np.full(self.n_edges, self.noise_var),
         )
-
-
-def build_kr_model(env, **params: float | int | str) -> KernelRegressionEdgeModel:  # env: EnergyEnvironment
-    """KR model on the environment's line graph with its prior mean ``E_det``, prior and noise variances.
-
-    ``params``: ``hops``, ``graph_decay``, ``bandwidth``, ``bandwidth_scale``, ``prior_weight``, ``neighbour_cap``,
-    ``rebuild_ratio``.
-    """
-    return KernelRegressionEdgeModel(env.linegraph, env.prior_mean_wh, env.prior_var, env.noise_var, **params)  # type: ignore[arg-type]

@@ -68,7 +68,7 @@ def structure_way_edges(osm_path: str | os.PathLike[str]) -> list[str]:
     return ids
 
 
-def _sumo_wheel_home() -> Path | None:
+def sumo_wheel_home() -> Path | None:
     """Folder of the ``sumo`` package of the eclipse-sumo wheel, found *without importing it*.
 
     Importing ``sumo`` points ``PROJ_DATA``/``PROJ_LIB`` of the whole process at SUMO's own PROJ database,
@@ -90,7 +90,7 @@ def netconvert_binary() -> Path:
         DataError: if netconvert cannot be found.
     """
     candidates: list[Path] = []
-    wheel = _sumo_wheel_home()
+    wheel = sumo_wheel_home()
     if wheel is not None:
         candidates.append(wheel / "bin" / "netconvert")
     if os.environ.get("SUMO_HOME"):
@@ -149,7 +149,8 @@ def _netconvert_env(exe: Path) -> dict[str, str]:
     return env
 
 
-def _error_line(output: str) -> str:
+def error_line(output: str) -> str:
+    """The line of a SUMO tool's ``output`` (stderr and stdout) that names the failure, for one-line errors."""
     lines = [ln.strip() for ln in output.splitlines() if ln.strip()]
     errors = [ln for ln in lines if ln.startswith("Error:")]
     if errors:  # the first error names the cause; later ones are consequences ("No nodes loaded.")
@@ -255,7 +256,7 @@ def osm_to_sumo(
         except OSError as exc:
             raise DataError(f"cannot run netconvert {exe}: {exc}") from None
         if proc.returncode != 0 or not tmp_out.is_file() or tmp_out.stat().st_size == 0:
-            line = _error_line(proc.stderr + "\n" + proc.stdout)
+            line = error_line(proc.stderr + "\n" + proc.stdout)
             raise DataError(f"netconvert failed on {src}: {line}")
         if not _complete_net(tmp_out):  # e.g. a full disk: never move a truncated network into place
             raise DataError(f"netconvert wrote an incomplete network for {src} (disk full?); nothing was written")

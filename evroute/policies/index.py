@@ -20,32 +20,11 @@ import math
 from abc import ABC, abstractmethod
 
 import numpy as np
-from scipy.special import erfcx, ndtr, ndtri
+from scipy.special import ndtri
 
 from evroute.errors import ParameterError, check_positive
 from evroute.models.base import EdgePosterior
-
-#: Smallest oracle weight (Wh): keeps weights strictly positive when the rectified mean underflows.
-MIN_WEIGHT_WH = 1e-12
-
-
-def rectified_gaussian_mean(mean: np.ndarray, var: np.ndarray) -> np.ndarray:
-    """``E[max(0, X)]`` for ``X ~ N(mean, var)``, elementwise, stable for very negative ``mean / std``.
-
-    ``E[max(0, X)] = s (phi(a) + a Phi(a))`` with ``a = mean / s``; for ``a < 0`` it is evaluated as
-    ``s exp(-a^2/2) (1/sqrt(2 pi) + a/2 erfcx(-a/sqrt(2)))`` to avoid cancellation.
-    ``var = 0`` gives ``max(0, mean)``.
-    """
-    mean = np.asarray(mean, dtype=np.float64)
-    s = np.sqrt(np.maximum(np.asarray(var, dtype=np.float64), 0.0))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        a = np.where(s > 0, mean / np.where(s > 0, s, 1.0), 0.0)
-    pos = a >= 0
-    ap, an = np.maximum(a, 0.0), np.minimum(a, 0.0)  # each branch only sees its own half (no inf * 0)
-    out_pos = s * (np.exp(-0.5 * ap**2) / math.sqrt(2 * math.pi) + ap * ndtr(ap))
-    out_neg = s * np.exp(-0.5 * an**2) * (1 / math.sqrt(2 * math.pi) + 0.5 * an * erfcx(-an / math.sqrt(2)))
-    out = np.where(pos, out_pos, out_neg)
-    return np.where(s > 0, np.maximum(out, 0.0), np.maximum(mean, 0.0))
+from evroute.oracle import MIN_WEIGHT_WH, rectified_gaussian_mean
 
 
 def ucb_beta(t: int, n_arms: int) -> float:

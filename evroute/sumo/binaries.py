@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 
 from evroute.errors import DataError
-from evroute.network.netconvert import _error_line, _sumo_wheel_home
+from evroute.network.netconvert import error_line, sumo_wheel_home
 
 
 class SumoError(DataError):
@@ -34,7 +34,7 @@ def sumo_home() -> Path:
     Raises:
         SumoError: if neither exists.
     """
-    wheel = _sumo_wheel_home()
+    wheel = sumo_wheel_home()
     if wheel is not None and (wheel / "bin").is_dir():
         return wheel
     env = os.environ.get("SUMO_HOME")
@@ -190,7 +190,7 @@ def run_sumo_program(
     finally:  # also on KeyboardInterrupt: the child's group does not get the terminal's Ctrl-C
         stop_sumo_program(proc)
     if proc.returncode != 0:
-        raise SumoError(f"{what} failed: {_error_line(err + chr(10) + out)}")
+        raise SumoError(f"{what} failed: {error_line(err + chr(10) + out)}")
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 

@@ -28,8 +28,8 @@ def bench(network: str, rounds: int, params: dict, policy: str = "ts", route: st
     import torch
 
     from evroute.bandit import RoutingBandit
+    from evroute.experiments.registry import make_model
     from evroute.experiments.runner import _environment, load_linegraph
-    from evroute.models.factory import make_model
     from evroute.oracle import RouteOracle
     from evroute.policies import make_policy
     from evroute.routes import resolve_route

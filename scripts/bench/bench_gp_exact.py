@@ -40,8 +40,8 @@ def child(
     import resource
 
     from evroute.bandit import RoutingBandit, regret_reference_route
+    from evroute.experiments.registry import make_model
     from evroute.experiments.runner import _environment, load_linegraph
-    from evroute.models.factory import make_model
     from evroute.oracle import RouteOracle
     from evroute.policies import make_policy
     from evroute.routes import resolve_route

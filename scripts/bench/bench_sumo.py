@@ -25,8 +25,8 @@ from evroute.bandit import RoutingBandit
 from evroute.energy import VehicleProfile, elevation_potential_wh
 from evroute.environments import make_environment
 from evroute.experiments.bench import machine_line
+from evroute.experiments.registry import make_model
 from evroute.experiments.runner import load_linegraph
-from evroute.models.factory import make_model
 from evroute.policies import make_policy
 from evroute.routes import resolve_route
 from evroute.sumo.record import record_traversals

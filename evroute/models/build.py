@@ -1,0 +1,239 @@
+"""One builder path for every edge model: the prior a user has, and each model's keyword parameters.
+
+A model is built from the line graph and a :class:`ModelPrior`; it never sees an environment.  The prior holds what
+a user of the library has before driving: the physics energies ``E_det`` (Eq. 8, the prior mean), the prior and
+noise variances and the initial GP kernel hyper-parameters.  :func:`default_prior` fills it with documented neutral
+defaults computed from ``E_det`` and the network alone (:data:`NEUTRAL`):
+
+* prior variance ``sigma0^2 = (outputscale_frac * sigma_det)^2`` and noise variance
+  ``(noise_frac * sigma_det)^2``, ``sigma_det^2`` the variance of ``E_det`` over the edges (Wh^2), with the paper's
+  fractions 0.25 and 0.1 (Åkerblom et al. 2023 state them as the model's prior, a rule a user can apply to any
+  network);
+* context lengthscale ``sqrt(d)`` for the ``d`` standardised edge contexts (each context has unit variance, so
+  ``sqrt(d)`` is the scale of the distance between two edges' context vectors; the paper's environment draws its
+  truth with lengthscale 1), ``product_weight = 1/2`` (no preference between the graph-correlated and the
+  context-only part), graph Matérn ``nu = 2`` (an integer: the sparse and local graph solvers need one) and
+  ``kappa = 1``.
+
+Hyper-parameters are then learnt from the data by the models that learn them (exact-GP type-II maximum likelihood
+refits, SVGP Adam steps).  The environment's own generating values enter only through the named ablation
+``--model-param init=oracle``, which the experiment runner (the composition root, :mod:`evroute.experiments`)
+resolves; this module never reads an environment.
+
+:func:`build_gp_family` is the one constructor of the three GP models (``gp``, ``gp-exact``, ``gp-tv``): initial
+kernel values (user value, else the prior's), thread setting and config coercion live here once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from evroute.errors import ParameterError
+from evroute.linegraph import LineGraph
+from evroute.models.base import EdgeModel
+
+__all__ = [
+    "INITS",
+    "KERNEL_FIELDS",
+    "NEUTRAL",
+    "KernelInit",
+    "KernelInitParams",
+    "ModelPrior",
+    "PriorParams",
+    "build_bi",
+    "build_gp_family",
+    "build_kr",
+    "default_prior",
+    "set_threads",
+]
+
+#: ``--model-param init`` values: ``default`` (neutral defaults, :func:`default_prior`) or ``oracle`` (the
+#: environment's generating values: an ablation, resolved by the experiment runner).
+INITS: tuple[str, ...] = ("default", "oracle")
+
+#: the initial GP kernel hyper-parameters every GP model takes
+KERNEL_FIELDS: tuple[str, ...] = ("graph_nu", "graph_kappa", "lengthscale", "product_weight")
+
+
+@dataclass(frozen=True)
+class KernelInit:
+    """Initial GP kernel hyper-parameters: graph Matérn ``nu``, ``kappa``; context lengthscale (standardised units);
+    ``product_weight = s_1 / (s_1 + s_2)``."""
+
+    graph_nu: float
+    graph_kappa: float
+    lengthscale: float
+    product_weight: float
+
+
+@dataclass(frozen=True)
+class Neutral:
+    """The documented neutral defaults of :func:`default_prior` (see the module docstring)."""
+
+    outputscale_frac: float = 0.25  # sigma0 / sigma_det
+    noise_frac: float = 0.1  # noise std / sigma_det
+    product_weight: float = 0.5
+    graph_nu: float = 2.0
+    graph_kappa: float = 1.0
+
+
+NEUTRAL = Neutral()
+
+
+@dataclass(frozen=True)
+class ModelPrior:
+    """What a model is told before any data.
+
+    Attributes:
+        prior_mean_wh: ``(E,)`` prior mean, the physics energies ``E_det`` (Wh).
+        prior_var: ``sigma0^2`` (Wh^2), average prior variance of the expected energies.
+        noise_var: observation-noise variance (Wh^2).
+        kernel: initial GP kernel hyper-parameters.
+        init: ``"default"`` (neutral defaults) or ``"oracle"`` (the environment's generating values).
+    """
+
+    prior_mean_wh: np.ndarray
+    prior_var: float
+    noise_var: float
+    kernel: KernelInit
+    init: str = "default"
+
+
+def default_prior(linegraph: LineGraph, prior_mean_wh: np.ndarray) -> ModelPrior:
+    """The neutral prior of the module docstring, from ``E_det`` (``(E,)``, Wh) and the network's contexts only."""
+    e_det = np.asarray(prior_mean_wh, dtype=np.float64)
+    sigma_det2 = float(e_det.var())
+    d = int(linegraph.contexts().shape[1])
+    kernel = KernelInit(
+        graph_nu=NEUTRAL.graph_nu,
+        graph_kappa=NEUTRAL.graph_kappa,
+        lengthscale=math.sqrt(d),
+        product_weight=NEUTRAL.product_weight,
+    )
+    return ModelPrior(
+        e_det, NEUTRAL.outputscale_frac**2 * sigma_det2, NEUTRAL.noise_frac**2 * sigma_det2, kernel, "default"
+    )
+
+
+@dataclass(frozen=True)
+class PriorParams:
+    """``--model-param`` of every edge model: ``init`` selects the prior (``default`` or the ``oracle`` ablation)."""
+
+    init: Literal["default", "oracle"] = "default"
+
+    def __post_init__(self) -> None:
+        if self.init not in INITS:
+            raise ParameterError(f"init must be one of {', '.join(INITS)}, got {self.init!r}")
+
+
+@dataclass(frozen=True)
+class KernelInitParams:
+    """``--model-param`` of the GP models besides their config dataclass: initial kernel values overriding the
+    prior's (``None``: the prior's) and ``threads`` (torch and BLAS threads of the process; 0 keeps the setting)."""
+
+    graph_nu: float | None = None
+    graph_kappa: float | None = None
+    lengthscale: float | None = None
+    product_weight: float | None = None
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
+            raise ParameterError(f"threads must be an integer >= 0, got {self.threads!r}")
+
+
+def set_threads(n: int, *, blas: bool = True) -> None:
+    """Limit torch (and, with ``blas``, the BLAS libraries of the process) to ``n`` threads (``0``: keep them).
+
+    One thread by default: small dense algebra is many times slower multi-threaded on a shared CPU, and sweeps
+    parallelise over processes.  The BLAS limit is process-wide and persists: later seeds' environments, built in
+    the same process, are then computed with another BLAS thread count, which changes their last bits
+    (:func:`evroute.experiments.runner.use_blas_threads`); the SVGP (torch only) therefore leaves BLAS alone.
+    """
+    if n <= 0:
+        return
+    import torch
+
+    torch.set_num_threads(n)
+    if blas:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(n)
+
+
+def _coerce(config_cls: type, params: dict[str, Any], what: str) -> dict[str, Any]:
+    """Check ``params`` against the fields of ``config_cls``; strings for booleans and integral floats for integers
+    are converted (values from Python callers; the CLI's values are typed by :mod:`evroute.validation`)."""
+    fields = {f.name: f for f in dataclasses.fields(config_cls)}
+    unknown = set(params) - set(fields)
+    if unknown:
+        raise ParameterError(f"unknown {what} model parameters: {', '.join(sorted(unknown))}")
+    out = dict(params)
+    for k, v in params.items():
+        tp = fields[k].type
+        if tp in ("bool", bool) and isinstance(v, str):
+            out[k] = v.lower() in ("1", "true", "yes")
+        elif tp in ("int", int) and isinstance(v, float) and v.is_integer():
+            out[k] = int(v)
+    return out
+
+
+def build_gp_family(
+    model_cls: type[EdgeModel],
+    config_cls: type,
+    what: str,
+    linegraph: LineGraph,
+    prior: ModelPrior,
+    *,
+    seed: int = 0,
+    blas_threads: bool = True,
+    **params: Any,
+) -> EdgeModel:
+    """A GP edge model ``model_cls(E_det, sigma0^2, noise_var, laplacian, contexts, config=..., **kernel)``.
+
+    Args:
+        model_cls, config_cls: the model class and its config dataclass (``seed`` is set when it has that field).
+        what: the model's name in error messages.
+        blas_threads: whether ``threads`` also limits the BLAS libraries (:func:`set_threads`).
+        prior: the prior; ``params`` may override its kernel values (:data:`KERNEL_FIELDS`).
+        params: config fields, kernel values and ``threads`` (:class:`KernelInitParams`).
+    """
+    kernel = {k: float(params.pop(k, getattr(prior.kernel, k))) for k in KERNEL_FIELDS}
+    set_threads(int(params.pop("threads", 1)), blas=blas_threads)
+    values = _coerce(config_cls, params, what)
+    if "seed" in {f.name for f in dataclasses.fields(config_cls)}:
+        values = {"seed": int(seed), **values}
+    try:
+        cfg = config_cls(**values)
+    except TypeError as exc:
+        raise ParameterError(f"invalid {what} model parameters: {exc}") from None
+    return model_cls(  # type: ignore[call-arg]
+        prior.prior_mean_wh,
+        prior.prior_var,
+        prior.noise_var,
+        linegraph.laplacian(),
+        linegraph.contexts(),
+        config=cfg,
+        **kernel,
+    )
+
+
+def build_bi(linegraph: LineGraph, prior: ModelPrior, *, prior_var_scale: float = 1.0) -> EdgeModel:
+    """BI (independent conjugate Gaussian per edge) with the prior's mean, variance times ``prior_var_scale`` and
+    noise variance."""
+    from evroute.models.bi import BayesianEdgeModel
+
+    return BayesianEdgeModel(prior.prior_mean_wh, prior.prior_var * prior_var_scale, prior.noise_var)
+
+
+def build_kr(linegraph: LineGraph, prior: ModelPrior, **params: Any) -> EdgeModel:
+    """Kernel regression on ``linegraph`` with the prior's mean and variances; ``params``: the keyword parameters
+    of :class:`~evroute.models.kr.KernelRegressionEdgeModel` (``hops``, ``graph_decay``, ``bandwidth``, ...)."""
+    from evroute.models.kr import KernelRegressionEdgeModel
+
+    return KernelRegressionEdgeModel(linegraph, prior.prior_mean_wh, prior.prior_var, prior.noise_var, **params)
