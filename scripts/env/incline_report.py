@@ -6,7 +6,7 @@ edges, the OSM way they come from (tags and the ``ele`` profile of its nodes), t
 Used for ``docs/inclines.md``:
 
     EVROUTE_DATA=/work/shared/data EVROUTE_CACHE=/tmp/incline-cache \\
-        nice .venv/bin/python scripts/incline_report.py --network monaco --loaders netconvert osmnx
+        nice .venv/bin/python scripts/env/incline_report.py --network monaco --loaders netconvert osmnx
 """
 
 from __future__ import annotations
