@@ -12,6 +12,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -33,7 +34,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def _load(**kw: object):  # noqa: ANN202 - RoadNetwork
+def _load(**kw: Any):  # noqa: ANN202 - RoadNetwork
     with warnings.catch_warnings(record=True) as rec:
         warnings.simplefilter("always")
         net = load_network(str(TINY_OSM), **kw)
@@ -224,7 +225,13 @@ def test_damaged_demand_is_regenerated(tmp_path: Path) -> None:
     from evroute.sumo.scenario import background_demand
 
     net = osm_to_sumo(TINY_OSM, tmp_path / "tiny.net.xml")
-    kw = {"peak_per_hour": 360.0, "hours": (8, 9), "seed": 1, "min_distance_m": 0, "cache_dir": tmp_path / "sumo"}
+    kw: dict[str, Any] = {
+        "peak_per_hour": 360.0,
+        "hours": (8, 9),
+        "seed": 1,
+        "min_distance_m": 0,
+        "cache_dir": tmp_path / "sumo",
+    }
     a = background_demand(net, **kw)
     good = a.read_text()
     a.write_text(good.replace('depart="', 'depart="1', 1))  # edited: still valid XML

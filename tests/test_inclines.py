@@ -129,7 +129,9 @@ def test_netconvert_keeps_structures_apart_from_their_approach_roads(structures)
 def test_one_road_piece_closed_form() -> None:
     """Two junctions, rise H over h: the minimiser keeps the mean and shrinks the rise to H / (1 + 4 ell^2 / h^2)."""
     h, rise, ell = 30.0, 12.0, 50.0
-    z = smooth_junction_elevations(np.array([0, 1]), np.array([1, 0]), np.array([5.0, 5.0 + rise]), [h, h], ell)
+    z = smooth_junction_elevations(
+        np.array([0, 1]), np.array([1, 0]), np.array([5.0, 5.0 + rise]), np.array([h, h]), ell
+    )
     assert z.mean() == pytest.approx(5.0 + rise / 2)
     assert z[1] - z[0] == pytest.approx(rise / (1 + 4 * ell**2 / h**2))
 
@@ -192,15 +194,15 @@ def _net(rises: list[float], run: float = 100.0) -> RoadNetwork:
     k = len(rises)
     return RoadNetwork(
         name="steep",
-        edge_ids=[f"e{i}" for i in range(k)],
-        from_node=[f"n{i}" for i in range(k)],
-        to_node=[f"n{i + 1}" for i in range(k)],
+        edge_ids=np.array([f"e{i}" for i in range(k)]),
+        from_node=np.array([f"n{i}" for i in range(k)]),
+        to_node=np.array([f"n{i + 1}" for i in range(k)]),
         length_m=np.hypot(run, np.array(rises)),
         speed_mps=np.full(k, 10.0),
         z_from_m=np.zeros(k),
         z_to_m=np.array(rises),
         geometry=[np.zeros((2, 2))] * k,
-        turns=[[i, i + 1] for i in range(k - 1)],
+        turns=np.array([[i, i + 1] for i in range(k - 1)], dtype=np.int64).reshape(-1, 2),
     )
 
 

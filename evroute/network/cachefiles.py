@@ -164,10 +164,10 @@ def check_entry(
     """``None`` when ``entry`` (and its ``companions``) exist and match the manifest and ``inputs``; else why the
     entry cannot be used."""
     e = Path(entry)
-    companions = [Path(c) for c in companions]
+    paths = [Path(c) for c in companions]
     if not e.exists():
         return "missing"
-    if not all(c.exists() for c in companions):
+    if not all(c.exists() for c in paths):
         return "a file written with it is missing"
     try:
         man = json.loads(manifest_path(e).read_text())
