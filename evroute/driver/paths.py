@@ -141,9 +141,8 @@ class PathEnumerator:
             return
         yield offset + float(dist[goal]), np.asarray(first, dtype=np.int64)
         while True:
-            arc_cost = np.concatenate(
-                [[0.0], np.cumsum(self.base[[self._arc(u, v) for u, v in zip(cur[:-1], cur[1:])]])]
-            )
+            arcs = [self._arc(u, v) for u, v in zip(cur[:-1], cur[1:], strict=True)]
+            arc_cost = np.concatenate([[0.0], np.cumsum(self.base[arcs])])
             for i in range(dev, len(cur) - 1):
                 spur, root_cost = cur[i], float(arc_cost[i])
                 room = self.bound - offset - root_cost

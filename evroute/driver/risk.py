@@ -91,7 +91,7 @@ def risk_aware_route(
         enum.bound = budget
     best: tuple[float, np.ndarray, float, float] | None = None  # (score, route, mean, sd): lower is better
     n = 0
-    for mean_wh, route in enum.paths(start, goal):
+    for _, route in enum.paths(start, goal):
         n += 1
         mean, var = belief.route_moments(route)
         sd = float(np.sqrt(var))
