@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from evroute.driver import BatteryState, RouteBelief, answer_route
-from evroute.driver.answers import Z90, arrival
+from evroute.driver.answers import Z90, BatteryState, answer_route, arrival
+from evroute.driver.belief import RouteBelief
 from evroute.driver.paths import PathEnumerator, potential_h
 from evroute.driver.reach import reachable, route_probability
 from evroute.driver.risk import risk_aware_route

@@ -6,10 +6,6 @@
 * :mod:`evroute.driver.risk` -- the risk-aware route (minimum expected energy subject to that probability);
 * :mod:`evroute.driver.reach` -- the road segments reachable on a given charge with a given probability.
 
-These sit at the oracle level: they use models, the energy model and the route oracle, never experiments or cli.
+These sit at the oracle level: they use models, the energy model and the route oracle, never experiments or cli
+(:mod:`evroute.driver.commands` is the cli side).  Nothing is imported here, so ``evroute --help`` stays fast.
 """
-
-from evroute.driver.answers import BatteryState, RouteAnswer, answer_route
-from evroute.driver.belief import RouteBelief
-
-__all__ = ["BatteryState", "RouteAnswer", "RouteBelief", "answer_route"]
