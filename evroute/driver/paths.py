@@ -48,13 +48,18 @@ def _csr(lg: LineGraph) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(adj.nnz), adj.indices, adj.indptr), shape=adj.shape)
 
 
-def reweight(lg: LineGraph, w: np.ndarray, h0: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(h (E,), a (C,))``: node function and non-negative arc weights in CSR order (module doc).
+def reweight(
+    lg: LineGraph, w: np.ndarray, h0: np.ndarray | None = None, *, clip_on_cycle: bool = False
+) -> tuple[np.ndarray, np.ndarray, bool]:
+    """``(h (E,), a (C,), exact)``: node function, non-negative arc weights in CSR order (module doc), and whether
+    they are exact (False only after clipping).
 
-    Arc weights within ``1e-9`` of the largest ``|w|`` below zero (rounding) are set to 0.
+    Arc weights within ``1e-9`` of the largest ``|w|`` below zero (rounding) are set to 0.  With a negative cycle and
+    ``clip_on_cycle``, the arcs of the first reweighting are clipped at 0 (every route cost then over-estimates,
+    as the bandit's rectification does) instead of raising.
 
     Raises:
-        NegativeCycleError: some cycle of the line graph has negative total weight.
+        NegativeCycleError: some cycle of the line graph has negative total weight (and not ``clip_on_cycle``).
     """
     g = _csr(lg)
     w = np.asarray(w, dtype=np.float64)
@@ -71,10 +76,12 @@ def reweight(lg: LineGraph, w: np.ndarray, h0: np.ndarray | None = None) -> tupl
         try:
             d = bellman_ford(aug, directed=True, indices=n)
         except _ScipyNegativeCycle:
+            if clip_on_cycle:
+                return h, np.maximum(a, 0.0), False
             raise NegativeCycleError("the route weights have a negative cycle: no cheapest route exists") from None
         h = d[:n]
         a = w[heads] + h[tails] - h[heads]
-    return h, np.maximum(a, 0.0)
+    return h, np.maximum(a, 0.0), True
 
 
 class PathEnumerator:
@@ -84,12 +91,14 @@ class PathEnumerator:
         linegraph: the line graph.
         weights: ``(E,)`` node weights (Wh; may be negative).
         h0: ``(E,)`` first reweighting to try (e.g. :func:`potential_h`), default none.
+
+    With a negative cycle the arcs are clipped at 0 (:func:`reweight`) and :attr:`exact` is False.
     """
 
     def __init__(self, linegraph: LineGraph, weights: np.ndarray, h0: np.ndarray | None = None) -> None:
         self.lg = linegraph
         self.w = np.asarray(weights, dtype=np.float64)
-        self.h, arcs = reweight(linegraph, self.w, h0)
+        self.h, arcs, self.exact = reweight(linegraph, self.w, h0, clip_on_cycle=True)
         g = _csr(linegraph)
         self.graph = sp.csr_matrix((arcs, g.indices, g.indptr), shape=g.shape)
         self.base = arcs

@@ -19,6 +19,8 @@ so no label-setting search applies.  But the objective ``mu`` IS additive: route
 Under the ``quantile`` objective (minimise ``mu + z s``) the same listing is stopped when the listed mean exceeds
 the best ``mu + z s`` found, again because ``s >= 0``.  Either way the answer is exact when the listing ends or stops
 by its bound within ``max_paths`` routes; otherwise the best route found is returned with ``certified=False``.
+If the posterior means hold a negative cycle (possible after learning on flat roads), the listing uses clipped
+costs (:func:`evroute.driver.paths.reweight`) and the answer is not certified either.
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def risk_aware_route(
         sd = float(np.sqrt(var))
         if objective == "chance":
             if mean + z * sd <= budget:
-                return RiskRoute(route, mean, sd, True, True, n, enum.spur_searches)
+                return RiskRoute(route, mean, sd, True, enum.exact, n, enum.spur_searches)
             score = -(budget - mean) / sd if sd > 0 else np.inf  # lower = likelier to keep the reserve
         else:
             score = mean + z * sd
@@ -110,8 +112,8 @@ def risk_aware_route(
         if best is None:  # even the cheapest route's mean exceeds the budget
             _, first = next(PathEnumerator(lg, belief.mean, h0).paths(start, goal))
             m, v = belief.route_moments(first)
-            return RiskRoute(first, m, float(np.sqrt(v)), False, True, 1, 1)
-        return RiskRoute(best[1], best[2], best[3], objective == "quantile", True, n, enum.spur_searches)
+            return RiskRoute(first, m, float(np.sqrt(v)), False, enum.exact, 1, 1)
+        return RiskRoute(best[1], best[2], best[3], objective == "quantile", enum.exact, n, enum.spur_searches)
     assert best is not None
     return RiskRoute(best[1], best[2], best[3], objective == "quantile", False, n, enum.spur_searches)
 
