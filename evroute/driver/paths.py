@@ -163,7 +163,9 @@ class PathEnumerator:
                     if len(p) > i + 1 and p[: i + 1] == root:
                         data[self._arc(spur, p[i + 1])] = np.inf
                 if i > 0:
-                    data[np.isin(self.heads, root[:-1])] = np.inf
+                    removed = np.zeros(len(self.w), dtype=bool)
+                    removed[root[:-1]] = True
+                    data[removed[self.heads]] = np.inf
                 d, pr = self._search(data, spur, room if np.isfinite(room) else np.inf)
                 if not np.isfinite(d[goal]):
                     continue
