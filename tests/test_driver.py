@@ -114,7 +114,7 @@ def test_risk_aware_route_matches_brute_force(seed: int, kind: str, objective: s
     cap = 1000.0
     budget = frac * float(means.min() + z * sds.min())
     bat = BatteryState(cap, 0.5, 0.5 - budget / cap)
-    r = risk_aware_route(lg, b, s, t, bat, delta, objective=objective, h0=potential_h(lg.network))
+    r = risk_aware_route(lg, b, s, t, bat, delta, objective=objective, h0=potential_h(lg.network), exact_reweight=True)
     assert r.certified
     feasible = means + z * sds <= budget + 1e-9
     if objective == "chance":
@@ -141,7 +141,10 @@ def test_reach_is_conservative_and_its_quantile_distances_exact(seed: int, kind:
     for v in range(lg.n_nodes):
         if v == start:
             continue
-        assert res.quantile_wh[v] == pytest.approx(q[start] + ref[v], abs=1e-9)
+        if res.exact:
+            assert res.quantile_wh[v] == pytest.approx(q[start] + ref[v], abs=1e-9)
+        else:  # reduced quantiles clipped at 0: route costs only over-estimate
+            assert res.quantile_wh[v] >= q[start] + ref[v] - 1e-9
         if res.reachable[v]:  # sound: the reported route keeps the reserve with probability >= 1 - delta
             route = res.route_to(v)
             assert route[0] == start and route[-1] == v

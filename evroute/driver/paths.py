@@ -49,14 +49,21 @@ def _csr(lg: LineGraph) -> sp.csr_matrix:
 
 
 def reweight(
-    lg: LineGraph, w: np.ndarray, h0: np.ndarray | None = None, *, clip_on_cycle: bool = False
+    lg: LineGraph,
+    w: np.ndarray,
+    h0: np.ndarray | None = None,
+    *,
+    clip_on_cycle: bool = False,
+    bellman_ford_first: bool = True,
 ) -> tuple[np.ndarray, np.ndarray, bool]:
     """``(h (E,), a (C,), exact)``: node function, non-negative arc weights in CSR order (module doc), and whether
     they are exact (False only after clipping).
 
     Arc weights within ``1e-9`` of the largest ``|w|`` below zero (rounding) are set to 0.  With a negative cycle and
     ``clip_on_cycle``, the arcs of the first reweighting are clipped at 0 (every route cost then over-estimates,
-    as the bandit's rectification does) instead of raising.
+    as the bandit's rectification does) instead of raising.  ``bellman_ford_first=False`` clips at once, without
+    Bellman-Ford (``O(E C)``: seconds on a city with a negative cycle, which noisy learned means on flat roads
+    often hold).
 
     Raises:
         NegativeCycleError: some cycle of the line graph has negative total weight (and not ``clip_on_cycle``).
@@ -68,6 +75,8 @@ def reweight(
     tol = 1e-9 * max(1.0, float(np.abs(w).max()))
     h = np.zeros_like(w) if h0 is None else np.asarray(h0, dtype=np.float64)
     a = w[heads] + h[tails] - h[heads]
+    if a.min() < -tol and not bellman_ford_first:
+        return h, np.maximum(a, 0.0), False
     if a.min() < -tol:
         n = g.shape[0]
         rows = np.concatenate([tails, np.full(n, n)])
@@ -91,14 +100,18 @@ class PathEnumerator:
         linegraph: the line graph.
         weights: ``(E,)`` node weights (Wh; may be negative).
         h0: ``(E,)`` first reweighting to try (e.g. :func:`potential_h`), default none.
+        exact: when ``h0`` leaves negative arcs, try Bellman-Ford (else clip them at once).
 
-    With a negative cycle the arcs are clipped at 0 (:func:`reweight`) and :attr:`exact` is False.
+    With a negative cycle (or negative arcs and ``exact=False``) the arcs are clipped at 0 (:func:`reweight`): route
+    costs over-estimate, the order is approximate and :attr:`exact` is False.
     """
 
-    def __init__(self, linegraph: LineGraph, weights: np.ndarray, h0: np.ndarray | None = None) -> None:
+    def __init__(
+        self, linegraph: LineGraph, weights: np.ndarray, h0: np.ndarray | None = None, *, exact: bool = True
+    ) -> None:
         self.lg = linegraph
         self.w = np.asarray(weights, dtype=np.float64)
-        self.h, arcs, self.exact = reweight(linegraph, self.w, h0, clip_on_cycle=True)
+        self.h, arcs, self.exact = reweight(linegraph, self.w, h0, clip_on_cycle=True, bellman_ford_first=exact)
         g = _csr(linegraph)
         self.graph = sp.csr_matrix((arcs, g.indices, g.indptr), shape=g.shape)
         self.base = arcs

@@ -22,8 +22,10 @@ probability.  The converse fails: an edge can be reachable by a route whose edge
 ones (``sqrt(k)`` vs ``k`` for ``k`` equal edges).  :func:`reachable` also returns ``p_route``, the exact
 probability on ``R_v`` under the joint posterior, for the edges asked for (it costs one route covariance each).
 
-Negative quantiles (recuperation) are handled by the reweighting of :mod:`evroute.driver.paths`; the quantile route
-cost of every edge is exact (one Dijkstra over the reweighted arcs).
+Negative quantiles (recuperation) are handled by the reweighting of :mod:`evroute.driver.paths` with the elevation
+potential; the quantile route cost of every edge is exact (one Dijkstra over the reweighted arcs) unless some
+quantile falls below its edge's potential (noisy learned means on flat roads), where the reduced quantile is
+clipped at 0: costs then only over-estimate, so what is reported stays reachable (:attr:`ReachResult.exact`).
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ class ReachResult:
     pred: np.ndarray
     budget_wh: float
     start: int
+    exact: bool = True
 
     def route_to(self, v: int) -> np.ndarray:
         """The quantile route from the start to edge ``v`` (line-graph indices)."""
@@ -89,7 +92,7 @@ def reachable(
         raise ParameterError(f"start edge index {start} is outside 0..{lg.n_nodes - 1}")
     z = float(norm.ppf(1.0 - delta))
     q = belief.mean + z * belief.edge_sd()
-    enum = PathEnumerator(lg, q, h0)  # reweighted non-negative arcs
+    enum = PathEnumerator(lg, q, h0, exact=False)  # non-negative arcs: clipped quantiles only over-estimate
     dist, pred = dijkstra(enum.graph, directed=True, indices=start, return_predecessors=True)
     # node-weighted route cost to v: q[start] + dist(v) - h[start] + h[v]
     qv = np.where(np.isfinite(dist), q[start] + dist - enum.h[start] + enum.h, np.inf)
@@ -107,7 +110,7 @@ def reachable(
             acc += belief.mean[x]
             mean[x] = acc
     mean[np.isnan(mean)] = np.inf
-    return ReachResult(ok, qv, mean, pred, battery.budget_wh, start)
+    return ReachResult(ok, qv, mean, pred, battery.budget_wh, start, enum.exact)
 
 
 def route_probability(belief: RouteBelief, route: np.ndarray, battery: BatteryState) -> float:

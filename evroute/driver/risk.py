@@ -25,8 +25,9 @@ exceeds:
 Under the ``quantile`` objective (minimise ``mu + z s``) routes are listed by mean and the listing is stopped when
 the listed mean exceeds the best ``mu + z s`` found minus ``z sqrt(C_min)``.  Either way the answer is exact when
 the listing ends within ``max_paths`` routes; otherwise the best route found is returned with ``certified=False``.
-If the posterior means hold a negative cycle (possible after learning on flat roads), the listing uses clipped
-costs (:func:`evroute.driver.paths.reweight`) and the answer is not certified either.
+If posterior means fall below the elevation potential (noisy data on flat roads), the listing clips those reduced
+costs at 0 (:func:`evroute.driver.paths.reweight`; Bellman-Ford instead with ``exact_reweight``) and the answer is not
+certified either.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ def risk_aware_route(
     objective: str = "chance",
     max_paths: int = 2000,
     h0: np.ndarray | None = None,
+    exact_reweight: bool = False,
 ) -> RiskRoute:
     """The risk-aware route (module doc).
 
@@ -87,6 +89,8 @@ def risk_aware_route(
             ``mu + z s``, the ``1 - delta`` quantile of the trip energy).
         max_paths: most routes listed before giving up the certificate.
         h0: first reweighting for the listing (:func:`evroute.driver.paths.potential_h`).
+        exact_reweight: when means below the potential leave negative arcs, reweight by Bellman-Ford (seconds on a
+            city) instead of clipping them (the answer is then not certified).
     """
     if not 0 < delta < 0.5:
         raise ParameterError(f"delta must be in (0, 0.5), got {delta}")
@@ -98,7 +102,7 @@ def risk_aware_route(
 
     floor = belief.noise_var if belief.joint else belief.noise_var + belief.var
     c_min = max(RouteOracle(lg).shortest_route(floor, start, goal).cost, 0.0)
-    least = PathEnumerator(lg, belief.mean, h0)
+    least = PathEnumerator(lg, belief.mean, h0, exact=exact_reweight)
     mu_min, first = next(least.paths(start, goal))
     m0, v0 = belief.route_moments(first)
     if objective == "chance":
@@ -110,10 +114,10 @@ def risk_aware_route(
         # chord of sqrt on [c_min, c_max]: sqrt(C) >= a + b C there, so feasible => sum(mu + z b c) <= B - z a
         b = (np.sqrt(c_max) - np.sqrt(c_min)) / (c_max - c_min) if c_max - c_min > 1e-12 * max(1.0, c_max) else 0.0
         a = np.sqrt(c_min) - b * c_min
-        enum = PathEnumerator(lg, belief.mean + z * b * floor, h0)
+        enum = PathEnumerator(lg, belief.mean + z * b * floor, h0, exact=exact_reweight)
         enum.bound = budget - z * a
     else:
-        enum = least = PathEnumerator(lg, belief.mean, h0)
+        enum = least = PathEnumerator(lg, belief.mean, h0, exact=exact_reweight)
         s_lb = float(np.sqrt(c_min))
     feasible: tuple[float, np.ndarray, float] | None = None  # (mean, route, sd) of the best feasible route
     likeliest: tuple[float, np.ndarray, float, float] | None = None  # (score, route, mean, sd): lower is better
