@@ -104,9 +104,9 @@ def _setup(args: argparse.Namespace, vehicle_arg: str | None):
 def cmd_route(args: argparse.Namespace) -> int:
     """``evroute route``: energy-optimal (posterior mean), shortest, fastest and, with ``--charge``, risk-aware."""
     from evroute.driver.answers import BatteryState, answer_route
-    from evroute.driver.paths import potential_h
+    from evroute.driver.paths import PathEnumerator, potential_h
     from evroute.driver.risk import risk_aware_route
-    from evroute.oracle import RouteOracle, optimal_route
+    from evroute.oracle import RouteOracle
     from evroute.routes import resolve_endpoint
 
     if args.sumo_routes and not str(args.sumo_routes).endswith(".xml"):
@@ -122,14 +122,18 @@ def cmd_route(args: argparse.Namespace) -> int:
     g = resolve_endpoint(lg, args.dest, "goal", max_snap_m=args.max_snap_m)
     time_s = net.length_m / net.speed_mps
     oracle = RouteOracle(lg)
+    h0 = potential_h(net, vehicle)
+    # least posterior-mean route: Dijkstra on the reduced costs (exact; reduced costs a learned model pushes below
+    # zero are clipped, as the bandit's rectification does, see evroute.driver.paths)
+    least = PathEnumerator(lg, belief.mean, h0, exact=False)
     routes = {
-        "energy-optimal": optimal_route(lg, belief.mean, s, g).edges,
+        "energy-optimal": next(least.paths(s, g))[1],
         "shortest": oracle.shortest_route(net.length_m, s, g).edges,
         "fastest": oracle.shortest_route(time_s, s, g).edges,
     }
     risk = None
     if charge is not None:
-        risk = risk_aware_route(lg, belief, s, g, battery, args.delta, h0=potential_h(net, vehicle))
+        risk = risk_aware_route(lg, belief, s, g, battery, args.delta, h0=h0)
         routes["risk-aware"] = risk.edges
     answers = {k: answer_route(k, e, belief, net, battery) for k, e in routes.items()}
     source = f"model {args.model} ({header['kind']})" if header else "physics prior"

@@ -6,7 +6,7 @@ A route's cost is the sum of its line-graph node weights ``w`` (edge energies, W
     a(u, v) = w[v] + h[u] - h[v]
 
 give every route ``s = e_0 .. e_k = v`` the cost ``w[s] + sum a - h[s] + h[v]``: for a fixed start and goal the order
-of routes is unchanged.  :func:`reweight` picks ``h``: first the caller's (``-k z_to``, the elevation potential of
+of routes is unchanged.  :func:`reweight` picks ``h``: first the caller's (``k z_to``, the elevation potential of
 :func:`evroute.energy.elevation_potential_wh`, for which ``a(u, v) = w[v] - p_v`` is the reduced cost, ``>= 0`` for
 physics energies), and if some ``a`` is still negative, Bellman-Ford distances from a virtual source (Johnson's
 reweighting; :class:`~evroute.errors.NegativeCycleError` when a negative cycle exists).
@@ -34,12 +34,13 @@ from evroute.linegraph import LineGraph
 
 
 def potential_h(network, vehicle=None) -> np.ndarray:  # network: RoadNetwork, vehicle: VehicleProfile
-    """``(E,)`` ``h = -k z_to`` (Wh) with ``k = m g eta- / 3600``: :func:`reweight` then turns each arc into the
-    reduced cost ``w[v] - p_v`` of its head (:func:`evroute.energy.elevation_potential_wh`)."""
+    """``(E,)`` ``h = k z_to`` (Wh) with ``k = m g eta- / 3600``: :func:`reweight` then turns each arc ``u -> v``
+    into the reduced cost ``w[v] + h[u] - h[v] = w[v] - k (z_to(v) - z_from(v)) = w[v] - p_v`` of its head
+    (:func:`evroute.energy.elevation_potential_wh`; ``z_to(u) = z_from(v)`` at the shared junction)."""
     from evroute.energy import VehicleProfile
 
     v = vehicle or VehicleProfile()
-    return -v.mass_kg * v.gravity_mps2 * v.recuperation_efficiency * np.asarray(network.z_to_m) / 3600.0
+    return v.mass_kg * v.gravity_mps2 * v.recuperation_efficiency * np.asarray(network.z_to_m) / 3600.0
 
 
 def _csr(lg: LineGraph) -> sp.csr_matrix:
