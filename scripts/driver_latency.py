@@ -24,6 +24,7 @@ from evroute.driver.belief import RouteBelief
 from evroute.driver.paths import PathEnumerator, potential_h
 from evroute.driver.reach import reachable
 from evroute.driver.risk import risk_aware_route
+from evroute.energy import elevation_potential_wh
 from evroute.experiments.runner import load_linegraph
 from evroute.models.store import prior_model
 from evroute.oracle import RouteOracle
@@ -49,7 +50,7 @@ def main() -> None:
     models["gp-exact-500obs"] = gp
     print(f"{lg.network.name}: {lg.n_nodes} edges, {lg.n_arcs} turns; {a.queries} queries per model")
     for name, model in models.items():
-        b = RouteBelief(model)
+        b = RouteBelief(model, elevation_potential_wh(lg.network))  # as evroute route serves it
         t_reach: list[float] = []
         stats = {k: {"t": [], "listed": [], "cert": 0, "feas": 0} for k in ("near", "binding")}
         for _ in range(a.queries):

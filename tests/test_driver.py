@@ -182,3 +182,12 @@ def test_answer_route_and_battery_window() -> None:
         BatteryState.from_vehicle(v, 0.99, 0.1)
     with pytest.raises(ParameterError, match="reserve"):
         BatteryState.from_vehicle(v, 0.5, 0.01)
+
+
+def test_belief_raises_means_below_the_potential() -> None:
+    lg, _ = _small()
+    m = _learned("bi", lg, 4, n_obs=200)
+    raw = RouteBelief(m).mean
+    pot = raw + np.where(np.arange(lg.n_nodes) % 3 == 0, 1.0, -1.0)  # above the mean on every third edge
+    b = RouteBelief(m, pot)
+    assert np.array_equal(b.mean, np.maximum(raw, pot)) and np.array_equal(b.var, RouteBelief(m).var)

@@ -26,6 +26,13 @@ from evroute.models.base import EdgeModel
 class RouteBelief:
     """Posterior means, marginal and joint variances of edge energies, from a BI or exact GP model.
 
+    Args:
+        model: the edge model.
+        potential_wh: ``(E,)`` elevation potential ``p`` (:func:`evroute.energy.elevation_potential_wh`); when given,
+            posterior means below it are raised to it: a physical edge energy never is (its reduced cost, the
+            dissipated energy, is ``>= 0``), but a Gaussian posterior fed noisy data on flat roads can put it there,
+            and reduced costs ``>= 0`` keep route searches exact (:mod:`evroute.driver.paths`).  Variances unchanged.
+
     Attributes:
         mean: ``(E,)`` posterior mean of each edge's expected energy, Wh.
         var: ``(E,)`` posterior variance, Wh^2.
@@ -33,10 +40,12 @@ class RouteBelief:
         joint: whether :meth:`cov` has off-diagonal terms (exact GP) or is diagonal (BI and other models).
     """
 
-    def __init__(self, model: EdgeModel) -> None:
+    def __init__(self, model: EdgeModel, potential_wh: np.ndarray | None = None) -> None:
         post = model.posterior()
         self.model = model
         self.mean = np.asarray(post.mean, dtype=np.float64)
+        if potential_wh is not None:
+            self.mean = np.maximum(self.mean, np.asarray(potential_wh, dtype=np.float64))
         self.var = np.maximum(np.asarray(post.var, dtype=np.float64), 0.0)
         self.noise_var = np.broadcast_to(np.asarray(post.noise_var, dtype=np.float64), self.mean.shape).copy()
         self.n_edges = len(self.mean)

@@ -98,7 +98,9 @@ def _setup(args: argparse.Namespace, vehicle_arg: str | None):
     else:
         vehicle = VehicleProfile.load(vehicle_arg or "sumo_ev")
         model = prior_model("bi", lg, vehicle)
-    return lg, RouteBelief(model), vehicle, header
+    from evroute.energy import elevation_potential_wh
+
+    return lg, RouteBelief(model, elevation_potential_wh(lg.network, vehicle)), vehicle, header
 
 
 def cmd_route(args: argparse.Namespace) -> int:
