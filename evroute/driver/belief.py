@@ -10,7 +10,8 @@ variance; the same formula as :mod:`evroute.models.exact_posterior`), and ``sum_
 driven trip adds the observation noise of every edge (independent): ``Var E_trip = Var f(R) + sum_{e in R} s_e^2``.
 
 :class:`RouteBelief` precomputes what every route query shares (the Cholesky factor of ``A`` and the kernel columns
-of the observed edges, ``E x |U|``), so a route of ``k`` edges costs ``k |U|^2`` plus its own ``k`` kernel columns.
+of the observed edges, ``E x |U|``), so a route of ``k`` edges costs ``k |U|^2`` plus the kernel columns of its
+edges not seen in earlier queries (kept, up to :attr:`RouteBelief.max_cached_columns`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ class RouteBelief:
         noise_var: ``(E,)`` observation-noise variance of one traversal, Wh^2.
         joint: whether :meth:`cov` has off-diagonal terms (exact GP) or is diagonal (BI and other models).
     """
+
+    #: kernel columns kept between route queries (``E`` floats each; 2000 columns = 90 MB on Luxembourg)
+    max_cached_columns = 2000
 
     def __init__(self, model: EdgeModel, potential_wh: np.ndarray | None = None) -> None:
         post = model.posterior()
@@ -74,7 +78,15 @@ class RouteBelief:
         if self._gp is None:
             return np.diag(self.var[e])
         g = self._gp
-        k_rr = np.asarray(g["kernel"].columns(e))[e]
+        cache: dict[int, np.ndarray] = g.setdefault("columns", {})  # kernel column per edge: routes share edges
+        missing = np.asarray(sorted({int(x) for x in e} - cache.keys()), dtype=np.int64)
+        if len(missing):
+            if len(cache) + len(missing) > self.max_cached_columns:
+                cache.clear()
+            cols = np.asarray(g["kernel"].columns(missing))
+            for j, x in enumerate(missing.tolist()):
+                cache[x] = cols[:, j].copy()
+        k_rr = np.stack([cache[int(x)][e] for x in e], axis=1)
         if "chol" in g:
             w = scipy.linalg.solve_triangular(g["chol"], g["kxu"][e].T, lower=True, check_finite=False)
             k_rr = k_rr - w.T @ w
