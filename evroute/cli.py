@@ -1,4 +1,4 @@
-"""Command-line interface: ``evroute demo | run | sweep | route | info | data | config``.
+"""Command-line interface: ``evroute demo | run | sweep | route | reach | model | info | data | config``.
 
 Errors a user can cause (bad file, unknown network/edge, unreachable goal, invalid parameter, an unwritable or
 full disk) are printed as one line ``evroute: error: ...`` with exit status 2; no traceback.  This module imports
@@ -242,7 +242,11 @@ def build_parser() -> argparse.ArgumentParser:
     _add_executor_args(p, default="process")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
-    p = sub.add_parser("route", help="energy-optimal route with the physics model vs shortest and fastest routes")
+    p = sub.add_parser(
+        "route",
+        help="energy-optimal route (physics prior or a saved model) vs shortest, fastest and risk-aware routes, "
+        "with energy +- sd and arrival charge",
+    )
     _add_network_args(p)
     p.add_argument("--from", dest="origin", required=True, help="start edge id, or a point LON,LAT")
     p.add_argument("--to", dest="dest", required=True, help="goal edge id, or a point LON,LAT")
@@ -252,7 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=250.0,
         help="a LON,LAT point farther than this from every edge (true geometry) is an error (default: %(default)s m)",
     )
-    p.add_argument("--vehicle", default="sumo_ev", help="vehicle profile name or JSON file (default: %(default)s)")
+    p.add_argument(
+        "--vehicle", default=None, help="vehicle profile name or JSON file (default: the model's, else sumo_ev)"
+    )
     p.add_argument("--geojson", default=None, help="write the three routes to this GeoJSON file")
     p.add_argument("--html", default=None, help="write an interactive map of the three routes (works offline)")
     p.add_argument(
@@ -261,6 +267,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE.rou.xml",
         help="write the three routes as a SUMO route file (one EV per route, for sumo/sumo-gui)",
     )
+
+    from evroute.driver.commands import add_commands, add_route_args
+
+    add_route_args(p)
+    add_commands(sub, _add_network_args)
 
     p = sub.add_parser("info", help="network statistics")
     _add_network_args(p)
@@ -458,60 +469,21 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_route(args: argparse.Namespace) -> int:
-    from evroute.energy import VehicleProfile, network_energy_wh, travel_time_s
-    from evroute.experiments.runner import load_linegraph
-    from evroute.oracle import RouteOracle, optimal_route
-    from evroute.routes import resolve_endpoint
+    from evroute.driver.commands import cmd_route
 
-    if args.sumo_routes and not str(args.sumo_routes).endswith(".xml"):
-        raise ParameterError(f"--sumo-routes must name a .rou.xml file, got {args.sumo_routes!r}")
-    lg = load_linegraph(args.network, args.data_dir, _dem(args), args.loader)
-    net = lg.network
-    s = resolve_endpoint(lg, args.origin, "start", max_snap_m=args.max_snap_m)
-    g = resolve_endpoint(lg, args.dest, "goal", max_snap_m=args.max_snap_m)
-    vehicle = VehicleProfile.load(args.vehicle)
-    energy = network_energy_wh(net, vehicle)
-    time_s = travel_time_s(net.length_m, net.speed_mps)
-    oracle = RouteOracle(lg)
-    routes = {
-        "energy-optimal": optimal_route(lg, energy, s, g).edges,
-        "shortest": oracle.shortest_route(net.length_m, s, g).edges,
-        "fastest": oracle.shortest_route(time_s, s, g).edges,
-    }
-    stats = {
-        name: (float(net.length_m[e].sum()), float(time_s[e].sum()), float(energy[e].sum()), len(e))
-        for name, e in routes.items()
-    }
-    print(f"{net.name}: {net.edge_ids[s]} -> {net.edge_ids[g]} (vehicle {args.vehicle})")
-    print(f"{'route':<15} {'length (km)':>12} {'time (min)':>11} {'energy (Wh)':>12} {'edges':>6}")
-    for name, (length, t, e, k) in stats.items():
-        print(f"{name:<15} {length / 1000:>12.3f} {t / 60:>11.2f} {e:>12.1f} {k:>6}")
-    if args.geojson:
-        from evroute.io import atomic_write_text
-        from evroute.viz import routes_geodataframe
+    return cmd_route(args)
 
-        gdf = routes_geodataframe(
-            lg,
-            routes,
-            length_m={k: v[0] for k, v in stats.items()},
-            time_s={k: v[1] for k, v in stats.items()},
-            energy_wh={k: v[2] for k, v in stats.items()},
-            edge_ids={k: net.edge_ids[e].tolist() for k, e in routes.items()},
-        )
-        atomic_write_text(args.geojson, gdf.to_json())
-        print(f"GeoJSON: {args.geojson}")
-    if args.html:
-        from evroute.maps import route_map_html
 
-        labels = {k: f"{k}: {v[0] / 1000:.2f} km, {v[1] / 60:.1f} min, {v[2]:.0f} Wh" for k, v in stats.items()}
-        route_map_html(lg, routes, args.html, start=s, goal=g, labels=labels, title=f"{net.name}, {args.vehicle}")
-        print(f"map: {args.html}")
-    if args.sumo_routes:
-        from evroute.sumo.export import write_routes_xml
+def _cmd_reach(args: argparse.Namespace) -> int:
+    from evroute.driver.commands import cmd_reach
 
-        write_routes_xml(args.sumo_routes, {k: net.edge_ids[e].tolist() for k, e in routes.items()}, vehicle=vehicle)
-        print(f"SUMO routes: {args.sumo_routes}")
-    return 0
+    return cmd_reach(args)
+
+
+def _cmd_model(args: argparse.Namespace) -> int:
+    from evroute.driver.commands import cmd_model
+
+    return cmd_model(args)
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -589,6 +561,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "sweep": _cmd_sweep,
         "demo": _cmd_demo,
         "route": _cmd_route,
+        "reach": _cmd_reach,
+        "model": _cmd_model,
         "info": _cmd_info,
         "data": _cmd_data,
         "config": _cmd_config,

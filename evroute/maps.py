@@ -181,13 +181,21 @@ def _base_map(linegraph: LineGraph, focus: Sequence[int], tiles: str | None) -> 
 
 
 def _finish(
-    m: folium.Map, bounds: list[list[float]], linegraph: LineGraph, start: int, goal: int, legend: str, path: str | Path
+    m: folium.Map,
+    bounds: list[list[float]],
+    linegraph: LineGraph,
+    start: int,
+    goal: int | None,
+    legend: str,
+    path: str | Path,
 ) -> Path:
-    """Add start/goal markers, layer control and legend, fit the view to ``bounds``, check and write the page."""
+    """Add start/goal markers (no goal marker for ``goal=None``), layer control and legend, fit the view to
+    ``bounds``, check and write the page."""
     import folium
 
     net = linegraph.network
-    for e, (label, fill, edge) in zip((start, goal), _MARKERS, strict=True):
+    ends = (start,) if goal is None else (start, goal)
+    for e, (label, fill, edge) in zip(ends, _MARKERS[: len(ends)], strict=True):
         x, y = net.geometry[e].mean(axis=0)
         folium.CircleMarker(
             [float(y), float(x)],
@@ -321,6 +329,59 @@ def route_map_html(
         ).add_to(folium.FeatureGroup(name=name).add_to(m))
         lines.append((f"{9 - 2 * min(k, 3)}px solid {colour}", text))
     return _finish(m, bounds, linegraph, start, goal, _legend_html(title, lines), path)
+
+
+def reach_map_html(
+    linegraph: LineGraph,
+    reachable: np.ndarray,
+    energy_wh: np.ndarray,
+    path: str | Path,
+    *,
+    start: int,
+    budget_wh: float,
+    title: str = "",
+    tiles: str | None = "openstreetmap",
+) -> Path:
+    """Self-contained interactive map of a reachable area (:func:`evroute.driver.reach.reachable`): every reachable
+    edge coloured by the share of the energy budget its route uses (plasma, dark = near the start), the start marked.
+
+    Args:
+        reachable: ``(E,)`` bool; energy_wh: ``(E,)`` the energy (Wh) shown per edge (e.g. the route's quantile).
+        budget_wh: the energy budget (Wh) that colours are relative to.
+    """
+    import folium
+
+    net = linegraph.network
+    geom = net.geometry
+    idx = np.flatnonzero(reachable)
+    m, bounds = _base_map(linegraph, [start, *idx.tolist()], tiles)
+    features = []
+    for e in idx:
+        frac = float(np.clip(energy_wh[e] / budget_wh, 0.0, 1.0)) if budget_wh > 0 else 1.0
+        features.append(
+            {
+                "type": "Feature",
+                "geometry": {
+                    "type": "LineString",
+                    "coordinates": [[round(float(x), 5), round(float(y), 5)] for x, y in geom[e]],
+                },
+                "properties": {
+                    "label": f"{net.edge_ids[e]}: {energy_wh[e]:.0f} Wh of {budget_wh:.0f}",
+                    "color": _colour(frac),
+                },
+            }
+        )
+    layer = folium.FeatureGroup(name="reachable")
+    if features:
+        folium.GeoJson(
+            {"type": "FeatureCollection", "features": features},
+            name="reachable",
+            style_function=lambda f: {"color": f["properties"]["color"], "weight": 4, "opacity": 0.9},
+            tooltip=folium.GeoJsonTooltip(fields=["label"], labels=False),
+        ).add_to(layer)
+    layer.add_to(m)
+    lines = [("2px solid #999999", "road network"), (f"4px solid {_colour(1.0)}", "reachable (share of budget)")]
+    return _finish(m, bounds, linegraph, start, None, _legend_html(title, lines), path)
 
 
 def exploration_map_png(

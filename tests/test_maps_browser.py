@@ -209,3 +209,24 @@ def test_route_map_from_cli_renders(browser, tmp_path, city, capsys):
 
     _assert_rendered(res, colours=ROUTE_COLOURS[:3])  # energy-optimal, shortest and fastest all visible
     assert [c for c in res["console"] if c[0] == "error" and TILE_HOST not in c[2]] == []
+
+
+def test_reach_map_from_cli_renders(browser, tmp_path, city, capsys):
+    """``evroute reach --html``: the reachable segments (plasma colours) and the start render offline."""
+    from evroute.cli import main
+
+    lg, routes = city
+    r, *_ = routes["A"]
+    out = tmp_path / "reach.html"
+    argv = ["reach", "--network", "synthetic:600:2", "--from", r.start_id, "--charge", "0.5%", "--reserve", "0%"]
+    assert main([*argv, "--html", str(out)]) == 0 and f"map: {out}" in capsys.readouterr().out
+    points = [lg.network.geometry[r.start].mean(axis=0).tolist()]
+    res = _open(browser, out, points, tiles="offline")
+    shot = res["shot"].astype(np.float64)
+    assert shot.std() > 10, "blank screenshot"
+    f = res["facts"]
+    assert f["leaflet"] == "1.9.3" and f["paths"] >= 3 and f["legendVisible"] and all(f["inView"])
+    assert not any(f["underLegend"]) and res["errors"] == []
+    from evroute.maps import _colour
+
+    assert _pixels(res["shot"], _colour(0.0), tol=60) + _pixels(res["shot"], _colour(0.5), tol=60) > 50

@@ -6,6 +6,7 @@ Results directory layout (every file written atomically)::
     OUT/meta.json              versions, network statistics, route, start time
     OUT/seed_<s>/rounds.csv    one row per completed round (RoundRecord fields), appended as it runs
     OUT/seed_<s>/checkpoint.pkl  bandit state after the last checkpointed round
+    OUT/seed_<s>/model.npz     the seed's final edge model (BI, exact GP; :mod:`evroute.models.store`)
     OUT/seed_<s>/summary.json  written when the seed is complete
     OUT/summary.json           final cumulative regret per seed, mean and standard error
 
@@ -227,9 +228,14 @@ def run_seed(
     if getattr(bandit.env, "static", True) and not ref.exact:  # no exact optimum: also the routes the run drove
         rows, reference_wh, cumulative = rebase_regret(read_rounds(rounds_path, RECORD_FIELDS, bandit.t), ref)
         atomic_write_text(rounds_path, _rows_to_csv(rows, header=True))
+    from evroute.experiments.model_store import save_seed_model
+
+    saved = save_seed_model(cfg, bandit, bandit.env.linegraph, seed, seed_dir)
     summary = {
         "seed": seed,
         "rounds": bandit.t,
+        "model_file": saved["file"],
+        "model_note": saved["note"],
         "final_cumulative_regret_wh": cumulative,
         "optimal_wh": reference_wh,
         "optimal_route_edges": len(ref.edges),

@@ -1,0 +1,144 @@
+"""Route answers for a driver: energy +- sd, travel time, arrival state of charge with a 90 % interval, and the
+probability of arriving with at least the reserve.
+
+With the battery charged to ``c0`` (fraction of the capacity ``C``, Wh) and a trip energy ``E ~ N(mu, s^2)``
+(:meth:`evroute.driver.belief.RouteBelief.route_moments`: the joint posterior of the route plus one drive's
+observation noise), the arrival state of charge is ``c1 = c0 - E / C ~ N(c0 - mu / C, (s / C)^2)``::
+
+    90 % interval   c0 - (mu +- 1.645 s) / C
+    P(c1 >= r)      Phi((c0 - r) C - mu) / s)
+
+Assumptions: the energy is Gaussian (the models' posterior and noise are); recuperation is never cut off by a full
+battery (the charge is not clipped at ``max_soc`` along the route); the battery's usable window is ``[min_soc,
+max_soc]`` of the vehicle profile, so the start charge must lie in it and the reserve must be at least ``min_soc``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from evroute.driver.belief import RouteBelief
+from evroute.energy import VehicleProfile
+from evroute.errors import ParameterError
+
+#: two-sided 90 % interval: the 5 % and 95 % quantiles of a Gaussian are mean -+ Z90 sd
+Z90 = float(norm.ppf(0.95))
+
+
+@dataclass(frozen=True)
+class BatteryState:
+    """Start charge and reserve as fractions of the battery capacity (Wh).
+
+    Attributes:
+        capacity_wh: battery capacity ``C`` (Wh).
+        charge: start state of charge ``c0`` in ``[min_soc, max_soc]``.
+        reserve: the state of charge the driver wants to keep on arrival (``>= min_soc``).
+    """
+
+    capacity_wh: float
+    charge: float
+    reserve: float
+
+    @classmethod
+    def from_vehicle(cls, vehicle: VehicleProfile, charge: float | None = None, reserve: float | None = None):
+        """``charge`` default ``max_soc`` (a full battery), ``reserve`` default ``min_soc``; both checked."""
+        c0 = vehicle.max_soc if charge is None else float(charge)
+        r = vehicle.min_soc if reserve is None else float(reserve)
+        if not vehicle.min_soc <= c0 <= vehicle.max_soc:
+            raise ParameterError(
+                f"charge {100 * c0:g} % is outside the usable window {100 * vehicle.min_soc:g}-"
+                f"{100 * vehicle.max_soc:g} % of vehicle {vehicle.name!r}"
+            )
+        if not vehicle.min_soc <= r <= vehicle.max_soc:
+            raise ParameterError(
+                f"reserve {100 * r:g} % is outside the usable window {100 * vehicle.min_soc:g}-"
+                f"{100 * vehicle.max_soc:g} % of vehicle {vehicle.name!r}"
+            )
+        return cls(float(vehicle.battery_capacity_wh), c0, r)
+
+    @property
+    def budget_wh(self) -> float:
+        """Energy the trip may use while keeping the reserve: ``(c0 - r) C`` (Wh; negative if ``c0 < r``)."""
+        return (self.charge - self.reserve) * self.capacity_wh
+
+
+@dataclass(frozen=True)
+class RouteAnswer:
+    """What a driver is told about one route (energies in Wh, states of charge as fractions)."""
+
+    name: str
+    edges: np.ndarray
+    length_m: float
+    time_s: float
+    energy_wh: float  # posterior mean of the trip energy
+    energy_sd_wh: float  # sd of the expected energy f(R) (the model's uncertainty)
+    trip_sd_wh: float  # sd of one drive's energy: the model's uncertainty plus the observation noise
+    arrival_soc: float  # expected arrival state of charge
+    arrival_soc_lo: float  # 5 % quantile
+    arrival_soc_hi: float  # 95 % quantile
+    p_reserve: float  # P(arrival state of charge >= reserve)
+
+    def to_dict(self, edge_ids: np.ndarray | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "route": self.name,
+            "length_m": self.length_m,
+            "time_s": self.time_s,
+            "energy_wh": self.energy_wh,
+            "energy_sd_wh": self.energy_sd_wh,
+            "trip_sd_wh": self.trip_sd_wh,
+            "arrival_soc": self.arrival_soc,
+            "arrival_soc_90": [self.arrival_soc_lo, self.arrival_soc_hi],
+            "p_arrival_above_reserve": self.p_reserve,
+            "n_edges": len(self.edges),
+        }
+        if edge_ids is not None:
+            out["edges"] = np.asarray(edge_ids)[self.edges].tolist()
+        return out
+
+
+def arrival(mean_wh: float, sd_wh: float, battery: BatteryState) -> tuple[float, float, float, float]:
+    """``(expected arrival SoC, 5 % quantile, 95 % quantile, P(arrival >= reserve))`` for a trip energy
+    ``N(mean_wh, sd_wh^2)`` (module doc)."""
+    c = battery.capacity_wh
+    mu = battery.charge - mean_wh / c
+    half = Z90 * sd_wh / c
+    if sd_wh > 0:
+        p = float(norm.cdf((battery.budget_wh - mean_wh) / sd_wh))
+    else:
+        p = float(mean_wh <= battery.budget_wh)
+    return mu, mu - half, mu + half, p
+
+
+def answer_route(
+    name: str,
+    edges: np.ndarray,
+    belief: RouteBelief,
+    network: Any,
+    battery: BatteryState,
+) -> RouteAnswer:
+    """The :class:`RouteAnswer` of route ``edges`` (line-graph indices) on ``network`` (the line graph's
+    :class:`~evroute.network.road_network.RoadNetwork`); travel time at the speed limits."""
+    e = np.asarray(edges, dtype=np.int64)
+    mean, var_f = belief.route_moments(e, trip=False)
+    sd_trip = float(np.sqrt(var_f + belief.noise_var[e].sum()))
+    soc, lo, hi, p = arrival(mean, sd_trip, battery)
+    return RouteAnswer(
+        name=name,
+        edges=e,
+        length_m=float(network.length_m[e].sum()),
+        time_s=float((network.length_m[e] / network.speed_mps[e]).sum()),
+        energy_wh=mean,
+        energy_sd_wh=float(np.sqrt(var_f)),
+        trip_sd_wh=sd_trip,
+        arrival_soc=soc,
+        arrival_soc_lo=lo,
+        arrival_soc_hi=hi,
+        p_reserve=p,
+    )
+
+
+__all__ = ["Z90", "BatteryState", "RouteAnswer", "answer_route", "arrival"]

@@ -1,0 +1,111 @@
+"""The joint posterior of a route's edge energies, served from an edge model.
+
+A route's energy is the sum of its edges' energies.  Its posterior mean is the sum of the posterior means; its
+variance is NOT the sum of the marginal variances when the posterior is correlated:
+
+    Var f(R) = 1^T Sigma_RR 1,           Sigma_RR = K_RR - K_RU A^-1 K_UR,   A = K_UU + diag(s^2 / n_U)
+
+for the exact GP (``K`` the prior kernel, ``U`` the observed edges with ``n_u`` observations each, ``s^2`` the noise
+variance; the same formula as :mod:`evroute.models.exact_posterior`), and ``sum_e var_e`` for independent BI.  A
+driven trip adds the observation noise of every edge (independent): ``Var E_trip = Var f(R) + sum_{e in R} s_e^2``.
+
+:class:`RouteBelief` precomputes what every route query shares (the Cholesky factor of ``A`` and the kernel columns
+of the observed edges, ``E x |U|``), so a route of ``k`` edges costs ``k |U|^2`` plus the kernel columns of its
+edges not seen in earlier queries (kept, up to :attr:`RouteBelief.max_cached_columns`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.linalg
+
+from evroute.models.base import EdgeModel
+
+
+class RouteBelief:
+    """Posterior means, marginal and joint variances of edge energies, from a BI or exact GP model.
+
+    Args:
+        model: the edge model.
+        potential_wh: ``(E,)`` elevation potential ``p`` (:func:`evroute.energy.elevation_potential_wh`); when given,
+            posterior means below it are raised to it: a physical edge energy never is (its reduced cost, the
+            dissipated energy, is ``>= 0``), but a Gaussian posterior fed noisy data on flat roads can put it there,
+            and reduced costs ``>= 0`` keep route searches exact (:mod:`evroute.driver.paths`).  Variances unchanged.
+
+    Attributes:
+        mean: ``(E,)`` posterior mean of each edge's expected energy, Wh.
+        var: ``(E,)`` posterior variance, Wh^2.
+        noise_var: ``(E,)`` observation-noise variance of one traversal, Wh^2.
+        joint: whether :meth:`cov` has off-diagonal terms (exact GP) or is diagonal (BI and other models).
+    """
+
+    #: kernel columns kept between route queries (``E`` floats each; 2000 columns = 90 MB on Luxembourg)
+    max_cached_columns = 2000
+
+    def __init__(self, model: EdgeModel, potential_wh: np.ndarray | None = None) -> None:
+        post = model.posterior()
+        self.model = model
+        self.mean = np.asarray(post.mean, dtype=np.float64)
+        if potential_wh is not None:
+            self.mean = np.maximum(self.mean, np.asarray(potential_wh, dtype=np.float64))
+        self.var = np.maximum(np.asarray(post.var, dtype=np.float64), 0.0)
+        self.noise_var = np.broadcast_to(np.asarray(post.noise_var, dtype=np.float64), self.mean.shape).copy()
+        self.n_edges = len(self.mean)
+        self._gp: dict[str, Any] | None = None
+        from evroute.models.gp_exact import ExactGPEdgeModel
+
+        self.joint = isinstance(model, ExactGPEdgeModel)
+        if self.joint:
+            self._gp = self._prepare_gp(model)
+
+    @staticmethod
+    def _prepare_gp(model: Any) -> dict[str, Any]:
+        kernel = model.kernel()
+        u, n, _, _ = model.statistics()
+        out: dict[str, Any] = {"kernel": kernel, "s2": float(model.scale) ** 2, "u": u}
+        if len(u):
+            kxu = np.asarray(kernel.columns(u))
+            a = kxu[u] + np.diag(model.hyper.noise / n)
+            out["kxu"] = kxu
+            out["chol"] = scipy.linalg.cholesky(a, lower=True, check_finite=False)
+        return out
+
+    def cov(self, edges: np.ndarray) -> np.ndarray:
+        """``(k, k)`` posterior covariance (Wh^2) of the expected energies of ``edges`` (indices, ``(k,)``)."""
+        e = np.asarray(edges, dtype=np.int64).reshape(-1)
+        if self._gp is None:
+            return np.diag(self.var[e])
+        g = self._gp
+        cache: dict[int, np.ndarray] = g.setdefault("columns", {})  # kernel column per edge: routes share edges
+        missing = np.asarray(sorted({int(x) for x in e} - cache.keys()), dtype=np.int64)
+        if len(missing):
+            if len(cache) + len(missing) > self.max_cached_columns:
+                cache.clear()
+            cols = np.asarray(g["kernel"].columns(missing))
+            for j, x in enumerate(missing.tolist()):
+                cache[x] = cols[:, j].copy()
+        k_rr = np.stack([cache[int(x)][e] for x in e], axis=1)
+        if "chol" in g:
+            w = scipy.linalg.solve_triangular(g["chol"], g["kxu"][e].T, lower=True, check_finite=False)
+            k_rr = k_rr - w.T @ w
+        k_rr = 0.5 * (k_rr + k_rr.T)
+        return k_rr * g["s2"]
+
+    def route_moments(self, edges: np.ndarray, *, trip: bool = True) -> tuple[float, float]:
+        """``(mean, variance)`` of a route's energy (Wh, Wh^2): of its expected energy ``f(R)``, plus the
+        observation noise of one drive when ``trip`` (module doc)."""
+        e = np.asarray(edges, dtype=np.int64).reshape(-1)
+        mean = float(self.mean[e].sum())
+        var = float(self.var[e].sum()) if self._gp is None else float(self.cov(e).sum())
+        if trip:
+            var += float(self.noise_var[e].sum())
+        return mean, max(var, 0.0)
+
+    def edge_sd(self, *, trip: bool = True) -> np.ndarray:
+        """``(E,)`` per-edge standard deviation (Wh): posterior, plus one traversal's noise when ``trip``."""
+        return np.sqrt(self.var + (self.noise_var if trip else 0.0))
+
+
+__all__ = ["RouteBelief"]

@@ -1,0 +1,301 @@
+"""Command-line side of the driver features: ``evroute route`` (with ``--model``, ``--charge``, ``--reserve``,
+``--json``), ``evroute reach`` and ``evroute model prior``.  :mod:`evroute.cli` registers them; this module sits at
+the cli level (it loads networks through :mod:`evroute.experiments`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from evroute.errors import ParameterError
+
+_PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
+
+
+def parse_soc(text: str | None, flag: str) -> float | None:
+    """``"80%"`` -> 0.8, ``"0.8"`` -> 0.8 (a fraction of the battery capacity); None stays None."""
+    if text is None:
+        return None
+    m = _PERCENT.match(text)
+    try:
+        value = float(m.group(1)) / 100.0 if m else float(text)
+    except ValueError:
+        raise ParameterError(f"{flag} must be a percentage like 80% or a fraction like 0.8, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise ParameterError(f"{flag} must be between 0% and 100%, got {text!r}")
+    return value
+
+
+def add_route_args(p: argparse.ArgumentParser) -> None:
+    """The driver options of ``evroute route``."""
+    p.add_argument("--model", default=None, help="saved model (seed_<s>/model.npz of a run, or `evroute model prior`)")
+    p.add_argument("--charge", default=None, help="battery charge at the start, e.g. 80%% (adds the risk-aware route)")
+    p.add_argument("--reserve", default=None, help="charge to keep on arrival, e.g. 10%% (default: the min_soc)")
+    p.add_argument(
+        "--delta",
+        type=float,
+        default=0.05,
+        help="risk-aware route: allowed probability of arriving below the reserve (default: %(default)s)",
+    )
+    p.add_argument("--json", action="store_true", help="print the answers as JSON instead of a table")
+
+
+def add_commands(sub: Any, add_network_args: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Register ``reach`` and ``model`` on the top-level subparsers ``sub``."""
+    p = sub.add_parser("reach", help="road segments reachable on a given charge, with a given probability")
+    add_network_args(p)
+    p.add_argument("--from", dest="origin", required=True, help="start edge id, or a point LON,LAT")
+    p.add_argument(
+        "--max-snap-m", type=float, default=250.0, help="snapping limit for LON,LAT (default: %(default)s m)"
+    )
+    p.add_argument("--charge", required=True, help="battery charge at the start, e.g. 23%%")
+    p.add_argument("--reserve", default=None, help="charge to keep on arrival, e.g. 10%% (default: the min_soc)")
+    p.add_argument("--delta", type=float, default=0.05, help="allowed probability of arriving below the reserve")
+    p.add_argument("--model", default=None, help="saved model (default: the physics prior)")
+    p.add_argument("--vehicle", default=None, help="vehicle profile (default: the model's, else sumo_ev)")
+    p.add_argument("--geojson", default=None, help="write the reachable segments to this GeoJSON file")
+    p.add_argument("--html", default=None, help="write an interactive map of the reachable area (works offline)")
+    p = sub.add_parser("model", help="edge models for route answers")
+    msub = p.add_subparsers(dest="model_command", required=True)
+    q = msub.add_parser("prior", help="a model from the physics prior alone (no observation)")
+    add_network_args(q)
+    q.add_argument("--kind", default="bi", choices=["bi", "gp-exact"], help="model kind (default: %(default)s)")
+    q.add_argument("--vehicle", default="sumo_ev", help="vehicle profile name or JSON file (default: %(default)s)")
+    q.add_argument("--out", required=True, help="model file to write (.npz)")
+    q = msub.add_parser("show", help="print a model file's header")
+    q.add_argument("path", help="model file (.npz)")
+
+
+def _dem(args: argparse.Namespace) -> str | list[str] | None:
+    return None if not args.dem else (args.dem[0] if len(args.dem) == 1 else list(args.dem))
+
+
+def _setup(args: argparse.Namespace, vehicle_arg: str | None):
+    """``(linegraph, belief, vehicle, model header or None)`` for a command with ``--network`` and ``--model``."""
+    from evroute.driver.belief import RouteBelief
+    from evroute.energy import VehicleProfile
+    from evroute.experiments.runner import load_linegraph
+    from evroute.models.store import load_model, prior_model, read_header
+
+    header = read_header(args.model) if args.model else None  # a bad file fails before the network loads
+    lg = load_linegraph(args.network, args.data_dir, _dem(args), args.loader)
+    if header is not None:
+        model, header = load_model(args.model, lg, serve=True)
+        trained = VehicleProfile(**header["vehicle"])
+        vehicle = trained if vehicle_arg is None else VehicleProfile.load(vehicle_arg)
+        from evroute.sumo.vehicle import energy_fields
+
+        if energy_fields(vehicle) != energy_fields(trained):
+            raise ParameterError(
+                f"model {args.model} was learned for vehicle {trained.name!r}; --vehicle {vehicle_arg!r} has other "
+                "energy parameters (only the battery fields may differ)"
+            )
+    else:
+        vehicle = VehicleProfile.load(vehicle_arg or "sumo_ev")
+        model = prior_model("bi", lg, vehicle)
+    from evroute.energy import elevation_potential_wh
+
+    return lg, RouteBelief(model, elevation_potential_wh(lg.network, vehicle)), vehicle, header
+
+
+def cmd_route(args: argparse.Namespace) -> int:
+    """``evroute route``: energy-optimal (posterior mean), shortest, fastest and, with ``--charge``, risk-aware."""
+    from evroute.driver.answers import BatteryState, answer_route
+    from evroute.driver.paths import PathEnumerator, potential_h
+    from evroute.driver.risk import risk_aware_route
+    from evroute.oracle import RouteOracle
+    from evroute.routes import resolve_endpoint
+
+    if args.sumo_routes and not str(args.sumo_routes).endswith(".xml"):
+        raise ParameterError(f"--sumo-routes must name a .rou.xml file, got {args.sumo_routes!r}")
+    charge, reserve = parse_soc(args.charge, "--charge"), parse_soc(args.reserve, "--reserve")
+    if not 0 < args.delta < 0.5:
+        raise ParameterError(f"--delta must be in (0, 0.5), got {args.delta}")
+    vehicle_arg = args.vehicle if args.vehicle is not None or args.model else "sumo_ev"
+    lg, belief, vehicle, header = _setup(args, vehicle_arg)
+    battery = BatteryState.from_vehicle(vehicle, charge, reserve)
+    net = lg.network
+    s = resolve_endpoint(lg, args.origin, "start", max_snap_m=args.max_snap_m)
+    g = resolve_endpoint(lg, args.dest, "goal", max_snap_m=args.max_snap_m)
+    time_s = net.length_m / net.speed_mps
+    oracle = RouteOracle(lg)
+    h0 = potential_h(net, vehicle)
+    # least posterior-mean route: Dijkstra on the reduced costs (exact; reduced costs a learned model pushes below
+    # zero are clipped, as the bandit's rectification does, see evroute.driver.paths)
+    least = PathEnumerator(lg, belief.mean, h0, exact=False)
+    routes = {
+        "energy-optimal": next(least.paths(s, g))[1],
+        "shortest": oracle.shortest_route(net.length_m, s, g).edges,
+        "fastest": oracle.shortest_route(time_s, s, g).edges,
+    }
+    risk = None
+    if charge is not None:
+        risk = risk_aware_route(lg, belief, s, g, battery, args.delta, h0=h0)
+        routes["risk-aware"] = risk.edges
+    answers = {k: answer_route(k, e, belief, net, battery) for k, e in routes.items()}
+    source = f"model {args.model} ({header['kind']})" if header else "physics prior"
+    if args.json:
+        out = {
+            "network": net.name,
+            "start": str(net.edge_ids[s]),
+            "goal": str(net.edge_ids[g]),
+            "vehicle": vehicle.name,
+            "source": source,
+            "battery": {"capacity_wh": battery.capacity_wh, "charge": battery.charge, "reserve": battery.reserve},
+            "routes": [a.to_dict(net.edge_ids) for a in answers.values()],
+        }
+        if risk is not None:
+            out["risk_aware"] = {
+                "delta": args.delta,
+                "feasible": risk.feasible,
+                "certified": risk.certified,
+                "paths_listed": risk.paths,
+            }
+        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+    else:
+        _print_table(net, s, g, vehicle, source, battery, answers, risk, args.delta)
+    _write_outputs(args, lg, routes, answers, s, g, vehicle, battery)
+    return 0
+
+
+def _print_table(net, s, g, vehicle, source, battery, answers, risk, delta) -> None:
+    print(f"{net.name}: {net.edge_ids[s]} -> {net.edge_ids[g]} (vehicle {vehicle.name}, {source})")
+    print(
+        f"battery {battery.capacity_wh / 1000:g} kWh, charge {100 * battery.charge:g} %, "
+        f"reserve {100 * battery.reserve:g} %; energy +- sd of one drive (model and noise), arrival 90 % interval"
+    )
+    print(
+        f"{'route':<15} {'length (km)':>11} {'time (min)':>10} {'energy (Wh)':>17} {'edges':>6} "
+        f"{'arrival charge (%)':>24} {'P(>=reserve)':>12}"
+    )
+    for name, a in answers.items():
+        energy = f"{a.energy_wh:.1f} +- {a.trip_sd_wh:.1f}"
+        soc = f"{100 * a.arrival_soc:.1f} [{100 * a.arrival_soc_lo:.1f}, {100 * a.arrival_soc_hi:.1f}]"
+        print(
+            f"{name:<15} {a.length_m / 1000:>11.3f} {a.time_s / 60:>10.2f} {energy:>17} {len(a.edges):>6} "
+            f"{soc:>24} {a.p_reserve:>12.4f}"
+        )
+    if risk is not None:
+        what = "certified optimal" if risk.certified else f"best of {risk.paths} routes listed (not certified)"
+        if not risk.feasible:
+            what = ("no route keeps" if risk.certified else "no listed route keeps") + " the reserve with that "
+            what += "probability; shown: the likeliest"
+        print(f"risk-aware: least expected energy with P(>= reserve) >= {1 - delta:g}: {what}")
+
+
+def _write_outputs(args, lg, routes, answers, s, g, vehicle, battery) -> None:
+    net = lg.network
+    if args.geojson:
+        from evroute.io import atomic_write_text
+        from evroute.viz import routes_geodataframe
+
+        cols = ("length_m", "time_s", "energy_wh", "energy_sd_wh", "trip_sd_wh", "arrival_soc")
+        columns: dict[str, dict[str, Any]] = {c: {k: getattr(a, c) for k, a in answers.items()} for c in cols}
+        columns["arrival_soc_lo"] = {k: a.arrival_soc_lo for k, a in answers.items()}
+        columns["arrival_soc_hi"] = {k: a.arrival_soc_hi for k, a in answers.items()}
+        columns["p_arrival_above_reserve"] = {k: a.p_reserve for k, a in answers.items()}
+        columns["edge_ids"] = {k: net.edge_ids[e].tolist() for k, e in routes.items()}
+        atomic_write_text(args.geojson, routes_geodataframe(lg, routes, **columns).to_json())
+        print(f"GeoJSON: {args.geojson}", file=sys.stderr if args.json else sys.stdout)
+    if args.html:
+        from evroute.maps import route_map_html
+
+        labels = {
+            k: f"{k}: {a.length_m / 1000:.2f} km, {a.time_s / 60:.1f} min, {a.energy_wh:.0f} +- {a.trip_sd_wh:.0f} Wh"
+            for k, a in answers.items()
+        }
+        route_map_html(lg, routes, args.html, start=s, goal=g, labels=labels, title=f"{net.name}, {vehicle.name}")
+        print(f"map: {args.html}", file=sys.stderr if args.json else sys.stdout)
+    if args.sumo_routes:
+        from evroute.sumo.export import write_routes_xml
+
+        write_routes_xml(
+            args.sumo_routes,
+            {k: net.edge_ids[e].tolist() for k, e in routes.items()},
+            vehicle=vehicle,
+            charge_wh=battery.charge * battery.capacity_wh if args.charge is not None else None,
+        )
+        print(f"SUMO routes: {args.sumo_routes}", file=sys.stderr if args.json else sys.stdout)
+
+
+def cmd_reach(args: argparse.Namespace) -> int:
+    """``evroute reach``: the reachable road segments (:mod:`evroute.driver.reach`), GeoJSON and map."""
+    import numpy as np
+
+    from evroute.driver.answers import BatteryState
+    from evroute.driver.paths import potential_h
+    from evroute.driver.reach import reachable
+    from evroute.routes import resolve_endpoint
+
+    charge, reserve = parse_soc(args.charge, "--charge"), parse_soc(args.reserve, "--reserve")
+    if not 0 < args.delta < 0.5:
+        raise ParameterError(f"--delta must be in (0, 0.5), got {args.delta}")
+    for flag, value, ext in (("--geojson", args.geojson, ".geojson"), ("--html", args.html, ".html")):
+        if value is not None and not str(value).endswith((ext, ".json") if ext == ".geojson" else ext):
+            raise ParameterError(f"{flag} must name a {ext} file, got {value!r}")
+    lg, belief, vehicle, header = _setup(args, args.vehicle)
+    battery = BatteryState.from_vehicle(vehicle, charge, reserve)
+    s = resolve_endpoint(lg, args.origin, "start", max_snap_m=args.max_snap_m)
+    res = reachable(lg, belief, s, battery, args.delta, h0=potential_h(lg.network, vehicle))
+    net = lg.network
+    idx = np.flatnonzero(res.reachable)
+    print(
+        f"{net.name}: from {net.edge_ids[s]} with {100 * battery.charge:g} % of {battery.capacity_wh / 1000:g} kWh, "
+        f"reserve {100 * battery.reserve:g} %: {len(idx)} of {lg.n_nodes} road segments "
+        f"({net.length_m[idx].sum() / 1000:.1f} km) reachable with probability >= {1 - args.delta:g} "
+        f"(conservative; {'model ' + header['kind'] if header else 'physics prior'})"
+    )
+    if args.geojson:
+        from evroute.io import atomic_write_text
+
+        feats = [
+            {
+                "type": "Feature",
+                "geometry": {"type": "LineString", "coordinates": net.geometry[e].tolist()},
+                "properties": {
+                    "edge_id": str(net.edge_ids[e]),
+                    "quantile_energy_wh": float(res.quantile_wh[e]),
+                    "mean_energy_wh": float(res.mean_wh[e]),
+                    "budget_wh": res.budget_wh,
+                },
+            }
+            for e in idx
+        ]
+        atomic_write_text(args.geojson, json.dumps({"type": "FeatureCollection", "features": feats}))
+        print(f"GeoJSON: {args.geojson}")
+    if args.html:
+        from evroute.maps import reach_map_html
+
+        title = f"{net.name}: reachable on {100 * battery.charge:g} %, P >= {1 - args.delta:g}"
+        reach_map_html(lg, res.reachable, res.quantile_wh, args.html, start=s, budget_wh=res.budget_wh, title=title)
+        print(f"map: {args.html}")
+    return 0
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    """``evroute model prior`` / ``evroute model show``."""
+    from evroute.models.store import read_header
+
+    if args.model_command == "show":
+        sys.stdout.write(json.dumps(read_header(args.path), indent=2, sort_keys=True) + "\n")
+        return 0
+    from evroute.energy import VehicleProfile
+    from evroute.experiments.runner import load_linegraph
+    from evroute.models.store import prior_model, save_model
+
+    if not str(args.out).endswith(".npz"):
+        raise ParameterError(f"--out must name a .npz file, got {args.out!r}")
+    vehicle = VehicleProfile.load(args.vehicle)
+    lg = load_linegraph(args.network, args.data_dir, _dem(args), args.loader)
+    model = prior_model(args.kind, lg, vehicle)
+    save_model(args.out, model, lg, vehicle=vehicle, meta={"source": "physics prior", "network": args.network})
+    print(f"{args.kind} prior model of {lg.network.name} ({lg.n_nodes} edges, vehicle {vehicle.name}): {args.out}")
+    return 0
+
+
+__all__ = ["add_commands", "add_route_args", "cmd_model", "cmd_reach", "cmd_route", "parse_soc"]

@@ -1,0 +1,125 @@
+"""Reachable area: the road segments a driver reaches from a start edge, keeping the reserve with probability at
+least ``1 - delta``.
+
+What is computed.  Edge ``v`` is reported reachable when the route ``R_v`` found by ONE Dijkstra from the start on
+the per-edge quantiles
+
+    q_e = m_e + z sd_e,    sd_e = sqrt(var_e + s_e^2),    z = Phi^-1(1 - delta)
+
+(posterior mean, posterior variance and one traversal's noise of edge ``e``) has ``Q(R_v) = sum_{e in R_v} q_e <= B``
+with the energy budget ``B = (c0 - r) C``.
+
+Why this is conservative, for ANY posterior correlation.  The trip energy of a route has standard deviation
+``s(R) = sqrt(1^T S 1)`` with ``S = Sigma_RR + diag(s^2)`` a covariance matrix; by Cauchy-Schwarz
+``S_ij <= sd_i sd_j``, so ``s(R)^2 <= (sum_i sd_i)^2`` and
+
+    mu(R) + z s(R) <= sum_e (m_e + z sd_e) = Q(R).
+
+So ``Q(R_v) <= B`` implies ``mu(R_v) + z s(R_v) <= B``, i.e. ``P(arrival charge >= reserve) >= 1 - delta`` on route
+``R_v`` (Gaussian trip energy, :mod:`evroute.driver.answers`): every reported edge is truly reachable with that
+probability.  The converse fails: an edge can be reachable by a route whose edges' errors partly cancel
+(``s(R) < sum sd``), which the bound misses; it is tight for perfectly correlated edges and loosest for independent
+ones (``sqrt(k)`` vs ``k`` for ``k`` equal edges).  :func:`reachable` also returns ``p_route``, the exact
+probability on ``R_v`` under the joint posterior, for the edges asked for (it costs one route covariance each).
+
+Negative quantiles (recuperation) are handled by the reweighting of :mod:`evroute.driver.paths` with the elevation
+potential; the quantile route cost of every edge is exact (one Dijkstra over the reweighted arcs) unless some
+quantile falls below its edge's potential (noisy learned means on flat roads), where the reduced quantile is
+clipped at 0: costs then only over-estimate, so what is reported stays reachable (:attr:`ReachResult.exact`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.sparse.csgraph import dijkstra
+from scipy.stats import norm
+
+from evroute.driver.answers import BatteryState
+from evroute.driver.belief import RouteBelief
+from evroute.driver.paths import PathEnumerator
+from evroute.errors import ParameterError
+from evroute.linegraph import LineGraph
+
+
+@dataclass(frozen=True)
+class ReachResult:
+    """Result of :func:`reachable`.
+
+    Attributes:
+        reachable: ``(E,)`` bool, edge reachable with probability ``>= 1 - delta`` (conservative, module doc).
+        quantile_wh: ``(E,)`` ``Q(R_v)``, the sum of per-edge quantiles on the best route to each edge (Wh; inf if
+            unreachable in the graph).
+        mean_wh: ``(E,)`` posterior mean energy of that route (Wh).
+        pred: ``(E,)`` Dijkstra predecessors (line-graph indices, -9999 at the start / unreached).
+        budget_wh: the energy budget ``B`` (Wh).
+    """
+
+    reachable: np.ndarray
+    quantile_wh: np.ndarray
+    mean_wh: np.ndarray
+    pred: np.ndarray
+    budget_wh: float
+    start: int
+    exact: bool = True
+
+    def route_to(self, v: int) -> np.ndarray:
+        """The quantile route from the start to edge ``v`` (line-graph indices)."""
+        out = [int(v)]
+        while out[-1] != self.start:
+            p = int(self.pred[out[-1]])
+            if p < 0:
+                raise ParameterError(f"edge index {v} is not reached from the start")
+            out.append(p)
+        return np.asarray(out[::-1], dtype=np.int64)
+
+
+def reachable(
+    lg: LineGraph,
+    belief: RouteBelief,
+    start: int,
+    battery: BatteryState,
+    delta: float = 0.05,
+    *,
+    h0: np.ndarray | None = None,
+) -> ReachResult:
+    """Edges reachable from ``start`` keeping the reserve with probability ``>= 1 - delta`` (module doc)."""
+    if not 0 < delta < 0.5:
+        raise ParameterError(f"delta must be in (0, 0.5), got {delta}")
+    start = int(start)
+    if not 0 <= start < lg.n_nodes:
+        raise ParameterError(f"start edge index {start} is outside 0..{lg.n_nodes - 1}")
+    z = float(norm.ppf(1.0 - delta))
+    q = belief.mean + z * belief.edge_sd()
+    enum = PathEnumerator(lg, q, h0, exact=False)  # non-negative arcs: clipped quantiles only over-estimate
+    dist, pred = dijkstra(enum.graph, directed=True, indices=start, return_predecessors=True)
+    # node-weighted route cost to v: q[start] + dist(v) - h[start] + h[v]
+    qv = np.where(np.isfinite(dist), q[start] + dist - enum.h[start] + enum.h, np.inf)
+    ok = qv <= battery.budget_wh
+    # the mean energy of each quantile route, summed along the shortest-path tree (each node once)
+    mean = np.full(lg.n_nodes, np.nan)
+    mean[start] = belief.mean[start]
+    for v in np.flatnonzero(np.isfinite(dist)):
+        stack, u = [], int(v)
+        while np.isnan(mean[u]):
+            stack.append(u)
+            u = int(pred[u])
+        acc = mean[u]
+        for x in reversed(stack):
+            acc += belief.mean[x]
+            mean[x] = acc
+    mean[np.isnan(mean)] = np.inf
+    return ReachResult(ok, qv, mean, pred, battery.budget_wh, start, enum.exact)
+
+
+def route_probability(belief: RouteBelief, route: np.ndarray, battery: BatteryState) -> float:
+    """``P(arrival charge >= reserve)`` on ``route`` under the joint posterior (exact, Gaussian)."""
+    mean, var = belief.route_moments(route)
+    sd = float(np.sqrt(var))
+    if sd == 0:
+        return float(mean <= battery.budget_wh)
+    return float(norm.cdf((battery.budget_wh - mean) / sd))
+
+
+__all__ = ["ReachResult", "reachable", "route_probability"]

@@ -1,0 +1,30 @@
+"""Wiring of the model store into runs: each seed's final edge model saved as ``OUT/seed_<s>/model.npz``
+(:mod:`evroute.models.store`; format documented there).  Models the format cannot hold (the sparse variational GP,
+``gp-tv``, ``kr``) and whole-loop learners (``routeset``) are not saved; the seed's summary says why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evroute.energy import VehicleProfile
+from evroute.errors import ParameterError
+from evroute.experiments.config import ExperimentConfig
+
+MODEL_FILE = "model.npz"
+
+
+def save_seed_model(cfg: ExperimentConfig, bandit: Any, linegraph: Any, seed: int, seed_dir: Path) -> dict[str, Any]:
+    """Save ``bandit``'s edge model to ``seed_dir/model.npz``; returns the summary entry
+    ``{"file": "model.npz" | None, "note": ...}``."""
+    from evroute.models.store import save_model
+
+    model = getattr(bandit, "model", None)
+    if model is None:
+        return {"file": None, "note": f"{cfg.model} is a whole-loop learner without an edge model"}
+    meta = {"config": cfg.to_dict(), "seed": int(seed), "rounds": int(bandit.t)}
+    try:
+        save_model(seed_dir / MODEL_FILE, model, linegraph, vehicle=VehicleProfile.load(cfg.vehicle), meta=meta)
+    except ParameterError as exc:
+        return {"file": None, "note": str(exc)}
+    return {"file": MODEL_FILE, "note": ""}
