@@ -3,8 +3,8 @@
 from typing import Any
 
 from evroute.errors import EvrouteError
+from evroute.version import __version__
 
-__version__ = "0.1.0"
 __all__ = ["EvrouteError", "RoadNetwork", "__version__"]
 
 

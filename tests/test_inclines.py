@@ -57,7 +57,7 @@ def _terrain(lon: np.ndarray) -> np.ndarray:
 def structures(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
     """The OSM file (no ``ele`` tags) and a GeoTIFF DEM of :func:`_terrain`, written with rasterio."""
     import rasterio
-    from affine import Affine
+    from rasterio.transform import Affine
 
     monkeypatch.setenv("EVROUTE_CACHE", str(tmp_path / "cache"))
     osm = tmp_path / "structures.osm"

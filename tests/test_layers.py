@@ -5,7 +5,8 @@ The layers, bottom to top.  A module may import its own layer and the layers bel
 module no layer names fails the test, so a new package is placed deliberately.
 
 ====  ========================================  ===========================================================
-  0   errors, validation, io, paths, stats      utilities (``stats``: mean, s.e., intervals)
+  0   errors, validation, io, paths, stats,     utilities (``stats``: mean, s.e., intervals)
+      version
   1   energy                                    vehicle physics, Eq. 8 (takes a network as a plain argument)
   2   network                                   road networks, loaders, DEM (``RoadNetwork.to_networkx``
                                                 attaches physics energies, hence above ``energy``)
@@ -18,7 +19,7 @@ module no layer names fails the test, so a new package is placed deliberately.
   8   policies                                  index policies over an edge posterior
   9   bandit, routeset                          the learning loops
  10   experiments                               composition root: model registry, runner, sweeps
- 11   cli, cli_learn, maps, viz, evroute        user-facing entry points (and the package root)
+ 11   cli, cli_learn, driver, maps, viz, evroute user-facing entry points (driver answers, package root)
 ====  ========================================  ===========================================================
 
 Every import counts: module level, inside functions, under ``TYPE_CHECKING``, and ``"module:attr"`` strings (the
@@ -39,7 +40,10 @@ ROOT = Path(__file__).resolve().parent.parent / "evroute"
 
 #: (entries, independent): bottom to top; see the module docstring
 LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
-    (("evroute.errors", "evroute.validation", "evroute.io", "evroute.paths", "evroute.stats"), False),
+    (
+        ("evroute.errors", "evroute.validation", "evroute.io", "evroute.paths", "evroute.stats", "evroute.version"),
+        False,
+    ),
     (("evroute.energy",), False),
     (("evroute.network",), False),
     (("evroute.linegraph", "evroute.routes", "evroute.traces"), False),
@@ -50,7 +54,18 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("evroute.policies",), False),
     (("evroute.bandit", "evroute.routeset"), False),
     (("evroute.experiments",), False),
-    (("evroute.cli", "evroute.cli_learn", "evroute.maps", "evroute.viz", "evroute.__main__", "evroute"), False),
+    (
+        (
+            "evroute.cli",
+            "evroute.cli_learn",
+            "evroute.driver",
+            "evroute.maps",
+            "evroute.viz",
+            "evroute.__main__",
+            "evroute",
+        ),
+        False,
+    ),
 )
 
 #: (importer, imported module, name) of private imports that are allowed, with the reason

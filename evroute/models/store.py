@@ -127,7 +127,7 @@ def save_model(
     kind, hyper, arrays, n_obs = _state(model)
     if len(arrays["prior_mean_wh"]) != linegraph.n_nodes:
         raise ParameterError(f"the model has {len(arrays['prior_mean_wh'])} edges, the network {linegraph.n_nodes}")
-    from evroute import __version__
+    from evroute.version import __version__
 
     header = {
         "format": FORMAT,

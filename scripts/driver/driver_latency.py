@@ -1,6 +1,6 @@
 """Latency of the risk-aware route and the reachable area on a real network (issue 22 items 4 and 5).
 
-    EVROUTE_DATA=/work/shared/data python scripts/driver_latency.py --network luxembourg --queries 20
+    EVROUTE_DATA=/work/shared/data python scripts/driver/driver_latency.py --network luxembourg --queries 20
 
 For each model (the BI physics prior; BI after 2000 noisy observations of random edges; the exact GP, low-rank
 with local graph solves as ``evroute route --model`` serves it, after 500), ``--queries`` random start/goal

@@ -1,7 +1,7 @@
 """Calibration of route answers on held-out SUMO traversals (issue 22 item 6): the fraction of true route energies
 inside the predicted 90 % intervals, for the physics prior alone and after learning (BI, exact GP).
 
-    EVROUTE_DATA=/work/shared/data python scripts/calibration.py --network monaco --routes 300 \\
+    EVROUTE_DATA=/work/shared/data python scripts/driver/calibration.py --network monaco --routes 300 \\
         --train 3000 --seed 0 --out docs/results/calibration.md
 
 Data: one recorded SUMO day on the network (``--env sumo-replay``'s, cached; :func:`evroute.sumo.replay.record_day`).
@@ -29,8 +29,8 @@ import numpy as np
 from evroute.driver.belief import RouteBelief
 from evroute.energy import VehicleProfile
 from evroute.environments import make_environment
+from evroute.experiments.registry import make_model
 from evroute.experiments.runner import load_linegraph
-from evroute.models.factory import make_model
 from evroute.models.store import prior_model
 from evroute.oracle import optimal_route
 
@@ -74,7 +74,7 @@ def main() -> None:
     obs_e, obs_y = te[pick], ty[pick]
     models = {
         "prior (paper noise, `evroute route` default)": prior_model("bi", lg, vehicle),
-        "prior (measured noise)": make_model("bi", env),
+        "prior (replay's measured noise: oracle ablation)": make_model("bi", env, init="oracle"),
         "BI after learning": make_model("bi", env),
         "exact GP after learning": make_model("gp-exact", env, refresh_every=1, refit_first=1, fit_iters=30),
     }
@@ -112,7 +112,7 @@ def main() -> None:
     lines = [
         "# Calibration of route answers on held-out SUMO traversals",
         "",
-        f"Command: `EVROUTE_DATA=/work/shared/data python scripts/calibration.py --network {a.network} "
+        f"Command: `EVROUTE_DATA=/work/shared/data python scripts/driver/calibration.py --network {a.network} "
         f"--routes {a.routes} --train {a.train} --seed {a.seed} --out docs/results/calibration.md` "
         f"({wall:.0f} s wall on the shared 2-core machine).",
         "",
