@@ -38,6 +38,9 @@ SUMO_ONLY_DEFAULTS: dict[str, float] = {
     "constantPowerIntake": 100.0,  # W, auxiliaries
 }
 
+#: SUMO's gravitational acceleration (m/s^2, hard-coded in its energy models)
+SUMO_GRAVITY_MPS2 = 9.81
+
 #: vType id the demand's vehicles use when they name none; redefining it makes every such vehicle this EV.
 DEFAULT_VTYPE = "DEFAULT_VEHTYPE"
 #: a battery large enough never to run empty within a simulated day (Wh); it starts half full, so that recuperated
@@ -59,6 +62,14 @@ def profile_params(vehicle: VehicleProfile, model: str = "Energy") -> dict[str, 
         params["propulsionEfficiency"] = vehicle.propulsion_efficiency
         params["recuperationEfficiency"] = vehicle.recuperation_efficiency
     return params
+
+
+def effective_mass_kg(vehicle: VehicleProfile | None = None, extra: Mapping[str, float] | None = None) -> float:
+    """Mass whose kinetic energy SUMO's ``Energy`` model charges, ``mass + rotatingMass`` (kg): the profile's mass
+    plus the vType's rotating mass (:data:`SUMO_ONLY_DEFAULTS`, or ``extra["rotatingMass"]``)."""
+    v = vehicle or VehicleProfile()
+    rot = {**SUMO_ONLY_DEFAULTS, **(extra or {})}["rotatingMass"]
+    return float(v.mass_kg) + float(rot)
 
 
 def ev_vtype_xml(
@@ -105,7 +116,9 @@ __all__ = [
     "CHARGE_WH",
     "DEFAULT_VTYPE",
     "ENERGY_MODELS",
+    "SUMO_GRAVITY_MPS2",
     "SUMO_ONLY_DEFAULTS",
+    "effective_mass_kg",
     "ev_vtype_xml",
     "profile_params",
 ]
