@@ -125,7 +125,7 @@ def test_observe_is_deterministic_and_follows_the_clock(road: Path, cache: Path,
     env.advance(4)
     y = env.observe(route, np.random.default_rng(7))
     assert env.last_trip.depart_s == 900.0 and env.last_trip.edges == ["a", "b", "c", "d", "e"]
-    np.testing.assert_array_equal(y, env.last_trip.route_energy_wh)
+    np.testing.assert_array_equal(y, env.last_trip.route_reduced_wh)
     other = _env(road, cache)  # another environment (fresh simulation), same round and seed: same energies
     other.advance(4)
     np.testing.assert_array_equal(other.observe(route, np.random.default_rng(7)), y)
