@@ -9,7 +9,9 @@ traversals).  Then
   energy (``m g dz``), the dissipated energy and losses, ``>= 0`` by physics.  What SUMO's discretisation leaves
   below 0 (the potential charged per step on the lane the step ends on, not junction to junction; battery
   resolution) is clipped at 0 traversal by traversal, and :meth:`SumoReplayEnvironment.describe` reports how many
-  traversals and how many Wh (``clipped_traversals``, ``clipped_wh``);
+  traversals and how many Wh (``clipped_traversals``, ``clipped_wh``).  SUMO's ``MMPEVEM`` model reports NaN
+  energy for steps outside its motor's map (steep Monaco ramps): such traversals are left out and counted
+  (``nan_traversals``);
 * the true expected energy of edge ``e`` is the mean of its recorded reduced energies (one time-of-day bin: the
   whole simulated window; or per bin, below);
 * an observation of ``e`` is one of its recorded reduced energies drawn uniformly at random (the real noise of
@@ -128,6 +130,7 @@ class SumoReplayEnvironment(EnergyEnvironment):
         potential_wh: ``(E,)`` potential energy difference ``m g dz / 3600`` of each edge (Wh), the shift between
             reduced and battery energy (telescopes along a route).
         clipped_traversals, clipped_wh: recorded reduced energies below 0 clipped to 0, and their total (Wh, <= 0).
+        nan_traversals: recorded traversals without a finite energy, left out (MMPEVEM, module doc).
         meta: the recorded day's metadata (samples, probes, edges short of samples).
     """
 
@@ -151,6 +154,11 @@ class SumoReplayEnvironment(EnergyEnvironment):
         n = linegraph.n_nodes
         edge = np.asarray(edge, dtype=np.int64)
         raw = np.asarray(reduced_wh, dtype=np.float64)
+        finite = np.isfinite(raw)  # MMPEVEM: NaN energy for steps outside its motor map (module doc)
+        self.nan_traversals = int((~finite).sum())
+        if not finite.all():
+            edge, raw = edge[finite], raw[finite]
+            entry_s = None if entry_s is None else np.asarray(entry_s)[finite]
         below = raw < 0  # SUMO's discretisation (module doc): clipped, counted
         self.clipped_traversals, self.clipped_wh = int(below.sum()), float(raw[below].sum())
         energy_wh = np.maximum(raw, 0.0)
@@ -245,6 +253,7 @@ class SumoReplayEnvironment(EnergyEnvironment):
             "noise_var_wh2": self.noise_var,
             "clipped_traversals": self.clipped_traversals,
             "clipped_wh": self.clipped_wh,
+            "nan_traversals": self.nan_traversals,
             "negative_reduced_costs": neg,
             "eq8_edges": self.linegraph.network.edge_ids[self.eq8_edges].tolist(),
             "negative_cycle_reachable": bool(neg and has_negative_cycle(self.linegraph, r, 0)),
