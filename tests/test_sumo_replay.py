@@ -301,3 +301,50 @@ def test_time_of_day_bins(env: SumoReplayEnvironment) -> None:
     assert not tod.advance(7) and tod.advance(11) and tod.describe()["bins"] == 2
     with pytest.raises(ParameterError):
         parse_params({"bin_hours": -1})
+
+
+@pytest.fixture(scope="module")
+def grid(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A flat 3 x 3 grid of 200 m blocks (netgenerate) with a few EVs turning through it: cycles everywhere."""
+    d = tmp_path_factory.mktemp("grid")
+    run_sumo_program(
+        [sumo_binary("netgenerate"), "--grid", "--grid.number", "3", "--grid.length", "200"]
+        + ["--default.speed", "13.89", "-o", d / "grid.net.xml"],
+        "netgenerate",
+    )
+    routes = ["A0B0 B0B1 B1C1 C1C2", "C2B2 B2B1 B1A1 A1A0", "A0A1 A1B1 B1B0 B0C0", "C0C1 C1B1 B1B2 B2A2"]
+    (d / "demand.rou.xml").write_text(
+        "<routes>"
+        + "".join(
+            f'<vehicle id="v{k}" depart="{20 * k}"><route edges="{routes[k % len(routes)]}"/></vehicle>'
+            for k in range(8)
+        )
+        + "</routes>"
+    )
+    return d
+
+
+def test_cli_run_on_a_grid_reports_an_exact_reference(
+    grid: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`evroute run --env sumo-replay` on a small recorded scenario with many cycles: the reference is exact (one
+    Dijkstra, no negative cycle), and the learner subtracts no potential from energies that are already reduced."""
+    monkeypatch.setenv("EVROUTE_CACHE", str(tmp_path / "cache"))
+    params = {"route_file": str(grid / "demand.rou.xml"), "hours": [0, 1], "min_samples": 2}
+    out = tmp_path / "run"
+    argv = ["run", "--network", str(grid / "grid.net.xml"), "--start", "A0B0", "--goal", "C1C2"]
+    argv += ["--env", "sumo-replay", "--horizon", "6", "--seeds", "1", "--out", str(out), "--no-progress"]
+    for k, v in params.items():
+        argv += ["--env-param", f"{k}={'0-1' if k == 'hours' else v}"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    s = json.loads((out / "seed_0" / "summary.json").read_text())
+    assert s["optimal_method"] == "dijkstra" and s["regret_reference"]["exact"] and s["potential"] == "none"
+    assert "regret reference: the exact minimum-energy route" in printed and "potential: none" in printed
+    lg = build_line_graph(load_sumo_net(grid / "grid.net.xml"))
+    env = make_environment(lg, "sumo-replay", params)  # the cached day of the run
+    d = env.describe()
+    assert d["negative_reduced_costs"] == 0 and not d["negative_cycle_reachable"]
+    ids = lg.network.edge_ids.tolist()
+    r = env.optimal_route(ids.index("A0B0"), ids.index("C1C2"))
+    assert s["optimal_wh"] == pytest.approx(r.cost) == pytest.approx(env.true_mean_wh[r.edges].sum())
