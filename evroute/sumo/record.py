@@ -40,6 +40,11 @@ terms to ``m g (z_end - z_start)``.  What keeps a reduced energy from being exac
 dissipation: SUMO charges the potential per step as ``m g sin(slope) v dt`` on the lane it ends on (so inside
 junctions and at lane ends it is not exactly the junction-to-junction ``m g dz``), the battery output's 1e-6 Wh
 (libsumo: 0.01 Wh) resolution, and the first step after insertion (its kinetic energy is the insertion speed's).
+The kinetic term uses ``m_eff`` for both energy models; ``MMPEVEM`` charges its own rotating inertia
+(``m + internalMomentOfInertia / wheelRadius^2``), so there a small fraction of each kinetic change stays in the
+reduced energy (it still telescopes: any fixed ``m_eff`` does).  ``MMPEVEM`` also reports NaN energy for some steps
+(SUMO marks an operating point outside the motor's torque/power limits or loss map invalid); those traversals keep
+a NaN energy here and the replay leaves them out.
 """
 
 from __future__ import annotations
