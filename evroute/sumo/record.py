@@ -43,8 +43,8 @@ junctions and at lane ends it is not exactly the junction-to-junction ``m g dz``
 The kinetic term uses ``m_eff`` for both energy models; ``MMPEVEM`` charges its own rotating inertia
 (``m + internalMomentOfInertia / wheelRadius^2``), so there a small fraction of each kinetic change stays in the
 reduced energy (it still telescopes: any fixed ``m_eff`` does).  ``MMPEVEM`` also reports NaN energy for some steps
-(SUMO marks an operating point outside the motor's torque/power limits or loss map invalid); those traversals keep
-a NaN energy here and the replay leaves them out.
+(cause not traced here; SUMO's MMPEVEM flags operating points beyond the motor's torque or power limits, or outside
+its loss map, as invalid); those traversals keep a NaN energy here and the replay leaves them out.
 """
 
 from __future__ import annotations
