@@ -7,10 +7,12 @@ traversals).  Then
 * energies are *reduced* (:mod:`evroute.sumo.record`, "energy that telescopes"): a traversal's reduced energy is
   its battery energy minus its change of kinetic energy (``1/2 m_eff (v_exit^2 - v_entry^2)``) and of potential
   energy (``m g dz``), the dissipated energy and losses, ``>= 0`` by physics.  What SUMO's discretisation leaves
-  below 0 (the potential charged per step on the lane the step ends on, not junction to junction; battery
+  below 0 (the potential charged per step with the slope where the step ends, not junction to junction; battery
   resolution) is clipped at 0 traversal by traversal, and :meth:`SumoReplayEnvironment.describe` reports how many
-  traversals and how many Wh (``clipped_traversals``, ``clipped_wh``).  SUMO's ``MMPEVEM`` model reports NaN
-  energy for steps outside its motor's map (steep Monaco ramps): such traversals are left out and counted
+  traversals and how many Wh (``clipped_traversals``, ``clipped_wh``; on the recorded Monaco day of
+  ``docs/results/sumo_kinetic.md`` 4 % of the traversals, none on flat Luxembourg): the means of those edges are
+  raised by that much, the one departure from "battery energy = reduced energy + potentials".  SUMO's ``MMPEVEM``
+  model reports NaN energy for some steps (cause not traced): such traversals are left out and counted
   (``nan_traversals``);
 * the true expected energy of edge ``e`` is the mean of its recorded reduced energies (one time-of-day bin: the
   whole simulated window; or per bin, below);
