@@ -365,6 +365,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         f"{format_mean_se(summary['mean_final_regret_wh'], summary['se_final_regret_wh'], 2)} Wh (mean +- s.e.)"
     )
     print(f"regret reference: {regret_reference_text(summary, out)}")
+    if summary.get("potential", cfg.potential) != cfg.potential:
+        print(f"potential: {summary['potential']} (the {cfg.env} energies are already reduced; --potential ignored)")
     if args.sumo_routes:
         from evroute.energy import VehicleProfile
         from evroute.sumo.export import export_experiment_routes

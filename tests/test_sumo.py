@@ -270,3 +270,85 @@ def test_failing_sumo_is_one_line_error(road: Path, tmp_path: Path) -> None:
     assert "\n" not in str(exc.value)
     proc = subprocess.run([str(sumo_binary("sumo")), "--version"], capture_output=True, text=True, check=False)
     assert "1.28" in proc.stdout.splitlines()[0]
+
+
+@pytest.fixture(scope="module")
+def hill(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """n0 -a- n1 -b (1000 m, +20 m)- n2 -c- n3 -d (turning north)- n4, two-way; EVs drive there and back."""
+    d = tmp_path_factory.mktemp("hill")
+    (d / "n.nod.xml").write_text(
+        '<nodes><node id="n0" x="0" y="0" z="0"/><node id="n1" x="500" y="0" z="0"/>'
+        f'<node id="n2" x="1500" y="0" z="{RISE}"/><node id="n3" x="2000" y="0" z="{RISE}"/>'
+        f'<node id="n4" x="2000" y="300" z="{RISE}"/></nodes>'
+    )
+    es = [("a", "n0", "n1"), ("b", "n1", "n2"), ("c", "n2", "n3"), ("d", "n3", "n4")]
+    body = "".join(
+        f'<edge id="{e}" from="{u}" to="{v}" speed="{SPEED}"/><edge id="-{e}" from="{v}" to="{u}" speed="{SPEED}"/>'
+        for e, u, v in es
+    )
+    (d / "n.edg.xml").write_text(f"<edges>{body}</edges>")
+    net = d / "hill.net.xml"
+    run_sumo_program([sumo_binary("netconvert"), "-n", d / "n.nod.xml", "-e", d / "n.edg.xml", "-o", net], "nc")
+    routes = d / "there_and_back.rou.xml"
+    routes.write_text(
+        "<routes>"
+        + "".join(
+            f'<vehicle id="v{k}" depart="{10 * k}"><route edges="a b c d -d -c -b -a"/></vehicle>' for k in range(5)
+        )
+        + "</routes>"
+    )
+    return net, routes
+
+
+@pytest.mark.parametrize("method", ["output", "libsumo"])
+def test_lossless_ev_reduced_energy_is_zero(hill: tuple[Path, Path], method: str) -> None:
+    """An EV without losses (efficiencies 1, no rolling, air or radial drag, no auxiliaries) dissipates nothing, so
+    battery energy = kinetic + potential energy change and every traversal's reduced energy is 0, within:
+
+    * 0.01 Wh on the flat edges d and -d, away from any grade change: the battery's charge-level resolution (libsumo;
+      the Parquet output has 1e-6 Wh) -- the kinetic energy counts the rotating mass too, else d's -6 Wh of braking
+      would leave 0.13 Wh;
+    * 1.4 Wh on the edges meeting the grade change (b, c, -b, -c): SUMO charges a step's potential energy with the
+      slope of the lane it ends on, so the step crossing the junction misplaces up to m g v dt sin(theta) = 1.39 Wh
+      (1 s steps), and the lane shapes start a few metres past the junction whose height the potential uses (0.2 Wh).
+    """
+    net, routes = hill
+    lossless = VehicleProfile(
+        rolling_resistance=0.0, drag_coefficient=0.0, propulsion_efficiency=1.0, recuperation_efficiency=1.0
+    )
+    extra = {"constantPowerIntake": 0.0, "radialDragCoefficient": 0.0}
+    tr = record_traversals(net, [routes], vehicle=lossless, method=method, vtype_extra=extra)
+    assert set(tr["edge"]) == {"b", "c", "d", "-d", "-c", "-b"} and len(tr) == 30
+    flat = tr["edge"].isin(["d", "-d"])
+    assert np.abs(tr.loc[flat, "reduced_wh"]).max() <= 0.01
+    assert np.abs(tr.loc[~flat, "reduced_wh"]).max() <= 1.4
+    assert np.abs(tr["kinetic_wh"]).max() > 40.0  # braking for the turn into d is tens of Wh: the test has teeth
+
+
+@pytest.mark.parametrize("model", ["Energy", "MMPEVEM"])
+def test_traversal_energy_terms_telescope(hill: tuple[Path, Path], model: str) -> None:
+    """The default EV: reduced energy >= 0 on every traversal; the kinetic and potential terms telescope.
+
+    Tolerance of the sign: 1.4 Wh, the potential SUMO misplaces at a grade change (see the lossless test); the
+    dissipation itself (rolling, drag, losses) is tens of Wh per edge here.
+    """
+    net, routes = hill
+    tr = record_traversals(net, [routes], model=model)
+    assert len(tr) == 30 and tr["reduced_wh"].min() >= -1.4
+    m_eff = VehicleProfile().mass_kg + SUMO_ONLY_DEFAULTS["rotatingMass"]
+    ke = 0.5 * m_eff / 3600.0
+    np.testing.assert_allclose(
+        tr["kinetic_wh"], ke * (tr["exit_speed_mps"] ** 2 - tr["entry_speed_mps"] ** 2), rtol=1e-9, atol=1e-9
+    )
+    np.testing.assert_allclose(tr["reduced_wh"], tr["energy_wh"] - tr["kinetic_wh"] - tr["potential_wh"], atol=1e-9)
+    rise = {"b": RISE, "-b": -RISE}
+    mg = VehicleProfile().mass_kg * 9.81 / 3600.0  # SUMO's g
+    np.testing.assert_allclose(tr["potential_wh"], [mg * rise.get(e, 0.0) for e in tr["edge"]], atol=1e-9)
+    for _, trip in tr.sort_values("entry_s").groupby("vehicle"):
+        assert trip["edge"].tolist() == ["b", "c", "d", "-d", "-c", "-b"]
+        # the exit speed of a traversal is the entry speed of the next: along the trip the kinetic terms sum to
+        # the kinetic energy at the end minus the start, and the potential terms to m g (z_end - z_start)
+        np.testing.assert_allclose(trip["exit_speed_mps"].to_numpy()[:-1], trip["entry_speed_mps"].to_numpy()[1:])
+        v0, v1 = trip["entry_speed_mps"].iloc[0], trip["exit_speed_mps"].iloc[-1]
+        assert trip["kinetic_wh"].sum() == pytest.approx(ke * (v1**2 - v0**2), abs=1e-9)
+        assert trip["potential_wh"].sum() == pytest.approx(0.0, abs=1e-9)  # b up, -b down

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from evroute.energy import edge_energy_wh
 from evroute.sumo.attribution import LaneGraph, attribute_steps, lane_graph, split_energy
 from evroute.sumo.binaries import run_sumo_program, sumo_binary
-from evroute.sumo.record import record_traversals, steps_to_traversals
+from evroute.sumo.record import kinetic_steps, record_traversals, steps_to_traversals
 
 SPEED = 13.89
 # a_0 (100 m) -> junction :j (4 m) -> b_0 (6 m) -> junction :k (2 m) -> c_0 (200 m); a has a second lane a_1
@@ -144,3 +144,24 @@ def test_short_edge_gets_its_share_in_sumo(short_edge_road: Path) -> None:
     assert coarse.loc[["b", "c"], "energy_wh"].to_numpy() == pytest.approx(eq8, rel=5e-3)
     assert coarse.loc["b", "energy_wh"] == pytest.approx(fine.loc["b", "energy_wh"], rel=1e-2)
     assert coarse.loc["b", "travel_s"] == pytest.approx(5.1 / SPEED, rel=1e-2)
+
+
+def test_kinetic_energy_is_split_like_energy_and_telescopes() -> None:
+    """The hand-computed step above with speeds 0, 10, 4, 0 m/s: v^2 interpolated by distance at the boundaries."""
+    m = 3600.0 * 2.0  # kinetic energy in Wh is then v^2
+    t = np.array([0.0, 1.0, 2.0, 3.0])
+    veh = np.array(["v"] * 4)
+    kin = kinetic_steps(t, veh, np.array([0.0, 10.0, 4.0, 0.0]), m)
+    assert kin == pytest.approx([0.0, 100.0, -84.0, -16.0])
+    lanes = np.array(["a_0", "a_0", "c_0", "c_0"])
+    both = np.column_stack([[1.0, 2.0, 28.0, 5.0], kin])
+    out_t, out_v, out_l, out_e = attribute_steps(t, veh, lanes, np.array([80.0, 92.0, 8.0, 22.0]), both, CHAIN)
+    assert out_e.shape == (7, 2) and out_e[:, 0] == pytest.approx([1.0, 10.0, 4.0, 6.0, 2.0, 8.0, 5.0])
+    assert out_e[:, 1].sum() == pytest.approx(0.0, abs=1e-12)  # rest to rest: the kinetic terms telescope to 0
+    tr = steps_to_traversals(
+        out_t, out_v, out_l, out_e[:, 0], legal_turns={("a", "b"), ("b", "c")}, kinetic_wh=out_e[:, 1]
+    )
+    # b is entered 12 m into the 28 m step and left (into c) 20 m into it: v^2 = 100 - f * 84 at fraction f
+    entry, leave = 100.0 - 12 / 28 * 84.0, 100.0 - 20 / 28 * 84.0
+    assert tr["entry_kinetic_wh"].iloc[0] == pytest.approx(entry)
+    assert tr["kinetic_wh"].iloc[0] == pytest.approx(leave - entry)

@@ -116,6 +116,10 @@ def test_live_trip_energy_sums_to_sumo_battery_output(env: SumoLiveEnvironment, 
     np.testing.assert_allclose(trip.route_energy_wh, [trip.edge_energy_wh[e] for e in "bcd"], atol=1e-9)
     b, c, d = trip.route_energy_wh
     assert c > b > 0 and c > d > 0  # 20 m up on c: ~ +54 Wh of potential energy
+    # reduced energies: the potential m g dz = 99.7 Wh taken out of c; b, c, d are driven at about the speed limit,
+    # so the kinetic terms are a few Wh (the driver's speed noise)
+    assert np.all(trip.route_reduced_wh > 0)
+    assert trip.route_reduced_wh == pytest.approx(trip.route_energy_wh - [0.0, 1830 * 9.81 * 20 / 3600, 0.0], abs=10)
     assert trip.route_travel_s.sum() == pytest.approx(2000 / 13.89, rel=0.25)
     sim.close()
 
@@ -125,7 +129,7 @@ def test_observe_is_deterministic_and_follows_the_clock(road: Path, cache: Path,
     env.advance(4)
     y = env.observe(route, np.random.default_rng(7))
     assert env.last_trip.depart_s == 900.0 and env.last_trip.edges == ["a", "b", "c", "d", "e"]
-    np.testing.assert_array_equal(y, env.last_trip.route_energy_wh)
+    np.testing.assert_array_equal(y, env.last_trip.route_reduced_wh)
     other = _env(road, cache)  # another environment (fresh simulation), same round and seed: same energies
     other.advance(4)
     np.testing.assert_array_equal(other.observe(route, np.random.default_rng(7)), y)

@@ -16,9 +16,11 @@ SUMO seed.  The background day is simulated once and its state saved at ``rounds
   successor edge make every route edge a complete traversal, like the replay's recorded traversals; the EV comes
   in and leaves straight on where the net allows, :meth:`evroute.sumo.live.LiveSimulation.end_edges`); SUMO is
   stepped until the EV arrives and closed (:meth:`evroute.sumo.live.LiveSimulation.drive`);
-* **observation**: the energy SUMO's battery device measured on each route edge (each step's energy split over
-  the lanes covered in it in proportion to distance, :mod:`evroute.sumo.attribution`; the junction after an edge
-  counts to the edge);
+* **observation**: the *reduced* energy of each route edge, as the replay's: the energy SUMO's battery device
+  measured on it (each step's energy split over the lanes covered in it in proportion to distance,
+  :mod:`evroute.sumo.attribution`; the junction after an edge counts to the edge) minus its change of kinetic and
+  potential energy (:mod:`evroute.sumo.record`); the battery energies are in
+  :attr:`evroute.sumo.live.LiveTrip.route_energy_wh` of :attr:`SumoLiveEnvironment.last_trip`;
 * **a failed trip** (the EV teleported, not arrived within ``max_trip_s`` simulated seconds, or its traversals not
   matching the route): the route is driven again from the next saved state (one clock step later), up to
   ``max_attempts`` trips; if all fail, :class:`~evroute.sumo.binaries.SumoError` names the route and times.
@@ -27,7 +29,7 @@ SUMO seed.  The background day is simulated once and its state saved at ``rounds
 **Regret reference.**  A live round has no true expected energy of its own: the expectation over traffic of an
 edge's energy could only be estimated by driving it many times.  The truth (``true_mean_wh``), the exact optimum and
 therefore the regret are the replay environment's of the same scenario (the mean of the recorded day's traversals
-of each edge, by time-of-day bin when ``bin_hours > 0``; Dijkstra on reduced costs): regret in ``sumo-live``
+of each edge's reduced energies, by time-of-day bin when ``bin_hours > 0``; one Dijkstra): regret in ``sumo-live``
 measures the learner against the replay's means.  ``docs/results/sumo_live.md`` measures how well those means
 predict what the EV meets live.  The models' prior and noise variance are the replay's too.
 
@@ -106,6 +108,8 @@ class SumoLiveEnvironment(EnergyEnvironment):
     """
 
     name = "sumo-live"
+    #: observations and truth are reduced energies, like the replay's: the learner subtracts no potential
+    reduced_energies = True
 
     def __init__(self, reference: SumoReplayEnvironment, sim: Any, config: SumoLiveConfig) -> None:
         super().__init__(
@@ -135,7 +139,7 @@ class SumoLiveEnvironment(EnergyEnvironment):
         return changed
 
     def observe(self, edges: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Drive the route (line-graph indices) in SUMO at the round's time: the energy (Wh) of each edge.
+        """Drive the route (line-graph indices) in SUMO at the round's time: the reduced energy (Wh) of each edge.
 
         Raises:
             SumoError: ``max_attempts`` trips in a row failed, or SUMO itself failed.
@@ -165,7 +169,7 @@ class SumoLiveEnvironment(EnergyEnvironment):
             self.trips += 1
             self.last_trip = trip
             if trip.ok:
-                return np.asarray(trip.route_energy_wh, dtype=np.float64)
+                return np.asarray(trip.route_reduced_wh, dtype=np.float64)
             self.failed_trips += 1
             tried.append(f"{trip.depart_s:g} s: {trip.failure}")
             self.failures.append(f"round {self.t}, depart {trip.depart_s:g} s: {trip.failure}")
@@ -175,7 +179,7 @@ class SumoLiveEnvironment(EnergyEnvironment):
         )
 
     def reduced_costs(self) -> np.ndarray:
-        """The replay's reduced costs (its means minus the elevation potential), Wh."""
+        """The replay's reduced costs (its means, already reduced), Wh."""
         return self.reference.reduced_costs()
 
     def optimal_route(self, start: int, goal: int) -> Route:

@@ -4,10 +4,20 @@ The day is simulated once and cached (:func:`evroute.sumo.replay.record_day`: ba
 vehicle profile, SUMO's battery device, probe trips until every edge of the largest SCC has ``min_samples``
 traversals).  Then
 
-* the true expected energy of edge ``e`` is the mean of its recorded traversals (one time-of-day bin: the whole
-  simulated window; or per bin, below);
-* an observation of ``e`` is one of its recorded traversals drawn uniformly at random (the real noise of stops,
-  queues and accelerations; edges of one route are drawn independently);
+* energies are *reduced* (:mod:`evroute.sumo.record`, "energy that telescopes"): a traversal's reduced energy is
+  its battery energy minus its change of kinetic energy (``1/2 m_eff (v_exit^2 - v_entry^2)``) and of potential
+  energy (``m g dz``), the dissipated energy and losses, ``>= 0`` by physics.  What SUMO's discretisation leaves
+  below 0 (the potential charged per step with the slope where the step ends, not junction to junction; battery
+  resolution) is clipped at 0 traversal by traversal, and :meth:`SumoReplayEnvironment.describe` reports how many
+  traversals and how many Wh (``clipped_traversals``, ``clipped_wh``; on the recorded Monaco day of
+  ``docs/results/sumo_kinetic.md`` 4 % of the traversals, none on flat Luxembourg): the means of those edges are
+  raised by that much, the one departure from "battery energy = reduced energy + potentials".  SUMO's ``MMPEVEM``
+  model reports NaN energy for some steps (cause not traced): such traversals are left out and counted
+  (``nan_traversals``);
+* the true expected energy of edge ``e`` is the mean of its recorded reduced energies (one time-of-day bin: the
+  whole simulated window; or per bin, below);
+* an observation of ``e`` is one of its recorded reduced energies drawn uniformly at random (the real noise of
+  stops, queues and accelerations; edges of one route are drawn independently);
 * **time of day** (``bin_hours > 0``): the simulated window is cut into bins of ``bin_hours`` hours by the
   traversals' entry times, and a clock sweeps the window once every ``rounds_per_day`` rounds (round ``t`` is at
   ``hours[0] + ((t - 1) mod rounds_per_day) / rounds_per_day * (hours[1] - hours[0])``, wrapping to the next day);
@@ -16,19 +26,21 @@ traversals).  Then
   (the whole-window mean; :meth:`SumoReplayEnvironment.describe` counts these cells).  The environment is then
   not static: the regret of a round is against the optimum of its bin;
 * an edge no traversal of which was recorded even after the probe rounds (SUMO junction stubs of a few dm that
-  vehicles cross within one 1 s step, so no step ends on them; rarely an edge probes cannot complete) takes Eq. 8's
-  energy as its truth and as every observation; :attr:`SumoReplayEnvironment.eq8_edges` lists them;
-* the models' prior is the physics of Eq. 8 (``prior_mean_wh = E_det``) with the paper's prior variance
-  ``(outputscale_frac sigma_det)^2``; their noise variance is the measured one, the mean over edges of the
-  variance of an edge's traversals (with bins: over the (bin, edge) cells with traversals of their own).
+  vehicles cross within one 1 s step, so no step ends on them; rarely an edge probes cannot complete) takes the
+  prior mean as its truth and as every observation; :attr:`SumoReplayEnvironment.eq8_edges` lists them;
+* the models' prior mean is the same reduced quantity from physics: Eq. 8's energy minus the full potential,
+  ``E_det - m g dz / 3600`` (:func:`reduced_prior_wh`), ``>= 0`` on every edge for efficiencies ``<= 1``;
+  the prior variance is the paper's ``(outputscale_frac sigma_det)^2``; the noise variance is the measured one, the
+  mean over edges of the variance of an edge's reduced energies (with bins: over the (bin, edge) cells with
+  traversals of their own).
 
-The exact optimum (:meth:`SumoReplayEnvironment.optimal_route`) is Dijkstra on the reduced costs
-``mean_e - p_e`` with the elevation potential ``p_e`` (:func:`evroute.energy.elevation_potential_wh`), which
-telescopes along every route.  SUMO's energies are not bound to keep every reduced cost non-negative (a vehicle
-entering a downhill edge fast and leaving it slow recovers kinetic energy): with negative reduced costs the
-optimum is Johnson's (Bellman-Ford reweighting, then Dijkstra), and if a negative cycle is reachable
-:class:`~evroute.errors.NegativeCycleError` is raised and the bandit measures regret against the perfect-knowledge
-rectified route instead (:func:`evroute.bandit.regret_reference_route`); :meth:`describe` states which holds.
+Route energy.  For a trip from rest to rest over ``start ... goal``, the battery energy is the sum of the reduced
+means plus ``m g (z_end(goal) - z_start(start)) / 3600`` (:meth:`SumoReplayEnvironment.route_energy_wh`): the
+kinetic terms telescope to 0 and the potential terms to a constant of the origin-destination pair, so regret is
+unchanged by the shift, and because every mean is ``>= 0`` the exact optimum
+(:meth:`SumoReplayEnvironment.optimal_route`) is one Dijkstra on the means: no negative cycle exists.  Since the
+energies are already reduced, the learner must not subtract the elevation potential again: the environment
+declares ``reduced_energies = True`` and the experiment runner then uses the potential ``none`` (and says so).
 
 The run seed does not change the day (``demand_seed`` does): every seed of an experiment learns on the same
 recorded day, with its own observation draws.
@@ -41,12 +53,13 @@ from typing import Any
 
 import numpy as np
 
-from evroute.energy import VehicleProfile, elevation_potential_wh, network_energy_wh
+from evroute.energy import VehicleProfile, network_energy_wh
 from evroute.environments.base import EnergyEnvironment, config_from_params
 from evroute.errors import DataError, ParameterError, check_positive
 from evroute.linegraph import LineGraph
-from evroute.oracle import Route, RouteOracle, has_negative_cycle, optimal_route, route_cost
+from evroute.oracle import Route, RouteOracle, has_negative_cycle, route_cost
 from evroute.sumo.replay import DaySpec
+from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2
 
 
 @dataclass(frozen=True)
@@ -116,18 +129,24 @@ class SumoReplayEnvironment(EnergyEnvironment):
         starts, cell_counts: ``(B, E)`` where each (bin, edge)'s traversals lie in ``samples_wh`` and how many.
         day_mean_wh: ``(E,)`` whole-window mean (Wh); own_cells: ``(B, E)`` cells with enough traversals of their own.
         bin: the clock's current bin; fallback_cells: (bin, edge) cells using the whole window's traversals.
-        potential_wh: ``(E,)`` elevation potential difference of each edge (Wh).
+        potential_wh: ``(E,)`` potential energy difference ``m g dz / 3600`` of each edge (Wh), the shift between
+            reduced and battery energy (telescopes along a route).
+        clipped_traversals, clipped_wh: recorded reduced energies below 0 clipped to 0, and their total (Wh, <= 0).
+        nan_traversals: recorded traversals without a finite energy, left out (MMPEVEM, module doc).
         meta: the recorded day's metadata (samples, probes, edges short of samples).
     """
 
     name = "sumo-replay"
+    #: the truth and the observations are reduced energies (kinetic and potential energy taken out): the learner
+    #: must not subtract a potential again (:func:`evroute.experiments.runner.bandit_potential`)
+    reduced_energies = True
 
     def __init__(
         self,
         linegraph: LineGraph,
         prior_mean_wh: np.ndarray,
         edge: np.ndarray,
-        energy_wh: np.ndarray,
+        reduced_wh: np.ndarray,
         prior_var: float,
         config: SumoReplayConfig,
         potential_wh: np.ndarray,
@@ -136,14 +155,22 @@ class SumoReplayEnvironment(EnergyEnvironment):
     ) -> None:
         n = linegraph.n_nodes
         edge = np.asarray(edge, dtype=np.int64)
-        energy_wh = np.asarray(energy_wh, dtype=np.float64)
+        raw = np.asarray(reduced_wh, dtype=np.float64)
+        finite = np.isfinite(raw)  # MMPEVEM: NaN energy for steps outside its motor map (module doc)
+        self.nan_traversals = int((~finite).sum())
+        if not finite.all():
+            edge, raw = edge[finite], raw[finite]
+            entry_s = None if entry_s is None else np.asarray(entry_s)[finite]
+        below = raw < 0  # SUMO's discretisation (module doc): clipped, counted
+        self.clipped_traversals, self.clipped_wh = int(below.sum()), float(raw[below].sum())
+        energy_wh = np.maximum(raw, 0.0)
         prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64)
         if len(edge) == 0:
             raise DataError("the recorded SUMO day holds no EV traversal of the network's largest SCC")
         if config.n_bins > 1 and (entry_s is None or len(entry_s) != len(edge)):
             raise DataError("time-of-day bins need the entry time of every traversal")
         # edges no probe could complete (sub-metre junction stubs SUMO crosses within one step, lanes probes cannot
-        # use): their truth and every observation are Eq. 8's value, counted in ``eq8_edges`` and ``describe()``
+        # use): their truth and every observation are the prior's (Eq. 8, reduced), in ``eq8_edges`` and describe()
         self.eq8_edges = np.flatnonzero(np.bincount(edge, minlength=n) == 0)
         all_edge = np.concatenate([edge, self.eq8_edges])
         all_energy = np.concatenate([energy_wh, prior_mean_wh[self.eq8_edges]])
@@ -189,8 +216,8 @@ class SumoReplayEnvironment(EnergyEnvironment):
         self._oracle = RouteOracle(linegraph)
 
     def observe(self, edges: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One recorded traversal (Wh) of each driven edge, drawn uniformly among that edge's traversals (in the
-        clock's bin)."""
+        """One recorded reduced energy (Wh) of each driven edge, drawn uniformly among that edge's traversals (in
+        the clock's bin)."""
         e = np.asarray(edges, dtype=np.int64)
         k = (rng.random(len(e)) * self.cell_counts[self.bin, e]).astype(np.int64)
         return self.samples_wh[self.starts[self.bin, e] + k]
@@ -205,21 +232,19 @@ class SumoReplayEnvironment(EnergyEnvironment):
         return True
 
     def reduced_costs(self) -> np.ndarray:
-        """``(E,)`` empirical means minus the elevation potential (Wh): along a route, its energy minus a constant."""
-        return self.true_mean_wh - self.potential_wh
+        """``(E,)`` the true means (Wh): already reduced energies, ``>= 0``."""
+        return self.true_mean_wh
+
+    def route_energy_wh(self, edges: np.ndarray) -> float:
+        """Expected battery energy (Wh) of a rest-to-rest trip over ``edges``: the sum of the reduced means plus the
+        potential energy ``m g (z_end - z_start) / 3600`` (the kinetic terms telescope to 0)."""
+        e = np.asarray(edges, dtype=np.int64)
+        return float(self.true_mean_wh[e].sum() + self.potential_wh[e].sum())
 
     def optimal_route(self, start: int, goal: int) -> Route:
-        """Exact minimum-energy route: Dijkstra on the reduced costs, Johnson's algorithm when some are negative.
-
-        Raises:
-            NegativeCycleError: a cycle of negative energy is reachable from ``start``.
-        """
-        r = self.reduced_costs()
-        if r.min() >= 0:
-            route = self._oracle.shortest_route(r, start, goal)
-            return Route(route.edges, route_cost(self.true_mean_wh, route.edges), "dijkstra-reduced")
-        route = optimal_route(self.linegraph, r, start, goal, on_negative_cycle="raise")
-        return Route(route.edges, route_cost(self.true_mean_wh, route.edges), "johnson-reduced")
+        """Exact minimum-energy route: Dijkstra on the (non-negative) reduced means; its cost is their sum."""
+        route = self._oracle.shortest_route(self.true_mean_wh, start, goal)
+        return Route(route.edges, route_cost(self.true_mean_wh, route.edges), "dijkstra")
 
     def describe(self) -> dict[str, Any]:
         r = self.reduced_costs()
@@ -227,7 +252,11 @@ class SumoReplayEnvironment(EnergyEnvironment):
         return {
             "name": self.name,
             **self.config.to_dict(),
+            "energies": "reduced: battery minus kinetic and potential energy change, clipped at 0",
             "noise_var_wh2": self.noise_var,
+            "clipped_traversals": self.clipped_traversals,
+            "clipped_wh": self.clipped_wh,
+            "nan_traversals": self.nan_traversals,
             "negative_reduced_costs": neg,
             "eq8_edges": self.linegraph.network.edge_ids[self.eq8_edges].tolist(),
             "negative_cycle_reachable": bool(neg and has_negative_cycle(self.linegraph, r, 0)),
@@ -235,6 +264,21 @@ class SumoReplayEnvironment(EnergyEnvironment):
             "bin_fallback_cells": self.fallback_cells,
             "day": self.meta,
         }
+
+
+def full_potential_wh(network: Any, vehicle: VehicleProfile, gravity_mps2: float) -> np.ndarray:
+    """``(E,)`` potential energy difference ``m g (z_to - z_from) / 3600`` of every edge (Wh): no efficiency."""
+    return vehicle.mass_kg * gravity_mps2 * (network.z_to_m - network.z_from_m) / 3600.0
+
+
+def reduced_prior_wh(network: Any, vehicle: VehicleProfile) -> np.ndarray:
+    """``(E,)`` Eq. 8's energy minus the full potential ``m g dz / 3600`` (Wh), the prior of a reduced energy.
+
+    Non-negative for efficiencies ``<= 1``: uphill or with ``E_mech >= 0``, ``E = E_mech / eta+ >= E_mech >= m g dz``
+    (the resistances are ``>= 0``); downhill with recuperation, ``E - m g dz = (1 - eta-) m g |dz| + eta- R >= 0``.
+    Uses the profile's own ``g`` (Eq. 8's), where the recording uses SUMO's 9.81 m/s^2.
+    """
+    return network_energy_wh(network, vehicle) - full_potential_wh(network, vehicle, vehicle.gravity_mps2)
 
 
 def parse_params(params: dict[str, Any]) -> SumoReplayConfig:
@@ -262,16 +306,17 @@ def build(
     cfg = parse_params(params)
     v = vehicle or VehicleProfile()
     data, meta = record_day(linegraph, cfg.day_spec(), vehicle=v)
-    e_det = network_energy_wh(linegraph.network, v)
+    net = linegraph.network
+    e_det = network_energy_wh(net, v)
     prior_var = cfg.outputscale_frac**2 * float(e_det.var())
     return SumoReplayEnvironment(
         linegraph,
-        e_det,
+        reduced_prior_wh(net, v),
         data["edge"].to_numpy(),
-        data["energy_wh"].to_numpy(),
+        data["reduced_wh"].to_numpy(),
         prior_var,
         cfg,
-        elevation_potential_wh(linegraph.network, v),
+        full_potential_wh(net, v, SUMO_GRAVITY_MPS2),
         meta,
         data["entry_s"].to_numpy(),
     )

@@ -153,11 +153,20 @@ def _rows_to_csv(rows: list[dict[str, Any]], header: bool) -> str:
     return buf.getvalue()
 
 
+def bandit_potential(cfg: ExperimentConfig, env: Any) -> str:
+    """The potential the learner's oracle subtracts: ``cfg.potential``, except ``"none"`` for an environment whose
+    energies are already reduced (``env.reduced_energies``, e.g. ``sumo-replay``: subtracting the elevation
+    potential again would count it twice)."""
+    if getattr(env, "reduced_energies", False):
+        return "none"
+    return cfg.potential
+
+
 def make_bandit(cfg: ExperimentConfig, problem: Problem, seed: int) -> Any:
     """The learner of one run: a :class:`RoutingBandit` over ``cfg.model`` and ``cfg.policy``, or, for a learner
     name such as ``routeset``, that learner (same ``step``/``state`` interface, see :func:`make_learner`)."""
     potential = None
-    if cfg.potential == "elevation":
+    if bandit_potential(cfg, problem.env) == "elevation":
         potential = elevation_potential_wh(problem.linegraph.network, VehicleProfile.load(cfg.vehicle))
     if is_learner(cfg.model):
         return make_learner(
@@ -240,6 +249,7 @@ def run_seed(
         "optimal_wh": reference_wh,
         "optimal_route_edges": len(ref.edges),
         "optimal_method": ref.method,
+        "potential": bandit_potential(cfg, bandit.env),
         "regret_reference": {
             "exact": ref.exact,
             "method": ref.method,
@@ -355,6 +365,7 @@ def _run_locked(
         "mean_final_regret_wh": float(final.mean()),
         "model_init": cfg.model_params.get("init", "default"),  # the models' prior: neutral defaults or oracle
         "regret_reference": reference_statement(summaries),
+        "potential": str(summaries[0].get("potential", cfg.potential)) if summaries else cfg.potential,
         "se_final_regret_wh": json_float(standard_error(final)),  # null for one seed (evroute.stats)
     }
     atomic_write_json(out / "summary.json", agg)

@@ -3,7 +3,8 @@
 Flat functions, osmnx-style:
 
 * :func:`background_demand` -- seeded daily traffic (randomTrips.py + duarouter), cached by content hash;
-* :func:`record_traversals` -- simulate and return every EV edge traversal (edge, entry time, travel time, Wh);
+* :func:`record_traversals` -- simulate and return every EV edge traversal (edge, entry time, travel time, battery,
+  kinetic, potential and reduced energy in Wh, entry and exit speed);
 * :func:`split_energy` / :func:`attribute_steps` -- a step's energy split over the lanes it covered, by distance;
 * :func:`ev_vtype_xml` -- the EV of a :class:`~evroute.energy.VehicleProfile` as a SUMO vType (field mapping there);
 * :func:`write_routes_xml` / :func:`export_experiment_routes` -- routes as ``.rou.xml`` for ``sumo-gui``.

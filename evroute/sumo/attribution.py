@@ -164,21 +164,28 @@ def attribute_steps(
     """Split every step's energy over the lanes covered in it (:func:`split_energy`), adding rows for lanes crossed.
 
     Args:
-        time_s, vehicle, lane, pos_m, energy_wh: ``(S,)`` per-step records of any order, as SUMO writes them: step
-            time (s), vehicle id, lane and position on it (m) at the end of the step, energy drawn in the step (Wh);
-            ids as arrays of str or pandas Categoricals (null rows are dropped).
+        time_s, vehicle, lane, pos_m: ``(S,)`` per-step records of any order, as SUMO writes them: step time (s),
+            vehicle id, lane and position on it (m) at the end of the step; ids as arrays of str or pandas
+            Categoricals (null rows are dropped).
+        energy_wh: ``(S,)`` energy drawn in the step (Wh), or ``(S, k)``: ``k`` per-step quantities split alike
+            (e.g. energy and the step's change of kinetic energy, :func:`evroute.sumo.record.record_traversals`).
         graph: the net's lanes (:func:`lane_graph`).
         max_gap_m: lanes in between longer than this in total: a teleport, the energy stays on the last lane.
 
     Returns:
-        ``(time_s, vehicle, lane, energy_wh)`` of ``S' >= S`` rows sorted by vehicle and time: a step that changed
-        edge keeps its row on the lane it ended on, with that lane's share and, as time, the interpolated time of
-        entering it; the share of the lane it started on is added to the previous row; every lane crossed in
-        between gets a row of its own.  Per vehicle, the energy sums to the input's.
+        ``(time_s, vehicle, lane, energy_wh)`` of ``S' >= S`` rows sorted by vehicle and time (``energy_wh``
+        ``(S',)`` or ``(S', k)`` as given): a step that changed edge keeps its row on the lane it ended on, with
+        that lane's share and, as time, the interpolated time of entering it; the share of the lane it started on
+        is added to the previous row; every lane crossed in between gets a row of its own.  Per vehicle, every
+        quantity sums to the input's.  A quantity that is a difference of a state (``K_i - K_{i-1}``) is thereby
+        interpolated linearly in distance inside the step: the state at a lane boundary at fraction ``f`` of the
+        step's distance is ``K_{i-1} + f (K_i - K_{i-1})``.
     """
     t = np.asarray(time_s, dtype=np.float64)
     pos = np.asarray(pos_m, dtype=np.float64)
     en = np.asarray(energy_wh, dtype=np.float64)
+    one_d = en.ndim == 1
+    en = en.reshape(len(en), -1)
     veh_code, veh_names = pd.factorize(vehicle)
     lane_code, lane_names = pd.factorize(lane)
     keep = (veh_code >= 0) & (lane_code >= 0)
@@ -227,14 +234,14 @@ def attribute_steps(
     total = np.where(zero, 1.0, total)
     e_step, t0, dt = en[steps], t[steps - 1], t[steps] - t[steps - 1]
     new_en = en.copy()
-    new_en[steps] = e_step * d_last / total
-    np.add.at(new_en, steps - 1, e_step * d_first / total)
+    new_en[steps] = e_step * (d_last / total)[:, None]
+    np.add.at(new_en, steps - 1, e_step * (d_first / total)[:, None])
     new_t = t.copy()
     new_t[steps] = np.where(ok & ~zero, t0 + dt * (total - d_last) / total, t[steps])  # else: enters at the end
     # rows of the lanes in between: entered after the first lane and the lanes before them
     cum_before = np.cumsum(mid_d) - mid_d - np.repeat(np.cumsum(d_mid_sum) - d_mid_sum, n_mid)
     mid_t = t0[rep] + dt[rep] * (d_first[rep] + cum_before) / total[rep]
-    mid_e = e_step[rep] * mid_d / total[rep]
+    mid_e = e_step[rep] * (mid_d / total[rep])[:, None]
     # merge: every in-between row sits just before the step row it belongs to
     seq = np.concatenate([np.arange(n, dtype=np.float64), steps[rep] - 1.0 + (within + 1.0) / (n_mid[rep] + 1.0)])
     idx = np.argsort(seq, kind="stable")
@@ -246,7 +253,7 @@ def attribute_steps(
         out_t,
         pd.Categorical.from_codes(out_v, categories=pd.Index(veh_names).astype(str)),
         pd.Categorical.from_codes(out_l, categories=names),
-        out_e,
+        out_e[:, 0] if one_d else out_e,
     )
 
 

@@ -42,9 +42,9 @@ from evroute.network.cachefiles import cached, clean_stale_temps, temp_prefix
 from evroute.network.registry import file_sha256
 from evroute.sumo.attribution import LaneGraph, attribute_steps, lane_graph
 from evroute.sumo.binaries import SumoError, import_libsumo, run_sumo_program, sumo_binary
-from evroute.sumo.record import net_connections, steps_to_traversals, write_vtype_file
+from evroute.sumo.record import edge_rise_m, kinetic_steps, net_connections, steps_to_traversals, write_vtype_file
 from evroute.sumo.scenario import cache_key, sumo_cache_dir, sumo_version
-from evroute.sumo.vehicle import DEFAULT_VTYPE, battery_params, energy_fields
+from evroute.sumo.vehicle import DEFAULT_VTYPE, SUMO_GRAVITY_MPS2, battery_params, effective_mass_kg, energy_fields
 
 #: ids of the EV and its route inside a trip's simulation (the background's ids are ``bg...`` / the user's)
 EV_ID = "evroute_ev"
@@ -223,6 +223,8 @@ class LiveTrip:
         edges: ``(n,)`` SUMO edge ids driven: ``[pred, route..., succ]``.
         route_energy_wh: ``(n - 2,)`` energy of each route edge's complete traversal (Wh); NaN where missing.
         route_travel_s: ``(n - 2,)`` travel time of each route edge (s).
+        route_reduced_wh: ``(n - 2,)`` reduced energy of each route edge's traversal (Wh): its energy minus its
+            change of kinetic and potential energy (:mod:`evroute.sumo.record`); NaN where missing.
         edge_energy_wh: energy of every edge driven (Wh), the partial first and last ones included, the junction
             after an edge counted to it (so a route edge's value is its ``route_energy_wh``): sums to ``battery_wh``.
         battery_wh: net energy the battery device reports for the trip (Wh; the drop of its charge level).
@@ -246,6 +248,7 @@ class LiveTrip:
     wall_s: float
     failure: str = ""
     extra: dict[str, float] = field(default_factory=dict)
+    route_reduced_wh: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     @property
     def ok(self) -> bool:
@@ -296,6 +299,9 @@ class LiveSimulation:
         self._tmp = tempfile.TemporaryDirectory(prefix=temp_prefix("evroute-live-"))
         self.vtype_file = write_vtype_file(Path(self._tmp.name) / "ev.add.xml", vehicle, model=model)
         self.charge_wh = battery_params(vehicle or VehicleProfile())[1]  # the EV's initial charge (Wh)
+        self.mass_kg = (vehicle or VehicleProfile()).mass_kg
+        self.effective_mass_kg = effective_mass_kg(vehicle)
+        self._rise = edge_rise_m(self.net_file)
         self._args = [str(sumo_binary("sumo")), *_base_args(self.net_file, self.vtype_file, step_length, seed)]
         if self.route_files:
             self._args += ["-r", ",".join(str(p) for p in self.route_files)]
@@ -370,6 +376,7 @@ class LiveSimulation:
         times: list[float] = []
         lanes: list[str] = []
         pos: list[float] = []
+        speed: list[float] = []
         drawn: list[float] = []
         failure = ""
         insert = np.nan
@@ -401,7 +408,7 @@ class LiveSimulation:
                     failure = f"teleported at {now:g} s"
                     break
                 if not subscribed and EV_ID in ls.simulation.getDepartedIDList():
-                    ls.vehicle.subscribe(EV_ID, [tc.VAR_LANE_ID, tc.VAR_LANEPOSITION])
+                    ls.vehicle.subscribe(EV_ID, [tc.VAR_LANE_ID, tc.VAR_LANEPOSITION, tc.VAR_SPEED])
                     ls.vehicle.subscribeParameterWithKey(EV_ID, key)
                     subscribed, insert = True, now - self.step_length
                 if subscribed:
@@ -409,6 +416,7 @@ class LiveSimulation:
                     times.append(now - self.step_length)  # the step's own time, as in SUMO's outputs
                     lanes.append(res[tc.VAR_LANE_ID])
                     pos.append(float(res[tc.VAR_LANEPOSITION]))
+                    speed.append(float(res[tc.VAR_SPEED]))
                     drawn.append(self.charge_wh - float(res[tc.VAR_PARAMETER_WITH_KEY][1]))
                 if now >= deadline:
                     failure = (
@@ -427,6 +435,7 @@ class LiveSimulation:
             lanes,
             np.asarray(pos),
             np.asarray(drawn),
+            np.asarray(speed),
             depart,
             insert,
             steps,
@@ -455,6 +464,7 @@ class LiveSimulation:
         lanes: list[str],
         pos: np.ndarray,
         drawn: np.ndarray,
+        speed: np.ndarray,
         depart: float,
         insert: float,
         steps: int,
@@ -464,18 +474,21 @@ class LiveSimulation:
         n_route = len(edges) - 2
         energy = np.full(n_route, np.nan)
         travel = np.full(n_route, np.nan)
+        reduced = np.full(n_route, np.nan)
         per_edge: dict[str, float] = {}
         battery = float(drawn[-1]) if len(drawn) else 0.0
         if len(times):
             step_wh = np.diff(drawn, prepend=0.0)  # per step; telescopes to the battery's total
             veh = np.full(len(times), EV_ID, dtype=object)
-            t2, v2, l2, e2 = attribute_steps(times, veh, np.asarray(lanes, dtype=object), pos, step_wh, self.graph)
+            both = np.column_stack([step_wh, kinetic_steps(times, veh, speed, self.effective_mass_kg)])
+            t2, v2, l2, e2 = attribute_steps(times, veh, np.asarray(lanes, dtype=object), pos, both, self.graph)
+            e2, k2 = e2[:, 0], e2[:, 1]
             current = edges[0]
             for name, wh in zip(np.asarray(l2).astype(str).tolist(), e2.tolist(), strict=True):
                 if not name.startswith(":"):  # a junction's internal lane counts to the edge before it
                     current = name.rsplit("_", 1)[0]
                 per_edge[current] = per_edge.get(current, 0.0) + wh
-            tr = steps_to_traversals(t2, v2, l2, e2, legal_turns=self.legal_turns)
+            tr = steps_to_traversals(t2, v2, l2, e2, legal_turns=self.legal_turns, kinetic_wh=k2)
             if not failure:
                 got = tr["edge"].tolist()
                 if got != edges[1:-1]:
@@ -483,6 +496,9 @@ class LiveSimulation:
                 else:
                     energy = tr["energy_wh"].to_numpy(dtype=np.float64)
                     travel = tr["travel_s"].to_numpy(dtype=np.float64)
+                    rise = np.array([self._rise.get(e, np.nan) for e in got])
+                    potential = self.mass_kg * SUMO_GRAVITY_MPS2 * rise / 3600.0
+                    reduced = energy - tr["kinetic_wh"].to_numpy(dtype=np.float64) - potential
         elif not failure:
             failure = "the EV never entered the network"
         return LiveTrip(
@@ -497,6 +513,7 @@ class LiveSimulation:
             steps=steps,
             wall_s=wall,
             failure=failure,
+            route_reduced_wh=reduced,
         )
 
 

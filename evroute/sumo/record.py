@@ -8,9 +8,9 @@ into edge traversals.  Two backends give the same steps:
 
 * ``"output"`` (default): ``sumo`` writes ``--battery-output`` as Parquet (columnar, written by SUMO's C++),
   read with pandas;
-* ``"libsumo"``: SUMO as a library, stepped from Python, reading each battery vehicle's lane and its battery's
-  charge (``device.battery.chargeLevel``, 0.01 Wh resolution, differenced per step: the net energy drawn) through
-  and position through subscriptions.
+* ``"libsumo"``: SUMO as a library, stepped from Python, reading each battery vehicle's lane, position, speed and
+  its battery's charge (``device.battery.chargeLevel``, 0.01 Wh resolution, differenced per step: the net energy
+  drawn) through subscriptions.
 
 ``scripts/bench/bench_sumo_recording.py`` measures both on the same demand: they agree to 0.01 Wh and the Parquet output
 was faster in median, within the noise of the shared machine (``docs/results/sumo_benchmark.md``).
@@ -19,6 +19,32 @@ A traversal of edge ``e`` starts at the first step the vehicle is on ``e`` and e
 the next normal edge; the junction (internal lanes) between them counts to ``e``.  The first and the last edge of
 each trip are partial (departure and arrival positions) and are dropped, and so is any traversal whose
 predecessor or successor is not a legal connection of the net (a teleport of a jammed vehicle).
+
+**Energy that telescopes.**  At the wheels, work = change of kinetic energy + change of potential energy +
+dissipated work (rolling, drag, braking), and the battery pays ``W+/eta+ - W- eta- + aux`` with ``eta <= 1``, so
+for every traversal ``energy - (kinetic + potential) >= 0``: the *reduced* energy (losses, resistances,
+auxiliaries).  Per traversal :func:`record_traversals` stores
+
+* ``kinetic_wh = 1/2 m_eff (v_exit^2 - v_entry^2) / 3600`` with ``m_eff = mass + rotatingMass``
+  (:func:`evroute.sumo.vehicle.effective_mass_kg`, what SUMO's ``Energy`` model charges for acceleration) and
+  entry/exit speeds at the traversal's boundaries: the step's change of kinetic energy is split over the lanes
+  the step covered by distance, exactly like its battery energy, i.e. ``v^2`` is interpolated linearly in distance
+  inside the step where the boundary falls (``entry_speed_mps``, ``exit_speed_mps``);
+* ``potential_wh = m g (z_to - z_from) / 3600``, the edge's junction elevations as the network loader reads them
+  (:func:`evroute.network.sumo.load_sumo_net`; ``g`` = SUMO's 9.81 m/s^2), a constant per edge;
+* ``reduced_wh = energy_wh - kinetic_wh - potential_wh``.
+
+Both potentials telescope: a vehicle's exit speed of one traversal is its entry speed of the next, consecutive
+edges share their junction's height, so along a trip from rest to rest the kinetic terms sum to 0 and the potential
+terms to ``m g (z_end - z_start)``.  What keeps a reduced energy from being exactly the physics' non-negative
+dissipation: SUMO charges the potential per step as ``m g sin(slope) v dt`` on the lane it ends on (so inside
+junctions and at lane ends it is not exactly the junction-to-junction ``m g dz``), the battery output's 1e-6 Wh
+(libsumo: 0.01 Wh) resolution, and the first step after insertion (its kinetic energy is the insertion speed's).
+The kinetic term uses ``m_eff`` for both energy models; ``MMPEVEM`` charges its own rotating inertia
+(``m + internalMomentOfInertia / wheelRadius^2``), so there a small fraction of each kinetic change stays in the
+reduced energy (it still telescopes: any fixed ``m_eff`` does).  ``MMPEVEM`` also reports NaN energy for some steps
+(cause not traced here; SUMO's MMPEVEM flags operating points beyond the motor's torque or power limits, or outside
+its loss map, as invalid); those traversals keep a NaN energy here and the replay leaves them out.
 """
 
 from __future__ import annotations
@@ -37,11 +63,22 @@ from evroute.energy import VehicleProfile
 from evroute.errors import DataError, ParameterError
 from evroute.sumo.attribution import attribute_steps, lane_graph
 from evroute.sumo.binaries import SumoError, import_libsumo, run_sumo_program, sumo_binary
-from evroute.sumo.vehicle import battery_params, ev_vtype_xml
+from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2, battery_params, effective_mass_kg, ev_vtype_xml
 
-TRAVERSAL_COLUMNS = ("vehicle", "edge", "entry_s", "travel_s", "energy_wh")
-#: version of the step-to-traversal conversion, part of the cache key of recorded days (2: energy by distance)
-ATTRIBUTION_VERSION = 2
+#: columns of :func:`steps_to_traversals` (without kinetic energies)
+STEP_TRAVERSAL_COLUMNS = ("vehicle", "edge", "entry_s", "travel_s", "energy_wh")
+#: columns of :func:`record_traversals` (module doc: energy that telescopes)
+TRAVERSAL_COLUMNS = (
+    *STEP_TRAVERSAL_COLUMNS,
+    "kinetic_wh",
+    "potential_wh",
+    "reduced_wh",
+    "entry_speed_mps",
+    "exit_speed_mps",
+)
+#: version of the step-to-traversal conversion, part of the cache key of recorded days (2: energy by distance;
+#: 3: kinetic and potential energy per traversal, reduced energy)
+ATTRIBUTION_VERSION = 3
 METHODS = ("output", "libsumo")
 
 
@@ -62,7 +99,13 @@ def write_vtype_file(
 
 
 def steps_to_traversals(
-    time_s: np.ndarray, vehicle: Any, lane: Any, energy_wh: np.ndarray, legal_turns: set[tuple[str, str]] | None = None
+    time_s: np.ndarray,
+    vehicle: Any,
+    lane: Any,
+    energy_wh: np.ndarray,
+    legal_turns: set[tuple[str, str]] | None = None,
+    *,
+    kinetic_wh: np.ndarray | None = None,
 ) -> pd.DataFrame:
     """Cut per-step records (any order) into complete edge traversals (vectorised: millions of steps in seconds).
 
@@ -72,32 +115,43 @@ def steps_to_traversals(
             or pandas Categoricals.
         legal_turns: the net's connections ``(from_edge, to_edge)``; traversals entered or left through anything
             else (teleports) are dropped.  ``None`` keeps them.
+        kinetic_wh: optional ``(S,)`` change of kinetic energy in the step (Wh), the vehicle's first step holding
+            its kinetic energy at the end of that step (from rest before insertion), so that a vehicle's
+            cumulative sum is its kinetic energy at the end of each step (:func:`kinetic_steps`).
 
     Returns:
-        DataFrame with :data:`TRAVERSAL_COLUMNS`, sorted by entry time.
+        DataFrame with :data:`STEP_TRAVERSAL_COLUMNS`, sorted by entry time; with ``kinetic_wh``, also
+        ``kinetic_wh`` (its sum over the traversal) and ``entry_kinetic_wh`` (the kinetic energy at entry).
     """
     t = np.asarray(time_s, dtype=np.float64)
     en = np.asarray(energy_wh, dtype=np.float64)
+    with_kin = kinetic_wh is not None
+    cols = STEP_TRAVERSAL_COLUMNS + (("kinetic_wh", "entry_kinetic_wh") if with_kin else ())
+    kin = np.asarray(kinetic_wh, dtype=np.float64) if with_kin else np.zeros(len(t))
     if len(t) == 0:
-        return pd.DataFrame({c: [] for c in TRAVERSAL_COLUMNS})
+        return pd.DataFrame({c: [] for c in cols})
     veh_code, veh_names = pd.factorize(vehicle)
     lane_code, lane_names = pd.factorize(lane)
     present = (veh_code >= 0) & (lane_code >= 0)  # column outputs write empty time steps as rows of nulls
     if not present.all():
-        veh_code, lane_code, t, en = veh_code[present], lane_code[present], t[present], en[present]
+        veh_code, lane_code, t, en, kin = veh_code[present], lane_code[present], t[present], en[present], kin[present]
     lane_names = pd.Index(lane_names).astype(str)
     internal = lane_names.str.startswith(":")
     edge_of_lane_name = lane_names.str.rsplit("_", n=1).str[0]
     edge_code_of_lane, edge_names = pd.factorize(edge_of_lane_name.where(~internal, None))  # internal: -1
     order = np.lexsort((np.arange(len(t)), t, veh_code))  # ties in time keep the input (driving) order
-    v, e, t, en = veh_code[order], edge_code_of_lane[lane_code[order]], t[order], en[order]
+    v, e, t, en, kin = veh_code[order], edge_code_of_lane[lane_code[order]], t[order], en[order], kin[order]
     first = np.ones(len(v), dtype=bool)
     first[1:] = v[1:] != v[:-1]
+    # kinetic energy before each row: the vehicle's cumulative sum of the rows before it
+    cs = np.cumsum(kin)
+    head = np.maximum.accumulate(np.where(first, np.arange(len(v)), 0))
+    kin_before = cs - kin - (cs[head] - kin[head])
     # junction steps count to the edge before: forward-fill -1 within each vehicle (a vehicle's first rows stay -1)
     idx = np.maximum.accumulate(np.where((e >= 0) | first, np.arange(len(e)), 0))
     e = e[idx]
     ok = e >= 0
-    v, e, t, en = v[ok], e[ok], t[ok], en[ok]
+    v, e, t, en, kin, kin_before = v[ok], e[ok], t[ok], en[ok], kin[ok], kin_before[ok]
     new = np.ones(len(v), dtype=bool)
     new[1:] = (v[1:] != v[:-1]) | (e[1:] != e[:-1])
     starts = np.flatnonzero(new)
@@ -129,7 +183,39 @@ def steps_to_traversals(
             "energy_wh": energy[keep],
         }
     )
+    if with_kin:
+        tr["kinetic_wh"] = np.add.reduceat(kin, starts)[keep]
+        tr["entry_kinetic_wh"] = kin_before[starts][keep]
     return tr.sort_values(["entry_s", "vehicle"], kind="stable").reset_index(drop=True)
+
+
+def kinetic_steps(time_s: np.ndarray, vehicle: Any, speed_mps: np.ndarray, mass_kg: float) -> np.ndarray:
+    """``(S,)`` change of kinetic energy ``1/2 m (v_i^2 - v_{i-1}^2) / 3600`` (Wh) in each step (any order).
+
+    ``v_{i-1}`` is the same vehicle's speed at its previous step; a vehicle's first step gets its kinetic energy
+    ``1/2 m v_0^2`` (from rest before insertion), so the cumulative sum per vehicle is its kinetic energy.
+    """
+    t = np.asarray(time_s, dtype=np.float64)
+    ke = 0.5 * float(mass_kg) * np.asarray(speed_mps, dtype=np.float64) ** 2 / 3600.0
+    code, _ = pd.factorize(vehicle)
+    order = np.lexsort((np.arange(len(t)), t, code))
+    k = ke[order]
+    d = np.diff(k, prepend=0.0)
+    same = np.zeros(len(k), dtype=bool)
+    same[1:] = code[order][1:] == code[order][:-1]
+    d = np.where(same, d, k)
+    out = np.empty(len(t))
+    out[order] = d
+    return out
+
+
+def edge_rise_m(net_file: str | os.PathLike[str]) -> dict[str, float]:
+    """``z_to - z_from`` (m) of every passenger edge of a SUMO net, the junction elevations of
+    :func:`evroute.network.sumo.load_sumo_net` (so that consecutive edges share their junction's height)."""
+    from evroute.network.sumo import load_sumo_net
+
+    net = load_sumo_net(net_file)
+    return dict(zip(net.edge_ids.tolist(), (net.z_to_m - net.z_from_m).tolist(), strict=True))
 
 
 def net_connections(net_file: str | os.PathLike[str]) -> set[tuple[str, str]]:
@@ -210,7 +296,9 @@ def record_traversals(
         sumo_args: further ``sumo`` options.
 
     Returns:
-        DataFrame with :data:`TRAVERSAL_COLUMNS` (``entry_s`` and ``travel_s`` in s, ``energy_wh`` in Wh).
+        DataFrame with :data:`TRAVERSAL_COLUMNS`: ``entry_s`` and ``travel_s`` in s; ``energy_wh`` (battery),
+        ``kinetic_wh``, ``potential_wh`` and ``reduced_wh`` in Wh; entry and exit speed in m/s (module doc).
+        Edges the network loader leaves out (not for passenger cars) have a NaN potential and reduced energy.
 
     Raises:
         SumoError: SUMO or libsumo missing, or the simulation failing (its first error line).
@@ -236,10 +324,19 @@ def record_traversals(
             steps = _steps_from_libsumo(args, step_length, end, battery_params(vehicle or VehicleProfile())[1])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    t, veh, lane, pos, energy = steps
-    return steps_to_traversals(
-        *attribute_steps(t, veh, lane, pos, energy, lane_graph(net)), legal_turns=net_connections(net)
-    )
+    t, veh, lane, pos, energy, speed = steps
+    m_eff = effective_mass_kg(vehicle, vtype_extra)
+    both = np.column_stack([energy, kinetic_steps(t, veh, speed, m_eff)])
+    t2, v2, l2, e2 = attribute_steps(t, veh, lane, pos, both, lane_graph(net))
+    tr = steps_to_traversals(t2, v2, l2, e2[:, 0], legal_turns=net_connections(net), kinetic_wh=e2[:, 1])
+    mass = (vehicle or VehicleProfile()).mass_kg
+    rise = tr["edge"].map(edge_rise_m(net)).to_numpy(dtype=np.float64)
+    entry_ke = tr.pop("entry_kinetic_wh").to_numpy()
+    tr["potential_wh"] = mass * SUMO_GRAVITY_MPS2 * rise / 3600.0
+    tr["reduced_wh"] = tr["energy_wh"] - tr["kinetic_wh"] - tr["potential_wh"]
+    tr["entry_speed_mps"] = np.sqrt(np.maximum(2.0 * 3600.0 * entry_ke / m_eff, 0.0))
+    tr["exit_speed_mps"] = np.sqrt(np.maximum(2.0 * 3600.0 * (entry_ke + tr["kinetic_wh"].to_numpy()) / m_eff, 0.0))
+    return tr[list(TRAVERSAL_COLUMNS)]
 
 
 def _steps_from_output(args: list[str], tmp: Path, timeout_s: float) -> tuple[np.ndarray, ...]:
@@ -251,13 +348,20 @@ def _steps_from_output(args: list[str], tmp: Path, timeout_s: float) -> tuple[np
     )
     if not out.is_file():
         raise SumoError("sumo wrote no battery output (no vehicle of the default type was simulated)")
-    cols = ["timestep_time", "vehicle_id", "vehicle_lane", "vehicle_posOnLane", "vehicle_energyConsumed"]
+    cols = [
+        "timestep_time",
+        "vehicle_id",
+        "vehicle_lane",
+        "vehicle_posOnLane",
+        "vehicle_energyConsumed",
+        "vehicle_speed",
+    ]
     import pyarrow.parquet as pq
 
     try:
         names = set(pq.read_schema(out).names)
         if not set(cols) <= names:  # only empty time steps: SUMO writes no vehicle columns
-            return (np.zeros(0), np.zeros(0, dtype=str), np.zeros(0, dtype=str), np.zeros(0), np.zeros(0))
+            return (np.zeros(0), np.zeros(0, dtype=str), np.zeros(0, dtype=str), np.zeros(0), np.zeros(0), np.zeros(0))
         # ids dictionary-encoded (pandas Categoricals): millions of steps, a few thousand distinct ids
         df = pq.read_table(out, columns=cols, read_dictionary=cols[:3]).to_pandas()
     except Exception as exc:  # noqa: BLE001 - pyarrow errors on an empty/odd file
@@ -269,6 +373,7 @@ def _steps_from_output(args: list[str], tmp: Path, timeout_s: float) -> tuple[np
         df["vehicle_lane"],
         df["vehicle_posOnLane"].to_numpy(dtype=np.float64),
         df["vehicle_energyConsumed"].to_numpy(dtype=np.float64),
+        df["vehicle_speed"].to_numpy(dtype=np.float64),
     )
 
 
@@ -288,15 +393,17 @@ def _steps_from_libsumo(
     lanes: list[str] = []
     positions: list[float] = []
     energy: list[float] = []
+    speeds: list[float] = []
     last: dict[str, float] = {}
-    var_lane, var_pos, key = tc.VAR_LANE_ID, tc.VAR_LANEPOSITION, "device.battery.chargeLevel"
+    var_lane, var_pos, var_speed = tc.VAR_LANE_ID, tc.VAR_LANEPOSITION, tc.VAR_SPEED
+    key = "device.battery.chargeLevel"
     try:
         stop = np.inf if end is None else end
         while ls.simulation.getMinExpectedNumber() > 0 and ls.simulation.getTime() < stop:
             ls.simulationStep()
             for vid in ls.simulation.getDepartedIDList():
                 if ls.vehicle.getParameter(vid, "has.battery.device") == "true":
-                    ls.vehicle.subscribe(vid, [var_lane, var_pos])
+                    ls.vehicle.subscribe(vid, [var_lane, var_pos, var_speed])
                     ls.vehicle.subscribeParameterWithKey(vid, key)
             t = ls.simulation.getTime() - step_length  # the step's own time, as in SUMO's outputs
             for vid, res in ls.vehicle.getAllSubscriptionResults().items():
@@ -305,19 +412,30 @@ def _steps_from_libsumo(
                 vehs.append(vid)
                 lanes.append(res[var_lane])
                 positions.append(float(res[var_pos]))
+                speeds.append(float(res[var_speed]))
                 energy.append(total - last.get(vid, 0.0))
                 last[vid] = total
     except Exception as exc:  # noqa: BLE001
         raise SumoError(f"sumo (libsumo) failed: {str(exc).splitlines()[0]}") from None
     finally:
         ls.close()
-    return np.asarray(times), np.asarray(vehs), np.asarray(lanes), np.asarray(positions), np.asarray(energy)
+    return (
+        np.asarray(times),
+        np.asarray(vehs),
+        np.asarray(lanes),
+        np.asarray(positions),
+        np.asarray(energy),
+        np.asarray(speeds),
+    )
 
 
 __all__ = [
     "ATTRIBUTION_VERSION",
     "METHODS",
+    "STEP_TRAVERSAL_COLUMNS",
     "TRAVERSAL_COLUMNS",
+    "edge_rise_m",
+    "kinetic_steps",
     "net_connections",
     "record_traversals",
     "steps_to_traversals",

@@ -1,13 +1,13 @@
 """A SUMO day recorded once: every EV traversal of every edge, with probe trips for edges traffic leaves out.
 
-:func:`record_day` simulates the background demand of a network (:func:`evroute.sumo.scenario.background_demand`,
-or the user's route files) with every vehicle an EV of the profile, and records all traversals
-(:func:`evroute.sumo.record.record_traversals`).  Edges of the line graph's largest strongly connected component
-with fewer than ``min_samples`` traversals then get probe trips ``[predecessor, edge, successor]`` (a complete
-traversal of the edge between two legal turns), departing at seeded random times of the simulated window, and the
-day is simulated again with background and probes together (so probes meet the same traffic); this repeats up to
-``max_probe_rounds`` times.  The result is cached as Parquet (key: network bytes, edge set, demand, vehicle, model,
-SUMO version), so a day is simulated once per machine.
+:func:`record_day` simulates the background demand of a network (:func:`evroute.sumo.scenario.background_demand`, or the
+user's route files) with every vehicle an EV of the profile, and records all traversals
+(:func:`evroute.sumo.record.record_traversals`: battery, kinetic, potential and reduced energy). Edges of the line
+graph's largest strongly connected component with fewer than ``min_samples`` traversals then get probe trips
+``[predecessor, edge, successor]`` (a complete traversal of the edge between two legal turns), departing at seeded
+random times of the simulated window, and the day is simulated again with background and probes together (so probes meet
+the same traffic); this repeats up to ``max_probe_rounds`` times. The result is cached as Parquet (key: network bytes,
+edge set, demand, vehicle, model, SUMO version), so a day is simulated once per machine.
 """
 
 from __future__ import annotations
@@ -149,7 +149,9 @@ def record_day(
 
     Returns:
         ``(traversals, meta)``: traversals with columns ``edge`` (line-graph index), ``entry_s``, ``travel_s``,
-        ``energy_wh``, ``probe`` (bool); ``meta`` with the counts, probe rounds and edges still short of samples.
+        ``energy_wh`` (battery), ``kinetic_wh``, ``potential_wh``, ``reduced_wh`` (Wh, see
+        :mod:`evroute.sumo.record`), ``probe`` (bool); ``meta`` with the counts, probe rounds, edges still short of
+        samples and the reduced energies below 0 (count, minimum).
     """
     spec = spec or DaySpec()
     vehicle = vehicle or VehicleProfile()
@@ -229,6 +231,9 @@ def _record(
             "entry_s": tr["entry_s"].to_numpy(),
             "travel_s": tr["travel_s"].to_numpy(),
             "energy_wh": tr["energy_wh"].to_numpy(),
+            "kinetic_wh": tr["kinetic_wh"].to_numpy(),
+            "potential_wh": tr["potential_wh"].to_numpy(),
+            "reduced_wh": tr["reduced_wh"].to_numpy(),
             "probe": tr["vehicle"].str.startswith("probe").to_numpy(),
         }
     )
@@ -245,6 +250,8 @@ def _record(
         "edges_short": int(len(short)),
         "edges_unsampled": int((counts == 0).sum()),
         "short_edge_ids": ids[short[:50]].tolist(),
+        "negative_reduced_traversals": int((data["reduced_wh"] < 0).sum()),
+        "min_reduced_wh": float(data["reduced_wh"].min()) if len(data) else 0.0,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=temp_prefix(f".{data_path.name}."), suffix=".tmp", dir=out_dir)

@@ -43,6 +43,9 @@ SUMO_ONLY_DEFAULTS: dict[str, float] = {
     "constantPowerIntake": 100.0,  # W, auxiliaries
 }
 
+#: SUMO's gravitational acceleration (m/s^2, hard-coded in its energy models)
+SUMO_GRAVITY_MPS2 = 9.81
+
 #: vType id the demand's vehicles use when they name none; redefining it makes every such vehicle this EV.
 DEFAULT_VTYPE = "DEFAULT_VEHTYPE"
 #: profile fields that do not change what SUMO records for a trip drawing or recovering less than half the battery
@@ -83,6 +86,14 @@ def profile_params(vehicle: VehicleProfile, model: str = "Energy") -> dict[str, 
     if vehicle.max_regen_power_kw is not None and model == "MMPEVEM":
         params["maximumRecuperationPower"] = 1000.0 * float(vehicle.max_regen_power_kw)
     return params
+
+
+def effective_mass_kg(vehicle: VehicleProfile | None = None, extra: Mapping[str, float] | None = None) -> float:
+    """Mass whose kinetic energy SUMO's ``Energy`` model charges, ``mass + rotatingMass`` (kg): the profile's mass
+    plus the vType's rotating mass (:data:`SUMO_ONLY_DEFAULTS`, or ``extra["rotatingMass"]``)."""
+    v = vehicle or VehicleProfile()
+    rot = {**SUMO_ONLY_DEFAULTS, **(extra or {})}["rotatingMass"]
+    return float(v.mass_kg) + float(rot)
 
 
 def ev_vtype_xml(
@@ -135,9 +146,11 @@ __all__ = [
     "BATTERY_ONLY_FIELDS",
     "DEFAULT_VTYPE",
     "ENERGY_MODELS",
+    "SUMO_GRAVITY_MPS2",
     "SUMO_ONLY_DEFAULTS",
     "battery_params",
     "energy_fields",
+    "effective_mass_kg",
     "ev_vtype_xml",
     "profile_params",
 ]

@@ -159,7 +159,7 @@ def routes(args: argparse.Namespace) -> None:
                     "edges": " ".join(driven[1:-1]),
                     "slot": int(k),
                     "ok": trip.ok,
-                    "live_wh": float(np.sum(trip.route_energy_wh)),
+                    "live_wh": float(np.sum(trip.route_reduced_wh)),  # reduced, like the replay means
                     "replay_wh": float(env.expected_energy(edges)),
                 }
             )
