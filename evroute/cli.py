@@ -35,6 +35,17 @@ def _positive_int(text: str) -> int:
     return n
 
 
+def _positive_metres(text: str) -> float:
+    """A finite distance > 0 in metres (``inf`` / ``nan`` would let any point on Earth snap to the network)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a distance in metres, got {text!r}") from None
+    if not (0 < x < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite distance > 0 in metres, got {text!r}")
+    return x
+
+
 def _parse_seeds(text: str) -> list[int]:
     """``"5"`` -> seeds 0..4; ``"3,7,9"`` -> those seeds; ``"2-4"`` -> 2, 3, 4 (at most ``MAX_SEEDS`` seeds)."""
     from evroute.experiments.config import MAX_SEEDS
@@ -248,7 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="dest", required=True, help="goal edge id, or a point LON,LAT")
     p.add_argument(
         "--max-snap-m",
-        type=float,
+        type=_positive_metres,
         default=250.0,
         help="a LON,LAT point farther than this from every edge (true geometry) is an error (default: %(default)s m)",
     )

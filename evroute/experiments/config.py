@@ -201,7 +201,9 @@ def check_parameters(cfg: ExperimentConfig) -> None:
     from evroute.models.factory import check_model, check_model_params, is_learner
     from evroute.policies import POLICIES, make_policy
 
-    check_model(cfg.model, cfg.policy, cfg.model_params)
+    check_model(cfg.model, cfg.policy)  # the name first, then the types, then the ranges
+    check_model_params(cfg.model, cfg.model_params)
+    check_model(cfg.model, cfg.policy, cfg.model_params)  # a builder's own check (e.g. values a config derives)
     if is_learner(cfg.model):
         if cfg.policy_params:
             raise ParameterError(f"model {cfg.model!r} takes its parameters as model parameters, not policy parameters")
@@ -210,8 +212,11 @@ def check_parameters(cfg: ExperimentConfig) -> None:
             make_policy(cfg.policy)  # the registry's own "unknown policy" error
         check_params("policy parameter", cfg.policy_params, [POLICIES[cfg.policy.lower()]])
         make_policy(cfg.policy, **cfg.policy_params)  # ranges
-    check_model_params(cfg.model, cfg.model_params)
     check_environment_params(cfg.env, cfg.environment)
+
+
+#: drifting-environment keys that only the daily cycle uses (``drift=slow`` has no daily cycle)
+DAILY_ONLY = frozenset({"drift_period", "drift_daily_amplitude"})
 
 
 def check_environment_params(env: str, params: dict[str, Any]) -> None:
@@ -221,9 +226,21 @@ def check_environment_params(env: str, params: dict[str, Any]) -> None:
 
     mod = environment_module(env)
     drift_cls = getattr(mod, "DRIFT_CONFIG", None)
+    drift_keys = sorted(k for k in params if k == "drift" or k.startswith("drift_"))
     if drift_cls is None:
+        own = {f.name for f in fields(mod.CONFIG)}
+        if set(drift_keys) - own:
+            raise ParameterError(
+                f"environment parameter {drift_keys[0]!r} needs --env drifting (environment {env!r} does not drift)"
+            )
         check_params("environment parameter", params, [mod.CONFIG])
     else:
+        daily_only = DAILY_ONLY & set(drift_keys)
+        if str(params.get("drift", "daily")).lower() == "slow" and daily_only:
+            raise ParameterError(
+                f"environment parameter {sorted(daily_only)[0]!r} sets the daily cycle, but drift=slow has none "
+                "(use drift=daily, the default)"
+            )
         static = {k: v for k, v in params.items() if k != "drift" and not k.startswith("drift_")}
         check_params("environment parameter", static, [mod.CONFIG])
         drift = {k[len("drift_") :]: v for k, v in params.items() if k.startswith("drift_")}

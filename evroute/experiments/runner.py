@@ -122,7 +122,11 @@ def validate(cfg: ExperimentConfig) -> RouteSpec:
     problem = call_checked("environment parameters", build_problem, cfg, seed)
     if cfg.model_params and not is_learner(cfg.model):
         call_checked(
-            f"parameters for model {cfg.model!r}", make_model, cfg.model, problem.env, seed=seed, **cfg.model_params
+            f"parameters for model {cfg.model!r}",
+            make_model,
+            cfg.model,
+            problem.env,
+            **{"seed": seed, **cfg.model_params},
         )
     _VALIDATED[key] = route
     return route
@@ -170,7 +174,7 @@ def make_bandit(cfg: ExperimentConfig, problem: Problem, seed: int) -> Any:
             potential_wh=potential,
             **cfg.model_params,
         )
-    model = make_model(cfg.model, problem.env, seed=seed, **cfg.model_params)
+    model = make_model(cfg.model, problem.env, **{"seed": seed, **cfg.model_params})  # a seed parameter wins
     return RoutingBandit(
         problem.env,
         model,

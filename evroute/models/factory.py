@@ -48,6 +48,16 @@ class KernelInitParams:
     product_weight: float | None = None
     threads: int = 1
 
+    def __post_init__(self) -> None:
+        from evroute.errors import check_range
+
+        for name in ("graph_nu", "graph_kappa", "lengthscale"):
+            if getattr(self, name) is not None:
+                check_range(name, getattr(self, name), 0.0, low_open=True)
+        if self.product_weight is not None:
+            check_range("product_weight", self.product_weight, 0.0, 1.0)
+        check_range("threads", self.threads, 0)
+
 
 #: model name -> ``"module:object"`` whose fields (dataclass) or keyword parameters with defaults (class ``__init__``,
 #: function) are the model's ``--model-param`` names and types.  Default: the builder's own keyword parameters, so a

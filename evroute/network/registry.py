@@ -26,6 +26,7 @@ the netconvert options, so repeated loads skip netconvert.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -182,13 +183,31 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
     if dest.is_file() and file_sha256(dest) == ds.sha256:
         return dest
     source = url or ds.url
+    created = [d for d in (target_dir, *target_dir.parents) if not d.exists()]  # removed again if the fetch fails
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise DataError(f"cannot create data directory {target_dir}: {exc.strerror or exc}") from None
     pooch.get_logger().setLevel("WARNING")
     try:
-        got = pooch.retrieve(
+        got = _retrieve(source, ds, target_dir, name)
+    except BaseException:
+        for d in created:  # deepest first: only the folders this call made, and only while empty
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    from evroute.io import umask_mode
+
+    os.chmod(got, umask_mode())  # pooch's temporary file is created 0600
+    return Path(got)
+
+
+def _retrieve(source: str, ds: Dataset, target_dir: Path, name: str) -> str:
+    """:func:`pooch.retrieve` of ``source`` into ``target_dir`` checked against ``ds.sha256``; one-line errors."""
+    import pooch
+
+    try:
+        return pooch.retrieve(
             source,
             known_hash=f"sha256:{ds.sha256}",
             fname=ds.filename,
@@ -203,10 +222,6 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
         raise DataError(f"cannot download {name} from {source}: {str(reason).splitlines()[0]}") from None
-    from evroute.io import umask_mode
-
-    os.chmod(got, umask_mode())  # pooch's temporary file is created 0600
-    return Path(got)
 
 
 def converted_net_path(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: object) -> Path:
