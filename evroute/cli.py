@@ -186,8 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_network_args(p, None)
     p.add_argument("--config", help="JSON config file (command-line options override its values)")
     p.add_argument("--route", default=None, help="named route A or B (default: A unless --start/--goal)")
-    p.add_argument("--start", default=None, help="start edge id")
-    p.add_argument("--goal", default=None, help="goal edge id")
+    p.add_argument("--start", default=None, help="start edge id, or a point LON,LAT (snapped to the nearest edge)")
+    p.add_argument("--goal", default=None, help="goal edge id, or a point LON,LAT (snapped to the nearest edge)")
     p.add_argument(
         "--model",
         default=None,
@@ -349,17 +349,28 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )[path.name]
     print(
         f"{summary['label']} on {cfg.network} route {summary['route']}: T={cfg.horizon}, "
-        f"{len(cfg.seeds)} seed(s), final cumulative regret {summary['mean_final_regret_wh']:.2f} "
-        f"+- {summary['se_final_regret_wh']:.2f} Wh (mean +- s.e.)"
+        f"{len(cfg.seeds)} seed(s), final cumulative regret "
+        f"{regret_text(summary['mean_final_regret_wh'], summary['se_final_regret_wh'], len(cfg.seeds))}"
     )
     print(f"regret reference: {regret_reference_text(summary, out)}")
     if args.sumo_routes:
         from evroute.energy import VehicleProfile
+        from evroute.experiments.runner import load_linegraph
         from evroute.sumo.export import export_experiment_routes
 
-        print(f"SUMO routes: {export_experiment_routes(out, vehicle=VehicleProfile.load(cfg.vehicle))}")
+        rou = export_experiment_routes(out, vehicle=VehicleProfile.load(cfg.vehicle))
+        net = load_linegraph(cfg.network, cfg.data_dir, cfg.dem, cfg.loader).network
+        print(f"SUMO routes: {rou}\n{sumo_pairing_text(net, rou)}")
     print(f"results: {out}")
     return 0
+
+
+def regret_text(mean_wh: float, se_wh: float, n_seeds: int, *, units: bool = True) -> str:
+    """``"12.34 +- 0.56 Wh (mean +- s.e.)"``; with one seed there is no standard error: ``"12.34 Wh (one seed)"``."""
+    wh = " Wh" if units else ""
+    if n_seeds < 2:
+        return f"{mean_wh:.2f}{wh} (one seed)"
+    return f"{mean_wh:.2f} +- {se_wh:.2f}{wh}" + (" (mean +- s.e.)" if units else "")
 
 
 def regret_reference_text(summary: dict[str, Any], out: str | Path) -> str:
@@ -403,7 +414,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     width = max(len(n) for n in out)
     print(f"{'run':<{width}}  {'method':<10} final cumulative regret (Wh, mean +- s.e.)")
     for name, s in out.items():
-        print(f"{name:<{width}}  {s['label']:<10} {s['mean_final_regret_wh']:.2f} +- {s['se_final_regret_wh']:.2f}")
+        text = regret_text(s["mean_final_regret_wh"], s["se_final_regret_wh"], len(s.get("seeds", [])), units=False)
+        print(f"{name:<{width}}  {s['label']:<10} {text}")
     print(f"results: {args.out}")
     return 0
 
@@ -448,7 +460,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     png = plot_regret(frames, out / "regret.png", title=f"{args.network}, route A, T={args.horizon}")
     print(f"{'method':<12} {'final regret (Wh)':>22} {'mean regret/round, 2nd half (Wh)':>34}")
     for label, m, se, late in sorted(rows, key=lambda r: r[1]):
-        print(f"{label:<12} {m:>12.2f} +- {se:<7.2f} {late:>34.3f}")
+        spread = f"+- {se:<7.2f}" if len(seeds) > 1 else f"{'(one seed)':<10}"
+        print(f"{label:<12} {m:>12.2f} {spread} {late:>34.3f}")
     print(f"plot: {png}")
     return 0
 
@@ -506,8 +519,21 @@ def _cmd_route(args: argparse.Namespace) -> int:
         from evroute.sumo.export import write_routes_xml
 
         write_routes_xml(args.sumo_routes, {k: net.edge_ids[e].tolist() for k, e in routes.items()}, vehicle=vehicle)
-        print(f"SUMO routes: {args.sumo_routes}")
+        print(f"SUMO routes: {args.sumo_routes}\n{sumo_pairing_text(net, args.sumo_routes)}")
     return 0
+
+
+def sumo_pairing_text(net: Any, routes_file: str | Path) -> str:
+    """Which SUMO net file a route file written for ``net`` (a :class:`~evroute.network.RoadNetwork`) runs with:
+    the ``.net.xml`` it was read from (for OpenStreetMap files, the cached netconvert output), or a note that the
+    edge ids belong to no SUMO net (synthetic cities, the osmnx loader)."""
+    src = net.meta.get("source") if net.meta.get("loader") == "sumo" else None
+    if not src:
+        return (
+            f"SUMO net: none (network {net.name!r} was not read from a SUMO net, so its edge ids are not SUMO ids; "
+            "load it with the netconvert loader or from a .net.xml to drive these routes in SUMO)"
+        )
+    return f"SUMO net: {src}  (run: sumo-gui -n {src} -r {routes_file})"
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -558,8 +584,13 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
 
 def _os_error_text(exc: OSError) -> str:
+    import errno
+
     what = exc.strerror or str(exc) or type(exc).__name__
     name = exc.filename if exc.filename is not None else None
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f" writing {name}" if name else ""
+        return f"disk full{where}: {what} (free some space and run the same command again)"
     return f"{what}: {name}" if name else what
 
 

@@ -106,7 +106,12 @@ def claim(out: Path, write: Callable[[Path], None], *, overwrite: bool = False) 
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
-        write(staging)
+        try:
+            write(staging)
+        except OSError as exc:  # name the results folder, not the staging folder
+            name = str(exc.filename or "")
+            name = str(out / Path(name).relative_to(staging)) if name.startswith(str(staging)) else name or str(out)
+            raise OSError(exc.errno, exc.strerror or str(exc), name) from None
         os.chmod(staging, umask_mode(0o777))
         try:
             if out.is_dir() and not any(p.name != LOCK_NAME for p in out.iterdir()):

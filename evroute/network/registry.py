@@ -48,7 +48,8 @@ from evroute.network.synthetic import synthetic_city
 
 @dataclass(frozen=True)
 class Dataset:
-    """An upstream data file: ``repo`` at ``commit``, file ``path``, checked against ``sha256``."""
+    """An upstream data file: ``repo`` at ``commit``, file ``path``, checked against ``sha256`` (``size_bytes``
+    long, under ``licence``); the registry is ``data/datasets.json`` (:func:`load_registry`)."""
 
     name: str
     filename: str
@@ -57,6 +58,8 @@ class Dataset:
     path: str
     sha256: str
     has_elevation: bool
+    licence: str = ""
+    size_bytes: int = 0
 
     @property
     def url(self) -> str:
@@ -64,26 +67,48 @@ class Dataset:
         return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{self.path}"
 
 
-DATASETS: dict[str, Dataset] = {
-    "monaco": Dataset(
-        "monaco",
-        "monaco.osm",
-        "lcodeca/MoSTScenario",
-        "b29b2f65f1096a9c69a601ec62a724815cb4a43f",
-        "tools/data/network.osm",
-        "0752eabd75f958731028ddc0aa779489a13e8fbfdc166999c4d955a8f538e115",
-        True,
-    ),
-    "luxembourg": Dataset(
-        "luxembourg",
-        "luxembourg.osm",
-        "lcodeca/LuSTScenario",
-        "5edb7ecb9ad196c39172b6eb95d19ed789f4b1a6",
-        "misc/lust.legacy.scenario.osm",
-        "933f7080150ecd1535f5b5680cb248ff9860a25e8fa9ad3c1b33df23674ff119",
-        False,
-    ),
-}
+#: The dataset registry: ``data/datasets.json`` of a source checkout, else the byte-identical copy the package ships
+#: (``evroute/resources/datasets.json``, for installed wheels; ``tests/test_data_folder.py`` keeps them equal).
+REGISTRY_FILE = "datasets.json"
+
+
+def registry_path() -> Path:
+    """The registry file read: ``data/datasets.json`` next to the package in a checkout, else the shipped copy."""
+    checkout = Path(__file__).resolve().parents[2] / "data" / REGISTRY_FILE
+    if checkout.is_file():
+        return checkout
+    from evroute.paths import resource
+
+    return Path(str(resource(REGISTRY_FILE)))
+
+
+def load_registry(path: str | os.PathLike[str] | None = None) -> dict[str, Dataset]:
+    """``name -> Dataset`` from the registry JSON (``{name: {filename, repo, commit, path, sha256, has_elevation,
+    licence, size_bytes, description}}``); :class:`DataError` when it is unreadable or a field is missing."""
+    import json
+
+    src = Path(path) if path is not None else registry_path()
+    try:
+        raw = json.loads(src.read_text())
+        return {
+            name: Dataset(
+                name,
+                d["filename"],
+                d["repo"],
+                d["commit"],
+                d["path"],
+                d["sha256"],
+                bool(d["has_elevation"]),
+                str(d["licence"]),
+                int(d["size_bytes"]),
+            )
+            for name, d in raw.items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise DataError(f"dataset registry {src} is unreadable or malformed: {exc!r}") from None
+
+
+DATASETS: dict[str, Dataset] = load_registry()
 NETWORK_NAMES: tuple[str, ...] = ("synthetic", *DATASETS)
 SUMO_SUFFIXES = (".net.xml", ".net.xml.gz")
 OSM_SUFFIXES = (".osm", ".osm.xml", ".osm.bz2", ".osm.gz", PBF_SUFFIX)
@@ -271,17 +296,22 @@ def load_osm_file(
         if not net_path.is_file():
             osm_to_sumo(osm, net_path)
         net = load_sumo_net(net_path, name=label)
-        if dem is not None:
-            net = drape(net, dem)
-        elif not (net.z_from_m.any() or net.z_to_m.any()):
-            warnings.warn(
-                f"{label} has no elevation data: the network is flat (pass a DEM with dem= / --dem)",
-                UserWarning,
-                stacklevel=3,
-            )
-            net.meta["warning"] = "no elevation data: the network is flat"
+        net = drape(net, dem) if dem is not None else warn_if_flat(net, label)
     net.meta["osm_source"] = str(src)
     net.meta["osm_loader"] = loader
+    return net
+
+
+def warn_if_flat(net: RoadNetwork, label: str) -> RoadNetwork:
+    """``net``; a :class:`UserWarning` (and ``net.meta["warning"]``) when no junction has an elevation, the same for
+    OSM and SUMO files: a flat network silently removes the incline from the energy model."""
+    if not (net.z_from_m.any() or net.z_to_m.any()):
+        warnings.warn(
+            f"{label} has no elevation data: the network is flat (pass a DEM with dem= / --dem)",
+            UserWarning,
+            stacklevel=3,
+        )
+        net.meta["warning"] = "no elevation data: the network is flat"
     return net
 
 
@@ -332,7 +362,7 @@ def load_network(
         if not p.is_file():
             raise DataError(f"SUMO network file not found: {p}")
         net = load_sumo_net(p)
-        return drape(net, dem) if dem is not None else net
+        return drape(net, dem) if dem is not None else warn_if_flat(net, net.name)
     if low.endswith(OSM_SUFFIXES):
         return load_osm_file(p, loader=loader, dem=dem)
     if p.is_file():
