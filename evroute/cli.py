@@ -1,4 +1,4 @@
-"""Command-line interface: ``evroute demo | run | sweep | route | info | data | config``.
+"""Command-line interface: ``evroute demo | run | sweep | route | plot | info | data | config``.
 
 Errors a user can cause (bad file, unknown network/edge, unreachable goal, invalid parameter, an unwritable or
 full disk) are printed as one line ``evroute: error: ...`` with exit status 2; no traceback.  This module imports
@@ -233,7 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="rectify estimates minus the elevation potential (default) or raw (the paper's Algorithm 2)",
     )
     p.add_argument("--vehicle", default=None, help="vehicle profile name or JSON file (default sumo_ev)")
-    p.add_argument("--out", default=None, help="results folder (default: results/<network>-<route>-<model>-<policy>)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="results folder (default: results/<network>-<route>-<model>-<policy>, where a network path "
+        "becomes its file name and a short hash)",
+    )
     p.add_argument(
         "--workers", type=_positive_int, default=1, help="processes (or Ray CPUs) for the seeds (default: %(default)s)"
     )
@@ -272,6 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE.rou.xml",
         help="write the three routes as a SUMO route file (one EV per route, for sumo/sumo-gui)",
     )
+
+    p = sub.add_parser("plot", help="draw the regret plot and the exploration map of a results folder")
+    p.add_argument("results", help="a results folder written by `evroute run`")
+    p.add_argument("--into", default=None, help="folder for the figures (default: the results folder)")
+    p.add_argument("--prefix", default="", help="prefix of the file names regret.png, exploration.html/.png")
+    p.add_argument("--no-html", action="store_true", help="PNG figures only (also for networks without lon/lat)")
+    p.add_argument("--no-tiles", action="store_true", help="no OpenStreetMap basemap in the HTML map")
 
     p = sub.add_parser("info", help="network statistics")
     _add_network_args(p)
@@ -327,7 +339,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.start is not None:
         base["route"] = None
     cfg = ExperimentConfig.from_dict(base, what="config" if args.config is None else f"config {args.config}:")
-    out = args.out or f"results/{cfg.network.replace(':', '_')}-{cfg.route or 'custom'}-{cfg.model}-{cfg.policy}"
+    from evroute.experiments.output import default_results_dir
+
+    out = args.out or str(default_results_dir(cfg.network, cfg.route, cfg.model, cfg.policy))
     if args.executor is None:
         summary = run_experiment(
             cfg, out, workers=args.workers, progress=not args.no_progress, overwrite=args.overwrite
@@ -536,6 +550,22 @@ def sumo_pairing_text(net: Any, routes_file: str | Path) -> str:
     return f"SUMO net: {src}  (run: sumo-gui -n {src} -r {routes_file})"
 
 
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from evroute.viz import plot_results
+
+    files = plot_results(
+        args.results,
+        args.into,
+        prefix=args.prefix,
+        html=not args.no_html,
+        tiles=None if args.no_tiles else "openstreetmap",
+    )
+    print(f"regret: {files['regret']}")
+    print(f"exploration map: {', '.join(str(files[k]) for k in ('map_html', 'map_png') if k in files)}")
+    print(f"distinct edges driven: {files['distinct_edges']}")
+    return 0
+
+
 def _cmd_info(args: argparse.Namespace) -> int:
     from evroute.energy import network_energy_wh
     from evroute.linegraph import build_line_graph
@@ -603,6 +633,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "demo": _cmd_demo,
         "route": _cmd_route,
         "info": _cmd_info,
+        "plot": _cmd_plot,
         "data": _cmd_data,
         "config": _cmd_config,
     }
