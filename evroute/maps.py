@@ -319,7 +319,7 @@ def route_map_html(
         weight, dash = 9 - 2 * min(k, 3), None
         if key in seen:
             first, weight = seen[key]
-            dash = f"{3 * weight} {3 * weight}"
+            dash = f"{2 * weight} {2 * weight}"  # with butt caps: equal lengths of both colours
             text = f"{text}, same route as {first}"
         else:
             seen[key] = (name, weight)
@@ -329,6 +329,7 @@ def route_map_html(
             weight=weight,
             opacity=1.0 if dash else 0.8,
             dash_array=dash,
+            line_cap="butt" if dash else "round",
             tooltip=text,
         ).add_to(folium.FeatureGroup(name=name).add_to(m))
         lines.append((f"{weight}px {'dashed' if dash else 'solid'} {colour}", text))
