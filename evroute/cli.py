@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from evroute.clitext import regret_text, sumo_pairing_text
 from evroute.errors import EvrouteError, ParameterError
 
 
@@ -379,14 +380,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def regret_text(mean_wh: float, se_wh: float, n_seeds: int, *, units: bool = True) -> str:
-    """``"12.34 +- 0.56 Wh (mean +- s.e.)"``; with one seed there is no standard error: ``"12.34 Wh (one seed)"``."""
-    wh = " Wh" if units else ""
-    if n_seeds < 2:
-        return f"{mean_wh:.2f}{wh} (one seed)"
-    return f"{mean_wh:.2f} +- {se_wh:.2f}{wh}" + (" (mean +- s.e.)" if units else "")
-
-
 def regret_reference_text(summary: dict[str, Any], out: str | Path) -> str:
     """The regret reference a results folder used: the summary's own ``regret_reference`` (or ``reference``) when
     it has one (a string, or ``{"text": ..., "methods": [...]}``), else each seed's ``optimal_method`` (e.g.
@@ -535,19 +528,6 @@ def _cmd_route(args: argparse.Namespace) -> int:
         write_routes_xml(args.sumo_routes, {k: net.edge_ids[e].tolist() for k, e in routes.items()}, vehicle=vehicle)
         print(f"SUMO routes: {args.sumo_routes}\n{sumo_pairing_text(net, args.sumo_routes)}")
     return 0
-
-
-def sumo_pairing_text(net: Any, routes_file: str | Path) -> str:
-    """Which SUMO net file a route file written for ``net`` (a :class:`~evroute.network.RoadNetwork`) runs with:
-    the ``.net.xml`` it was read from (for OpenStreetMap files, the cached netconvert output), or a note that the
-    edge ids belong to no SUMO net (synthetic cities, the osmnx loader)."""
-    src = net.meta.get("source") if net.meta.get("loader") == "sumo" else None
-    if not src:
-        return (
-            f"SUMO net: none (network {net.name!r} was not read from a SUMO net, so its edge ids are not SUMO ids; "
-            "load it with the netconvert loader or from a .net.xml to drive these routes in SUMO)"
-        )
-    return f"SUMO net: {src}  (run: sumo-gui -n {src} -r {routes_file})"
 
 
 def _cmd_plot(args: argparse.Namespace) -> int:
