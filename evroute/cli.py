@@ -376,7 +376,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         rou = export_experiment_routes(out, vehicle=VehicleProfile.load(cfg.vehicle))
         net = load_linegraph(cfg.network, cfg.data_dir, cfg.dem, cfg.loader).network
         print(f"SUMO routes: {rou}\n{sumo_pairing_text(net, rou)}")
-    print(f"results: {out}")
+    print(f"results: {out}  (figures: evroute plot {out})")
     return 0
 
 

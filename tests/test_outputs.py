@@ -46,6 +46,7 @@ def test_run_with_a_network_path_outside_writes_inside_results(tmp_path, monkeyp
     assert main(argv) == 0, capsys.readouterr().err
     (folder,) = (work / "results").iterdir()
     assert folder.name.startswith("grid-") and folder.name.endswith("-custom-bi-ts")
+    assert f"(figures: evroute plot results/{folder.name})" in capsys.readouterr().out  # run names the plot command
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "nets"]  # nothing written beside the work folder
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["b"]
 
