@@ -100,3 +100,27 @@ def test_plot_of_a_folder_that_is_no_results_folder_is_one_line(tmp_path, capsys
         == f"evroute: error: {tmp_path} is not an evroute results folder (no config.json; make one with `evroute run`)"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "results"
+
+
+def test_committed_maps_load_nothing_from_a_cdn():
+    """Issue 25: the committed HTML maps loaded Leaflet from a CDN; every one now inlines it."""
+    from evroute.maps import external_assets
+
+    pages = sorted((DOCS / "maps").glob("*.html"))
+    assert len(pages) >= 12
+    for p in pages:
+        text = p.read_text()
+        assert external_assets(text) == [], p.name
+        assert "leaflet" in text.lower() and "evroute-legend" in text, p.name
+
+
+def test_maps_doc_links_exist_and_names_its_command():
+    import re
+
+    doc = (DOCS / "maps.md").read_text()
+    links = re.findall(r"\]\((maps/[^)]+)\)", doc)
+    assert links and all((DOCS / link).is_file() for link in links), [x for x in links if not (DOCS / x).is_file()]
+    assert "evroute plot $out --into docs/results/maps" in doc and "--horizon 40 --seeds 1" in doc
