@@ -168,3 +168,13 @@ def test_disk_full_during_a_run_names_the_results_file(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err.strip()
     assert code == 2 and "disk full writing res/" in err and ".claim" not in err, err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_run_sumo_routes_names_the_net_too(tmp_path, monkeypatch, capsys):
+    from evroute.network import load_network
+
+    net = load_network(TINY)
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--network", str(TINY), "--start", net.edge_ids[0], "--goal", net.edge_ids[-1], "--horizon", "2"]
+    assert main([*argv, "--out", "r", "--sumo-routes", "--no-progress"]) == 0
+    assert f"SUMO net: {TINY}  (run: sumo-gui -n {TINY} -r r/routes.rou.xml)" in capsys.readouterr().out
