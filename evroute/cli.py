@@ -1,4 +1,5 @@
-"""Command-line interface: ``evroute demo | run | sweep | route | reach | model | info | data | config``.
+"""Command-line interface: ``evroute demo | run | sweep | route | reach | model | plot | info | data | config |
+learn``.
 
 Errors a user can cause (bad file, unknown network/edge, unreachable goal, invalid parameter, an unwritable or
 full disk) are printed as one line ``evroute: error: ...`` with exit status 2; no traceback.  This module imports
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from evroute.clitext import regret_text, sumo_pairing_text
 from evroute.errors import EvrouteError, ParameterError
 
 
@@ -33,6 +35,17 @@ def _positive_int(text: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
     return n
+
+
+def _positive_metres(text: str) -> float:
+    """A finite distance > 0 in metres (``inf`` / ``nan`` would let any point on Earth snap to the network)."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a distance in metres, got {text!r}") from None
+    if not (0 < x < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite distance > 0 in metres, got {text!r}")
+    return x
 
 
 def _parse_seeds(text: str) -> list[int]:
@@ -175,8 +188,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_network_args(p, None)
     p.add_argument("--config", help="JSON config file (command-line options override its values)")
     p.add_argument("--route", default=None, help="named route A or B (default: A unless --start/--goal)")
-    p.add_argument("--start", default=None, help="start edge id")
-    p.add_argument("--goal", default=None, help="goal edge id")
+    p.add_argument("--start", default=None, help="start edge id, or a point LON,LAT (snapped to the nearest edge)")
+    p.add_argument("--goal", default=None, help="goal edge id, or a point LON,LAT (snapped to the nearest edge)")
     p.add_argument(
         "--model",
         default=None,
@@ -222,7 +235,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="rectify estimates minus the elevation potential (default) or raw (the paper's Algorithm 2)",
     )
     p.add_argument("--vehicle", default=None, help="vehicle profile name or JSON file (default sumo_ev)")
-    p.add_argument("--out", default=None, help="results folder (default: results/<network>-<route>-<model>-<policy>)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="results folder (default: results/<network>-<route>-<model>-<policy>, where a network path "
+        "becomes its file name and a short hash)",
+    )
     p.add_argument(
         "--workers", type=_positive_int, default=1, help="processes (or Ray CPUs) for the seeds (default: %(default)s)"
     )
@@ -252,7 +270,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--to", dest="dest", required=True, help="goal edge id, or a point LON,LAT")
     p.add_argument(
         "--max-snap-m",
-        type=float,
+        type=_positive_metres,
         default=250.0,
         help="a LON,LAT point farther than this from every edge (true geometry) is an error (default: %(default)s m)",
     )
@@ -272,6 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_route_args(p)
     add_commands(sub, _add_network_args)
+
+    p = sub.add_parser("plot", help="draw the regret plot and the exploration map of a results folder")
+    p.add_argument("results", help="a results folder written by `evroute run`")
+    p.add_argument("--into", default=None, help="folder for the figures (default: the results folder)")
+    p.add_argument("--prefix", default="", help="prefix of the file names regret.png, exploration.html/.png")
+    p.add_argument("--no-html", action="store_true", help="PNG figures only (also for networks without lon/lat)")
+    p.add_argument("--no-tiles", action="store_true", help="no OpenStreetMap basemap in the HTML map")
 
     p = sub.add_parser("info", help="network statistics")
     _add_network_args(p)
@@ -306,7 +331,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from evroute.experiments import ExperimentConfig, run_experiment
-    from evroute.stats import format_mean_se
 
     base: dict[str, Any] = ExperimentConfig.from_file(args.config).to_dict() if args.config else {}
     over = {
@@ -339,7 +363,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.start is not None:
         base["route"] = None
     cfg = ExperimentConfig.from_dict(base, what="config" if args.config is None else f"config {args.config}:")
-    out = args.out or f"results/{cfg.network.replace(':', '_')}-{cfg.route or 'custom'}-{cfg.model}-{cfg.policy}"
+    from evroute.experiments.output import default_results_dir
+
+    out = args.out or str(default_results_dir(cfg.network, cfg.route, cfg.model, cfg.policy))
     if args.executor is None:
         summary = run_experiment(
             cfg, out, workers=args.workers, progress=not args.no_progress, overwrite=args.overwrite
@@ -362,17 +388,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(
         f"{summary['label']} on {cfg.network} route {summary['route']}: T={cfg.horizon}, "
         f"{len(cfg.seeds)} seed(s), final cumulative regret "
-        f"{format_mean_se(summary['mean_final_regret_wh'], summary['se_final_regret_wh'], 2)} Wh (mean +- s.e.)"
+        f"{regret_text(summary['mean_final_regret_wh'], summary['se_final_regret_wh'], len(cfg.seeds))}"
     )
     print(f"regret reference: {regret_reference_text(summary, out)}")
     if summary.get("potential", cfg.potential) != cfg.potential:
         print(f"potential: {summary['potential']} (the {cfg.env} energies are already reduced; --potential ignored)")
     if args.sumo_routes:
         from evroute.energy import VehicleProfile
+        from evroute.experiments.runner import load_linegraph
         from evroute.sumo.export import export_experiment_routes
 
-        print(f"SUMO routes: {export_experiment_routes(out, vehicle=VehicleProfile.load(cfg.vehicle))}")
-    print(f"results: {out}")
+        rou = export_experiment_routes(out, vehicle=VehicleProfile.load(cfg.vehicle))
+        net = load_linegraph(cfg.network, cfg.data_dir, cfg.dem, cfg.loader).network
+        print(f"SUMO routes: {rou}\n{sumo_pairing_text(net, rou)}")
+    print(f"results: {out}  (figures: evroute plot {out})")
     return 0
 
 
@@ -402,7 +431,6 @@ def regret_reference_text(summary: dict[str, Any], out: str | Path) -> str:
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from evroute.experiments.sweep import load_grid, run_sweep
-    from evroute.stats import format_mean_se
 
     configs = load_grid(args.grid)
     if not configs:
@@ -418,15 +446,14 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     width = max(len(n) for n in out)
     print(f"{'run':<{width}}  {'method':<10} final cumulative regret (Wh, mean +- s.e.)")
     for name, s in out.items():
-        final = format_mean_se(s["mean_final_regret_wh"], s["se_final_regret_wh"], 2)
-        print(f"{name:<{width}}  {s['label']:<10} {final}")
+        text = regret_text(s["mean_final_regret_wh"], s["se_final_regret_wh"], len(s.get("seeds", [])), units=False)
+        print(f"{name:<{width}}  {s['label']:<10} {text}")
     print(f"results: {args.out}")
     return 0
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     from evroute.experiments import ExperimentConfig, load_rounds, run_experiment
-    from evroute.stats import format_mean_se
     from evroute.viz import plot_regret
 
     seeds = _parse_seeds(args.seeds)
@@ -465,7 +492,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     png = plot_regret(frames, out / "regret.png", title=f"{args.network}, route A, T={args.horizon}")
     print(f"{'method':<12} {'final regret (Wh)':>22} {'mean regret/round, 2nd half (Wh)':>34}")
     for label, m, se, late in sorted(rows, key=lambda r: r[1]):
-        print(f"{label:<12} {format_mean_se(m, se, 2):>22} {late:>34.3f}")
+        spread = f"+- {se:<7.2f}" if len(seeds) > 1 else f"{'(one seed)':<10}"
+        print(f"{label:<12} {m:>12.2f} {spread} {late:>34.3f}")
     print(f"plot: {png}")
     return 0
 
@@ -486,6 +514,22 @@ def _cmd_model(args: argparse.Namespace) -> int:
     from evroute.driver.commands import cmd_model
 
     return cmd_model(args)
+
+
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from evroute.viz import plot_results
+
+    files = plot_results(
+        args.results,
+        args.into,
+        prefix=args.prefix,
+        html=not args.no_html,
+        tiles=None if args.no_tiles else "openstreetmap",
+    )
+    print(f"regret: {files['regret']}")
+    print(f"exploration map: {', '.join(str(files[k]) for k in ('map_html', 'map_png') if k in files)}")
+    print(f"distinct edges driven: {files['distinct_edges']}")
+    return 0
 
 
 def _cmd_info(args: argparse.Namespace) -> int:
@@ -548,8 +592,13 @@ def _cmd_config(args: argparse.Namespace) -> int:
 
 
 def _os_error_text(exc: OSError) -> str:
+    import errno
+
     what = exc.strerror or str(exc) or type(exc).__name__
     name = exc.filename if exc.filename is not None else None
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        where = f" writing {name}" if name else ""
+        return f"disk full{where}: {what} (free some space and run the same command again)"
     return f"{what}: {name}" if name else what
 
 
@@ -566,6 +615,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "reach": _cmd_reach,
         "model": _cmd_model,
         "info": _cmd_info,
+        "plot": _cmd_plot,
         "data": _cmd_data,
         "config": _cmd_config,
         "learn": cmd_learn,

@@ -27,10 +27,35 @@ from pathlib import Path
 
 import numpy as np
 
-from evroute.errors import DataError, ParameterError, check_positive
+from evroute.errors import DataError, ParameterError, check_positive, check_range
 from evroute.paths import resource
 
 VEHICLE_DIR = resource("vehicles")
+
+
+#: Physically possible ranges of the vehicle fields, ``name -> (low, high, low excluded)``, SI units.  Generous on
+#: purpose (a profile is the user's), but a value outside is a typo, not a vehicle: mass up to 100 t (the heaviest
+#: road-legal trucks are ~60 t), frontal area up to 15 m^2 (a bus or truck ~10 m^2), drag coefficient up to 2 (a flat
+#: plate ~1.2), rolling resistance up to 0.5 (tyres in loose sand ~0.3), gravity up to 25 m/s^2 (Earth 9.78-9.83),
+#: air density up to 3 kg/m^3 (1.2 at sea level, ~1.5 at -40 C), efficiencies at most 1.  Checked when a profile is
+#: built, so absurd values (``mass_kg: 1e300``) are one-line errors before any energy is computed.
+PHYSICAL_RANGES: dict[str, tuple[float, float, bool]] = {
+    "mass_kg": (0.0, 100_000.0, True),
+    "rolling_resistance": (0.0, 0.5, False),
+    "front_area_m2": (0.0, 15.0, True),
+    "drag_coefficient": (0.0, 2.0, False),
+    "propulsion_efficiency": (0.0, 1.0, True),
+    "recuperation_efficiency": (0.0, 1.0, False),
+    "gravity_mps2": (0.0, 25.0, True),
+    "air_density_kgpm3": (0.0, 3.0, False),
+    "battery_capacity_wh": (0.0, 10_000_000.0, True),
+}
+#: ranges of the optional battery-side fields, checked when set: auxiliary power up to 50 kW, regeneration power up
+#: to 1 MW
+OPTIONAL_RANGES: dict[str, tuple[float, float]] = {
+    "auxiliary_power_w": (0.0, 50_000.0),
+    "max_regen_power_kw": (0.0, 1_000.0),
+}
 
 
 @dataclass(frozen=True)
@@ -59,15 +84,11 @@ class VehicleProfile:
     max_regen_power_kw: float | None = None
 
     def __post_init__(self) -> None:
-        for f in ("mass_kg", "front_area_m2", "gravity_mps2", "propulsion_efficiency", "battery_capacity_wh"):
-            check_positive(f, getattr(self, f))
-        for f in ("rolling_resistance", "drag_coefficient", "air_density_kgpm3", "recuperation_efficiency"):
-            check_positive(f, getattr(self, f), allow_zero=True)
-        if self.propulsion_efficiency > 1 or self.recuperation_efficiency > 1:
-            raise ParameterError("efficiencies must be in (0, 1]")
-        for f in ("auxiliary_power_w", "max_regen_power_kw"):
+        for f, (low, high, low_open) in PHYSICAL_RANGES.items():
+            check_range(f, getattr(self, f), low, high, low_open=low_open)
+        for f, (low, high) in OPTIONAL_RANGES.items():
             if getattr(self, f) is not None:
-                check_positive(f, getattr(self, f), allow_zero=True)
+                check_range(f, getattr(self, f), low, high, low_open=False)
         check_positive("min_soc", self.min_soc, allow_zero=True)
         check_positive("max_soc", self.max_soc)
         if not self.min_soc < self.max_soc <= 1:
@@ -100,7 +121,10 @@ class VehicleProfile:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise DataError(f"cannot read vehicle profile {src}: {exc}") from None
         check_params(f"vehicle profile {src}: field", raw, [cls])
-        return call_checked(f"vehicle profile {src}", cls, **raw)
+        try:
+            return call_checked(f"vehicle profile {src}", cls, **raw)
+        except ParameterError as exc:
+            raise ParameterError(f"vehicle profile {src}: {exc}") from None
 
     def to_dict(self) -> dict[str, float | str]:
         return asdict(self)

@@ -49,3 +49,26 @@ def check_positive(name: str, value: float, *, allow_zero: bool = False) -> floa
         bound = ">= 0" if allow_zero else "> 0"
         raise ParameterError(f"{name} must be {bound}, got {value!r}")
     return v
+
+
+def check_range(
+    name: str, value: float, low: float | None = None, high: float | None = None, *, low_open: bool = False
+) -> float:
+    """Return ``value`` as float, raising :class:`ParameterError` unless it is finite and in ``[low, high]``
+    (``(low, high]`` with ``low_open``); ``None`` leaves that side unbounded."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError) as exc:
+        raise ParameterError(f"{name} must be a number, got {value!r}") from exc
+    if v != v or v in (float("inf"), float("-inf")):
+        raise ParameterError(f"{name} must be finite, got {value!r}")
+    too_low = low is not None and (v <= low if low_open else v < low)
+    if too_low or (high is not None and v > high):
+        if low is not None and high is not None:
+            bound = f"in {'(' if low_open else '['}{low:g}, {high:g}]"
+        elif low is not None:
+            bound = f"{'>' if low_open else '>='} {low:g}"
+        else:
+            bound = f"<= {high:g}"
+        raise ParameterError(f"{name} must be {bound}, got {value!r}")
+    return v

@@ -22,8 +22,19 @@ def umask_mode(mode: int = 0o666) -> int:
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically; returns the path."""
+    """Write ``data`` to ``path`` atomically; returns the path.
+
+    An :class:`OSError` (full disk, read-only folder) names ``path``, never the internal temp file."""
     p = Path(path)
+    try:
+        return _atomic_write_bytes(p, data)
+    except OSError as exc:
+        if exc.filename is not None and Path(exc.filename) in (p.parent, *p.parent.parents):
+            raise  # a folder on the way is missing or not a folder: that folder is the news
+        raise OSError(exc.errno, exc.strerror or str(exc), str(p)) from None
+
+
+def _atomic_write_bytes(p: Path, data: bytes) -> Path:
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.pid{os.getpid()}-", suffix=".tmp", dir=p.parent)
     try:

@@ -28,11 +28,14 @@ class LineGraph:
         network: the road network restricted to the LCC; line-graph node ``i`` is ``network`` edge ``i``.
         adjacency: ``(E, E)`` CSR matrix, ``adjacency[e1, e2] = 1`` for every legal turn ``e1 -> e2``.
         parent_index: ``(E,)`` indices of the kept edges in the original (unrestricted) network.
+        parent_edge_ids: ``(E0,)`` edge ids of the original network (``None``: not recorded), so that an id outside
+            the component can be told from an id that does not exist.
     """
 
     network: RoadNetwork
     adjacency: sp.csr_matrix
     parent_index: np.ndarray
+    parent_edge_ids: np.ndarray | None = None
     _cache: dict[str, object] = field(default_factory=dict, repr=False)
 
     @property
@@ -140,4 +143,4 @@ def build_line_graph(network: RoadNetwork, *, largest_scc: bool = True) -> LineG
     sub = network.subnetwork(keep) if len(keep) < n else network
     adj = adj[keep][:, keep].tocsr()
     adj.sort_indices()
-    return LineGraph(network=sub, adjacency=adj, parent_index=keep)
+    return LineGraph(network=sub, adjacency=adj, parent_index=keep, parent_edge_ids=network.edge_ids)

@@ -118,6 +118,13 @@ _MARKERS = (("start", "#00c000", "#006000"), ("goal", "#e00000", "#700000"))
 ROUTE_COLOURS = ("#1a9850", "#2166ac", "#f46d43", "#762a83", "#000000")
 
 
+def _unbroken(label: str) -> str:
+    """``label`` as HTML whose line breaks fall only between its comma-separated parts: ``"shortest: 1.69 km,
+    1.5 min"`` never wraps inside ``1.69 km`` (each part is a ``white-space:nowrap`` span)."""
+    chunks = [html.escape(c) for c in label.split(", ")]
+    return ", ".join(f"<span class='evroute-value' style='white-space:nowrap'>{c}</span>" for c in chunks)
+
+
 def _legend_html(title: str, lines: Sequence[tuple[str, str]], cmax: int | None = None) -> str:
     """A fixed legend (bottom right): optional colour bar of drive counts up to ``cmax`` (log scale), then one row
     per ``(css border-top of a line sample, label)`` and the start / goal markers."""
@@ -136,7 +143,7 @@ def _legend_html(title: str, lines: Sequence[tuple[str, str]], cmax: int | None 
             f"<div style='height:10px;width:180px;background:linear-gradient(to right, {stops})'></div>",
             f"<div style='position:relative;height:16px;width:180px'>{tick_html}</div>",
         ]
-    parts += [f"<div><span style='{_LINE}border-top:{css}'></span>{html.escape(label)}</div>" for css, label in lines]
+    parts += [f"<div><span style='{_LINE}border-top:{css}'></span>{_unbroken(label)}</div>" for css, label in lines]
     parts += [
         f"<div><span style='{_DOT}background:{fill};border:2px solid {edge}'></span>{label}</div>"
         for label, fill, edge in _MARKERS
@@ -321,13 +328,29 @@ def route_map_html(
     geom = linegraph.network.geometry
     m, bounds = _base_map(linegraph, [start, goal, *(int(e) for r in routes.values() for e in r)], tiles)
     lines = [("2px solid #999999", "road network")]
-    # drawn widest first so that routes sharing streets stay visible
+    # drawn widest first so that routes sharing streets stay visible; a route equal to an earlier one is drawn
+    # dashed on top of it at the same width (the two colours alternate along it) and says so in the legend
+    seen: dict[tuple[int, ...], tuple[str, int]] = {}
     for k, (name, edges) in enumerate(routes.items()):
         colour, text = ROUTE_COLOURS[k % len(ROUTE_COLOURS)], (labels or {}).get(name, name)
+        key = tuple(int(e) for e in edges)
+        weight, dash = 9 - 2 * min(k, 3), None
+        if key in seen:
+            first, weight = seen[key]
+            dash = f"{2 * weight} {2 * weight}"  # with butt caps: equal lengths of both colours
+            text = f"{text}, same route as {first}"
+        else:
+            seen[key] = (name, weight)
         folium.PolyLine(
-            _polyline(geom, edges), color=colour, weight=9 - 2 * min(k, 3), opacity=0.8, tooltip=text
+            _polyline(geom, edges),
+            color=colour,
+            weight=weight,
+            opacity=1.0 if dash else 0.8,
+            dash_array=dash,
+            line_cap="butt" if dash else "round",
+            tooltip=text,
         ).add_to(folium.FeatureGroup(name=name).add_to(m))
-        lines.append((f"{9 - 2 * min(k, 3)}px solid {colour}", text))
+        lines.append((f"{weight}px {'dashed' if dash else 'solid'} {colour}", text))
     return _finish(m, bounds, linegraph, start, goal, _legend_html(title, lines), path)
 
 

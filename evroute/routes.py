@@ -54,9 +54,13 @@ def _edge_index(lg: LineGraph, edge_id: str, what: str) -> int:
     try:
         return lg.network.index_of(edge_id)
     except UnknownEdgeError:
-        raise UnknownEdgeError(
-            f"{what} edge {edge_id!r} is not in the largest strongly connected component of {lg.network.name!r}"
-        ) from None
+        parent = lg.parent_edge_ids
+        if parent is not None and str(edge_id) in set(parent.tolist()):
+            raise UnknownEdgeError(
+                f"{what} edge {edge_id!r} of {lg.network.name!r} is outside its largest strongly connected component "
+                f"({lg.n_nodes} of {len(parent)} edges), where every route can return; choose another edge"
+            ) from None
+        raise UnknownEdgeError(f"{what} edge {edge_id!r} is not an edge of network {lg.network.name!r}") from None
 
 
 def parse_point(text: str) -> tuple[float, float] | None:

@@ -39,12 +39,20 @@ def format_error(exc: ValidationError, what: str, prefix: str = "") -> str:
     for err in exc.errors(include_url=False):
         loc = prefix + ".".join(str(x) for x in err["loc"]) if err["loc"] else ""
         msg = err["msg"].removeprefix("Value error, ")
+        got = err.get("input")
         if err["type"] in ("extra_forbidden", "unexpected_keyword_argument"):
             msg = "unknown key"
-        got = err.get("input")
+        elif _non_finite(got) or err["type"] == "finite_number":
+            msg = "must be a finite number (NaN and infinity are not allowed)"
         shown = "" if err["type"] == "missing" or isinstance(got, dict) else f" (got {_short(got)})"
         parts.append(f"{what} {loc!r}: {msg}{shown}" if loc else f"{what}: {msg}{shown}")
     return "; ".join(parts)
+
+
+def _non_finite(value: Any) -> bool:
+    """Whether ``value`` is the text of a non-finite number (``NaN``, ``inf``, ``-Infinity``: strings here, since
+    ``NAME=VALUE`` flags and strict JSON keep them as text)."""
+    return isinstance(value, str) and value.strip().lstrip("+-").lower() in ("nan", "inf", "infinity")
 
 
 def _short(value: Any) -> str:

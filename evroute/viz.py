@@ -68,3 +68,62 @@ def routes_geodataframe(linegraph: LineGraph, routes: Mapping[str, np.ndarray], 
     for col, values in columns.items():
         data[col] = [values[n] for n in names]
     return gpd.GeoDataFrame(data, geometry=geoms, crs="EPSG:4326")
+
+
+def plot_results(
+    out_dir: str | Path,
+    into: str | Path | None = None,
+    *,
+    prefix: str = "",
+    html: bool = True,
+    tiles: str | None = "openstreetmap",
+) -> dict[str, Path]:
+    """The figures of a results folder (``evroute plot OUT``): cumulative regret (mean +- 1 s.e. over the seeds
+    found) and the exploration map (paper Figs. 6-9: every edge coloured by how often it was driven, summed over the
+    seeds; start, goal and the first seed's regret-reference route dashed), as HTML (self-contained, needs lon/lat
+    geometry) and PNG.
+
+    Args:
+        out_dir: a folder written by ``evroute run`` (``config.json`` and ``seed_*/rounds.csv``).
+        into: folder for the figures (default ``out_dir``).
+        prefix: prepended to the file names ``regret.png``, ``exploration.html``, ``exploration.png``.
+        html: also write the HTML map.
+        tiles: basemap of the HTML map (``None``: none).
+
+    Returns:
+        ``{"regret": path, "map_png": path, "map_html": path (if written), "distinct_edges": ...}`` -- the last an
+        ``int``, the number of distinct edges driven.
+    """
+    from evroute.bandit import regret_reference_route
+    from evroute.energy import VehicleProfile, elevation_potential_wh
+    from evroute.errors import DataError
+    from evroute.experiments import ExperimentConfig, build_problem, load_rounds
+    from evroute.maps import drive_counts, exploration_map_html, exploration_map_png
+
+    out = Path(out_dir)
+    if not (out / "config.json").is_file():
+        raise DataError(f"{out} is not an evroute results folder (no config.json; make one with `evroute run`)")
+    cfg = ExperimentConfig.from_file(out / "config.json")
+    rounds = load_rounds(out)
+    seeds = sorted(int(s) for s in rounds["seed"].unique())
+    target = Path(into) if into is not None else out
+    route = cfg.route if cfg.start is None else f"{cfg.start}->{cfg.goal}"
+    horizon = int(rounds["round"].max())
+    what = f"{len(seeds)} seed{'s' if len(seeds) > 1 else ''} x T = {horizon}"
+    files: dict[str, Path] = {
+        "regret": plot_regret({cfg.label: rounds}, target / f"{prefix}regret.png", title=f"{cfg.network} {route}")
+    }
+    pb = build_problem(cfg, seeds[0])
+    vehicle = VehicleProfile.load(cfg.vehicle)
+    pot = elevation_potential_wh(pb.linegraph.network, vehicle) if cfg.potential == "elevation" else None
+    ref = regret_reference_route(pb.env, pb.route.start, pb.route.goal, cfg.regret_reference, pot)
+    counts = drive_counts(pb.linegraph, rounds)
+    title = f"{cfg.label}, {cfg.network} {route}: edges driven ({what})"
+    kw = {"start": pb.route.start, "goal": pb.route.goal, "optimal": ref.edges, "title": title}
+    files["map_png"] = exploration_map_png(pb.linegraph, counts, target / f"{prefix}exploration.png", **kw)
+    if html:
+        files["map_html"] = exploration_map_html(
+            pb.linegraph, counts, target / f"{prefix}exploration.html", tiles=tiles, **kw
+        )
+    files["distinct_edges"] = int((counts > 0).sum())  # type: ignore[assignment]
+    return files

@@ -13,6 +13,8 @@ import json
 import os
 import stat
 import sys
+import urllib.error
+import warnings
 from pathlib import Path
 
 import pytest
@@ -75,6 +77,29 @@ CASES: dict[str, object] = {
     "data convert full disk": ["data", "convert", str(FIXTURE_OSM), "conv.net.xml"],
     "model param range (kr hops -1)": RUN + ["--model", "kr", "--model-param", "hops=-1"],
     "env param range": RUN + ["--env-param", "noise_frac=-1"],
+    # --- issue 25: validated too late / accepted silently
+    "gp graph_nu -1": RUN + ["--model", "gp", "--model-param", "graph_nu=-1"],
+    "ucb beta_scale 1e308": RUN + ["--policy", "ucb", "--policy-param", "beta_scale=1e308"],
+    "bucb beta_scale 1e308": RUN + ["--policy", "bucb", "--policy-param", "beta_scale=1e308"],
+    "vehicle mass 1e300": RUN + ["--vehicle", "@vehicle_mass_huge.json"],
+    "vehicle front area 1e6": RUN + ["--vehicle", "@vehicle_area_huge.json"],
+    "vehicle drag 50": RUN + ["--vehicle", "@vehicle_drag_huge.json"],
+    "route vehicle mass 1e300": ROUTE + ["--vehicle", "@vehicle_mass_huge.json"],
+    "gp-exact dense_max -1": RUN + ["--model", "gp-exact", "--model-param", "dense_max=-1"],
+    "gp-exact diag_hops -1": RUN + ["--model", "gp-exact", "--model-param", "diag_hops=-1"],
+    "gp-exact graph_tol NaN": RUN + ["--model", "gp-exact", "--model-param", "graph_tol=NaN"],
+    "gp-exact graph_tol inf": RUN + ["--model", "gp-exact", "--model-param", "graph_tol=Infinity"],
+    "gp-exact seed -1": RUN + ["--model", "gp-exact", "--model-param", "seed=-1"],
+    "paper env dense_max -1": RUN + ["--env", "paper", "--env-param", "dense_max=-1"],
+    "paper env n_features 0": RUN + ["--env", "paper", "--env-param", "n_features=0"],
+    "paper env graph_nu -1": RUN + ["--env", "paper", "--env-param", "graph_nu=-1"],
+    "drift_period with drift slow": RUN
+    + ["--env", "drifting", "--env-param", "drift=slow", "--env-param", "drift_period=5"],
+    "drift_period on a static env": RUN + ["--env", "paper", "--env-param", "drift_period=5"],
+    "sumo-replay demand_seed -1": RUN + ["--env", "sumo-replay", "--env-param", "demand_seed=-1"],
+    "route max-snap-m inf": ROUTE + ["--max-snap-m", "inf"],
+    "route max-snap-m nan": ROUTE + ["--max-snap-m", "nan"],
+    "route max-snap-m 0": ROUTE + ["--max-snap-m", "0"],
     # --- types and ranges of flags
     "horizon 0": RUN + ["--horizon", "0"],
     "horizon float": ["run", "--network", NET, "--horizon", "2.5"],
@@ -188,6 +213,9 @@ def _setup(root: Path) -> None:
     _write(root, "vehicle_unknown_key.json", {"mass": 1000})
     _write(root, "vehicle_negative.json", {"mass_kg": -5})
     _write(root, "vehicle_eff.json", {"propulsion_efficiency": 1.5})
+    _write(root, "vehicle_mass_huge.json", {"mass_kg": 1e300})
+    _write(root, "vehicle_area_huge.json", {"front_area_m2": 1e6})
+    _write(root, "vehicle_drag_huge.json", {"drag_coefficient": 50})
     _write(root, "malformed.json", "{not json")
     (root / "binary.bin").write_bytes(b"\xff\xfe\x00\x81")
     (root / "cfgdir").mkdir()
@@ -259,11 +287,14 @@ def test_bad_input_is_one_clean_line(name, tmp_path, monkeypatch, capsys, edges)
 
         monkeypatch.setattr(nc, "netconvert_binary", lambda: _fake_netconvert(tmp_path))
     before = _files(root)
-    try:
-        code = main(argv)
-    except SystemExit as exc:  # argparse
-        code = exc.code
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse
+            code = exc.code
     captured = capsys.readouterr()
+    assert not [w for w in caught if issubclass(w.category, RuntimeWarning)], [str(w.message) for w in caught]
     err = captured.err.strip()
     assert code == 2, (name, captured.out, err)
     assert "Traceback" not in err
@@ -271,3 +302,82 @@ def test_bad_input_is_one_clean_line(name, tmp_path, monkeypatch, capsys, edges)
     assert err.startswith("evroute: error: "), err
     assert _files(root) == before, f"{name} left files: {_files(root) - before}"
     assert not Path(ro).exists() or not any(Path(ro).iterdir())
+
+
+#: messages that must name the problem, not a Python internal
+MESSAGES = {
+    "gp-exact graph_tol NaN": "'graph_tol': must be a finite number",
+    "vehicle mass 1e300": "mass_kg must be in (0, 100000]",
+    "ucb beta_scale 1e308": "beta_scale must be in [0, 1e+06]",
+    "gp graph_nu -1": "graph_nu must be > 0",
+    "drift_period on a static env": "needs --env drifting",
+    "sumo-replay demand_seed -1": "demand_seed must be in [0, 2**32 - 1]",
+    "route max-snap-m inf": "finite distance > 0",
+}
+
+
+@pytest.mark.parametrize("name", list(MESSAGES))
+def test_message_names_the_problem(name, tmp_path, monkeypatch, capsys, edges):
+    root = tmp_path / "work"
+    root.mkdir()
+    _setup(root)
+    monkeypatch.chdir(root)
+    try:
+        main(_resolve(CASES[name], root, _readonly_dir(tmp_path), edges))  # type: ignore[arg-type]
+    except SystemExit:
+        pass
+    assert MESSAGES[name] in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("bad", "good"),
+    [
+        (
+            ["--policy", "ucb", "--policy-param", "beta_scale=1e308"],
+            ["--policy", "ucb", "--policy-param", "beta_scale=0.5"],
+        ),
+        (["--vehicle", "@vehicle_mass_huge.json"], ["--vehicle", "compact_ev"]),
+        (
+            ["--model", "gp-exact", "--model-param", "dense_max=-1"],
+            ["--model", "gp-exact", "--model-param", "dense_max=10"],
+        ),
+    ],
+)
+def test_rerun_with_a_good_value_after_a_rejected_one(bad, good, tmp_path, monkeypatch, capsys, edges):
+    """The README's promise: a rejected value leaves nothing behind, so the corrected command (same default --out)
+    runs instead of being refused as "a different experiment"."""
+    root = tmp_path / "work"
+    root.mkdir()
+    _setup(root)
+    monkeypatch.chdir(root)
+    ro = _readonly_dir(tmp_path)
+    assert main(_resolve(RUN + ["--no-progress"] + bad, root, ro, edges)) == 2
+    assert not (root / "results").exists()
+    assert main(_resolve(RUN + ["--no-progress"] + good, root, ro, edges)) == 0, capsys.readouterr().err
+    assert len(list((root / "results").iterdir())) == 1
+
+
+@pytest.mark.parametrize("model", ["gp-exact", "gp"])
+def test_seed_model_parameter_runs(model, tmp_path, monkeypatch, capsys):
+    """``--model-param seed=1`` (issue 25: a traceback, ``call_checked() got multiple values for keyword argument
+    'seed'``) runs, and the config records the seed."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--network", "synthetic:500:0", "--horizon", "3", "--model", model, "--model-param", "seed=1"]
+    assert main([*argv, "--no-progress", "--out", "r"]) == 0, capsys.readouterr().err
+    assert json.loads((tmp_path / "r" / "config.json").read_text())["model_params"] == {"seed": 1}
+    assert (tmp_path / "r" / "summary.json").is_file()
+
+
+def test_data_fetch_offline_leaves_no_folder(tmp_path, monkeypatch, capsys):
+    """A failed download removes the cache folders it created (issue 25: an empty folder stayed behind)."""
+    import evroute.network.registry as reg
+
+    def offline(url, dest, timeout_s=120.0):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(reg, "_download", offline)
+    target = tmp_path / "new" / "cache"
+    assert main(["data", "fetch", "monaco", "--cache-dir", str(target)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("evroute: error: cannot download monaco") and len(err.splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []

@@ -230,3 +230,51 @@ def test_reach_map_from_cli_renders(browser, tmp_path, city, capsys):
     from evroute.maps import _colour
 
     assert _pixels(res["shot"], _colour(0.0), tol=60) + _pixels(res["shot"], _colour(0.5), tol=60) > 50
+
+
+def test_overlapping_routes_stay_visible_and_legend_values_do_not_wrap(browser, tmp_path, city):
+    """Issue 25: an energy-optimal route equal to the shortest was hidden under it, and legend text wrapped inside
+    a value ("1.73" / "km").  The screenshot shows both colours along the shared route, and in the page no value
+    span of the legend is broken over two lines."""
+    from evroute.maps import ROUTE_COLOURS, route_map_html
+
+    lg, routes = city
+    r, path, _ = routes["A"]
+    _, other, _ = routes["B"]
+    labels = {
+        "energy-optimal": "energy-optimal: 12.34 km, 23.4 min, 1234 Wh",
+        "shortest": "shortest: 12.34 km, 23.4 min, 1234 Wh",
+        "fastest": "fastest: 10.01 km, 20.1 min, 1500 Wh",
+    }
+    out = route_map_html(
+        lg,
+        {"energy-optimal": path, "shortest": path, "fastest": other},
+        tmp_path / "same.html",
+        start=r.start,
+        goal=r.goal,
+        labels=labels,
+        title="route A",
+    )
+    points = [lg.network.geometry[e].mean(axis=0).tolist() for e in (r.start, r.goal)]
+    res = _open(browser, out, points, tiles="offline")
+    _assert_rendered(res, colours=ROUTE_COLOURS[:3])
+    # (tolerance 60: the solid route is drawn at opacity 0.8, ~50 from its pure colour over the blank background)
+    green, blue = _pixels(res["shot"], ROUTE_COLOURS[0], 60), _pixels(res["shot"], ROUTE_COLOURS[1], 60)
+    # the shared route: both its colours on screen in comparable amounts (dashed on top: alternating segments; a
+    # route drawn solid under a narrower one would show only its two thin margins)
+    assert min(green, blue) > 300 and green > 0.5 * blue, (green, blue)
+    page = browser.new_page(viewport=VIEWPORT)
+    page.goto(out.resolve().as_uri(), wait_until="load")
+    spans = page.evaluate(
+        "() => [...document.querySelectorAll('#evroute-legend .evroute-value')]"
+        ".map(s => [s.textContent, s.getClientRects().length])"
+    )
+    legend = page.evaluate(
+        "() => { const l = document.getElementById('evroute-legend').getBoundingClientRect();"
+        " return [...document.querySelectorAll('#evroute-legend .evroute-value')]"
+        ".every(s => s.getBoundingClientRect().right <= l.right + 0.5); }"
+    )
+    page.close()
+    assert len(spans) >= 9 and all(n == 1 for _, n in spans), spans  # every value on one line
+    assert legend  # and inside the legend box
+    assert any("same route as energy-optimal" in t for t, _ in spans)

@@ -185,3 +185,24 @@ def test_cli_route_snaps_with_max_distance(city, capsys):
         ]
     )
     assert code == 0 and "energy-optimal" in capsys.readouterr().out
+
+
+def test_shortest_path_on_reduced_energy_is_the_minimum_energy_route():
+    """``nx.shortest_path(G, o, d, weight="energy_reduced_wh")`` (issue 25: only the signed ``energy_wh`` existed)
+    finds the minimum-energy route: compared with a brute force over every simple path of a hilly grid whose
+    downhill edges have negative energy; the route's energy is its reduced sum plus ``k (z_d - z_o)``."""
+    import networkx as nx
+
+    net = grid_network(3, 3, seed=4, uturns=True)
+    g = net.to_networkx()
+    w = {(u, v, key): d for u, v, key, d in g.edges(keys=True, data=True)}
+    assert min(d["energy_wh"] for d in w.values()) < 0  # Dijkstra on energy_wh would be wrong here
+    assert min(d["energy_reduced_wh"] for d in w.values()) >= 0
+    k = g.graph["potential_wh_per_m"]
+    for o, d in [(0, 8), (8, 0), (2, 6), (3, 5)]:
+        path = nx.shortest_path(g, o, d, weight="energy_reduced_wh")
+        wh = nx.path_weight(g, path, "energy_wh")
+        reduced = nx.path_weight(g, path, "energy_reduced_wh")
+        assert reduced + k * (g.nodes[d]["elevation"] - g.nodes[o]["elevation"]) == pytest.approx(wh, rel=1e-9)
+        best = min(nx.path_weight(g, p, "energy_wh") for p in nx.all_simple_paths(g, o, d))
+        assert wh == pytest.approx(best, rel=1e-9, abs=1e-9)

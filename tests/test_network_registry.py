@@ -132,8 +132,9 @@ def test_fetch_checksum_mismatch_leaves_nothing(tmp_path, fake_dataset):
     dest_dir = tmp_path / "data"
     with pytest.raises(DataError, match="checksum mismatch for monaco"):
         fetch_dataset("monaco", dest_dir, url=tampered.as_uri())
-    assert list(dest_dir.iterdir()) == []
+    assert not dest_dir.exists()  # the folder the failed fetch created is gone too (issue 25)
     # a corrupt file already present is replaced by a verified download
+    dest_dir.mkdir()
     (dest_dir / "monaco.osm").write_text("corrupt")
     fetch_dataset("monaco", dest_dir, url=fake_dataset.as_uri())
     assert (dest_dir / "monaco.osm").read_bytes() == fake_dataset.read_bytes()

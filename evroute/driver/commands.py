@@ -220,7 +220,10 @@ def _write_outputs(args, lg, routes, answers, s, g, vehicle, battery) -> None:
             vehicle=vehicle,
             charge_wh=battery.charge * battery.capacity_wh if args.charge is not None else None,
         )
-        print(f"SUMO routes: {args.sumo_routes}", file=sys.stderr if args.json else sys.stdout)
+        from evroute.clitext import sumo_pairing_text
+
+        text = f"SUMO routes: {args.sumo_routes}\n{sumo_pairing_text(net, args.sumo_routes)}"
+        print(text, file=sys.stderr if args.json else sys.stdout)
 
 
 def cmd_reach(args: argparse.Namespace) -> int:

@@ -58,6 +58,10 @@ class EnvironmentConfig:
             raise ParameterError(f"product_weight must be in [0, 1], got {self.product_weight}")
         if self.method not in ("auto", "dense", "sparse"):
             raise ParameterError(f"unknown environment method {self.method!r} (use auto, dense or sparse)")
+        check_positive("graph_nu", self.graph_nu)
+        check_positive("graph_kappa", self.graph_kappa)
+        if self.dense_max < 0 or self.n_features < 1:
+            raise ParameterError(f"dense_max must be >= 0 and n_features >= 1, got {self.dense_max}, {self.n_features}")
 
     def to_dict(self) -> dict[str, float | str]:
         return asdict(self)

@@ -8,8 +8,10 @@ schemas derived from the classes that take them (:mod:`evroute.validation`).  Er
 
 from __future__ import annotations
 
+import contextlib
 import json
 import numbers
+from collections.abc import Iterator
 from dataclasses import asdict, fields
 from pathlib import Path
 from typing import Annotated, Any
@@ -201,7 +203,10 @@ def check_parameters(cfg: ExperimentConfig) -> None:
     from evroute.experiments.registry import check_model, check_model_params, is_learner
     from evroute.policies import POLICIES, make_policy
 
-    check_model(cfg.model, cfg.policy)
+    check_model(cfg.model, cfg.policy)  # the name first, then the types, then the ranges
+    with _naming(f"model parameter ({cfg.model})"):
+        check_model_params(cfg.model, cfg.model_params)
+        check_model(cfg.model, cfg.policy, cfg.model_params)  # a builder's own check (values a config derives)
     if is_learner(cfg.model):
         if cfg.policy_params:
             raise ParameterError(f"model {cfg.model!r} takes its parameters as model parameters, not policy parameters")
@@ -209,9 +214,27 @@ def check_parameters(cfg: ExperimentConfig) -> None:
         if cfg.policy.lower() not in POLICIES:
             make_policy(cfg.policy)  # the registry's own "unknown policy" error
         check_params("policy parameter", cfg.policy_params, [POLICIES[cfg.policy.lower()]])
-        make_policy(cfg.policy, **cfg.policy_params)  # ranges
-    check_model_params(cfg.model, cfg.model_params)
-    check_environment_params(cfg.env, cfg.environment)
+        with _naming(f"policy parameter ({cfg.policy})"):
+            make_policy(cfg.policy, **cfg.policy_params)  # ranges
+    with _naming(f"environment parameter ({cfg.env})"):
+        check_environment_params(cfg.env, cfg.environment)
+
+
+@contextlib.contextmanager
+def _naming(what: str) -> Iterator[None]:
+    """Prefix a range error raised by a class (``graph_nu must be > 0, got -1``) with what it checked, unless the
+    message already says (``model parameter (gp) 'x': ...`` from the schema)."""
+    try:
+        yield
+    except ParameterError as exc:
+        text = str(exc)
+        if text.startswith(what.split(" (")[0]):
+            raise
+        raise ParameterError(f"{what}: {text}") from None
+
+
+#: drifting-environment keys that only the daily cycle uses (``drift=slow`` has no daily cycle)
+DAILY_ONLY = frozenset({"drift_period", "drift_daily_amplitude"})
 
 
 def check_environment_params(env: str, params: dict[str, Any]) -> None:
@@ -221,9 +244,21 @@ def check_environment_params(env: str, params: dict[str, Any]) -> None:
 
     mod = environment_module(env)
     drift_cls = getattr(mod, "DRIFT_CONFIG", None)
+    drift_keys = sorted(k for k in params if k == "drift" or k.startswith("drift_"))
     if drift_cls is None:
+        own = {f.name for f in fields(mod.CONFIG)}
+        if set(drift_keys) - own:
+            raise ParameterError(
+                f"environment parameter {drift_keys[0]!r} needs --env drifting (environment {env!r} does not drift)"
+            )
         check_params("environment parameter", params, [mod.CONFIG])
     else:
+        daily_only = DAILY_ONLY & set(drift_keys)
+        if str(params.get("drift", "daily")).lower() == "slow" and daily_only:
+            raise ParameterError(
+                f"environment parameter {sorted(daily_only)[0]!r} sets the daily cycle, but drift=slow has none "
+                "(use drift=daily, the default)"
+            )
         static = {k: v for k, v in params.items() if k != "drift" and not k.startswith("drift_")}
         check_params("environment parameter", static, [mod.CONFIG])
         drift = {k[len("drift_") :]: v for k, v in params.items() if k.startswith("drift_")}

@@ -16,6 +16,7 @@ import contextlib
 import csv
 import io
 import os
+import re
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -53,6 +54,38 @@ def output_lock(out: str | os.PathLike[str]) -> Iterator[Path]:
     finally:
         del _held[path]
         lock.release()
+
+
+#: Folder every default results path lies in (relative to the working directory).
+RESULTS_ROOT = Path("results")
+
+
+def safe_name(text: str, max_len: int = 60) -> str:
+    """``text`` as one safe path component: runs of characters other than letters, digits, ``_``, ``-``, ``.``
+    become ``_``, leading dots and underscores go (no hidden files, no ``..``); never empty."""
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", text).lstrip("._")[:max_len].rstrip("._")
+    return name or "x"
+
+
+def network_label(network: str) -> str:
+    """A short, readable label of a ``--network`` value: ``synthetic:500:0`` -> ``synthetic_500_0``; a path
+    -> its file name without the network suffixes (``/data/x.osm.gz`` -> ``x``), plus 8 hex digits of the path's
+    SHA-1 when it has folders, so that two ``x.osm.gz`` in different folders get different folders."""
+    import hashlib
+
+    p = Path(network)
+    if len(p.parts) <= 1 and not network.lower().endswith((".xml", ".xml.gz", ".osm", ".gz", ".bz2", ".pbf")):
+        return safe_name(network)
+    stem = re.sub(r"(\.(net|osm|xml|gz|bz2|pbf))+$", "", p.name, flags=re.IGNORECASE)
+    tag = "" if len(p.parts) <= 1 else "-" + hashlib.sha1(network.encode()).hexdigest()[:8]
+    return safe_name(stem) + tag
+
+
+def default_results_dir(network: str, route: str | None, model: str, policy: str) -> Path:
+    """``results/<network>-<route>-<model>-<policy>``, each part a :func:`safe_name`: always one folder directly
+    inside ``results/`` whatever the network path (issue 25: ``--network ../../x.osm.gz`` wrote outside it)."""
+    parts = [network_label(network), safe_name(route or "custom"), safe_name(model), safe_name(policy)]
+    return RESULTS_ROOT / "-".join(parts)
 
 
 def remove_temp_files(folder: Path) -> int:
@@ -106,7 +139,12 @@ def claim(out: Path, write: Callable[[Path], None], *, overwrite: bool = False) 
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir()
     try:
-        write(staging)
+        try:
+            write(staging)
+        except OSError as exc:  # name the results folder, not the staging folder
+            name = str(exc.filename or "")
+            name = str(out / Path(name).relative_to(staging)) if name.startswith(str(staging)) else name or str(out)
+            raise OSError(exc.errno, exc.strerror or str(exc), name) from None
         os.chmod(staging, umask_mode(0o777))
         try:
             if out.is_dir() and not any(p.name != LOCK_NAME for p in out.iterdir()):

@@ -18,6 +18,7 @@ same numbers as an uninterrupted one.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import functools
 import io
@@ -27,6 +28,7 @@ import pickle
 import platform
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields
 from multiprocessing import get_context
@@ -220,7 +222,7 @@ def run_seed(
 
         bar = tqdm(total=cfg.horizon, initial=bandit.t, desc=f"{cfg.label} seed {seed}", unit="round", leave=False)
     t0 = time.perf_counter()
-    with rounds_path.open("a", newline="") as fh:
+    with _naming(rounds_path), rounds_path.open("a", newline="") as fh:
         while bandit.t < cfg.horizon:
             rec = bandit.step()
             fh.write(_rows_to_csv([rec.to_dict()], header=False))
@@ -261,6 +263,17 @@ def run_seed(
     atomic_write_json(summary_path, summary)
     ckpt.unlink(missing_ok=True)
     return summary
+
+
+@contextlib.contextmanager
+def _naming(path: Path) -> Iterator[None]:
+    """Give an :class:`OSError` without a file name (a full disk while appending) the name ``path``."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        raise OSError(exc.errno, exc.strerror or str(exc), str(path)) from None
 
 
 def prepare_output(cfg: ExperimentConfig, out_dir: str | Path, *, overwrite: bool = False) -> Path:

@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from evroute.errors import ParameterError
+from evroute.errors import ParameterError, check_range
 from evroute.linegraph import LineGraph
 from evroute.models.base import EdgeModel
 
@@ -145,6 +145,11 @@ class KernelInitParams:
     def __post_init__(self) -> None:
         if isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 0:
             raise ParameterError(f"threads must be an integer >= 0, got {self.threads!r}")
+        for name in ("graph_nu", "graph_kappa", "lengthscale"):
+            if getattr(self, name) is not None:
+                check_range(name, getattr(self, name), 0.0, low_open=True)
+        if self.product_weight is not None:
+            check_range("product_weight", self.product_weight, 0.0, 1.0)
 
 
 def set_threads(n: int, *, blas: bool = True) -> None:

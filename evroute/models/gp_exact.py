@@ -81,6 +81,11 @@ class ExactGPConfig:
             )
         if self.device not in ("cpu", "auto", "cuda"):
             raise ParameterError(f"device must be cpu, auto or cuda, got {self.device!r}")
+        if self.dense_max < 0 or self.diag_hops < 1 or not 0 <= self.seed <= 2**32 - 1:
+            raise ParameterError(
+                f"dense_max must be >= 0, diag_hops >= 1 and 0 <= seed < 2**32, got {self.dense_max}, "
+                f"{self.diag_hops}, {self.seed}"
+            )
 
 
 @dataclass

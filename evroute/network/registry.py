@@ -26,6 +26,7 @@ the netconvert options, so repeated loads skip netconvert.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -50,7 +51,8 @@ from evroute.network.synthetic import synthetic_city
 
 @dataclass(frozen=True)
 class Dataset:
-    """An upstream data file: ``repo`` at ``commit``, file ``path``, checked against ``sha256``."""
+    """An upstream data file: ``repo`` at ``commit``, file ``path``, checked against ``sha256`` (``size_bytes``
+    long, under ``licence``); the registry is ``data/datasets.json`` (:func:`load_registry`)."""
 
     name: str
     filename: str
@@ -59,6 +61,8 @@ class Dataset:
     path: str
     sha256: str
     has_elevation: bool
+    licence: str = ""
+    size_bytes: int = 0
 
     @property
     def url(self) -> str:
@@ -66,26 +70,48 @@ class Dataset:
         return f"https://raw.githubusercontent.com/{self.repo}/{self.commit}/{self.path}"
 
 
-DATASETS: dict[str, Dataset] = {
-    "monaco": Dataset(
-        "monaco",
-        "monaco.osm",
-        "lcodeca/MoSTScenario",
-        "b29b2f65f1096a9c69a601ec62a724815cb4a43f",
-        "tools/data/network.osm",
-        "0752eabd75f958731028ddc0aa779489a13e8fbfdc166999c4d955a8f538e115",
-        True,
-    ),
-    "luxembourg": Dataset(
-        "luxembourg",
-        "luxembourg.osm",
-        "lcodeca/LuSTScenario",
-        "5edb7ecb9ad196c39172b6eb95d19ed789f4b1a6",
-        "misc/lust.legacy.scenario.osm",
-        "933f7080150ecd1535f5b5680cb248ff9860a25e8fa9ad3c1b33df23674ff119",
-        False,
-    ),
-}
+#: The dataset registry: ``data/datasets.json`` of a source checkout, else the byte-identical copy the package ships
+#: (``evroute/resources/datasets.json``, for installed wheels; ``tests/test_data_folder.py`` keeps them equal).
+REGISTRY_FILE = "datasets.json"
+
+
+def registry_path() -> Path:
+    """The registry file read: ``data/datasets.json`` next to the package in a checkout, else the shipped copy."""
+    checkout = Path(__file__).resolve().parents[2] / "data" / REGISTRY_FILE
+    if checkout.is_file():
+        return checkout
+    from evroute.paths import resource
+
+    return Path(str(resource(REGISTRY_FILE)))
+
+
+def load_registry(path: str | os.PathLike[str] | None = None) -> dict[str, Dataset]:
+    """``name -> Dataset`` from the registry JSON (``{name: {filename, repo, commit, path, sha256, has_elevation,
+    licence, size_bytes, description}}``); :class:`DataError` when it is unreadable or a field is missing."""
+    import json
+
+    src = Path(path) if path is not None else registry_path()
+    try:
+        raw = json.loads(src.read_text())
+        return {
+            name: Dataset(
+                name,
+                d["filename"],
+                d["repo"],
+                d["commit"],
+                d["path"],
+                d["sha256"],
+                bool(d["has_elevation"]),
+                str(d["licence"]),
+                int(d["size_bytes"]),
+            )
+            for name, d in raw.items()
+        }
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise DataError(f"dataset registry {src} is unreadable or malformed: {exc!r}") from None
+
+
+DATASETS: dict[str, Dataset] = load_registry()
 NETWORK_NAMES: tuple[str, ...] = ("synthetic", *DATASETS)
 SUMO_SUFFIXES = (".net.xml", ".net.xml.gz")
 OSM_SUFFIXES = (".osm", ".osm.xml", ".osm.bz2", ".osm.gz", PBF_SUFFIX)
@@ -201,13 +227,31 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
     if dest.is_file() and file_sha256(dest) == ds.sha256:
         return dest
     source = url or ds.url
+    created = [d for d in (target_dir, *target_dir.parents) if not d.exists()]  # removed again if the fetch fails
     try:
         target_dir.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise DataError(f"cannot create data directory {target_dir}: {exc.strerror or exc}") from None
     pooch.get_logger().setLevel("WARNING")
     try:
-        got = pooch.retrieve(
+        got = _retrieve(source, ds, target_dir, name)
+    except BaseException:
+        for d in created:  # deepest first: only the folders this call made, and only while empty
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    from evroute.io import umask_mode
+
+    os.chmod(got, umask_mode())  # pooch's temporary file is created 0600
+    return Path(got)
+
+
+def _retrieve(source: str, ds: Dataset, target_dir: Path, name: str) -> str:
+    """:func:`pooch.retrieve` of ``source`` into ``target_dir`` checked against ``ds.sha256``; one-line errors."""
+    import pooch
+
+    try:
+        return pooch.retrieve(
             source,
             known_hash=f"sha256:{ds.sha256}",
             fname=ds.filename,
@@ -222,10 +266,6 @@ def fetch_dataset(name: str, cache_dir: str | os.PathLike[str] | None = None, *,
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", None) or getattr(exc, "strerror", None) or exc
         raise DataError(f"cannot download {name} from {source}: {str(reason).splitlines()[0]}") from None
-    from evroute.io import umask_mode
-
-    os.chmod(got, umask_mode())  # pooch's temporary file is created 0600
-    return Path(got)
 
 
 #: Version of the OSM -> SUMO conversion, part of the network cache key: bump it whenever :func:`osm_to_sumo`'s output
@@ -322,18 +362,23 @@ def load_osm_file(
         net = load_osm(osm, dem=dem, name=label)
     else:
         net = _converted_net(osm, label)
-        if dem is not None:
-            net = drape(net, dem)
-        elif not (net.z_from_m.any() or net.z_to_m.any()):
-            warnings.warn(
-                f"{label} has no elevation data: the network is flat (pass a DEM with dem= / --dem)",
-                UserWarning,
-                stacklevel=3,
-            )
-            net.meta["warning"] = "no elevation data: the network is flat"
+        net = drape(net, dem) if dem is not None else warn_if_flat(net, label)
     net = _plausible(net, smooth_m)
     net.meta["osm_source"] = str(src)
     net.meta["osm_loader"] = loader
+    return net
+
+
+def warn_if_flat(net: RoadNetwork, label: str) -> RoadNetwork:
+    """``net``; a :class:`UserWarning` (and ``net.meta["warning"]``) when no junction has an elevation, the same for
+    OSM and SUMO files: a flat network silently removes the incline from the energy model."""
+    if not (net.z_from_m.any() or net.z_to_m.any()):
+        warnings.warn(
+            f"{label} has no elevation data: the network is flat (pass a DEM with dem= / --dem)",
+            UserWarning,
+            stacklevel=3,
+        )
+        net.meta["warning"] = "no elevation data: the network is flat"
     return net
 
 
@@ -388,7 +433,9 @@ def load_network(
         if not p.is_file():
             raise DataError(f"SUMO network file not found: {p}")
         net = load_sumo_net(p)
-        return _plausible(drape(net, dem) if dem is not None else net, smooth_m if dem is not None else 0.0)
+        return _plausible(
+            drape(net, dem) if dem is not None else warn_if_flat(net, net.name), smooth_m if dem is not None else 0.0
+        )
     if low.endswith(OSM_SUFFIXES):
         return load_osm_file(p, loader=loader, dem=dem, smooth_m=smooth_m)
     if p.is_file():

@@ -185,17 +185,23 @@ class RoadNetwork:
         """osmnx-compatible junction graph: nodes are integers, one keyed edge per road edge (key = edge id).
 
         Works with ``osmnx.plot_graph``, ``osmnx.graph_to_gdfs``, ``osmnx.nearest_edges`` / ``nearest_nodes``
-        and networkx shortest paths (``weight="length"``, ``"travel_time"`` or ``"energy_wh"``).
+        and networkx shortest paths (``weight="length"``, ``"travel_time"`` or ``"energy_reduced_wh"``; not
+        ``"energy_wh"``, which is negative downhill, where Dijkstra is wrong or raises: see ``docs/interop.md``).
 
-        Graph attributes: ``name``, ``crs`` (``meta["crs"]``, ``"EPSG:4326"`` for lon/lat networks).
+        Graph attributes: ``name``, ``crs`` (``meta["crs"]``, ``"EPSG:4326"`` for lon/lat networks),
+        ``potential_wh_per_m`` (``k = m g eta- / 3600``, Wh per metre of climb: a route from junction ``o`` to ``d``
+        needs ``sum(energy_reduced_wh) + k (elevation(d) - elevation(o))`` Wh).
         Nodes are ``0 .. N-1`` (osmnx treats node ids as scalars, so string ids cannot be used) in the order of
         :meth:`junction_positions`; node attributes: ``junction`` (the network's junction id), ``x``, ``y``
         (lon/lat degrees, mean of the edge end points at the junction), ``elevation`` (m), ``street_count``
         (distinct neighbouring junctions).
         Edge attributes: ``edge_id``, ``index`` (edge index), ``length`` (m), ``speed`` (m/s), ``speed_kph``,
         ``travel_time`` (s), ``incline`` (sine of the slope), ``grade`` (rise / length, osmnx's name),
-        ``energy_wh`` (physics energy of :func:`evroute.energy.network_energy_wh` at the speed limit) and
-        ``geometry`` (shapely LineString in the graph CRS).
+        ``energy_wh`` (physics energy of :func:`evroute.energy.network_energy_wh` at the speed limit, Wh, negative
+        when recuperating), ``energy_reduced_wh`` (``energy_wh - k dz``, :func:`evroute.energy.reduced_cost_wh`:
+        the energy dissipated on the edge, ``>= 0``, so Dijkstra applies; along any route it differs from the sum of
+        ``energy_wh`` by the same constant, so the route minimising it is the minimum-energy route) and ``geometry``
+        (shapely LineString in the graph CRS).
 
         Args:
             vehicle: vehicle profile name, JSON path or :class:`~evroute.energy.VehicleProfile` for ``energy_wh``.
@@ -203,11 +209,13 @@ class RoadNetwork:
         import networkx as nx
         from shapely.geometry import LineString
 
-        from evroute.energy import VehicleProfile, network_energy_wh
+        from evroute.energy import VehicleProfile, network_energy_wh, reduced_cost_wh
 
         profile = vehicle if isinstance(vehicle, VehicleProfile) else VehicleProfile.load(vehicle)
         energy = network_energy_wh(self, profile)
-        g = nx.MultiDiGraph(name=self.name, crs=self.meta.get("crs", "EPSG:4326"))
+        reduced = np.maximum(reduced_cost_wh(self, profile), 0.0)  # >= 0 by Eq. 8; the clip only removes rounding
+        k = profile.mass_kg * profile.gravity_mps2 * profile.recuperation_efficiency / 3600.0
+        g = nx.MultiDiGraph(name=self.name, crs=self.meta.get("crs", "EPSG:4326"), potential_wh_per_m=k)
         ids, x, y, z = self.junction_positions()
         code = {n: k for k, n in enumerate(ids.tolist())}
         fi = [code[n] for n in self.from_node.tolist()]
@@ -236,6 +244,7 @@ class RoadNetwork:
                 incline=float(inc[i]),
                 grade=float((self.z_to_m[i] - self.z_from_m[i]) / length),
                 energy_wh=float(energy[i]),
+                energy_reduced_wh=float(reduced[i]),
                 geometry=LineString(geom if len(geom) >= 2 else np.vstack([geom, geom])),
             )
         return g

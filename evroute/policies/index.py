@@ -22,9 +22,13 @@ from abc import ABC, abstractmethod
 import numpy as np
 from scipy.special import ndtri
 
-from evroute.errors import ParameterError, check_positive
+from evroute.errors import ParameterError, check_positive, check_range
 from evroute.models.base import EdgePosterior
 from evroute.oracle import MIN_WEIGHT_WH, rectified_gaussian_mean
+
+#: Largest ``beta_scale``: ``sqrt(1e6)`` = 1000 times GP-UCB's confidence width, already an index that ignores the
+#: data; far above it (``1e308``) the width overflows float64 and the oracle gets NaN weights.
+MAX_BETA_SCALE = 1e6
 
 
 def ucb_beta(t: int, n_arms: int) -> float:
@@ -84,7 +88,7 @@ class UCB(IndexPolicy):
     name = "ucb"
 
     def __init__(self, beta_scale: float = 1.0) -> None:
-        self.beta_scale = check_positive("beta_scale", beta_scale, allow_zero=True)
+        self.beta_scale = check_range("beta_scale", beta_scale, 0.0, MAX_BETA_SCALE)
 
     def beta(self, t: int, n_arms: int) -> float:
         return self.beta_scale * max(ucb_beta(t, n_arms), 0.0)
@@ -104,7 +108,7 @@ class BayesUCB(IndexPolicy):
     def __init__(self, xi: float = 1.0, omega: float = 1.0, beta_scale: float = 1.0) -> None:
         self.xi = check_positive("xi", xi)
         self.omega = check_positive("omega", omega, allow_zero=True)
-        self.beta_scale = check_positive("beta_scale", beta_scale, allow_zero=True)
+        self.beta_scale = check_range("beta_scale", beta_scale, 0.0, MAX_BETA_SCALE)
 
     def beta(self, t: int, n_arms: int) -> float:
         return self.beta_scale * bucb_beta(t, n_arms, self.xi, self.omega)

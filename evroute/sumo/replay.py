@@ -70,6 +70,8 @@ class DaySpec:
         object.__setattr__(self, "hours", hours)
         check_positive("peak_per_hour", self.peak_per_hour)
         check_positive("step_length", self.step_length)
+        if not 0 <= int(self.demand_seed) <= 2**32 - 1:
+            raise ParameterError(f"demand_seed must be in [0, 2**32 - 1], got {self.demand_seed}")
         if int(self.min_samples) < 1 or int(self.max_probe_rounds) < 0:
             raise ParameterError("min_samples must be >= 1 and max_probe_rounds >= 0")
         if self.model not in ENERGY_MODELS:
