@@ -9,13 +9,36 @@ nothing heavy at import time, so ``evroute --help`` answers at once.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from evroute.clitext import regret_text, sumo_pairing_text
+from evroute.cliargs import (
+    add_executor_args as _add_executor_args,
+)
+from evroute.cliargs import (
+    add_network_args as _add_network_args,
+)
+from evroute.cliargs import (
+    dem_arg as _dem,
+)
+from evroute.cliargs import (
+    parse_params as _parse_params,
+)
+from evroute.cliargs import (
+    parse_seeds as _parse_seeds,
+)
+from evroute.cliargs import (
+    positive_int as _positive_int,
+)
+from evroute.cliargs import (
+    positive_metres as _positive_metres,
+)
+from evroute.cliargs import (
+    split_negative_values as _split_negative_values,
+)
+from evroute.clitext import regret_reference_text, regret_text, sumo_pairing_text
 from evroute.errors import EvrouteError, ParameterError
 
 
@@ -25,145 +48,6 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         where = self.prog.removeprefix("evroute").strip()
         self.exit(2, f"evroute: error: {where + ': ' if where else ''}{' '.join(message.split())}\n")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {n}")
-    return n
-
-
-def _positive_metres(text: str) -> float:
-    """A finite distance > 0 in metres (``inf`` / ``nan`` would let any point on Earth snap to the network)."""
-    try:
-        x = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a distance in metres, got {text!r}") from None
-    if not (0 < x < float("inf")):
-        raise argparse.ArgumentTypeError(f"must be a finite distance > 0 in metres, got {text!r}")
-    return x
-
-
-def _parse_seeds(text: str) -> list[int]:
-    """``"5"`` -> seeds 0..4; ``"3,7,9"`` -> those seeds; ``"2-4"`` -> 2, 3, 4 (at most ``MAX_SEEDS`` seeds)."""
-    from evroute.experiments.config import MAX_SEEDS
-
-    try:
-        if "," in text:
-            seeds = [int(s) for s in text.split(",") if s.strip()]
-            if len(seeds) > MAX_SEEDS:
-                raise ParameterError(f"--seeds lists {len(seeds)} seeds, more than {MAX_SEEDS}")
-            return seeds
-        if "-" in text.strip().lstrip("-"):
-            a, b = (int(v) for v in text.split("-"))
-            if a < 0 or b < a:
-                raise ParameterError(f"--seeds range {text!r} must be FIRST-LAST with 0 <= FIRST <= LAST")
-            if b - a + 1 > MAX_SEEDS:
-                raise ParameterError(f"--seeds range {text!r} has {b - a + 1} seeds, more than {MAX_SEEDS}")
-            return list(range(a, b + 1))
-        n = int(text)
-    except ValueError:
-        raise ParameterError(f"--seeds must be a count, a list like 0,3,5 or a range like 0-4, got {text!r}") from None
-    if not 1 <= n <= MAX_SEEDS:
-        raise ParameterError(f"--seeds count must be between 1 and {MAX_SEEDS}, got {n}")
-    return list(range(n))
-
-
-def _parse_params(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
-    """``NAME=VALUE`` flags; a VALUE that parses as JSON (``3``, ``0.5``, ``true``, ``[1, 2]``) is that JSON value,
-    anything else a string.  ``NaN`` / ``Infinity`` are strings here (rejected by numeric fields)."""
-    out: dict[str, Any] = {}
-    for item in items or []:
-        k, sep, v = item.partition("=")
-        if not sep or not k.strip():
-            raise ParameterError(f"{flag} {item!r} must look like NAME=VALUE")
-        try:
-            out[k.strip()] = json.loads(v, parse_constant=lambda c: c)
-        except json.JSONDecodeError:
-            out[k.strip()] = v
-    return out
-
-
-def _split_negative_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
-    """Join ``--opt VALUE`` into ``--opt=VALUE`` when VALUE starts with ``-`` but is no option, so negative
-    coordinates (``--from -0.1,51.5``) and SUMO ids (``--start -271#3``) need no ``=``."""
-    takes_value: set[str] = set()
-    known: set[str] = set()
-    stack = [parser]
-    while stack:
-        p = stack.pop()
-        for action in p._actions:  # noqa: SLF001 - argparse has no public walk over its actions
-            known.update(action.option_strings)
-            if action.option_strings and action.nargs is None:
-                takes_value.update(action.option_strings)
-            if isinstance(action, argparse._SubParsersAction):  # noqa: SLF001
-                stack.extend(action.choices.values())
-    out: list[str] = []
-    i = 0
-    while i < len(argv):
-        tok = argv[i]
-        nxt = argv[i + 1] if i + 1 < len(argv) else None
-        if (
-            tok in takes_value
-            and nxt is not None
-            and nxt.startswith("-")
-            and nxt != "--"
-            and nxt not in known
-            and not nxt.startswith("--")
-        ):
-            out.append(f"{tok}={nxt}")
-            i += 2
-            continue
-        out.append(tok)
-        i += 1
-    return out
-
-
-def _add_network_args(p: argparse.ArgumentParser, default: str | None = "synthetic:2000:0") -> None:
-    p.add_argument(
-        "--network",
-        default=default,
-        help="synthetic[:EDGES[:SEED]], monaco, luxembourg, or a .net.xml/.osm/.osm.pbf path (default: %(default)s)",
-    )
-    p.add_argument("--data-dir", default=None, help="folder with monaco.osm / luxembourg.osm (default: $EVROUTE_DATA)")
-    p.add_argument(
-        "--dem",
-        action="append",
-        default=None,
-        metavar="RASTER",
-        help="elevation raster (GeoTIFF or SRTM .hgt) for networks without elevation; repeat for several "
-        "tiles, which are mosaicked",
-    )
-    p.add_argument(
-        "--loader",
-        default=None,
-        choices=["netconvert", "osmnx"],
-        help="OpenStreetMap loader: netconvert (default; honours turn restrictions) or osmnx (ignores them)",
-    )
-
-
-def _dem(args: argparse.Namespace) -> str | list[str] | None:
-    """The ``--dem`` option(s): None, one path, or a list of tiles."""
-    if not args.dem:
-        return None
-    return args.dem[0] if len(args.dem) == 1 else list(args.dem)
-
-
-def _add_executor_args(p: argparse.ArgumentParser, default: str | None) -> None:
-    from evroute.experiments.executors import EXECUTORS
-
-    p.add_argument(
-        "--executor",
-        default=default,
-        choices=EXECUTORS,
-        help="where the seeds run: serial, a local process pool or Ray (optional extra 'ray')"
-        + (" (default: %(default)s)" if default else " (default: a process pool when --workers > 1)"),
-    )
-    p.add_argument("--address", default=None, help="Ray cluster address (default: start a local Ray instance)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -403,30 +287,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"SUMO routes: {rou}\n{sumo_pairing_text(net, rou)}")
     print(f"results: {out}  (figures: evroute plot {out})")
     return 0
-
-
-def regret_reference_text(summary: dict[str, Any], out: str | Path) -> str:
-    """The regret reference a results folder used: the summary's own ``regret_reference`` (or ``reference``) when
-    it has one (a string, or ``{"text": ..., "methods": [...]}``), else each seed's ``optimal_method`` (e.g.
-    ``johnson``, ``rectified``) as recorded in ``seed_<s>/summary.json``."""
-    ref = summary.get("regret_reference") or summary.get("reference")
-    if isinstance(ref, dict) and ref.get("text"):
-        methods = ref.get("methods") or []
-        return f"{ref['text']} ({', '.join(map(str, methods))})" if methods else str(ref["text"])
-    if ref:
-        return ref if isinstance(ref, str) else json.dumps(ref, sort_keys=True)
-    methods_by_seed: dict[str, list[int]] = {}
-    for s in summary.get("seeds", []):
-        try:
-            seed_summary = json.loads((Path(out) / f"seed_{s}" / "summary.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            continue
-        methods_by_seed.setdefault(str(seed_summary.get("optimal_method", "unknown")), []).append(int(s))
-    if not methods_by_seed:
-        return "unknown"
-    if len(methods_by_seed) == 1:
-        return f"{next(iter(methods_by_seed))} (all seeds)"
-    return "; ".join(f"{m} (seeds {', '.join(map(str, ss))})" for m, ss in sorted(methods_by_seed.items()))
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

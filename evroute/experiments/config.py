@@ -206,7 +206,6 @@ def check_parameters(cfg: ExperimentConfig) -> None:
     check_model(cfg.model, cfg.policy)  # the name first, then the types, then the ranges
     with _naming(f"model parameter ({cfg.model})"):
         check_model_params(cfg.model, cfg.model_params)
-        check_model(cfg.model, cfg.policy, cfg.model_params)  # a builder's own check (values a config derives)
     if is_learner(cfg.model):
         if cfg.policy_params:
             raise ParameterError(f"model {cfg.model!r} takes its parameters as model parameters, not policy parameters")
