@@ -135,7 +135,7 @@ def cmd_route(args: argparse.Namespace) -> int:
     }
     risk = None
     if charge is not None:
-        risk = risk_aware_route(lg, belief, s, g, battery, args.delta, h0=h0)
+        risk = risk_aware_route(lg, belief, s, g, battery, args.delta, h0=h0, max_paths=200)
         routes["risk-aware"] = risk.edges
     answers = {k: answer_route(k, e, belief, net, battery) for k, e in routes.items()}
     source = f"model {args.model} ({header['kind']})" if header else "physics prior"

@@ -2,7 +2,7 @@
 inside the predicted 90 % intervals, for the physics prior alone and after learning (BI, exact GP).
 
     EVROUTE_DATA=/work/shared/data python scripts/driver/calibration.py --network monaco --routes 300 \\
-        --train 3000 --seed 0 --out docs/results/calibration.md
+        --train 1500 --hours 8 9 --peak 300 --probe-rounds 1 --seed 0 --out docs/results/calibration.md
 
 Data: one recorded SUMO day on the network (``--env sumo-replay``'s, cached; :func:`evroute.sumo.replay.record_day`).
 Every edge's traversals are split at random into a training half and a held-out half (an edge with one traversal,
@@ -58,13 +58,17 @@ def main() -> None:
     ap.add_argument("--network", default="monaco")
     ap.add_argument("--routes", type=int, default=300)
     ap.add_argument("--train", type=int, default=3000)
+    ap.add_argument("--hours", type=int, nargs=2, default=[8, 9], help="simulated window of the day (h)")
+    ap.add_argument("--peak", type=int, default=300, help="background vehicles per hour at the peak")
+    ap.add_argument("--probe-rounds", type=int, default=1, help="probe rounds for unsampled edges")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
     a = ap.parse_args()
     t0 = time.perf_counter()
     lg = load_linegraph(a.network)
     vehicle = VehicleProfile.load("sumo_ev")
-    env = make_environment(lg, "sumo-replay", {}, vehicle=vehicle, seed=0)
+    day = {"hours": list(a.hours), "peak_per_hour": a.peak, "max_probe_rounds": a.probe_rounds}
+    env = make_environment(lg, "sumo-replay", day, vehicle=vehicle, seed=0)
     rng = np.random.default_rng(a.seed)
     train, test = split(env, rng)
     # --train observations drawn uniformly from all training traversals
@@ -113,7 +117,8 @@ def main() -> None:
         "# Calibration of route answers on held-out SUMO traversals",
         "",
         f"Command: `EVROUTE_DATA=/work/shared/data python scripts/driver/calibration.py --network {a.network} "
-        f"--routes {a.routes} --train {a.train} --seed {a.seed} --out docs/results/calibration.md` "
+        f"--routes {a.routes} --train {a.train} --hours {a.hours[0]} {a.hours[1]} --peak {a.peak} "
+        f"--probe-rounds {a.probe_rounds} --seed {a.seed} --out docs/results/calibration.md` "
         f"({wall:.0f} s wall on the shared 2-core machine).",
         "",
         f"Network {lg.network.name}: {lg.n_nodes} edges; recorded day: {len(env.samples_wh)} traversals "

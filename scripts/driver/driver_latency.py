@@ -35,19 +35,26 @@ def main() -> None:
     ap.add_argument("--network", default="luxembourg")
     ap.add_argument("--queries", type=int, default=20)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--models", default="bi-prior,bi-2000obs,gp-exact-500obs", help="comma-separated subset")
+    ap.add_argument("--max-paths", type=int, default=200, help="routes the risk-aware search may list")
     a = ap.parse_args()
     lg = load_linegraph(a.network)
     h0 = potential_h(lg.network)
     rng = np.random.default_rng(a.seed)
-    m = prior_model("bi", lg)
-    models = {"bi-prior": prior_model("bi", lg)}
-    e = rng.integers(0, lg.n_nodes, 2000)
-    m.update(e, m.posterior().mean[e] + rng.normal(0, np.sqrt(m.noise_var[0]), len(e)))
-    models["bi-2000obs"] = m
-    gp = prior_model("gp-exact", lg, method="lowrank", graph_solver="local", learn_hyper=False, refresh_every=1)
-    e = rng.integers(0, lg.n_nodes, 500)
-    gp.update(e, gp.posterior().mean[e] + rng.normal(0, np.sqrt(gp.noise_var), len(e)))
-    models["gp-exact-500obs"] = gp
+    wanted = a.models.split(",")
+    models = {}
+    if "bi-prior" in wanted:
+        models["bi-prior"] = prior_model("bi", lg)
+    if "bi-2000obs" in wanted:
+        m = prior_model("bi", lg)
+        e = rng.integers(0, lg.n_nodes, 2000)
+        m.update(e, m.posterior().mean[e] + rng.normal(0, np.sqrt(m.noise_var[0]), len(e)))
+        models["bi-2000obs"] = m
+    if "gp-exact-500obs" in wanted:
+        gp = prior_model("gp-exact", lg, method="lowrank", graph_solver="local", learn_hyper=False, refresh_every=1)
+        e = rng.integers(0, lg.n_nodes, 500)
+        gp.update(e, gp.posterior().mean[e] + rng.normal(0, np.sqrt(gp.noise_var), len(e)))
+        models["gp-exact-500obs"] = gp
     print(f"{lg.network.name}: {lg.n_nodes} edges, {lg.n_arcs} turns; {a.queries} queries per model")
     for name, model in models.items():
         b = RouteBelief(model, elevation_potential_wh(lg.network))  # as evroute route serves it
@@ -67,7 +74,7 @@ def main() -> None:
             for kind, budget in budgets.items():
                 bat = BatteryState(1e5, 0.5, 0.5 - budget / 1e5)
                 t0 = time.perf_counter()
-                r = risk_aware_route(lg, b, s, g, bat, 0.05, h0=h0, max_paths=2000)
+                r = risk_aware_route(lg, b, s, g, bat, 0.05, h0=h0, max_paths=a.max_paths)
                 stats[kind]["t"].append(time.perf_counter() - t0)
                 stats[kind]["listed"].append(r.paths)
                 stats[kind]["cert"] += r.certified
