@@ -396,7 +396,7 @@ class GPEdgeModel(EdgeModel):
             mean, var = self._predict()
             s2 = self.scale**2
             noise = np.full(self.n_edges, self.noise_var)
-            self._post = EdgePosterior(mean=mean * self.scale, var=np.maximum(var, 0.0) * s2, noise_var=noise)
+            self._post = EdgePosterior(mean=mean * self.scale, variance=np.maximum(var, 0.0) * s2, noise_var=noise)
         return self._post
 
     @torch.no_grad()

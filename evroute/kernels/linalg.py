@@ -1,0 +1,77 @@
+"""The project's one jittered Cholesky factorisation (NumPy / LAPACK ``dpotrf``).
+
+Kernel matrices are positive semi-definite in exact arithmetic but can be numerically indefinite (repeated or close
+inputs, a smooth kernel, large ``E``).  :func:`jittered_cholesky` returns the lower factor ``L`` of ``A + j I`` for
+the first jitter ``j`` of a schedule that factorises (``j = 0`` first unless ``plain_first=False``).  Callers choose
+the schedule; the ones in use:
+
+* :data:`RELATIVE_JITTERS` (``1e-12 .. 1e-6`` times the mean diagonal, after a plain attempt): the exact GP edge
+  model's posterior solves (:mod:`evroute.models.exact_posterior`), the time-aware GP, joint posterior draws;
+* :func:`geometric_jitters` (``j_0, 10 j_0, 100 j_0, ...``): the environment's prior draw (``j_0 = 1e-10`` times the
+  mean diagonal, always added) and :class:`evroute.bo.gp.ExactGP` (absolute, from ``1e-6`` on);
+* :func:`evroute.kernels.posterior.sample_mvn`: ``1e-10, 1e-8, 1e-6`` times the mean diagonal, then an
+  eigendecomposition.
+
+Users: every NumPy Cholesky of a kernel matrix in :mod:`evroute.models`, :mod:`evroute.bo` and
+:mod:`evroute.environments`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+import numpy as np
+import scipy.linalg
+
+__all__ = ["RELATIVE_JITTERS", "geometric_jitters", "jittered_cholesky", "solve_lower"]
+
+#: relative jitters (times the mean diagonal) tried after a plain factorisation by default
+RELATIVE_JITTERS: tuple[float, ...] = (1e-12, 1e-10, 1e-8, 1e-6)
+
+
+def geometric_jitters(start: float, factor: float = 10.0, count: int = 8) -> Iterator[float]:
+    """``start, start * factor, (start * factor) * factor, ...`` (``count`` values, by repeated multiplication)."""
+    j = float(start)
+    for _ in range(int(count)):
+        yield j
+        j *= factor
+
+
+def jittered_cholesky(
+    a: np.ndarray,
+    jitters: Iterable[float] = RELATIVE_JITTERS,
+    *,
+    relative: bool = True,
+    plain_first: bool = True,
+) -> np.ndarray:
+    """Lower Cholesky factor ``(n, n)`` of ``a + j I`` for the first jitter ``j`` that works.
+
+    Args:
+        a: ``(n, n)`` symmetric matrix (only its lower triangle is read).
+        jitters: the jitters to try, in order, after ``j = 0`` (when ``plain_first``).
+        relative: jitters are multiples of the mean diagonal ``mean(diag(a))`` (else absolute, in ``a``'s units).
+        plain_first: try ``a`` itself first.
+
+    Raises:
+        numpy.linalg.LinAlgError: when no jitter of the schedule gives a positive-definite matrix.
+    """
+    if plain_first:
+        try:
+            return scipy.linalg.cholesky(a, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            pass
+    scale = float(np.mean(np.diag(a))) if relative else 1.0
+    n = a.shape[0]
+    for j in jitters:
+        b = np.array(a, dtype=np.float64, copy=True)
+        b[np.diag_indices(n)] += j * scale
+        try:
+            return scipy.linalg.cholesky(b, lower=True, check_finite=False)
+        except np.linalg.LinAlgError:
+            continue
+    raise np.linalg.LinAlgError("matrix is not positive definite even with the largest jitter")
+
+
+def solve_lower(l_: np.ndarray, b: np.ndarray, trans: int = 0) -> np.ndarray:
+    """``L^-1 b`` (``trans=0``) or ``L^-T b`` (``trans=1``): lower-triangular ``L`` ``(n, n)``, ``b`` ``(n, ...)``."""
+    return scipy.linalg.solve_triangular(l_, b, lower=True, trans=trans, check_finite=False)

@@ -1,0 +1,183 @@
+"""Check that a change of the GP core (kernels, Cholesky, posterior) leaves the routing results unchanged.
+
+Runs short ``evroute run`` configurations of every GP edge model (``gp``, ``gp-exact`` in its dense, low-rank, joint
+Thompson sampling and global-solver variants, ``gp-tv``) and of ``bi``, in the ``consistent``, ``paper`` and
+``drifting`` environments (the environments draw their truth from the same kernel), on a source tree given by
+``--tree`` (a subprocess with that tree first on ``PYTHONPATH``, so the script runs unchanged against an older
+checkout, e.g. ``git archive 51e2638 | tar -x -C /tmp/base``).  Every column of every ``rounds.csv`` except the
+wall-clock timings (route, energies, regret, beta) is kept.
+
+Usage::
+
+    python scripts/gp_core_equivalence.py --tree /tmp/base --dump /tmp/gp_core_ref.npz      # the old version
+    python scripts/gp_core_equivalence.py --compare /tmp/gp_core_ref.npz --report docs/results/gp_core_equivalence.md
+
+Prints, per configuration, the number of arrays compared, how many are bit-identical and the largest absolute
+difference; ``--report PATH`` also writes these lines, with the commands, to a Markdown file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMING = ("posterior_ms", "index_ms", "oracle_ms", "update_ms")
+SYN = ["--network", "synthetic:300:0", "--horizon", "30", "--seeds", "0-1"]
+MONACO = ["--network", "monaco", "--horizon", "15", "--seeds", "1"]
+#: name -> evroute run arguments (gp-tv with compute_scale=0: its data cap would otherwise follow measured CPU time)
+CONFIGS: dict[str, list[str]] = {
+    "bi-ts-consistent": [*SYN, "--model", "bi", "--policy", "ts"],
+    "bi-ts-paper": [*SYN, "--model", "bi", "--policy", "ts", "--env", "paper"],
+    "gp-ts-consistent": [*SYN, "--model", "gp", "--policy", "ts"],
+    "gp-ucb-paper": [*SYN, "--model", "gp", "--policy", "ucb", "--env", "paper"],
+    "gp-exact-ts-consistent": [*SYN, "--model", "gp-exact", "--policy", "ts"],
+    "gp-exact-ucb-paper": [*SYN, "--model", "gp-exact", "--policy", "ucb", "--env", "paper"],
+    "gp-exact-bucb-dense": [*SYN, "--model", "gp-exact", "--policy", "bucb", "--model-param", "method=dense"],
+    "gp-exact-ts-joint": [*SYN, "--model", "gp-exact", "--policy", "ts", "--model-param", "ts_joint=true"],
+    "gp-exact-ts-lowrank-global": [
+        *SYN,
+        "--model",
+        "gp-exact",
+        "--policy",
+        "ts",
+        "--model-param",
+        "method=lowrank",
+        "--model-param",
+        "graph_solver=global",
+    ],
+    "gp-exact-ts-lowrank-local": [*SYN, "--model", "gp-exact", "--policy", "ts", "--model-param", "method=lowrank"],
+    "gp-tv-ts-drifting": [
+        *SYN,
+        "--model",
+        "gp-tv",
+        "--policy",
+        "ts",
+        "--env",
+        "drifting",
+        "--model-param",
+        "compute_scale=0",
+    ],
+    "gp-tv-bucb-consistent": [*SYN, "--model", "gp-tv", "--policy", "bucb", "--model-param", "compute_scale=0"],
+    "monaco-bi-ts-consistent": [*MONACO, "--model", "bi", "--policy", "ts"],
+    "monaco-gp-exact-ucb-consistent": [*MONACO, "--model", "gp-exact", "--policy", "ucb"],
+}
+LINES: list[str] = []
+
+
+def _say(line: str) -> None:
+    print(line, flush=True)
+    LINES.append(line)
+
+
+def _read_rounds(path: Path) -> dict[str, np.ndarray]:
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    out: dict[str, np.ndarray] = {}
+    for col in rows[0]:
+        if col in TIMING:
+            continue
+        vals = [r[col] for r in rows]
+        try:
+            out[col] = np.array([float(v) for v in vals])
+        except ValueError:
+            out[col] = np.array(vals)
+    return out
+
+
+def run_all(tree: Path, names: list[str], work: Path) -> dict[str, np.ndarray]:
+    """Run the configurations ``names`` on ``tree``; ``{config/seed/column: array}``."""
+    env = dict(os.environ, PYTHONPATH=str(tree), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    arrays: dict[str, np.ndarray] = {}
+    for name in names:
+        out = work / name
+        cmd = [sys.executable, "-m", "evroute", "run", *CONFIGS[name], "--out", str(out), "--overwrite"]
+        cmd.append("--no-progress")
+        t0 = time.perf_counter()
+        subprocess.run(cmd, env=env, cwd=tree, check=True, stdout=subprocess.DEVNULL)
+        print(f"{name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+        for seed_dir in sorted(out.glob("seed_*")):
+            for col, a in _read_rounds(seed_dir / "rounds.csv").items():
+                arrays[f"{name}/{seed_dir.name}/{col}"] = a
+    return arrays
+
+
+def compare(new: dict[str, np.ndarray], ref: dict[str, np.ndarray], names: list[str]) -> bool:
+    """Per configuration: arrays compared, bit-identical count, largest absolute difference."""
+    ok = True
+    for name in names:
+        keys = sorted(k for k in ref if k.startswith(name + "/"))
+        same, worst = 0, 0.0
+        for k in keys:
+            a, b = new.get(k), ref[k]
+            if a is not None and a.shape == b.shape and np.array_equal(a, b):
+                same += 1
+                continue
+            if a is None or a.shape != b.shape or a.dtype.kind not in "fi":
+                worst = np.inf
+            else:
+                worst = max(worst, float(np.max(np.abs(a - b))))
+            _say(f"  {k}: differs")
+        ok &= same == len(keys) and len(keys) > 0
+        _say(f"{name}: {len(keys)} arrays, {same} bit-identical, max |difference| {worst:.3g}")
+    return ok
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", type=Path, default=ROOT, help="source tree to run (default: this checkout)")
+    ap.add_argument("--configs", default=",".join(CONFIGS), help="comma-separated configuration names")
+    ap.add_argument("--dump", type=Path, help="write the arrays to this .npz")
+    ap.add_argument("--compare", type=Path, help="compare with the arrays of this .npz")
+    ap.add_argument("--report", type=Path, help="also write the comparison to this Markdown file")
+    args = ap.parse_args()
+    names = args.configs.split(",")
+    unknown = set(names) - set(CONFIGS)
+    if unknown:
+        ap.error(f"unknown configurations: {', '.join(sorted(unknown))}")
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as tmp:
+        arrays = run_all(args.tree.resolve(), names, Path(tmp))
+    if args.dump:
+        np.savez_compressed(args.dump, **arrays)
+    ok = True
+    if args.compare:
+        with np.load(args.compare) as f:
+            ref = {k: f[k] for k in f.files}
+        ok = compare(arrays, ref, names)
+    if args.report:
+        cmd = "python scripts/gp_core_equivalence.py " + shlex.join(sys.argv[1:])
+        verdict = "all bit-identical" if ok else "differences listed below"
+        head = [
+            "# Same routing numbers after the GP-core refactor (generated)",
+            "",
+            f"Command: `{cmd}`",
+            "",
+            f"Machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}, one BLAS "
+            f"thread; {time.perf_counter() - t0:.0f} s. Verdict: {verdict}.",
+            "",
+            "Configurations (`evroute run` arguments):",
+            "",
+            *[f"- `{n}`: `{shlex.join(CONFIGS[n])}`" for n in names],
+            "",
+            "```",
+            *LINES,
+            "```",
+            "",
+        ]
+        args.report.write_text("\n".join(head))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
