@@ -1,4 +1,4 @@
-"""The project's one jittered Cholesky factorisation (NumPy / LAPACK ``dpotrf``).
+"""The project's one jittered Cholesky factorisation (NumPy / LAPACK ``dpotrf``, or torch for tensors).
 
 Kernel matrices are positive semi-definite in exact arithmetic but can be numerically indefinite (repeated or close
 inputs, a smooth kernel, large ``E``).  :func:`jittered_cholesky` returns the lower factor ``L`` of ``A + j I`` for
@@ -10,15 +10,18 @@ the schedule; the ones in use:
 * :func:`geometric_jitters` (``j_0, 10 j_0, 100 j_0, ...``): the environment's prior draw (``j_0 = 1e-10`` times the
   mean diagonal, always added) and :class:`evroute.bo.gp.ExactGP` (absolute, from ``1e-6`` on);
 * :func:`evroute.kernels.posterior.sample_mvn`: ``1e-10, 1e-8, 1e-6`` times the mean diagonal, then an
-  eigendecomposition.
+  eigendecomposition;
+* torch: the SVGP's whitening (one fixed jitter, default ``1e-6``, always added) and the exact GP's marginal
+  likelihood (plain: a failure aborts the fit).
 
-Users: every NumPy Cholesky of a kernel matrix in :mod:`evroute.models`, :mod:`evroute.bo` and
-:mod:`evroute.environments`.
+Users: every Cholesky of a kernel matrix in :mod:`evroute.models`, :mod:`evroute.bo` and :mod:`evroute.environments`
+(GPyTorch's own, inside the SVGP's variational strategy, aside).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import scipy.linalg
@@ -38,13 +41,13 @@ def geometric_jitters(start: float, factor: float = 10.0, count: int = 8) -> Ite
 
 
 def jittered_cholesky(
-    a: np.ndarray,
+    a: Any,
     jitters: Iterable[float] = RELATIVE_JITTERS,
     *,
     relative: bool = True,
     plain_first: bool = True,
-) -> np.ndarray:
-    """Lower Cholesky factor ``(n, n)`` of ``a + j I`` for the first jitter ``j`` that works.
+) -> Any:
+    """Lower Cholesky factor ``(n, n)`` of ``a + j I`` for the first jitter ``j`` that works (NumPy or torch).
 
     Args:
         a: ``(n, n)`` symmetric matrix (only its lower triangle is read).
@@ -53,8 +56,11 @@ def jittered_cholesky(
         plain_first: try ``a`` itself first.
 
     Raises:
-        numpy.linalg.LinAlgError: when no jitter of the schedule gives a positive-definite matrix.
+        numpy.linalg.LinAlgError (``torch.linalg.LinAlgError`` for a tensor): when no jitter of the schedule gives a
+            positive-definite matrix.
     """
+    if type(a).__module__.startswith("torch"):
+        return _torch_jittered_cholesky(a, jitters, relative, plain_first)
     if plain_first:
         try:
             return scipy.linalg.cholesky(a, lower=True, check_finite=False)
@@ -70,6 +76,25 @@ def jittered_cholesky(
         except np.linalg.LinAlgError:
             continue
     raise np.linalg.LinAlgError("matrix is not positive definite even with the largest jitter")
+
+
+def _torch_jittered_cholesky(a: Any, jitters: Iterable[float], relative: bool, plain_first: bool) -> Any:
+    """The torch path of :func:`jittered_cholesky` (differentiable; ``a + j I`` as a new tensor)."""
+    import torch
+
+    if plain_first:
+        try:
+            return torch.linalg.cholesky(a)
+        except torch.linalg.LinAlgError:
+            pass
+    scale = float(a.diagonal().mean()) if relative else 1.0
+    eye = torch.eye(a.shape[0], dtype=a.dtype, device=a.device)
+    for j in jitters:
+        try:
+            return torch.linalg.cholesky(a + (j * scale) * eye)
+        except torch.linalg.LinAlgError:
+            continue
+    raise torch.linalg.LinAlgError("matrix is not positive definite even with the largest jitter")
 
 
 def solve_lower(l_: np.ndarray, b: np.ndarray, trans: int = 0) -> np.ndarray:

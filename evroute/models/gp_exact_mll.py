@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from evroute.kernels.edge import GraphKernel, Points, edge_kernel
+from evroute.kernels.linalg import jittered_cholesky
 
 
 @dataclass
@@ -64,7 +65,7 @@ def marginal_log_likelihood(
     p = Points(None, x_u)  # the U distinct edges, in the order of g_uu
     k = edge_kernel(GraphKernel(g_uu), s1, s2, raw["log_ls1"].exp(), raw["log_ls2"].exp())(p, p)
     a = k + torch.diag(noise / n)
-    l_ = torch.linalg.cholesky(0.5 * (a + a.T))
+    l_ = jittered_cholesky(0.5 * (a + a.T), ())  # plain: a failure aborts the fit
     r = (ybar - m_u).unsqueeze(-1)
     z = torch.linalg.solve_triangular(l_, r, upper=False)
     u = len(n)
