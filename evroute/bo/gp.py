@@ -228,7 +228,7 @@ class ExactGP:
     def _cholesky(self, gram: FloatArray) -> FloatArray:
         """Lower factor of ``K + (lambda + jitter) I``, adding ``1e-6, 1e-5, ...`` (absolute) if it is not PD."""
         cov = gram + (self.noise + self.jitter) * np.eye(gram.shape[0])
-        return jittered_cholesky(cov, geometric_jitters(1e-6, 10.0, 40), relative=False)
+        return jittered_cholesky(cov, geometric_jitters(1e-6, 10.0, 40), relative=False, layout="C")
 
     def recompute(self) -> None:
         """Recompute the Cholesky factor from scratch (``O(n^3)``; the cost model of the BOKE paper's GP-UCB)."""
@@ -346,7 +346,7 @@ class ExactGP:
         kern, dk = self.kernel.gram_and_grads(cache, params)
         cov = kern + (noise + self.jitter) * np.eye(z.size)
         try:
-            chol = jittered_cholesky(cov, ())
+            chol = jittered_cholesky(cov, (), layout="C")
         except np.linalg.LinAlgError:
             return 1e10, np.zeros_like(theta)
         alpha = cho_solve((chol, True), z)

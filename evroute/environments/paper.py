@@ -177,7 +177,7 @@ def _cholesky(cov: np.ndarray) -> np.ndarray:
     the covariance is numerically semi-definite)."""
     start = 1e-10 * float(np.mean(np.diag(cov)))
     try:
-        return jittered_cholesky(cov, geometric_jitters(start, 10.0, 8), relative=False, plain_first=False)
+        return jittered_cholesky(cov, geometric_jitters(start, 10.0, 8), relative=False, plain_first=False, layout="C")
     except np.linalg.LinAlgError:
         raise ParameterError("environment covariance is not positive definite even with jitter") from None
 

@@ -46,6 +46,7 @@ def jittered_cholesky(
     *,
     relative: bool = True,
     plain_first: bool = True,
+    layout: str = "F",
 ) -> Any:
     """Lower Cholesky factor ``(n, n)`` of ``a + j I`` for the first jitter ``j`` that works (NumPy or torch).
 
@@ -54,6 +55,9 @@ def jittered_cholesky(
         jitters: the jitters to try, in order, after ``j = 0`` (when ``plain_first``).
         relative: jitters are multiples of the mean diagonal ``mean(diag(a))`` (else absolute, in ``a``'s units).
         plain_first: try ``a`` itself first.
+        layout: memory order of the NumPy factor, ``"F"`` (LAPACK's) or ``"C"`` (NumPy's ``linalg.cholesky``'s):
+            the values are the same, but the order picks the BLAS kernel, hence the round-off, of a later product
+            ``L @ z`` (callers keep the order their results were computed with).
 
     Raises:
         numpy.linalg.LinAlgError (``torch.linalg.LinAlgError`` for a tensor): when no jitter of the schedule gives a
@@ -61,9 +65,16 @@ def jittered_cholesky(
     """
     if type(a).__module__.startswith("torch"):
         return _torch_jittered_cholesky(a, jitters, relative, plain_first)
+    if layout not in ("F", "C"):
+        raise ValueError(f"layout must be 'F' or 'C', got {layout!r}")
+
+    def factor(m: np.ndarray) -> np.ndarray:
+        l_ = scipy.linalg.cholesky(m, lower=True, check_finite=False)
+        return l_ if layout == "F" else np.ascontiguousarray(l_)
+
     if plain_first:
         try:
-            return scipy.linalg.cholesky(a, lower=True, check_finite=False)
+            return factor(a)
         except np.linalg.LinAlgError:
             pass
     scale = float(np.mean(np.diag(a))) if relative else 1.0
@@ -72,7 +83,7 @@ def jittered_cholesky(
         b = np.array(a, dtype=np.float64, copy=True)
         b[np.diag_indices(n)] += j * scale
         try:
-            return scipy.linalg.cholesky(b, lower=True, check_finite=False)
+            return factor(b)
         except np.linalg.LinAlgError:
             continue
     raise np.linalg.LinAlgError("matrix is not positive definite even with the largest jitter")

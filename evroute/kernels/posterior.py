@@ -34,7 +34,9 @@ def sample_mvn(mean: FloatArray, cov: FloatArray, rng: np.random.Generator, scal
     cov = 0.5 * (cov + cov.T)
     base = max(float(np.mean(np.diag(cov))), 1e-300)
     try:
-        chol = jittered_cholesky(cov, [jit * base for jit in (1e-10, 1e-8, 1e-6)], relative=False, plain_first=False)
+        chol = jittered_cholesky(
+            cov, [jit * base for jit in (1e-10, 1e-8, 1e-6)], relative=False, plain_first=False, layout="C"
+        )
     except np.linalg.LinAlgError:
         w, q = np.linalg.eigh(cov)
         return mean + scale * (q @ (np.sqrt(np.clip(w, 0.0, None)) * z))
