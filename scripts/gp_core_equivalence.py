@@ -69,6 +69,7 @@ CONFIGS: dict[str, list[str]] = {
         "compute_scale=0",
     ],
     "gp-tv-bucb-consistent": [*SYN, "--model", "gp-tv", "--policy", "bucb", "--model-param", "compute_scale=0"],
+    "gp-ts-consistent-T150": ["--network", "synthetic:300:0", "--horizon", "150", "--seeds", "0-1", "--model", "gp"],
     "monaco-bi-ts-consistent": [*MONACO, "--model", "bi", "--policy", "ts"],
     "monaco-gp-exact-ucb-consistent": [*MONACO, "--model", "gp-exact", "--policy", "ucb"],
 }
@@ -165,6 +166,11 @@ def main() -> int:
             "",
             f"Machine: {platform.machine()}, Python {platform.python_version()}, numpy {np.__version__}, one BLAS "
             f"thread; {time.perf_counter() - t0:.0f} s. Verdict: {verdict}.",
+            "",
+            "Reference arrays: written by this script on an export of the pre-refactor commit: "
+            "`git archive 51e2638 | tar -x -C /tmp/base; python scripts/gp_core_equivalence.py --tree /tmp/base "
+            "--dump REF.npz` (not committed: the Monaco runs derive from the OSM data). Compared: every `rounds.csv` "
+            "column except the four wall-clock timings, per seed.",
             "",
             "Configurations (`evroute run` arguments):",
             "",

@@ -141,11 +141,12 @@ def _scaled(x: np.ndarray, lengthscale: float | np.ndarray) -> np.ndarray:
 
 def scaled_cdist(x1: Any, x2: Any, lengthscale: Any) -> Any:
     """``(n1, n2)`` Euclidean distances ``||x1_i / l - x2_j / l||`` of ``(n1, d)``, ``(n2, d)`` inputs with scalar or
-    ``(d,)`` lengthscales ``l`` (NumPy: SciPy's ``cdist``; torch: ``torch.cdist``, differentiable)."""
+    ``(d,)`` lengthscales ``l`` (NumPy: SciPy's ``cdist``; torch: ``torch.cdist``, differentiable, followed by
+    ``clamp_min(0)`` as the exact GP's marginal likelihood always did, so its gradients keep their round-off)."""
     if _is_torch(x1):
         import torch
 
-        return torch.cdist(x1 / lengthscale, x2 / lengthscale)
+        return torch.cdist(x1 / lengthscale, x2 / lengthscale).clamp_min(0.0)
     a1, a2 = (np.atleast_2d(np.asarray(a, dtype=np.float64)) for a in (x1, x2))
     return cdist(_scaled(a1, lengthscale), _scaled(a2, lengthscale))
 
