@@ -5,7 +5,8 @@ Thompson sampling and global-solver variants, ``gp-tv``) and of ``bi``, in the `
 ``drifting`` environments (the environments draw their truth from the same kernel), on a source tree given by
 ``--tree`` (a subprocess with that tree first on ``PYTHONPATH``, so the script runs unchanged against an older
 checkout, e.g. ``git archive 51e2638 | tar -x -C /tmp/base``).  Every column of every ``rounds.csv`` except the
-wall-clock timings (route, energies, regret, beta) is kept.
+wall-clock timings (route, energies, regret, beta) is kept.  The ``posterior-*`` slices compare the posterior mean
+and variance of every edge after each of 40 seeded updates (the model's own numbers, below the routes).
 
 Usage::
 
@@ -73,6 +74,33 @@ CONFIGS: dict[str, list[str]] = {
     "monaco-bi-ts-consistent": [*MONACO, "--model", "bi", "--policy", "ts"],
     "monaco-gp-exact-ucb-consistent": [*MONACO, "--model", "gp-exact", "--policy", "ucb"],
 }
+#: posterior slices: 40 updates of 12 random edges each (seeded) on synthetic:300:0 in the consistent environment, the
+#: posterior mean and variance of every edge after each update (the builders' default kernel initialisation)
+POSTERIOR_CODE = """
+import sys, numpy as np
+from evroute.linegraph import build_line_graph
+from evroute.network.registry import load_network
+from evroute.environments import make_environment
+from evroute.models.gp import build_gp_model
+from evroute.models.gp_exact import build_exact_gp_model
+from evroute.models.gp_tv import build_gp_tv_model
+builders = {"gp": (build_gp_model, {}), "gp-exact": (build_exact_gp_model, {}),
+            "gp-tv": (build_gp_tv_model, {"compute_scale": 0})}
+build, kw = builders[sys.argv[1]]
+lg = build_line_graph(load_network("synthetic:300:0"))
+env = make_environment(lg, "consistent", seed=0)
+m = build(env, seed=0, **kw)
+rng, out = np.random.default_rng(1), {}
+for t in range(1, 41):
+    m.advance(float(t))
+    e = rng.choice(lg.n_nodes, 12, replace=False)
+    m.update(e, env.true_mean_wh[e] + np.sqrt(env.noise_var) * rng.standard_normal(12))
+    p = m.posterior()
+    out[f"t{t:02d}/mean"], out[f"t{t:02d}/var"] = p.mean, p.var
+np.savez(sys.argv[2], **out)
+"""
+for _model in ("gp", "gp-exact", "gp-tv"):
+    CONFIGS[f"posterior-{_model}"] = [_model]
 LINES: list[str] = []
 
 
@@ -102,9 +130,17 @@ def run_all(tree: Path, names: list[str], work: Path) -> dict[str, np.ndarray]:
     arrays: dict[str, np.ndarray] = {}
     for name in names:
         out = work / name
+        t0 = time.perf_counter()
+        if name.startswith("posterior-"):
+            npz = work / f"{name}.npz"
+            cmd = [sys.executable, "-c", POSTERIOR_CODE, CONFIGS[name][0], str(npz)]
+            subprocess.run(cmd, env=env, cwd=tree, check=True, stdout=subprocess.DEVNULL)
+            with np.load(npz) as f:
+                arrays.update({f"{name}/{k}": f[k] for k in f.files})
+            print(f"{name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+            continue
         cmd = [sys.executable, "-m", "evroute", "run", *CONFIGS[name], "--out", str(out), "--overwrite"]
         cmd.append("--no-progress")
-        t0 = time.perf_counter()
         subprocess.run(cmd, env=env, cwd=tree, check=True, stdout=subprocess.DEVNULL)
         print(f"{name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         for seed_dir in sorted(out.glob("seed_*")):
@@ -118,19 +154,24 @@ def compare(new: dict[str, np.ndarray], ref: dict[str, np.ndarray], names: list[
     ok = True
     for name in names:
         keys = sorted(k for k in ref if k.startswith(name + "/"))
-        same, worst = 0, 0.0
+        same, worst, rel = 0, 0.0, 0.0
         for k in keys:
             a, b = new.get(k), ref[k]
             if a is not None and a.shape == b.shape and np.array_equal(a, b):
                 same += 1
                 continue
             if a is None or a.shape != b.shape or a.dtype.kind not in "fi":
-                worst = np.inf
+                worst = rel = np.inf
             else:
                 worst = max(worst, float(np.max(np.abs(a - b))))
-            _say(f"  {k}: differs")
+                rel = max(rel, float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-300))))
+            if not name.startswith("posterior-"):
+                _say(f"  {k}: differs")
         ok &= same == len(keys) and len(keys) > 0
-        _say(f"{name}: {len(keys)} arrays, {same} bit-identical, max |difference| {worst:.3g}")
+        _say(
+            f"{name}: {len(keys)} arrays, {same} bit-identical, max |difference| {worst:.3g}, "
+            f"max relative difference {rel:.3g}"
+        )
     return ok
 
 

@@ -134,11 +134,10 @@ class GraphKernel(EdgeKernel):
     def __call__(self, p: Points, q: Points) -> Array:
         s, i, j = self.source, p.idx, q.idx
         if self.dense:
-            if i is None:
-                return s if j is None else s[:, j]
-            if isinstance(i, slice):
-                return s[i] if j is None else s[i][:, j]
-            return s[i] if j is None else s[i[:, None], j[None, :]]
+            if j is None or i is None or isinstance(i, slice) or isinstance(j, slice):
+                rows = s if i is None else s[i]
+                return rows if j is None else rows[:, j]
+            return s[i[:, None], j[None, :]]
         if not self.columns:
             return s.block(self._every() if i is None else i, self._every() if j is None else j)
         jj = np.arange(self.n) if j is None else np.asarray(j, dtype=np.int64)

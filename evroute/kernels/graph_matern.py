@@ -44,10 +44,8 @@ DENSE_MAX_DEFAULT = 6000
 
 
 def matern_spectrum(eigenvalues: Any, nu: Any, kappa: Any) -> Any:
-    """Graph Matérn spectral weights ``(2 nu / kappa^2 + lambda)^(-nu)`` for Laplacian eigenvalues ``lambda``.
-
-    NumPy, or torch (eigenvalues, ``nu`` and ``kappa`` tensors: differentiable in ``nu`` and ``kappa``, the SVGP's
-    learnable graph kernel)."""
+    """Graph Matérn spectral weights ``(2 nu / kappa^2 + lambda)^(-nu)`` for Laplacian eigenvalues ``lambda`` (NumPy,
+    or torch tensors: differentiable in ``nu`` and ``kappa``, the SVGP's learnable graph kernel)."""
     if type(eigenvalues).__module__.startswith("torch"):
         return (2.0 * nu / kappa**2 + eigenvalues.clamp_min(0.0)) ** (-nu)
     return (2.0 * nu / kappa**2 + np.maximum(eigenvalues, 0.0)) ** (-nu)

@@ -76,7 +76,7 @@ class GaussianPosterior:
             raise ParameterError(f"mean and variance shapes differ: {self.mean.shape}, {self.variance.shape}")
         self.noise_var = None if noise_var is None else np.asarray(noise_var, dtype=float).reshape(-1)
         self.sampler = sampler
-        self._cov = covariance
+        self._cov: FloatArray | Callable[[], FloatArray] | None = covariance
         self._subset_cov = subset_covariance
 
     @property
@@ -120,6 +120,7 @@ class GaussianPosterior:
     def affine(self, shift: float, scale: float) -> GaussianPosterior:
         """The posterior of ``shift + scale f`` (e.g. from standardised to observation units)."""
         cov, sub, draw = self._cov, self._subset_cov, self.sampler
+        new_cov: FloatArray | Callable[[], FloatArray] | None
         if cov is None:
             new_cov = None
         elif callable(cov):

@@ -193,11 +193,12 @@ class ExactGPEdgeModel(EdgeModel):
             if self.method == "dense" or self._hybrid:
                 self._graph = (dense_graph_gram(self._lap, self.graph_nu, self.graph_kappa), None)
             elif self.config.graph_solver == "local":
-                k = LocalGraphMatern(self._lap, self.graph_nu, self.graph_kappa, tol=self.config.graph_tol)
-                self._graph = (k, k.diag())
+                local = LocalGraphMatern(self._lap, self.graph_nu, self.graph_kappa, tol=self.config.graph_tol)
+                self._graph = (local, local.diag())
             else:
-                k = GraphMaternKernel(self._lap, self.graph_nu, self.graph_kappa, method="sparse")
-                self._graph = (k, k.diag_probing(self.config.diag_hops)[0] if self.n_edges > 4000 else k.diag())
+                glob = GraphMaternKernel(self._lap, self.graph_nu, self.graph_kappa, method="sparse")
+                probed = self.n_edges > 4000
+                self._graph = (glob, glob.diag_probing(self.config.diag_hops)[0] if probed else glob.diag())
         return self._graph
 
     def kernel(self) -> EdgeKernelColumns:
