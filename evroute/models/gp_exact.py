@@ -43,8 +43,6 @@ from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_posterior import DensePosterior, LowRankPosterior
 from evroute.models.gp_exact_mll import Hyper, fit_hyperparameters
 
-__all__ = ["DENSE_MAX", "EdgeKernelColumns", "ExactGPConfig", "ExactGPEdgeModel", "Hyper", "build_exact_gp_model"]
-
 DENSE_MAX = 8000
 
 
