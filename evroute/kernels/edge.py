@@ -1,7 +1,8 @@
 """Composable kernels on the edges of the road network: the edge kernel ``s_1 k_G k_f + s_2 k_f'`` defined once.
 
-An :class:`EdgeKernel` maps two sets of edge indices to their covariance block; kernels compose GPyTorch-style with
-``*`` (:class:`Product`), ``+`` (:class:`Sum`) and :meth:`EdgeKernel.scale` (:class:`Scaled`).  The building blocks:
+An :class:`EdgeKernel` maps two sets of :class:`Points` (edges and their contexts) to their covariance block;
+kernels compose GPyTorch-style with ``*`` (:class:`Product`), ``+`` (:class:`Sum`) and :meth:`EdgeKernel.scale`
+(:class:`Scaled`).  The building blocks:
 
 * :class:`GraphKernel` -- the normalised graph Matérn kernel ``k_G`` on line-graph nodes, from any of the graph
   sources of :mod:`evroute.kernels.graph_matern` (a dense Gram matrix, sparse-solve columns, truncated local columns)
@@ -14,7 +15,8 @@ An :class:`EdgeKernel` maps two sets of edge indices to their covariance block; 
 (paper Sec. 4, appendix B.1), evaluated as ``(s_1 K_G) o K_f + s_2 K_f'``.  One definition serves every user:
 
 * NumPy float64 (parameters floats / arrays): the exact GP edge model (:mod:`evroute.models.gp_exact`) and the
-  environments' prior draw (:func:`evroute.environments.paper.prior_covariance`);
+  environments' exact prior draw (:func:`evroute.environments.paper.prior_kernel`; above ``dense_max`` edges their
+  random-feature draw approximates the same kernel);
 * torch (parameters tensors, differentiable): the exact GP's marginal likelihood
   (:mod:`evroute.models.gp_exact_mll`), the SVGP and the time-aware GP
   (:class:`evroute.models.gp_kernels.EdgeContextKernel`).
