@@ -85,14 +85,16 @@ def test_beta_formulas_against_paper():
     eta2 = math.sqrt(2 * math.pi) ** 1 / (2 * n * t**0.5)
     assert bucb_beta(t, n, xi=0.5, omega=1.0) == pytest.approx(2 * erfinv(1 - 2 * eta2) ** 2, rel=1e-9)
     # BUCB quantile = Q(eta_t, N(mu, s^2)) with Q(p) = mu + s sqrt(2) erfinv(2p - 1)
-    post = EdgePosterior(mean=np.array([3.0]), var=np.array([4.0]), noise_var=np.array([1.0]))
+    post = EdgePosterior(mean=np.array([3.0]), variance=np.array([4.0]), noise_var=np.array([1.0]))
     est = BayesUCB().estimates(post, t, np.random.default_rng(0))[0]
     assert est == pytest.approx(3.0 + 2.0 * math.sqrt(2) * erfinv(2 * bucb_eta(t, 1) - 1), rel=1e-9)
     assert UCB(beta_scale=0.5).beta(t, n) == pytest.approx(0.5 * ucb_beta(t, n))
 
 
 def test_policy_estimates_and_weights():
-    post = EdgePosterior(mean=np.array([1.0, -5.0, 2.0]), var=np.array([0.25, 1.0, 0.0]), noise_var=np.full(3, 0.1))
+    post = EdgePosterior(
+        mean=np.array([1.0, -5.0, 2.0]), variance=np.array([0.25, 1.0, 0.0]), noise_var=np.full(3, 0.1)
+    )
     rng = np.random.default_rng(0)
     ucb = UCB().estimates(post, 3, rng)
     np.testing.assert_allclose(ucb, post.mean - math.sqrt(ucb_beta(3, 3)) * post.std)

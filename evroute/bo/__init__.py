@@ -21,7 +21,7 @@ from evroute.bo.kr import NadarayaWatson, scott_bandwidth, silverman_bandwidth
 from evroute.bo.kr_policies import BOKE, KRUCB, BOKEPlus, KernelRegressionPolicy, ikr_ucb
 from evroute.bo.loop import RunResult, run_policy
 from evroute.bo.optim import AcquisitionOptimizer
-from evroute.bo.posterior import GaussianPosterior, sample_mvn
+from evroute.kernels.posterior import GaussianPosterior, sample_mvn
 
 __all__ = [
     "BOKE",

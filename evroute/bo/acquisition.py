@@ -4,7 +4,7 @@ Each ``*_terms`` function takes ``(m,)`` posterior means and standard deviations
 and their partial derivatives with respect to the mean and the standard deviation, ``(m,)`` each, which the
 gradient-based optimiser chains with the model's ``d mean / dx`` and ``d std / dx``.  The posterior-level forms
 (:func:`upper_confidence_bound`, :func:`expected_improvement`, :func:`log_probability_of_improvement`,
-:func:`thompson_sample`) read a :class:`~evroute.bo.posterior.GaussianPosterior`, as BoTorch's acquisitions read
+:func:`thompson_sample`) read a :class:`~evroute.kernels.posterior.GaussianPosterior`, as BoTorch's acquisitions read
 ``Model.posterior(X)``.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 from scipy.stats import norm
 
 from evroute.bo.base import FloatArray
-from evroute.bo.posterior import GaussianPosterior
+from evroute.kernels.posterior import GaussianPosterior
 
 __all__ = [
     "ei_terms",

@@ -2,7 +2,7 @@
 expected.
 
 :class:`TorchModel` wraps a torch model so that it offers the interface the GP policies use: ``posterior(Z)``
-returning a :class:`~evroute.bo.posterior.GaussianPosterior` (numpy, float64), ``mean_var_grad(z)`` (by autograd),
+returning a :class:`~evroute.kernels.posterior.GaussianPosterior` (numpy, float64), ``mean_var_grad(z)`` (by autograd),
 ``set_train_data(Z, y)`` / ``condition_on_observation(z, y)`` and ``fit_hyperparameters()`` by maximising the exact
 marginal likelihood.  Any :class:`~evroute.bo.gp_policies.GPPolicy` then runs on it: the acquisition sees only the
 posterior, the optimiser only the acquisition.
@@ -33,8 +33,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from evroute.bo.base import FloatArray
-from evroute.bo.posterior import GaussianPosterior
 from evroute.errors import ParameterError, check_positive
+from evroute.kernels.posterior import GaussianPosterior
 
 __all__ = ["TorchModel"]
 

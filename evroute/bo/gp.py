@@ -1,9 +1,9 @@
 """The one Gaussian-process model of :mod:`evroute.bo`: exact GP regression with a kernel object.
 
 Every static and time-varying policy conditions an :class:`ExactGP` and reads its :meth:`ExactGP.posterior`
-(a :class:`~evroute.bo.posterior.GaussianPosterior`); acquisitions see only that posterior (BoTorch's split of model,
-posterior and acquisition).  Notation of Chowdhury & Gopalan (2017, Eqs. 2-4), with ``K_t = [k(z_i, z_j)]`` and the
-noise variance ``lambda``:
+(a :class:`~evroute.kernels.posterior.GaussianPosterior`, the project's one posterior type); acquisitions see only
+that posterior (BoTorch's split of model, posterior and acquisition).  Notation of Chowdhury & Gopalan (2017,
+Eqs. 2-4), with ``K_t = [k(z_i, z_j)]`` and the noise variance ``lambda``:
 
 * ``mu_t(z) = m(z) + k_t(z)^T (K_t + lambda I)^{-1} (y_{1:t} - m)``,
 * ``k_t(z, z') = k(z, z') - k_t(z)^T (K_t + lambda I)^{-1} k_t(z')``,  ``sigma_t^2(z) = k_t(z, z)``.
@@ -43,8 +43,9 @@ from scipy.optimize import minimize
 
 from evroute.bo.base import FloatArray
 from evroute.bo.kernels import ArmKernel
-from evroute.bo.posterior import GaussianPosterior, sample_mvn
 from evroute.errors import ParameterError, check_positive
+from evroute.kernels.linalg import geometric_jitters, jittered_cholesky
+from evroute.kernels.posterior import GaussianPosterior, sample_mvn
 
 __all__ = ["ExactGP", "sample_mvn"]
 
@@ -225,13 +226,9 @@ class ExactGP:
         self._chol, self._chol_c = self._cholesky(self.kernel(Z, Z)), None
 
     def _cholesky(self, gram: FloatArray) -> FloatArray:
+        """Lower factor of ``K + (lambda + jitter) I``, adding ``1e-6, 1e-5, ...`` (absolute) if it is not PD."""
         cov = gram + (self.noise + self.jitter) * np.eye(gram.shape[0])
-        extra = 0.0
-        while True:
-            try:
-                return np.linalg.cholesky(cov + extra * np.eye(gram.shape[0]))
-            except np.linalg.LinAlgError:
-                extra = max(10 * extra, 1e-6)
+        return jittered_cholesky(cov, geometric_jitters(1e-6, 10.0, 40), relative=False, layout="C")
 
     def recompute(self) -> None:
         """Recompute the Cholesky factor from scratch (``O(n^3)``; the cost model of the BOKE paper's GP-UCB)."""
@@ -349,7 +346,7 @@ class ExactGP:
         kern, dk = self.kernel.gram_and_grads(cache, params)
         cov = kern + (noise + self.jitter) * np.eye(z.size)
         try:
-            chol = np.linalg.cholesky(cov)
+            chol = jittered_cholesky(cov, (), layout="C")
         except np.linalg.LinAlgError:
             return 1e10, np.zeros_like(theta)
         alpha = cho_solve((chol, True), z)

@@ -32,8 +32,8 @@ from evroute.bo.base import BoxDomain, Domain, FiniteDomain, FloatArray, Policy,
 from evroute.bo.gp import ExactGP
 from evroute.bo.kernels import ArmKernel, Kernel, Matern, SquaredExponential
 from evroute.bo.optim import AcquisitionOptimizer, acquisition_value_and_grad
-from evroute.bo.posterior import GaussianPosterior
 from evroute.errors import ParameterError, check_positive
+from evroute.kernels.posterior import GaussianPosterior
 
 __all__ = ["GPEI", "GPPI", "GPTS", "GPUCB", "IGPUCB", "GPPolicy", "SrinivasGPUCB", "info_gain_bound"]
 

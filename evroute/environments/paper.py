@@ -14,8 +14,8 @@ average prior variance of ``f`` whatever the split ``w`` between the product and
 
 Sampling backends (``method``):
 
-* ``"dense"``: exact joint draw through a Cholesky factor of the ``E x E`` covariance (Luxembourg,
-  5.6k edges, in seconds).
+* ``"dense"``: exact joint draw through a Cholesky factor (:func:`evroute.kernels.linalg.jittered_cholesky`) of the
+  ``E x E`` covariance of the models' edge kernel (:func:`prior_kernel`; Luxembourg, 5.6k edges, in seconds).
 * ``"sparse"``: no ``E x E`` matrix.  ``k_f`` and ``k_f'`` are replaced by ``n_features`` random Fourier
   features ``phi_j`` and the product term is drawn as ``sum_j phi_j * g_j`` with independent exact graph
   Matérn draws ``g_j`` (sparse solves): its covariance is ``sum_j phi_j phi_j^T o K_G``, which tends
@@ -32,7 +32,10 @@ import numpy as np
 from evroute.energy import VehicleProfile, network_energy_wh
 from evroute.environments.base import EnergyEnvironment, config_from_params
 from evroute.errors import ParameterError, check_positive
-from evroute.kernels import GraphMaternKernel, matern52, matern_rff
+from evroute.kernels import GraphMaternKernel, matern_rff
+from evroute.kernels.edge import EdgeKernel, GraphKernel, Points, edge_kernel
+from evroute.kernels.graph_gram import dense_graph_gram
+from evroute.kernels.linalg import geometric_jitters, jittered_cholesky
 from evroute.linegraph import LineGraph
 
 
@@ -157,28 +160,30 @@ def sample_prior_function_and_variance(
     return f, var
 
 
+def prior_kernel(linegraph: LineGraph, cfg: EnvironmentConfig) -> EdgeKernel:
+    """The perturbation's kernel ``w k_G k_f + (1 - w) k_f'`` (unit average variance): the models' edge kernel
+    (:func:`evroute.kernels.edge.edge_kernel`) on the exact normalised graph Gram matrix
+    (:func:`evroute.kernels.graph_gram.dense_graph_gram`, not memoised), with ``s_1 = w``, ``s_2 = 1 - w`` and both
+    context lengthscales ``cfg.lengthscale``."""
+    kg = dense_graph_gram(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, memo=False)
+    w, ls = cfg.product_weight, cfg.lengthscale
+    return edge_kernel(GraphKernel(kg), w, 1.0 - w, ls, ls)
+
+
 def prior_covariance(linegraph: LineGraph, cfg: EnvironmentConfig) -> np.ndarray:
-    """The dense ``(E, E)`` covariance ``w k_G k_f + (1 - w) k_f'`` of the perturbation (unit average variance)."""
-    graph_method = "sparse" if float(cfg.graph_nu).is_integer() else "dense"
-    graph = GraphMaternKernel(
-        linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method, normalise=False
-    )
-    kg = graph.dense()
-    kg /= np.mean(np.diag(kg))  # exact unit average variance
-    kf = matern52(linegraph.contexts(), lengthscale=cfg.lengthscale)
-    w = cfg.product_weight
-    return w * kg * kf + (1.0 - w) * kf
+    """The dense ``(E, E)`` covariance of :func:`prior_kernel` on all edges."""
+    every = Points(None, linegraph.contexts())
+    return prior_kernel(linegraph, cfg)(every, every)
 
 
 def _cholesky(cov: np.ndarray) -> np.ndarray:
-    """Lower Cholesky factor with increasing jitter for numerically semi-definite matrices."""
-    jitter = 1e-10 * float(np.mean(np.diag(cov)))
-    for _ in range(8):
-        try:
-            return np.linalg.cholesky(cov + jitter * np.eye(len(cov)))
-        except np.linalg.LinAlgError:
-            jitter *= 10.0
-    raise ParameterError("environment covariance is not positive definite even with jitter")
+    """Lower Cholesky factor of ``cov + j I``, ``j = 1e-10, 1e-9, ... 1e-3`` times the mean diagonal (always jittered:
+    the covariance is numerically semi-definite)."""
+    start = 1e-10 * float(np.mean(np.diag(cov)))
+    try:
+        return jittered_cholesky(cov, geometric_jitters(start, 10.0, 8), relative=False, plain_first=False, layout="C")
+    except np.linalg.LinAlgError:
+        raise ParameterError("environment covariance is not positive definite even with jitter") from None
 
 
 #: parameter schema of this environment (checked by :mod:`evroute.validation` before a run)

@@ -1,6 +1,31 @@
-"""Kernels: graph Matérn on the line graph and Matérn feature kernels (NumPy; GPyTorch modules live in models)."""
+"""The GP core: kernels, the jittered Cholesky and the posterior type, below every model and environment.
 
+* :mod:`evroute.kernels.matern` -- the one Matérn (NumPy and torch), Matérn-5/2 Gram matrices, random Fourier features;
+* :mod:`evroute.kernels.graph_matern` -- the graph Matérn kernel on the line graph (dense, sparse, eigen, local);
+  :mod:`evroute.kernels.graph_gram` -- its dense normalised Gram matrix and eigenpairs, memoised per process;
+* :mod:`evroute.kernels.edge` -- the edge kernel ``s_1 k_G k_f + s_2 k_f'`` as composable modules (NumPy and torch);
+* :mod:`evroute.kernels.linalg` -- the one jittered Cholesky;
+* :mod:`evroute.kernels.posterior` -- the one posterior type (:class:`GaussianPosterior`).
+"""
+
+from evroute.kernels.edge import ContextMatern, EdgeKernel, GraphKernel, Points, edge_kernel, edge_points
 from evroute.kernels.graph_matern import GraphMaternKernel, matern_spectrum
+from evroute.kernels.linalg import jittered_cholesky
 from evroute.kernels.matern import matern52, matern_rff
+from evroute.kernels.posterior import GaussianPosterior, sample_mvn
 
-__all__ = ["GraphMaternKernel", "matern52", "matern_rff", "matern_spectrum"]
+__all__ = [
+    "ContextMatern",
+    "EdgeKernel",
+    "GaussianPosterior",
+    "GraphKernel",
+    "GraphMaternKernel",
+    "Points",
+    "edge_kernel",
+    "edge_points",
+    "jittered_cholesky",
+    "matern52",
+    "matern_rff",
+    "matern_spectrum",
+    "sample_mvn",
+]

@@ -30,6 +30,7 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -42,8 +43,11 @@ from evroute.errors import ParameterError, check_positive
 DENSE_MAX_DEFAULT = 6000
 
 
-def matern_spectrum(eigenvalues: np.ndarray, nu: float, kappa: float) -> np.ndarray:
-    """Graph Matérn spectral weights ``(2 nu / kappa^2 + lambda)^(-nu)`` for Laplacian eigenvalues ``lambda``."""
+def matern_spectrum(eigenvalues: Any, nu: Any, kappa: Any) -> Any:
+    """Graph Matérn spectral weights ``(2 nu / kappa^2 + lambda)^(-nu)`` for Laplacian eigenvalues ``lambda`` (NumPy,
+    or torch tensors: differentiable in ``nu`` and ``kappa``, the SVGP's learnable graph kernel)."""
+    if type(eigenvalues).__module__.startswith("torch"):
+        return (2.0 * nu / kappa**2 + eigenvalues.clamp_min(0.0)) ** (-nu)
     return (2.0 * nu / kappa**2 + np.maximum(eigenvalues, 0.0)) ** (-nu)
 
 

@@ -12,8 +12,10 @@ Gram matrix on edge contexts (:func:`matern52`):
 
     k(x, x') = s (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r),  r = ||(x - x') / lengthscale||
 
-Users: :mod:`evroute.bo.kernels` (isotropic kernel classes of the BO policies), :mod:`evroute.bo.timevarying`
-(spatio-temporal GP), the edge models and the environment.
+:func:`matern` and :func:`scaled_cdist` take NumPy arrays or torch tensors (one definition; torch autograd flows
+through them: the exact GP's marginal likelihood, the SVGP's context kernels).  Users: :mod:`evroute.bo.kernels`
+(isotropic kernel classes of the BO policies), :mod:`evroute.bo.timevarying` (spatio-temporal GP), and, through
+:class:`evroute.kernels.edge.ContextMatern`, the edge models and the environments.
 
 Random Fourier features (Rahimi & Recht 2007): the spectral density of the Matérn-nu kernel with
 lengthscale ``l`` in ``d`` dimensions is a multivariate Student-t with ``2 nu`` degrees of freedom and
@@ -23,7 +25,9 @@ scale ``1 / l``, so ``phi_j(x) = sqrt(2 / D) cos(w_j . x + b_j)`` with ``w_j = g
 
 from __future__ import annotations
 
+import math
 from math import lgamma, log
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -41,6 +45,7 @@ __all__ = [
     "matern_general",
     "matern_grad_factor",
     "matern_rff",
+    "scaled_cdist",
 ]
 
 FloatArray = np.ndarray
@@ -57,22 +62,31 @@ def check_nu(nu: float) -> float:
     return v
 
 
-def _scaled_distance(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
+def _is_torch(a: Any) -> bool:
+    return type(a).__module__.startswith("torch")
+
+
+def _scaled_distance(r: Any, lengthscale: float, nu: float) -> Any:
     if not lengthscale > 0:
         raise ParameterError(f"lengthscale must be > 0, got {lengthscale!r}")
-    return np.sqrt(2.0 * nu) * np.abs(np.asarray(r, dtype=float)) / float(lengthscale)
+    if _is_torch(r):
+        return math.sqrt(2.0 * nu) * r.abs() / float(lengthscale)
+    return math.sqrt(2.0 * nu) * np.abs(np.asarray(r, dtype=float)) / float(lengthscale)
 
 
-def matern(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
-    """Matérn correlation ``k(r)`` for distances ``r`` (any shape, same units as ``lengthscale``)."""
+def matern(r: Any, lengthscale: float, nu: float) -> Any:
+    """Matérn correlation ``k(r)`` for distances ``r`` (any shape, same units as ``lengthscale``; NumPy or torch)."""
     nu = check_nu(nu)
     s = _scaled_distance(r, lengthscale, nu)
-    e = np.exp(-s)
     if nu == 0.5:
-        return e
+        return _exp_neg(s)
     if nu == 1.5:
-        return (1.0 + s) * e
-    return (1.0 + s + s * s / 3.0) * e
+        return (1.0 + s) * _exp_neg(s)
+    return (1.0 + s + s * s / 3.0) * _exp_neg(s)
+
+
+def _exp_neg(s: Any) -> Any:
+    return (-s).exp() if _is_torch(s) else np.exp(-s)
 
 
 def _dk_ds(s: FloatArray, nu: float) -> FloatArray:
@@ -125,13 +139,25 @@ def _scaled(x: np.ndarray, lengthscale: float | np.ndarray) -> np.ndarray:
     return x / ls
 
 
+def scaled_cdist(x1: Any, x2: Any, lengthscale: Any) -> Any:
+    """``(n1, n2)`` Euclidean distances ``||x1_i / l - x2_j / l||`` of ``(n1, d)``, ``(n2, d)`` inputs with scalar or
+    ``(d,)`` lengthscales ``l`` (NumPy: SciPy's ``cdist``; torch: ``torch.cdist``, differentiable, followed by
+    ``clamp_min(0)`` as the exact GP's marginal likelihood always did, so its gradients keep their round-off)."""
+    if _is_torch(x1):
+        import torch
+
+        return torch.cdist(x1 / lengthscale, x2 / lengthscale).clamp_min(0.0)
+    a1, a2 = (np.atleast_2d(np.asarray(a, dtype=np.float64)) for a in (x1, x2))
+    return cdist(_scaled(a1, lengthscale), _scaled(a2, lengthscale))
+
+
 def matern52(
     x1: np.ndarray, x2: np.ndarray | None = None, lengthscale: float | np.ndarray = 1.0, outputscale: float = 1.0
 ) -> np.ndarray:
     """Dense Matérn-5/2 Gram matrix, ``(n1, n2)`` for inputs ``(n1, d)`` and ``(n2, d)``."""
     x1 = np.atleast_2d(np.asarray(x1, dtype=np.float64))
     x2 = x1 if x2 is None else np.atleast_2d(np.asarray(x2, dtype=np.float64))
-    return outputscale * matern(cdist(_scaled(x1, lengthscale), _scaled(x2, lengthscale)), 1.0, 2.5)
+    return outputscale * matern(scaled_cdist(x1, x2, lengthscale), 1.0, 2.5)
 
 
 def matern_rff(

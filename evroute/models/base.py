@@ -8,35 +8,21 @@ and the sparse variational GP share this interface.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from evroute.errors import DataError, ParameterError
+from evroute.kernels.posterior import GaussianPosterior
+
+__all__ = ["EdgeModel", "EdgePosterior", "GaussianPosterior"]
 
 
-@dataclass(frozen=True)
-class EdgePosterior:
-    """Marginal posterior of the expected edge energies.
-
-    Attributes:
-        mean: ``(E,)`` posterior mean, Wh.
-        var: ``(E,)`` posterior variance, Wh^2 (>= 0).
-        noise_var: ``(E,)`` observation-noise variance ``varsigma^2``, Wh^2 (used for rectification).
-        sampler: optional ``rng -> (E,)`` joint draw of all edges (Wh) from the full posterior; Thompson sampling
-            uses it instead of independent per-edge draws when present (``gp-exact`` with ``ts_joint``).
-    """
-
-    mean: np.ndarray
-    var: np.ndarray
-    noise_var: np.ndarray
-    sampler: Callable[[np.random.Generator], np.ndarray] | None = field(default=None, compare=False, repr=False)
-
-    @property
-    def std(self) -> np.ndarray:
-        """``(E,)`` posterior standard deviation, Wh."""
-        return np.sqrt(np.maximum(self.var, 0.0))
+#: The marginal posterior of the expected edge energies, the one posterior type of the project
+#: (:class:`evroute.kernels.posterior.GaussianPosterior`): ``mean`` ``(E,)`` Wh, ``variance`` (alias ``var``) ``(E,)``
+#: Wh^2, ``noise_var`` ``(E,)`` observation-noise variance ``varsigma^2`` Wh^2 (used for rectification), and optionally
+#: ``sampler``, a ``rng -> (E,)`` joint draw of all edges (Wh) that Thompson sampling uses instead of independent
+#: per-edge draws (``gp-exact`` with ``ts_joint``).
+EdgePosterior = GaussianPosterior
 
 
 class EdgeModel(ABC):

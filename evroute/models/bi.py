@@ -42,4 +42,4 @@ class BayesianEdgeModel(EdgeModel):
     def posterior(self) -> EdgePosterior:
         precision = 1.0 / self.prior_var + self.count / self.noise_var
         mean = (self.prior_mean / self.prior_var + self.total / self.noise_var) / precision
-        return EdgePosterior(mean=mean, var=1.0 / precision, noise_var=self.noise_var)
+        return EdgePosterior(mean=mean, variance=1.0 / precision, noise_var=self.noise_var)

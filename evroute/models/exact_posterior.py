@@ -21,8 +21,9 @@ Two interchangeable representations (:class:`DensePosterior`, :class:`LowRankPos
   ``K_{.R} - K_{.U} A^-1 K_{UR}`` (``E |U| k``), the mean is recomputed exactly every round (``E |U|``) and the
   variances follow the rank-``k`` update; a refresh recomputes them exactly (``E |U|^2``).
 
-Both work in model units (the caller scales by ``sigma0``) and on NumPy float64 arrays (CPU); the dense one
-also runs on a torch device (CUDA) with a full ``addmm`` in place of ``dsyrk``.
+Factorisations use the one jittered Cholesky (:func:`evroute.kernels.linalg.jittered_cholesky`: plain, then
+``1e-12 .. 1e-6`` times the mean diagonal).  Both work in model units (the caller scales by ``sigma0``) and on NumPy
+float64 arrays (CPU); the dense one also runs on a torch device (CUDA) with a full ``addmm`` in place of ``dsyrk``.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import numpy as np
-import scipy.linalg
 from scipy.linalg import blas
+
+from evroute.kernels.linalg import jittered_cholesky, solve_lower
 
 
 class KernelSource(Protocol):
@@ -44,24 +46,6 @@ class KernelSource(Protocol):
     def columns(self, idx: np.ndarray) -> np.ndarray: ...  # (E, len(idx)) K[:, idx]
 
     def dense(self) -> np.ndarray: ...  # (E, E), Fortran order
-
-
-def _chol(a: np.ndarray) -> np.ndarray:
-    """Lower Cholesky factor; adds the smallest jitter (1e-12 .. 1e-6 times the mean diagonal) that works."""
-    try:
-        return scipy.linalg.cholesky(a, lower=True, check_finite=False)
-    except np.linalg.LinAlgError:
-        scale = float(np.mean(np.diag(a)))
-        for j in (1e-12, 1e-10, 1e-8, 1e-6):
-            try:
-                return scipy.linalg.cholesky(a + j * scale * np.eye(len(a)), lower=True, check_finite=False)
-            except np.linalg.LinAlgError:
-                continue
-        raise
-
-
-def _tri(l_: np.ndarray, b: np.ndarray, trans: int = 0) -> np.ndarray:
-    return scipy.linalg.solve_triangular(l_, b, lower=True, trans=trans, check_finite=False)
 
 
 def exact_solve(
@@ -78,9 +62,9 @@ def exact_solve(
         return mu, var, np.zeros((kernel.n, 0))
     kxu = kernel.columns(edges)
     a = kxu[edges] + np.diag(noise / counts)
-    l_ = _chol(0.5 * (a + a.T))
-    b = np.asfortranarray(_tri(l_, kxu.T).T)  # K_{.U} L^-T
-    mu += b @ _tri(l_, means - prior_mean[edges])
+    l_ = jittered_cholesky(0.5 * (a + a.T))
+    b = np.asfortranarray(solve_lower(l_, kxu.T).T)  # K_{.U} L^-T
+    mu += b @ solve_lower(l_, means - prior_mean[edges])
     var -= np.einsum("ij,ij->i", b, b)
     return mu, var, b
 
@@ -140,9 +124,9 @@ class DensePosterior:
     def condition(self, edges: np.ndarray, y: np.ndarray) -> None:
         """Condition on ``k`` observations ``y`` ``(k,)`` of ``edges`` ``(k,)`` (repeats allowed)."""
         c = self.columns(edges)
-        l_ = _chol(c[edges] + self.noise * np.eye(len(edges)))
-        w = _tri(l_, c.T)  # (k, E)
-        self.mu += w.T @ _tri(l_, y - self.mu[edges])
+        l_ = jittered_cholesky(c[edges] + self.noise * np.eye(len(edges)))
+        w = solve_lower(l_, c.T)  # (k, E)
+        self.mu += w.T @ solve_lower(l_, y - self.mu[edges])
         if self.device is None:
             self.sigma = blas.dsyrk(-1.0, np.asfortranarray(w), beta=1.0, c=self.sigma, trans=1, lower=1, overwrite_c=1)
         else:
@@ -155,7 +139,7 @@ class DensePosterior:
         """One joint draw ``(E,)`` from ``N(mu, Sigma)`` (Cholesky of ``Sigma``: ``E^3 / 3``; for checks)."""
         s = self.sigma if self.device is None else self.sigma.cpu().numpy()
         full = np.tril(s) + np.tril(s, -1).T
-        l_ = _chol(full)
+        l_ = jittered_cholesky(full)
         return self.mu + l_ @ rng.standard_normal(self.n)
 
 
@@ -261,8 +245,8 @@ class LowRankPosterior:
             self._l = None
             return
         a = self._kxu_rows(self.edges, m) + np.diag(self.noise / np.maximum(self._counts, 1e-300))
-        self._l = _chol(0.5 * (a + a.T))
-        alpha = _tri(self._l, _tri(self._l, self._means - self.prior_mean[self.edges]), trans=1)
+        self._l = jittered_cholesky(0.5 * (a + a.T))
+        alpha = solve_lower(self._l, solve_lower(self._l, self._means - self.prior_mean[self.edges]), trans=1)
         self.mu = self.prior_mean + self._kxu_matmul(alpha[:, None], m)[:, 0]
 
     def refresh(self, edges: np.ndarray, counts: np.ndarray, means: np.ndarray, chunk: int = 4096) -> None:
@@ -278,7 +262,7 @@ class LowRankPosterior:
             m = len(self.edges)
             for i in range(0, self.n, chunk):  # (|U|, chunk) = L^-1 K_{U, chunk}: no second E x |U| array
                 rows = np.arange(i, min(i + chunk, self.n))
-                b = _tri(self._l, self._kxu_rows(rows, m).T)
+                b = solve_lower(self._l, self._kxu_rows(rows, m).T)
                 self.var[rows] -= np.einsum("ij,ij->j", b, b)
 
     def columns(self, idx: np.ndarray) -> np.ndarray:
@@ -287,14 +271,14 @@ class LowRankPosterior:
         if self._l is None:
             return kxr
         m = len(self._l)  # the factor covers the edges observed before this round (a prefix of U)
-        z = _tri(self._l, _tri(self._l, kxr[self.edges[:m]]), trans=1)
+        z = solve_lower(self._l, solve_lower(self._l, kxr[self.edges[:m]]), trans=1)
         return self._kxu_matmul(z, m, c=kxr, alpha=-1.0)  # in place: E |U| k
 
     def condition(self, edges: np.ndarray, y: np.ndarray) -> None:
         """Condition on ``k`` observations: variances by the rank-``k`` update, the mean exactly."""
         self._add_edges(edges)
         c = self.columns(edges)  # (E, k), Fortran order
-        l_ = _chol(c[edges] + self.noise * np.eye(len(edges)))
+        l_ = jittered_cholesky(c[edges] + self.noise * np.eye(len(edges)))
         w = blas.dtrsm(1.0, l_, c, side=1, lower=1, trans_a=1, overwrite_b=1)  # C L^-T in place (E k^2)
         self.var -= np.einsum("ij,ij->i", w, w)
         s = self._slot[edges]

@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from evroute.errors import ParameterError
+from evroute.kernels.linalg import jittered_cholesky
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.gp_kernels import EdgeContextKernel, EdgePriorMean, GraphMaternIndexKernel
 
@@ -279,9 +280,7 @@ class GPEdgeModel(EdgeModel):
         self._kernel.graph.set_anchor(target)
 
     def _chol(self, x: torch.Tensor) -> torch.Tensor:
-        k = self._kernel.forward(x, x)
-        k = k + self.jitter * torch.eye(len(x), dtype=k.dtype, device=k.device)
-        return torch.linalg.cholesky(k)
+        return jittered_cholesky(self._kernel.forward(x, x), (self.jitter,), relative=False, plain_first=False)
 
     def _qv(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Whitened variational mean ``m`` and covariance ``S``."""
@@ -396,7 +395,7 @@ class GPEdgeModel(EdgeModel):
             mean, var = self._predict()
             s2 = self.scale**2
             noise = np.full(self.n_edges, self.noise_var)
-            self._post = EdgePosterior(mean=mean * self.scale, var=np.maximum(var, 0.0) * s2, noise_var=noise)
+            self._post = EdgePosterior(mean=mean * self.scale, variance=np.maximum(var, 0.0) * s2, noise_var=noise)
         return self._post
 
     @torch.no_grad()

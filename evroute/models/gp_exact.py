@@ -35,10 +35,13 @@ from typing import Any
 import numpy as np
 
 from evroute.errors import ParameterError
+from evroute.kernels.edge import GraphKernel, Points, edge_kernel, edge_points
+from evroute.kernels.graph_gram import dense_graph_gram
 from evroute.kernels.graph_matern import GraphMaternKernel, LocalGraphMatern
-from evroute.kernels.matern import matern, matern52
+from evroute.kernels.linalg import jittered_cholesky
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_posterior import DensePosterior, LowRankPosterior
+from evroute.models.gp_exact_mll import Hyper, fit_hyperparameters
 
 DENSE_MAX = 8000
 
@@ -88,61 +91,26 @@ class ExactGPConfig:
             )
 
 
-@dataclass
-class Hyper:
-    """Kernel hyperparameters in model units (variances relative to ``sigma0^2``)."""
+class EdgeKernelColumns:
+    """The edge kernel ``K = s1 K_G o K_f + s2 K_f'`` on all edges as a
+    :class:`~evroute.models.exact_posterior.KernelSource` (columns, diagonal, dense blocks).
 
-    s1: float
-    s2: float
-    ls1: np.ndarray  # (d,) lengthscales of k_f
-    ls2: np.ndarray  # (d,) lengthscales of k_f'
-    noise: float
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "outputscale_prod": self.s1,
-            "outputscale_add": self.s2,
-            "lengthscale_f": self.ls1.tolist(),
-            "lengthscale_f2": self.ls2.tolist(),
-            "noise": self.noise,
-        }
-
-
-class EdgeKernel:
-    """``K = s1 K_G o K_f + s2 K_f'`` on all edges, as a :class:`~evroute.models.exact_posterior.KernelSource`.
-
-    ``graph``: either a dense ``(E, E)`` normalised graph Gram matrix or a :class:`GraphMaternKernel` (columns by
-    sparse solves; ``graph_diag`` its ``(E,)`` prior variances).
+    ``graph``: a dense ``(E, E)`` normalised graph Gram matrix, a :class:`GraphMaternKernel` (columns by sparse solves;
+    ``graph_diag`` its ``(E,)`` prior variances) or a :class:`LocalGraphMatern` (sparse truncated columns: the
+    product term is evaluated only at their non-zeros).  The kernel itself is :func:`evroute.kernels.edge.edge_kernel`.
     """
 
     def __init__(self, graph: Any, contexts: np.ndarray, hyper: Hyper, graph_diag: np.ndarray | None = None) -> None:
         self.graph, self.x, self.h = graph, contexts, hyper
         self.n = contexts.shape[0]
-        self._gdiag = np.diagonal(graph).copy() if isinstance(graph, np.ndarray) else graph_diag
-
-    def _ctx(self, i: np.ndarray | slice, j: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
-        xi, xj = self.x[i], self.x[j]
-        return matern52(xi, xj, self.h.ls1), matern52(xi, xj, self.h.ls2)
+        self.k = edge_kernel(GraphKernel(graph, graph_diag), hyper.s1, hyper.s2, hyper.ls1, hyper.ls2)
+        self._all = Points(None, contexts)
 
     def diag(self) -> np.ndarray:
-        return self.h.s1 * self._gdiag + self.h.s2
+        return self.k.diag(self._all)
 
-    def graph_columns(self, idx: np.ndarray) -> np.ndarray:
-        if isinstance(self.graph, np.ndarray):
-            return self.graph[:, idx]
-        return self.graph.columns(idx)
-
-    def columns(self, idx: np.ndarray, graph_cols: np.ndarray | None = None) -> np.ndarray:
-        if graph_cols is None and isinstance(self.graph, LocalGraphMatern):
-            # sparse local graph columns: the product term only where the graph column is non-zero
-            g = self.graph.sparse_columns(idx)[0].tocoo()
-            out = np.asfortranarray(self.h.s2 * matern52(self.x, self.x[idx], self.h.ls2))
-            xr, xc = self.x[g.row] / self.h.ls1, self.x[idx[g.col]] / self.h.ls1
-            out[g.row, g.col] += self.h.s1 * g.data * matern(np.sqrt(np.sum((xr - xc) ** 2, axis=1)), 1.0, 2.5)
-            return out
-        g = self.graph_columns(idx) if graph_cols is None else graph_cols
-        kf, kf2 = self._ctx(slice(None), idx)
-        return np.asfortranarray(self.h.s1 * g * kf + self.h.s2 * kf2)
+    def columns(self, idx: np.ndarray) -> np.ndarray:
+        return np.asfortranarray(self.k(self._all, edge_points(self.x, idx)))
 
     def dense(self, block: int = 512) -> np.ndarray:
         if not isinstance(self.graph, np.ndarray):
@@ -150,8 +118,7 @@ class EdgeKernel:
         out = np.empty((self.n, self.n), order="F")
         for j in range(0, self.n, block):  # column blocks: temporaries stay E x block
             sl = slice(j, j + block)
-            kf, kf2 = self._ctx(slice(None), sl)
-            out[:, sl] = self.h.s1 * self.graph[:, sl] * kf + self.h.s2 * kf2
+            out[:, sl] = self.k(self._all, edge_points(self.x, sl))
         return out
 
 
@@ -226,21 +193,20 @@ class ExactGPEdgeModel(EdgeModel):
     # ------------------------------------------------------------------------------------------------ kernel
     def _graph_source(self) -> tuple[Any, np.ndarray | None]:
         if self._graph is None:
-            from evroute.models.gp_kernels import dense_graph_gram
-
             if self.method == "dense" or self._hybrid:
                 self._graph = (dense_graph_gram(self._lap, self.graph_nu, self.graph_kappa), None)
             elif self.config.graph_solver == "local":
-                k = LocalGraphMatern(self._lap, self.graph_nu, self.graph_kappa, tol=self.config.graph_tol)
-                self._graph = (k, k.diag())
+                local = LocalGraphMatern(self._lap, self.graph_nu, self.graph_kappa, tol=self.config.graph_tol)
+                self._graph = (local, local.diag())
             else:
-                k = GraphMaternKernel(self._lap, self.graph_nu, self.graph_kappa, method="sparse")
-                self._graph = (k, k.diag_probing(self.config.diag_hops)[0] if self.n_edges > 4000 else k.diag())
+                glob = GraphMaternKernel(self._lap, self.graph_nu, self.graph_kappa, method="sparse")
+                probed = self.n_edges > 4000
+                self._graph = (glob, glob.diag_probing(self.config.diag_hops)[0] if probed else glob.diag())
         return self._graph
 
-    def kernel(self) -> EdgeKernel:
+    def kernel(self) -> EdgeKernelColumns:
         g, gdiag = self._graph_source()
-        return EdgeKernel(g, self.contexts, self.hyper, gdiag)
+        return EdgeKernelColumns(g, self.contexts, self.hyper, gdiag)
 
     def _device(self) -> Any:
         if self.config.device == "cpu":
@@ -332,7 +298,7 @@ class ExactGPEdgeModel(EdgeModel):
         s2 = self.scale**2
         return EdgePosterior(
             mean=post.mu * self.scale,
-            var=np.maximum(post.var, 0.0) * s2,
+            variance=np.maximum(post.var, 0.0) * s2,
             noise_var=np.full(self.n_edges, self.hyper.noise * s2),
             sampler=self.joint_sample if self.config.ts_joint else None,
         )
@@ -347,9 +313,7 @@ class ExactGPEdgeModel(EdgeModel):
         """
         post = self._ensure()
         if self._chol_k is None:
-            from evroute.models.exact_posterior import _chol
-
-            self._chol_k = _chol(post._k)
+            self._chol_k = jittered_cholesky(post._k)
         f = self.m0 + self._chol_k @ rng.standard_normal(self.n_edges)
         e, n, ybar, _ = self.statistics()
         if len(e):
@@ -375,8 +339,6 @@ class ExactGPEdgeModel(EdgeModel):
     # ----------------------------------------------------------------------------------------------- refit
     def fit_hyperparameters(self) -> None:
         """Maximise the exact marginal likelihood of the statistics (L-BFGS, from the current values)."""
-        from evroute.models.gp_exact_mll import fit_hyperparameters
-
         e, n, ybar, scatter = self.statistics()
         if len(e) > self.config.fit_max_edges:  # the most visited edges (ties: first visited)
             keep = np.sort(np.argsort(-n, kind="stable")[: self.config.fit_max_edges])

@@ -6,24 +6,43 @@ and i.i.d. Gaussian noise ``s^2``, the likelihood factorises exactly into the me
     log p(y) = log N(ybar_U | m_U, K_UU + diag(s^2 / n_U))
                - sum_u [ (n_u - 1) / 2 log(2 pi s^2) + S_u / (2 s^2) + 1/2 log n_u ]
 
-(the within-edge scatter is what identifies the noise ``s^2``).  This equals GPyTorch's ``ExactGP`` marginal
-likelihood on the raw observations (times their number; tested) at ``O(|U|^3)`` instead of ``O(N^3)``.
+(the within-edge scatter is what identifies the noise ``s^2``), with ``K_UU`` the edge kernel
+:func:`evroute.kernels.edge.edge_kernel` evaluated in torch (differentiable in the outputscales and lengthscales).
+This equals GPyTorch's ``ExactGP`` marginal likelihood on the raw observations (times their number; tested) at
+``O(|U|^3)`` instead of ``O(N^3)``.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
+from evroute.kernels.edge import GraphKernel, Points, edge_kernel
+from evroute.kernels.linalg import jittered_cholesky
 
-def _matern52(x1: torch.Tensor, x2: torch.Tensor, ls: torch.Tensor) -> torch.Tensor:
-    r = torch.cdist(x1 / ls, x2 / ls).clamp_min(0.0)
-    # gradient-safe distance on the diagonal: cdist's gradient at r = 0 is 0 for p = 2 with the clamp above
-    s5r = math.sqrt(5.0) * r
-    return (1.0 + s5r + s5r * s5r / 3.0) * torch.exp(-s5r)
+
+@dataclass
+class Hyper:
+    """Kernel hyperparameters in model units (variances relative to ``sigma0^2``)."""
+
+    s1: float
+    s2: float
+    ls1: np.ndarray  # (d,) lengthscales of k_f
+    ls2: np.ndarray  # (d,) lengthscales of k_f'
+    noise: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "outputscale_prod": self.s1,
+            "outputscale_add": self.s2,
+            "lengthscale_f": self.ls1.tolist(),
+            "lengthscale_f2": self.ls2.tolist(),
+            "noise": self.noise,
+        }
 
 
 def marginal_log_likelihood(
@@ -43,9 +62,10 @@ def marginal_log_likelihood(
         n, ybar, scatter: ``(U,)`` statistics (model units).
     """
     s1, s2, noise = raw["log_s1"].exp(), raw["log_s2"].exp(), raw["log_noise"].exp()
-    k = s1 * g_uu * _matern52(x_u, x_u, raw["log_ls1"].exp()) + s2 * _matern52(x_u, x_u, raw["log_ls2"].exp())
+    p = Points(None, x_u)  # the U distinct edges, in the order of g_uu
+    k = edge_kernel(GraphKernel(g_uu), s1, s2, raw["log_ls1"].exp(), raw["log_ls2"].exp())(p, p)
     a = k + torch.diag(noise / n)
-    l_ = torch.linalg.cholesky(0.5 * (a + a.T))
+    l_ = jittered_cholesky(0.5 * (a + a.T), ())  # plain: a failure aborts the fit
     r = (ybar - m_u).unsqueeze(-1)
     z = torch.linalg.solve_triangular(l_, r, upper=False)
     u = len(n)
@@ -55,7 +75,7 @@ def marginal_log_likelihood(
 
 
 def fit_hyperparameters(
-    hyper: Any,
+    hyper: Hyper,
     g_uu: np.ndarray,
     x_u: np.ndarray,
     m_u: np.ndarray,
@@ -65,11 +85,9 @@ def fit_hyperparameters(
     *,
     iters: int = 20,
     learn_noise: bool = False,
-) -> Any:
+) -> Hyper:
     """Hyperparameters maximising :func:`marginal_log_likelihood` (L-BFGS with strong Wolfe line search, float64,
-    started at ``hyper``); returns a new :class:`~evroute.models.gp_exact.Hyper` (``hyper`` if the fit fails)."""
-    from evroute.models.gp_exact import Hyper
-
+    started at ``hyper``); returns a new :class:`Hyper` (``hyper`` if the fit fails)."""
     as_t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float64))  # noqa: E731
     raw = {
         "log_s1": as_t(math.log(hyper.s1)),

@@ -20,7 +20,9 @@ the other columns the standardised edge context (length, speed limit, incline).
     differentiable in both.  Cost ``O(n1 n2 k)`` per block with ``k`` eigenpairs.
 
 * :class:`EdgeContextKernel` -- ``k = s_1 k_G k_f + s_2 k_f'`` with ``k_f``, ``k_f'`` Matérn-5/2 on the
-  context columns (per-dimension lengthscales, separate outputscales ``s_1``, ``s_2``).
+  context columns (per-dimension lengthscales, separate outputscales ``s_1``, ``s_2``): the GPyTorch module (its
+  parameters) around the one edge kernel :func:`evroute.kernels.edge.edge_kernel`, evaluated in torch.  ``kf`` and
+  ``kf2`` are GPyTorch Matérn modules used only for their positive, per-dimension lengthscales.
 * :class:`EdgePriorMean` -- the physics prior ``E_det`` looked up at the edge index.
 
 Heavy caches (Gram matrix, eigenpairs) are not pickled: they are rebuilt on first use after loading
@@ -29,71 +31,15 @@ Heavy caches (Gram matrix, eigenpairs) are not pickled: they are rebuilt on firs
 
 from __future__ import annotations
 
-import hashlib
-import threading
-from collections import OrderedDict
-
 import gpytorch
 import numpy as np
 import scipy.sparse as sp
 import torch
 from gpytorch.constraints import Positive
 
-from evroute.kernels.graph_matern import DENSE_MAX_DEFAULT, GraphMaternKernel
-
-# ----------------------------------------------------------------------------------- process memo
-_MEMO: OrderedDict[tuple, object] = OrderedDict()
-_MEMO_LOCK = threading.Lock()
-_MEMO_SIZE = 4
-
-
-def _laplacian_key(lap: sp.csr_matrix) -> str:
-    h = hashlib.sha1()
-    for a in (lap.indptr, lap.indices, lap.data):
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()
-
-
-def _memo(key: tuple, build):
-    with _MEMO_LOCK:
-        if key in _MEMO:
-            _MEMO.move_to_end(key)
-            return _MEMO[key]
-    val = build()
-    with _MEMO_LOCK:
-        _MEMO[key] = val
-        while len(_MEMO) > _MEMO_SIZE:
-            _MEMO.popitem(last=False)
-    return val
-
-
-def dense_graph_gram(lap: sp.csr_matrix, nu: float, kappa: float, key: str | None = None) -> np.ndarray:
-    """Exact ``(E, E)`` graph Matérn Gram matrix normalised to unit mean diagonal (memoised per process)."""
-    key = key or _laplacian_key(lap)
-
-    def build() -> np.ndarray:
-        if float(nu).is_integer():
-            # integer nu: K = A^-nu with A = 2 nu / kappa^2 I + Delta, by LAPACK potrf + potri and a symmetric
-            # product (syrk): 2 E^3 flops, half of a Cholesky solve against I plus a GEMM (same values to ~1e-11)
-            g = GraphMaternKernel(lap, nu, kappa, method="sparse", normalise=False).dense()
-        else:
-            g = GraphMaternKernel(lap, nu, kappa, method="dense", normalise=False).dense()
-        g = 0.5 * (g + g.T)
-        g /= float(np.mean(np.diag(g)))
-        return g
-
-    return _memo(("gram", key, float(nu), float(kappa)), build)
-
-
-def graph_eigenpairs(lap: sp.csr_matrix, method: str, n_eig: int, key: str | None = None):
-    """Laplacian eigenpairs ``(lambda (k,), U (E, k))``: all (``"dense"``) or the ``n_eig`` smallest (``"eig"``)."""
-    key = key or _laplacian_key(lap)
-
-    def build():
-        k = GraphMaternKernel(lap, 2.0, 1.0, method=method, n_eig=n_eig, normalise=False)
-        return k.eigenpairs
-
-    return _memo(("eig", key, method, int(n_eig) if method == "eig" else 0), build)
+from evroute.kernels.edge import EdgeKernel, GraphKernel, Points, edge_kernel
+from evroute.kernels.graph_gram import dense_graph_gram, graph_eigenpairs, laplacian_key
+from evroute.kernels.graph_matern import DENSE_MAX_DEFAULT, matern_spectrum
 
 
 # -------------------------------------------------------------------------------- graph kernel
@@ -127,7 +73,7 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
         super().__init__(**kwargs)
         self._lap = sp.csr_matrix(laplacian, dtype=np.float64)
         self.n = self._lap.shape[0]
-        self._key = _laplacian_key(self._lap)
+        self._key = laplacian_key(self._lap)
         self.method = ("dense" if self.n <= dense_max else "eig") if method == "auto" else method
         if self.method not in ("dense", "eig"):
             raise ValueError(f"unknown method {method!r}")
@@ -235,8 +181,7 @@ class GraphMaternIndexKernel(gpytorch.kernels.Kernel):
     def spectrum(self) -> torch.Tensor:
         """Normalised spectral weights ``c (2 nu / kappa^2 + lambda)^(-nu)`` (differentiable)."""
         lam, _ = self.basis()
-        nu, kappa = self.nu, self.kappa
-        phi = (2.0 * nu / kappa**2 + lam.clamp_min(0.0)) ** (-nu)
+        phi = matern_spectrum(lam, self.nu, self.kappa)
         return phi * (self.n / phi.sum())  # unit columns of U: mean diag = sum(phi) / E
 
     # ------------------------------------------------------------------ blocks
@@ -430,15 +375,24 @@ class EdgeContextKernel(gpytorch.kernels.Kernel):
     ) -> torch.Tensor:
         if x1.dim() != 2 or x2.dim() != 2:
             raise ValueError("EdgeContextKernel supports unbatched (n, d) inputs only")
-        s1, s2 = self.outputscale_prod, self.outputscale_add
-        c1, c2 = x1[:, 1:], x2[:, 1:]
+        k = self.edge_kernel()
+        p = Points(x1[:, 0].round().long(), x1[:, 1:])
         if diag:
-            kg = self.graph.forward(x1, x2, diag=True)
-            kf = self.kf.forward(c1, c2, diag=True)
-            kf2 = self.kf2.forward(c1, c2, diag=True)
-            return s1 * kg * kf + s2 * kf2
-        kg = self.graph.block(x1[:, 0].round().long(), x2[:, 0].round().long())
-        return s1 * kg * self.kf.forward(c1, c2) + s2 * self.kf2.forward(c1, c2)
+            return (
+                k.diag(p) if x1 is x2 or torch.equal(x1, x2) else k.pairs(p, Points(x2[:, 0].round().long(), x2[:, 1:]))
+            )
+        return k(p, Points(x2[:, 0].round().long(), x2[:, 1:]))
+
+    def edge_kernel(self) -> EdgeKernel:
+        """The edge kernel at the current (differentiable) parameters: :func:`evroute.kernels.edge.edge_kernel` with
+        this module's graph kernel, outputscales and the lengthscales of ``kf`` / ``kf2``."""
+        return edge_kernel(
+            GraphKernel(self.graph),
+            self.outputscale_prod,
+            self.outputscale_add,
+            self.kf.lengthscale,
+            self.kf2.lengthscale,
+        )
 
 
 class EdgePriorMean(gpytorch.means.Mean):

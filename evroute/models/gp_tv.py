@@ -42,6 +42,7 @@ import torch
 from evroute.bo.timevarying.bolt import ResponseTimeModel, optimal_dataset_size
 from evroute.bo.timevarying.kernels import check_nu, future_time_integral, matern
 from evroute.errors import ParameterError
+from evroute.kernels.linalg import jittered_cholesky
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.gp_kernels import EdgeContextKernel, GraphMaternIndexKernel
 
@@ -167,7 +168,7 @@ class TimeVaryingGPEdgeModel(EdgeModel):
             return
         k = self._k_s_columns(self.edges)[self.edges] * self._k_t(self.times[:, None] - self.times[None, :])
         k[np.diag_indices_from(k)] += self.noise
-        cho = scipy.linalg.cho_factor(k, lower=True)
+        cho = (jittered_cholesky(k), True)  # plain, then 1e-12 .. 1e-6 times the mean diagonal
         self._kinv = scipy.linalg.cho_solve(cho, np.eye(len(k)))
         self._alpha = self._kinv @ self.resid
 
@@ -233,7 +234,9 @@ class TimeVaryingGPEdgeModel(EdgeModel):
                 var -= np.sum((kx @ self._kinv) * kx, axis=1)
             s2 = self.scale**2
             self._post = EdgePosterior(
-                mean=mean * self.scale, var=np.maximum(var, 0.0) * s2, noise_var=np.full(self.n_edges, self.noise * s2)
+                mean=mean * self.scale,
+                variance=np.maximum(var, 0.0) * s2,
+                noise_var=np.full(self.n_edges, self.noise * s2),
             )
             self._post_seconds = time.process_time() - c0
         return self._post

@@ -221,6 +221,6 @@ class KernelRegressionEdgeModel(EdgeModel):
             var = np.where(denom > 0, self.noise_var / np.where(denom > 0, denom, 1.0), self.prior_var)
         return EdgePosterior(
             mean=self.prior_mean + resid,
-            var=np.minimum(var, self.prior_var),
+            variance=np.minimum(var, self.prior_var),
             noise_var=np.full(self.n_edges, self.noise_var),
         )

@@ -72,6 +72,8 @@ class IndexPolicy(ABC):
         mu_tilde = self.estimates(posterior, t, rng)
         if potential_wh is not None:
             mu_tilde = mu_tilde - potential_wh
+        if posterior.noise_var is None:
+            raise ParameterError("the posterior has no observation-noise variance (an edge model's posterior has one)")
         return np.maximum(rectified_gaussian_mean(mu_tilde, posterior.noise_var), MIN_WEIGHT_WH)
 
     def beta(self, t: int, n_arms: int) -> float:
