@@ -11,7 +11,8 @@ and variance of every edge after each of 40 seeded updates (the model's own numb
 Usage::
 
     python scripts/tools/gp_core_equivalence.py --tree /tmp/base --dump /tmp/gp_core_ref.npz      # the old version
-    python scripts/tools/gp_core_equivalence.py --compare /tmp/gp_core_ref.npz --report docs/results/gp_core_equivalence.md
+    python scripts/tools/gp_core_equivalence.py --compare /tmp/gp_core_ref.npz \\
+        --report docs/results/gp_core_equivalence.md
 
 Prints, per configuration, the number of arrays compared, how many are bit-identical and the largest absolute
 difference; ``--report PATH`` also writes these lines, with the commands, to a Markdown file.
@@ -151,7 +152,7 @@ def _read_rounds(path: Path) -> dict[str, np.ndarray]:
 def run_all(tree: Path, names: list[str], work: Path) -> dict[str, np.ndarray]:
     """Run the configurations ``names`` on ``tree``; ``{config/seed/column: array}``."""
     env = dict(os.environ, PYTHONPATH=str(tree), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    # trees with a ModelPrior build models from neutral defaults unless told init="oracle", the older trees' construction
+    # trees with a ModelPrior build models from neutral defaults unless told init="oracle" (the older construction)
     prior_tree = (tree / "evroute" / "models" / "build.py").is_file()
     arrays: dict[str, np.ndarray] = {}
     for name in names:
