@@ -40,10 +40,7 @@ from evroute.sumo.record import record_traversals
 from evroute.sumo.replay import probe_routes, record_day, sumo_net_file, write_probe_routes
 from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2
 
-try:
-    from _bench import machine_line
-except ImportError:  # pragma: no cover
-    from scripts._bench import machine_line
+from evroute.experiments.bench import machine_line
 
 
 def edge_means(n: int, edge: np.ndarray, values: np.ndarray, fallback: np.ndarray) -> np.ndarray:
