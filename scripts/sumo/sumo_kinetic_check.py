@@ -33,14 +33,13 @@ from evroute.environments.sumo_replay import (
     full_potential_wh,
     reduced_prior_wh,
 )
+from evroute.experiments.bench import machine_line
 from evroute.experiments.runner import load_linegraph
 from evroute.oracle import has_negative_cycle
 from evroute.routes import resolve_route
 from evroute.sumo.record import record_traversals
 from evroute.sumo.replay import probe_routes, record_day, sumo_net_file, write_probe_routes
 from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2
-
-from evroute.experiments.bench import machine_line
 
 
 def edge_means(n: int, edge: np.ndarray, values: np.ndarray, fallback: np.ndarray) -> np.ndarray:
