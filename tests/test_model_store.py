@@ -132,3 +132,33 @@ def test_bad_driver_input_is_one_line(tmp_path, capsys, monkeypatch, argv, match
     err = capsys.readouterr().err
     assert err.startswith("evroute: error:") and match in err and len(err.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def test_model_learned_on_reduced_energies_serves_battery_energy(tmp_path, capsys) -> None:
+    """A model learned in an environment with reduced energies (sumo-replay: battery energy minus kinetic and
+    potential energy) is served as battery energy: each route's energy is the model's sum plus ``m g dz`` between
+    the route's ends (the full potential telescopes), with the same standard deviation."""
+    lg = load_linegraph(NET)
+    m = prior_model("bi", lg, VehicleProfile())
+    plain = save_model(tmp_path / "plain.npz", m, lg, vehicle=VehicleProfile())
+    reduced = save_model(
+        tmp_path / "reduced.npz",
+        m,
+        lg,
+        vehicle=VehicleProfile(),
+        meta={"energies": {"kind": "reduced", "gravity_mps2": 9.81}},
+    )
+    a, b = (str(x) for x in lg.network.edge_ids[[0, 150]])
+    got = {}
+    for name, path in (("plain", plain), ("reduced", reduced)):
+        capsys.readouterr()
+        assert main(["route", "--network", NET, "--from", a, "--to", b, "--model", str(path), "--json"]) == 0
+        got[name] = {r["route"]: r for r in json.loads(capsys.readouterr().out)["routes"]}
+    net, v = lg.network, VehicleProfile()
+    shortest_r, shortest_p = got["reduced"]["shortest"], got["plain"]["shortest"]
+    assert shortest_r["edges"] == shortest_p["edges"]  # the shortest route does not depend on energies
+    idx = np.array([net.index_of(x) for x in shortest_r["edges"]])
+    dz = net.z_to_m[idx[-1]] - net.z_from_m[idx[0]]
+    belief_sum = np.maximum(RouteBelief(m).mean[idx], 0.0).sum()  # reduced means are served clipped at 0
+    assert shortest_r["energy_wh"] == pytest.approx(belief_sum + v.mass_kg * 9.81 * dz / 3600.0, rel=1e-9, abs=1e-9)
+    assert shortest_r["energy_sd_wh"] == pytest.approx(shortest_p["energy_sd_wh"], rel=1e-12)

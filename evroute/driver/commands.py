@@ -12,6 +12,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from evroute.errors import ParameterError
 
 _PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
@@ -100,7 +102,17 @@ def _setup(args: argparse.Namespace, vehicle_arg: str | None):
         model = prior_model("bi", lg, vehicle)
     from evroute.energy import elevation_potential_wh
 
-    return lg, RouteBelief(model, elevation_potential_wh(lg.network, vehicle)), vehicle, header
+    reduced = (header or {}).get("meta", {}).get("energies", {})
+    if reduced.get("kind") != "reduced":
+        return lg, RouteBelief(model, elevation_potential_wh(lg.network, vehicle)), vehicle, header
+    belief = RouteBelief(model, np.zeros(lg.n_nodes))  # reduced energies are >= 0 (dissipated energy)
+    # learned on reduced energies (battery energy minus kinetic and potential energy): the battery pays the reduced
+    # sum plus m g dz along the route (the kinetic part telescopes from rest to rest), so each edge's mean gets its
+    # full potential back; the variances are unchanged (a constant per edge)
+    from evroute.environments.sumo_replay import full_potential_wh
+
+    belief.mean = belief.mean + full_potential_wh(lg.network, vehicle, float(reduced["gravity_mps2"]))
+    return lg, belief, vehicle, header
 
 
 def cmd_route(args: argparse.Namespace) -> int:

@@ -23,6 +23,13 @@ def save_seed_model(cfg: ExperimentConfig, bandit: Any, linegraph: Any, seed: in
     if model is None:
         return {"file": None, "note": f"{cfg.model} is a whole-loop learner without an edge model"}
     meta = {"config": cfg.to_dict(), "seed": int(seed), "rounds": int(bandit.t)}
+    if getattr(getattr(bandit, "env", None), "reduced_energies", False):
+        # the environment's energies are reduced (battery energy minus kinetic and potential energy, e.g.
+        # sumo-replay): a route's battery energy is the model's sum plus m g dz between its ends (see
+        # evroute.driver.commands), so the file says so
+        from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2
+
+        meta["energies"] = {"kind": "reduced", "gravity_mps2": SUMO_GRAVITY_MPS2}
     try:
         save_model(seed_dir / MODEL_FILE, model, linegraph, vehicle=VehicleProfile.load(cfg.vehicle), meta=meta)
     except ParameterError as exc:
