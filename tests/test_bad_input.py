@@ -323,7 +323,7 @@ def test_message_names_the_problem(name, tmp_path, monkeypatch, capsys, edges):
     _setup(root)
     monkeypatch.chdir(root)
     try:
-        main(_resolve(CASES[name], root, _readonly_dir(tmp_path), edges))  # type: ignore[arg-type]
+        main(_resolve(CASES[name], root, _readonly_dir(tmp_path), edges))
     except SystemExit:
         pass
     assert MESSAGES[name] in capsys.readouterr().err

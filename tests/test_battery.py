@@ -22,23 +22,42 @@ def test_defaults_leave_eq8_unchanged() -> None:
 def test_auxiliary_power_adds_power_times_travel_time() -> None:
     # 1 km at 10 m/s = 100 s; 2 kW of heating for 100 s = 200 kJ = 55.56 Wh on top of Eq. 8
     v = VehicleProfile(auxiliary_power_w=2000.0)
-    base = edge_energy_wh([1000.0], [10.0], [0.02])[0]
-    assert edge_energy_wh([1000.0], [10.0], [0.02], v)[0] - base == pytest.approx(2000 * 100 / 3600, rel=1e-12)
+    base = edge_energy_wh(np.asarray([1000.0]), np.asarray([10.0]), np.asarray([0.02]))[0]
+    assert edge_energy_wh(np.asarray([1000.0]), np.asarray([10.0]), np.asarray([0.02]), v)[0] - base == pytest.approx(
+        2000 * 100 / 3600, rel=1e-12
+    )
 
 
 def test_regeneration_limit_caps_recovered_energy() -> None:
     # 500 m at 5 m/s down a 10 % slope: Eq. 8 recovers about 214 Wh in 100 s (7.7 kW); a 5 kW motor recovers at
     # most 5000 W x 100 s = 138.9 Wh
-    free = edge_energy_wh([500.0], [5.0], [-0.1])[0]
+    free = edge_energy_wh(np.asarray([500.0]), np.asarray([5.0]), np.asarray([-0.1]))[0]
     assert free < -200
-    capped = edge_energy_wh([500.0], [5.0], [-0.1], VehicleProfile(max_regen_power_kw=5.0))[0]
+    capped = edge_energy_wh(
+        np.asarray([500.0]), np.asarray([5.0]), np.asarray([-0.1]), VehicleProfile(max_regen_power_kw=5.0)
+    )[0]
     assert capped == pytest.approx(-5000 * 100 / 3600, rel=1e-12)
     # a limit above the recovered power changes nothing; uphill edges are never capped
-    assert edge_energy_wh([500.0], [5.0], [-0.1], VehicleProfile(max_regen_power_kw=50.0))[0] == free
-    up = edge_energy_wh([500.0], [5.0], [0.1])
-    assert edge_energy_wh([500.0], [5.0], [0.1], VehicleProfile(max_regen_power_kw=0.0)) == up
+    assert (
+        edge_energy_wh(
+            np.asarray([500.0]), np.asarray([5.0]), np.asarray([-0.1]), VehicleProfile(max_regen_power_kw=50.0)
+        )[0]
+        == free
+    )
+    up = edge_energy_wh(np.asarray([500.0]), np.asarray([5.0]), np.asarray([0.1]))
+    assert (
+        edge_energy_wh(
+            np.asarray([500.0]), np.asarray([5.0]), np.asarray([0.1]), VehicleProfile(max_regen_power_kw=0.0)
+        )
+        == up
+    )
     # no recuperation at all with a zero limit
-    assert edge_energy_wh([500.0], [5.0], [-0.1], VehicleProfile(max_regen_power_kw=0.0))[0] == 0.0
+    assert (
+        edge_energy_wh(
+            np.asarray([500.0]), np.asarray([5.0]), np.asarray([-0.1]), VehicleProfile(max_regen_power_kw=0.0)
+        )[0]
+        == 0.0
+    )
 
 
 def test_reduced_costs_stay_non_negative_with_aux_and_regen_limit() -> None:
@@ -65,17 +84,22 @@ def test_battery_fields_validated(tmp_path, raw, match) -> None:
         VehicleProfile.load(f)
 
 
+def _vtype_params(xml: str) -> dict[str, str]:
+    """``key -> value`` of the ``<param>`` elements of a SUMO vType."""
+    return {p.attrib["key"]: p.attrib["value"] for p in ET.fromstring(xml).iter("param")}
+
+
 def test_sumo_vtype_carries_battery_aux_and_regen() -> None:
     v = VehicleProfile(battery_capacity_wh=50000.0, auxiliary_power_w=750.0, max_regen_power_kw=60.0)
-    params = {p.get("key"): p.get("value") for p in ET.fromstring(ev_vtype_xml(v)).iter("param")}
+    params = _vtype_params(ev_vtype_xml(v))
     assert float(params["device.battery.capacity"]) == 50000.0
     assert float(params["device.battery.chargeLevel"]) == 25000.0 == battery_params(v)[1]
     assert float(params["constantPowerIntake"]) == 750.0
     assert "maximumRecuperationPower" not in params  # SUMO's Energy model has no such limit
-    mm = {p.get("key"): p.get("value") for p in ET.fromstring(ev_vtype_xml(v, model="MMPEVEM")).iter("param")}
+    mm = _vtype_params(ev_vtype_xml(v, model="MMPEVEM"))
     assert float(mm["maximumRecuperationPower"]) == 60000.0
     # unset auxiliaries keep SUMO's own default; an explicit charge is written, one above the capacity refused
-    plain = {p.get("key"): p.get("value") for p in ET.fromstring(ev_vtype_xml(charge_wh=1000.0)).iter("param")}
+    plain = _vtype_params(ev_vtype_xml(charge_wh=1000.0))
     assert float(plain["constantPowerIntake"]) == SUMO_ONLY_DEFAULTS["constantPowerIntake"]
     assert float(plain["device.battery.chargeLevel"]) == 1000.0
     with pytest.raises(ParameterError, match="capacity"):

@@ -36,7 +36,9 @@ def test_readme_demo_time_is_the_measured_range():
 
 
 def _help(command: str) -> str:
-    sub = next(a for a in build_parser()._actions if a.dest == "command").choices[command]
+    action = next(a for a in build_parser()._actions if a.dest == "command")
+    assert isinstance(action.choices, dict)  # the subparsers action: command name -> parser
+    sub = action.choices[command]
     return " ".join(sub.format_help().split())
 
 

@@ -19,7 +19,7 @@ INDEX = RESULTS / "index.md"
 pytestmark = pytest.mark.skipif(not INDEX.is_file(), reason="needs the source checkout")
 
 
-def _index_links() -> list[str]:
+def _index_links() -> list[tuple[str, str]]:
     return re.findall(r"^\| \[`([^`]+)`\]\(([^)]+)\) \|", INDEX.read_text(), flags=re.MULTILINE)
 
 

@@ -92,9 +92,8 @@ def test_edge_kernel_is_the_paper_formula_in_numpy_and_torch(lg) -> None:
     sub = k_np(edge_points(x, i), edge_points(x, j))
     np.testing.assert_allclose(sub, ref[np.ix_(i, j)], rtol=1e-12)
     tx = torch.as_tensor(x)
-    k_t = edge_kernel(
-        GraphKernel(torch.as_tensor(g)), *(torch.tensor(v, dtype=torch.float64) for v in (0.7, 0.4, ls1, ls2))
-    )
+    s1_t, s2_t, ls1_t, ls2_t = (torch.tensor(v, dtype=torch.float64) for v in (0.7, 0.4, ls1, ls2))
+    k_t = edge_kernel(GraphKernel(torch.as_tensor(g)), s1_t, s2_t, ls1_t, ls2_t)
     np.testing.assert_allclose(k_t(Points(None, tx), Points(None, tx)).numpy(), ref, rtol=1e-12, atol=1e-14)
 
 
@@ -178,6 +177,7 @@ def test_posterior_subsets_samples_and_units() -> None:
     np.testing.assert_allclose(np.cov(draws.T), cov, atol=0.05 * np.max(np.diag(cov)))
     wh = post.affine(1.0, 2.0)
     np.testing.assert_allclose(wh.covariance_of(idx), 4.0 * cov[np.ix_(idx, idx)])
+    assert wh.noise_var is not None
     np.testing.assert_allclose(wh.noise_var, 1.2)
     # a subset covariance without the full matrix, and a model's own joint sampler
     lazy = GaussianPosterior(np.zeros(5), np.diag(cov), subset_covariance=lambda i: cov[np.ix_(i, i)])

@@ -71,7 +71,7 @@ def rounds(bandit, horizon: int) -> list[dict]:
     return [{k: v for k, v in r.to_dict().items() if k not in TIMING} for r in bandit.run(horizon)]
 
 
-def run_model(env, name: str, horizon: int = 6, **params) -> tuple[list[dict], dict[str, np.ndarray]]:
+def run_model(env, name: str, horizon: int = 6, **params) -> tuple[list[dict], dict[str, np.ndarray | None]]:
     """The rounds of a TS run of model ``name`` and the model's final posterior (``mean``, ``var``, ``noise_var``)."""
     s, g = corner_route(env.linegraph, "A")
     model = make_model(name, env, seed=0, **MODELS[name], **params)

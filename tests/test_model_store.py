@@ -39,6 +39,7 @@ def test_round_trip_posterior_equal(tmp_path, kind, gp) -> None:
     scale = float(np.abs(p0.mean).max())
     assert np.allclose(p1.mean, p0.mean, rtol=0, atol=1e-10 * scale)  # rounding of two exact solves
     assert np.allclose(p1.var, p0.var, rtol=1e-9, atol=1e-12 * float(p0.var.max()))
+    assert p1.noise_var is not None and p0.noise_var is not None
     assert np.allclose(p1.noise_var, p0.noise_var, rtol=1e-12)
     route = np.arange(0, 40, 3)
     assert np.allclose(RouteBelief(back).cov(route), RouteBelief(m).cov(route), rtol=1e-8, atol=1e-10)

@@ -90,7 +90,7 @@ def test_truth_is_mean_of_recorded_traversals_and_observations_replay_them(env: 
     ids = env.linegraph.network.edge_ids.tolist()
     b, mb = ids.index("b"), ids.index("-b")
     # battery energy: 20 m up vs down, m g dz / 3600 = 99.7 Wh each way; reduced: what is dissipated, alike both ways
-    assert env.route_energy_wh([b]) > env.route_energy_wh([mb]) + 150
+    assert env.route_energy_wh(np.asarray([b])) > env.route_energy_wh(np.asarray([mb])) + 150
     assert env.potential_wh[b] == pytest.approx(1830 * 9.81 * 20 / 3600) == -env.potential_wh[mb]
     assert 0 < env.true_mean_wh[mb] < env.true_mean_wh[b] < env.true_mean_wh[mb] + 20
 
@@ -309,11 +309,9 @@ def test_time_of_day_bins(env: SumoReplayEnvironment) -> None:
 def grid(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A flat 3 x 3 grid of 200 m blocks (netgenerate) with a few EVs turning through it: cycles everywhere."""
     d = tmp_path_factory.mktemp("grid")
-    run_sumo_program(
-        [sumo_binary("netgenerate"), "--grid", "--grid.number", "3", "--grid.length", "200"]
-        + ["--default.speed", "13.89", "-o", d / "grid.net.xml"],
-        "netgenerate",
-    )
+    netgenerate: list[str | Path] = [sumo_binary("netgenerate"), "--grid", "--grid.number", "3", "--grid.length", "200"]
+    netgenerate += ["--default.speed", "13.89", "-o", d / "grid.net.xml"]
+    run_sumo_program(netgenerate, "netgenerate")
     routes = ["A0B0 B0B1 B1C1 C1C2", "C2B2 B2B1 B1A1 A1A0", "A0A1 A1B1 B1B0 B0C0", "C0C1 C1B1 B1B2 B2A2"]
     (d / "demand.rou.xml").write_text(
         "<routes>"

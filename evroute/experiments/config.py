@@ -76,32 +76,36 @@ class ExperimentConfig:
         loader: OpenStreetMap loader, ``netconvert`` (default: turn restrictions honoured) or ``osmnx``.
     """
 
-    network: NonEmpty = Field("synthetic:2000:0", description="synthetic[:EDGES[:SEED]], monaco, luxembourg or a path")
-    route: NonEmpty | None = Field("A", description="named route (A or B) when start/goal are not given")
-    start: NonEmpty | None = Field(None, description="start edge id (with goal, instead of route)")
-    goal: NonEmpty | None = Field(None, description="goal edge id (with start, instead of route)")
-    model: NonEmpty = Field("bi", description="edge model or learner name (evroute.experiments.registry)")
-    policy: NonEmpty = Field("ts", description="index policy: ucb, bucb, ts or greedy")
+    network: NonEmpty = Field(
+        default="synthetic:2000:0", description="synthetic[:EDGES[:SEED]], monaco, luxembourg or a path"
+    )
+    route: NonEmpty | None = Field(default="A", description="named route (A or B) when start/goal are not given")
+    start: NonEmpty | None = Field(default=None, description="start edge id (with goal, instead of route)")
+    goal: NonEmpty | None = Field(default=None, description="goal edge id (with start, instead of route)")
+    model: NonEmpty = Field(default="bi", description="edge model or learner name (evroute.experiments.registry)")
+    policy: NonEmpty = Field(default="ts", description="index policy: ucb, bucb, ts or greedy")
     policy_params: dict[str, Any] = Field(default_factory=dict, description="policy keyword parameters")
     model_params: dict[str, Any] = Field(default_factory=dict, description="model keyword parameters")
     env: NonEmpty = Field(
-        "consistent", description="environment name (evroute.environments): consistent, paper, drifting, ..."
+        default="consistent", description="environment name (evroute.environments): consistent, paper, drifting, ..."
     )
     environment: dict[str, Any] = Field(default_factory=dict, description="environment parameters")
-    horizon: Annotated[Int, Field(ge=1, le=MAX_HORIZON)] = Field(100, description="rounds per seed T")
+    horizon: Annotated[Int, Field(ge=1, le=MAX_HORIZON)] = Field(default=100, description="rounds per seed T")
     seeds: Annotated[tuple[Seed, ...], Field(min_length=1, max_length=MAX_SEEDS)] = Field(
-        (0,), description="one run per seed (distinct, >= 0)"
+        default=(0,), description="one run per seed (distinct, >= 0)"
     )
-    env_seed: Seed | None = Field(None, description="fixed environment seed for all runs (null: the run's seed)")
-    regret_reference: NonEmpty = Field("auto", description="auto, exact or rectified")
-    potential: NonEmpty = Field("elevation", description="elevation or none")
-    vehicle: NonEmpty = Field("sumo_ev", description="vehicle profile name or JSON file")
-    data_dir: NonEmpty | None = Field(None, description="folder with real road data (else $EVROUTE_DATA)")
+    env_seed: Seed | None = Field(
+        default=None, description="fixed environment seed for all runs (null: the run's seed)"
+    )
+    regret_reference: NonEmpty = Field(default="auto", description="auto, exact or rectified")
+    potential: NonEmpty = Field(default="elevation", description="elevation or none")
+    vehicle: NonEmpty = Field(default="sumo_ev", description="vehicle profile name or JSON file")
+    data_dir: NonEmpty | None = Field(default=None, description="folder with real road data (else $EVROUTE_DATA)")
     dem: NonEmpty | list[NonEmpty] | None = Field(
-        None, description="elevation raster (or a list of tiles to mosaic) for networks without elevation"
+        default=None, description="elevation raster (or a list of tiles to mosaic) for networks without elevation"
     )
     loader: NonEmpty = Field(
-        "netconvert", description="OpenStreetMap loader: netconvert (turn restrictions honoured) or osmnx"
+        default="netconvert", description="OpenStreetMap loader: netconvert (turn restrictions honoured) or osmnx"
     )
 
     @model_validator(mode="after")

@@ -290,10 +290,12 @@ class GraphMaternKernel:
         if nu % 2 == 1:
             # A = P^T L D L^T P  =>  P^T L^-T D^-1/2 z has covariance A^-1
             lu = f.lu
-            d = f.sqrt_d**2
+            sqrt_d = f.sqrt_d
+            assert sqrt_d is not None, "odd-nu sparse factors always carry the LDL^T diagonal"
+            d = sqrt_d**2
             # L^T = D^-1 U (upper triangular): solve L^T y = D^-1/2 z, then undo the permutation
             lt = (sp.diags(1.0 / d) @ lu.U).tocsr()  # type: ignore[attr-defined]
-            y = sp.linalg.spsolve_triangular(lt, z / f.sqrt_d[:, None], lower=False)
+            y = sp.linalg.spsolve_triangular(lt, z / sqrt_d[:, None], lower=False)
             z = y[lu.perm_c]  # type: ignore[attr-defined]
         out = self._apply_inverse_power(z, nu // 2)
         return np.sqrt(self.scale) * out

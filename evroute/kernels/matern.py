@@ -108,16 +108,16 @@ def matern_dlog_lengthscale(r: ArrayLike, lengthscale: float, nu: float) -> Floa
 def matern_grad_factor(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
     """``h(r)`` such that ``d k(||u - v||) / d u = h(r) (u - v)``; zero at ``r = 0`` for ``nu = 1/2`` (subgradient)."""
     nu = check_nu(nu)
-    r = np.abs(np.asarray(r, dtype=float))
-    s = _scaled_distance(r, lengthscale, nu)
+    ra = np.abs(np.asarray(r, dtype=float))
+    s = _scaled_distance(ra, lengthscale, nu)
     e = np.exp(-s)
     if nu == 1.5:
         return -(3.0 / lengthscale**2) * e
     if nu == 2.5:
         return -(5.0 / (3.0 * lengthscale**2)) * (1.0 + s) * e
     with np.errstate(divide="ignore", invalid="ignore"):
-        out = -e / (lengthscale * r)
-    return np.where(r > 0, out, 0.0)
+        out = -e / (lengthscale * ra)
+    return np.where(ra > 0, out, 0.0)
 
 
 def matern_general(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:
@@ -181,5 +181,5 @@ def matern_rff(
     u = rng.chisquare(2.0 * nu, size=n_features)
     w = g * np.sqrt(2.0 * nu / u)[None, :]
     b = rng.uniform(0.0, 2.0 * np.pi, size=n_features)
-    arg = (_scaled(x, lengthscale) @ w + b).astype(dtype, copy=False)
+    arg: np.ndarray = (_scaled(x, lengthscale) @ w + b).astype(dtype, copy=False)
     return np.cos(arg, out=arg) * np.asarray(np.sqrt(2.0 / n_features), dtype=dtype)

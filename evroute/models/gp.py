@@ -102,6 +102,8 @@ class GPEdgeModel(EdgeModel):
         config: :class:`GPConfig` (or keyword overrides through ``make_model("gp", env, ...)``).
     """
 
+    _adam: torch.optim.Adam  # set by _make_optimizers (hyperparameter / inducing-point optimiser)
+
     def __init__(
         self,
         prior_mean_wh: np.ndarray,

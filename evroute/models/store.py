@@ -83,7 +83,9 @@ def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]
     """``(kind, hyperparameters, arrays, number of observations)`` of ``model`` (module doc)."""
     kind = model_kind(model)
     if kind == "bi":
-        arrays = {k: np.asarray(getattr(model, k), dtype=np.float64) for k in ("prior_var", "noise_var", "total")}
+        arrays: dict[str, np.ndarray] = {
+            k: np.asarray(getattr(model, k), dtype=np.float64) for k in ("prior_var", "noise_var", "total")
+        }
         arrays["prior_mean_wh"] = np.asarray(model.prior_mean, dtype=np.float64)  # type: ignore[attr-defined]
         arrays["count"] = np.asarray(model.count, dtype=np.int64)  # type: ignore[attr-defined]
         return kind, {}, arrays, int(arrays["count"].sum())
@@ -145,7 +147,9 @@ def save_model(
         "meta": meta or {},
     }
     buf = io.BytesIO()
-    np.savez_compressed(buf, header=np.array(json.dumps(header, sort_keys=True)), **arrays)
+    # dict[str, Any]: mypy would match a **dict[str, ndarray] against savez_compressed's allow_pickle: bool
+    payload: dict[str, Any] = {"header": np.array(json.dumps(header, sort_keys=True)), **arrays}
+    np.savez_compressed(buf, **payload)
     return atomic_write_bytes(path, buf.getvalue())
 
 

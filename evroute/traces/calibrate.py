@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.optimize import least_squares
@@ -48,7 +49,7 @@ def get_parameter(vehicle: VehicleProfile, name: str) -> float:
 
 def with_parameters(vehicle: VehicleProfile, values: dict[str, float]) -> VehicleProfile:
     """A copy of ``vehicle`` with the fit parameters ``values`` (names of :data:`FIT_PARAMETERS`) set."""
-    changes: dict[str, float] = {}
+    changes: dict[str, Any] = {}  # field name -> value, for dataclasses.replace
     for name, value in values.items():
         if name not in FIT_PARAMETERS:
             raise ParameterError(f"unknown fit parameter {name!r} (known: {', '.join(FIT_PARAMETERS)})")
