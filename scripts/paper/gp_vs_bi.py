@@ -16,7 +16,7 @@ Resumable (re-run the same command; finished seeds are skipped):
 
 Writes RUNS/<route key>/<NAME>/ (raw runs, not committed), ``docs/results/data/gp_vs_bi_finals.csv`` (final
 cumulative regret of every finished seed) and ``docs/results/gp_vs_bi.md``, built from that CSV alone
-(``--report-only`` rebuilds it from the CSV without the raw runs).
+(``--report-only`` rebuilds it from the CSV without the raw runs, keeping the study command the report records).
 """
 
 from __future__ import annotations
@@ -215,6 +215,9 @@ def build_report(rows: Sequence[dict[str, str]], command: str) -> list[str]:
                 f"| {v.name} | {v.model} | {v.policy} | {v.init} | {v.refits} | {len(f)} | "
                 f"{format_mean_se(*mean_se(f.values()), 1)} |"
             )
+        missing = [v.name for v in VARIANTS if not finals.get((route, v.name))]
+        if missing:
+            lines += ["", f"Not run on this route (no finished seed): {', '.join(missing)}."]
         lines += [
             "",
             "Paired differences A - B of final regret (Wh):",
@@ -281,7 +284,9 @@ def main() -> None:
     cmd = R.command_line()
     routes = R.parse_routes(args.routes)
     data, out = Path(args.data), Path(args.out)
-    if args.report_only:
+    if args.report_only:  # keep the study's command (the data's origin) when the report already records one
+        if out.is_file():
+            cmd = next((ln[10:-1] for ln in out.read_text().splitlines() if ln.startswith("Command: `")), cmd)
         R.write_markdown(out, build_report(read_csv(data), cmd))
         return
     for network, route in routes:
