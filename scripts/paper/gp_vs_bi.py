@@ -16,7 +16,8 @@ Resumable (re-run the same command; finished seeds are skipped):
 
 Writes RUNS/<route key>/<NAME>/ (raw runs, not committed), ``docs/results/data/gp_vs_bi_finals.csv`` (final
 cumulative regret of every finished seed) and ``docs/results/gp_vs_bi.md``, built from that CSV alone
-(``--report-only`` rebuilds it from the CSV without the raw runs, keeping the study command the report records).
+(``--report-only`` rebuilds it from the CSV without the raw runs, keeping the study command the report records;
+``--collect-only`` first rewrites the CSV from the finished seeds, e.g. after a stage was stopped part-way).
 """
 
 from __future__ import annotations
@@ -291,11 +292,19 @@ def main() -> None:
     ap.add_argument("--data", default="docs/results/data/gp_vs_bi_finals.csv", help="per-seed final regrets")
     ap.add_argument("--out", default="docs/results/gp_vs_bi.md", help="the report")
     ap.add_argument("--report-only", action="store_true", help="run nothing; rebuild the report from --data")
+    ap.add_argument(
+        "--collect-only",
+        action="store_true",
+        help="run nothing; rewrite --data from the finished seeds under --runs (e.g. after stopping a stage), then "
+        "the report",
+    )
     args = ap.parse_args()
     cmd = R.command_line()
     routes = R.parse_routes(args.routes)
     data, out = Path(args.data), Path(args.out)
-    if args.report_only:  # keep the study's command (the data's origin) when the report already records one
+    if args.collect_only:
+        write_csv(data, collect(args, routes))
+    if args.report_only or args.collect_only:  # keep the study's command (the data's origin) if the report has one
         if out.is_file():
             cmd = next((ln[10:-1] for ln in out.read_text().splitlines() if ln.startswith("Command: `")), cmd)
         R.write_markdown(out, build_report(read_csv(data), cmd))
