@@ -28,6 +28,7 @@ import numpy as np
 __all__ = [
     "PairedDifference",
     "format_mean_se",
+    "holm_adjust",
     "json_float",
     "k_of_n",
     "mean_se",
@@ -35,6 +36,7 @@ __all__ = [
     "paired_differences",
     "standard_error",
     "t_interval",
+    "t_test_pvalue",
 ]
 
 
@@ -94,6 +96,41 @@ def t_interval(values: Iterable[float], level: float = 0.95) -> tuple[float, flo
         return math.nan, math.nan
     half = float(t.ppf(0.5 + level / 2.0, n - 1)) * se
     return m - half, m + half
+
+
+def t_test_pvalue(differences: Iterable[float]) -> float:
+    """Two-sided p-value of the one-sample Student t-test of mean 0 (a paired t-test on differences ``A - B``).
+
+    ``t = mean / s.e.`` with ``n - 1`` degrees of freedom, ``p = 2 P(T_{n-1} > |t|)``; NaN for n < 2; 1 when every
+    difference is 0 and 0 when they are all equal and nonzero (a zero standard error).
+    """
+    from scipy.stats import t
+
+    d = _as_array(differences)
+    if d.size < 2:
+        return math.nan
+    m, se = mean_se(d)
+    if se == 0.0:
+        return 1.0 if m == 0.0 else 0.0
+    return float(2.0 * t.sf(abs(m / se), d.size - 1))
+
+
+def holm_adjust(pvalues: Iterable[float]) -> list[float]:
+    """Holm's step-down adjusted p-values, in the input order (family-wise error control over the whole list).
+
+    With the ``m`` p-values sorted increasingly ``p_(1) <= ... <= p_(m)``, the adjusted value of the ``i``-th is
+    ``max_{j <= i} min(1, (m - j + 1) p_(j))``; a hypothesis is rejected at family-wise level ``alpha`` when its
+    adjusted p-value is ``<= alpha``.  NaN entries (undefined tests) stay NaN and do not count in ``m``.
+    """
+    p = _as_array(pvalues)
+    out = np.full(p.shape, math.nan)
+    idx = [i for i in np.argsort(p, kind="stable") if not math.isnan(p[i])]
+    m = len(idx)
+    running = 0.0
+    for rank, i in enumerate(idx):
+        running = max(running, min(1.0, (m - rank) * float(p[i])))
+        out[i] = running
+    return [float(v) for v in out]
 
 
 def k_of_n(differences: Iterable[float]) -> tuple[int, int]:

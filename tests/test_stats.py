@@ -12,6 +12,7 @@ from scipy import stats as sps
 
 from evroute.stats import (
     format_mean_se,
+    holm_adjust,
     json_float,
     k_of_n,
     mean_se,
@@ -19,6 +20,7 @@ from evroute.stats import (
     paired_differences,
     standard_error,
     t_interval,
+    t_test_pvalue,
 )
 
 
@@ -114,3 +116,28 @@ def test_format_mean_se() -> None:
     assert format_mean_se(1234.56, 7.891) == "1234.6 +- 7.9"
     assert format_mean_se(-3.0, 0.25, 2, " ± ") == "-3.00 ± 0.25"
     assert format_mean_se(3.0, 0.25, 1, signed=True) == "+3.0 +- 0.2"
+
+
+def test_t_test_pvalue_hand_computed() -> None:
+    # differences 1, 3: mean 2, s.e. 1, t = 2 with 1 degree of freedom (Cauchy): P(T > t) = 1/2 - arctan(t) / pi
+    assert t_test_pvalue([1.0, 3.0]) == pytest.approx(1.0 - 2.0 * math.atan(2.0) / math.pi, rel=1e-12)
+    assert math.isnan(t_test_pvalue([1.0]))
+    assert t_test_pvalue([0.0, 0.0, 0.0]) == 1.0
+    assert t_test_pvalue([2.0, 2.0]) == 0.0
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(-1e3, 1e3), min_size=3, max_size=30).filter(lambda v: np.std(v) > 1e-6))
+def test_t_test_pvalue_matches_scipy(values: list[float]) -> None:
+    assert t_test_pvalue(values) == pytest.approx(sps.ttest_1samp(values, 0.0).pvalue, rel=1e-9, abs=1e-300)
+
+
+def test_holm_adjust_hand_computed() -> None:
+    # sorted 0.01, 0.03, 0.04, 0.2 (m = 4): 4 * 0.01 = 0.04, 3 * 0.03 = 0.09, max(0.09, 2 * 0.04) = 0.09, 0.2
+    assert holm_adjust([0.01, 0.04, 0.03, 0.2]) == pytest.approx([0.04, 0.09, 0.09, 0.2], rel=1e-12)
+    # NaN stays NaN and does not count: m = 2
+    out = holm_adjust([0.02, math.nan, 0.5])
+    assert out[0] == pytest.approx(0.04) and math.isnan(out[1]) and out[2] == pytest.approx(0.5)
+    # capped at 1 and monotone in the sorted order
+    assert holm_adjust([0.6, 0.7]) == [1.0, 1.0]
+    assert holm_adjust([]) == []
