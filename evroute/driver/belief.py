@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from evroute.kernels.linalg import jittered_cholesky
 from evroute.models.base import EdgeModel
 
 
@@ -69,7 +70,7 @@ class RouteBelief:
             kxu = np.asarray(kernel.columns(u))
             a = kxu[u] + np.diag(model.hyper.noise / n)
             out["kxu"] = kxu
-            out["chol"] = scipy.linalg.cholesky(a, lower=True, check_finite=False)
+            out["chol"] = jittered_cholesky(a)
         return out
 
     def cov(self, edges: np.ndarray) -> np.ndarray:

@@ -41,6 +41,7 @@ from evroute.bo import (
 )
 from evroute.bo.base import Policy
 from evroute.bo.loop import RunResult
+from evroute.kernels.linalg import jittered_cholesky
 
 # --- kernelized bandits ------------------------------------------------------------------------------------------
 
@@ -59,7 +60,7 @@ def _sensor_field(n_sensors: int, n_train: int, n_test: int, rng: np.random.Gene
     loc = rng.random((n_sensors, 2)) * np.array([40.0, 30.0])
     ell, amp, rho = (4.0, 60.0, 0.95) if light else (6.0, 1.5, 0.98)
     d2 = np.sum((loc[:, None] - loc[None]) ** 2, axis=2)
-    chol = np.linalg.cholesky(amp**2 * np.exp(-d2 / (2 * ell**2)) + 1e-8 * np.eye(n_sensors))
+    chol = jittered_cholesky(amp**2 * np.exp(-d2 / (2 * ell**2)), [1e-8], relative=False, plain_first=False, layout="C")
     offset = chol @ rng.standard_normal(n_sensors) * 0.8
     n = n_train + n_test
     field = np.empty((n, n_sensors))
@@ -80,7 +81,7 @@ def kb_make_task(task: str, trial: int) -> list[dict]:
         kern = SquaredExponential(0.2) if task.endswith("se") else Matern(0.2, nu=2.5)
         pts = rng.random((100, 1))
         gram = kern(pts, pts)
-        y = np.linalg.cholesky(gram + 1e-8 * np.eye(100)) @ rng.standard_normal(100)
+        y = jittered_cholesky(gram, [1e-8], relative=False, plain_first=False, layout="C") @ rng.standard_normal(100)
         f = gram @ np.linalg.solve(gram + 0.01 * np.eye(100), y) if task.startswith("rkhs") else y
         gamma: str | float = "bound"
         return [dict(points=pts, f=f, kernel=kern, gram=gram, prior_mean=None, r2=0.01 * np.ptp(f), gamma=gamma)]

@@ -303,7 +303,7 @@ class GPEdgeModel(EdgeModel):
         t = torch.linalg.solve_triangular(l_new, cov, upper=False)
         s_w = torch.linalg.solve_triangular(l_new, t.T, upper=False)
         s_w = 0.5 * (s_w + s_w.T) + 1e-8 * torch.eye(len(z_new), dtype=s_w.dtype, device=s_w.device)
-        prec = torch.cholesky_inverse(torch.linalg.cholesky(s_w))
+        prec = torch.cholesky_inverse(jittered_cholesky(s_w))
         return prec @ m_w, -0.5 * prec
 
     def _replace_inducing(self, z: torch.Tensor, nat_vec: torch.Tensor, nat_mat: torch.Tensor) -> None:
