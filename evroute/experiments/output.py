@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import csv
 import io
+import json
 import os
 import re
 import shutil
@@ -23,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from evroute.errors import DataError, ParameterError
+from evroute.experiments.config import ExperimentConfig
 from evroute.io import umask_mode
+from evroute.models.store import network_hash
 
 LOCK_NAME = ".lock"
 _held: dict[Path, list[Any]] = {}  # path -> [FileLock, depth]: reentrant within one process
@@ -181,3 +184,43 @@ def read_rounds(path: Path, fields: list[str], upto: int) -> list[dict[str, str]
             break
         rows.append(row)
     return rows
+
+
+def check_same_network(lg: Any, out: Path) -> None:
+    """A resumed folder must have been made on the same network content: the same config can load another network
+    when the data or the loader changed (e.g. OSM elevations smoothed along the roads), and its seeds would then mix
+    two networks.  Folders from before the hash existed are compared by their network statistics."""
+    try:
+        meta = json.loads((out / "meta.json").read_text())
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
+        return  # a folder claimed without meta (older layouts): nothing to compare
+    old_hash = meta.get("network_hash")
+    if old_hash is not None:
+        same = old_hash == network_hash(lg)
+    else:
+        same = meta.get("network") == json.loads(json.dumps(lg.network.summary(), default=str))
+    if not same:
+        raise ParameterError(
+            f"results directory {out} was made on different network data (the files or the loader changed since); "
+            "use another --out or pass --overwrite"
+        )
+
+
+def check_same_experiment(cfg: ExperimentConfig, out: Path) -> None:
+    cfg_path = out / "config.json"
+    if not cfg_path.is_file():
+        raise ParameterError(f"results directory {out} exists and is not an evroute results directory")
+    try:
+        old = json.loads(cfg_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise DataError(f"{cfg_path} is corrupt; remove the directory or pass --overwrite") from None
+    if not isinstance(old, dict):
+        raise DataError(f"{cfg_path} is corrupt; remove the directory or pass --overwrite")
+    old.setdefault("potential", "none")  # folders written before the option existed used Algorithm 2 as is
+    old.setdefault("regret_reference", "auto")
+    # folders written before environments were named used the paper's (drifting when drift keys were given)
+    old.setdefault("env", "drifting" if "drift" in old.get("environment", {}) else "paper")
+    # folders written before the option existed loaded OSM paths with osmnx, named networks with netconvert
+    old.setdefault("loader", "osmnx" if ".osm" in str(old.get("network", "")).lower() else "netconvert")
+    if old != json.loads(json.dumps(cfg.to_dict())):
+        raise ParameterError(f"results directory {out} holds a different experiment; use another --out")

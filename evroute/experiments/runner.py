@@ -40,12 +40,13 @@ import numpy as np
 from evroute.bandit import RoundRecord, RoutingBandit, rebase_regret
 from evroute.energy import VehicleProfile, elevation_potential_wh
 from evroute.environments import EnergyEnvironment
-from evroute.errors import DataError, ParameterError
+from evroute.errors import DataError
 from evroute.experiments.config import ExperimentConfig
-from evroute.experiments.output import claim, output_lock, read_rounds
+from evroute.experiments.output import check_same_experiment, check_same_network, claim, output_lock, read_rounds
 from evroute.experiments.registry import is_learner, make_learner, make_model
 from evroute.io import atomic_pickle, atomic_write_json, atomic_write_text
 from evroute.linegraph import LineGraph, build_line_graph
+from evroute.models.store import network_hash
 from evroute.oracle import EXACT_METHODS
 from evroute.policies import make_policy
 from evroute.routes import RouteSpec, resolve_route
@@ -292,6 +293,7 @@ def prepare_output(cfg: ExperimentConfig, out_dir: str | Path, *, overwrite: boo
             {
                 "versions": _versions(),
                 "network": lg.network.summary(),
+                "network_hash": network_hash(lg),
                 "line_graph": {"nodes": lg.n_nodes, "arcs": lg.n_arcs},
                 "route": {"name": route.name, "start": route.start_id, "goal": route.goal_id, "note": route.note},
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S"),
@@ -300,28 +302,9 @@ def prepare_output(cfg: ExperimentConfig, out_dir: str | Path, *, overwrite: boo
         atomic_write_json(staging / "config.json", cfg.to_dict())
 
     if not claim(out, write, overwrite=overwrite):
-        _check_same_experiment(cfg, out)
+        check_same_experiment(cfg, out)
+        check_same_network(lg, out)
     return out
-
-
-def _check_same_experiment(cfg: ExperimentConfig, out: Path) -> None:
-    cfg_path = out / "config.json"
-    if not cfg_path.is_file():
-        raise ParameterError(f"results directory {out} exists and is not an evroute results directory")
-    try:
-        old = json.loads(cfg_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise DataError(f"{cfg_path} is corrupt; remove the directory or pass --overwrite") from None
-    if not isinstance(old, dict):
-        raise DataError(f"{cfg_path} is corrupt; remove the directory or pass --overwrite")
-    old.setdefault("potential", "none")  # folders written before the option existed used Algorithm 2 as is
-    old.setdefault("regret_reference", "auto")
-    # folders written before environments were named used the paper's (drifting when drift keys were given)
-    old.setdefault("env", "drifting" if "drift" in old.get("environment", {}) else "paper")
-    # folders written before the option existed loaded OSM paths with osmnx, named networks with netconvert
-    old.setdefault("loader", "osmnx" if ".osm" in str(old.get("network", "")).lower() else "netconvert")
-    if old != json.loads(json.dumps(cfg.to_dict())):
-        raise ParameterError(f"results directory {out} holds a different experiment; use another --out")
 
 
 def _run_seed_job(args: tuple[dict[str, Any], int, str, int]) -> dict[str, Any]:
