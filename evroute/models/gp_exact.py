@@ -13,9 +13,17 @@ Gaussian kept by :mod:`evroute.models.exact_posterior`:
   entry-wise error bound ``graph_tol`` (:class:`~evroute.kernels.graph_matern.LocalGraphMatern`; default 1e-6 of
   the average prior variance; ``graph_solver="global"``: global SuperLU solves and probed variances, the slower
   earlier path) and no ``E x E`` matrix exists anywhere;
-* ``method="auto"`` (default): up to ``dense_max`` edges, low-rank while few edges are visited (TS drives a few hundred)
-  and dense from ``switch_edges`` (``E / 4``) visited edges on (UCB / BUCB), the switch being an exact refresh; above
-  ``dense_max`` edges, low-rank.
+* ``method="incremental"``: the same no-``E x E`` representation, updated at the cost of what the index policies
+  read (:class:`~evroute.models.exact_incremental.IncrementalPosterior`: cached posterior covariance columns of
+  recently driven edges, ``E |U|`` work only for newly visited or evicted edges, ``E k^2`` for the means and
+  variances, ``chol(A)`` of the visited block re-factorised when the update history has cost as much);
+* ``method="auto"`` (default): incremental (dense on a torch device, ``device="cuda"``).  With ``switch_edges > 0``
+  (up to ``dense_max`` edges) the incremental or low-rank method runs until that many distinct edges are visited,
+  then the dense one (the switch is an exact refresh; ``method="lowrank", switch_edges=E // 4`` is the default of
+  earlier versions).
+
+Up to ``dense_max`` edges the graph-kernel columns come from the dense graph Gram matrix (exact); above it, and with
+``method="lowrank"``, from the local solves above.
 
 Per-edge sufficient statistics (count, sum, sum of squares) are kept; every ``refresh_every`` rounds the posterior is
 recomputed from them exactly (bounding the round-off of the incremental updates).  Hyperparameters (outputscales,
@@ -38,8 +46,9 @@ from evroute.errors import ParameterError
 from evroute.kernels.edge import GraphKernel, Points, edge_kernel, edge_points
 from evroute.kernels.graph_gram import dense_graph_gram
 from evroute.kernels.graph_matern import GraphMaternKernel, LocalGraphMatern
-from evroute.kernels.linalg import jittered_cholesky
+from evroute.kernels.linalg import jittered_cholesky, solve_lower
 from evroute.models.base import EdgeModel, EdgePosterior
+from evroute.models.exact_incremental import IncrementalPosterior
 from evroute.models.exact_posterior import DensePosterior, LowRankPosterior
 from evroute.models.gp_exact_mll import Hyper, fit_hyperparameters
 
@@ -50,9 +59,9 @@ DENSE_MAX = 8000
 class ExactGPConfig:
     """Settings of :class:`ExactGPEdgeModel`."""
 
-    method: str = "auto"  # auto | dense | lowrank
-    dense_max: int = DENSE_MAX  # auto: the dense method is used up to this many edges
-    switch_edges: int = 0  # auto: low-rank until this many distinct edges are visited, then dense (0: E / 4)
+    method: str = "auto"  # auto (incremental) | incremental | dense | lowrank
+    dense_max: int = DENSE_MAX  # the dense graph Gram matrix (exact columns) is used up to this many edges
+    switch_edges: int = 0  # > 0: incremental / low-rank until this many distinct edges are visited, then dense
     refresh_every: int = 200  # rounds between exact refreshes from the statistics (0: never)
     refit_first: int = 16  # first hyperparameter refit (round); then at 2x, 4x, ... (0: never refit)
     fit_iters: int = 20  # L-BFGS iterations per refit
@@ -67,8 +76,8 @@ class ExactGPConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.method not in ("auto", "dense", "lowrank"):
-            raise ParameterError(f"method must be auto, dense or lowrank, got {self.method!r}")
+        if self.method not in ("auto", "dense", "lowrank", "incremental"):
+            raise ParameterError(f"method must be auto, incremental, dense or lowrank, got {self.method!r}")
         if (
             min(self.refresh_every, self.switch_edges, self.refit_first) < 0
             or self.fit_iters < 1
@@ -76,7 +85,7 @@ class ExactGPConfig:
         ):
             raise ParameterError("refresh_every, switch_edges, refit_first >= 0, fit_iters >= 1, fit_max_edges >= 2")
         if self.ts_joint and self.method == "lowrank":
-            raise ParameterError("ts_joint needs method dense (a joint prior draw of the product kernel)")
+            raise ParameterError("ts_joint needs the dense kernel (method auto, incremental or dense)")
         if self.graph_solver not in ("local", "global") or not 0 < self.graph_tol < 1:
             raise ParameterError(
                 f"graph_solver must be local or global and 0 < graph_tol < 1, got "
@@ -155,17 +164,16 @@ class ExactGPEdgeModel(EdgeModel):
         self.contexts = np.asarray(contexts, dtype=np.float64)
         if self.contexts.shape[0] != self.n_edges:
             raise ParameterError("contexts and prior mean disagree on the number of edges")
-        # auto: low-rank while few edges are visited, switching to dense (once) past switch_edges; lowrank above
-        # dense_max edges.  ts_joint draws need the dense K from the start.
-        self._hybrid = cfg.method == "auto" and self.n_edges <= cfg.dense_max
-        self.switch_edges = cfg.switch_edges if cfg.switch_edges > 0 else max(1, self.n_edges // 4)
-        self.method = (
-            cfg.method
-            if cfg.method != "auto"
-            else ("lowrank" if self.n_edges > cfg.dense_max else "dense" if cfg.ts_joint else "lowrank")
-        )
-        if cfg.ts_joint and self.method != "dense":
-            raise ParameterError(f"ts_joint needs the dense method ({self.n_edges} edges > dense_max)")
+        # auto: incremental (dense on a torch device); with switch_edges > 0, dense once that many edges are visited
+        on_device = cfg.device != "cpu" and self._device() is not None
+        self.method = cfg.method if cfg.method != "auto" else ("dense" if on_device else "incremental")
+        self._hybrid = cfg.switch_edges > 0 and self.method != "dense" and self.n_edges <= cfg.dense_max
+        self.switch_edges = cfg.switch_edges
+        self._dense_graph = self.n_edges <= cfg.dense_max and (self.method != "lowrank" or self._hybrid)
+        if self.method == "dense" and not self._dense_graph:
+            raise ParameterError(f"the dense method needs <= dense_max edges ({self.n_edges} > {cfg.dense_max})")
+        if cfg.ts_joint and not self._dense_graph:
+            raise ParameterError(f"ts_joint needs the dense kernel ({self.n_edges} edges > dense_max)")
         d = self.contexts.shape[1]
         w = float(product_weight)
         self.hyper = Hyper(
@@ -193,7 +201,7 @@ class ExactGPEdgeModel(EdgeModel):
     # ------------------------------------------------------------------------------------------------ kernel
     def _graph_source(self) -> tuple[Any, np.ndarray | None]:
         if self._graph is None:
-            if self.method == "dense" or self._hybrid:
+            if self._dense_graph:
                 self._graph = (dense_graph_gram(self._lap, self.graph_nu, self.graph_kappa), None)
             elif self.config.graph_solver == "local":
                 local = LocalGraphMatern(self._lap, self.graph_nu, self.graph_kappa, tol=self.config.graph_tol)
@@ -220,6 +228,8 @@ class ExactGPEdgeModel(EdgeModel):
     def _new_posterior(self) -> Any:
         if self.method == "dense":
             return DensePosterior(self.kernel(), self.m0, self.hyper.noise, device=self._device())
+        if self.method == "incremental":
+            return IncrementalPosterior(self.kernel(), self.m0, self.hyper.noise)
         return LowRankPosterior(self.kernel(), self.m0, self.hyper.noise)
 
     def _ensure(self) -> Any:
@@ -274,13 +284,16 @@ class ExactGPEdgeModel(EdgeModel):
             and (self.t / cfg.refit_first).is_integer()
             and math.log2(self.t / cfg.refit_first).is_integer()
         )
-        switch = self._hybrid and self.method == "lowrank" and len(self.order) > self.switch_edges
-        if switch:  # many visited edges: the dense rank-k update is now the cheaper one
+        switch = self._hybrid and self.method != "dense" and len(self.order) > self.switch_edges
+        if switch:
             self.method = "dense"
             self._post = None
+        self.stats["refit_cpu_ms"] = 0.0
         if refit:
+            c0 = time.process_time()
             self.fit_hyperparameters()
             self._post = self._chol_k = None
+            self.stats["refit_cpu_ms"] = 1e3 * (time.process_time() - c0)
         if refit or switch or (cfg.refresh_every and self.t % cfg.refresh_every == 0):
             self._snap = self.statistics()[:3]
             self._since = []
@@ -309,18 +322,27 @@ class ExactGPEdgeModel(EdgeModel):
             f* = f + K_{.U} A^-1 (ybar_U - f_U - eps),  f ~ N(m, K),  eps ~ N(0, diag(s^2 / n_U))
 
         ``f`` uses the Cholesky factor of ``K`` (``E^3 / 3`` once per hyperparameter setting, then ``E^2`` per
-        draw); the update costs ``|U|^3 / 3 + E |U|``.  Dense method only.
+        draw); the update costs ``|U|^3 / 3 + E |U|``.  Needs the dense kernel (``E <= dense_max``).
         """
         post = self._ensure()
+        dense = isinstance(post, DensePosterior)
         if self._chol_k is None:
-            self._chol_k = jittered_cholesky(post._k)
+            self._chol_k = jittered_cholesky(post._k if dense else self.kernel().dense())
         f = self.m0 + self._chol_k @ rng.standard_normal(self.n_edges)
         e, n, ybar, _ = self.statistics()
         if len(e):
             eps = np.sqrt(self.hyper.noise / n) * rng.standard_normal(len(e))
-            kxu = post._k[:, e]
-            f += kxu @ np.linalg.solve(kxu[e] + np.diag(self.hyper.noise / n), ybar - f[e] - eps)
+            kxu = post._k[:, e] if dense else post._kxu_cols(post._slot[e])
+            l_ = jittered_cholesky(kxu[e] + np.diag(self.hyper.noise / n))
+            f += kxu @ solve_lower(l_, solve_lower(l_, ybar - f[e] - eps), trans=1)
         return f * self.scale
+
+    def set_hyper(self, hyper: Hyper) -> None:
+        """Use ``hyper`` from now on: the posterior is rebuilt exactly from the statistics, as after a refit."""
+        self.hyper = hyper
+        self._snap = self.statistics()[:3]
+        self._since = []
+        self._post = self._chol_k = None
 
     @property
     def noise_var(self) -> float:
