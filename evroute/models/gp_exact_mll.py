@@ -1,15 +1,22 @@
-"""Exact marginal likelihood of the per-edge sufficient statistics, and the hyperparameter fit of ``gp-exact``.
+"""Exact marginal likelihood of the per-edge sufficient statistics, its gradient, and the hyperparameter fit of
+``gp-exact`` (NumPy / SciPy: no torch on the model's hot path).
 
 With ``n_u`` observations ``y_{u,1..n_u}`` of edge ``u`` (mean ``ybar_u``, scatter ``S_u = sum_j (y_{u,j} - ybar_u)^2``)
 and i.i.d. Gaussian noise ``s^2``, the likelihood factorises exactly into the mean part and the within-edge part::
 
-    log p(y) = log N(ybar_U | m_U, K_UU + diag(s^2 / n_U))
-               - sum_u [ (n_u - 1) / 2 log(2 pi s^2) + S_u / (2 s^2) + 1/2 log n_u ]
+    log p(y) = log N(ybar_U | m_U, A) - sum_u [ (n_u - 1) / 2 log(2 pi s^2) + S_u / (2 s^2) + 1/2 log n_u ],
+    A = s_1 G_UU o K_f + s_2 K_f' + diag(s^2 / n_U)
 
-(the within-edge scatter is what identifies the noise ``s^2``), with ``K_UU`` the edge kernel
-:func:`evroute.kernels.edge.edge_kernel` evaluated in torch (differentiable in the outputscales and lengthscales).
-This equals GPyTorch's ``ExactGP`` marginal likelihood on the raw observations (times their number; tested) at
-``O(|U|^3)`` instead of ``O(N^3)``.
+(the within-edge scatter is what identifies the noise ``s^2``), ``K_f``, ``K_f'`` Matérn kernels on the contexts with
+per-dimension lengthscales (:func:`evroute.kernels.matern.matern`; the edge kernel of
+:func:`evroute.kernels.edge.edge_kernel`).  This equals GPyTorch's ``ExactGP`` marginal likelihood on the raw
+observations (times their number; tested) at ``O(|U|^3)`` instead of ``O(N^3)``.
+
+The gradient in the log-parameters is the usual ``1/2 tr((alpha alpha^T - A^-1) dA/dtheta)`` (``alpha = A^-1 (ybar -
+m_U)``) plus the within-edge terms; for a lengthscale ``l_j`` of ``k(r)``,
+``dk/dlog l_j = -h(r) (x_j - x'_j)^2 / l_j^2`` with ``h`` of :func:`~evroute.kernels.matern.matern_grad_factor`, and
+the sum over pairs is taken as ``2 sum_a x_a^2 (P 1)_a - 2 x^T P x`` (``|U|^2`` per dimension).  One evaluation:
+one Cholesky and one inverse from it (``dpotrf`` + ``dpotri``, ``|U|^3``), and ``O(|U|^2 d)`` more.
 """
 
 from __future__ import annotations
@@ -19,10 +26,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import torch
+import scipy.linalg
+from scipy.linalg import lapack
+from scipy.optimize import minimize
 
-from evroute.kernels.edge import GraphKernel, Points, edge_kernel
-from evroute.kernels.linalg import jittered_cholesky
+from evroute.kernels.matern import matern, matern_grad_factor, scaled_cdist
+
+__all__ = ["Hyper", "MarginalLikelihood", "fit_hyperparameters", "marginal_log_likelihood"]
+
+#: bounds of the log-parameters during a fit (e^+-9: keeps K well defined)
+LOG_BOUND = 9.0
 
 
 @dataclass
@@ -44,34 +57,108 @@ class Hyper:
             "noise": self.noise,
         }
 
+    def pack(self) -> np.ndarray:
+        """``(2 + 2 d + 1,)`` log-parameters ``[log s1, log s2, log ls1, log ls2, log noise]``."""
+        return np.log(np.concatenate([[self.s1, self.s2], self.ls1, self.ls2, [self.noise]]))
 
-def marginal_log_likelihood(
-    raw: dict[str, torch.Tensor],
-    g_uu: torch.Tensor,
-    x_u: torch.Tensor,
-    m_u: torch.Tensor,
-    n: torch.Tensor,
-    ybar: torch.Tensor,
-    scatter: torch.Tensor,
-) -> torch.Tensor:
-    """Exact ``log p(y | theta)`` (scalar) from the statistics of ``|U|`` distinct edges.
+    @staticmethod
+    def unpack(theta: np.ndarray) -> Hyper:
+        d = (len(theta) - 3) // 2
+        v = np.exp(np.asarray(theta, dtype=np.float64))
+        return Hyper(float(v[0]), float(v[1]), v[2 : 2 + d].copy(), v[2 + d : 2 + 2 * d].copy(), float(v[-1]))
+
+
+def _pair_sq_sum(p: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``(d,)`` ``sum_ab p_ab (x_aj - x_bj)^2`` for symmetric ``p`` ``(m, m)`` and ``x`` ``(m, d)``."""
+    return 2.0 * (x * x).T @ p.sum(axis=1) - 2.0 * np.einsum("aj,aj->j", x, p @ x)
+
+
+class MarginalLikelihood:
+    """``log p(y | theta)`` and its gradient in the log-parameters from the statistics of ``|U|`` distinct edges.
 
     Args:
-        raw: log-parameters ``log_s1``, ``log_s2`` (scalars), ``log_ls1``, ``log_ls2`` (``(d,)``), ``log_noise``.
         g_uu: ``(U, U)`` graph Gram block; x_u: ``(U, d)`` contexts; m_u: ``(U,)`` prior mean;
-        n, ybar, scatter: ``(U,)`` statistics (model units).
+        n, ybar, scatter: ``(U,)`` statistics (model units); nu: Matérn smoothness of ``k_f``, ``k_f'``.
     """
-    s1, s2, noise = raw["log_s1"].exp(), raw["log_s2"].exp(), raw["log_noise"].exp()
-    p = Points(None, x_u)  # the U distinct edges, in the order of g_uu
-    k = edge_kernel(GraphKernel(g_uu), s1, s2, raw["log_ls1"].exp(), raw["log_ls2"].exp())(p, p)
-    a = k + torch.diag(noise / n)
-    l_ = jittered_cholesky(0.5 * (a + a.T), ())  # plain: a failure aborts the fit
-    r = (ybar - m_u).unsqueeze(-1)
-    z = torch.linalg.solve_triangular(l_, r, upper=False)
-    u = len(n)
-    ll_mean = -0.5 * (z * z).sum() - torch.log(torch.diagonal(l_)).sum() - 0.5 * u * math.log(2 * math.pi)
-    ll_within = -(0.5 * (n - 1.0) * torch.log(2 * math.pi * noise) + scatter / (2.0 * noise) + 0.5 * torch.log(n)).sum()
-    return ll_mean + ll_within
+
+    def __init__(
+        self,
+        g_uu: np.ndarray,
+        x_u: np.ndarray,
+        m_u: np.ndarray,
+        n: np.ndarray,
+        ybar: np.ndarray,
+        scatter: np.ndarray,
+        nu: float = 2.5,
+    ) -> None:
+        self.g = np.asarray(g_uu, dtype=np.float64)
+        self.x = np.asarray(x_u, dtype=np.float64)
+        self.n = np.asarray(n, dtype=np.float64)
+        self.r = np.asarray(ybar, dtype=np.float64) - np.asarray(m_u, dtype=np.float64)
+        self.scatter = np.asarray(scatter, dtype=np.float64)
+        self.nu = float(nu)
+        self.evaluations = 0
+
+    def _gram(self, ls: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(K, r, x / ls)``: the Matérn Gram matrix, the scaled distances and inputs."""
+        xs = self.x / ls
+        r = scaled_cdist(xs, xs, 1.0)
+        return matern(r, 1.0, self.nu), r, xs
+
+    def __call__(self, theta: np.ndarray, grad: bool = True) -> tuple[float, np.ndarray]:
+        """``(log p, d log p / d theta (2 + 2 d + 1,))`` at log-parameters ``theta`` (:meth:`Hyper.pack` order).
+
+        Raises:
+            numpy.linalg.LinAlgError: ``A`` is not numerically positive definite (no jitter: the fit stops).
+        """
+        self.evaluations += 1
+        h = Hyper.unpack(theta)
+        d = self.x.shape[1]
+        k1, r1, x1 = self._gram(h.ls1)
+        k2, r2, x2 = self._gram(h.ls2)
+        gk1 = self.g * k1
+        a = h.s1 * gk1 + h.s2 * k2
+        a[np.diag_indices_from(a)] += h.noise / self.n
+        l_ = scipy.linalg.cholesky(a, lower=True, check_finite=False)
+        alpha = scipy.linalg.cho_solve((l_, True), self.r, check_finite=False)
+        u = len(self.n)
+        nm1 = self.n - 1.0
+        ll = (
+            -0.5 * float(self.r @ alpha)
+            - float(np.log(np.diagonal(l_)).sum())
+            - 0.5 * u * math.log(2 * math.pi)
+            - float((0.5 * nm1 * math.log(2 * math.pi * h.noise) + self.scatter / (2 * h.noise)).sum())
+            - 0.5 * float(np.log(self.n).sum())
+        )
+        if not grad:
+            return ll, np.zeros(0)
+        ainv, info = lapack.dpotri(l_, lower=1)
+        if info:  # pragma: no cover - dpotrf succeeded, so dpotri cannot fail
+            raise np.linalg.LinAlgError("dpotri failed")
+        ainv = np.tril(ainv) + np.tril(ainv, -1).T
+        q = np.outer(alpha, alpha) - ainv  # d log p / d A = q / 2
+        g = np.empty(3 + 2 * d)
+        g[0] = 0.5 * h.s1 * float(np.vdot(q, gk1))
+        g[1] = 0.5 * h.s2 * float(np.vdot(q, k2))
+        # dK/dlog l_j = -h(r) (x_j - x'_j)^2 / l_j^2 (x scaled by l already)
+        g[2 : 2 + d] = _pair_sq_sum(-0.5 * h.s1 * q * self.g * matern_grad_factor(r1, 1.0, self.nu), x1)
+        g[2 + d : 2 + 2 * d] = _pair_sq_sum(-0.5 * h.s2 * q * matern_grad_factor(r2, 1.0, self.nu), x2)
+        within = float((-0.5 * nm1 + self.scatter / (2 * h.noise)).sum())
+        g[-1] = 0.5 * float(np.diagonal(q) @ (h.noise / self.n)) + within
+        return ll, g
+
+
+def marginal_log_likelihood(
+    hyper: Hyper,
+    g_uu: np.ndarray,
+    x_u: np.ndarray,
+    m_u: np.ndarray,
+    n: np.ndarray,
+    ybar: np.ndarray,
+    scatter: np.ndarray,
+) -> float:
+    """Exact ``log p(y | hyper)`` (a float) from the statistics of ``|U|`` distinct edges (see the module docstring)."""
+    return MarginalLikelihood(g_uu, x_u, m_u, n, ybar, scatter)(hyper.pack(), grad=False)[0]
 
 
 def fit_hyperparameters(
@@ -86,44 +173,36 @@ def fit_hyperparameters(
     iters: int = 20,
     learn_noise: bool = False,
 ) -> Hyper:
-    """Hyperparameters maximising :func:`marginal_log_likelihood` (L-BFGS with strong Wolfe line search, float64,
-    started at ``hyper``); returns a new :class:`Hyper` (``hyper`` if the fit fails)."""
-    as_t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.float64))  # noqa: E731
-    raw = {
-        "log_s1": as_t(math.log(hyper.s1)),
-        "log_s2": as_t(math.log(hyper.s2)),
-        "log_ls1": as_t(np.log(hyper.ls1)),
-        "log_ls2": as_t(np.log(hyper.ls2)),
-        "log_noise": as_t(math.log(hyper.noise)),
-    }
-    learn = ["log_s1", "log_s2", "log_ls1", "log_ls2"] + (["log_noise"] if learn_noise else [])
-    for k in learn:
-        raw[k].requires_grad_(True)
-    data = [as_t(a) for a in (g_uu, x_u, m_u, n, ybar, scatter)]
-    scale = 1.0 / max(float(n.sum()), 1.0)
-    opt = torch.optim.LBFGS([raw[k] for k in learn], lr=1.0, max_iter=iters, line_search_fn="strong_wolfe")
+    """Hyperparameters maximising :func:`marginal_log_likelihood` (SciPy L-BFGS-B in the log-parameters, bounded
+    to ``+-LOG_BOUND``, warm-started at ``hyper``, at most ``iters`` iterations, objective divided by the number of
+    observations); returns a new :class:`Hyper` (``hyper`` itself if the fit fails or does not improve)."""
+    f = MarginalLikelihood(g_uu, x_u, m_u, n, ybar, scatter)
+    theta0 = hyper.pack()
+    free = np.ones(len(theta0), dtype=bool)
+    free[-1] = learn_noise
+    theta0[free] = np.clip(theta0[free], -LOG_BOUND, LOG_BOUND)
+    scale = 1.0 / max(float(np.sum(n)), 1.0)
 
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
-        loss = -marginal_log_likelihood(raw, *data) * scale
-        loss.backward()
-        return loss
+    def objective(z: np.ndarray) -> tuple[float, np.ndarray]:
+        th = theta0.copy()
+        th[free] = z
+        ll, g = f(th)
+        return -ll * scale, -g[free] * scale
 
     try:
-        with torch.no_grad():
-            before = float(-marginal_log_likelihood(raw, *data) * scale)
-        opt.step(closure)
-        with torch.no_grad():
-            raw = {k: v.detach().clamp(-9.0, 9.0) for k, v in raw.items()}  # e^+-9: keeps K well defined
-            after = float(-marginal_log_likelihood(raw, *data) * scale)
-    except (RuntimeError, torch.linalg.LinAlgError):  # pragma: no cover - a Cholesky failure mid-search
+        before = -f(hyper.pack(), grad=False)[0] * scale
+        res = minimize(
+            objective,
+            theta0[free],
+            jac=True,
+            method="L-BFGS-B",
+            bounds=[(-LOG_BOUND, LOG_BOUND)] * int(free.sum()),
+            options={"maxiter": int(iters), "maxfun": int(1.25 * iters) + 1, "gtol": 1e-7},
+        )
+    except np.linalg.LinAlgError:  # a Cholesky failure mid-search
         return hyper
-    if not math.isfinite(after) or after > before:
+    if not math.isfinite(float(res.fun)) or float(res.fun) > before:
         return hyper
-    return Hyper(
-        float(raw["log_s1"].exp()),
-        float(raw["log_s2"].exp()),
-        raw["log_ls1"].exp().numpy(),
-        raw["log_ls2"].exp().numpy(),
-        float(raw["log_noise"].exp()),
-    )
+    th = theta0.copy()
+    th[free] = res.x
+    return Hyper.unpack(th)
