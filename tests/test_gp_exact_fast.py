@@ -74,9 +74,14 @@ def _kappa(m, k_max):
 )
 def test_updates_equal_from_scratch_solve_after_hundreds_of_rounds(env, method, params):
     """300 rounds of random routes (repeated edges) with no refresh: every representation equals ``exact_solve``."""
-    m = make_model("gp-exact", env, method=method, refresh_every=0, refit_first=0, **{
-        k: v for k, v in params.items() if k == "graph_tol"
-    })
+    m = make_model(
+        "gp-exact",
+        env,
+        method=method,
+        refresh_every=0,
+        refit_first=0,
+        **{k: v for k, v in params.items() if k == "graph_tol"},
+    )
     if "noise" in params:
         m.hyper.noise = params["noise"]
     m.posterior()
@@ -164,9 +169,7 @@ def test_marginal_likelihood_gradient_equals_finite_differences(seed):
     f = MarginalLikelihood(g, x, m_u, n, ybar, sc)
     th = Hyper(0.7, 0.4, rng.uniform(0.5, 2, 3), rng.uniform(0.5, 2, 3), 0.23).pack()
     _, grad = f(th)
-    fd = np.array(
-        [(f(th + 1e-5 * e, grad=False)[0] - f(th - 1e-5 * e, grad=False)[0]) / 2e-5 for e in np.eye(len(th))]
-    )
+    fd = np.array([(f(th + 1e-5 * e, grad=False)[0] - f(th - 1e-5 * e, grad=False)[0]) / 2e-5 for e in np.eye(len(th))])
     assert np.max(np.abs(fd - grad)) < 1e-6 * np.max(np.abs(grad))
 
 

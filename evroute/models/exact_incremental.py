@@ -50,9 +50,7 @@ class IncrementalPosterior(LowRankPosterior):
             (default ``2^25``: 256 MB).
     """
 
-    def __init__(
-        self, kernel: KernelSource, prior_mean: np.ndarray, noise: float, history_max: int = 2**25
-    ) -> None:
+    def __init__(self, kernel: KernelSource, prior_mean: np.ndarray, noise: float, history_max: int = 2**25) -> None:
         super().__init__(kernel, prior_mean, noise)
         self.history_max = int(history_max)
         self.t = 0  # rounds conditioned on

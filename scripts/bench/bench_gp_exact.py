@@ -88,7 +88,6 @@ def child(
     }
 
 
-
 def check(network: str, policy: str, rounds: int, route: str, environment: str, old: dict, new: dict) -> dict:
     """The previous and the current exact-GP implementations side by side in one run (``--check``).
 
@@ -185,7 +184,7 @@ def check_table(results: list[dict], lo: int, hi: int) -> str:
         c, w = r["cpu"], r["wall"]
         s = slice(lo - 1, hi)
 
-        def tot(d: dict, who: str) -> np.ndarray:
+        def tot(d: dict, who: str, s: slice = s) -> np.ndarray:
             return (np.array(d[f"{who}_update"]) + np.array(d[f"{who}_post"]) + np.array(d["rest"]))[s]
 
         co, cn, wo, wn = tot(c, "old"), tot(c, "new"), tot(w, "old"), tot(w, "new")
@@ -430,9 +429,7 @@ def main() -> None:
                 res.append(check(net, pol, args.rounds, args.route, args.environment, old, new))
                 print(check_table(res[-1:], *args.median_rounds), flush=True)
         blas = "; ".join(f"{p['internal_api']} {p['num_threads']} thread(s)" for p in threadpool_info())
-        text = (
-            f"\n{machine_line()}; BLAS: {blas}\n`{' '.join(sys.argv)}`\n\n{check_table(res, *args.median_rounds)}\n"
-        )
+        text = f"\n{machine_line()}; BLAS: {blas}\n`{' '.join(sys.argv)}`\n\n{check_table(res, *args.median_rounds)}\n"
         print(text)
         if args.out:
             with open(args.out, "a") as fh:
