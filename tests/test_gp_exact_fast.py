@@ -104,12 +104,12 @@ def test_updates_equal_from_scratch_solve_after_hundreds_of_rounds(env, method, 
         p = m._post
         assert isinstance(p, IncrementalPosterior)
         c = p.counters
-        assert c["hits"] > c["fresh"] > 0 and c["evicted"] > 0 and c["snapshots"] > 0
+        assert min(c["hits"], c["fresh"], c["catch_up"], c["snapshots"]) > 0  # every path ran
         kd = m.kernel().dense()
         a = kd[np.ix_(e, e)] + np.diag(m.hyper.noise / n)
         s = p.cached
         sig = kd[:, s] - kd[:, e] @ np.linalg.solve(a, kd[e][:, s])
-        assert np.max(np.abs(p._cache[:, : len(s)] - sig)) <= tol * kmax
+        assert np.max(np.abs(p.columns(s) - sig)) <= tol * kmax  # cached columns, brought up to date
 
 
 def test_incremental_refresh_and_columns_are_exact(env):

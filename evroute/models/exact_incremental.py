@@ -1,31 +1,32 @@
 """Exact GP posterior updated at the cost of what the index policies read (``--model gp-exact``, ``method="auto"``).
 
 UCB, BayesUCB and (marginal) Thompson sampling read the posterior means and marginal variances of all ``E`` edges.
-One round conditions on the ``k`` observations ``y_R`` of the driven route ``R`` (sequential Bayes, exact)::
+Round ``t + 1`` conditions on the ``k`` observations ``y_R`` of the driven route ``R`` (sequential Bayes, exact)::
 
-    C = Sigma[:, R],  L_R = chol(C[R] + s^2 I),  W = C L_R^-T,  mu += W L_R^-1 (y_R - mu_R),  var -= rowsum(W o W)
+    C = Sigma_t[:, R],  L_R = chol(C[R] + s^2 I),  W_{t+1} = C L_R^-T,
+    mu += W_{t+1} L_R^-1 (y_R - mu_R),  var -= rowsum(W_{t+1} o W_{t+1}),  Sigma_{t+1} = Sigma_t - W_{t+1} W_{t+1}^T
 
 which costs ``E k^2`` once ``C`` is known.  ``C`` is where the time goes; :class:`IncrementalPosterior` gets it from
 
-* a **cache of posterior covariance columns** ``Sigma[:, S]`` of recently driven edges ``S``, kept exact by the same
-  rank-``k`` update every round (``E k |S|``); a column unused for ``tau = (m_0 + h) / k`` rounds is evicted (its
-  upkeep since its last use then exceeds the cost of recomputing it, below);
-* for an edge not in the cache (newly visited, or evicted), a **fresh column** from a *snapshot* of the posterior and
-  the updates since::
+* a **snapshot** at round ``t0``: ``chol(A0)`` of the visited block ``A0 = K_{U0 U0} + diag(s^2 / n_U0)`` over the
+  ``m_0`` edges ``U0`` visited then, and the **history** ``H = [W_{t0+1}, ..., W_t]`` (``E x h``) of the updates
+  since, so that for any edge ``j``::
 
-      Sigma_t[:, j] = K[:, j] - K_{.U0} A0^-1 K_{U0 j} - H H[j]^T,    A0 = K_{U0 U0} + diag(s^2 / n_U0),
+      Sigma_t[:, j] = K[:, j] - K_{.U0} A0^-1 K_{U0 j} - H H[j]^T        (a *fresh* column: E (m_0 + h) + m_0^2)
 
-  where ``chol(A0)`` was factorised at the snapshot over the ``m_0`` edges ``U0`` visited then and
-  ``H = [W_{t0+1}, ..., W_t]`` (``E x h``) holds the update factors since (``E (m_0 + h) + m_0^2`` per column: only
-  new and evicted edges pay ``E |U|``);
-* a **re-snapshot** (``chol(A)`` of the visited block from the statistics, ``|U|^3 / 3``, and the exact mean,
-  ``E |U|``) when the history's extra work on fresh columns since the last one has reached that cost (the usual
-  rent-or-buy rule: within 2x of the best fixed schedule), or ``H`` reaches ``history_max`` entries.
+* a **cache of covariance columns** ``Sigma_{t_c}[:, j]`` of edges driven before, each brought up to date *lazily*
+  when its edge is driven again by the updates it missed (``Sigma_t[:, j] = Sigma_{t_c}[:, j] - sum_{s > t_c} W_s
+  W_s[j]^T``: ``E k`` per missed round, never more than a fresh column).  A route that repeats the previous one pays
+  ``E k`` per edge; only newly visited edges (and cached ones dropped at a snapshot or for memory) pay ``E |U|``;
+* a **re-snapshot** (``chol(A)`` from the statistics, ``|U|^3 / 3``, and the exact mean, ``E |U|``) once the history
+  has cost fresh columns as much since the last one (``E h`` each; the rent-or-buy rule: within 2x of the best
+  fixed schedule), or once ``H`` holds ``history_max`` entries.  Cached columns used in the last two rounds are
+  brought up to date and kept; the others are dropped.
 
 Everything is exact in exact arithmetic; :meth:`refresh` recomputes the means and variances from the per-edge
-statistics (``E |U|^2``) and empties the cache and the history, bounding the round-off of the updates.  Work and
-memory never involve an ``E x E`` matrix: ``K_{.U}`` (``E |U|``, from
-:class:`~evroute.models.exact_posterior.LowRankPosterior`), the cache (``E |S|``) and ``H`` (``E h``).
+statistics (``E |U|^2``) and empties the cache and the history, bounding the round-off of the updates.  No ``E x E``
+matrix: ``K_{.U}`` (``E |U|``, kept by :class:`~evroute.models.exact_posterior.LowRankPosterior`), the cache (at most
+``cache_max`` entries) and ``H``.
 
 Model units (the caller scales by ``sigma0``), NumPy float64, CPU.
 """
@@ -42,27 +43,36 @@ __all__ = ["IncrementalPosterior"]
 
 
 class IncrementalPosterior(LowRankPosterior):
-    """Exact means and marginal variances by rank-``k`` updates with cached covariance columns (module docstring).
+    """Exact means and marginal variances by rank-``k`` updates with lazily updated cached covariance columns.
 
     Args:
         kernel: the prior covariance (columns and diagonal, model units); prior_mean: ``(E,)``; noise: ``s^2``.
-        history_max: most entries (``E x h``) of the update history ``H`` before a re-snapshot
-            (default ``2^25``: 256 MB).
+        history_max: most entries (``E x h``) of the update history before a re-snapshot (default ``2^25``: 256 MB).
+        cache_max: most entries of the column cache (default ``2^25``; at least 1024 columns).
     """
 
-    def __init__(self, kernel: KernelSource, prior_mean: np.ndarray, noise: float, history_max: int = 2**25) -> None:
+    def __init__(
+        self,
+        kernel: KernelSource,
+        prior_mean: np.ndarray,
+        noise: float,
+        history_max: int = 2**25,
+        cache_max: int = 2**25,
+    ) -> None:
         super().__init__(kernel, prior_mean, noise)
         self.history_max = int(history_max)
-        self.t = 0  # rounds conditioned on
-        self._hist: list[np.ndarray] = []  # W factors (E, k) since the snapshot
+        self.cache_columns = max(1024, int(cache_max) // max(self.n, 1))
+        self.t = 0  # rounds conditioned on: the posterior is Sigma_t
+        self._t0 = 0  # round of the snapshot; _hist[i] is W_{t0 + 1 + i}
+        self._hist: list[np.ndarray] = []
         self._h = 0  # columns of the history
         self._debt = 0.0  # multiply-adds fresh columns spent on the history since the snapshot
-        self._cache = np.empty((self.n, 0), order="F")  # Sigma[:, S] (E, capacity); S = _cedge[:_nc]
+        self._cache = np.empty((self.n, 0), order="F")  # Sigma_{t_c}[:, S], S = _cedge[:_nc]
         self._cedge = np.zeros(0, np.int64)
-        self._cused = np.zeros(0, np.int64)  # round of last use
+        self._ctime = np.zeros(0, np.int64)  # t_c of each cached column
         self._cslot = np.full(self.n, -1, np.int64)
         self._nc = 0
-        self.counters = {"fresh": 0, "hits": 0, "snapshots": 0, "evicted": 0}
+        self.counters = {"fresh": 0, "hits": 0, "catch_up": 0, "snapshots": 0, "dropped": 0}
 
     # ----------------------------------------------------------------------------------------- snapshot
     @property
@@ -71,15 +81,18 @@ class IncrementalPosterior(LowRankPosterior):
         return 0 if self._l is None else len(self._l)
 
     def _snapshot(self) -> None:
-        """``chol(A)`` and the exact mean from the current statistics; the history restarts (the cache stays)."""
+        """``chol(A)`` and the exact mean from the statistics; recent cached columns caught up, the rest dropped."""
+        recent = self._slots_of(self._ctime[: self._nc] >= self.t - 2)
+        self._catch_up(recent)
+        self._drop(self._slots_of(self._ctime[: self._nc] < self.t))
         self._factor()
-        self._hist, self._h, self._debt = [], 0, 0.0
+        self._t0, self._hist, self._h, self._debt = self.t, [], 0, 0.0
         self.counters["snapshots"] += 1
 
     def refresh(self, edges: np.ndarray, counts: np.ndarray, means: np.ndarray, chunk: int = 4096) -> None:
         """Exact means and variances from the statistics (``E |U|^2``); empties the cache and the history."""
         super().refresh(edges, counts, means, chunk)
-        self._hist, self._h, self._debt = [], 0, 0.0
+        self._t0, self._hist, self._h, self._debt = self.t, [], 0, 0.0
         self._cslot[self._cedge[: self._nc]] = -1
         self._nc = 0
 
@@ -98,24 +111,40 @@ class IncrementalPosterior(LowRankPosterior):
         return c
 
     # -------------------------------------------------------------------------------------------- cache
-    def _evict(self, keep: np.ndarray) -> None:
-        """Drop cached columns unused for ``tau`` rounds (except ``keep``), moving the last ones into the holes."""
-        k = max(len(keep), 1)
-        tau = max(1.0, (self.m0 + self._h) / k)
-        used = self._cused[: self._nc]
-        stale = np.flatnonzero((self.t - used > tau) & ~np.isin(self._cedge[: self._nc], keep))
-        for s in stale[::-1]:  # highest slot first: the last column is never a hole still to fill
+    def _slots_of(self, mask: np.ndarray) -> np.ndarray:
+        return np.flatnonzero(mask)
+
+    def _catch_up(self, slots: np.ndarray) -> None:
+        """Bring the cached columns at ``slots`` to ``Sigma_t`` (the updates each missed, oldest first)."""
+        if not len(slots):
+            return
+        times = self._ctime[slots]
+        for s in range(int(times.min()) + 1, self.t + 1):  # W_s applies to columns older than s
+            sel = slots[times < s]
+            w = self._hist[s - self._t0 - 1]
+            sub = np.asfortranarray(self._cache[:, sel])
+            sub = blas.dgemm(-1.0, w, w[self._cedge[sel]], trans_b=1, beta=1.0, c=sub, overwrite_c=1)
+            self._cache[:, sel] = sub
+            self.counters["catch_up"] += len(sel)
+        self._ctime[slots] = self.t
+
+    def _drop(self, slots: np.ndarray) -> None:
+        """Remove the cached columns at ``slots``, moving the last ones into the holes."""
+        for s in np.sort(slots)[::-1]:  # highest slot first: the last column is never a hole still to fill
             last = self._nc - 1
-            e = self._cedge[s]
-            self._cslot[e] = -1
+            self._cslot[self._cedge[s]] = -1
             if s != last:
                 self._cache[:, s] = self._cache[:, last]
-                self._cedge[s], self._cused[s] = self._cedge[last], self._cused[last]
+                self._cedge[s], self._ctime[s] = self._cedge[last], self._ctime[last]
                 self._cslot[self._cedge[s]] = s
             self._nc = last
-        self.counters["evicted"] += len(stale)
+        self.counters["dropped"] += len(slots)
 
     def _insert(self, f: np.ndarray, cols: np.ndarray) -> None:
+        over = self._nc + len(f) - self.cache_columns
+        if over > 0:  # memory: drop the least recently used columns not needed now
+            lru = np.argsort(self._ctime[: self._nc], kind="stable")
+            self._drop(lru[~np.isin(self._cedge[lru], f)][:over])
         need = self._nc + len(f)
         if need > self._cache.shape[1]:  # grow (doubling: amortised E per column)
             cap = max(need, 2 * self._cache.shape[1], 64)
@@ -123,55 +152,48 @@ class IncrementalPosterior(LowRankPosterior):
             grown[:, : self._nc] = self._cache[:, : self._nc]
             self._cache = grown
             self._cedge = np.concatenate([self._cedge[: self._nc], np.zeros(cap - self._nc, np.int64)])
-            self._cused = np.concatenate([self._cused[: self._nc], np.zeros(cap - self._nc, np.int64)])
+            self._ctime = np.concatenate([self._ctime[: self._nc], np.zeros(cap - self._nc, np.int64)])
         sl = slice(self._nc, need)
         self._cache[:, sl] = cols
         self._cedge[sl] = f
+        self._ctime[sl] = self.t
         self._cslot[f] = np.arange(self._nc, need)
         self._nc = need
 
+    def _ensure_current(self, d: np.ndarray) -> None:
+        """Cached, up-to-date columns ``Sigma_t[:, d]`` for distinct edges ``d`` already in ``U``."""
+        slots = self._cslot[d]
+        hit = slots >= 0
+        self.counters["hits"] += int(hit.sum())
+        self._catch_up(slots[hit])
+        miss = d[~hit]
+        if len(miss):
+            self._insert(miss, self._fresh(miss))
+
     @property
     def cached(self) -> np.ndarray:
-        """The edges ``S`` whose posterior covariance columns are cached."""
+        """The edges whose covariance columns are cached (each as of its own round, see :meth:`columns`)."""
         return self._cedge[: self._nc].copy()
 
     def columns(self, idx: np.ndarray) -> np.ndarray:
-        """``Sigma[:, idx]`` ``(E, k)`` (cached, else fresh; edges already in ``U``)."""
+        """``Sigma_t[:, idx]`` ``(E, k)`` (edges already in ``U``; cached ones brought up to date)."""
         idx = np.asarray(idx, np.int64)
-        out = np.empty((self.n, len(idx)), order="F")
-        hit = self._cslot[idx] >= 0
-        out[:, hit] = self._cache[:, self._cslot[idx[hit]]]
-        if not hit.all():
-            out[:, ~hit] = self._fresh(idx[~hit])
-        return out
+        self._ensure_current(np.unique(idx))
+        return np.asfortranarray(self._cache[:, self._cslot[idx]])
 
     # ------------------------------------------------------------------------------------------- update
     def condition(self, edges: np.ndarray, y: np.ndarray) -> None:
         """Condition on ``k`` observations ``y`` ``(k,)`` of ``edges`` ``(k,)`` (repeats allowed)."""
         edges = np.asarray(edges, np.int64)
         self._add_edges(edges)
-        self.t += 1
-        d = np.unique(edges)
-        miss = d[self._cslot[d] < 0]
-        self.counters["hits"] += len(d) - len(miss)
-        if len(miss):
-            self._evict(d)
-            self._insert(miss, self._fresh(miss))
-        self._cused[self._cslot[d]] = self.t
-        c = self._cache[:, self._cslot[edges]]  # (E, k) gather: Fortran, a copy
-        c = np.asfortranarray(c)
+        c = self.columns(edges)  # (E, k) = Sigma_t[:, R], Fortran (a copy)
         l_r = jittered_cholesky(c[edges] + self.noise * np.eye(len(edges)))
         w = blas.dtrsm(1.0, l_r, c, side=1, lower=1, trans_a=1, overwrite_b=1)  # C L_R^-T in place (E k^2)
         self.mu += w @ solve_lower(l_r, y - self.mu[edges])
         self.var -= np.einsum("ij,ij->i", w, w)
-        nc = self._nc
-        if nc:  # the cached columns stay exact: Sigma[:, S] -= W W[S]^T (E k |S|, in place)
-            view = self._cache[:, :nc]
-            out = blas.dgemm(-1.0, w, w[self._cedge[:nc]], trans_b=1, beta=1.0, c=view, overwrite_c=1)
-            if not np.shares_memory(out, view):  # pragma: no cover - BLAS wrappers copy non-contiguous inputs
-                self._cache[:, :nc] = out
         self._hist.append(w)
         self._h += w.shape[1]
+        self.t += 1
         s = self._slot[edges]
         for si, yi in zip(s, y, strict=True):  # running means of the statistics
             self._counts[si] += 1.0
