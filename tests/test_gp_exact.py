@@ -239,8 +239,9 @@ def test_joint_thompson_sample_has_the_posterior_mean_and_covariance(env):
     assert post.sampler is not None
     n = 3000
     draws = np.stack([post.sampler(rng) for _ in range(n)])
-    sig = m._post.sigma * m.scale**2
-    sig = np.tril(sig) + np.tril(sig, -1).T
+    e, cnt, _, _ = m.statistics()
+    kd = m.kernel().dense()
+    sig = (kd - kd[:, e] @ np.linalg.solve(kd[np.ix_(e, e)] + np.diag(m.hyper.noise / cnt), kd[e])) * m.scale**2
     corr = sig / np.sqrt(np.outer(np.diag(sig), np.diag(sig)))
     np.fill_diagonal(corr, 0.0)
     i, j = np.unravel_index(np.argmax(np.abs(corr)), corr.shape)
