@@ -17,9 +17,9 @@ kernels compose GPyTorch-style with ``*`` (:class:`Product`), ``+`` (:class:`Sum
 * NumPy float64 (parameters floats / arrays): the exact GP edge model (:mod:`evroute.models.gp_exact`) and the
   environments' exact prior draw (:func:`evroute.environments.paper.prior_kernel`; above ``dense_max`` edges their
   random-feature draw approximates the same kernel);
-* torch (parameters tensors, differentiable): the exact GP's marginal likelihood
-  (:mod:`evroute.models.gp_exact_mll`), the SVGP and the time-aware GP
-  (:class:`evroute.models.gp_kernels.EdgeContextKernel`).
+* torch (parameters tensors, differentiable): the SVGP and the time-aware GP
+  (:class:`evroute.models.gp_kernels.EdgeContextKernel`).  The exact GP's marginal likelihood
+  (:mod:`evroute.models.gp_exact_mll`) assembles the same kernel from its NumPy parts for the analytic gradient.
 
 Kernels are evaluated on :class:`Points`: edge indices (what ``k_G`` reads; ``None`` for all edges in order) and
 their ``(k, d)`` contexts (what ``k_f`` reads), NumPy or torch.  A graph source of truncated local columns gives SciPy

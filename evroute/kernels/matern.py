@@ -13,7 +13,8 @@ Gram matrix on edge contexts (:func:`matern52`):
     k(x, x') = s (1 + sqrt(5) r + 5 r^2 / 3) exp(-sqrt(5) r),  r = ||(x - x') / lengthscale||
 
 :func:`matern` and :func:`scaled_cdist` take NumPy arrays or torch tensors (one definition; torch autograd flows
-through them: the exact GP's marginal likelihood, the SVGP's context kernels).  Users: :mod:`evroute.bo.kernels`
+through them: the SVGP's context kernels; the exact GP's marginal likelihood uses the NumPy path and
+:func:`matern_grad_factor`).  Users: :mod:`evroute.bo.kernels`
 (isotropic kernel classes of the BO policies), :mod:`evroute.bo.timevarying` (spatio-temporal GP), and, through
 :class:`evroute.kernels.edge.ContextMatern`, the edge models and the environments.
 
