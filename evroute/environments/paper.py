@@ -95,8 +95,7 @@ class PaperEnvironment(EnergyEnvironment):
         sigma_det2 = float(e_det.var())
         prior_var = cfg.outputscale_frac**2 * sigma_det2
         noise_var = cfg.noise_frac**2 * sigma_det2
-        rng = np.random.default_rng(seed)
-        f = e_det + np.sqrt(prior_var) * sample_prior_function(linegraph, cfg, rng) if prior_var > 0 else e_det
+        f = e_det + np.sqrt(prior_var) * seeded_prior_draw(linegraph, cfg, seed)[0] if prior_var > 0 else e_det
         return cls(linegraph, e_det, f, prior_var, noise_var, cfg)
 
 
@@ -110,6 +109,51 @@ def build(
 ) -> PaperEnvironment:
     """Registry entry: the paper environment of ``seed`` with the parameters ``params``."""
     return PaperEnvironment.sample(linegraph, vehicle=vehicle, config=parse_params(params), seed=seed)
+
+
+#: Version of the prior draw (:func:`sample_prior_function_and_variance`); part of the compute-cache key of
+#: :func:`seeded_prior_draw`: bump it whenever the draw of a seed changes.
+DRAW_VERSION = 1
+#: BLAS threads of the prior draw: a fixed count, so that a seed's draw does not depend on the BLAS thread count of the
+#: process that makes it (another count sums in another order: other last bits), and one thread because more are
+#: slower on a loaded 2-core machine (``docs/benchmark_gp.md``).
+DRAW_BLAS_THREADS = 1
+#: The parameters the unit-variance draw depends on (not the outputscale or noise fractions, which only scale it).
+_DRAW_FIELDS = (
+    "lengthscale",
+    "graph_nu",
+    "graph_kappa",
+    "product_weight",
+    "method",
+    "dense_max",
+    "n_features",
+)
+
+
+def seeded_prior_draw(linegraph: LineGraph, cfg: EnvironmentConfig, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sample_prior_function_and_variance` with ``np.random.default_rng(seed)``: the ``(E,)`` draw and its
+    ``(E,)`` prior variances, computed with :data:`DRAW_BLAS_THREADS` BLAS threads and kept in the compute cache
+    (:mod:`evroute.network.computecache`; the paper and the consistent environment of a seed share it)."""
+    from threadpoolctl import threadpool_limits
+
+    from evroute.kernels.graph_gram import laplacian_key
+    from evroute.network.computecache import array_digest, cached_compute
+
+    def draw() -> np.ndarray:
+        with threadpool_limits(DRAW_BLAS_THREADS, user_api="blas"):
+            g, v = sample_prior_function_and_variance(linegraph, cfg, np.random.default_rng(seed))
+        return np.stack([g, v])
+
+    inputs = {
+        "laplacian_sha1": laplacian_key(linegraph.laplacian()),
+        "contexts": array_digest(linegraph.contexts()),
+        "config": {k: v for k, v in asdict(cfg).items() if k in _DRAW_FIELDS},
+        "seed": int(seed),
+        "version": DRAW_VERSION,
+        "blas_threads": DRAW_BLAS_THREADS,
+    }
+    both = cached_compute("prior-draw", inputs, draw, what="environment draw", array=True, blas=False)
+    return both[0], both[1]
 
 
 def sample_prior_function(linegraph: LineGraph, cfg: EnvironmentConfig, rng: np.random.Generator) -> np.ndarray:
