@@ -215,7 +215,9 @@ def _run_seed(
     cfg: ExperimentConfig, seed: int, seed_dir: Path, progress: bool, checkpoint_every: int
 ) -> dict[str, Any]:
     summary_path = seed_dir / "summary.json"
+    cpu0 = time.process_time()
     bandit = make_bandit(cfg, build_problem(cfg, seed), seed)
+    setup_cpu = time.process_time() - cpu0
     ckpt = seed_dir / "checkpoint.pkl"
     rounds_path = seed_dir / "rounds.csv"
     if ckpt.exists():
@@ -270,6 +272,9 @@ def _run_seed(
             "lowered_to_a_driven_route": bool(reference_wh < ref.cost),
         },
         "wall_s_this_session": time.perf_counter() - t0,
+        # CPU seconds of this process (all its threads) for the set-up (environment, reference, model) and in all
+        "setup_cpu_s_this_session": setup_cpu,
+        "cpu_s_this_session": time.process_time() - cpu0,
     }
     atomic_write_json(summary_path, summary)
     ckpt.unlink(missing_ok=True)
