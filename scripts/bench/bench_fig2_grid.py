@@ -48,6 +48,56 @@ def configs(args: argparse.Namespace) -> dict[str, object]:
     return out
 
 
+def _setup_once(cfg: object, seed: int) -> tuple[float, float, float, str]:
+    from evroute.bandit import regret_reference_route
+    from evroute.experiments import runner as RR
+    from evroute.kernels.graph_gram import _MEMO, dense_graph_gram
+
+    RR._environment.cache_clear()
+    _MEMO.clear()
+    c0 = time.process_time()
+    pb = RR.build_problem(cfg, seed)  # type: ignore[arg-type]
+    c1 = time.process_time()
+    ref = regret_reference_route(pb.env, pb.route.start, pb.route.goal, "auto")
+    c2 = time.process_time()
+    dense_graph_gram(pb.linegraph.laplacian(), 2.0, 1.0)
+    return c1 - c0, c2 - c1, time.process_time() - c2, ref.method
+
+
+def setup_table(cfgs: dict[str, object], seed: int) -> list[str]:
+    """CPU seconds of the per-(route, seed) set-up -- environment draw (``build_problem``), regret reference and graph
+    Gram -- computed (the cache emptied before each route) and then loaded from the compute cache, one row per
+    environment and route (the first method of each)."""
+    from evroute.experiments import runner as RR
+    from evroute.experiments.threads import run_threads
+    from evroute.network.computecache import compute_cache_dir
+
+    rows = []
+    seen = set()
+    for name, cfg in cfgs.items():
+        env, key, _ = name.split("/")
+        if (env, key) in seen:
+            continue
+        seen.add((env, key))
+        RR.load_linegraph(cfg.network, cfg.data_dir, cfg.dem, cfg.loader)  # type: ignore[attr-defined]
+        times = []
+        for _ in ("computed", "loaded"):
+            with run_threads():  # as in a run: the exact GP's Gram then shares the draw's
+                times.append(_setup_once(cfg, seed))
+        (d0, r0, g0, method), (d1, r1, g1, _) = times
+        rows.append(f"| {env} | {key} | {method} | {d0:.1f} / {d1:.2f} | {r0:.1f} / {r1:.2f} | {g0:.1f} / {g1:.2f} |")
+        print(rows[-1], flush=True)
+        shutil.rmtree(compute_cache_dir(), ignore_errors=True)  # the next route starts cold again
+    return [
+        f"Set-up of seed {seed}, CPU seconds computed / loaded from the compute cache (each route starts from an "
+        "empty cache; the linegraph is loaded before):",
+        "",
+        "| environment | route | reference | environment draw | regret reference | graph Gram (exact GP) |",
+        "|---|---|---|---|---|---|",
+        *rows,
+    ]
+
+
 def _children_cpu() -> float:
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
@@ -69,14 +119,40 @@ def main() -> None:
     ap.add_argument("--runs", default="results/fig2-grid", help="run folders (not committed)")
     ap.add_argument("--cold", action="store_true", help="start from an empty compute cache in RUNS/.compute-cache")
     ap.add_argument("--out", default=None, help="markdown report (default: print only)")
+    ap.add_argument(
+        "--setup-only",
+        action="store_true",
+        help="run no grid: time each route's set-up computed and loaded (private cache RUNS/.setup-cache, emptied)",
+    )
     args = ap.parse_args()
     cmd = R.command_line()
     runs = Path(args.runs)
+    cfgs = configs(args)
+    if args.setup_only:
+        os.environ["EVROUTE_COMPUTE_CACHE"] = str(runs / ".setup-cache")
+        shutil.rmtree(runs / ".setup-cache", ignore_errors=True)
+        text = (
+            "\n".join(
+                [
+                    "# Fig. 2 grid: set-up per route",
+                    "",
+                    f"Command: `{cmd}`",
+                    "",
+                    machine_line(),
+                    "",
+                    *setup_table(cfgs, 0),
+                ]
+            )
+            + "\n"
+        )
+        print(text)
+        if args.out:
+            atomic_write_text(Path(args.out), text)
+        return
     if args.cold:
         cache = runs / ".compute-cache"
         shutil.rmtree(cache, ignore_errors=True)
         os.environ["EVROUTE_COMPUTE_CACHE"] = str(cache)
-    cfgs = configs(args)
     load0 = os.getloadavg()
     w0, c0, s0 = time.perf_counter(), _children_cpu(), _self_cpu()
     run_sweep(cfgs, runs, executor="process", workers=args.workers)  # type: ignore[arg-type]
