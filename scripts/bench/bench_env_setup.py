@@ -12,7 +12,8 @@ thread, as before ``GraphMaternKernel.sample_blocks``: the same numbers) it time
 parts of a run's set-up before its first round: loading the network and line graph (cached after the first load,
 as in a run), drawing the environment (``make_environment``, with its CPU share) and the regret reference
 (``regret_reference_route``); and the whole set-up as ``evroute run`` does it (``build_problem`` + ``make_bandit``
-with fresh caches; the compute cache is off unless ``EVROUTE_COMPUTE_CACHE`` is set).  Medians are reported; the variants are measured alternately in the same process.  Johnson's
+with fresh caches; the compute cache is off unless ``EVROUTE_COMPUTE_CACHE`` is set).  Medians are reported;
+the variants are measured alternately in the same process.  Johnson's
 reference is timed ``--johnson-repeats`` times (it is slow and not the default any more).
 """
 
