@@ -258,16 +258,67 @@ def regret_reference_route(
         return env.optimal_route(start, goal)
     except NegativeCycleError:
         pass
-    try:  # negative cycles: the exact best simple route when the integer program certifies it quickly
-        return optimal_route(
-            env.linegraph,
-            env.true_mean_wh,
-            start,
-            goal,
-            on_negative_cycle="exact",
-            max_cut_rounds=EXACT_TRY_CUT_ROUNDS,
-            node_limit=EXACT_TRY_NODES,
-            time_limit_s=math.inf,
-        )
-    except NegativeCycleError:
-        return best_known_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal, potential_wh)
+
+    def search() -> Route:
+        try:  # negative cycles: the exact best simple route when the integer program certifies it quickly
+            return optimal_route(
+                env.linegraph,
+                env.true_mean_wh,
+                start,
+                goal,
+                on_negative_cycle="exact",
+                max_cut_rounds=EXACT_TRY_CUT_ROUNDS,
+                node_limit=EXACT_TRY_NODES,
+                time_limit_s=math.inf,
+            )
+        except NegativeCycleError:
+            return best_known_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal, potential_wh)
+
+    if not env.static:  # a drifting truth: a new search every round it changes, nothing worth keeping
+        return search()
+    return _cached_search(env, start, goal, potential_wh, search)
+
+
+#: Version of the negative-cycle reference search (integer program, then best known route); part of its cache key:
+#: bump it whenever :func:`regret_reference_route`'s fallback or the functions it calls change their result.
+REFERENCE_VERSION = 1
+
+
+def reference_cache_inputs(
+    env: EnergyEnvironment, start: int, goal: int, potential_wh: np.ndarray | None
+) -> dict[str, Any]:
+    """Everything the negative-cycle reference search depends on (the key of its compute-cache entry): the line
+    graph's turns and adjacency, the true energies, the noise variance, start, goal, potential, the search's budgets
+    and version, and the versions of networkx (Yen's paths, ties included) and HiGHS (scipy, in the cache layer)."""
+    import networkx as nx
+
+    from evroute.network.computecache import array_digest
+
+    adj = env.linegraph.adjacency.tocsr()
+    return {
+        "graph": array_digest(env.linegraph.turns, adj.indptr, adj.indices, adj.data),
+        "true_mean_wh": array_digest(np.asarray(env.true_mean_wh, dtype=np.float64)),
+        "noise_var": array_digest(np.asarray(env.noise_var, dtype=np.float64)),
+        "potential_wh": array_digest(None if potential_wh is None else np.asarray(potential_wh, dtype=np.float64)),
+        "start": int(start),
+        "goal": int(goal),
+        "budget": [EXACT_TRY_CUT_ROUNDS, EXACT_TRY_NODES],
+        "version": REFERENCE_VERSION,
+        "networkx": nx.__version__,
+    }
+
+
+def _cached_search(
+    env: EnergyEnvironment, start: int, goal: int, potential_wh: np.ndarray | None, search: Any
+) -> Route:
+    """``search()`` through the compute cache (:mod:`evroute.network.computecache`): the methods of one (route,
+    seed) share one search, in this process and across processes."""
+    from evroute.network.computecache import cached_compute
+
+    inputs = reference_cache_inputs(env, start, goal, potential_wh)
+    got = cached_compute("regret-reference", inputs, lambda: _route_dict(search()), what="regret reference", blas=False)
+    return Route(np.asarray(got["edges"], dtype=np.int64), float(got["cost"]), str(got["method"]))
+
+
+def _route_dict(route: Route) -> dict[str, Any]:
+    return {"edges": np.asarray(route.edges, dtype=np.int64), "cost": float(route.cost), "method": route.method}

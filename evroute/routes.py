@@ -96,9 +96,25 @@ def resolve_endpoint(lg: LineGraph, text: str, what: str = "start", *, max_snap_
     return nearest_edge(lg.network, *point, max_distance_m=max_snap_m)
 
 
+def edge_midpoints(geometry: list[np.ndarray]) -> np.ndarray:
+    """``(E, 2)`` mean of each edge's polyline points (``geometry``: ``E`` arrays ``(k_i, 2)``, lon/lat degrees).
+
+    Vectorised per point count ``k`` (a network has a few dozen distinct counts): the polylines of ``k`` points are
+    stacked into one ``(m, k, 2)`` array and averaged over its second axis, the same reduction as ``g.mean(axis=0)``
+    per polyline (bit-identical: checked on the synthetic, Monaco and Luxembourg networks), without a Python call per
+    edge (100k edges: milliseconds instead of seconds).
+    """
+    out = np.zeros((len(geometry), 2))
+    counts = np.fromiter((len(g) for g in geometry), dtype=np.int64, count=len(geometry))
+    for k in np.unique(counts):
+        idx = np.flatnonzero(counts == k)
+        out[idx] = np.stack([geometry[i] for i in idx.tolist()]).astype(np.float64, copy=False).mean(axis=1)
+    return out
+
+
 def corner_route(lg: LineGraph, name: str) -> tuple[int, int]:
     """Start/goal indices nearest two opposite corners of the network's bounding box."""
-    mid = np.array([g.mean(axis=0) for g in lg.network.geometry])
+    mid = edge_midpoints(lg.network.geometry)
     lo, hi = mid.min(axis=0), mid.max(axis=0)
     rel = (mid - lo) / np.where(hi > lo, hi - lo, 1.0)
     (a, b) = _CORNERS[name]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from netfixtures import grid_network
 
@@ -11,3 +13,10 @@ from evroute.network.road_network import RoadNetwork
 @pytest.fixture
 def grid() -> RoadNetwork:
     return grid_network()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _compute_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The tests' compute cache (:mod:`evroute.network.computecache`) is a fresh folder, not the user's."""
+    if "EVROUTE_COMPUTE_CACHE" not in os.environ:
+        os.environ["EVROUTE_COMPUTE_CACHE"] = str(tmp_path_factory.mktemp("compute-cache"))

@@ -36,7 +36,7 @@ import numpy as np
 
 from evroute.energy import VehicleProfile, elevation_potential_wh, network_energy_wh
 from evroute.environments.base import EnergyEnvironment, config_from_params
-from evroute.environments.paper import EnvironmentConfig, sample_prior_function_and_variance
+from evroute.environments.paper import EnvironmentConfig, seeded_prior_draw
 from evroute.errors import check_positive
 from evroute.linegraph import LineGraph
 from evroute.oracle import Route, RouteOracle, route_cost
@@ -99,7 +99,7 @@ class ConsistentEnvironment(EnergyEnvironment):
         prior_var = cfg.outputscale_frac**2 * sigma_det2
         noise_var = cfg.noise_frac**2 * sigma_det2
         if prior_var > 0:
-            g, v = sample_prior_function_and_variance(linegraph, cfg, np.random.default_rng(seed))
+            g, v = seeded_prior_draw(linegraph, cfg, seed)
             f = pot + lognormal_reduced_costs(r_det, g, v, np.sqrt(prior_var), cfg.max_cv)
         else:
             f = e_det.copy()

@@ -19,7 +19,9 @@ Sampling backends (``method``):
 * ``"sparse"``: no ``E x E`` matrix.  ``k_f`` and ``k_f'`` are replaced by ``n_features`` random Fourier
   features ``phi_j`` and the product term is drawn as ``sum_j phi_j * g_j`` with independent exact graph
   Matérn draws ``g_j`` (sparse solves): its covariance is ``sum_j phi_j phi_j^T o K_G``, which tends
-  to ``K_f o K_G``.  Used above ``dense_max`` edges (100k-edge synthetic cities).
+  to ``K_f o K_G``.  Used above ``dense_max`` edges (100k-edge synthetic cities).  For even ``graph_nu`` the graph draws
+  are sparse Cholesky solves (:mod:`evroute.kernels.sparse_cholesky`; SuperLU before :data:`DRAW_VERSION` 2: the
+  same draws to rounding, ``~1e-15`` relative).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from evroute.kernels import GraphMaternKernel, matern_rff
 from evroute.kernels.edge import EdgeKernel, GraphKernel, Points, edge_kernel
 from evroute.kernels.graph_gram import dense_graph_gram
 from evroute.kernels.linalg import geometric_jitters, jittered_cholesky
+from evroute.kernels.sparse_cholesky import CholeskyMaternSampler
 from evroute.linegraph import LineGraph
 
 
@@ -95,8 +98,7 @@ class PaperEnvironment(EnergyEnvironment):
         sigma_det2 = float(e_det.var())
         prior_var = cfg.outputscale_frac**2 * sigma_det2
         noise_var = cfg.noise_frac**2 * sigma_det2
-        rng = np.random.default_rng(seed)
-        f = e_det + np.sqrt(prior_var) * sample_prior_function(linegraph, cfg, rng) if prior_var > 0 else e_det
+        f = e_det + np.sqrt(prior_var) * seeded_prior_draw(linegraph, cfg, seed)[0] if prior_var > 0 else e_det
         return cls(linegraph, e_det, f, prior_var, noise_var, cfg)
 
 
@@ -110,6 +112,51 @@ def build(
 ) -> PaperEnvironment:
     """Registry entry: the paper environment of ``seed`` with the parameters ``params``."""
     return PaperEnvironment.sample(linegraph, vehicle=vehicle, config=parse_params(params), seed=seed)
+
+
+#: Version of the prior draw (:func:`sample_prior_function_and_variance`); part of the compute-cache key of
+#: :func:`seeded_prior_draw`: bump it whenever the draw of a seed changes.
+DRAW_VERSION = 2  # 2: sparse draws (above dense_max edges, even nu) by sparse Cholesky solves, not SuperLU
+#: BLAS threads of the prior draw: a fixed count, so that a seed's draw does not depend on the BLAS thread count of the
+#: process that makes it (another count sums in another order: other last bits), and one thread because more are
+#: slower on a loaded 2-core machine (``docs/benchmark_gp.md``).
+DRAW_BLAS_THREADS = 1
+#: The parameters the unit-variance draw depends on (not the outputscale or noise fractions, which only scale it).
+_DRAW_FIELDS = (
+    "lengthscale",
+    "graph_nu",
+    "graph_kappa",
+    "product_weight",
+    "method",
+    "dense_max",
+    "n_features",
+)
+
+
+def seeded_prior_draw(linegraph: LineGraph, cfg: EnvironmentConfig, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`sample_prior_function_and_variance` with ``np.random.default_rng(seed)``: the ``(E,)`` draw and its
+    ``(E,)`` prior variances, computed with :data:`DRAW_BLAS_THREADS` BLAS threads and kept in the compute cache
+    (:mod:`evroute.network.computecache`; the paper and the consistent environment of a seed share it)."""
+    from threadpoolctl import threadpool_limits
+
+    from evroute.kernels.graph_gram import laplacian_key
+    from evroute.network.computecache import array_digest, cached_compute
+
+    def draw() -> np.ndarray:
+        with threadpool_limits(DRAW_BLAS_THREADS, user_api="blas"):
+            g, v = sample_prior_function_and_variance(linegraph, cfg, np.random.default_rng(seed))
+        return np.stack([g, v])
+
+    inputs = {
+        "laplacian_sha1": laplacian_key(linegraph.laplacian()),
+        "contexts": array_digest(linegraph.contexts()),
+        "config": {k: v for k, v in asdict(cfg).items() if k in _DRAW_FIELDS},
+        "seed": int(seed),
+        "version": DRAW_VERSION,
+        "blas_threads": DRAW_BLAS_THREADS,
+    }
+    both = cached_compute("prior-draw", inputs, draw, what="environment draw", array=True, blas=False)
+    return both[0], both[1]
 
 
 def sample_prior_function(linegraph: LineGraph, cfg: EnvironmentConfig, rng: np.random.Generator) -> np.ndarray:
@@ -136,17 +183,22 @@ def sample_prior_function_and_variance(
     if method == "dense":
         cov = prior_covariance(linegraph, cfg)
         return _cholesky(cov) @ rng.standard_normal(n), np.diag(cov).copy()
-    # unnormalised graph kernel: the draws g_j themselves estimate its average variance (n * D terms)
-    graph = GraphMaternKernel(
-        linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method, normalise=False
-    )
+    # unnormalised graph kernel: the draws g_j themselves estimate its average variance (n * D terms); even integer
+    # nu: sparse Cholesky solves (kernels.sparse_cholesky), else SuperLU or the eigendecomposition
+    graph: GraphMaternKernel | CholeskyMaternSampler
+    if graph_method == "sparse" and int(cfg.graph_nu) % 2 == 0:
+        graph = CholeskyMaternSampler(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa)
+    else:
+        graph = GraphMaternKernel(
+            linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, method=graph_method, normalise=False
+        )
     f = np.zeros(n)
     var = np.zeros(n)
     if w > 0:
         phi = matern_rff(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32)  # single-precision cosines
         block = 64
         g_sq = np.zeros(n)
-        # blocks drawn in order, their solves on a thread pool: the same numbers as graph.sample per block
+        # blocks drawn in order (SuperLU: their solves on a thread pool, the same numbers as graph.sample per block)
         for j, g in zip(range(0, cfg.n_features, block), graph.sample_blocks(cfg.n_features, block, rng), strict=True):
             g_sq += np.einsum("ij,ij->i", g, g)
             f += np.einsum("ij,ij->i", phi[:, j : j + block], g)

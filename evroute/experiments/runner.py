@@ -44,6 +44,7 @@ from evroute.errors import DataError
 from evroute.experiments.config import ExperimentConfig
 from evroute.experiments.output import check_same_experiment, check_same_network, claim, output_lock, read_rounds
 from evroute.experiments.registry import is_learner, make_learner, make_model
+from evroute.experiments.threads import run_blas_threads, run_threads
 from evroute.io import atomic_pickle, atomic_write_json, atomic_write_text
 from evroute.linegraph import LineGraph, build_line_graph
 from evroute.models.store import network_hash
@@ -111,6 +112,7 @@ def validate(cfg: ExperimentConfig) -> RouteSpec:
     if key in _VALIDATED:
         return _VALIDATED[key]
     VehicleProfile.load(cfg.vehicle)
+    run_blas_threads()  # a bad EVROUTE_BLAS_THREADS stops the run before anything is written
     lg = load_linegraph(cfg.network, cfg.data_dir, cfg.dem, cfg.loader)
     route = resolve_route(lg, cfg.network, cfg.route, cfg.start, cfg.goal)
     seed = cfg.seeds[0]
@@ -205,7 +207,17 @@ def run_seed(
     if summary_path.exists():
         return json.loads(summary_path.read_text())
     seed_dir.mkdir(parents=True, exist_ok=True)
+    with run_threads():
+        return _run_seed(cfg, seed, seed_dir, progress, checkpoint_every)
+
+
+def _run_seed(
+    cfg: ExperimentConfig, seed: int, seed_dir: Path, progress: bool, checkpoint_every: int
+) -> dict[str, Any]:
+    summary_path = seed_dir / "summary.json"
+    cpu0 = time.process_time()
     bandit = make_bandit(cfg, build_problem(cfg, seed), seed)
+    setup_cpu = time.process_time() - cpu0
     ckpt = seed_dir / "checkpoint.pkl"
     rounds_path = seed_dir / "rounds.csv"
     if ckpt.exists():
@@ -260,6 +272,9 @@ def run_seed(
             "lowered_to_a_driven_route": bool(reference_wh < ref.cost),
         },
         "wall_s_this_session": time.perf_counter() - t0,
+        # CPU seconds of this process (all its threads) for the set-up (environment, reference, model) and in all
+        "setup_cpu_s_this_session": setup_cpu,
+        "cpu_s_this_session": time.process_time() - cpu0,
     }
     atomic_write_json(summary_path, summary)
     ckpt.unlink(missing_ok=True)

@@ -12,7 +12,8 @@ thread, as before ``GraphMaternKernel.sample_blocks``: the same numbers) it time
 parts of a run's set-up before its first round: loading the network and line graph (cached after the first load,
 as in a run), drawing the environment (``make_environment``, with its CPU share) and the regret reference
 (``regret_reference_route``); and the whole set-up as ``evroute run`` does it (``build_problem`` + ``make_bandit``
-with fresh caches).  Medians are reported; the variants are measured alternately in the same process.  Johnson's
+with fresh caches; the compute cache is off unless ``EVROUTE_COMPUTE_CACHE`` is set).  Medians are reported;
+the variants are measured alternately in the same process.  Johnson's
 reference is timed ``--johnson-repeats`` times (it is slow and not the default any more).
 """
 
@@ -85,6 +86,8 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--johnson-repeats", type=int, default=1)
     ap.add_argument("--markdown", default=None)
+    # every repeat computes: the compute cache (evroute.network.computecache) would turn repeats into loads
+    os.environ.setdefault("EVROUTE_COMPUTE_CACHE", "off")
     ap.add_argument(
         "--profile",
         action="store_true",
