@@ -5,7 +5,8 @@
     .venv/bin/python scripts/paper/report_fig2_exact.py          # writes docs/results/archive/fig2_exact_table.md
 
 Reads the exact-GP and BI runs under RUNS/<network>-<route>/ (``GP-EXACT-*``, ``BI-*``; BI is re-run by the first
-command, deterministic per seed) and the SVGP per-seed final regrets from the committed ``docs/results/archive/fig2_table.md``
+command, deterministic per seed) and the SVGP per-seed final regrets from the committed
+``docs/results/archive/fig2_table.md``
 (the SVGP run folders are not committed).  Every seed draws the same environment and the same rectified regret
 reference for every method, so per-seed differences are paired.  Also checks that the re-run BI values equal the
 committed ones (same environment, same reference).
