@@ -34,6 +34,24 @@ pytestmark = pytest.mark.skipif(not (RESULTS / "index.md").is_file(), reason="ne
 #: results file (relative to docs/results) -> its report-only command (script and arguments, run from the repository
 #: root); ``{out}`` is replaced by the path the rebuilt file is written to.  Every command reads only committed data.
 REBUILT: dict[str, list[str]] = {
+    "bo_timing.md": [
+        "scripts/bo/bo_timing.py",
+        "--report-only",
+        "--data",
+        "docs/results/data/bo_timing.json",
+        "--out",
+        "{out}",
+        "--fig",
+        "{out}.png",
+    ],
+    "calibration.md": [
+        "scripts/driver/calibration.py",
+        "--report-only",
+        "--data",
+        "docs/results/data/calibration.json",
+        "--out",
+        "{out}",
+    ],
     "twizy_trace_energy.md": [
         "scripts/logs/twizy_trace_energy.py",
         "--report-only",
@@ -167,7 +185,7 @@ def test_results_file_is_rebuilt_byte_for_byte_from_committed_data(rel: str, tmp
 
 def test_the_checks_fail_on_a_tampered_copy(tmp_path: Path) -> None:
     """The checker is not vacuous: a changed digit, an unlisted file and a headerless archive file are all caught."""
-    rel = sorted(REBUILT)[0]
+    rel = "twizy_trace_energy.md"  # the cheapest to rebuild
     built = rebuild(rel, tmp_path)
     assert differences(RESULTS / rel, built) == ""
     text = built.read_text()
@@ -191,3 +209,15 @@ def test_the_checks_fail_on_a_tampered_copy(tmp_path: Path) -> None:
     assert any(b.startswith(f"archive/{archived.name}: ['bad-archive']") for b in bad), bad
     (tree / rel).unlink()
     assert any(b == f"{rel}: listed in REBUILT but missing" for b in problems(tree, REBUILT, PENDING))
+
+
+@pytest.mark.parametrize("rel", sorted(REBUILT))
+def test_report_only_without_its_data_is_one_error_line(rel: str, tmp_path: Path) -> None:
+    argv = list(REBUILT[rel])
+    argv[argv.index("--data") + 1] = str(tmp_path / "missing.json")
+    target = tmp_path / "out.md"
+    argv = [a.replace("{out}", str(target)) for a in argv]
+    proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.startswith("evroute: error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    assert list(tmp_path.iterdir()) == []

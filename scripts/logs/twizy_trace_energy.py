@@ -53,8 +53,6 @@ def measure(data_dir: str, window_s: float) -> dict[str, Any]:
     (Wh), and the run's CPU / wall seconds and load.
     """
     files = sorted((Path(data_dir) / "ev-logs" / "rsk-twizy").glob("T*.csv"))
-    if not files:
-        raise SystemExit(f"evroute: error: no trip logs under {data_dir}/ev-logs/rsk-twizy")
     cpu0, wall0 = time.process_time(), time.perf_counter()
     traces = read_traces(files, TWIZY_COLUMNS)
     spec = VehicleProfile.load("twizy")
@@ -235,11 +233,13 @@ def main() -> None:
     data, out = Path(args.data), Path(args.out)
     if args.report_only:
         if not data.is_file():
-            raise SystemExit(f"evroute: error: no per-trip data at {data} (run the study without --report-only)")
+            ap.exit(2, f"evroute: error: no per-trip data at {data} (run the study without --report-only)\n")
         d = json.loads(data.read_text())
     else:
         if not args.data_dir:
-            raise SystemExit("evroute: error: set EVROUTE_DATA or --data-dir")
+            ap.exit(2, "evroute: error: set EVROUTE_DATA or --data-dir\n")
+        if not sorted((Path(args.data_dir) / "ev-logs" / "rsk-twizy").glob("T*.csv")):
+            ap.exit(2, f"evroute: error: no trip logs under {args.data_dir}/ev-logs/rsk-twizy\n")
         d = measure(args.data_dir, args.window_s)
         d["command"] = f"python scripts/logs/twizy_trace_energy.py --window-s {args.window_s:g} --out {args.out}"
         data.parent.mkdir(parents=True, exist_ok=True)
