@@ -177,6 +177,20 @@ def test_archived_results_name_a_commit_of_this_repository() -> None:
         assert proc.stdout.strip() == "commit", f"{p.name}: header names {commit}, not a commit here"
 
 
+def test_every_data_file_feeds_a_rebuilt_or_pending_result() -> None:
+    """No orphan data: each file under docs/results/data/ is read by a REBUILT command or named by a pending file."""
+    read = {Path(a).name for argv in REBUILT.values() for a in argv if a.startswith("docs/results/data/")}
+    pending_text = " ".join(
+        p.read_text() for p in RESULTS.rglob("*.md") if any(fnmatch.fnmatchcase(p.name, pat) for pat in PENDING)
+    )
+    for f in sorted(DATA.iterdir()):
+        assert f.name in read or f"data/{f.name}" in pending_text, f"docs/results/data/{f.name} feeds no results file"
+    for rel, argv in REBUILT.items():  # and each rebuilt file tells its reader where its numbers come from
+        for a in argv:
+            if a.startswith("docs/results/data/"):
+                assert f"(data/{Path(a).name})" in (RESULTS / rel).read_text(), f"{rel} does not link its data {a}"
+
+
 @pytest.mark.parametrize("rel", sorted(REBUILT))
 def test_results_file_is_rebuilt_byte_for_byte_from_committed_data(rel: str, tmp_path: Path) -> None:
     diff = differences(RESULTS / rel, rebuild(rel, tmp_path))
