@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
+import os
 import re
 import shutil
 import subprocess
@@ -127,11 +128,20 @@ def problems(results: Path, rebuilt: dict[str, list[str]], pending: frozenset[st
     return bad
 
 
+def _run(argv: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run a script (argv[0], relative to the repository root) with this interpreter and this checkout's evroute."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep),
+    }
+    return subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env)
+
+
 def rebuild(rel: str, out: Path) -> Path:
     """Run ``rel``'s report-only command, writing into the folder ``out``; the path of the rebuilt file."""
     target = out / Path(rel).name
     argv = [a.replace("{out}", str(target)) for a in REBUILT[rel]]
-    proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = _run(argv)
     assert proc.returncode == 0, f"{rel}: {' '.join(argv)} failed:\n{proc.stderr[-3000:]}"
     assert target.is_file(), f"{rel}: {' '.join(argv)} wrote nothing to {target}"
     return target
@@ -231,7 +241,7 @@ def test_report_only_without_its_data_is_one_error_line(rel: str, tmp_path: Path
     argv[argv.index("--data") + 1] = str(tmp_path / "missing.json")
     target = tmp_path / "out.md"
     argv = [a.replace("{out}", str(target)) for a in argv]
-    proc = subprocess.run([sys.executable, *argv], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    proc = _run(argv)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("evroute: error: ") and proc.stderr.count("\n") == 1, proc.stderr
     assert list(tmp_path.iterdir()) == []
