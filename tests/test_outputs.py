@@ -102,7 +102,7 @@ def test_plot_of_a_folder_that_is_no_results_folder_is_one_line(tmp_path, capsys
     assert list(tmp_path.iterdir()) == []
 
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "results"
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "results" / "archive"  # the maps are archived results
 
 
 def test_committed_maps_load_nothing_from_a_cdn():
@@ -123,4 +123,4 @@ def test_maps_doc_links_exist_and_names_its_command():
     doc = (DOCS / "maps.md").read_text()
     links = re.findall(r"\]\((maps/[^)]+)\)", doc)
     assert links and all((DOCS / link).is_file() for link in links), [x for x in links if not (DOCS / x).is_file()]
-    assert "evroute plot $out --into docs/results/maps" in doc and "--horizon 40 --seeds 1" in doc
+    assert "evroute plot $out --into docs/results/archive/maps" in doc and "--horizon 40 --seeds 1" in doc

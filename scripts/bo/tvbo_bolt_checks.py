@@ -9,7 +9,7 @@
    unconstrained least-squares fit and of the truth.
 
 Usage: ``python scripts/bo/tvbo_bolt_checks.py [--cases 200] [--out runs/tvbo]``; writes
-docs/results/tvbo_bolt_checks.md.
+docs/results/archive/tvbo_bolt_checks.md.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Derived statistics quoted in docs/results/tvbo_table3.md, from the per-run files of ``scripts/bo/tvbo_table3.py``.
+"""Derived statistics quoted in docs/results/archive/tvbo_table3.md, from the per-run files of
+``scripts/bo/tvbo_table3.py``.
 
 Usage: ``python scripts/bo/tvbo_table3_stats.py [--out runs/tvbo] [--seeds 0 1]``.  Prints, for the complete
 replications among ``--seeds``: wins, mean rank and last places per algorithm (on the per-problem mean regrets,

@@ -3,7 +3,7 @@
 Usage::
 
     EVROUTE_DATA=/work/shared/data OMP_NUM_THREADS=1 nice -n 10 \\
-        .venv/bin/python scripts/env/consistent_env_moments.py --markdown docs/results/consistent_env.md
+        .venv/bin/python scripts/env/consistent_env_moments.py --markdown docs/results/archive/consistent_env.md
 
 For each network the paper's perturbation covariance ``C`` is built once (dense), ``--draws`` joint draws
 ``g = L z`` are taken from its Cholesky factor, and each draw is turned into both environments exactly as

@@ -2,10 +2,11 @@
 
     EVROUTE_DATA=/work/shared/data .venv/bin/python scripts/paper/repro_fig2.py --gp-model gp-exact --workers 2 \\
         --tag _exact
-    .venv/bin/python scripts/paper/report_fig2_exact.py          # writes docs/results/fig2_exact_table.md
+    .venv/bin/python scripts/paper/report_fig2_exact.py          # writes docs/results/archive/fig2_exact_table.md
 
 Reads the exact-GP and BI runs under RUNS/<network>-<route>/ (``GP-EXACT-*``, ``BI-*``; BI is re-run by the first
-command, deterministic per seed) and the SVGP per-seed final regrets from the committed ``docs/results/fig2_table.md``
+command, deterministic per seed) and the SVGP per-seed final regrets from the committed
+``docs/results/archive/fig2_table.md``
 (the SVGP run folders are not committed).  Every seed draws the same environment and the same rectified regret
 reference for every method, so per-seed differences are paired.  Also checks that the re-run BI values equal the
 committed ones (same environment, same reference).
@@ -92,8 +93,8 @@ def paired(a: dict[int, float], b: dict[int, float]) -> str:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", default="results/repro")
-    ap.add_argument("--committed", default="docs/results/fig2_table.md")
-    ap.add_argument("--out", default="docs/results/fig2_exact_table.md")
+    ap.add_argument("--committed", default="docs/results/archive/fig2_table.md")
+    ap.add_argument("--out", default="docs/results/archive/fig2_exact_table.md")
     ap.add_argument("--seeds", type=int, default=5)
     args = ap.parse_args()
     runs = Path(args.runs)

@@ -1,6 +1,6 @@
 """Paper Figs. 6-9: exploration maps per method and route from finished runs (folium HTML + PNG).
 
-    .venv/bin/python scripts/paper/repro_maps.py --runs results/repro --docs docs/results/maps
+    .venv/bin/python scripts/paper/repro_maps.py --runs results/repro --docs docs/results/archive/maps
 
 Reads the RUNS/<network>-<route>/<METHOD>/ folders written by repro_fig2.py (``--methods``, default the six Fig. 2
 methods), counts how often each edge was driven (all finished seeds, or ``--seed``), and writes
@@ -21,7 +21,7 @@ from evroute.experiments import report as R
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", default="results/repro")
-    ap.add_argument("--docs", default="docs/results/maps")
+    ap.add_argument("--docs", default="docs/results/archive/maps")
     ap.add_argument("--methods", nargs="+", default=[m.upper() for m in R.FIG2_METHODS])
     ap.add_argument("--seed", type=int, default=None, help="only this seed (default: all finished seeds)")
     ap.add_argument("--no-html", action="store_true", help="PNG only")

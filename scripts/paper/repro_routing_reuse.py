@@ -8,7 +8,7 @@ Paper protocol: T = 500, 5 seeds, here on the Monaco routes A and B (resumable; 
 
 Writes OUT/<network>-<route>/<METHOD>/... (raw runs), docs/results/routing_reuse_<network>_<route>.png (all methods),
 routing_reuse_<network>_<route>_edge_models.png (without the route-set baseline, whose spread hides the others) and
-docs/results/routing_reuse_table.md: final cumulative regret (mean +- 1 s.e.), per-round cost (median and 90th
+docs/results/archive/routing_reuse_table.md: final cumulative regret (mean +- 1 s.e.), per-round cost (median and 90th
 percentile over all rounds and seeds of posterior + index + oracle + update time, ms) and, for the route-set
 baseline, the regret floor (mean over seeds of the gap between the best candidate and the reference route, Wh/round),
 and the paired difference to BI-TS (same seeds = same environments; the reference route cancels in it).

@@ -5,8 +5,8 @@ Every edge's expected energy drifts (``env="drifting"``, ``environment={"drift":
 ``GP-TV-TS`` (model ``gp-tv``: exact GP with a Matérn-3/2 time kernel, BOLT cap ``n*`` and integrated-W2 pruning),
 ``GP-TS`` (static SVGP, model ``gp``) and ``BI-TS`` (static independent edges). Resumable: results go to
 RUNS/<network>-<route>/<METHOD>/ through the experiment runner (re-run the same command to continue). Writes
-docs/results/tv_routing_generated.md (table with the command) and docs/results/tv_routing.png (regret per round and
-per-round model latency vs round).
+docs/results/archive/tv_routing_generated.md (table with the command) and docs/results/archive/tv_routing.png
+(regret per round and per-round model latency vs round).
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/paper/repro_tv_routing.py
 """

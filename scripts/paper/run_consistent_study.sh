@@ -7,7 +7,7 @@
 # Order (cheap and complete first): Fig. 2 on the synthetic hilly city and Monaco A/B, Fig. 3 on the synthetic
 # city, Fig. 2 on Luxembourg A/B with BI and GP-TS, Figs. 4-5 (GP-TS, BI-TS at l = 0.5, 2) on the synthetic city,
 # then Luxembourg GP-BUCB and GP-UCB.
-# Reports: docs/results/fig2_table_consistent.md, fig3_table_consistent.md, lengthscale_table_consistent.md.
+# Reports: docs/results/archive/fig2_table_consistent.md, fig3_table_consistent.md, lengthscale_table_consistent.md.
 set -u
 cd "$(dirname "$0")/../.."
 export EVROUTE_DATA=${EVROUTE_DATA:-/work/shared/data} OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1

@@ -13,7 +13,7 @@ per hour in the busiest hour, probe trips until every edge has ``--min-samples``
   traversal take the prior of the same kind: Eq. 8 minus that potential);
 * the exact optimum of route A of the network in the replay environment (reduced means clipped at 0, one Dijkstra).
 
-Writes ``docs/results/sumo_kinetic.md`` (``--out``).
+Writes ``docs/results/archive/sumo_kinetic.md`` (``--out``).
 
     nice -n 10 .venv/bin/python scripts/sumo/sumo_kinetic_check.py --networks monaco
 """
@@ -161,7 +161,7 @@ def main() -> None:
     ap.add_argument("--probe-rounds", type=int, default=1)
     ap.add_argument("--data-dir", default=None)
     ap.add_argument("--worst", type=int, default=20, help="edges of the step-length check (0: none)")
-    ap.add_argument("--out", default="docs/results/sumo_kinetic.md")
+    ap.add_argument("--out", default="docs/results/archive/sumo_kinetic.md")
     args = ap.parse_args()
     rows = [check(net, model, args) for net in args.networks for model in args.models]
     cmd = (

@@ -12,7 +12,7 @@ Usage::
 
     python scripts/tools/gp_core_equivalence.py --tree /tmp/base --dump /tmp/gp_core_ref.npz      # the old version
     python scripts/tools/gp_core_equivalence.py --compare /tmp/gp_core_ref.npz \\
-        --report docs/results/gp_core_equivalence.md
+        --report docs/results/archive/gp_core_equivalence.md
 
 Prints, per configuration, the number of arrays compared, how many are bit-identical and the largest absolute
 difference; ``--report PATH`` also writes these lines, with the commands, to a Markdown file.

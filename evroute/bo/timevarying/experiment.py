@@ -77,7 +77,7 @@ class Protocol:
 
 #: The paper's protocol: 600 s runs, 10 replications (real time in the paper; simulated clock by default here).
 FULL = Protocol(horizon=600.0, replications=10, note="paper protocol: 600 s per run, 10 replications")
-#: The protocol run in this repository (see docs/results/tvbo_table3.md for why it is sized this way).
+#: The protocol run in this repository (see docs/results/archive/tvbo_table3.md for why it is sized this way).
 REDUCED = Protocol(
     horizon=600.0,
     replications=3,
