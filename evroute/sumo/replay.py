@@ -150,7 +150,8 @@ def record_day(
     """The recorded day on ``linegraph``'s SUMO network: traversals of LCC edges and metadata; cached.
 
     Returns:
-        ``(traversals, meta)``: traversals with columns ``edge`` (line-graph index), ``entry_s``, ``travel_s``,
+        ``(traversals, meta)``: traversals with columns ``edge`` (line-graph index), ``next_edge`` (the edge driven
+        next, the turn ``edge -> next_edge`` taken; -1 when it lies outside the largest SCC), ``entry_s``, ``travel_s``,
         ``energy_wh`` (battery), ``kinetic_wh``, ``potential_wh``, ``reduced_wh`` (Wh, see
         :mod:`evroute.sumo.record`), ``probe`` (bool); ``meta`` with the counts, probe rounds, edges still short of
         samples and the reduced energies below 0 (count, minimum).
@@ -230,6 +231,7 @@ def _record(
     data = pd.DataFrame(
         {
             "edge": tr["edge"].map(index).to_numpy(dtype=np.int64),
+            "next_edge": tr["next_edge"].map(index).fillna(-1).to_numpy(dtype=np.int64),
             "entry_s": tr["entry_s"].to_numpy(),
             "travel_s": tr["travel_s"].to_numpy(),
             "energy_wh": tr["energy_wh"].to_numpy(),
