@@ -103,6 +103,16 @@ class ArmSpace:
             raise ParameterError(f"no legal turn from edge {a} into {b}")
         return pos
 
+    def turn_features(self) -> np.ndarray:
+        """``(C, f)`` standardised features of the turn arms in arm order
+        (:meth:`evroute.linegraph.LineGraph.turn_features`)."""
+        lg = self.linegraph
+        t = lg.turns
+        feats = lg.turn_features()
+        out = np.empty_like(feats)
+        out[self.turn_index(t[:, 0], t[:, 1])] = feats
+        return out
+
     def route_arms(self, edges: np.ndarray) -> np.ndarray:
         """``(k + 1,)`` arms a route ``edges`` ``(k + 1,)`` plays (module doc), in driving order."""
         e = np.asarray(edges, dtype=np.int64)

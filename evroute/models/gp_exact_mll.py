@@ -64,6 +64,13 @@ def marginal_log_likelihood(
     s1, s2, noise = raw["log_s1"].exp(), raw["log_s2"].exp(), raw["log_noise"].exp()
     p = Points(None, x_u)  # the U distinct edges, in the order of g_uu
     k = edge_kernel(GraphKernel(g_uu), s1, s2, raw["log_ls1"].exp(), raw["log_ls2"].exp())(p, p)
+    return statistics_log_likelihood(k, noise, m_u, n, ybar, scatter)
+
+
+def statistics_log_likelihood(
+    k: torch.Tensor, noise: torch.Tensor, m_u: torch.Tensor, n: torch.Tensor, ybar: torch.Tensor, scatter: torch.Tensor
+) -> torch.Tensor:
+    """The module doc's ``log p(y)`` given the ``(U, U)`` kernel block ``k`` of the observed arms and the noise."""
     a = k + torch.diag(noise / n)
     l_ = jittered_cholesky(0.5 * (a + a.T), ())  # plain: a failure aborts the fit
     r = (ybar - m_u).unsqueeze(-1)
@@ -97,29 +104,11 @@ def fit_hyperparameters(
         "log_noise": as_t(math.log(hyper.noise)),
     }
     learn = ["log_s1", "log_s2", "log_ls1", "log_ls2"] + (["log_noise"] if learn_noise else [])
-    for k in learn:
-        raw[k].requires_grad_(True)
     data = [as_t(a) for a in (g_uu, x_u, m_u, n, ybar, scatter)]
-    scale = 1.0 / max(float(n.sum()), 1.0)
-    opt = torch.optim.LBFGS([raw[k] for k in learn], lr=1.0, max_iter=iters, line_search_fn="strong_wolfe")
-
-    def closure() -> torch.Tensor:
-        opt.zero_grad()
-        loss = -marginal_log_likelihood(raw, *data) * scale
-        loss.backward()
-        return loss
-
-    try:
-        with torch.no_grad():
-            before = float(-marginal_log_likelihood(raw, *data) * scale)
-        opt.step(closure)
-        with torch.no_grad():
-            raw = {k: v.detach().clamp(-9.0, 9.0) for k, v in raw.items()}  # e^+-9: keeps K well defined
-            after = float(-marginal_log_likelihood(raw, *data) * scale)
-    except (RuntimeError, torch.linalg.LinAlgError):  # pragma: no cover - a Cholesky failure mid-search
+    best = maximise(lambda r: marginal_log_likelihood(r, *data), raw, learn, iters, float(n.sum()))
+    if best is None:
         return hyper
-    if not math.isfinite(after) or after > before:
-        return hyper
+    raw = best
     return Hyper(
         float(raw["log_s1"].exp()),
         float(raw["log_s2"].exp()),
@@ -127,3 +116,34 @@ def fit_hyperparameters(
         raw["log_ls2"].exp().numpy(),
         float(raw["log_noise"].exp()),
     )
+
+
+def maximise(
+    objective: Any, raw: dict[str, torch.Tensor], learn: list[str], iters: int, n_obs: float
+) -> dict[str, torch.Tensor] | None:
+    """Maximise ``objective(raw)`` (a log likelihood of ``n_obs`` observations) over the log-parameters ``learn`` of
+    ``raw`` (L-BFGS, strong Wolfe line search, from their values; the others fixed).  Returns the new parameters,
+    clamped to ``[-9, 9]`` (``e^+-9`` keeps ``K`` well defined), or ``None`` when the fit failed or did not improve."""
+    for k in learn:
+        raw[k].requires_grad_(True)
+    scale = 1.0 / max(n_obs, 1.0)
+    opt = torch.optim.LBFGS([raw[k] for k in learn], lr=1.0, max_iter=iters, line_search_fn="strong_wolfe")
+
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = -objective(raw) * scale
+        loss.backward()
+        return loss
+
+    try:
+        with torch.no_grad():
+            before = float(-objective(raw) * scale)
+        opt.step(closure)
+        with torch.no_grad():
+            out = {k: v.detach().clamp(-9.0, 9.0) for k, v in raw.items()}
+            after = float(-objective(out) * scale)
+    except (RuntimeError, torch.linalg.LinAlgError):  # pragma: no cover - a Cholesky failure mid-search
+        return None
+    if not math.isfinite(after) or after > before:
+        return None
+    return out
