@@ -140,6 +140,8 @@ class RoutingBandit(RouteLearner):
             the potential is charged to each arm's edge.
     """
 
+    arms: ArmSpace  # never None here: edge arms by default
+
     def __init__(
         self,
         env: EnergyEnvironment,
@@ -163,7 +165,9 @@ class RoutingBandit(RouteLearner):
         if model.n_edges != self.arms.n_arms:
             from evroute.errors import ParameterError
 
-            raise ParameterError(f"the model has {model.n_edges} arms, the {self.arms.kind} arms are {self.arms.n_arms}")
+            raise ParameterError(
+                f"the model has {model.n_edges} arms, the {self.arms.kind} arms are {self.arms.n_arms}"
+            )
         policy_ss, noise_ss = np.random.SeedSequence(seed).spawn(2)
         self.rng_policy = np.random.default_rng(policy_ss)
         self.rng_noise = np.random.default_rng(noise_ss)

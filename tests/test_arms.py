@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import networkx as nx
 import numpy as np
@@ -87,9 +88,10 @@ def test_route_arms_turn_index_and_terminal_arms() -> None:
     assert f.shape == (LG.n_arcs, 3) and np.allclose(f.mean(axis=0), 0.0)  # standardised; no SUMO right of way
     uturn = make_arms(build_line_graph(grid_network(2, 2, uturns=True)), "turn")
     raw = np.asarray(uturn.linegraph.turn_features())
-    is_u = uturn.linegraph.network.from_node[uturn.tail[: uturn.n_turns]] == uturn.linegraph.network.to_node[
-        uturn.head[: uturn.n_turns]
-    ]
+    is_u = (
+        uturn.linegraph.network.from_node[uturn.tail[: uturn.n_turns]]
+        == uturn.linegraph.network.to_node[uturn.head[: uturn.n_turns]]
+    )
     assert raw[is_u, 0].max() < raw[~is_u, 0].min()  # a U-turn has the lowest cos(angle)
 
 
@@ -120,7 +122,7 @@ def test_turn_arms_equal_edge_arms_without_a_turn_term(env_name: str) -> None:
     np.testing.assert_allclose([g for _, g in runs[0]], [g for _, g in runs[1]], atol=1e-9)
 
 
-def _kernel_parts(s3: float) -> tuple[np.ndarray, np.ndarray, object]:
+def _kernel_parts(s3: float) -> tuple[np.ndarray, np.ndarray, Any]:
     arms = make_arms(LG, "turn")
     g = dense_graph_gram(LG.laplacian(), 2.0, 1.0)
     ctx = LG.contexts()
@@ -168,7 +170,12 @@ def test_arc_gp_equals_edge_gp_without_turn_term_and_learns_a_turn_term() -> Non
     args = (env.prior_mean_wh, env.prior_var, env.noise_var, LG.laplacian(), LG.contexts())
     edge = ExactGPEdgeModel(*args, config=cfg)
     arc = ArcExactGPModel(
-        arms.lift(env.prior_mean_wh), *args[1:], arms.tail, arms.head, arms.turn_features(), turn_outputscale=0.0,
+        arms.lift(env.prior_mean_wh),
+        *args[1:],
+        arms.tail,
+        arms.head,
+        arms.turn_features(),
+        turn_outputscale=0.0,
         config=cfg,
     )
     rng = np.random.default_rng(1)
@@ -183,7 +190,11 @@ def test_arc_gp_equals_edge_gp_without_turn_term_and_learns_a_turn_term() -> Non
     np.testing.assert_allclose(pa.variance, pe.variance[arms.tail], rtol=1e-6, atol=1e-8)
     # with a turn term the marginal likelihood is maximised over s3 and the turn lengthscales too
     fit = ArcExactGPModel(
-        arms.lift(env.prior_mean_wh), *args[1:], arms.tail, arms.head, arms.turn_features(),
+        arms.lift(env.prior_mean_wh),
+        *args[1:],
+        arms.tail,
+        arms.head,
+        arms.turn_features(),
         config=ExactGPConfig(refit_first=4, fit_iters=5),
     )
     for _ in range(4):

@@ -139,8 +139,9 @@ def arc_kernel(
         graph: the graph kernel ``k_G`` on edges (:class:`~evroute.kernels.edge.GraphKernel`).
         tail, head: ``(A,)`` edge index (as ``graph`` indexes edges) of each arm's tail and head (terminal arms: any
             valid edge, e.g. the tail; their turn term is 0).
-        d, f: numbers of edge contexts and of turn features; s1, s2, ls1, ls2: the edge kernel's outputscales and lengthscales; s3: turn
-            outputscale (model units); ls3: scalar or ``(f,)`` turn-feature lengthscales; nu: Matérn smoothness.
+        d, f: numbers of edge contexts and of turn features; s1, s2, ls1, ls2: the edge kernel's outputscales and
+            lengthscales; s3: turn outputscale (model units); ls3: scalar or ``(f,)`` turn-feature lengthscales;
+            nu: Matérn smoothness.
     """
     edge = edge_kernel(graph, s1, s2, ls1, ls2, nu)
     turn = OnColumns(ContextMatern(ls3, nu), slice(2 * d, 2 * d + f))

@@ -57,11 +57,29 @@ class ArcKernelColumns:
     """
 
     def __init__(
-        self, graph: Any, graph_diag: Any, points: Points, tail: np.ndarray, head: np.ndarray, d: int, f: int, hyper: ArcHyper
+        self,
+        graph: Any,
+        graph_diag: Any,
+        points: Points,
+        tail: np.ndarray,
+        head: np.ndarray,
+        d: int,
+        f: int,
+        hyper: ArcHyper,
     ) -> None:
         self.points, self.n = points, len(tail)
         self.k = arc_kernel(
-            GraphKernel(graph, graph_diag), tail, head, d, f, hyper.s1, hyper.s2, hyper.ls1, hyper.ls2, hyper.s3, hyper.ls3
+            GraphKernel(graph, graph_diag),
+            tail,
+            head,
+            d,
+            f,
+            hyper.s1,
+            hyper.s2,
+            hyper.ls1,
+            hyper.ls2,
+            hyper.s3,
+            hyper.ls3,
         )
         self._dense_graph = isinstance(graph, np.ndarray)
 
