@@ -224,3 +224,12 @@ def test_cli_turn_arms_bi_and_gp_exact(tmp_path: Path, capsys: pytest.CaptureFix
         err = capsys.readouterr().err
         assert err.startswith("evroute: error:") and msg in err and len(err.strip().splitlines()) == 1
         assert not out.exists()
+
+
+def test_sweep_grid_over_arms(tmp_path: Path) -> None:
+    grid_file = tmp_path / "grid.json"
+    base = {"network": "synthetic:120:0", "model": "bi", "horizon": 4, "seeds": [0]}
+    grid_file.write_text(json.dumps({"base": base, "grid": {"arms": ["edge", "turn"]}}))
+    assert main(["sweep", str(grid_file), "--out", str(tmp_path / "out"), "--executor", "serial", "--no-progress"]) == 0
+    found = {json.loads(p.read_text())["arms"] for p in (tmp_path / "out").glob("*/summary.json")}
+    assert found == {"edge", "turn"}

@@ -295,6 +295,10 @@ class SumoReplayEnvironment(EnergyEnvironment):
         out[mine] = samples[starts[am] + (u[mine] * counts[am]).astype(np.int64)]
         return out
 
+    def turn_counts(self, arms: ArmSpace) -> np.ndarray:
+        """``(C,)`` recorded traversals of every turn arm (those of ``e`` that left into ``e'``)."""
+        return self._turn_cells(arms)[4]
+
     def turn_coverage(self, arms: ArmSpace) -> dict[str, int]:
         """Recorded traversals per turn arm: turns with at least ``turn_min_samples`` (own truth), with fewer but
         some, never driven, and the probe trips ``[pred, e, e']`` that would bring every turn to the minimum."""
