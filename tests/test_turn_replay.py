@@ -106,3 +106,17 @@ def test_turn_arms_with_time_of_day_bins_are_refused(day, tmp_path: Path, capsys
     err = capsys.readouterr().err.strip()
     assert err.startswith("evroute: error:") and "one time-of-day bin" in err and len(err.splitlines()) == 1
     assert not out.exists()
+
+
+def test_probe_turns_cover_every_turn(grid: Path, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001, F811
+    """``probe_turns``: probe trips ``[pred, e, e']`` until every turn has ``min_samples`` traversals; then every turn
+    arm has a truth of its own."""
+    monkeypatch.setenv("EVROUTE_CACHE", str(tmp_path / "cache"))
+    lg = build_line_graph(load_sumo_net(grid / "grid.net.xml"))
+    params = {"route_file": str(grid / "demand.rou.xml"), "hours": [0, 1], "min_samples": 2, "probe_turns": True}
+    env = make_environment(lg, "sumo-replay", {**params, "turn_min_samples": 2, "max_probe_rounds": 3})
+    arms = make_arms(lg, "turn")
+    cov = env.turn_coverage(arms)  # type: ignore[attr-defined]
+    assert env.meta["turns_short"] == 0 and env.meta["probe_trips"] >= lg.n_arcs
+    assert cov["turns_with_min_samples"] == cov["turns"] == lg.n_arcs and cov["probe_trips_to_cover"] == 0
+    assert env.counts.min() >= 2  # covering the turns covers the edges
