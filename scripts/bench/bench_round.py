@@ -20,10 +20,12 @@ part of a round and are not timed here.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from evroute.arms import make_arms
 from evroute.bandit import RoutingBandit
@@ -41,11 +43,18 @@ DEFAULT_NETWORKS = ["synthetic:1000:0", "synthetic:10000:0", "synthetic:100000:0
 COMPONENTS = ["posterior_ms", "index_ms", "oracle_ms", "update_ms"]
 
 
-def bench(network: str, rounds: int, warmup: int, repeats: int, seed: int, arms: str = "edge") -> dict[str, float]:
+@functools.lru_cache(maxsize=1)
+def problem(network: str, seed: int) -> tuple[Any, Any, Any, Any]:
+    """Line graph, route A, environment and reference of ``network`` (sampled once for every kind of arm)."""
     lg = load_linegraph(network, None, None)
     route = resolve_route(lg, network, "A")
     env = PaperEnvironment.sample(lg, seed=seed)
     ref = rectified_reference_route(lg, env.true_mean_wh, env.noise_var, route.start, route.goal)
+    return lg, route, env, ref
+
+
+def bench(network: str, rounds: int, warmup: int, repeats: int, seed: int, arms: str = "edge") -> dict[str, float]:
+    lg, route, env, ref = problem(network, seed)
     space = make_arms(lg, arms)
     samples: dict[str, list[float]] = {c: [] for c in COMPONENTS}
     totals: list[float] = []
