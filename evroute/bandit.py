@@ -5,6 +5,9 @@ Each round ``t``: the edge model's posterior -> index policy weights (Algorithm 
 Regret is measured against the exact minimum expected-energy route of the environment
 (:meth:`~evroute.environments.EnergyEnvironment.optimal_route`); in a drifting environment
 (:mod:`evroute.environments.drifting`) that route is recomputed every round in which the truth changed.
+The arms are road edges (the paper's) or turns (``--arms turn``, :mod:`evroute.arms`): the model then holds one
+posterior per turn and terminal arm, the oracle is Dijkstra with arc weights, and a route's feedback is one energy per
+arm it played.
 """
 
 from __future__ import annotations
