@@ -16,8 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import shutil
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -154,6 +156,12 @@ def probe_turn_routes(
     return out
 
 
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its finished children (the SUMO runs)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
 def _turn_counts(linegraph: LineGraph, edge: np.ndarray, next_edge: np.ndarray) -> np.ndarray:
     """``(C,)`` traversals per turn (``linegraph.turns`` order) of traversals ``edge -> next_edge`` (-1: none)."""
     n = linegraph.n_nodes
@@ -248,6 +256,7 @@ def _record(
     index = {e: i for i, e in enumerate(ids.tolist())}
     rng = np.random.default_rng(spec.demand_seed)
     probes: list[tuple[float, str, list[str]]] = []
+    wall0, cpu0 = time.perf_counter(), _cpu_s()
     tmp = Path(tempfile.mkdtemp(prefix=temp_prefix("evroute-day-")))
     rounds = 0
     try:
@@ -305,6 +314,8 @@ def _record(
         "edges_short": int(len(short)),
         "edges_unsampled": int((counts == 0).sum()),
         "short_edge_ids": ids[short[:50]].tolist(),
+        "record_wall_s": time.perf_counter() - wall0,
+        "record_cpu_s": _cpu_s() - cpu0,
         "turns_short": int((turn_counts < spec.min_samples).sum()),
         "turns_unsampled": int((turn_counts == 0).sum()),
         "negative_reduced_traversals": int((data["reduced_wh"] < 0).sum()),

@@ -16,9 +16,7 @@ reports how far the turn means are from their edge means (the turn term the arms
 from __future__ import annotations
 
 import argparse
-import resource
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,15 +28,8 @@ from evroute.experiments.runner import load_linegraph
 from evroute.io import atomic_write_text
 
 
-def cpu_s() -> float:
-    """CPU seconds of this process and its finished children (SUMO runs as a child)."""
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
-
-
 def coverage_row(network: str, params: dict[str, object]) -> dict[str, object]:
     lg = load_linegraph(network)
-    c0, w0 = cpu_s(), time.perf_counter()
     env = make_environment(lg, "sumo-replay", params)
     arms = make_arms(lg, "turn")
     cov = env.turn_coverage(arms)  # type: ignore[attr-defined]
@@ -57,8 +48,8 @@ def coverage_row(network: str, params: dict[str, object]) -> dict[str, object]:
         "probe_trips": int(env.meta.get("probe_trips", 0)),
         "median_abs_dev": float(np.median(dev[own])) if own.any() else 0.0,
         "q90_abs_dev": float(np.quantile(dev[own], 0.9)) if own.any() else 0.0,
-        "cpu_s": cpu_s() - c0,
-        "wall_s": time.perf_counter() - w0,
+        "cpu_s": float(env.meta.get("record_cpu_s", np.nan)),
+        "wall_s": float(env.meta.get("record_wall_s", np.nan)),
     }
 
 
@@ -92,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
     head = (
         f"| network | edges | turns | arms (turns + terminal) | turns with >= {n} traversals | 1..{n - 1} | never "
         "driven | probe trips still needed to cover every turn | probe trips of the day | traversals "
-        "| median / q90 abs(turn mean - edge mean) (Wh) * | CPU / wall (s) |\n"
+        "| median / q90 abs(turn mean - edge mean) (Wh) \\* | CPU / wall (s) |\n"
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     )
     body = "".join(
@@ -110,7 +101,8 @@ def main(argv: list[str] | None = None) -> int:
         f"Probe trips of the day cover {probes}.\n\n"
         f"Command: `{cmd.strip()}` (EVROUTE_DATA holding the OSM files; recorded days cached)  \n"
         f"Machine: {machine_line()}  \n"
-        "CPU / wall: recording the day (SUMO, when not cached) and building the turn truths.\n\n"
+        "CPU / wall: recording the day (SUMO runs and probe rounds), measured when it was recorded (the day's "
+        "meta; CPU includes the SUMO processes).\n\n"
         + head
         + body
         + "\n\\* over the turns with their own truth whose edge has more than one legal successor (the mean of a "
