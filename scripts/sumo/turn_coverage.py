@@ -36,8 +36,8 @@ def coverage_row(network: str, params: dict[str, object]) -> dict[str, object]:
     truth = env.arm_truth(arms)
     c = arms.n_turns
     own = env.turn_counts(arms) >= int(params["turn_min_samples"])  # type: ignore[attr-defined, call-overload]
-    outdeg = np.diff(lg.adjacency.indptr)
-    own = own & (outdeg[arms.tail[:c]] > 1)  # a sole outgoing turn's mean is its edge's by construction
+    per_edge = np.bincount(arms.tail[:c][own], minlength=lg.n_nodes)
+    own = own & (per_edge[arms.tail[:c]] > 1)  # a sole measured turn's mean is its edge's by construction
     dev = np.abs(truth[:c] - env.true_mean_wh[arms.tail[:c]])
     return {
         "network": network,
@@ -105,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         "meta; CPU includes the SUMO processes).\n\n"
         + head
         + body
-        + "\n\\* over the turns with their own truth whose edge has more than one legal successor (the mean of a "
-        "sole outgoing turn is its edge's).\n"
+        + "\n\\* over the turns with their own truth whose edge has at least two such turns (when a single turn of an "
+        "edge was measured, the edge's traversals are mostly that turn's).\n"
         + "\nA turn below the minimum (or never driven) takes its edge's mean as truth and its edge's traversals as "
         "observations (`evroute/environments/sumo_replay.py`); each probe trip `[pred, e, e']` completes one "
         "traversal of `e` leaving into `e'`, so covering every turn costs the probe trips in the column above "
