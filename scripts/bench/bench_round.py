@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
     cmd = "python scripts/bench/bench_round.py " + " ".join(argv if argv is not None else sys.argv[1:])
     text = (
         f"Command: `{cmd.strip()}`  \nMachine: {machine}  \n"
-        f"Medians over {args.repeats} repeats x {args.rounds} rounds (after {args.warmup} warm-up rounds), ms.\n\n"
+        f"Medians over {args.repeats} repeats x {args.rounds} rounds (after {args.warmup} warm-up rounds), ms; "
+        "round CPU: process CPU time, the other columns wall time.\n\n"
         + header
         + body
     )
