@@ -233,3 +233,31 @@ def test_sweep_grid_over_arms(tmp_path: Path) -> None:
     assert main(["sweep", str(grid_file), "--out", str(tmp_path / "out"), "--executor", "serial", "--no-progress"]) == 0
     found = {json.loads(p.read_text())["arms"] for p in (tmp_path / "out").glob("*/summary.json")}
     assert found == {"edge", "turn"}
+
+
+def test_arc_gp_local_graph_columns_agree_with_the_dense_kernel() -> None:
+    """The low-rank path (truncated local graph columns, entry-wise error <= graph_tol = 1e-6 of the mean prior
+    variance) gives the dense path's posterior to that accuracy."""
+    env = make_environment(LG, "consistent", seed=0)
+    arms = make_arms(LG, "turn")
+    posts = []
+    for method in ("lowrank", "dense"):
+        m = ArcExactGPModel(
+            arms.lift(env.prior_mean_wh),
+            env.prior_var,
+            env.noise_var,
+            LG.laplacian(),
+            LG.contexts(),
+            arms.tail,
+            arms.head,
+            arms.turn_features(),
+            config=ExactGPConfig(method=method, learn_hyper=False),
+        )
+        rng = np.random.default_rng(0)
+        for _ in range(5):
+            r = make_arms(LG).shortest_route(rng.exponential(1.0, LG.n_nodes), 0, LG.n_nodes - 1).edges
+            m.update(arms.route_arms(r), env.observe(r, rng))
+        posts.append(m.posterior())
+    scale = float(np.mean(posts[1].variance))
+    np.testing.assert_allclose(posts[0].mean, posts[1].mean, atol=1e-4 * np.sqrt(scale))
+    np.testing.assert_allclose(posts[0].variance, posts[1].variance, atol=1e-4 * scale)
