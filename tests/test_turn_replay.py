@@ -115,8 +115,9 @@ def test_probe_turns_cover_every_turn(grid: Path, tmp_path: Path, monkeypatch) -
     lg = build_line_graph(load_sumo_net(grid / "grid.net.xml"))
     params = {"route_file": str(grid / "demand.rou.xml"), "hours": [0, 1], "min_samples": 2, "probe_turns": True}
     env = make_environment(lg, "sumo-replay", {**params, "turn_min_samples": 2, "max_probe_rounds": 3})
+    assert isinstance(env, SumoReplayEnvironment)
     arms = make_arms(lg, "turn")
-    cov = env.turn_coverage(arms)  # type: ignore[attr-defined]
+    cov = env.turn_coverage(arms)
     assert env.meta["turns_short"] == 0 and env.meta["probe_trips"] >= lg.n_arcs
     assert cov["turns_with_min_samples"] == cov["turns"] == lg.n_arcs and cov["probe_trips_to_cover"] == 0
     assert env.counts.min() >= 2  # covering the turns covers the edges

@@ -125,9 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     text = (
         f"Command: `{cmd.strip()}`  \nMachine: {machine}  \n"
         f"Medians over {args.repeats} repeats x {args.rounds} rounds (after {args.warmup} warm-up rounds), ms; "
-        "round CPU: process CPU time, the other columns wall time.\n\n"
-        + header
-        + body
+        "round CPU: process CPU time, the other columns wall time.\n\n" + header + body
     )
     print(text)
     if args.markdown:
