@@ -136,8 +136,8 @@ class ExperimentConfig:
 
     @property
     def label(self) -> str:
-        """Short method label, e.g. ``BI-TS``."""
-        return f"{self.model.upper()}-{self.policy.upper()}"
+        """Short method label, e.g. ``BI-TS`` (``BI-TS-TURN`` with turn arms)."""
+        return f"{self.model.upper()}-{self.policy.upper()}" + ("" if self.arms == "edge" else f"-{self.arms.upper()}")
 
     def env_config(self) -> Any:
         """The environment's config object (validates :attr:`env` and :attr:`environment`)."""

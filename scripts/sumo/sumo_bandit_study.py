@@ -7,11 +7,16 @@ policy, of every further model against the first one (e.g. ``GP-EXACT-UCB - BI-U
 
     nice -n 10 .venv/bin/python scripts/sumo/sumo_bandit_study.py --networks monaco --routes A --models bi gp-exact \\
         --policies ts bucb ucb --seeds 5 --horizon 500
+
+``--arms edge turn`` runs every method with edge and with turn arms (:mod:`evroute.arms`; folders and labels of turn
+arms end in ``-turn`` / ``-TURN``) and adds the paired differences turn - edge per method (e.g. with
+``--env-param probe_turns=true``, a day whose probes cover every turn).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from pathlib import Path
 
@@ -172,6 +177,7 @@ def main() -> None:
     ap.add_argument("--horizon", type=int, default=500)
     ap.add_argument("--env-param", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--baseline", default="BI-TS")
+    ap.add_argument("--arms", nargs="+", default=["edge"], choices=["edge", "turn"], help="arm kinds (evroute.arms)")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--runs", default="results/sumo")
     ap.add_argument("--docs", default="docs/results")
@@ -187,20 +193,21 @@ def main() -> None:
     for network in args.networks:
         for route in args.routes:
             cfgs: dict[str, tuple[ExperimentConfig, Path]] = {}
-            for model in args.models:
-                for policy in args.policies:
-                    cfg = ExperimentConfig(
-                        network=network,
-                        route=route,
-                        model=model,
-                        policy=policy,
-                        env="sumo-replay",
-                        environment=env_params,
-                        horizon=args.horizon,
-                        seeds=tuple(range(args.seeds)),
-                        potential="elevation",
-                    )
-                    cfgs[cfg.label] = (cfg, Path(args.runs) / f"{network}-{route}" / f"{model}-{policy}")
+            for model, policy, arms in itertools.product(args.models, args.policies, args.arms):
+                cfg = ExperimentConfig(
+                    network=network,
+                    route=route,
+                    model=model,
+                    policy=policy,
+                    env="sumo-replay",
+                    environment=env_params,
+                    horizon=args.horizon,
+                    seeds=tuple(range(args.seeds)),
+                    potential="elevation",
+                    arms=arms,
+                )
+                name = f"{model}-{policy}" + ("" if arms == "edge" else f"-{arms}")
+                cfgs[cfg.label] = (cfg, Path(args.runs) / f"{network}-{route}" / name)
             if args.tables_only:
                 write_tables(network, route, {lab: out for lab, (_, out) in cfgs.items()}, cfg, args)
                 continue
@@ -256,8 +263,28 @@ def write_tables(
         return
     atomic_write_text(
         stem.with_suffix(".md"),
-        text + "\n" + paired_table(folders, args.baseline) + "\n" + model_table(folders, args.models, args.policies),
+        text
+        + "\n"
+        + paired_table(folders, args.baseline)
+        + "\n"
+        + model_table(folders, args.models, args.policies)
+        + arms_table(folders),
     )
+
+
+def arms_table(folders: dict[str, Path]) -> str:
+    """Paired per-seed differences turn arms - edge arms of each method run with both (``X-TURN - X``)."""
+    finals = _finals(folders)
+    pairs = [(lab, lab[: -len("-TURN")]) for lab in finals if lab.endswith("-TURN") and lab[: -len("-TURN")] in finals]
+    if not pairs:
+        return ""
+    lines = [
+        "\nPaired per-seed differences turn arms - edge arms (Wh; negative: turn arms have lower regret):",
+        "",
+        "| difference | mean +- s.e. | seeds lower / seeds |",
+        "|---|---|---|",
+    ]
+    return "\n".join(lines + _paired_rows(finals, pairs)) + "\n"
 
 
 if __name__ == "__main__":
