@@ -210,7 +210,7 @@ def test_cli_turn_arms_bi_and_gp_exact(tmp_path: Path, capsys: pytest.CaptureFix
         argv = ["run", "--network", "synthetic:120:0", "--model", model, "--arms", "turn", "--horizon", "6"]
         assert main([*argv, "--seeds", "1", "--out", str(out), "--no-progress"]) == 0
         s = json.loads((out / "summary.json").read_text())
-        assert s["arms"] == "turn" and s["regret_reference"]["exact"]
+        assert s["arms"] == "turn" and s["regret_reference"]["exact"] and s["label"] == f"{model.upper()}-TS-TURN"
         assert json.loads((out / "config.json").read_text())["arms"] == "turn"
     capsys.readouterr()
     for bad, msg in (
