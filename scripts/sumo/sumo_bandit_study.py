@@ -9,7 +9,8 @@ policy, of every further model against the first one (e.g. ``GP-EXACT-UCB - BI-U
         --policies ts bucb ucb --seeds 5 --horizon 500
 
 ``--arms edge turn`` runs every method with edge and with turn arms (:mod:`evroute.arms`; folders and labels of turn
-arms end in ``-turn`` / ``-TURN``) and adds the paired differences turn - edge per method (e.g. with
+arms end in ``-turn`` / ``-TURN``) and adds every run's regret with its routes scored by the turn truth (one
+yardstick for both kinds of arm) and the paired differences turn - edge per method under it (e.g. with
 ``--env-param probe_turns=true``, a day whose probes cover every turn).
 """
 
@@ -71,7 +72,9 @@ def paired_table(folders: dict[str, Path], baseline: str) -> str:
         "| difference | mean +- s.e. | seeds lower / seeds |",
         "|---|---|---|",
     ]
-    lines += _paired_rows(finals, [(label, baseline) for label in finals if label != baseline])
+    turn = baseline.endswith("-TURN")  # each kind of arm has its own truth: compare like with like here
+    same = [lab for lab in finals if lab != baseline and lab.endswith("-TURN") == turn]
+    lines += _paired_rows(finals, [(label, baseline) for label in same])
     return "\n".join(lines) + "\n"
 
 
@@ -268,23 +271,62 @@ def write_tables(
         + paired_table(folders, args.baseline)
         + "\n"
         + model_table(folders, args.models, args.policies)
-        + arms_table(folders),
+        + arms_table(folders, cfg),
     )
 
 
-def arms_table(folders: dict[str, Path]) -> str:
-    """Paired per-seed differences turn arms - edge arms of each method run with both (``X-TURN - X``)."""
-    finals = _finals(folders)
-    pairs = [(lab, lab[: -len("-TURN")]) for lab in finals if lab.endswith("-TURN") and lab[: -len("-TURN")] in finals]
-    if not pairs:
+def turn_truth_finals(folders: dict[str, Path], cfg: ExperimentConfig) -> dict[str, dict[int, float]]:
+    """Final cumulative regret of every run with its driven routes scored by the TURN truth (the sum of the routes'
+    turn-arm means, :meth:`~evroute.environments.EnergyEnvironment.arm_truth`) against the turn-arm optimum: one
+    yardstick for edge-arm and turn-arm runs (an edge-arm run's own regret is against the edge means)."""
+    from evroute.arms import make_arms
+    from evroute.experiments.runner import build_problem
+
+    problem = build_problem(cfg, 0)
+    env, lg = problem.env, problem.linegraph
+    arms = make_arms(lg, "turn")
+    truth = env.arm_truth(arms)
+    best = env.optimal_route_arms(arms, problem.route.start, problem.route.goal).cost
+    out: dict[str, dict[int, float]] = {}
+    for label, folder in folders.items():
+        out[label] = {}
+        for sd in _seed_summaries(folder):
+            routes = pd.read_csv(folder / f"seed_{sd}" / "rounds.csv")["route"]
+            costs = [arms.route_cost(truth, np.array([lg.network.index_of(e) for e in r.split()])) for r in routes]
+            out[label][sd] = float(np.sum(costs) - best * len(costs))
+    return out
+
+
+def arms_table(folders: dict[str, Path], cfg: ExperimentConfig) -> str:
+    """Paired per-seed differences turn arms - edge arms of each method run with both (``X-TURN - X``), with every
+    run's routes scored by the turn truth (:func:`turn_truth_finals`)."""
+    labels = list(folders)
+    pairs = [(lab, lab[: -len("-TURN")]) for lab in labels if lab.endswith("-TURN") and lab[: -len("-TURN")] in labels]
+    if not pairs or not build_static(cfg):
         return ""
+    finals = turn_truth_finals(folders, cfg)
     lines = [
-        "\nPaired per-seed differences turn arms - edge arms (Wh; negative: turn arms have lower regret):",
+        "\nFinal cumulative regret with every run's routes scored by the turn truth (sum of the routes' turn means, "
+        "against the turn-arm optimum; Wh, mean +- s.e.):",
+        "",
+        "| method | final regret (turn truth) |",
+        "|---|---|",
+        *[f"| {lab} | {format_mean_se(*mean_se(list(v.values())))} |" for lab, v in finals.items()],
+        "",
+        "Paired per-seed differences turn arms - edge arms under the turn truth (Wh; negative: turn arms have lower "
+        "regret):",
         "",
         "| difference | mean +- s.e. | seeds lower / seeds |",
         "|---|---|---|",
     ]
     return "\n".join(lines + _paired_rows(finals, pairs)) + "\n"
+
+
+def build_static(cfg: ExperimentConfig) -> bool:
+    """Whether the study's environment is static (turn arms need one time-of-day bin)."""
+    from evroute.experiments.runner import build_problem
+
+    return bool(build_problem(cfg, 0).env.static)
 
 
 if __name__ == "__main__":
