@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from test_sumo_live import road  # noqa: F401 - the straight two-way road of the live tests (module fixture)
 from test_sumo_replay import grid  # noqa: F401 - the recorded 3 x 3 grid scenario (module fixture)
 
 from evroute.arms import make_arms
@@ -121,3 +122,17 @@ def test_probe_turns_cover_every_turn(grid: Path, tmp_path: Path, monkeypatch) -
     assert env.meta["turns_short"] == 0 and env.meta["probe_trips"] >= lg.n_arcs
     assert cov["turns_with_min_samples"] == cov["turns"] == lg.n_arcs and cov["probe_trips_to_cover"] == 0
     assert env.counts.min() >= 2  # covering the turns covers the edges
+
+
+def test_cli_turn_arms_live(road: Path, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001, F811
+    """`--env sumo-live --arms turn`: each round's route is driven live (one observation per edge = per arm played);
+    regret against the replay's turn truths of the same scenario."""
+    monkeypatch.setenv("EVROUTE_CACHE", str(tmp_path / "cache"))
+    out = tmp_path / "live"
+    argv = ["run", "--network", str(road / "road.net.xml"), "--start", "b", "--goal", "d", "--env", "sumo-live"]
+    argv += ["--arms", "turn", "--horizon", "2", "--seeds", "1", "--out", str(out), "--no-progress"]
+    for p in (f"route_file={road / 'demand.rou.xml'}", "hours=0-1", "rounds_per_day=12", "min_samples=3"):
+        argv += ["--env-param", p]
+    assert main(argv) == 0
+    s = json.loads((out / "seed_0" / "summary.json").read_text())
+    assert s["arms"] == "turn" and s["rounds"] == 2 and s["regret_reference"]["exact"]
