@@ -5,6 +5,9 @@ Each round ``t``: the edge model's posterior -> index policy weights (Algorithm 
 Regret is measured against the exact minimum expected-energy route of the environment
 (:meth:`~evroute.environments.EnergyEnvironment.optimal_route`); in a drifting environment
 (:mod:`evroute.environments.drifting`) that route is recomputed every round in which the truth changed.
+The arms are road edges (the paper's) or turns (``--arms turn``, :mod:`evroute.arms`): the model then holds one
+posterior per turn and terminal arm, the oracle is Dijkstra with arc weights, and a route's feedback is one energy per
+arm it played.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from evroute.arms import ArmSpace, make_arms
 from evroute.environments import EnergyEnvironment
 from evroute.models.base import EdgeModel
-from evroute.oracle import Route, RouteOracle, optimal_route
+from evroute.oracle import Route, optimal_route
 from evroute.policies.index import IndexPolicy
 
 
@@ -61,6 +65,8 @@ class RouteLearner:
     potential_wh: np.ndarray | None
     t: int
     cumulative_regret: float
+    #: the arms routes are scored by (:mod:`evroute.arms`); ``None``: edge arms
+    arms: ArmSpace | None = None
 
     def step(self) -> RoundRecord:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -73,7 +79,7 @@ class RouteLearner:
         """Move the environment's clock to round ``t``; a changed truth moves the regret reference with it."""
         if self.env.advance(t):  # drifting truth / time-of-day bins: regret against the current optimum
             self.optimal = regret_reference_route(
-                self.env, self.start, self.goal, self.regret_reference, self.potential_wh
+                self.env, self.start, self.goal, self.regret_reference, self.potential_wh, self.arms
             )
 
     def _record(
@@ -88,7 +94,7 @@ class RouteLearner:
         update_ms: float = 0.0,
     ) -> RoundRecord:
         """Close round ``t + 1`` after driving ``edges`` and observing ``observed`` (Wh per edge)."""
-        expected = self.env.expected_energy(edges)
+        expected = self.env.expected_energy(edges) if self.arms is None else self.env.route_truth(self.arms, edges)
         regret = expected - self.optimal.cost
         self.cumulative_regret += regret
         self.t += 1
@@ -132,7 +138,12 @@ class RoutingBandit(RouteLearner):
             perfect-knowledge rectified route.  ``optimal.method`` says which one was used.
         potential_wh: optional ``(E,)`` potential subtracted from the estimates before rectification
             (see :meth:`evroute.policies.IndexPolicy.weights`); ``None`` is the paper's Algorithm 2.
+        arms: the bandit's arms (:func:`evroute.arms.make_arms`): ``None`` or edge arms (the paper's), or turn arms;
+            the model then has one arm per turn and per terminal arm, the oracle is Dijkstra with arc weights, and
+            the potential is charged to each arm's edge.
     """
+
+    arms: ArmSpace  # never None here: edge arms by default
 
     def __init__(
         self,
@@ -146,20 +157,29 @@ class RoutingBandit(RouteLearner):
         optimal: Route | None = None,
         regret_reference: str = "auto",
         potential_wh: np.ndarray | None = None,
+        arms: ArmSpace | None = None,
     ) -> None:
         self.env = env
         self.model = model
         self.policy = policy
         self.start, self.goal = int(start), int(goal)
-        self.oracle = RouteOracle(env.linegraph)
+        self.arms = make_arms(env.linegraph) if arms is None else arms
+        self.oracle = self.arms.oracle
+        if model.n_edges != self.arms.n_arms:
+            from evroute.errors import ParameterError
+
+            raise ParameterError(
+                f"the model has {model.n_edges} arms, the {self.arms.kind} arms are {self.arms.n_arms}"
+            )
         policy_ss, noise_ss = np.random.SeedSequence(seed).spawn(2)
         self.rng_policy = np.random.default_rng(policy_ss)
         self.rng_noise = np.random.default_rng(noise_ss)
         self.potential_wh = None if potential_wh is None else np.asarray(potential_wh, dtype=np.float64)
         self.regret_reference = regret_reference
         self.optimal = optimal or regret_reference_route(
-            env, self.start, self.goal, regret_reference, self.potential_wh
+            env, self.start, self.goal, regret_reference, self.potential_wh, self.arms
         )
+        self._arm_potential = None if self.potential_wh is None else self.arms.lift(self.potential_wh)
         self.t = 0
         self.cumulative_regret = 0.0
 
@@ -171,18 +191,19 @@ class RoutingBandit(RouteLearner):
         c0 = time.perf_counter()
         post = self.model.posterior()
         c1 = time.perf_counter()
-        w = self.policy.weights(post, t, self.rng_policy, self.potential_wh)
+        w = self.policy.weights(post, t, self.rng_policy, self._arm_potential)
         c2 = time.perf_counter()
-        route = self.oracle.shortest_route(w, self.start, self.goal)
+        route = self.arms.shortest_route(w, self.start, self.goal)
         c3 = time.perf_counter()
-        y = self.env.observe(route.edges, self.rng_noise)
+        played = self.arms.route_arms(route.edges)
+        y = self.env.observe_arms(self.arms, played, self.rng_noise)
         c4 = time.perf_counter()
-        self.model.update(route.edges, y)
+        self.model.update(played, y)
         c5 = time.perf_counter()
         return self._record(
             route.edges,
             y,
-            self.policy.beta(t, self.env.n_edges),
+            self.policy.beta(t, self.arms.n_arms),
             posterior_ms=1e3 * (c1 - c0),
             index_ms=1e3 * (c2 - c1),
             oracle_ms=1e3 * (c3 - c2),
@@ -240,12 +261,24 @@ def rebase_regret(rows: list[dict[str, Any]], reference: Route) -> tuple[list[di
 
 
 def regret_reference_route(
-    env: EnergyEnvironment, start: int, goal: int, reference: str = "auto", potential_wh: np.ndarray | None = None
+    env: EnergyEnvironment,
+    start: int,
+    goal: int,
+    reference: str = "auto",
+    potential_wh: np.ndarray | None = None,
+    arms: ArmSpace | None = None,
 ) -> Route:
-    """The route regret is measured against (see :class:`RoutingBandit`); ``potential_wh`` as the oracle's."""
+    """The route regret is measured against (see :class:`RoutingBandit`); ``potential_wh`` as the oracle's.
+
+    Turn ``arms`` in an environment with a turn term (``env.turn_term``): the exact optimum under the arms' truths
+    (:meth:`~evroute.environments.EnergyEnvironment.optimal_route_arms`; such environments have non-negative truths);
+    without a turn term turn arms cost every route what edge arms do, and the edge reference below applies.
+    """
     from evroute.errors import ParameterError
     from evroute.oracle import best_known_route, rectified_reference_route
 
+    if arms is not None and arms.kind != "edge" and env.turn_term:
+        return env.optimal_route_arms(arms, start, goal)
     if reference == "rectified":
         return rectified_reference_route(env.linegraph, env.true_mean_wh, env.noise_var, start, goal, potential_wh)
     if reference not in ("auto", "exact"):

@@ -119,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="rectify estimates minus the elevation potential (default) or raw (the paper's Algorithm 2)",
     )
     p.add_argument("--vehicle", default=None, help="vehicle profile name or JSON file (default sumo_ev)")
+    p.add_argument("--arms", default=None, help="bandit arms: edge (default) or turn (bi and gp-exact)")
     p.add_argument(
         "--out",
         default=None,
@@ -233,6 +234,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         "data_dir": args.data_dir,
         "dem": _dem(args),
         "loader": args.loader,
+        "arms": args.arms,
     }
     base.update({k: v for k, v in over.items() if v is not None})
     if args.seeds is not None:

@@ -18,6 +18,8 @@ from evroute.errors import DataError
 from evroute.network.road_network import RoadNetwork
 
 CONTEXT_NAMES: tuple[str, ...] = ("length", "speed_limit", "incline")
+#: raw turn features of :meth:`LineGraph.turn_features` (the last two only for networks read from a SUMO net)
+TURN_FEATURE_NAMES: tuple[str, ...] = ("cos_angle", "sin_angle", "speed_change", "yield", "traffic_light")
 
 
 @dataclass(eq=False)
@@ -68,6 +70,30 @@ class LineGraph:
         assert isinstance(contexts, np.ndarray)
         return contexts
 
+    def turn_features(self) -> np.ndarray:
+        """``(C, f)`` standardised features of every turn ``(e1, e2)`` in CSR order (:attr:`turns`).
+
+        Columns (:data:`TURN_FEATURE_NAMES`): cosine and sine of the turn angle (heading change from the last
+        segment of ``e1``'s geometry to the first of ``e2``'s, positive to the left; a U-turn is ``cos = -1``), the
+        speed-limit change ``v[e2] - v[e1]`` (m/s) and, for networks read from a SUMO net (``meta["loader"] ==
+        "sumo"``), the right of way: the share of the turn's lane connections that must yield (SUMO link state
+        minor, equal, stop: ``m = s w o Z``) and that a traffic light controls.  Standardised like :meth:`contexts`.
+        """
+        if "turn_features" not in self._cache:
+            t = self.turns
+            net = self.network
+            h_out = np.array([_heading(g[-2:] if len(g) >= 2 else g, scale_x=_xscale(g)) for g in net.geometry])
+            h_in = np.array([_heading(g[:2] if len(g) >= 2 else g, scale_x=_xscale(g)) for g in net.geometry])
+            angle = np.angle(np.exp(1j * (h_in[t[:, 1]] - h_out[t[:, 0]])))
+            cols = [np.cos(angle), np.sin(angle), net.speed_mps[t[:, 1]] - net.speed_mps[t[:, 0]]]
+            rights = _sumo_right_of_way(net, t)
+            if rights is not None:
+                cols += [rights[:, 0], rights[:, 1]]
+            self._cache["turn_features"] = standardise(np.stack(cols, axis=1)) if len(t) else np.zeros((0, len(cols)))
+        feats = self._cache["turn_features"]
+        assert isinstance(feats, np.ndarray)
+        return feats
+
     def incidence(self) -> sp.csr_matrix:
         """``(E, C)`` weighted incidence matrix ``B`` of paper appendix B.1.
 
@@ -106,6 +132,55 @@ class LineGraph:
             g.add_node(i, edge_id=eid)
         g.add_edges_from(map(tuple, self.turns.tolist()))
         return g
+
+
+def _xscale(g: np.ndarray) -> float:
+    """East-west scale of a lon/lat polyline (``cos(lat)``); 1 for projected coordinates (``|y| > 90``)."""
+    y = float(np.mean(g[:, 1])) if len(g) else 0.0
+    return float(np.cos(np.radians(y))) if abs(y) <= 90 else 1.0
+
+
+def _heading(seg: np.ndarray, scale_x: float = 1.0) -> float:
+    """Heading (rad, counter-clockwise from east) of the segment ``seg[0] -> seg[-1]`` (0 for a point)."""
+    if len(seg) < 2:
+        return 0.0
+    d = np.asarray(seg[-1], dtype=np.float64) - np.asarray(seg[0], dtype=np.float64)
+    return float(np.arctan2(d[1], d[0] * scale_x))
+
+
+def _sumo_right_of_way(net: RoadNetwork, turns: np.ndarray) -> np.ndarray | None:
+    """``(C, 2)`` per turn: share of lane connections that yield, share under a traffic light (None: no SUMO net)."""
+    from pathlib import Path
+
+    src = net.meta.get("source")
+    if net.meta.get("loader") != "sumo" or not src or not Path(str(src)).is_file():
+        return None
+    import sumolib
+
+    idx = {e: i for i, e in enumerate(net.edge_ids.tolist())}
+    n = net.n_edges
+    key = turns[:, 0] * n + turns[:, 1]
+    order = np.argsort(key)
+    total, yields, lights = np.zeros(len(turns)), np.zeros(len(turns)), np.zeros(len(turns))
+
+    def pos(a: str, b: str) -> int:
+        if a not in idx or b not in idx:
+            return -1
+        k = idx[a] * n + idx[b]
+        i = int(np.searchsorted(key[order], k))
+        return int(order[i]) if i < len(key) and key[order[i]] == k else -1
+
+    for c in sumolib.xml.parse_fast(str(src), "connection", ["from", "to", "dir", "state"]):
+        i = pos(c.attr_from, c.to)
+        if i >= 0:
+            total[i] += 1
+            yields[i] += c.state in ("m", "=", "s", "w", "o", "Z")
+    for c in sumolib.xml.parse_fast(str(src), "connection", ["from", "to", "tl"]):
+        i = pos(c.attr_from, c.to)
+        if i >= 0:
+            lights[i] += 1
+    total = np.maximum(total, 1.0)
+    return np.stack([yields / total, np.minimum(lights / total, 1.0)], axis=1)
 
 
 def standardise(x: np.ndarray) -> np.ndarray:

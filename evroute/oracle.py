@@ -112,6 +112,9 @@ class RouteOracle:
         adj.sort_indices()
         self._graph = sp.csr_matrix((adj.data.astype(np.float64), adj.indices, adj.indptr), shape=adj.shape)
         self._heads = self._graph.indices.copy()
+        #: ``(C,)`` tail and head edge of every arc (turn), in the order :meth:`shortest_route_arcs` reads its weights
+        self.arc_tails = np.repeat(np.arange(adj.shape[0], dtype=np.int64), np.diff(adj.indptr))
+        self.arc_heads = self._heads.astype(np.int64)
 
     def shortest_route(self, weights: np.ndarray, start: int, goal: int) -> Route:
         """Minimum-weight route from ``start`` to ``goal`` for non-negative node ``weights`` ``(E,)``.
@@ -136,6 +139,33 @@ class RouteOracle:
                 f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from start edge {lg.network.edge_ids[start]!r}"
             )
         return Route(_backtrack(pred, start, goal), float(w[start] + dist[goal]))
+
+    def shortest_route_arcs(self, arc_weights: np.ndarray, start: int, goal: int) -> Route:
+        """Minimum-weight route from ``start`` to ``goal`` for non-negative ARC weights ``(C,)``: the weight of turn
+        ``c`` is charged when the route takes it (arcs in the order of :attr:`arc_tails` / :attr:`arc_heads`).
+
+        ``cost`` is the sum of the weights of the route's ``len(edges) - 1`` turns (0 when ``start == goal``).
+
+        Raises:
+            ParameterError: a weight is negative or not finite, or an index is out of range.
+            UnreachableError: ``goal`` cannot be reached from ``start``.
+        """
+        lg = self.linegraph
+        start, goal = _check_node(lg, start, "start"), _check_node(lg, goal, "goal")
+        w = np.asarray(arc_weights, dtype=np.float64)
+        if w.shape != (len(self._heads),):
+            raise ParameterError(f"arc weights must have shape ({len(self._heads)},), got {w.shape}")
+        if not np.all(np.isfinite(w)) or (len(w) and w.min() < 0):
+            raise ParameterError("oracle weights must be finite and non-negative")
+        if start == goal:
+            return Route(np.asarray([start]), 0.0)
+        self._graph.data = w
+        dist, pred = dijkstra(self._graph, directed=True, indices=start, return_predecessors=True)
+        if not np.isfinite(dist[goal]):
+            raise UnreachableError(
+                f"goal edge {lg.network.edge_ids[goal]!r} is unreachable from start edge {lg.network.edge_ids[start]!r}"
+            )
+        return Route(_backtrack(pred, start, goal), float(dist[goal]))
 
 
 def route_cost(weights: np.ndarray, edges: np.ndarray) -> float:

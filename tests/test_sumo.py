@@ -58,7 +58,7 @@ def test_steps_to_traversals_hand_computed() -> None:
     energy = [1.0, 2.0, 3.0, 0.5, 7.0, 7.0, 7.0, 1.0, 2.0, 4.0, 5.0, 5.0]
     turns = {("a", "b"), ("b", "c"), ("d", "e")}
     tr = steps_to_traversals(np.array(t), np.array(veh), np.array(lane), np.array(energy), legal_turns=turns)
-    assert tr[["vehicle", "edge"]].values.tolist() == [["v", "b"]]
+    assert tr[["vehicle", "edge", "next_edge"]].values.tolist() == [["v", "b", "c"]]  # the turn b -> c it took
     assert tr["entry_s"].iloc[0] == 1.0 and tr["travel_s"].iloc[0] == 3.0  # enters b at 1, c at 4
     assert tr["energy_wh"].iloc[0] == pytest.approx(5.5)  # 2 + 3 on b, 0.5 in the junction
     # without the connection check the teleport is kept: w's b (1 step) and d (1 step) are complete traversals

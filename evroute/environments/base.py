@@ -23,6 +23,8 @@ from evroute.oracle import Route
 if TYPE_CHECKING:  # pragma: no cover
     from _typeshed import DataclassInstance
 
+    from evroute.arms import ArmSpace
+
 
 class EnergyEnvironment:
     """True expected edge energies and noisy semi-bandit feedback (the base class of every environment).
@@ -40,6 +42,9 @@ class EnergyEnvironment:
     name: str = "base"
     #: whether the truth stays the same in every round (:meth:`advance` never changes it)
     static: bool = True
+    #: whether a turn arm's truth can differ from its edge's (:meth:`arm_truth`); without a turn term, turn arms
+    #: (:mod:`evroute.arms`) score every route exactly as edge arms do
+    turn_term: bool = False
 
     def __init__(
         self,
@@ -92,6 +97,34 @@ class EnergyEnvironment:
         from evroute.oracle import optimal_route
 
         return optimal_route(self.linegraph, self.true_mean_wh, start, goal, on_negative_cycle="raise")
+
+    # ------------------------------------------------------------------ arms (evroute.arms)
+    def arm_truth(self, arms: ArmSpace) -> np.ndarray:
+        """``(A,)`` true expected energy (Wh) of every arm in the current round.
+
+        Default (no turn term): every arm has its edge's truth, ``true_mean_wh[arms.tail]``.
+        """
+        return arms.lift(self.true_mean_wh)
+
+    def observe_arms(self, arms: ArmSpace, played: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Noisy energies (Wh) of the ``played`` arms ``(k,)`` of one route (in driving order), shape ``(k,)``.
+
+        Default: the observations of the arms' edges (:meth:`observe`), the same draws as edge arms get.
+        """
+        return self.observe(arms.tail[np.asarray(played, dtype=np.int64)], rng)
+
+    def route_truth(self, arms: ArmSpace, edges: np.ndarray) -> float:
+        """True expected energy (Wh) of route ``edges`` scored by ``arms`` (the sum of its arms' truths)."""
+        if arms.kind == "edge" or not self.turn_term:
+            return self.expected_energy(edges)
+        return arms.route_cost(self.arm_truth(arms), edges)
+
+    def optimal_route_arms(self, arms: ArmSpace, start: int, goal: int) -> Route:
+        """The exact minimum-energy route when routes are scored by ``arms``: :meth:`optimal_route` without a turn
+        term (same route costs), else :meth:`evroute.arms.ArmSpace.optimal_route` on :meth:`arm_truth`."""
+        if arms.kind == "edge" or not self.turn_term:
+            return self.optimal_route(start, goal)
+        return arms.optimal_route(self.arm_truth(arms), start, goal)
 
     def describe(self) -> dict[str, Any]:
         """Name and parameters, for results metadata."""

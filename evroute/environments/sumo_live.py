@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from evroute.arms import ArmSpace
 from evroute.energy import VehicleProfile
 from evroute.environments.base import EnergyEnvironment, config_from_params
 from evroute.environments.sumo_replay import SumoReplayConfig, SumoReplayEnvironment
@@ -122,6 +123,7 @@ class SumoLiveEnvironment(EnergyEnvironment):
         )
         self.reference = reference
         self.static = reference.static
+        self.turn_term = reference.turn_term  # turn arms: the replay's turn truths, a live trip observes each edge
         self.sim = sim
         self.t = 1
         self._driven = False
@@ -185,6 +187,10 @@ class SumoLiveEnvironment(EnergyEnvironment):
     def optimal_route(self, start: int, goal: int) -> Route:
         """The replay's exact optimum of the same scenario (see the module doc: regret against replay means)."""
         return self.reference.optimal_route(start, goal)
+
+    def arm_truth(self, arms: ArmSpace) -> np.ndarray:
+        """The replay's arm truths (turn arms: :meth:`SumoReplayEnvironment.arm_truth`)."""
+        return self.reference.arm_truth(arms)
 
     def describe(self) -> dict[str, Any]:
         ref = {k: v for k, v in self.reference.describe().items() if k != "name"}

@@ -10,7 +10,7 @@ traversals).  Then
   below 0 (the potential charged per step with the slope where the step ends, not junction to junction; battery
   resolution) is clipped at 0 traversal by traversal, and :meth:`SumoReplayEnvironment.describe` reports how many
   traversals and how many Wh (``clipped_traversals``, ``clipped_wh``; on the recorded Monaco day of
-  ``docs/results/sumo_kinetic.md`` 4 % of the traversals, none on flat Luxembourg): the means of those edges are
+  ``docs/results/archive/sumo_kinetic.md`` 4 % of the traversals, none on flat Luxembourg): the means of those edges are
   raised by that much, the one departure from "battery energy = reduced energy + potentials".  SUMO's ``MMPEVEM``
   model reports NaN energy for some steps (cause not traced): such traversals are left out and counted
   (``nan_traversals``);
@@ -28,6 +28,14 @@ traversals).  Then
 * an edge no traversal of which was recorded even after the probe rounds (SUMO junction stubs of a few dm that
   vehicles cross within one 1 s step, so no step ends on them; rarely an edge probes cannot complete) takes the
   prior mean as its truth and as every observation; :attr:`SumoReplayEnvironment.eq8_edges` lists them;
+* **turn arms** (``--arms turn``, :mod:`evroute.arms`): every traversal knows the edge driven next, so the truth of
+  turn arm ``(e, e')`` is the mean reduced energy of the traversals of ``e`` that left into ``e'`` and its
+  observations are drawn from them, when at least ``turn_min_samples`` (default 3) were recorded; a turn with fewer
+  (never driven, or rarely) falls back to its edge: the edge's mean as truth and the edge's traversals as
+  observations, so that it costs what an edge arm costs.  Terminal arms are their edges' (:mod:`evroute.arms`).
+  Probe trips ``[pred, e, succ]`` cover edges, one random outgoing turn per trip, not every turn;
+  :meth:`SumoReplayEnvironment.turn_coverage` counts the turns below the minimum.  Turn arms need one time-of-day
+  bin (``bin_hours=0``);
 * the models' prior mean is the same reduced quantity from physics: Eq. 8's energy minus the full potential,
   ``E_det - m g dz / 3600`` (:func:`reduced_prior_wh`), ``>= 0`` on every edge for efficiencies ``<= 1``;
   the prior variance is the paper's ``(outputscale_frac sigma_det)^2``; the noise variance is the measured one, the
@@ -53,6 +61,7 @@ from typing import Any
 
 import numpy as np
 
+from evroute.arms import ArmSpace
 from evroute.energy import VehicleProfile, network_energy_wh
 from evroute.environments.base import EnergyEnvironment, config_from_params
 from evroute.errors import DataError, ParameterError, check_positive
@@ -69,7 +78,7 @@ class SumoReplayConfig(DaySpec):
     ``outputscale_frac`` sets the models' prior variance ``(outputscale_frac sigma_det)^2``; ``lengthscale``,
     ``graph_nu``, ``graph_kappa`` and ``product_weight`` initialise the GP's kernel (the paper's values).
     ``bin_hours`` (0: one bin, a static environment), ``rounds_per_day`` and ``bin_min_samples`` set the
-    time-of-day bins (module doc).
+    time-of-day bins; ``turn_min_samples`` the traversals a turn arm needs for a truth of its own (module doc).
     """
 
     outputscale_frac: float = 0.25
@@ -80,14 +89,15 @@ class SumoReplayConfig(DaySpec):
     bin_hours: float = 0.0
     rounds_per_day: int = 500
     bin_min_samples: int = 3
+    turn_min_samples: int = 3
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive("outputscale_frac", self.outputscale_frac)
         check_positive("lengthscale", self.lengthscale)
         check_positive("bin_hours", self.bin_hours, allow_zero=True)
-        if int(self.rounds_per_day) < 1 or int(self.bin_min_samples) < 1:
-            raise ParameterError("rounds_per_day and bin_min_samples must be >= 1")
+        if min(int(self.rounds_per_day), int(self.bin_min_samples), int(self.turn_min_samples)) < 1:
+            raise ParameterError("rounds_per_day, bin_min_samples and turn_min_samples must be >= 1")
 
     @property
     def n_bins(self) -> int:
@@ -152,6 +162,7 @@ class SumoReplayEnvironment(EnergyEnvironment):
         potential_wh: np.ndarray,
         meta: dict[str, Any] | None = None,
         entry_s: np.ndarray | None = None,
+        next_edge: np.ndarray | None = None,
     ) -> None:
         n = linegraph.n_nodes
         edge = np.asarray(edge, dtype=np.int64)
@@ -161,9 +172,14 @@ class SumoReplayEnvironment(EnergyEnvironment):
         if not finite.all():
             edge, raw = edge[finite], raw[finite]
             entry_s = None if entry_s is None else np.asarray(entry_s)[finite]
+            next_edge = None if next_edge is None else np.asarray(next_edge)[finite]
         below = raw < 0  # SUMO's discretisation (module doc): clipped, counted
         self.clipped_traversals, self.clipped_wh = int(below.sum()), float(raw[below].sum())
         energy_wh = np.maximum(raw, 0.0)
+        #: whether the traversals' next edges are known (turn arms have truths of their own)
+        self.turn_term = next_edge is not None
+        self._traversals = (edge, None if next_edge is None else np.asarray(next_edge, dtype=np.int64), energy_wh)
+        self._turn_cache: tuple[int, tuple[np.ndarray, ...]] | None = None
         prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64)
         if len(edge) == 0:
             raise DataError("the recorded SUMO day holds no EV traversal of the network's largest SCC")
@@ -230,6 +246,71 @@ class SumoReplayEnvironment(EnergyEnvironment):
         self.bin = b
         self.true_mean_wh = self.bin_means[b]
         return True
+
+    # ------------------------------------------------------------------ turn arms (module doc)
+    def _turn_cells(self, arms: ArmSpace) -> tuple[np.ndarray, ...]:
+        """``(truth (A,), own (C,), samples, starts (C,), counts (C,))`` of turn ``arms`` (cached per arm count)."""
+        if self._turn_cache is not None and self._turn_cache[0] == arms.n_arms:
+            return self._turn_cache[1]
+        if self.config.n_bins > 1:
+            raise ParameterError("turn arms on sumo-replay need one time-of-day bin (bin_hours=0)")
+        edge, nxt, energy = self._traversals
+        if nxt is None:
+            raise DataError("the recorded day has no next edge per traversal (recorded before attribution version 4)")
+        ok = nxt >= 0  # the next edge lies in the largest SCC
+        arm = arms.turn_index(edge[ok], nxt[ok])
+        c = arms.n_turns
+        counts = np.bincount(arm, minlength=c)
+        own = counts >= int(self.config.turn_min_samples)
+        order = np.argsort(arm, kind="stable")
+        samples = energy[ok][order]
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        truth = arms.lift(self.true_mean_wh).copy()
+        sums = np.bincount(arm, weights=energy[ok], minlength=c)
+        truth[:c][own] = sums[own] / counts[own]
+        cells = (truth, own, samples, starts, counts)
+        self._turn_cache = (arms.n_arms, cells)
+        return cells
+
+    def arm_truth(self, arms: ArmSpace) -> np.ndarray:
+        """``(A,)`` true means (Wh): a turn arm's own mean with ``turn_min_samples`` traversals, else its edge's."""
+        if arms.kind == "edge" or not self.turn_term:
+            return super().arm_truth(arms)
+        return self._turn_cells(arms)[0]
+
+    def observe_arms(self, arms: ArmSpace, played: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One recorded reduced energy (Wh) per played arm: drawn among the turn's own traversals, or (too few of
+        them, a terminal arm) among its edge's, as :meth:`observe` draws."""
+        if arms.kind == "edge" or not self.turn_term:
+            return super().observe_arms(arms, played, rng)
+        _, own, samples, starts, counts = self._turn_cells(arms)
+        a = np.asarray(played, dtype=np.int64)
+        e = arms.tail[a]
+        u = rng.random(len(a))
+        out = self.samples_wh[self.starts[self.bin, e] + (u * self.cell_counts[self.bin, e]).astype(np.int64)]
+        turn = a < arms.n_turns
+        mine = np.zeros(len(a), dtype=bool)
+        mine[turn] = own[a[turn]]
+        am = a[mine]
+        out[mine] = samples[starts[am] + (u[mine] * counts[am]).astype(np.int64)]
+        return out
+
+    def turn_counts(self, arms: ArmSpace) -> np.ndarray:
+        """``(C,)`` recorded traversals of every turn arm (those of ``e`` that left into ``e'``)."""
+        return self._turn_cells(arms)[4]
+
+    def turn_coverage(self, arms: ArmSpace) -> dict[str, int]:
+        """Recorded traversals per turn arm: turns with at least ``turn_min_samples`` (own truth), with fewer but
+        some, never driven, and the probe trips ``[pred, e, e']`` that would bring every turn to the minimum."""
+        _, own, _, _, counts = self._turn_cells(arms)
+        need = np.maximum(int(self.config.turn_min_samples) - counts, 0)
+        return {
+            "turns": int(arms.n_turns),
+            "turns_with_min_samples": int(own.sum()),
+            "turns_below_min": int(((counts > 0) & ~own).sum()),
+            "turns_never_driven": int((counts == 0).sum()),
+            "probe_trips_to_cover": int(need.sum()),
+        }
 
     def reduced_costs(self) -> np.ndarray:
         """``(E,)`` the true means (Wh): already reduced energies, ``>= 0``."""
@@ -319,6 +400,7 @@ def build(
         full_potential_wh(net, v, SUMO_GRAVITY_MPS2),
         meta,
         data["entry_s"].to_numpy(),
+        data["next_edge"].to_numpy() if "next_edge" in data else None,
     )
 
 

@@ -74,6 +74,8 @@ class ExperimentConfig:
         data_dir: directory with real road data (else ``EVROUTE_DATA``).
         dem: elevation raster (or a list of tiles to mosaic) for networks without elevation.
         loader: OpenStreetMap loader, ``netconvert`` (default: turn restrictions honoured) or ``osmnx``.
+        arms: ``edge`` (default: one arm per road edge, the paper's) or ``turn`` (one arm per turn ``e -> e'`` plus
+            a terminal arm per edge, :mod:`evroute.arms`; models ``bi`` and ``gp-exact``).
     """
 
     network: NonEmpty = Field(
@@ -107,6 +109,9 @@ class ExperimentConfig:
     loader: NonEmpty = Field(
         default="netconvert", description="OpenStreetMap loader: netconvert (turn restrictions honoured) or osmnx"
     )
+    arms: NonEmpty = Field(
+        default="edge", description="bandit arms: edge (one per road edge) or turn (one per turn, evroute.arms)"
+    )
 
     @model_validator(mode="after")
     def _check(self) -> ExperimentConfig:
@@ -131,8 +136,8 @@ class ExperimentConfig:
 
     @property
     def label(self) -> str:
-        """Short method label, e.g. ``BI-TS``."""
-        return f"{self.model.upper()}-{self.policy.upper()}"
+        """Short method label, e.g. ``BI-TS`` (``BI-TS-TURN`` with turn arms)."""
+        return f"{self.model.upper()}-{self.policy.upper()}" + ("" if self.arms == "edge" else f"-{self.arms.upper()}")
 
     def env_config(self) -> Any:
         """The environment's config object (validates :attr:`env` and :attr:`environment`)."""
@@ -204,10 +209,11 @@ def read_json(path: str | Path, what: str) -> Any:
 
 def check_parameters(cfg: ExperimentConfig) -> None:
     """Model, policy and environment names and parameters against their registries and schemas (no files)."""
-    from evroute.experiments.registry import check_model, check_model_params, is_learner
+    from evroute.experiments.registry import check_arms, check_model, check_model_params, is_learner
     from evroute.policies import POLICIES, make_policy
 
     check_model(cfg.model, cfg.policy)  # the name first, then the types, then the ranges
+    check_arms(cfg.model, cfg.arms, cfg.model_params)
     with _naming(f"model parameter ({cfg.model})"):
         check_model_params(cfg.model, cfg.model_params)
     if is_learner(cfg.model):

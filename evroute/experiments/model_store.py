@@ -22,6 +22,8 @@ def save_seed_model(cfg: ExperimentConfig, bandit: Any, linegraph: Any, seed: in
     model = getattr(bandit, "model", None)
     if model is None:
         return {"file": None, "note": f"{cfg.model} is a whole-loop learner without an edge model"}
+    if cfg.arms != "edge":  # the store and `evroute route` read one value per edge
+        return {"file": None, "note": f"models of {cfg.arms} arms are not saved (the model store holds edge models)"}
     meta = {"config": cfg.to_dict(), "seed": int(seed), "rounds": int(bandit.t)}
     if getattr(getattr(bandit, "env", None), "reduced_energies", False):
         # the environment's energies are reduced (battery energy minus kinetic and potential energy, e.g.

@@ -18,7 +18,7 @@ from __future__ import annotations
 import importlib
 import inspect
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evroute.environments import EnergyEnvironment
 from evroute.errors import ParameterError
@@ -29,11 +29,17 @@ from evroute.models.build import (
     KERNEL_FIELDS,
     KernelInit,
     ModelPrior,
+    arm_prior,
     build_gp_family,
     default_prior,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from evroute.arms import ArmSpace
+
 __all__ = [
+    "TURN_PARAMS",
+    "check_arms",
     "check_model",
     "check_model_params",
     "is_learner",
@@ -75,6 +81,12 @@ _PRIOR = "evroute.models.build:PriorParams"
 #: and ``init``.
 _PARAM_SOURCES: dict[str, tuple[str, ...]] = {
     **{name: (config, "evroute.models.build:KernelInitParams", _PRIOR) for name, (_, config, _) in _GP_MODELS.items()},
+    "gp-exact": (
+        _GP_MODELS["gp-exact"][1],
+        "evroute.models.build:KernelInitParams",
+        "evroute.models.build:TurnKernelParams",
+        _PRIOR,
+    ),
     "bi": ("evroute.models.build:build_bi", _PRIOR),
     "kr": ("evroute.models.kr:KernelRegressionEdgeModel", _PRIOR),
     "routeset": ("evroute.routeset:RouteSetBandit", _PRIOR),
@@ -216,12 +228,46 @@ def _builder(name: str) -> ModelBuilder:
     return b
 
 
-def make_model(name: str, env: EnergyEnvironment, *, seed: int | None = None, **params: Any) -> EdgeModel:
+#: models that can learn turn arms (``--arms turn``), with their builder on arms
+_ARM_MODELS: dict[str, str] = {"bi": "evroute.models.build:build_bi", "gp-exact": "evroute.models.build:build_arc_gp"}
+#: model parameters only turn arms take
+TURN_PARAMS: tuple[str, ...] = ("turn_outputscale", "turn_lengthscale")
+
+
+def check_arms(name: str, arms: str, params: Mapping[str, Any] | None = None) -> None:
+    """:class:`ParameterError` unless model ``name`` can learn ``arms`` (``edge``: every model; ``turn``: bi, gp-exact)
+    and its ``params`` suit them (the turn term's parameters need turn arms)."""
+    from evroute.arms import ARM_KINDS
+
+    if arms not in ARM_KINDS:
+        raise ParameterError(f"arms must be one of {', '.join(ARM_KINDS)}, got {arms!r}")
+    if arms == "turn" and name.lower() not in _ARM_MODELS:
+        raise ParameterError(f"model {name!r} cannot learn turn arms (--arms turn works with {', '.join(_ARM_MODELS)})")
+    turn_only = sorted(set(params or {}) & set(TURN_PARAMS))
+    if arms == "edge" and turn_only:
+        raise ParameterError(f"model parameter {turn_only[0]!r} needs --arms turn")
+
+
+def make_model(
+    name: str, env: EnergyEnvironment, *, seed: int | None = None, arms: ArmSpace | None = None, **params: Any
+) -> EdgeModel:
     """Build edge model ``name`` for ``env`` from :func:`model_prior` (``params["init"]``, default ``"default"``).
 
     ``seed`` (the run's seed) is passed on to builders that take a ``seed`` keyword (models with their own
     randomness, e.g. the GP's minibatches) unless ``params`` sets one (a user's ``seed`` model parameter wins).
+    ``arms``: turn arms (:mod:`evroute.arms`) build the model over the arms (``bi``: one conjugate posterior per
+    arm, prior mean the arm's edge's; ``gp-exact``: the arc kernel, :mod:`evroute.models.gp_arcs`).
     """
+    if arms is not None and arms.kind != "edge":
+        check_arms(name, arms.kind, params)
+        prior = model_prior(env, params.pop("init", "default"))
+        if name.lower() == "bi":
+            return _resolve(_ARM_MODELS["bi"])(env.linegraph, arm_prior(prior, arms), **params)
+        params = {"seed": int(seed), **params} if seed is not None else params
+        try:
+            return _resolve(_ARM_MODELS[name.lower()])(env.linegraph, prior, arms, **params)
+        except TypeError as exc:
+            raise ParameterError(f"invalid parameters for model {name!r}: {exc}") from None
     builder = _builder(name)
     prior = model_prior(env, params.pop("init", "default"))
     if seed is not None and "seed" not in params and "seed" in inspect.signature(builder).parameters:

@@ -368,7 +368,7 @@ def summarise_run_folder(folder: Path) -> tuple[str, dict[str, object], Any]:
     per_round = df.groupby("round").regret_wh.mean().to_numpy()
     final = df[df["round"] == horizon].cumulative_regret_wh.to_numpy()
     total_ms = df[["posterior_ms", "index_ms", "oracle_ms", "update_ms"]].sum(axis=1)
-    method = f"{cfg['model'].upper()}-{cfg['policy'].upper()}"
+    method = f"{cfg['model'].upper()}-{cfg['policy'].upper()}" + ("-TURN" if cfg.get("arms") == "turn" else "")
     label = f"{method} {cfg['network']} {cfg.get('route') or ''}".strip()
     row = {
         "method": method,

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from evroute.arms import make_arms
 from evroute.bandit import RoundRecord, RoutingBandit, rebase_regret
 from evroute.energy import VehicleProfile, elevation_potential_wh
 from evroute.environments import EnergyEnvironment
@@ -127,9 +128,13 @@ def validate(cfg: ExperimentConfig) -> RouteSpec:
         vehicle=VehicleProfile.load(cfg.vehicle),
     )
     problem = call_checked("environment parameters", build_problem, cfg, seed)
+    arms = None
+    if cfg.arms != "edge":  # the environment's arm truths (e.g. sumo-replay's turn means) before anything is written
+        arms = make_arms(lg, cfg.arms)
+        call_checked("turn arms", problem.env.arm_truth, arms)
     if cfg.model_params and not is_learner(cfg.model):
         params = {"seed": seed, **cfg.model_params}  # a ``seed`` model parameter overrides the run's seed
-        call_checked(f"parameters for model {cfg.model!r}", make_model, cfg.model, problem.env, **params)
+        call_checked(f"parameters for model {cfg.model!r}", make_model, cfg.model, problem.env, arms=arms, **params)
     _VALIDATED[key] = route
     return route
 
@@ -185,7 +190,9 @@ def make_bandit(cfg: ExperimentConfig, problem: Problem, seed: int) -> Any:
             potential_wh=potential,
             **cfg.model_params,
         )
-    model = make_model(cfg.model, problem.env, **{"seed": seed, **cfg.model_params})  # the user's seed wins
+    arms = make_arms(problem.linegraph, cfg.arms)
+    params = {"seed": seed, **cfg.model_params}  # the user's seed wins
+    model = make_model(cfg.model, problem.env, arms=arms if cfg.arms != "edge" else None, **params)
     return RoutingBandit(
         problem.env,
         model,
@@ -195,6 +202,7 @@ def make_bandit(cfg: ExperimentConfig, problem: Problem, seed: int) -> Any:
         seed=seed,
         regret_reference=cfg.regret_reference,
         potential_wh=potential,
+        arms=arms,
     )
 
 
@@ -265,6 +273,7 @@ def _run_seed(
         "optimal_route_edges": len(ref.edges),
         "optimal_method": ref.method,
         "potential": bandit_potential(cfg, bandit.env),
+        "arms": cfg.arms,
         "regret_reference": {
             "exact": ref.exact,
             "method": ref.method,
@@ -374,6 +383,7 @@ def _run_locked(
         "seeds": list(cfg.seeds),
         "final_cumulative_regret_wh": final.tolist(),
         "mean_final_regret_wh": float(final.mean()),
+        "arms": cfg.arms,  # edge or turn arms (evroute.arms)
         "model_init": cfg.model_params.get("init", "default"),  # the models' prior: neutral defaults or oracle
         "regret_reference": reference_statement(summaries),
         "potential": str(summaries[0].get("potential", cfg.potential)) if summaries else cfg.potential,

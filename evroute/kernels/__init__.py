@@ -4,6 +4,7 @@
 * :mod:`evroute.kernels.graph_matern` -- the graph Matérn kernel on the line graph (dense, sparse, eigen, local);
   :mod:`evroute.kernels.graph_gram` -- its dense normalised Gram matrix and eigenpairs, memoised per process;
 * :mod:`evroute.kernels.edge` -- the edge kernel ``s_1 k_G k_f + s_2 k_f'`` as composable modules (NumPy and torch);
+* :mod:`evroute.kernels.arcs` -- the arc kernel of turn arms, composed from the edge kernel and turn features;
 * :mod:`evroute.kernels.linalg` -- the one jittered Cholesky;
 * :mod:`evroute.kernels.posterior` -- the one posterior type (:class:`GaussianPosterior`).
 """

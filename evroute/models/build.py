@@ -28,14 +28,18 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from evroute.errors import ParameterError, check_range
 from evroute.linegraph import LineGraph
 from evroute.models.base import EdgeModel
+
+if TYPE_CHECKING:  # pragma: no cover
+    from evroute.arms import ArmSpace
 
 __all__ = [
     "INITS",
@@ -45,6 +49,9 @@ __all__ = [
     "KernelInitParams",
     "ModelPrior",
     "PriorParams",
+    "TurnKernelParams",
+    "arm_prior",
+    "build_arc_gp",
     "build_bi",
     "build_gp_family",
     "build_kr",
@@ -189,7 +196,7 @@ def _coerce(config_cls: type, params: dict[str, Any], what: str) -> dict[str, An
 
 
 def build_gp_family(
-    model_cls: type[EdgeModel],
+    model_cls: Callable[..., EdgeModel],
     config_cls: type,
     what: str,
     linegraph: LineGraph,
@@ -217,7 +224,7 @@ def build_gp_family(
         cfg = config_cls(**values)
     except TypeError as exc:
         raise ParameterError(f"invalid {what} model parameters: {exc}") from None
-    return model_cls(  # type: ignore[call-arg]
+    return model_cls(
         prior.prior_mean_wh,
         prior.prior_var,
         prior.noise_var,
@@ -242,3 +249,59 @@ def build_kr(linegraph: LineGraph, prior: ModelPrior, **params: Any) -> EdgeMode
     from evroute.models.kr import KernelRegressionEdgeModel
 
     return KernelRegressionEdgeModel(linegraph, prior.prior_mean_wh, prior.prior_var, prior.noise_var, **params)
+
+
+# ---------------------------------------------------------------------------------------- turn arms (evroute.arms)
+@dataclass(frozen=True)
+class TurnKernelParams:
+    """``--model-param`` of ``gp-exact`` with ``--arms turn``: the initial turn term of the arc kernel
+    (:mod:`evroute.kernels.arcs`): outputscale ``s_3`` (units of ``sigma0^2``; 0 switches the turn term off) and the
+    turn-feature lengthscale (standardised units)."""
+
+    turn_outputscale: float = 0.5
+    turn_lengthscale: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_range("turn_outputscale", self.turn_outputscale, 0.0)
+        check_range("turn_lengthscale", self.turn_lengthscale, 0.0, low_open=True)
+
+
+def arm_prior(prior: ModelPrior, arms: ArmSpace) -> ModelPrior:
+    """The prior of the ``arms``: every arm's prior mean is its edge's (``(A,)``), variances and kernel unchanged."""
+    return dataclasses.replace(prior, prior_mean_wh=arms.lift(prior.prior_mean_wh))
+
+
+def build_arc_gp(
+    linegraph: LineGraph,
+    prior: ModelPrior,
+    arms: ArmSpace,
+    *,
+    seed: int = 0,
+    turn_outputscale: float = TurnKernelParams.turn_outputscale,
+    turn_lengthscale: float = TurnKernelParams.turn_lengthscale,
+    **params: Any,
+) -> EdgeModel:
+    """``gp-exact`` on turn ``arms``: :class:`~evroute.models.gp_arcs.ArcExactGPModel` with the prior's edge mean
+    lifted to the arms, the edge kernel's initial values and the turn term's (:class:`TurnKernelParams`)."""
+    from evroute.models.gp_arcs import ArcExactGPModel
+    from evroute.models.gp_exact import ExactGPConfig
+
+    TurnKernelParams(turn_outputscale, turn_lengthscale)
+    feats = arms.turn_features()
+
+    def model(mean: np.ndarray, prior_var: float, noise_var: float, lap: Any, ctx: np.ndarray, **kw: Any) -> EdgeModel:
+        return ArcExactGPModel(
+            arms.lift(mean),
+            prior_var,
+            noise_var,
+            lap,
+            ctx,
+            arms.tail,
+            arms.head,
+            feats,
+            turn_outputscale=turn_outputscale,
+            turn_lengthscale=turn_lengthscale,
+            **kw,
+        )
+
+    return build_gp_family(model, ExactGPConfig, "gp-exact", linegraph, prior, seed=seed, **params)

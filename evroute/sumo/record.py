@@ -13,12 +13,14 @@ into edge traversals.  Two backends give the same steps:
   drawn) through subscriptions.
 
 ``scripts/bench/bench_sumo_recording.py`` measures both on the same demand: they agree to 0.01 Wh and the Parquet output
-was faster in median, within the noise of the shared machine (``docs/results/sumo_benchmark.md``).
+was faster in median, within the noise of the shared machine (``docs/results/archive/sumo_benchmark.md``).
 
 A traversal of edge ``e`` starts at the first step the vehicle is on ``e`` and ends at the first step it is on
 the next normal edge; the junction (internal lanes) between them counts to ``e``.  The first and the last edge of
 each trip are partial (departure and arrival positions) and are dropped, and so is any traversal whose
-predecessor or successor is not a legal connection of the net (a teleport of a jammed vehicle).
+predecessor or successor is not a legal connection of the net (a teleport of a jammed vehicle).  Each traversal
+records the edge driven next (``next_edge``): the turn ``edge -> next_edge`` it ended with, what turn arms
+(:mod:`evroute.arms`) are scored on.
 
 **Energy that telescopes.**  At the wheels, work = change of kinetic energy + change of potential energy +
 dissipated work (rolling, drag, braking), and the battery pays ``W+/eta+ - W- eta- + aux`` with ``eta <= 1``, so
@@ -65,8 +67,9 @@ from evroute.sumo.attribution import attribute_steps, lane_graph
 from evroute.sumo.binaries import SumoError, import_libsumo, run_sumo_program, sumo_binary
 from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2, battery_params, effective_mass_kg, ev_vtype_xml
 
-#: columns of :func:`steps_to_traversals` (without kinetic energies)
-STEP_TRAVERSAL_COLUMNS = ("vehicle", "edge", "entry_s", "travel_s", "energy_wh")
+#: columns of :func:`steps_to_traversals` (without kinetic energies); ``next_edge``: the edge the vehicle drives
+#: right after this traversal (every kept traversal has one: a trip's last edge is dropped), the turn taken
+STEP_TRAVERSAL_COLUMNS = ("vehicle", "edge", "next_edge", "entry_s", "travel_s", "energy_wh")
 #: columns of :func:`record_traversals` (module doc: energy that telescopes)
 TRAVERSAL_COLUMNS = (
     *STEP_TRAVERSAL_COLUMNS,
@@ -77,8 +80,8 @@ TRAVERSAL_COLUMNS = (
     "exit_speed_mps",
 )
 #: version of the step-to-traversal conversion, part of the cache key of recorded days (2: energy by distance;
-#: 3: kinetic and potential energy per traversal, reduced energy)
-ATTRIBUTION_VERSION = 3
+#: 3: kinetic and potential energy per traversal, reduced energy; 4: the next edge of every traversal, for turn arms)
+ATTRIBUTION_VERSION = 4
 METHODS = ("output", "libsumo")
 
 
@@ -178,6 +181,7 @@ def steps_to_traversals(
         {
             "vehicle": np.asarray(veh_names, dtype=object)[sv[keep]].astype(str),
             "edge": np.asarray(edge_names, dtype=object)[se[keep]].astype(str),
+            "next_edge": np.asarray(edge_names, dtype=object)[np.append(se[1:], se[-1])[keep]].astype(str),
             "entry_s": entry[keep],
             "travel_s": travel[keep],
             "energy_wh": energy[keep],

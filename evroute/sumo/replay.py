@@ -4,7 +4,8 @@
 user's route files) with every vehicle an EV of the profile, and records all traversals
 (:func:`evroute.sumo.record.record_traversals`: battery, kinetic, potential and reduced energy). Edges of the line
 graph's largest strongly connected component with fewer than ``min_samples`` traversals then get probe trips
-``[predecessor, edge, successor]`` (a complete traversal of the edge between two legal turns), departing at seeded
+``[predecessor, edge, successor]`` (a complete traversal of the edge between two legal turns; with ``probe_turns``,
+every turn ``edge -> successor`` short of ``min_samples`` traversals gets them, for turn arms), departing at seeded
 random times of the simulated window, and the day is simulated again with background and probes together (so probes meet
 the same traffic); this repeats up to ``max_probe_rounds`` times. The result is cached as Parquet (key: network bytes,
 edge set, demand, vehicle, model, SUMO version), so a day is simulated once per machine.
@@ -15,8 +16,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import resource
 import shutil
 import tempfile
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -47,6 +50,8 @@ class DaySpec:
         model: SUMO energy model, ``Energy`` or ``MMPEVEM``.
         route_file: the user's own demand (``.rou.xml``) instead of generated background traffic.
         step_length: SUMO step (s).
+        probe_turns: probe trips until every TURN ``e -> e'`` of the largest SCC has ``min_samples`` traversals
+            (turn arms, :mod:`evroute.arms`), instead of every edge.
     """
 
     peak_per_hour: float = 1800.0
@@ -57,6 +62,7 @@ class DaySpec:
     model: str = "Energy"
     route_file: str | None = None
     step_length: float = 1.0
+    probe_turns: bool = False
 
     def __post_init__(self) -> None:
         hours: tuple[int, ...]
@@ -125,6 +131,50 @@ def probe_routes(
     return out
 
 
+def probe_turn_routes(
+    linegraph: LineGraph,
+    turn_counts: np.ndarray,
+    target: int,
+    window_s: tuple[float, float],
+    rng: np.random.Generator,
+    prefix: str,
+) -> list[tuple[float, str, list[str]]]:
+    """Probe trips ``(depart_s, id, [pred, e, e'])``: ``target - turn_counts[c]`` for every turn ``c = (e, e')``
+    (``linegraph.turns`` order) short of samples; each completes one traversal of ``e`` leaving into ``e'``."""
+    lg = linegraph
+    ids = lg.network.edge_ids
+    adj_t = lg.adjacency.T.tocsr()
+    turns = lg.turns
+    out: list[tuple[float, str, list[str]]] = []
+    for c in np.flatnonzero(turn_counts < target):
+        e, s = int(turns[c, 0]), int(turns[c, 1])
+        pred = adj_t.indices[adj_t.indptr[e] : adj_t.indptr[e + 1]]
+        for k in range(int(target - turn_counts[c])):
+            p = int(rng.choice(pred))
+            out.append((float(rng.uniform(*window_s)), f"{prefix}t{c}_{k}", [ids[p], ids[e], ids[s]]))
+    out.sort()
+    return out
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and of its finished children (the SUMO runs)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _turn_counts(linegraph: LineGraph, edge: np.ndarray, next_edge: np.ndarray) -> np.ndarray:
+    """``(C,)`` traversals per turn (``linegraph.turns`` order) of traversals ``edge -> next_edge`` (-1: none)."""
+    n = linegraph.n_nodes
+    t = linegraph.turns
+    keys = t[:, 0] * n + t[:, 1]
+    order = np.argsort(keys)
+    ok = next_edge >= 0
+    k = edge[ok] * n + next_edge[ok]
+    pos = np.clip(np.searchsorted(keys[order], k), 0, len(keys) - 1)
+    hit = keys[order][pos] == k
+    return np.bincount(order[pos[hit]], minlength=len(keys))
+
+
 def write_probe_routes(path: Path, probes: list[tuple[float, str, list[str]]]) -> Path:
     """Write probe trips (:func:`probe_routes`) as a SUMO route file of default-type vehicles (the EV)."""
     from xml.sax.saxutils import quoteattr
@@ -150,7 +200,8 @@ def record_day(
     """The recorded day on ``linegraph``'s SUMO network: traversals of LCC edges and metadata; cached.
 
     Returns:
-        ``(traversals, meta)``: traversals with columns ``edge`` (line-graph index), ``entry_s``, ``travel_s``,
+        ``(traversals, meta)``: traversals with columns ``edge`` (line-graph index), ``next_edge`` (the edge driven
+        next, the turn ``edge -> next_edge`` taken; -1 when it lies outside the largest SCC), ``entry_s``, ``travel_s``,
         ``energy_wh`` (battery), ``kinetic_wh``, ``potential_wh``, ``reduced_wh`` (Wh, see
         :mod:`evroute.sumo.record`), ``probe`` (bool); ``meta`` with the counts, probe rounds, edges still short of
         samples and the reduced energies below 0 (count, minimum).
@@ -205,6 +256,7 @@ def _record(
     index = {e: i for i, e in enumerate(ids.tolist())}
     rng = np.random.default_rng(spec.demand_seed)
     probes: list[tuple[float, str, list[str]]] = []
+    wall0, cpu0 = time.perf_counter(), _cpu_s()
     tmp = Path(tempfile.mkdtemp(prefix=temp_prefix("evroute-day-")))
     rounds = 0
     try:
@@ -221,15 +273,24 @@ def _record(
             )
             tr = tr[tr["edge"].isin(index)]
             counts = np.bincount(tr["edge"].map(index).to_numpy(dtype=np.int64), minlength=len(ids))
-            if counts.min() >= spec.min_samples or rounds >= spec.max_probe_rounds:
+            short = counts
+            if spec.probe_turns:
+                nxt = tr["next_edge"].map(index).fillna(-1).to_numpy(dtype=np.int64)
+                short = _turn_counts(linegraph, tr["edge"].map(index).to_numpy(dtype=np.int64), nxt)
+            if short.min() >= spec.min_samples or rounds >= spec.max_probe_rounds:
                 break
             rounds += 1
-            probes += probe_routes(linegraph, counts, spec.min_samples, (begin, end - 600.0), rng, f"probe{rounds}_")
+            window = (begin, end - 600.0)
+            if spec.probe_turns:
+                probes += probe_turn_routes(linegraph, short, spec.min_samples, window, rng, f"probe{rounds}_")
+            else:
+                probes += probe_routes(linegraph, counts, spec.min_samples, window, rng, f"probe{rounds}_")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     data = pd.DataFrame(
         {
             "edge": tr["edge"].map(index).to_numpy(dtype=np.int64),
+            "next_edge": tr["next_edge"].map(index).fillna(-1).to_numpy(dtype=np.int64),
             "entry_s": tr["entry_s"].to_numpy(),
             "travel_s": tr["travel_s"].to_numpy(),
             "energy_wh": tr["energy_wh"].to_numpy(),
@@ -240,6 +301,7 @@ def _record(
         }
     )
     short = np.flatnonzero(counts < spec.min_samples)
+    turn_counts = _turn_counts(linegraph, data["edge"].to_numpy(), data["next_edge"].to_numpy())
     meta: dict[str, object] = {
         "net_file": str(net_file),
         "spec": asdict(spec),
@@ -252,6 +314,10 @@ def _record(
         "edges_short": int(len(short)),
         "edges_unsampled": int((counts == 0).sum()),
         "short_edge_ids": ids[short[:50]].tolist(),
+        "record_wall_s": time.perf_counter() - wall0,
+        "record_cpu_s": _cpu_s() - cpu0,
+        "turns_short": int((turn_counts < spec.min_samples).sum()),
+        "turns_unsampled": int((turn_counts == 0).sum()),
         "negative_reduced_traversals": int((data["reduced_wh"] < 0).sum()),
         "min_reduced_wh": float(data["reduced_wh"].min()) if len(data) else 0.0,
     }
@@ -264,4 +330,4 @@ def _record(
     os.replace(tmp_name, data_path)
 
 
-__all__ = ["DaySpec", "probe_routes", "record_day", "sumo_net_file", "write_probe_routes"]
+__all__ = ["DaySpec", "probe_routes", "probe_turn_routes", "record_day", "sumo_net_file", "write_probe_routes"]

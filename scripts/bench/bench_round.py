@@ -5,10 +5,14 @@ Usage::
     python scripts/bench/bench_round.py                       # synthetic 1k/10k/100k + monaco + luxembourg
     python scripts/bench/bench_round.py --networks synthetic:1000 --rounds 200 --repeats 5
     python scripts/bench/bench_round.py --markdown docs/benchmarks.md
+    python scripts/bench/bench_round.py --networks luxembourg --arms edge,turn   # edge vs turn arms, one run
 
 Each (network) is measured ``--repeats`` times, each time over ``--rounds`` rounds after ``--warmup``
 rounds; the table reports the median over all measured rounds of each component (ms) and the
-median of the per-repeat medians of a whole round.  Real networks need ``EVROUTE_DATA``; they are
+median of the per-repeat medians of a whole round, in wall time and in CPU time of the process
+(``time.process_time``: what the round costs on a shared machine, whatever the load).  ``--arms edge,turn``
+measures each network with edge arms and with turn arms (:mod:`evroute.arms`: one arm per turn plus a terminal arm
+per edge, Dijkstra with arc weights) side by side, in one process.  Real networks need ``EVROUTE_DATA``; they are
 skipped with a note when it is not set.  Environment sampling and the regret reference are not
 part of a round and are not timed here.
 """
@@ -16,11 +20,14 @@ part of a round and are not timed here.
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
+from evroute.arms import make_arms
 from evroute.bandit import RoutingBandit
 from evroute.environments import PaperEnvironment
 from evroute.errors import EvrouteError
@@ -36,30 +43,45 @@ DEFAULT_NETWORKS = ["synthetic:1000:0", "synthetic:10000:0", "synthetic:100000:0
 COMPONENTS = ["posterior_ms", "index_ms", "oracle_ms", "update_ms"]
 
 
-def bench(network: str, rounds: int, warmup: int, repeats: int, seed: int) -> dict[str, float]:
+@functools.lru_cache(maxsize=1)
+def problem(network: str, seed: int) -> tuple[Any, Any, Any, Any]:
+    """Line graph, route A, environment and reference of ``network`` (sampled once for every kind of arm)."""
     lg = load_linegraph(network, None, None)
     route = resolve_route(lg, network, "A")
     env = PaperEnvironment.sample(lg, seed=seed)
     ref = rectified_reference_route(lg, env.true_mean_wh, env.noise_var, route.start, route.goal)
+    return lg, route, env, ref
+
+
+def bench(network: str, rounds: int, warmup: int, repeats: int, seed: int, arms: str = "edge") -> dict[str, float]:
+    lg, route, env, ref = problem(network, seed)
+    space = make_arms(lg, arms)
     samples: dict[str, list[float]] = {c: [] for c in COMPONENTS}
     totals: list[float] = []
+    cpu_totals: list[float] = []
     for rep in range(repeats):
-        model = BayesianEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var)
-        bandit = RoutingBandit(env, model, ThompsonSampling(), route.start, route.goal, seed=seed + rep, optimal=ref)
+        model = BayesianEdgeModel(space.lift(env.prior_mean_wh), env.prior_var, env.noise_var)
+        bandit = RoutingBandit(
+            env, model, ThompsonSampling(), route.start, route.goal, seed=seed + rep, optimal=ref, arms=space
+        )
         for _ in range(warmup):
             bandit.step()
-        per_round = []
+        per_round, per_round_cpu = [], []
         for _ in range(rounds):
-            c0 = time.perf_counter()
+            p0, c0 = time.process_time(), time.perf_counter()
             rec = bandit.step()
             per_round.append(1e3 * (time.perf_counter() - c0))
+            per_round_cpu.append(1e3 * (time.process_time() - p0))
             for c in COMPONENTS:
                 samples[c].append(getattr(rec, c))
         totals.append(statistics.median(per_round))
+        cpu_totals.append(statistics.median(per_round_cpu))
     out = {c: statistics.median(v) for c, v in samples.items()}
     out["round_ms"] = statistics.median(totals)
+    out["round_cpu_ms"] = statistics.median(cpu_totals)
     out["edges"] = lg.n_nodes
     out["turns"] = lg.n_arcs
+    out["arms"] = space.n_arms
     return out
 
 
@@ -70,37 +92,40 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--arms", default="edge", help="comma-separated arm kinds to measure: edge, turn (default edge)")
     ap.add_argument("--markdown", default=None, help="write the table (with machine and command) to this file")
     args = ap.parse_args(argv)
+    kinds = [k.strip() for k in args.arms.split(",") if k.strip()]
     rows = []
     for net in available_networks(args.networks):
-        try:
-            r = bench(net, args.rounds, args.warmup, args.repeats, args.seed)
-        except EvrouteError as exc:
-            print(f"skip {net}: {exc}", file=sys.stderr)
-            continue
-        rows.append((net, r))
-        print(
-            f"{net:<22} edges {r['edges']:>7} round {r['round_ms']:8.2f} ms  "
-            + "  ".join(f"{c[:-3]} {r[c]:7.2f}" for c in COMPONENTS),
-            flush=True,
-        )
+        for kind in kinds:
+            try:
+                r = bench(net, args.rounds, args.warmup, args.repeats, args.seed, kind)
+            except EvrouteError as exc:
+                print(f"skip {net} ({kind} arms): {exc}", file=sys.stderr)
+                continue
+            rows.append((net, kind, r))
+            print(
+                f"{net:<22} {kind:<4} arms {r['arms']:>7} round {r['round_ms']:8.2f} ms (CPU {r['round_cpu_ms']:.2f})  "
+                + "  ".join(f"{c[:-3]} {r[c]:7.2f}" for c in COMPONENTS),
+                flush=True,
+            )
     machine = machine_line()
     header = (
-        "| network | edges (LCC) | turns | round (ms) | posterior | index (TS + rectify) | oracle (Dijkstra) "
-        "| update |\n|---|---:|---:|---:|---:|---:|---:|---:|\n"
+        "| network | arms | edges (LCC) | turns | arms (count) | round (ms) | round CPU (ms) | posterior "
+        "| index (TS + rectify) | oracle (Dijkstra) | update |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     )
     body = "".join(
-        f"| {n} | {r['edges']} | {r['turns']} | {r['round_ms']:.2f} | {r['posterior_ms']:.2f} | "
-        f"{r['index_ms']:.2f} | {r['oracle_ms']:.2f} | {r['update_ms']:.2f} |\n"
-        for n, r in rows
+        f"| {n} | {k} | {r['edges']} | {r['turns']} | {r['arms']} | {r['round_ms']:.2f} | {r['round_cpu_ms']:.2f} | "
+        f"{r['posterior_ms']:.2f} | {r['index_ms']:.2f} | {r['oracle_ms']:.2f} | {r['update_ms']:.2f} |\n"
+        for n, k, r in rows
     )
     cmd = "python scripts/bench/bench_round.py " + " ".join(argv if argv is not None else sys.argv[1:])
     text = (
         f"Command: `{cmd.strip()}`  \nMachine: {machine}  \n"
-        f"Medians over {args.repeats} repeats x {args.rounds} rounds (after {args.warmup} warm-up rounds), ms.\n\n"
-        + header
-        + body
+        f"Medians over {args.repeats} repeats x {args.rounds} rounds (after {args.warmup} warm-up rounds), ms; "
+        "round CPU: process CPU time, the other columns wall time.\n\n" + header + body
     )
     print(text)
     if args.markdown:

@@ -7,11 +7,17 @@ policy, of every further model against the first one (e.g. ``GP-EXACT-UCB - BI-U
 
     nice -n 10 .venv/bin/python scripts/sumo/sumo_bandit_study.py --networks monaco --routes A --models bi gp-exact \\
         --policies ts bucb ucb --seeds 5 --horizon 500
+
+``--arms edge turn`` runs every method with edge and with turn arms (:mod:`evroute.arms`; folders and labels of turn
+arms end in ``-turn`` / ``-TURN``) and adds every run's regret with its routes scored by the turn truth (one
+yardstick for both kinds of arm) and the paired differences turn - edge per method under it (e.g. with
+``--env-param probe_turns=true``, a day whose probes cover every turn).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from pathlib import Path
 
@@ -66,7 +72,9 @@ def paired_table(folders: dict[str, Path], baseline: str) -> str:
         "| difference | mean +- s.e. | seeds lower / seeds |",
         "|---|---|---|",
     ]
-    lines += _paired_rows(finals, [(label, baseline) for label in finals if label != baseline])
+    turn = baseline.endswith("-TURN")  # each kind of arm has its own truth: compare like with like here
+    same = [lab for lab in finals if lab != baseline and lab.endswith("-TURN") == turn]
+    lines += _paired_rows(finals, [(label, baseline) for label in same])
     return "\n".join(lines) + "\n"
 
 
@@ -172,6 +180,7 @@ def main() -> None:
     ap.add_argument("--horizon", type=int, default=500)
     ap.add_argument("--env-param", action="append", default=[], metavar="NAME=VALUE")
     ap.add_argument("--baseline", default="BI-TS")
+    ap.add_argument("--arms", nargs="+", default=["edge"], choices=["edge", "turn"], help="arm kinds (evroute.arms)")
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--runs", default="results/sumo")
     ap.add_argument("--docs", default="docs/results")
@@ -187,20 +196,21 @@ def main() -> None:
     for network in args.networks:
         for route in args.routes:
             cfgs: dict[str, tuple[ExperimentConfig, Path]] = {}
-            for model in args.models:
-                for policy in args.policies:
-                    cfg = ExperimentConfig(
-                        network=network,
-                        route=route,
-                        model=model,
-                        policy=policy,
-                        env="sumo-replay",
-                        environment=env_params,
-                        horizon=args.horizon,
-                        seeds=tuple(range(args.seeds)),
-                        potential="elevation",
-                    )
-                    cfgs[cfg.label] = (cfg, Path(args.runs) / f"{network}-{route}" / f"{model}-{policy}")
+            for model, policy, arms in itertools.product(args.models, args.policies, args.arms):
+                cfg = ExperimentConfig(
+                    network=network,
+                    route=route,
+                    model=model,
+                    policy=policy,
+                    env="sumo-replay",
+                    environment=env_params,
+                    horizon=args.horizon,
+                    seeds=tuple(range(args.seeds)),
+                    potential="elevation",
+                    arms=arms,
+                )
+                name = f"{model}-{policy}" + ("" if arms == "edge" else f"-{arms}")
+                cfgs[cfg.label] = (cfg, Path(args.runs) / f"{network}-{route}" / name)
             if args.tables_only:
                 write_tables(network, route, {lab: out for lab, (_, out) in cfgs.items()}, cfg, args)
                 continue
@@ -256,8 +266,67 @@ def write_tables(
         return
     atomic_write_text(
         stem.with_suffix(".md"),
-        text + "\n" + paired_table(folders, args.baseline) + "\n" + model_table(folders, args.models, args.policies),
+        text
+        + "\n"
+        + paired_table(folders, args.baseline)
+        + "\n"
+        + model_table(folders, args.models, args.policies)
+        + arms_table(folders, cfg),
     )
+
+
+def turn_truth_finals(folders: dict[str, Path], cfg: ExperimentConfig) -> dict[str, dict[int, float]]:
+    """Final cumulative regret of every run with its driven routes scored by the TURN truth (the sum of the routes'
+    turn-arm means, :meth:`~evroute.environments.EnergyEnvironment.arm_truth`) against the turn-arm optimum: one
+    yardstick for edge-arm and turn-arm runs (an edge-arm run's own regret is against the edge means)."""
+    from evroute.arms import make_arms
+    from evroute.experiments.runner import build_problem
+
+    problem = build_problem(cfg, 0)
+    env, lg = problem.env, problem.linegraph
+    arms = make_arms(lg, "turn")
+    truth = env.arm_truth(arms)
+    best = env.optimal_route_arms(arms, problem.route.start, problem.route.goal).cost
+    out: dict[str, dict[int, float]] = {}
+    for label, folder in folders.items():
+        out[label] = {}
+        for sd in _seed_summaries(folder):
+            routes = pd.read_csv(folder / f"seed_{sd}" / "rounds.csv")["route"]
+            costs = [arms.route_cost(truth, np.array([lg.network.index_of(e) for e in r.split()])) for r in routes]
+            out[label][sd] = float(np.sum(costs) - best * len(costs))
+    return out
+
+
+def arms_table(folders: dict[str, Path], cfg: ExperimentConfig) -> str:
+    """Paired per-seed differences turn arms - edge arms of each method run with both (``X-TURN - X``), with every
+    run's routes scored by the turn truth (:func:`turn_truth_finals`)."""
+    labels = list(folders)
+    pairs = [(lab, lab[: -len("-TURN")]) for lab in labels if lab.endswith("-TURN") and lab[: -len("-TURN")] in labels]
+    if not pairs or not build_static(cfg):
+        return ""
+    finals = turn_truth_finals(folders, cfg)
+    lines = [
+        "\nFinal cumulative regret with every run's routes scored by the turn truth (sum of the routes' turn means, "
+        "against the turn-arm optimum; Wh, mean +- s.e.):",
+        "",
+        "| method | final regret (turn truth) |",
+        "|---|---|",
+        *[f"| {lab} | {format_mean_se(*mean_se(list(v.values())))} |" for lab, v in finals.items()],
+        "",
+        "Paired per-seed differences turn arms - edge arms under the turn truth (Wh; negative: turn arms have lower "
+        "regret):",
+        "",
+        "| difference | mean +- s.e. | seeds lower / seeds |",
+        "|---|---|---|",
+    ]
+    return "\n".join(lines + _paired_rows(finals, pairs)) + "\n"
+
+
+def build_static(cfg: ExperimentConfig) -> bool:
+    """Whether the study's environment is static (turn arms need one time-of-day bin)."""
+    from evroute.experiments.runner import build_problem
+
+    return bool(build_problem(cfg, 0).env.static)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,122 @@
+"""Turn arms on recorded SUMO days: how many turns have their own truth, how many were never driven.
+
+Usage::
+
+    python scripts/sumo/turn_coverage.py --networks monaco luxembourg --hours 8-9 --peak 300 --min-samples 3 \
+        --probe-rounds 1 --markdown docs/results/turn_coverage.md
+
+For each network the recorded day of ``sumo-replay`` (cached; recorded when missing) is replayed with turn arms
+(:mod:`evroute.arms`): a turn arm ``(e, e')`` has its own truth when at least ``--turn-min-samples`` traversals of
+``e`` left into ``e'``, else it falls back to the edge mean (:mod:`evroute.environments.sumo_replay`).  The table
+counts the turns with and without their own truth, and the probe trips ``[pred, e, e']`` (one covered turn each)
+that would bring every turn to the minimum, next to the probe trips the day used to cover the edges.  It also
+reports how far the turn means are from their edge means (the turn term the arms capture).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from evroute.arms import make_arms
+from evroute.environments import make_environment
+from evroute.experiments.bench import machine_line
+from evroute.experiments.runner import load_linegraph
+from evroute.io import atomic_write_text
+
+
+def coverage_row(network: str, params: dict[str, object]) -> dict[str, object]:
+    lg = load_linegraph(network)
+    env = make_environment(lg, "sumo-replay", params)
+    arms = make_arms(lg, "turn")
+    cov = env.turn_coverage(arms)  # type: ignore[attr-defined]
+    truth = env.arm_truth(arms)
+    c = arms.n_turns
+    own = env.turn_counts(arms) >= int(params["turn_min_samples"])  # type: ignore[attr-defined, call-overload]
+    per_edge = np.bincount(arms.tail[:c][own], minlength=lg.n_nodes)
+    own = own & (per_edge[arms.tail[:c]] > 1)  # a sole measured turn's mean is its edge's by construction
+    dev = np.abs(truth[:c] - env.true_mean_wh[arms.tail[:c]])
+    return {
+        "network": network,
+        "edges": lg.n_nodes,
+        **cov,
+        "arms": arms.n_arms,
+        "traversals": int(env.meta.get("traversals", 0)),
+        "probe_trips": int(env.meta.get("probe_trips", 0)),
+        "median_abs_dev": float(np.median(dev[own])) if own.any() else 0.0,
+        "q90_abs_dev": float(np.quantile(dev[own], 0.9)) if own.any() else 0.0,
+        "cpu_s": float(env.meta.get("record_cpu_s", np.nan)),
+        "wall_s": float(env.meta.get("record_wall_s", np.nan)),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--networks", nargs="+", default=["monaco", "luxembourg"])
+    ap.add_argument("--hours", default="8-9")
+    ap.add_argument("--peak", type=float, default=300.0, help="peak_per_hour of the background demand")
+    ap.add_argument("--min-samples", type=int, default=3, help="edge coverage target of the probe trips")
+    ap.add_argument("--probe-rounds", type=int, default=1)
+    ap.add_argument("--turn-min-samples", type=int, default=3)
+    ap.add_argument(
+        "--probe-turns", action="store_true", help="record days whose probe trips cover every turn, not every edge"
+    )
+    ap.add_argument("--markdown", default=None, help="write the table (with machine and command) here")
+    args = ap.parse_args(argv)
+    params = {
+        "hours": args.hours,
+        "peak_per_hour": args.peak,
+        "min_samples": args.min_samples,
+        "max_probe_rounds": args.probe_rounds,
+        "turn_min_samples": args.turn_min_samples,
+        "probe_turns": args.probe_turns,
+    }
+    rows = []
+    for net in args.networks:
+        r = coverage_row(net, params)
+        print(r, flush=True)
+        rows.append(r)
+    n = args.turn_min_samples
+    head = (
+        f"| network | edges | turns | arms (turns + terminal) | turns with >= {n} traversals | 1..{n - 1} | never "
+        "driven | probe trips still needed to cover every turn | probe trips of the day | traversals "
+        "| median / q90 abs(turn mean - edge mean) (Wh) \\* | CPU / wall (s) |\n"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    )
+    body = "".join(
+        f"| {r['network']} | {r['edges']} | {r['turns']} | {r['arms']} | {r['turns_with_min_samples']} "
+        f"({100 * r['turns_with_min_samples'] / r['turns']:.1f} %) | {r['turns_below_min']} | "
+        f"{r['turns_never_driven']} ({100 * r['turns_never_driven'] / r['turns']:.1f} %) | "
+        f"{r['probe_trips_to_cover']} | {r['probe_trips']} | {r['traversals']} | "
+        f"{r['median_abs_dev']:.2f} / {r['q90_abs_dev']:.2f} | {r['cpu_s']:.1f} / {r['wall_s']:.1f} |\n"
+        for r in rows
+    )
+    cmd = "python scripts/sumo/turn_coverage.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    probes = "every turn (`probe_turns`)" if args.probe_turns else "every edge (the default), not every turn"
+    text = (
+        "# Turn arms on recorded SUMO days: coverage of the turns\n\n"
+        f"Probe trips of the day cover {probes}.\n\n"
+        f"Command: `{cmd.strip()}` (EVROUTE_DATA holding the OSM files; recorded days cached)  \n"
+        f"Machine: {machine_line()}  \n"
+        "CPU / wall: recording the day (SUMO runs and probe rounds), measured when it was recorded (the day's "
+        "meta; CPU includes the SUMO processes).\n\n"
+        + head
+        + body
+        + "\n\\* over the turns with their own truth whose edge has at least two such turns (when a single turn of an "
+        "edge was measured, the edge's traversals are mostly that turn's).\n"
+        + "\nA turn below the minimum (or never driven) takes its edge's mean as truth and its edge's traversals as "
+        "observations (`evroute/environments/sumo_replay.py`); each probe trip `[pred, e, e']` completes one "
+        "traversal of `e` leaving into `e'`, so covering every turn costs the probe trips in the column above "
+        "(the edge coverage of the day needed the probe trips next to it).\n"
+    )
+    print(text)
+    if args.markdown:
+        atomic_write_text(Path(args.markdown), text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
