@@ -54,9 +54,9 @@ def compute_cache_dir() -> Path:
         return Path(given).expanduser()
     if os.environ.get("EVROUTE_CACHE"):
         return Path(os.environ["EVROUTE_CACHE"]).expanduser() / "compute"
-    from evroute.network.registry import _cache_home
+    import platformdirs  # the user cache folder of evroute, as evroute.network.registry's
 
-    return _cache_home() / "compute"
+    return platformdirs.user_cache_path("evroute", appauthor=False) / "compute"
 
 
 def array_digest(*arrays: Any) -> str:

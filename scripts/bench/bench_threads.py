@@ -3,12 +3,13 @@
     EVROUTE_DATA=/work/shared/data nice -n 10 .venv/bin/python scripts/bench/bench_threads.py \\
         --network luxembourg --route A --rounds 40 --repeats 2 --out results/bench_threads.md
 
-For each method (default exact GP-UCB and BI-TS, paper environment, ``--potential none``) and each thread count, a
-run of ``--rounds`` rounds (``evroute.experiments.run_experiment``, one seed) is timed ``--repeats`` times, the
-counts alternating; a first untimed run of each fills the compute cache (environment draw, reference, graph Gram),
-so the timed runs measure the rounds and the model's set-up.  The thread count is the run's BLAS count
-(``EVROUTE_BLAS_THREADS``) and, for the GP, its ``threads`` model parameter (torch and BLAS).  Reported: process
-CPU seconds (all threads) and wall seconds per run (medians), the median round's model update, and the load average.
+For each method (default exact GP-UCB and BI-TS, consistent environment: its reference is one Dijkstra;
+``--potential none``) and each thread count, a run of ``--rounds`` rounds (``evroute.experiments.run_experiment``,
+one seed) is timed ``--repeats`` times, the counts alternating; a first untimed run of each fills the compute cache
+(environment draw, reference, graph Gram), so the timed runs measure the rounds and the model's set-up. The thread
+count is the run's BLAS count (``EVROUTE_BLAS_THREADS``) and, for the GP, its ``threads`` model parameter (torch and
+BLAS). Reported: process CPU seconds (all threads) and wall seconds per run (medians), the median round's model
+update, and the load average.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--network", default="luxembourg")
     ap.add_argument("--route", default="A")
-    ap.add_argument("--env", default="paper", choices=["paper", "consistent"])
+    ap.add_argument("--env", default="consistent", choices=["paper", "consistent"])
     ap.add_argument("--methods", nargs="+", default=["gp-exact-ucb", "bi-ts"])
     ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--rounds", type=int, default=40)
