@@ -116,7 +116,8 @@ def check(network: str, policy: str, rounds: int, route: str, environment: str, 
     m_old = make_model("gp-exact", env, seed=0, **{**old, "refit_first": 0})
     m_new.posterior()
     m_old.posterior()
-    cols = {k: [] for k in ("new_update", "new_post", "old_update", "old_post", "rest", "dev_mean", "dev_var")}
+    keys = ("new_update", "new_post", "old_update", "old_post", "rest", "dev_mean", "dev_var", "madds")
+    cols: dict[str, list[float]] = {k: [] for k in keys}
     wall = {k: [] for k in ("new_update", "new_post", "old_update", "old_post", "rest")}
     refit_cpu = []
     upd, post = m_new.update, m_new.posterior
@@ -129,7 +130,11 @@ def check(network: str, policy: str, rounds: int, route: str, environment: str, 
         return out
 
     def update(e, y):  # noqa: ANN001, ANN202
+        obj = m_new._post
+        before = getattr(obj, "counters", {}).get("madds", 0.0)
         timed("new_update", upd, e, y)
+        after = getattr(m_new._post, "counters", {}).get("madds", float("nan"))
+        cols["madds"].append(after - before if m_new._post is obj else float("nan"))
         refit_cpu.append(m_new.stats.get("refit_cpu_ms", 0.0))
         if m_new.stats.get("refit"):
             timed("old_update", lambda: (m_old.set_hyper(m_new.hyper), m_old.update(e, y)))
@@ -177,9 +182,9 @@ def check_table(results: list[dict], lo: int, hi: int) -> str:
     head = (
         "| network | policy | edges | rounds | old | new | **CPU ms old** | **CPU ms new** | wall ms old | wall ms new "
         "| update CPU old / new | p90 CPU old / new | refit CPU s (all rounds) | max deviation mean / var "
-        "| distinct edges | new: fresh / hits / snapshots | load avg |"
+        "| distinct edges | new: fresh / hits / snapshots | new: Mmadd per round, GFLOP/s | load avg |"
     )
-    lines = [head, "|" + "---|" * 17]
+    lines = [head, "|" + "---|" * 18]
     for r in results:
         c, w = r["cpu"], r["wall"]
         s = slice(lo - 1, hi)
@@ -199,9 +204,18 @@ def check_table(results: list[dict], lo: int, hi: int) -> str:
             f"| {np.percentile(co, 90):.1f} / {np.percentile(cn, 90):.1f} | {1e-3 * sum(c['refit']):.2f} "
             f"| {max(c['dev_mean']):.1e} / {max(c['dev_var']):.1e} | {r['distinct_edges']} "
             f"| {ctr.get('fresh', '-')} / {ctr.get('hits', '-')} / {ctr.get('snapshots', '-')} "
+            f"| {_rate(np.array(c['madds'])[s], np.array(c['new_update'])[s])} "
             f"| {r['load'][0]:.1f}-{r['load'][1]:.1f} |"
         )
     return "\n".join(lines)
+
+
+def _rate(madds: np.ndarray, cpu_ms: np.ndarray) -> str:
+    """Median multiply-adds of the update per round (millions) and the rate they ran at (GFLOP/s, 2 per madd)."""
+    ok = np.isfinite(madds) & (madds > 0)
+    if not ok.any():
+        return "-"
+    return f"{np.median(madds[ok]) / 1e6:.1f}, {np.median(2 * madds[ok] / cpu_ms[ok]) / 1e6:.1f}"
 
 
 def _fmt(params: dict) -> str:
