@@ -83,14 +83,19 @@ def main(argv: list[str] | None = None) -> int:
         print("evroute: error: --model-param takes NAME=VALUE with a JSON value", file=sys.stderr)
         return 2
     rows = []
+
+    def label(pol: str) -> str:
+        return pol.upper() + "".join(f", {p}" for p in args.model_param)
+
     for pol in args.policies:
         r = run(args.network, pol, args.rounds, args.route, args.environment, params)
         total, fit = r["cpu"].sum() / 1e3, r["refit"].sum() / 1e3
         in_rounds = r["cpu"][np.array(r["refit_rounds"], dtype=int) - 1].sum() / 1e3 if r["refit_rounds"] else 0.0
         rows.append(
-            f"| {args.network} {args.route} | {pol.upper()}{' ' + ' '.join(args.model_param) if params else ''} | {args.rounds} | {total:.1f} | {fit:.2f} | "
+            f"| {args.network} {args.route} | {label(pol)} | {args.rounds} | {total:.1f} | {fit:.2f} | "
             f"**{100 * fit / total:.1f} %** | {in_rounds:.2f} ({100 * in_rounds / total:.1f} %) | "
-            f"{', '.join(map(str, r['refit_rounds']))} | {np.median(r['cpu']):.1f} | {r['regret']:.0f} | {r['edges']} | "
+            f"{', '.join(map(str, r['refit_rounds']))} | {np.median(r['cpu']):.1f} | {r['regret']:.0f} | "
+            f"{r['edges']} | "
             f"{r['load'][0]:.1f}-{r['load'][1]:.1f} |"
         )
         print(rows[-1], flush=True)
