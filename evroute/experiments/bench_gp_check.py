@@ -25,8 +25,10 @@ def check(network: str, policy: str, rounds: int, route: str, environment: str, 
     the two posteriors (means relative to their largest magnitude, variances relative per edge).
     """
     from evroute.bandit import RoutingBandit
+    from evroute.energy import VehicleProfile
+    from evroute.environments import make_environment
     from evroute.experiments.registry import make_model
-    from evroute.experiments.runner import _environment, load_linegraph
+    from evroute.experiments.runner import load_linegraph
     from evroute.oracle import RouteOracle
     from evroute.policies import make_policy
     from evroute.routes import resolve_route
@@ -34,7 +36,9 @@ def check(network: str, policy: str, rounds: int, route: str, environment: str, 
     lg = load_linegraph(network)
     if (network, environment) not in _ENVS:  # one draw per network: the policies' checks share it
         _ENVS.clear()
-        _ENVS[network, environment] = _environment(lg, "sumo_ev", environment, "{}", 0)
+        _ENVS[network, environment] = make_environment(
+            lg, environment, {}, vehicle=VehicleProfile.load("sumo_ev"), seed=0
+        )
     env = _ENVS[network, environment]
     rs = resolve_route(lg, network, route, None, None)
     opt = RouteOracle(lg).shortest_route(np.maximum(env.true_mean_wh, 1e-9), rs.start, rs.goal)
