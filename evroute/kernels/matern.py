@@ -46,6 +46,7 @@ __all__ = [
     "matern_general",
     "matern_grad_factor",
     "matern_rff",
+    "matern_with_grad_factor",
     "scaled_cdist",
 ]
 
@@ -119,6 +120,29 @@ def matern_grad_factor(r: ArrayLike, lengthscale: float, nu: float) -> FloatArra
     with np.errstate(divide="ignore", invalid="ignore"):
         out = -e / (lengthscale * ra)
     return np.where(ra > 0, out, 0.0)
+
+
+def matern_with_grad_factor(r: np.ndarray, nu: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(matern(r, 1, nu), matern_grad_factor(r, 1, nu))`` from one exponential (unit lengthscale, distances
+    ``r >= 0`` already scaled; the exact GP's marginal-likelihood gradient evaluates both on ``|U|^2`` pairs)."""
+    nu = check_nu(nu)
+    r = np.asarray(r, dtype=np.float64)
+    s = math.sqrt(2.0 * nu) * r
+    e = np.exp(-s)
+    if nu == 0.5:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return e, np.where(r > 0, -e / r, 0.0)
+    if nu == 1.5:
+        k = (1.0 + s) * e
+        e *= -3.0
+        return k, e
+    h = (1.0 + s) * e  # (1 + s) e, then k = h + s^2 e / 3 and h = -(5/3) (1 + s) e
+    s *= s
+    s *= e
+    s /= 3.0
+    s += h
+    h *= -5.0 / 3.0
+    return s, h
 
 
 def matern_general(r: ArrayLike, lengthscale: float, nu: float) -> FloatArray:

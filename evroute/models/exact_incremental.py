@@ -20,8 +20,9 @@ which costs ``E k^2`` once ``C`` is known.  ``C`` is where the time goes; :class
   ``E k`` per edge; only newly visited edges (and cached ones dropped at a snapshot or for memory) pay ``E |U|``;
 * a **re-snapshot** (``chol(A)`` from the statistics, ``|U|^3 / 3``, and the exact mean, ``E |U|``) once the history
   has cost fresh columns as much since the last one (``E h`` each; the rent-or-buy rule: within 2x of the best
-  fixed schedule), or once ``H`` holds ``history_max`` entries.  Cached columns used in the last two rounds are
-  brought up to date and kept; the others are dropped.
+  fixed schedule), or once ``H`` holds ``history_max`` entries.  Older update factors stay as long as a cached
+  column needs them; a cached column is dropped once its catch-up would cost more than a fresh column (or the
+  factors kept exceed ``history_max`` entries, oldest columns first).
 
 Everything is exact in exact arithmetic; :meth:`refresh` recomputes the means and variances from the per-edge
 statistics (``E |U|^2``) and empties the cache and the history, bounding the round-off of the updates.  No ``E x E``
@@ -63,16 +64,19 @@ class IncrementalPosterior(LowRankPosterior):
         self.history_max = int(history_max)
         self.cache_columns = max(1024, int(cache_max) // max(self.n, 1))
         self.t = 0  # rounds conditioned on: the posterior is Sigma_t
-        self._t0 = 0  # round of the snapshot; _hist[i] is W_{t0 + 1 + i}
+        self._t0 = 0  # round of the snapshot
+        self._hs = 0  # _hist[i] is W_{_hs + 1 + i} (_hs <= _t0: older factors kept for cached columns)
         self._hist: list[np.ndarray] = []
-        self._h = 0  # columns of the history
+        self._kc: list[int] = [0]  # cumulative columns: W_{_hs + 1 .. _hs + i} have _kc[i] - _kc[0]
         self._debt = 0.0  # multiply-adds fresh columns spent on the history since the snapshot
         self._cache = np.empty((self.n, 0), order="F")  # Sigma_{t_c}[:, S], S = _cedge[:_nc]
         self._cedge = np.zeros(0, np.int64)
         self._ctime = np.zeros(0, np.int64)  # t_c of each cached column
         self._cslot = np.full(self.n, -1, np.int64)
         self._nc = 0
-        self.counters = {"fresh": 0, "hits": 0, "catch_up": 0, "snapshots": 0, "dropped": 0}
+        # work done: columns computed fresh, found cached, caught up (per missed round), snapshots, dropped columns,
+        # and the multiply-adds of the dense kernels (BLAS / LAPACK) of all of it
+        self.counters = {"fresh": 0, "hits": 0, "catch_up": 0, "snapshots": 0, "dropped": 0, "madds": 0.0}
 
     # ----------------------------------------------------------------------------------------- snapshot
     @property
@@ -80,19 +84,41 @@ class IncrementalPosterior(LowRankPosterior):
         """Edges covered by the snapshot factor ``chol(A0)`` (a prefix of ``U``)."""
         return 0 if self._l is None else len(self._l)
 
+    @property
+    def _h(self) -> int:
+        """Columns of the history since the snapshot (what a fresh column pays ``E`` each for)."""
+        return self._kc[-1] - self._kc[self._t0 - self._hs]
+
+    def _w(self, s: int) -> np.ndarray:
+        return self._hist[s - self._hs - 1]
+
     def _snapshot(self) -> None:
-        """``chol(A)`` and the exact mean from the statistics; recent cached columns caught up, the rest dropped."""
-        recent = self._slots_of(self._ctime[: self._nc] >= self.t - 2)
-        self._catch_up(recent)
-        self._drop(self._slots_of(self._ctime[: self._nc] < self.t))
+        """``chol(A)`` and the exact mean from the statistics; the history restarts for fresh columns."""
         self._factor()
-        self._t0, self._hist, self._h, self._debt = self.t, [], 0, 0.0
+        self._t0, self._debt = self.t, 0.0
+        m = len(self.edges)
         self.counters["snapshots"] += 1
+        self.counters["madds"] += m**3 / 3.0 + 2.0 * m * m + self.n * m
+
+    def _trim(self) -> None:
+        """Drop cached columns whose catch-up would cost more than a fresh column (or over ``history_max``), then
+        the history factors no cached column and no fresh column needs."""
+        nc = self._nc
+        lag = self._kc[-1] - np.asarray(self._kc)[self._ctime[:nc] - self._hs]  # columns of W each would apply
+        stale = (lag > self.m0 + self._h) | (lag > self.history_max // self.n)  # fresh is cheaper | memory
+        self._drop(np.flatnonzero(stale))
+        oldest = min(self._t0, int(self._ctime[: self._nc].min()) if self._nc else self._t0)
+        cut = oldest - self._hs
+        if cut > 0:
+            del self._hist[:cut]
+            del self._kc[:cut]
+            self._hs = oldest
 
     def refresh(self, edges: np.ndarray, counts: np.ndarray, means: np.ndarray, chunk: int = 4096) -> None:
         """Exact means and variances from the statistics (``E |U|^2``); empties the cache and the history."""
         super().refresh(edges, counts, means, chunk)
-        self._t0, self._hist, self._h, self._debt = self.t, [], 0, 0.0
+        self._t0 = self._hs = self.t
+        self._hist, self._kc, self._debt = [], [0], 0.0
         self._cslot[self._cedge[: self._nc]] = -1
         self._nc = 0
 
@@ -104,16 +130,15 @@ class IncrementalPosterior(LowRankPosterior):
             assert self._l is not None
             z = solve_lower(self._l, solve_lower(self._l, c[self.edges[:m0]]), trans=1)
             c = self._kxu_matmul(z, m0, c=c, alpha=-1.0)
-        for w in self._hist:
+        for s in range(self._t0 + 1, self.t + 1):
+            w = self._w(s)
             c = blas.dgemm(-1.0, w, w[f], trans_b=1, beta=1.0, c=c, overwrite_c=1)
         self._debt += float(len(f)) * self.n * self._h
         self.counters["fresh"] += len(f)
+        self.counters["madds"] += float(len(f)) * (self.n * (m0 + self._h) + m0 * m0)
         return c
 
     # -------------------------------------------------------------------------------------------- cache
-    def _slots_of(self, mask: np.ndarray) -> np.ndarray:
-        return np.flatnonzero(mask)
-
     def _catch_up(self, slots: np.ndarray) -> None:
         """Bring the cached columns at ``slots`` to ``Sigma_t`` (the updates each missed, oldest first)."""
         if not len(slots):
@@ -121,11 +146,12 @@ class IncrementalPosterior(LowRankPosterior):
         times = self._ctime[slots]
         for s in range(int(times.min()) + 1, self.t + 1):  # W_s applies to columns older than s
             sel = slots[times < s]
-            w = self._hist[s - self._t0 - 1]
+            w = self._w(s)
             sub = np.asfortranarray(self._cache[:, sel])
             sub = blas.dgemm(-1.0, w, w[self._cedge[sel]], trans_b=1, beta=1.0, c=sub, overwrite_c=1)
             self._cache[:, sel] = sub
             self.counters["catch_up"] += len(sel)
+            self.counters["madds"] += float(len(sel)) * self.n * w.shape[1]
         self._ctime[slots] = self.t
 
     def _drop(self, slots: np.ndarray) -> None:
@@ -191,8 +217,10 @@ class IncrementalPosterior(LowRankPosterior):
         w = blas.dtrsm(1.0, l_r, c, side=1, lower=1, trans_a=1, overwrite_b=1)  # C L_R^-T in place (E k^2)
         self.mu += w @ solve_lower(l_r, y - self.mu[edges])
         self.var -= np.einsum("ij,ij->i", w, w)
+        k = w.shape[1]
+        self.counters["madds"] += self.n * (k * k / 2.0 + 2.0 * k) + k**3 / 3.0
         self._hist.append(w)
-        self._h += w.shape[1]
+        self._kc.append(self._kc[-1] + k)
         self.t += 1
         s = self._slot[edges]
         for si, yi in zip(s, y, strict=True):  # running means of the statistics
@@ -201,3 +229,4 @@ class IncrementalPosterior(LowRankPosterior):
         m = len(self.edges)
         if self._debt >= m**3 / 3.0 + self.n * m or self.n * self._h > self.history_max:
             self._snapshot()
+        self._trim()

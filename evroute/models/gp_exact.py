@@ -15,7 +15,7 @@ Gaussian kept by :mod:`evroute.models.exact_posterior`:
   earlier path) and no ``E x E`` matrix exists anywhere;
 * ``method="incremental"``: the same no-``E x E`` representation, updated at the cost of what the index policies
   read (:class:`~evroute.models.exact_incremental.IncrementalPosterior`: cached posterior covariance columns of
-  recently driven edges, ``E |U|`` work only for newly visited or evicted edges, ``E k^2`` for the means and
+  recently driven edges, ``E |U|`` work only for newly visited or dropped edges, ``E k^2`` for the means and
   variances, ``chol(A)`` of the visited block re-factorised when the update history has cost as much);
 * ``method="auto"`` (default): incremental (dense on a torch device, ``device="cuda"``).  With ``switch_edges > 0``
   (up to ``dense_max`` edges) the incremental or low-rank method runs until that many distinct edges are visited,

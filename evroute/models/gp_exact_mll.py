@@ -30,7 +30,7 @@ import scipy.linalg
 from scipy.linalg import lapack
 from scipy.optimize import minimize
 
-from evroute.kernels.matern import matern, matern_grad_factor, scaled_cdist
+from evroute.kernels.matern import matern_with_grad_factor, scaled_cdist
 
 __all__ = ["Hyper", "MarginalLikelihood", "fit_hyperparameters", "marginal_log_likelihood"]
 
@@ -100,10 +100,11 @@ class MarginalLikelihood:
         self.evaluations = 0
 
     def _gram(self, ls: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """``(K, r, x / ls)``: the Matérn Gram matrix, the scaled distances and inputs."""
+        """``(K, h, x / ls)``: the Matérn Gram matrix, its gradient factor (:func:`matern_with_grad_factor`) and the
+        scaled inputs."""
         xs = self.x / ls
-        r = scaled_cdist(xs, xs, 1.0)
-        return matern(r, 1.0, self.nu), r, xs
+        k, h = matern_with_grad_factor(scaled_cdist(xs, xs, 1.0), self.nu)
+        return k, h, xs
 
     def __call__(self, theta: np.ndarray, grad: bool = True) -> tuple[float, np.ndarray]:
         """``(log p, d log p / d theta (2 + 2 d + 1,))`` at log-parameters ``theta`` (:meth:`Hyper.pack` order).
@@ -114,10 +115,11 @@ class MarginalLikelihood:
         self.evaluations += 1
         h = Hyper.unpack(theta)
         d = self.x.shape[1]
-        k1, r1, x1 = self._gram(h.ls1)
-        k2, r2, x2 = self._gram(h.ls2)
-        gk1 = self.g * k1
-        a = h.s1 * gk1 + h.s2 * k2
+        gk1, h1, x1 = self._gram(h.ls1)
+        k2, h2, x2 = self._gram(h.ls2)
+        gk1 *= self.g  # G o K_f
+        a = h.s2 * k2
+        a += h.s1 * gk1
         a[np.diag_indices_from(a)] += h.noise / self.n
         l_ = scipy.linalg.cholesky(a, lower=True, check_finite=False)
         alpha = scipy.linalg.cho_solve((l_, True), self.r, check_finite=False)
@@ -135,14 +137,23 @@ class MarginalLikelihood:
         ainv, info = lapack.dpotri(l_, lower=1)
         if info:  # pragma: no cover - dpotrf succeeded, so dpotri cannot fail
             raise np.linalg.LinAlgError("dpotri failed")
-        ainv = np.tril(ainv) + np.tril(ainv, -1).T
-        q = np.outer(alpha, alpha) - ainv  # d log p / d A = q / 2
+        # d log p / d A = q / 2, q = alpha alpha^T - A^-1; dpotri fills the lower triangle of A^-1 and keeps the
+        # zero upper triangle of scipy's L, so A^-1 = ainv + ainv^T - diag(ainv)
+        q = np.outer(alpha, alpha)
+        q -= ainv
+        q -= ainv.T
+        q[np.diag_indices_from(q)] += np.diagonal(ainv)
         g = np.empty(3 + 2 * d)
         g[0] = 0.5 * h.s1 * float(np.vdot(q, gk1))
         g[1] = 0.5 * h.s2 * float(np.vdot(q, k2))
         # dK/dlog l_j = -h(r) (x_j - x'_j)^2 / l_j^2 (x scaled by l already)
-        g[2 : 2 + d] = _pair_sq_sum(-0.5 * h.s1 * q * self.g * matern_grad_factor(r1, 1.0, self.nu), x1)
-        g[2 + d : 2 + 2 * d] = _pair_sq_sum(-0.5 * h.s2 * q * matern_grad_factor(r2, 1.0, self.nu), x2)
+        h1 *= q
+        h1 *= self.g
+        h1 *= -0.5 * h.s1
+        g[2 : 2 + d] = _pair_sq_sum(h1, x1)
+        h2 *= q
+        h2 *= -0.5 * h.s2
+        g[2 + d : 2 + 2 * d] = _pair_sq_sum(h2, x2)
         within = float((-0.5 * nm1 + self.scatter / (2 * h.noise)).sum())
         g[-1] = 0.5 * float(np.diagonal(q) @ (h.noise / self.n)) + within
         return ll, g
@@ -197,7 +208,7 @@ def fit_hyperparameters(
             jac=True,
             method="L-BFGS-B",
             bounds=[(-LOG_BOUND, LOG_BOUND)] * int(free.sum()),
-            options={"maxiter": int(iters), "maxfun": int(1.25 * iters) + 1, "gtol": 1e-7},
+            options={"maxiter": int(iters), "maxfun": int(1.25 * iters) + 1},
         )
     except np.linalg.LinAlgError:  # a Cholesky failure mid-search
         return hyper
