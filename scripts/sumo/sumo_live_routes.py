@@ -307,7 +307,10 @@ def arms(args: argparse.Namespace) -> None:
     out["direction"] = [dirs.get((a, b), "?") for a, b in zip(pairs["edge"], pairs["next_edge"], strict=True)]
     day, _ = record_day(lg, day_spec(args.network), vehicle=_vehicle())
     out["turn_mean_wh"], out["turn_var_wh2"], out["turn_n"] = np.nan, np.nan, 0
-    if "next_edge" in day.columns:  # a recording that keeps each traversal's next edge: turn arms
+    if "next_edge" not in day.columns:  # a recording without each traversal's next edge: matched by time
+        day = day.assign(next_edge=next_edges(day, lg))
+        print(f"{args.network}: next edge matched for {np.mean(day['next_edge'] >= 0):.1%} of the traversals")
+    if len(day):
         d = day[np.isfinite(day["reduced_wh"]) & (day["next_edge"] >= 0)]
         g = d.assign(r=np.maximum(d["reduced_wh"], 0.0)).groupby(["edge", "next_edge"])["r"]
         st = pd.DataFrame({"m": g.mean(), "v": g.var(ddof=1), "n": g.size()})
@@ -523,6 +526,29 @@ def eq8_section(summary: list[tuple[str, pd.DataFrame, pd.DataFrame]], trav: pd.
             f"interval [{lo:+.1f}, {hi:+.1f}]; route R^2 vs live {r2:.3f})."
         )
     return lines + [""]
+
+
+def next_edges(day: pd.DataFrame, lg: Any) -> np.ndarray:
+    """``(N,)`` the edge each recorded traversal was left into (line-graph index; -1 where not unique or unknown).
+
+    The recorded day keeps no vehicle ids, but a vehicle's next traversal starts exactly when this one ends
+    (``entry_s + travel_s``, whole simulation steps) on a legal successor: a traversal whose end time and
+    successors match exactly one recorded traversal gets that traversal's edge.  Unmatched: the vehicle's last
+    complete traversal (its next edge was its partial arrival edge, not recorded, e.g. every probe traversal) and
+    ties (two vehicles entering successors of the edge in the same step).  A wrong match needs another vehicle to
+    enter a successor of the edge in the very step the vehicle's unrecorded next traversal began.
+    """
+    adj = lg.adjacency.tocsr()
+    a = pd.DataFrame({"i": np.arange(len(day)), "e": day["edge"].to_numpy(), "t": day["entry_s"] + day["travel_s"]})
+    b = pd.DataFrame({"f": day["edge"].to_numpy(), "t": day["entry_s"].to_numpy()})
+    a["t"], b["t"] = a["t"].round(3), b["t"].round(3)
+    m = a.merge(b, on="t")
+    m = m[np.asarray(adj[m["e"].to_numpy(), m["f"].to_numpy()]).ravel() > 0]
+    unique = m.groupby("i")["f"].agg(["size", "first"])
+    unique = unique[unique["size"] == 1]
+    out = np.full(len(day), -1, dtype=np.int64)
+    out[unique.index.to_numpy()] = unique["first"].to_numpy()
+    return out
 
 
 def _vehicle() -> Any:
