@@ -62,6 +62,12 @@ VARIANTS: dict[str, dict[str, float]] = {
     "aux_corner_regen": {"auxiliary_power_w": 100.0, "radial_drag_m": 0.1, "max_regen_power_kw": 20.0},
 }
 Z90 = 1.6448536269514722  # two-sided 90 % normal quantile
+TRIP_COLUMNS = (
+    "network", "trip", "od", "kinds", "route", "slot", "speed_factor", "command", "pred", "succ", "depart_s",
+    "insert_s", "arrive_s", "ok", "failure", "battery_wh", "reduced_wh", "travel_s", "trip_battery_wh", "cpu_s",
+    "wall_s",
+)  # fmt: skip
+TRAV_COLUMNS = ("trip", "k", "edge", "next_edge", "energy_wh", "reduced_wh", "travel_s")
 
 
 def day_spec(network: str) -> Any:
@@ -184,6 +190,16 @@ def _live_sim(network: str, n_snapshots: int) -> Any:
 
 
 def _drive(trip: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Drive one planned trip in this worker's simulation: its trip row and its traversal rows."""
+    from evroute.errors import EvrouteError
+
+    try:
+        return _drive_trip(trip)
+    except EvrouteError as exc:  # SUMO failing to start or during the trip, an edge without connections
+        return {**trip, "ok": False, "failure": str(exc).splitlines()[0]}, []
+
+
+def _drive_trip(trip: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     sim = _SIM
     route = trip["route"].split()
     pred, succ = sim.end_edges(route[0], route[-1])
@@ -225,10 +241,10 @@ def _drive(trip: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return row, trav
 
 
-def _append(path: Path, rows: list[dict[str, Any]]) -> None:
+def _append(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> None:
     if not rows:
         return
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(rows).reindex(columns=list(columns))
     new = not path.is_file()
     df.to_csv(path, mode="a", header=new, index=False, float_format="%.6g")
 
@@ -268,8 +284,8 @@ def collect(args: argparse.Namespace) -> None:
                 rows.append(row)
                 travs += trav
                 n += 1
-            _append(data / TRAV, travs)  # traversals first: a trip row means its traversals are stored
-            _append(data / TRIPS, rows)
+            _append(data / TRAV, travs, TRAV_COLUMNS)  # first: a stored trip row means its traversals are stored
+            _append(data / TRIPS, rows, TRIP_COLUMNS)
             if n % 10 == 0 or not pending:
                 print(
                     f"{n} trips, {time.perf_counter() - t0:.0f} s wall; last cpu {rows[-1]['cpu_s']:.2f} s", flush=True
@@ -349,7 +365,7 @@ def _fit(live: np.ndarray, pred: np.ndarray, sd: np.ndarray | None = None) -> di
 def load_tables(data: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     """``(trips, traversals)`` of the successful trips, each traversal joined with its arm's replay statistics."""
     trips = pd.read_csv(data / TRIPS)
-    trav = pd.read_csv(data / TRAV)
+    trav = pd.read_csv(data / TRAV).drop_duplicates(["trip", "k"], keep="last")  # a trip redone after a kill
     arms_ = pd.read_csv(data / ARMS)
     trav = trav.merge(trips[["trip", "network"]], on="trip")
     trav = trav.merge(arms_, on=["network", "edge", "next_edge"], how="left", validate="many_to_one")
