@@ -49,7 +49,7 @@ TRIPS, TRAV, ARMS = "sumo_live_routes_trips.csv", "sumo_live_routes_traversals.c
 #: study's, ``docs/results/sumo_bandit.md``)
 SCENARIOS: dict[str, dict[str, Any]] = {
     "monaco": {"max_probe_rounds": 1},
-    "luxembourg": {"hours": (7, 9), "min_samples": 3, "max_probe_rounds": 2},
+    "luxembourg": {"peak_per_hour": 1800, "hours": (7, 9), "min_samples": 3, "max_probe_rounds": 2},
 }
 KINDS = ("shortest", "fastest", "replay", "eq8")
 #: Eq. 8 prior variants compared (vehicle profile fields set on top of ``sumo_ev``): the paper's Eq. 8; with SUMO's
@@ -404,6 +404,19 @@ def report(args: argparse.Namespace) -> None:
         "route's arm values; bias = mean(prediction - live), R^2 = 1 - SSE / SST of the live values (no refit); "
         "the 90 % interval is prediction +- 1.645 sd with sd^2 the sum over the route's arms of the replay's sample "
         "variance of one traversal times (1 + 1/n) (arms independent: a new traversal plus the mean's error).",
+        "",
+        "Scenarios (the replay's recorded day and the live background are the same demand, vehicle `sumo_ev`, "
+        "SUMO's `Energy` model): "
+        + "; ".join(
+            f"{n}: hours {sp.window[0]}-{sp.window[1]}, {sp.peak_per_hour:g} vehicles in the peak hour, demand seed "
+            f"{sp.demand_seed}, probe trips up to {sp.min_samples} traversals per edge in at most "
+            f"{sp.max_probe_rounds} probe round(s)"
+            for n, sp in ((n, day_spec(n)) for n in SCENARIOS)
+        )
+        + ". Live trips depart at the middles of `--snapshots` equal parts of the window (saved states), each "
+        "route at `--times` of them drawn without replacement, each trip with its own speed factor drawn like "
+        "SUMO's; the EV enters the route from its straight-on predecessor and leaves it into its straight-on "
+        "successor, so every route edge is a complete traversal, as in the replay.",
         "",
         "Data (each step resumable; `nice -n 10`, `EVROUTE_DATA` set), then the arms, then this file:",
         "",
