@@ -129,8 +129,9 @@ def plan(network: str, env: Any, args: argparse.Namespace) -> pd.DataFrame:
             key = " ".join(ids[r.edges].tolist())
             routes.setdefault(key, []).append(kind)
         for key, kinds in routes.items():
-            slots = rng.choice(args.snapshots, args.times, replace=False)
-            for k, slot in enumerate(sorted(int(x) for x in slots)):
+            # the route's clock times: a permutation of its own stream (a larger --times extends the same trips)
+            slots = np.random.default_rng([args.seed, od, KINDS.index(kinds[0])]).permutation(args.snapshots)
+            for k, slot in enumerate(int(x) for x in slots[: args.times]):
                 rows.append(
                     {
                         "network": network,
@@ -149,7 +150,7 @@ def plan(network: str, env: Any, args: argparse.Namespace) -> pd.DataFrame:
 def _speed_factor(seed: int, od: int, kind: str, k: int) -> float:
     from evroute.sumo.live import draw_speed_factor
 
-    return draw_speed_factor(np.random.default_rng([seed, od, KINDS.index(kind), k]))
+    return draw_speed_factor(np.random.default_rng([seed, od, KINDS.index(kind), k, 1]))
 
 
 _SIM: Any = None
