@@ -438,9 +438,10 @@ def report(args: argparse.Namespace) -> None:
         if turn_ok > 0:
             fits["turn arms (replay turn means)"] = _fit(live, d["turn"].to_numpy(), np.sqrt(d["turn_var"].to_numpy()))
         # bound: the spread of one route's live energies over clock times and speed factors (pooled within routes)
-        within = d.groupby("route")["live"].transform(lambda x: x - x.mean())
         k = d.groupby("route")["live"].transform("size")
-        wv = float((within[k > 1] ** 2).sum() / max(int((k > 1).sum()) - d.loc[k > 1, "route"].nunique(), 1))
+        rep = d[k > 1]
+        dof = len(rep) - rep["route"].nunique()
+        wv = float((rep.groupby("route")["live"].transform(lambda x: x - x.mean()) ** 2).sum() / dof) if dof else np.nan
         r2_max = 1.0 - wv / float(live.var(ddof=1))
         n_edges = trav[trav["network"] == net].groupby("trip").size().mean()
         lines += [
@@ -471,10 +472,18 @@ def report(args: argparse.Namespace) -> None:
             f"* Goal (route-level R^2 >= 0.9 and 85-95 % coverage) with {which}: R^2 {best['r2']:.3f} "
             f"({'met' if r2_ok else 'missed'}), coverage {100 * best['cover']:.1f} % "
             f"({'met' if cov_ok else ('too narrow' if best['cover'] < 0.85 else 'too wide')}).",
-            f"* What bounds R^2: the same route driven at different clock times and speed factors varies with a "
-            f"pooled within-route s.d. of {np.sqrt(wv):.1f} Wh; a predictor that knows the route but not the clock "
-            f"time or the driver can reach at most R^2 = 1 - within / total variance = {r2_max:.3f} on these trips. "
-            f"The squared bias is {100 * bias_share:.0f} % of the mean squared error ({best['bias']:+.1f} Wh).",
+            (
+                f"* What bounds R^2: the same route driven at different clock times and speed factors varies with a "
+                f"pooled within-route s.d. of {np.sqrt(wv):.1f} Wh ({rep['route'].nunique()} routes driven more than "
+                f"once); a predictor that knows the route but not the clock time or the driver can reach at most "
+                f"R^2 = 1 - within / total variance = {r2_max:.3f} on these trips."
+                if dof
+                else "* No route was driven more than once here: the within-route spread (the bound on R^2 of any "
+                "predictor that does not know the clock time or the driver) is not measured on this network."
+            ),
+            f"* The squared bias is {100 * bias_share:.0f} % of the mean squared error ({best['bias']:+.1f} Wh); the "
+            f"interval's sd is {np.median(np.sqrt(d['turn_var' if turn_ok > 0 else 'edge_var'])):.1f} Wh in median "
+            f"against an RMSE of {best['rmse']:.1f} Wh.",
         ]
         t = trav[(trav["network"] == net) & trav["trip"].isin(d.index)]
         by = t.assign(diff=t["reduced_wh"] - t["replay_mean_wh"]).groupby("direction")["diff"]
@@ -489,6 +498,16 @@ def report(args: argparse.Namespace) -> None:
             )
             + "."
         )
+        bins = pd.cut(t["replay_n"], [0, 4, 9, 29, np.inf], labels=["1-4", "5-9", "10-29", ">= 30"])
+        by_n = t.assign(ad=(t["reduced_wh"] - t["replay_mean_wh"]).abs()).groupby(bins, observed=True)["ad"]
+        lines.append(
+            "* Mean absolute live minus replay edge mean per traversal, by the edge's replay traversals: "
+            + "; ".join(
+                f"{b}: {r['mean']:.1f} Wh ({int(r['size'])} traversals)"
+                for b, r in by_n.agg(["mean", "size"]).iterrows()
+            )
+            + "."
+        )
         if turn_ok > 0:
             lines.append(
                 f"* Turn arms with >= 2 replay traversals: {100 * turn_ok:.1f} % of the arms driven (the rest use "
@@ -497,7 +516,7 @@ def report(args: argparse.Namespace) -> None:
         lines.append("")
         summary.append((net, d, tr))
     lines += eq8_section(summary, trav)
-    Path(args.doc).write_text("\\n".join(lines) + "\\n")
+    Path(args.doc).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.doc}")
 
 
