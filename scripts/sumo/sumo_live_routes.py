@@ -576,14 +576,19 @@ def eq8_section(summary: list[tuple[str, pd.DataFrame, pd.DataFrame]], trav: pd.
         y = (t["reduced_wh"] - t["eq8_aux_wh"]).to_numpy()
         x = np.column_stack([np.ones(len(t)), np.maximum(-kin, 0.0), np.maximum(kin, 0.0)])
         coef = np.linalg.lstsq(x, y, rcond=None)[0]
+        phys = 1 / v.propulsion_efficiency - v.recuperation_efficiency
         lines.append(
             f"* {net}, stop and go: per live traversal, (reduced energy - Eq. 8 `aux`) = {coef[0]:+.2f} Wh "
             f"{coef[1]:+.3f} x kinetic energy braked away {coef[2]:+.3f} x kinetic energy gained (least squares, "
             f"{len(t)} traversals; braked and gained kinetic energy {np.mean(np.maximum(-kin, 0)):.1f} and "
             f"{np.mean(np.maximum(kin, 0)):.1f} Wh per traversal in mean): a stop and restart, fitted, changes the "
             f"reduced energy by {coef[1] + coef[2]:+.3f} x the kinetic energy (the efficiencies alone would give "
-            f"1/eta+ - eta- = {1 / v.propulsion_efficiency - v.recuperation_efficiency:+.3f}), so a stop-and-go term "
-            "of Eq. 8 has little to add here."
+            f"1/eta+ - eta- = {phys:+.3f})"
+            + (
+                ", so a stop-and-go term of Eq. 8 has little to add here."
+                if abs(coef[1] + coef[2]) <= abs(phys)
+                else "."
+            )
         )
     for net, k, m, lo, hi, r2 in verdicts:
         word = (
