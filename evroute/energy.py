@@ -23,8 +23,8 @@ adds ``c m v theta_e`` to the wheel work of edge ``e``, ``theta_e`` the total he
 polyline (:func:`heading_change_rad`; :func:`network_energy_wh` computes it from the network's geometry).
 
 All three keep ``E - k dz >= 0`` (:func:`elevation_potential_wh`): the auxiliaries and the cornering drag add
-positive terms and the cap only raises negative energies.  The battery itself (capacity, usable window) does not enter Eq. 8; it turns route
-energies into states of charge (:mod:`evroute.driver`).
+positive terms and the cap only raises negative energies.  The battery itself (capacity, usable window) does not
+enter Eq. 8; it turns route energies into states of charge (:mod:`evroute.driver`).
 """
 
 from __future__ import annotations
