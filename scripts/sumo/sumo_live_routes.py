@@ -408,7 +408,9 @@ def report(args: argparse.Namespace) -> None:
         "energy, `evroute/sumo/record.py`) over a route's complete traversals; a prediction is the sum of the "
         "route's arm values; bias = mean(prediction - live), R^2 = 1 - SSE / SST of the live values (no refit); "
         "the 90 % interval is prediction +- 1.645 sd with sd^2 the sum over the route's arms of the replay's sample "
-        "variance of one traversal times (1 + 1/n) (arms independent: a new traversal plus the mean's error).",
+        "variance of one traversal times (1 + 1/n) (arms independent: a new traversal plus the mean's error). "
+        "The diagnostic row adds the pooled within-route variance of the live trips themselves (routes driven at "
+        "more than one clock time): an interval that knows how much one route varies live, not a prediction.",
         "",
         "Scenarios (the replay's recorded day and the live background are the same demand, vehicle `sumo_ev`, "
         "SUMO's `Energy` model): "
@@ -447,6 +449,9 @@ def report(args: argparse.Namespace) -> None:
         dof = len(rep) - rep["route"].nunique()
         wv = float((rep.groupby("route")["live"].transform(lambda x: x - x.mean()) ** 2).sum() / dof) if dof else np.nan
         r2_max = 1.0 - wv / float(live.var(ddof=1))
+        if dof and turn_ok > 0:  # diagnostic: the turn arms' interval widened by the live between-run spread
+            sd = np.sqrt(d["turn_var"].to_numpy() + wv)
+            fits["turn arms, interval + live between-run spread (diagnostic)"] = _fit(live, d["turn"].to_numpy(), sd)
         n_edges = trav[trav["network"] == net].groupby("trip").size().mean()
         lines += [
             f"## {net}",
