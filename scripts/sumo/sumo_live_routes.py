@@ -459,7 +459,10 @@ def report(args: argparse.Namespace) -> None:
             f"{tr['route'].nunique()} routes between {tr['od'].nunique()} origin-destination pairs, {len(tr)} live "
             f"trips ({int((~tr['ok'].astype(bool)).sum())} failed: teleport, late or unmatched; left out), "
             f"{len(d)} compared; live reduced route energy {live.mean():.1f} Wh in mean (s.d. "
-            f"{live.std(ddof=1):.1f}), live battery {d['battery_wh'].mean():.1f} Wh; {n_edges:.1f} edges per route.",
+            f"{live.std(ddof=1):.1f}), live battery {d['battery_wh'].mean():.1f} Wh; {n_edges:.1f} edges per route. "
+            f"Cost of a trip (SUMO in the worker process, `nice -n 10`, 2 workers on a shared 2-core machine at "
+            f"load 12-20): median {tr['cpu_s'].median():.2f} s CPU, {tr['wall_s'].median():.1f} s wall "
+            f"({tr['cpu_s'].sum() / 60:.0f} CPU minutes in all).",
             "",
             "| predictor | trips | bias (Wh) | RMSE (Wh) | R^2 | 90 % interval coverage | median interval width (Wh) |",
             "|---|---|---|---|---|---|---|",
