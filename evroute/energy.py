@@ -14,13 +14,16 @@ Two battery-side refinements of the vehicle profile (both off by default, so the
 * maximum regeneration power ``P_regen`` (kW): the recovered energy of an edge is at most what the motor can
   recover in its travel time, ``E >= -1000 P_regen l / v / 3600`` Wh.
 
-A third refinement, also off by default, is a turn term measured against SUMO
-(``docs/results/sumo_live_routes.md``): **cornering drag** ``radial_drag_m`` (SUMO's ``radialDragCoefficient``
-``c``, 0.1 m in SUMO's ``Energy`` model).  SUMO charges ``c m v^2 / r`` per 1 s simulation step with the radius
-``r = v dt / |d theta|`` of the step's heading change ``d theta``, i.e. ``c m v |d theta|`` (J) per step: a heading
-change ``theta`` (rad) driven at speed ``v`` costs ``c m v theta`` at the wheels, whatever the radius.  Eq. 8 then
-adds ``c m v theta_e`` to the wheel work of edge ``e``, ``theta_e`` the total heading change along the edge's
-polyline (:func:`heading_change_rad`; :func:`network_energy_wh` computes it from the network's geometry).
+A third refinement, also off by default, is a turn term: **cornering drag** ``radial_drag_m`` (SUMO's
+``radialDragCoefficient`` ``c``, 0.1 m in SUMO's ``Energy`` model).  SUMO charges ``c m v^2 / r`` per 1 s
+simulation step with the radius ``r = v dt / |d theta|`` of the step's heading change ``d theta``, i.e.
+``c m v |d theta|`` (J) per step: a heading change ``theta`` (rad) driven at speed ``v`` costs ``c m v theta`` at
+the wheels, whatever the radius.  Eq. 8 then adds ``c m v theta_e`` to the wheel work of edge ``e``, ``theta_e``
+the total heading change along the edge's polyline (:func:`heading_change_rad`; :func:`network_energy_wh` computes
+it from the network's geometry).  Measured against SUMO (``docs/results/sumo_live_routes.md``): the auxiliaries
+(100 W, SUMO's default) bring Eq. 8 measurably closer to live route energies; the cornering drag at the speed
+limit over-predicts them (a positive route bias on both networks); the regeneration cap moves Eq. 8 away from SUMO,
+whose ``Energy`` model has no such limit.
 
 All three keep ``E - k dz >= 0`` (:func:`elevation_potential_wh`): the auxiliaries and the cornering drag add
 positive terms and the cap only raises negative energies.  The battery itself (capacity, usable window) does not
