@@ -487,8 +487,14 @@ def report(args: argparse.Namespace) -> None:
             (
                 f"* What bounds R^2: the same route driven at different clock times and speed factors varies with a "
                 f"pooled within-route s.d. of {np.sqrt(wv):.1f} Wh ({rep['route'].nunique()} routes driven more than "
-                f"once); a predictor that knows the route but not the clock time or the driver can reach at most "
-                f"R^2 = 1 - within / total variance = {r2_max:.3f} on these trips."
+                f"once); for a predictor that knows the route but not the clock time or the driver this spread "
+                f"limits R^2 to about 1 - within / total variance = {r2_max:.3f} on these trips"
+                + (
+                    f" (the measured R^2 {best['r2']:.3f} exceeds this estimate: the spread is estimated from "
+                    f"{rep['route'].nunique()} of {d['route'].nunique()} routes, at two to {int(k.max())} clock times)."
+                    if best["r2"] > r2_max
+                    else "."
+                )
                 if dof
                 else "* No route was driven more than once here: the within-route spread (the bound on R^2 of any "
                 "predictor that does not know the clock time or the driver) is not measured on this network."
