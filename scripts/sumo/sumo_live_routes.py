@@ -491,7 +491,8 @@ def report(args: argparse.Namespace) -> None:
                 f"limits R^2 to about 1 - within / total variance = {r2_max:.3f} on these trips"
                 + (
                     f" (the measured R^2 {best['r2']:.3f} exceeds this estimate: the spread is estimated from "
-                    f"{rep['route'].nunique()} of {d['route'].nunique()} routes, each at {int(k.max())} clock times at most)."
+                    f"{rep['route'].nunique()} of {d['route'].nunique()} routes, each at {int(k.max())} "
+                    "clock times at most)."
                     if best["r2"] > r2_max
                     else "."
                 )
