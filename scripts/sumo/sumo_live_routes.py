@@ -37,7 +37,7 @@ import sys
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 import pandas as pd
@@ -68,6 +68,12 @@ TRIP_COLUMNS = (
     "wall_s",
 )  # fmt: skip
 TRAV_COLUMNS = ("trip", "k", "edge", "next_edge", "energy_wh", "reduced_wh", "travel_s")
+
+
+def _fail(message: str) -> NoReturn:
+    """One line ``evroute: error: ...`` on stderr and exit status 2 (bad input), nothing written."""
+    print(f"evroute: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 def day_spec(network: str) -> Any:
@@ -117,7 +123,7 @@ def plan(network: str, env: Any, args: argparse.Namespace) -> pd.DataFrame:
     while od < args.ods:
         tries += 1
         if tries > 100 * args.ods:
-            raise SystemExit(f"evroute: error: found only {od} OD pairs within the length bounds")
+            _fail(f"found only {od} OD pairs within the length bounds")
         s, g = (int(x) for x in rng.choice(lg.n_nodes, 2, replace=False))
         short = oracle.shortest_route(weights["shortest"], s, g)
         km = float(net.length_m[short.edges].sum()) / 1000.0
@@ -251,10 +257,10 @@ def _append(path: Path, rows: list[dict[str, Any]], columns: tuple[str, ...]) ->
 
 
 def collect(args: argparse.Namespace) -> None:
-    if args.network not in SCENARIOS:
-        raise SystemExit(f"evroute: error: unknown network {args.network!r} (use {', '.join(SCENARIOS)})")
+    if args.network not in SCENARIOS or args.times < 1 or args.ods < 1:
+        _fail(f"need a network of {', '.join(SCENARIOS)}, --ods >= 1 and --times >= 1 (got {args.network!r})")
     if args.times > args.snapshots:
-        raise SystemExit("evroute: error: --times must be <= --snapshots")
+        _fail("--times must be <= --snapshots")
     data = Path(args.data)
     env = replay_env(args.network)
     todo = plan(args.network, env, args)
