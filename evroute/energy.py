@@ -14,9 +14,20 @@ Two battery-side refinements of the vehicle profile (both off by default, so the
 * maximum regeneration power ``P_regen`` (kW): the recovered energy of an edge is at most what the motor can
   recover in its travel time, ``E >= -1000 P_regen l / v / 3600`` Wh.
 
-Both keep ``E - k dz >= 0`` (:func:`elevation_potential_wh`): the auxiliaries add a positive term and the cap only
-raises negative energies.  The battery itself (capacity, usable window) does not enter Eq. 8; it turns route
-energies into states of charge (:mod:`evroute.driver`).
+A third refinement, also off by default, is a turn term: **cornering drag** ``radial_drag_m`` (SUMO's
+``radialDragCoefficient`` ``c``, 0.1 m in SUMO's ``Energy`` model).  SUMO charges ``c m v^2 / r`` per 1 s
+simulation step with the radius ``r = v dt / |d theta|`` of the step's heading change ``d theta``, i.e.
+``c m v |d theta|`` (J) per step: a heading change ``theta`` (rad) driven at speed ``v`` costs ``c m v theta`` at
+the wheels, whatever the radius.  Eq. 8 then adds ``c m v theta_e`` to the wheel work of edge ``e``, ``theta_e``
+the total heading change along the edge's polyline (:func:`heading_change_rad`; :func:`network_energy_wh` computes
+it from the network's geometry).  Measured against SUMO (``docs/results/sumo_live_routes.md``): the auxiliaries
+(100 W, SUMO's default) bring Eq. 8 measurably closer to live route energies; the cornering drag at the speed
+limit over-predicts them (a positive route bias on both networks); the regeneration cap moves Eq. 8 away from SUMO,
+whose ``Energy`` model has no such limit.
+
+All three keep ``E - k dz >= 0`` (:func:`elevation_potential_wh`): the auxiliaries and the cornering drag add
+positive terms and the cap only raises negative energies.  The battery itself (capacity, usable window) does not
+enter Eq. 8; it turns route energies into states of charge (:mod:`evroute.driver`).
 """
 
 from __future__ import annotations
@@ -55,6 +66,7 @@ PHYSICAL_RANGES: dict[str, tuple[float, float, bool]] = {
 OPTIONAL_RANGES: dict[str, tuple[float, float]] = {
     "auxiliary_power_w": (0.0, 50_000.0),
     "max_regen_power_kw": (0.0, 1_000.0),
+    "radial_drag_m": (0.0, 10.0),
 }
 
 
@@ -82,6 +94,9 @@ class VehicleProfile:
     auxiliary_power_w: float | None = None
     #: maximum regeneration power (kW) capping the recovered energy of an edge; None: no limit
     max_regen_power_kw: float | None = None
+    #: cornering drag coefficient (m; SUMO's ``radialDragCoefficient``): ``c m v theta`` J per heading change
+    #: ``theta`` at speed ``v`` (module doc); None: not modelled (Eq. 8 as in the paper)
+    radial_drag_m: float | None = None
 
     def __post_init__(self) -> None:
         for f, (low, high, low_open) in PHYSICAL_RANGES.items():
@@ -135,6 +150,7 @@ def edge_energy_wh(
     speed_mps: np.ndarray,
     incline: np.ndarray,
     vehicle: VehicleProfile | None = None,
+    heading_change: np.ndarray | None = None,
 ) -> np.ndarray:
     """Deterministic energy to drive each edge at constant speed, in Wh (negative when recuperating).
 
@@ -143,6 +159,8 @@ def edge_energy_wh(
         speed_mps: ``(E,)`` driving speeds in m/s.
         incline: ``(E,)`` sine of the slope angle (dimensionless, in [-1, 1]).
         vehicle: vehicle profile (default: SUMO EV defaults of the reference paper).
+        heading_change: ``(E,)`` total heading change along each edge (rad, >= 0; :func:`heading_change_rad`),
+            used only when the profile sets ``radial_drag_m`` (then required).
 
     Returns:
         ``(E,)`` energy in Wh.
@@ -162,6 +180,13 @@ def edge_energy_wh(
         + mg * v.rolling_resistance * length_m * cos_a
         + 0.5 * v.drag_coefficient * v.front_area_m2 * v.air_density_kgpm3 * length_m * speed_mps**2
     )
+    if v.radial_drag_m is not None:
+        if heading_change is None:
+            raise ParameterError("radial_drag_m needs each edge's heading change (heading_change_rad)")
+        theta = np.asarray(heading_change, dtype=np.float64)
+        if theta.shape != length_m.shape or not np.all(np.isfinite(theta)) or np.any(theta < 0):
+            raise DataError("heading changes must be finite, >= 0 and one per edge")
+        mech_j = mech_j + v.radial_drag_m * v.mass_kg * speed_mps * theta
     if (v.auxiliary_power_w is not None or v.max_regen_power_kw is not None) and np.any(speed_mps <= 0):
         raise ParameterError("speeds must be > 0 with auxiliary power or a regeneration limit (travel time l / v)")
     return battery_energy_wh(mech_j, length_m / speed_mps, v)
@@ -190,8 +215,34 @@ def battery_energy_wh(wheel_j: np.ndarray, duration_s: np.ndarray, vehicle: Vehi
 
 
 def network_energy_wh(network, vehicle: VehicleProfile | None = None) -> np.ndarray:  # network: RoadNetwork
-    """``(E,)`` deterministic energy (Wh) of every edge of a :class:`RoadNetwork` at its speed limit."""
-    return edge_energy_wh(network.length_m, network.speed_mps, network.incline, vehicle)
+    """``(E,)`` deterministic energy (Wh) of every edge of a :class:`RoadNetwork` at its speed limit (with the
+    cornering drag of the edges' polylines when the profile sets ``radial_drag_m``)."""
+    v = vehicle or VehicleProfile()
+    theta = heading_change_rad(network.geometry) if v.radial_drag_m is not None else None
+    return edge_energy_wh(network.length_m, network.speed_mps, network.incline, v, theta)
+
+
+def heading_change_rad(geometry: list[np.ndarray]) -> np.ndarray:
+    """``(E,)`` total heading change along each polyline (rad): the sum of the absolute turns between consecutive
+    segments, each in ``[0, pi]``.
+
+    Args:
+        geometry: ``E`` arrays of shape ``(k_i, 2)``, (lon, lat) in degrees (a local equirectangular projection,
+            longitudes scaled by the cosine of the polyline's mean latitude: exact angles for city-sized edges).
+            Repeated points are skipped; a polyline of fewer than three distinct points has no turn (0).
+    """
+    out = np.zeros(len(geometry))
+    for i, g in enumerate(geometry):
+        p = np.asarray(g, dtype=np.float64).reshape(-1, 2)
+        if len(p) < 3:
+            continue
+        x = p[:, 0] * np.cos(np.deg2rad(p[:, 1].mean()))
+        dx, dy = np.diff(x), np.diff(p[:, 1])
+        keep = (dx != 0) | (dy != 0)
+        h = np.arctan2(dy[keep], dx[keep])
+        if len(h) > 1:
+            out[i] = float(np.abs((np.diff(h) + np.pi) % (2 * np.pi) - np.pi).sum())
+    return out
 
 
 def elevation_potential_wh(network, vehicle: VehicleProfile | None = None) -> np.ndarray:
@@ -226,6 +277,7 @@ __all__ = [
     "battery_energy_wh",
     "edge_energy_wh",
     "elevation_potential_wh",
+    "heading_change_rad",
     "network_energy_wh",
     "reduced_cost_wh",
     "travel_time_s",

@@ -53,6 +53,14 @@ REBUILT: dict[str, list[str]] = {
         "--out",
         "{out}",
     ],
+    "sumo_live_routes.md": [
+        "scripts/sumo/sumo_live_routes.py",
+        "--report-only",
+        "--data",
+        "docs/results/data",
+        "--doc",
+        "{out}",
+    ],
     "twizy_trace_energy.md": [
         "scripts/logs/twizy_trace_energy.py",
         "--report-only",
@@ -69,12 +77,6 @@ REBUILT: dict[str, list[str]] = {
 PENDING: frozenset[str] = frozenset(
     {
         "gp_vs_bi.md",
-        "sumo_live.md",
-        "sumo_live_table.md",  # written by sumo_live.md's script (scripts/sumo/sumo_live_agreement.py)
-        "sumo_live_bench.md",  # cited by sumo_live.md for the trip it times (the "37 / 47 edges" of issue 24)
-        "sumo_validation.md",
-        "sumo_validation_table.md",  # written by sumo_validation.md's script (scripts/sumo/sumo_validation.py)
-        "sumo_live_routes.md",
         "sumo_bandit*.md",
         "trip_logs_known_truth.md",
         "../benchmark_gp.md",

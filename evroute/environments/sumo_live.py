@@ -30,7 +30,7 @@ SUMO seed.  The background day is simulated once and its state saved at ``rounds
 edge's energy could only be estimated by driving it many times.  The truth (``true_mean_wh``), the exact optimum and
 therefore the regret are the replay environment's of the same scenario (the mean of the recorded day's traversals
 of each edge's reduced energies, by time-of-day bin when ``bin_hours > 0``; one Dijkstra): regret in ``sumo-live``
-measures the learner against the replay's means.  ``docs/results/sumo_live.md`` measures how well those means
+measures the learner against the replay's means.  ``docs/results/sumo_live_routes.md`` measures how well those means
 predict what the EV meets live.  The models' prior and noise variance are the replay's too.
 
 Each trip starts from a saved state and does not change later ones, so a round depends only on the route, the

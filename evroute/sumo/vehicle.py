@@ -19,6 +19,7 @@ profile field               SUMO vType attribute / param    note
 ``auxiliary_power_w``       ``constantPowerIntake``         when set (None: SUMO's 100 W default)
 ``max_regen_power_kw``      ``maximumRecuperationPower``    ``MMPEVEM`` only (W); SUMO's ``Energy`` model has
                                                             no recuperation power limit
+``radial_drag_m``           ``radialDragCoefficient``       ``Energy`` only, when set (None: SUMO's 0.1)
 ==========================  ==============================  ===============================================
 
 Parameters SUMO has and Eq. 8 lacks keep SUMO's defaults (:data:`SUMO_ONLY_DEFAULTS`; override with ``extra``):
@@ -83,6 +84,8 @@ def profile_params(vehicle: VehicleProfile, model: str = "Energy") -> dict[str, 
         params["recuperationEfficiency"] = vehicle.recuperation_efficiency
     if vehicle.auxiliary_power_w is not None:
         params["constantPowerIntake"] = float(vehicle.auxiliary_power_w)
+    if vehicle.radial_drag_m is not None and model == "Energy":
+        params["radialDragCoefficient"] = float(vehicle.radial_drag_m)
     if vehicle.max_regen_power_kw is not None and model == "MMPEVEM":
         params["maximumRecuperationPower"] = 1000.0 * float(vehicle.max_regen_power_kw)
     return params
