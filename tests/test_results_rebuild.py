@@ -79,7 +79,6 @@ PENDING: frozenset[str] = frozenset(
         "gp_vs_bi.md",
         "sumo_bandit*.md",
         "trip_logs_known_truth.md",
-        "../benchmark_gp.md",
     }
 )
 
