@@ -66,7 +66,7 @@ class DiagonalKernel:
 
 
 class LinearStatistics:
-    """The sufficient statistics ``Lambda`` (sparse ``(E, E)``, Wh^-2) and ``h`` (``(E,)``, Wh^-1) of linear readings."""
+    """Sufficient statistics of linear readings: ``Lambda`` (sparse ``(E, E)``, Wh^-2), ``h`` (``(E,)``, Wh^-1)."""
 
     def __init__(self, n_edges: int) -> None:
         self.n_edges = int(n_edges)
@@ -212,6 +212,9 @@ class LinearObsEdgeModel(EdgeModel):
         self.kernel, self.scale2, self.noise_var, self.base = kernel, float(scale2), float(noise_var), base
         self.stats = LinearStatistics(self.n_edges)
         self._post: EdgePosterior | None = None
+        #: ``(kind, hyperparameters, arrays)`` of the base model's prior (:func:`evroute.models.store.prior_state`),
+        #: what a model file keeps to rebuild the kernel; set by :func:`linear_model_from`
+        self.base_state: tuple[str, dict[str, Any], dict[str, np.ndarray]] | None = None
 
     def update(self, edges: np.ndarray, energies_wh: np.ndarray) -> None:
         """Whole-edge readings with noise ``noise_var`` each."""
@@ -239,11 +242,19 @@ def linear_model_from(model: EdgeModel) -> LinearObsEdgeModel:
     ``model``: a :class:`~evroute.models.bi.BayesianEdgeModel` (independent edges; per-edge noise variances) or an
     :class:`~evroute.models.gp_exact.ExactGPEdgeModel` (its kernel source and hyperparameters, as they are now).
     """
-    from evroute.models.bi import BayesianEdgeModel
-    from evroute.models.gp_exact import ExactGPEdgeModel
+    from evroute.models.store import prior_state
 
     if isinstance(model, LinearObsEdgeModel):
         return model
+    out = _linear_of(model)
+    out.base_state = prior_state(model)
+    return out
+
+
+def _linear_of(model: EdgeModel) -> LinearObsEdgeModel:
+    from evroute.models.bi import BayesianEdgeModel
+    from evroute.models.gp_exact import ExactGPEdgeModel
+
     if isinstance(model, BayesianEdgeModel):
         if np.ptp(model.noise_var) > 0:
             raise ParameterError("a BI model with per-edge noise variances cannot take linear readings")

@@ -135,7 +135,9 @@ def _scan_xml(path: Path, tag: str, handle: Callable[[int, float, dict[str, str]
         with path.open("rb") as fh:
             parser.ParseFile(fh)
     except xml.parsers.expat.ExpatError as exc:
-        raise DataError(f"{path}:{exc.lineno}: not a SUMO {tag} output: {xml.parsers.expat.ErrorString(exc.code)}") from None
+        raise DataError(
+            f"{path}:{exc.lineno}: not a SUMO {tag} output: {xml.parsers.expat.ErrorString(exc.code)}"
+        ) from None
     except OSError as exc:
         raise DataError(f"cannot read {path}: {exc}") from None
 
@@ -171,7 +173,9 @@ def read_sumo_fcd(fcd_path: str | Path, battery_path: str | Path, *, min_samples
         lon = _attr(fcd, line, a, "x")
         lat = _attr(fcd, line, a, "y")
         if "lon" in a or not (abs(lat) <= 90 and abs(lon) <= 180):
-            raise DataError(f"{fcd}:{line}: field 'x'/'y': positions are not geographic (run sumo with --fcd-output.geo)")
+            raise DataError(
+                f"{fcd}:{line}: field 'x'/'y': positions are not geographic (run sumo with --fcd-output.geo)"
+            )
         speed = _attr(fcd, line, a, "speed")
         if speed < 0:
             raise DataError(f"{fcd}:{line}: field 'speed': negative speed {speed}")
@@ -213,4 +217,3 @@ def read_sumo_fcd(fcd_path: str | Path, battery_path: str | Path, *, min_samples
     if not traces:
         raise DataError(f"{fcd} and {bat}: no vehicle with at least {min_samples} samples in both outputs")
     return traces
-

@@ -2,8 +2,8 @@
 
 The model is Newson & Krumm's (2009) HMM: the hidden state of sample ``t`` is a position on an edge (edge ``e``,
 offset ``o`` metres from its start); a sample at distance ``d`` from its projection on the edge has emission cost
-``d^2 / (2 sigma^2)`` (Gaussian GPS error, ``sigma`` m); moving from ``(a, o_a)`` to ``(b, o_b)`` between two samples has
-transition cost ``|route - straight| / beta`` (exponential in the difference between the driven route distance and
+``d^2 / (2 sigma^2)`` (Gaussian GPS error, ``sigma`` m); moving from ``(a, o_a)`` to ``(b, o_b)`` between two samples
+has transition cost ``|route - straight| / beta`` (exponential in the difference between the driven route distance and
 the great-circle distance of the two samples).  The route distance is
 
 * ``o_b - o_a`` on the same edge (a backward move of at most ``back_tol_m``, GPS noise, counts as 0);
