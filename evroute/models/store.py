@@ -25,9 +25,11 @@ with ``np.load(path, allow_pickle=False)``) holding
 
   ``kind = "linear"`` (:class:`~evroute.models.linear_obs.LinearObsEdgeModel`, learned from linear readings of
   trip logs): the prior of its base model (the header's ``hyperparameters["base"]`` is ``"bi"`` or ``"gp-exact"``;
-  that kind's arrays and hyperparameters above, with no observation) plus the sufficient statistics of the readings:
-  ``lin_row``, ``lin_col``, ``lin_val`` (the sparse information matrix ``Lambda`` in COO form, Wh^-2), ``lin_h``
-  ``(E,)`` (Wh^-1) and ``lin_readings`` (a count).  The posterior is the closed form of that module.
+  that kind's arrays and hyperparameters above, with no observation; optionally ``lin_basis`` ``(E, p)`` and
+  ``lin_basis_sd`` ``(p,)``, shared mean corrections) plus the sufficient statistics of the readings: ``lin_row``,
+  ``lin_col``, ``lin_val`` (the sparse information matrix ``Lambda`` in COO form, Wh^-2), ``lin_h`` ``(E,)``
+  (Wh^-1), ``lin_readings`` (a count) and ``lin_yry_logdet`` (``sum y^T R^-1 y`` and ``sum log det R``, for the
+  marginal likelihood).  The posterior is the closed form of that module.
 
 Other models (the sparse variational GP ``gp``, ``gp-tv``, ``kr``) are refused with one line: their posterior
 depends on variational or kernel-regression state this format does not hold.
@@ -96,6 +98,8 @@ def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]
         if lin.base_state is None:
             raise ParameterError("this linear-reading model was not made by linear_model_from: no prior to save")
         base_kind, hyper, arrays = lin.base_state
+        if lin.basis is not None:
+            arrays = {**arrays, "lin_basis": lin.basis[0], "lin_basis_sd": lin.basis[1]}
         return kind, {**hyper, "base": base_kind}, {**arrays, **lin.stats.arrays()}, int(lin.stats.readings)
     if kind == "bi":
         arrays: dict[str, np.ndarray] = {
@@ -286,7 +290,7 @@ def _load_linear(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGr
         base = _load_exact(a, hp, linegraph, False)
     else:
         raise DataError(f"linear model with unknown base {hp.get('base')!r}")
-    model = linear_model_from(base)
+    model = linear_model_from(base, basis=a.get("lin_basis"), basis_sd=a.get("lin_basis_sd"))
     model.stats = LinearStatistics.from_arrays(model.n_edges, a)
     return model
 

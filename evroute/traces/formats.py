@@ -173,9 +173,7 @@ def read_sumo_fcd(fcd_path: str | Path, battery_path: str | Path, *, min_samples
         lon = _attr(fcd, line, a, "x")
         lat = _attr(fcd, line, a, "y")
         if "lon" in a or not (abs(lat) <= 90 and abs(lon) <= 180):
-            raise DataError(
-                f"{fcd}:{line}: field 'x'/'y': not geographic positions (run sumo with --fcd-output.geo)"
-            )
+            raise DataError(f"{fcd}:{line}: field 'x'/'y': not geographic positions (run sumo with --fcd-output.geo)")
         speed = _attr(fcd, line, a, "speed")
         if speed < 0:
             raise DataError(f"{fcd}:{line}: field 'speed': negative speed {speed}")

@@ -47,16 +47,22 @@ class MatchOptions:
         candidates: at most this many candidate edges per sample (the closest).
         back_tol_m: a backward move on one edge up to this (m) is GPS noise, not a U-turn.
         max_route_m: longest route distance between two consecutive samples (m); sets the distance table's limit.
+        uturn_cost: extra transition cost of turning onto the reverse of the edge (a U-turn; in units of the
+            transition cost, i.e. ``beta_m`` metres each): on a two-way street a noisy sample lies as close to the
+            opposite direction, and a real U-turn is rare.
     """
 
     sigma_m: float = 10.0
     beta_m: float = 10.0
     radius_m: float = 60.0
-    candidates: int = 6
+    candidates: int = 10
     back_tol_m: float = 30.0
     max_route_m: float = 1500.0
+    uturn_cost: float = 10.0
 
     def __post_init__(self) -> None:
+        if not (self.uturn_cost >= 0 and np.isfinite(self.uturn_cost)):
+            raise ParameterError(f"map matching: uturn_cost must be a finite number >= 0, got {self.uturn_cost}")
         for k in ("sigma_m", "beta_m", "radius_m", "back_tol_m", "max_route_m"):
             v = getattr(self, k)
             if not (v > 0 and np.isfinite(v)):
@@ -124,6 +130,11 @@ class MatchIndex:
         self.piece_offset = np.concatenate(o_list)
         self.piece_half = float(np.max(np.hypot(*(self.piece_b - self.piece_a).T))) / 2
         self.tree = cKDTree(0.5 * (self.piece_a + self.piece_b))
+        ends = {(int(u), int(v)): e for e, (u, v) in enumerate(zip(net.from_node, net.to_node, strict=True))}
+        #: ``(E,)`` the edge in the opposite direction between the same junctions (-1: none)
+        self.reverse = np.array(
+            [ends.get((int(v), int(u)), -1) for u, v in zip(net.from_node, net.to_node, strict=True)]
+        )
         self._distance_table()
 
     def project(self, lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
@@ -214,7 +225,8 @@ class MatchIndex:
         same = a == b
         route = np.where(same, np.where(ob - oa >= -opt.back_tol_m, np.maximum(ob - oa, 0.0), np.inf), route)
         route = np.where((a < 0) | (b < 0) | (route > opt.max_route_m), np.inf, route)
-        return np.abs(route - straight_m[:, None, None]) / opt.beta_m
+        uturn = (a >= 0) & (self.reverse[np.maximum(a, 0)] == b)
+        return np.abs(route - straight_m[:, None, None]) / opt.beta_m + opt.uturn_cost * uturn
 
     def match(self, lat: np.ndarray, lon: np.ndarray) -> MatchedTrace:
         """Match one trace (``(T,)`` WGS 84 degrees) to its driven edges (module doc)."""

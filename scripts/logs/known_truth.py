@@ -227,7 +227,8 @@ def report(args: argparse.Namespace) -> int:
         "",
         "## Map matching (training trips)",
         "",
-        "| network | condition | trips | samples | recall (mean) | precision (mean) | trips with recall 1 | samples / CPU s |",
+        "| network | condition | trips | samples | recall (mean) | precision (mean) | trips with recall 1 "
+        "| samples / CPU s |",
         "|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted({(r["network"], r["condition"]) for r in match})
