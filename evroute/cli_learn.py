@@ -57,6 +57,8 @@ def add_learn_parser(sub: Any) -> None:
     g.add_argument("--network", default=None, help="match the logs to this network and learn its edge energies")
     g.add_argument("--model", default=None, help="model file (.npz) to update, created from the prior if missing")
     g.add_argument("--kind", default="gp-exact", help="prior of a new model: bi or gp-exact (default: %(default)s)")
+    g.add_argument("--noise-frac", type=float, default=0.1, help="new model: noise s.d. / sigma_det (default: 0.1)")
+    g.add_argument("--offsets", action="store_true", help="new model: learn shared per-metre and per-edge offsets")
     g.add_argument("--battery", action="append", default=[], help="SUMO battery output of each FCD .xml log")
     g.add_argument("--soc-step", type=float, default=None, help="gauge step in %% (default: seen in each log)")
     g.add_argument("--gps-sigma-m", type=float, default=10.0, help="GPS error s.d. in m (default: %(default)s)")
@@ -154,6 +156,8 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         raise ParameterError(f"--kind must be bi or gp-exact, got {args.kind!r}")
     if args.save_every < 1:
         raise ParameterError(f"--save-every must be >= 1, got {args.save_every}")
+    if not (args.noise_frac > 0 and args.noise_frac < 1e3):
+        raise ParameterError(f"--noise-frac must be > 0, got {args.noise_frac}")
     if args.soc_step is not None and not args.soc_step > 0:
         raise ParameterError(f"--soc-step must be > 0, got {args.soc_step}")
     options = MatchOptions(sigma_m=args.gps_sigma_m)
@@ -164,7 +168,7 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
     files = check_logs(args.logs, args.battery)
     validate_logs(files, columns)  # every error before anything is written
     lg = build_line_graph(load_network(args.network))
-    model, done, meta = open_model(target, lg, args.kind, vehicle)
+    model, done, meta = open_model(target, lg, args.kind, vehicle, noise_frac=args.noise_frac, offsets=args.offsets)
     index = MatchIndex(lg, options)
     bar = tqdm(total=len(files), desc="learn", unit="log", disable=None)
 

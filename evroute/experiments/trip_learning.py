@@ -138,18 +138,30 @@ def learn_logs(
 
 
 def open_model(
-    path: Path, linegraph: LineGraph, kind: str, vehicle: VehicleProfile
+    path: Path,
+    linegraph: LineGraph,
+    kind: str,
+    vehicle: VehicleProfile,
+    *,
+    noise_frac: float = 0.1,
+    offsets: bool = False,
 ) -> tuple[LinearObsEdgeModel, dict[str, str], dict[str, Any]]:
     """``(model, learned logs, header meta)``: the saved model at ``path`` (any saved kind, made a linear-reading
-    model), or the physics prior of ``kind`` if the file does not exist."""
+    model), or the physics prior of ``kind`` if the file does not exist (noise s.d. ``noise_frac sigma_det``; with
+    ``offsets`` the shared per-metre and per-edge offsets of :func:`~evroute.models.linear_obs.offset_basis`)."""
+    from evroute.models.linear_obs import offset_basis
     from evroute.models.store import load_model, prior_model
 
     if path.is_file():
         model, header = load_model(path, linegraph)
         meta = dict(header.get("meta", {}))
         return linear_model_from(model), dict(meta.get("logs", {})), meta
-    base = prior_model(kind, linegraph, vehicle, **({"learn_hyper": False} if kind == "gp-exact" else {}))
-    return linear_model_from(base), {}, {}
+    extra: dict[str, Any] = {"learn_hyper": False} if kind == "gp-exact" else {}
+    base = prior_model(kind, linegraph, vehicle, noise_frac=noise_frac, **extra)
+    if not offsets:
+        return linear_model_from(base), {}, {}
+    basis, sd = offset_basis(linegraph.network.length_m)
+    return linear_model_from(base, basis=basis, basis_sd=sd), {}, {}
 
 
 __all__ = [

@@ -130,10 +130,10 @@ class MatchIndex:
         self.piece_offset = np.concatenate(o_list)
         self.piece_half = float(np.max(np.hypot(*(self.piece_b - self.piece_a).T))) / 2
         self.tree = cKDTree(0.5 * (self.piece_a + self.piece_b))
-        ends = {(int(u), int(v)): e for e, (u, v) in enumerate(zip(net.from_node, net.to_node, strict=True))}
+        ends = {(u, v): e for e, (u, v) in enumerate(zip(net.from_node.tolist(), net.to_node.tolist(), strict=True))}
         #: ``(E,)`` the edge in the opposite direction between the same junctions (-1: none)
         self.reverse = np.array(
-            [ends.get((int(v), int(u)), -1) for u, v in zip(net.from_node, net.to_node, strict=True)]
+            [ends.get((v, u), -1) for u, v in zip(net.from_node.tolist(), net.to_node.tolist(), strict=True)]
         )
         self._distance_table()
 
