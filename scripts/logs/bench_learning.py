@@ -139,11 +139,11 @@ def main(argv: list[str] | None = None) -> int:
     lines += [
         "",
         f"Reading + matching + readings: {1 / per_sample:,.0f} samples per CPU second.  Extrapolated to 1,000 "
-        f"one-hour traces (3.6 million samples) on one core: {per_sample * goal_samples:.0f} CPU s, plus the index and one exact-GP "
-        f"posterior (at the {len(models['bi'].stats.touched())} edges touched here; it grows as |U|^3 with coverage, "
-        f"at most {lg.n_nodes} edges): {total:.0f} CPU s, {verdict} the 5-minute (300 s) goal on one core (the traces are independent "
-        "until the statistics are summed, so they split over cores; not done here).  Memory: one trace at a time "
-        "plus the model's sparse statistics.",
+        f"one-hour traces (3.6 million samples) on one core: {per_sample * goal_samples:.0f} CPU s, plus the index "
+        f"and one exact-GP posterior (at the {len(models['bi'].stats.touched())} edges touched here; it grows as "
+        f"|U|^3 with coverage, at most {lg.n_nodes} edges): {total:.0f} CPU s, {verdict} the 5-minute (300 s) goal "
+        "on one core (the traces are independent until the statistics are summed, so they split over cores; not "
+        "done here).  Memory: one trace at a time plus the model's sparse statistics.",
     ]
     Path(args.output).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
