@@ -153,6 +153,9 @@ def run(args: argparse.Namespace) -> int:
                 )
             ],
         )
+    # the priors once (the kernel does not depend on the noise, which only enters the readings' covariance)
+    extra = {"learn_hyper": False}
+    bases = {k: prior_model(k, lg, vehicle, **(extra if k == "gp-exact" else {})) for k in ("bi", "gp-exact")}
     for cond in args.conditions:
         period, sigma, step = CONDITIONS[cond]
         index = MatchIndex(lg, MatchOptions(sigma_m=max(sigma, 5.0), beta_m=10.0 if period <= 1 else 30.0))
@@ -192,12 +195,10 @@ def run(args: argparse.Namespace) -> int:
                 for kind in ("bi", "gp-exact"):
                     best = None
                     for frac in NOISE_FRACS:
-                        extra = {"learn_hyper": False} if kind == "gp-exact" else {}
-                        base = prior_model(kind, lg, vehicle, noise_frac=frac, **extra)
                         for offsets in (False, True):
-                            model = linear_model_from(
-                                base, **({"basis": basis, "basis_sd": basis_sd} if offsets else {})
-                            )
+                            kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
+                            model = linear_model_from(bases[kind], **kw)
+                            model.noise_var = frac**2 * float(np.var(e_det))  # = prior_model(noise_frac=frac)
                             unusable = 0
                             for i in pick:
                                 log, m = readings[train[i]]
