@@ -137,7 +137,7 @@ class LinearStatistics:
         if len(self._pending) >= 256:
             self._flush()
 
-    def add_direct(self, edges: np.ndarray, y: np.ndarray, noise_var: np.ndarray) -> None:
+    def add_direct(self, edges: np.ndarray, y: np.ndarray, noise_var: float | np.ndarray) -> None:
         """Single-edge readings (``a = e_u``): ``Lambda_uu += 1 / s_u^2``, ``h_u += y / s_u^2`` (repeats allowed)."""
         e = np.asarray(edges, dtype=np.int64).reshape(-1)
         w = 1.0 / np.broadcast_to(np.asarray(noise_var, dtype=np.float64), e.shape)

@@ -97,10 +97,10 @@ def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]
         lin: Any = model
         if lin.base_state is None:
             raise ParameterError("this linear-reading model was not made by linear_model_from: no prior to save")
-        base_kind, hyper, arrays = lin.base_state
-        if lin.basis is not None:
-            arrays = {**arrays, "lin_basis": lin.basis[0], "lin_basis_sd": lin.basis[1]}
-        return kind, {**hyper, "base": base_kind}, {**arrays, **lin.stats.arrays()}, int(lin.stats.readings)
+        base_kind, hyper, base_arrays = lin.base_state
+        extra = {"lin_basis": lin.basis[0], "lin_basis_sd": lin.basis[1]} if lin.basis is not None else {}
+        out = {**base_arrays, **extra, **lin.stats.arrays()}
+        return kind, {**hyper, "base": base_kind}, out, int(lin.stats.readings)
     if kind == "bi":
         arrays: dict[str, np.ndarray] = {
             k: np.asarray(getattr(model, k), dtype=np.float64) for k in ("prior_var", "noise_var", "total")

@@ -37,7 +37,7 @@ def simulate_trips(
     out.mkdir(parents=True, exist_ok=True)
     rou = write_routes_xml(out / "trips.rou.xml", routes, vehicle=vehicle, depart_gap_s=depart_gap_s)
     fcd, bat = out / "fcd.xml", out / "battery.xml"
-    args = [
+    args: list[str | os.PathLike[str]] = [
         sumo_binary("sumo"),
         "-n",
         str(net_file),
