@@ -137,3 +137,23 @@ def test_bad_readings_are_refused():
         model.observe(np.array([0, 1]), np.ones((2, 2)), np.ones(2), np.array([[1.0, 2.0], [2.0, 1.0]]))
     with pytest.raises(ParameterError, match="distinct"):
         model.observe(np.array([0, 0]), np.ones((1, 2)), np.ones(1), np.eye(1))
+
+
+@pytest.mark.parametrize(("kind", "offsets"), [("bi", True), ("gp-exact", False)])
+def test_saved_linear_model_has_the_same_posterior(lg, tmp_path, kind, offsets):
+    from evroute.models.store import load_model, read_header, save_model
+
+    rng = np.random.default_rng(5)
+    base = prior_model(kind, lg, method="dense", learn_hyper=False) if kind == "gp-exact" else prior_model(kind, lg)
+    basis, sd = offset_basis(lg.network.length_m)
+    model = linear_model_from(base, basis=basis, basis_sd=sd) if offsets else linear_model_from(base)
+    for edges, a, y, r in _readings(rng, lg.n_nodes, 6):
+        model.observe(edges, a, y, r)
+    model.update(np.array([1, 2]), np.array([30.0, 40.0]))
+    save_model(tmp_path / "m.npz", model, lg)
+    assert read_header(tmp_path / "m.npz")["kind"] == "linear"
+    loaded, _ = load_model(tmp_path / "m.npz", lg)
+    a, b = loaded.posterior(), model.posterior()
+    np.testing.assert_allclose(a.mean, b.mean, rtol=1e-12)
+    np.testing.assert_allclose(a.variance, b.variance, rtol=1e-12, atol=1e-12 * b.variance.max())
+    assert loaded.log_ml == pytest.approx(model.log_ml, rel=1e-12)
