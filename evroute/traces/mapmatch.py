@@ -47,6 +47,8 @@ class MatchOptions:
         candidates: at most this many candidate edges per sample (the closest).
         back_tol_m: a backward move on one edge up to this (m) is GPS noise, not a U-turn.
         max_route_m: longest route distance between two consecutive samples (m); sets the distance table's limit.
+        thin_factor: samples closer than ``thin_factor * sigma_m`` to the previous kept sample are left out of the
+            HMM (Newson & Krumm's 2 sigma) and placed on the matched path by interpolation (0: keep every sample).
         uturn_cost: extra transition cost of turning onto the reverse of the edge (a U-turn; in units of the
             transition cost, i.e. ``beta_m`` metres each): on a two-way street a noisy sample lies as close to the
             opposite direction, and a real U-turn is rare.
@@ -59,8 +61,11 @@ class MatchOptions:
     back_tol_m: float = 30.0
     max_route_m: float = 1500.0
     uturn_cost: float = 10.0
+    thin_factor: float = 2.0
 
     def __post_init__(self) -> None:
+        if not (self.thin_factor >= 0 and np.isfinite(self.thin_factor)):
+            raise ParameterError(f"map matching: thin_factor must be a finite number >= 0, got {self.thin_factor}")
         if not (self.uturn_cost >= 0 and np.isfinite(self.uturn_cost)):
             raise ParameterError(f"map matching: uturn_cost must be a finite number >= 0, got {self.uturn_cost}")
         for k in ("sigma_m", "beta_m", "radius_m", "back_tol_m", "max_route_m"):
@@ -241,6 +246,8 @@ class MatchIndex:
         path_index = np.full(t_n, -1, dtype=np.int64)
         if idx.size == 0:
             return MatchedTrace(edge, offset, np.zeros(0, dtype=np.int64), path_index, 0)
+        matched_idx = idx
+        idx = _thin(xy, idx, self.options.thin_factor * self.options.sigma_m)
         ce, co, cd, sxy = ce[idx], co[idx], cd[idx], xy[idx]
         emis = 0.5 * (cd / self.options.sigma_m) ** 2
         straight = np.hypot(*np.diff(sxy, axis=0).T)
@@ -257,7 +264,34 @@ class MatchIndex:
                 path.append(int(e))
                 prev = int(e)
             path_index[i] = len(path) - 1
-        return MatchedTrace(edge, offset, np.asarray(path, dtype=np.int64), path_index, 1 + len(cuts))
+        path_arr = np.asarray(path, dtype=np.int64)
+        skipped = np.setdiff1d(matched_idx, idx)
+        if skipped.size:  # thinned-out samples: interpolated along the path between their kept neighbours
+            start = np.concatenate([[0.0], np.cumsum(self.length_m[path_arr])[:-1]])
+            s_kept = np.maximum.accumulate(start[path_index[idx]] + offset[idx])
+            s = np.interp(skipped, idx, s_kept)
+            pi = np.clip(np.searchsorted(start, s, side="right") - 1, 0, len(path_arr) - 1)
+            if cuts:  # across a cut the path coordinate jumps: take the previous kept sample's position instead
+                prev_kept = idx[np.maximum(np.searchsorted(idx, skipped) - 1, 0)]
+                pi, s = path_index[prev_kept], start[path_index[prev_kept]] + offset[prev_kept]
+            path_index[skipped], edge[skipped], offset[skipped] = pi, path_arr[pi], s - start[pi]
+        return MatchedTrace(edge, offset, path_arr, path_index, 1 + len(cuts))
+
+
+def _thin(xy: np.ndarray, idx: np.ndarray, min_step_m: float) -> np.ndarray:
+    """The samples ``idx`` kept for the HMM: each at least ``min_step_m`` from the previous kept one (Newson & Krumm
+    2009: closer samples carry the GPS noise more than the motion), and always the last."""
+    pts = xy[idx].tolist()
+    keep = [0]
+    lx, ly = pts[0]
+    for j in range(1, len(pts)):
+        x, y = pts[j]
+        if (x - lx) ** 2 + (y - ly) ** 2 >= min_step_m * min_step_m:
+            keep.append(j)
+            lx, ly = x, y
+    if keep[-1] != len(pts) - 1:
+        keep.append(len(pts) - 1)
+    return idx[np.asarray(keep)]
 
 
 def _viterbi(emis: np.ndarray, trans: np.ndarray) -> tuple[np.ndarray, set[int]]:
