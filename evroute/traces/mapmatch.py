@@ -48,7 +48,8 @@ class MatchOptions:
         back_tol_m: a backward move on one edge up to this (m) is GPS noise, not a U-turn.
         max_route_m: longest route distance between two consecutive samples (m); sets the distance table's limit.
         thin_factor: samples closer than ``thin_factor * sigma_m`` to the previous kept sample are left out of the
-            HMM (Newson & Krumm thin at 2 sigma; 4 sigma matched more precisely on Monaco with 15 m noise at 1 Hz) and placed on the matched path by interpolation (0: keep every sample).
+            HMM and placed on the matched path by interpolation (0: keep every sample).  Newson & Krumm thin at
+            2 sigma; 4 sigma matched more precisely on Monaco with 15 m noise at 1 Hz.
         uturn_cost: extra transition cost of turning onto the reverse of the edge (a U-turn; in units of the
             transition cost, i.e. ``beta_m`` metres each): on a two-way street a noisy sample lies as close to the
             opposite direction, and a real U-turn is rare.
