@@ -28,7 +28,9 @@ def add_learn_parser(sub: Any) -> None:
         "learn",
         help="learn from trip logs: trace energy vs the battery gauge, calibrate and save the vehicle profile",
     )
-    p.add_argument("logs", nargs="+", help="trip-log CSV files (one trip each)")
+    p.add_argument(
+        "logs", nargs="+", help="trip logs: CSV files (one trip each); with --network also GPX and SUMO FCD .xml"
+    )
     p.add_argument("--vehicle", default="sumo_ev", help="vehicle profile name or JSON file (default: %(default)s)")
     p.add_argument(
         "--columns",
@@ -51,6 +53,16 @@ def add_learn_parser(sub: Any) -> None:
     p.add_argument("--window-s", type=float, default=300.0, help="calibration window in s (default: %(default)s)")
     p.add_argument("--save-vehicle", default=None, help="write the (calibrated) profile to this JSON file")
     p.add_argument("--json", action="store_true", help="print the per-trip table as JSON")
+    g = p.add_argument_group("map-matched learning (docs/trip_logs.md)")
+    g.add_argument("--network", default=None, help="match the logs to this network and learn its edge energies")
+    g.add_argument("--model", default=None, help="model file (.npz) to update, created from the prior if missing")
+    g.add_argument("--kind", default="gp-exact", help="prior of a new model: bi or gp-exact (default: %(default)s)")
+    g.add_argument("--noise-frac", type=float, default=0.1, help="new model: noise s.d. / sigma_det (default: 0.1)")
+    g.add_argument("--offsets", action="store_true", help="new model: learn shared per-metre and per-edge offsets")
+    g.add_argument("--battery", action="append", default=[], help="SUMO battery output of each FCD .xml log")
+    g.add_argument("--soc-step", type=float, default=None, help="gauge step in %% (default: seen in each log)")
+    g.add_argument("--gps-sigma-m", type=float, default=10.0, help="GPS error s.d. in m (default: %(default)s)")
+    g.add_argument("--save-every", type=int, default=50, help="save the model every N files (default: %(default)s)")
 
 
 def _columns(args: argparse.Namespace) -> Any:
@@ -72,6 +84,8 @@ def _columns(args: argparse.Namespace) -> Any:
 
 def cmd_learn(args: argparse.Namespace) -> int:
     """Handler of ``evroute learn`` (returns the exit status)."""
+    if args.network is not None or args.model is not None:
+        return _cmd_learn_network(args, _columns(args))
     from evroute.energy import VehicleProfile
     from evroute.io import atomic_write_json
     from evroute.traces import FIT_PARAMETERS, calibrate, read_traces, score_trip
@@ -120,4 +134,65 @@ def cmd_learn(args: argparse.Namespace) -> int:
     if args.save_vehicle is not None:
         atomic_write_json(args.save_vehicle, vehicle.to_dict())
         print(f"wrote {args.save_vehicle}", file=sys.stderr)
+    return 0
+
+
+def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
+    """``evroute learn LOGS --network NET --model FILE``: map-match the logs, learn the edge energies from their charge
+    readings (linear observations), update or create the model file (:mod:`evroute.experiments.trip_learning`)."""
+    from tqdm import tqdm
+
+    from evroute.energy import VehicleProfile
+    from evroute.errors import DataError
+    from evroute.experiments.trip_learning import check_logs, learn_logs, open_model, validate_logs
+    from evroute.linegraph import build_line_graph
+    from evroute.models.store import save_model
+    from evroute.network.registry import load_network
+    from evroute.traces.mapmatch import MatchIndex, MatchOptions
+
+    if args.network is None or args.model is None:
+        raise ParameterError("map-matched learning needs both --network and --model")
+    if args.kind not in ("bi", "gp-exact"):
+        raise ParameterError(f"--kind must be bi or gp-exact, got {args.kind!r}")
+    if args.save_every < 1:
+        raise ParameterError(f"--save-every must be >= 1, got {args.save_every}")
+    if not (args.noise_frac > 0 and args.noise_frac < 1e3):
+        raise ParameterError(f"--noise-frac must be > 0, got {args.noise_frac}")
+    if args.soc_step is not None and not args.soc_step > 0:
+        raise ParameterError(f"--soc-step must be > 0, got {args.soc_step}")
+    options = MatchOptions(sigma_m=args.gps_sigma_m)
+    target = Path(args.model)
+    if target.is_dir() or not target.parent.is_dir():
+        raise ParameterError(f"--model {target}: not a file path in an existing folder")
+    vehicle = VehicleProfile.load(args.vehicle)
+    files = check_logs(args.logs, args.battery)
+    validate_logs(files, columns)  # every error before anything is written
+    lg = build_line_graph(load_network(args.network))
+    model, done, meta = open_model(target, lg, args.kind, vehicle, noise_frac=args.noise_frac, offsets=args.offsets)
+    index = MatchIndex(lg, options)
+    bar = tqdm(total=len(files), desc="learn", unit="log", disable=None)
+
+    def save() -> None:
+        save_model(target, model, lg, vehicle=vehicle, meta={**meta, "logs": done})
+
+    def on_file(path: Path, report: Any) -> None:
+        bar.update(1)
+        if report.files_learned % args.save_every == 0:
+            save()
+
+    report = learn_logs(
+        model, index, files, vehicle, columns=columns, done=done, soc_step=args.soc_step, on_file=on_file
+    )
+    bar.update(report.files_skipped)
+    bar.close()
+    if report.files_learned and report.readings == 0 and not done:
+        raise DataError("no log gave a usable energy reading (unmatched, or no charge change)")
+    save()
+    cpu = report.cpu_s
+    print(
+        f"learned {report.files_learned} log(s) ({report.files_skipped} already in the model), {report.traces} trace(s)"
+        f" ({report.traces_unusable} unusable), {report.readings} readings, {report.samples} samples; "
+        f"CPU s: read {cpu['read']:.2f}, match {cpu['match']:.2f}, learn {cpu['learn']:.2f}"
+    )
+    print(f"wrote {target} ({model.stats.readings} readings in all)", file=sys.stderr)
     return 0

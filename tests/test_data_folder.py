@@ -89,16 +89,21 @@ def test_tiny_sumo_net_loads_with_elevation_and_routes():
 
 
 def test_trip_log_follows_the_documented_schema():
+    from evroute.traces import read_trace_csv
+
     rows = list(csv.DictReader((DATA / "trip-log" / "sample.csv").open()))
-    assert list(rows[0]) == ["time", "lat", "lon", "speed", "altitude", "soc"]
+    assert list(rows[0]) == ["time", "speed_kmh", "altitude_m", "soc_pct", "lat", "lon"]  # docs/trip_logs.md
     times = [datetime.fromisoformat(r["time"].replace("Z", "+00:00")) for r in rows]
     assert all((b - a).total_seconds() == 1 for a, b in zip(times, times[1:], strict=False))  # one row per second
     for r in rows:
         assert 49.999 < float(r["lat"]) < 50.003 and 9.999 < float(r["lon"]) < 10.004  # on the sample grid
-        assert 0 < float(r["speed"]) < 20 and 0 <= float(r["altitude"]) <= 30 and 0 <= float(r["soc"]) <= 1
+        assert 0 < float(r["speed_kmh"]) < 72 and 0 <= float(r["altitude_m"]) <= 30
+        assert 0 <= float(r["soc_pct"]) <= 100
     # the state of charge moves by the route's physics energy over a 60 kWh battery (make_sample.py)
-    used_wh = (float(rows[0]["soc"]) - float(rows[-1]["soc"])) * 60_000
+    used_wh = (float(rows[0]["soc_pct"]) - float(rows[-1]["soc_pct"])) / 100 * 60_000
     assert math.isfinite(used_wh) and abs(used_wh) < 60_000 * 0.01
+    trace = read_trace_csv(DATA / "trip-log" / "sample.csv")  # the reader's default mapping reads it as is
+    assert len(trace) == len(rows) and trace.t_s[-1] == len(rows) - 1
 
 
 def test_trip_log_sample_is_what_its_script_makes(tmp_path):

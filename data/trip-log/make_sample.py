@@ -49,12 +49,13 @@ def main() -> int:
             alt = float(net.z_from_m[e] + u * (net.z_to_m[e] - net.z_from_m[e]))
             soc = START_SOC - (used_wh + u * float(energy[e])) / BATTERY_WH
             stamp = (START + timedelta(seconds=second)).isoformat().replace("+00:00", "Z")
-            rows.append([stamp, f"{lat:.7f}", f"{lon:.7f}", f"{net.speed_mps[e]:.2f}", f"{alt:.1f}", f"{soc:.6f}"])
+            speed_kmh = 3.6 * net.speed_mps[e]
+            rows.append([stamp, f"{speed_kmh:.2f}", f"{alt:.1f}", f"{100 * soc:.4f}", f"{lat:.7f}", f"{lon:.7f}"])
         t += duration
         used_wh += float(energy[e])
     with open(HERE / "sample.csv", "w", newline="") as fh:
         w = csv.writer(fh, lineterminator="\n")
-        w.writerow(["time", "lat", "lon", "speed", "altitude", "soc"])
+        w.writerow(["time", "speed_kmh", "altitude_m", "soc_pct", "lat", "lon"])
         w.writerows(rows)
     print(f"{HERE / 'sample.csv'}: {len(rows)} rows, {len(edges)} edges, {used_wh:.1f} Wh")
     return 0

@@ -23,6 +23,14 @@ with ``np.load(path, allow_pickle=False)``) holding
   ``sigma0^2``), ``graph_nu``, ``graph_kappa`` and the model ``config``.  The exact posterior depends on the data
   only through ``(edges, counts, sum_y)``, so it is rebuilt exactly (the kernel comes from the network).
 
+  ``kind = "linear"`` (:class:`~evroute.models.linear_obs.LinearObsEdgeModel`, learned from linear readings of
+  trip logs): the prior of its base model (the header's ``hyperparameters["base"]`` is ``"bi"`` or ``"gp-exact"``;
+  that kind's arrays and hyperparameters above, with no observation; optionally ``lin_basis`` ``(E, p)`` and
+  ``lin_basis_sd`` ``(p,)``, shared mean corrections) plus the sufficient statistics of the readings: ``lin_row``,
+  ``lin_col``, ``lin_val`` (the sparse information matrix ``Lambda`` in COO form, Wh^-2), ``lin_h`` ``(E,)``
+  (Wh^-1), ``lin_readings`` (a count) and ``lin_yry_logdet`` (``sum y^T R^-1 y`` and ``sum log det R``, for the
+  marginal likelihood).  The posterior is the closed form of that module.
+
 Other models (the sparse variational GP ``gp``, ``gp-tv``, ``kr``) are refused with one line: their posterior
 depends on variational or kernel-regression state this format does not hold.
 
@@ -49,7 +57,7 @@ from evroute.models.base import EdgeModel
 
 FORMAT = "evroute-model"
 FORMAT_VERSION = 1
-KINDS = ("bi", "gp-exact")
+KINDS = ("bi", "gp-exact", "linear")
 
 
 def network_hash(linegraph: LineGraph) -> str:
@@ -68,7 +76,10 @@ def model_kind(model: EdgeModel) -> str:
     """``"bi"`` or ``"gp-exact"``; :class:`ParameterError` for a model this format cannot hold."""
     from evroute.models.bi import BayesianEdgeModel
     from evroute.models.gp_exact import ExactGPEdgeModel
+    from evroute.models.linear_obs import LinearObsEdgeModel
 
+    if isinstance(model, LinearObsEdgeModel):
+        return "linear"
     if isinstance(model, BayesianEdgeModel):
         return "bi"
     if isinstance(model, ExactGPEdgeModel):
@@ -82,6 +93,14 @@ def model_kind(model: EdgeModel) -> str:
 def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray], int]:
     """``(kind, hyperparameters, arrays, number of observations)`` of ``model`` (module doc)."""
     kind = model_kind(model)
+    if kind == "linear":
+        lin: Any = model
+        if lin.base_state is None:
+            raise ParameterError("this linear-reading model was not made by linear_model_from: no prior to save")
+        base_kind, hyper, base_arrays = lin.base_state
+        extra = {"lin_basis": lin.basis[0], "lin_basis_sd": lin.basis[1]} if lin.basis is not None else {}
+        out = {**base_arrays, **extra, **lin.stats.arrays()}
+        return kind, {**hyper, "base": base_kind}, out, int(lin.stats.readings)
     if kind == "bi":
         arrays: dict[str, np.ndarray] = {
             k: np.asarray(getattr(model, k), dtype=np.float64) for k in ("prior_var", "noise_var", "total")
@@ -203,6 +222,8 @@ def load_model(path: str | Path, linegraph: LineGraph, *, serve: bool = False) -
             bi.count = a["count"].astype(np.float64)
             bi.total = a["total"].astype(np.float64)
             return bi, header
+        if header["kind"] == "linear":
+            return _load_linear(a, header["hyperparameters"], linegraph), header
         return _load_exact(a, header["hyperparameters"], linegraph, serve), header
     except KeyError as exc:
         raise DataError(f"model file {path} lacks {exc}") from None
@@ -241,6 +262,36 @@ def _load_exact(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGra
         s2 = float(hp["prior_var"])
         model.sum_y2[e] = a["sum_y2"] / s2  # the scatter (only hyperparameter refits use it)
     model.config = saved if not serve else replace(saved, method="lowrank", graph_solver="local", ts_joint=False)
+    return model
+
+
+def prior_state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]]:
+    """``(kind, hyperparameters, arrays)`` of ``model``'s prior alone (its saved state with the observations removed):
+    what a ``"linear"`` model file keeps of its base model."""
+    kind, hyper, arrays, _ = _state(model)
+    if kind == "bi":
+        arrays = {**arrays, "count": np.zeros_like(arrays["count"]), "total": np.zeros_like(arrays["total"])}
+    elif kind == "gp-exact":
+        empty = {"edges": np.zeros(0, np.int64), "counts": np.zeros(0, np.int64)}
+        arrays = {**arrays, **empty, "sum_y": np.zeros(0), "sum_y2": np.zeros(0)}
+    else:
+        raise ParameterError("a linear-reading model has no further base model")
+    return kind, hyper, arrays
+
+
+def _load_linear(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGraph) -> EdgeModel:
+    """The base prior (bi or gp-exact, no observation) made a linear-reading model, with the saved statistics."""
+    from evroute.models.bi import BayesianEdgeModel
+    from evroute.models.linear_obs import LinearStatistics, linear_model_from
+
+    if hp.get("base") == "bi":
+        base: EdgeModel = BayesianEdgeModel(a["prior_mean_wh"], a["prior_var"], a["noise_var"])
+    elif hp.get("base") == "gp-exact":
+        base = _load_exact(a, hp, linegraph, False)
+    else:
+        raise DataError(f"linear model with unknown base {hp.get('base')!r}")
+    model = linear_model_from(base, basis=a.get("lin_basis"), basis_sd=a.get("lin_basis_sd"))
+    model.stats = LinearStatistics.from_arrays(model.n_edges, a)
     return model
 
 
@@ -293,6 +344,7 @@ __all__ = [
     "model_kind",
     "network_hash",
     "prior_model",
+    "prior_state",
     "read_header",
     "save_model",
 ]

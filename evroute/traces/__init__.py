@@ -7,7 +7,7 @@ and calibrate a vehicle profile against the measured battery energy.
 
 from evroute.traces.calibrate import FIT_PARAMETERS, Calibration, TripScore, calibrate, score_trip
 from evroute.traces.energy import TraceEnergy, TraceModelOptions, measured_energy_wh, smooth_altitude, trace_energy
-from evroute.traces.reader import TWIZY_COLUMNS, Trace, TraceColumns, read_trace_csv, read_traces
+from evroute.traces.reader import TWIZY_COLUMNS, Trace, TraceColumns, read_trace_csv, read_traces, write_trace_csv
 
 __all__ = [
     "FIT_PARAMETERS",
@@ -25,4 +25,5 @@ __all__ = [
     "score_trip",
     "smooth_altitude",
     "trace_energy",
+    "write_trace_csv",
 ]

@@ -204,3 +204,19 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
 def read_traces(paths: Sequence[str | Path], columns: TraceColumns | None = None) -> list[Trace]:
     """Read several trip logs (all validated before any is returned)."""
     return [read_trace_csv(p, columns) for p in paths]
+
+
+def write_trace_csv(trace: Trace, path: str | Path) -> Path:
+    """Write ``trace`` in the documented schema (``time`` in s, ``speed_kmh``, ``altitude_m``, ``soc_pct``, ``lat``,
+    ``lon``; :func:`read_trace_csv` with the default columns reads it back)."""
+    p = Path(path)
+    with p.open("w", newline="") as fh:
+        w = csv.writer(fh, lineterminator="\n")
+        w.writerow(["time", "speed_kmh", "altitude_m", "soc_pct", "lat", "lon"])
+        for row in zip(
+            trace.t_s, trace.speed_mps * 3.6, trace.altitude_m, trace.soc_pct, trace.lat, trace.lon, strict=True
+        ):
+            w.writerow(
+                [f"{row[0]:g}", f"{row[1]:.2f}", f"{row[2]:.1f}", f"{row[3]:.6g}", f"{row[4]:.7f}", f"{row[5]:.7f}"]
+            )
+    return p

@@ -1,0 +1,176 @@
+"""Learn a saved edge model from trip logs on a road network: read, map-match, turn charge readings into linear
+observations, update the model, save it (the map-matched path of ``evroute learn``).
+
+Streaming: one log file is read, matched and learned at a time (memory: one trace plus the model).  Resumable: the
+model file's header records the SHA-256 of every log file learned (``meta.logs``); a run skips those, and the model
+is saved every ``save_every`` files and at the end, so an interrupted run continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from evroute.energy import VehicleProfile
+from evroute.errors import DataError, ParameterError
+from evroute.linegraph import LineGraph
+from evroute.models.linear_obs import LinearObsEdgeModel, linear_model_from
+from evroute.traces.formats import read_sumo_fcd, read_trace_gpx
+from evroute.traces.mapmatch import MatchIndex, MatchOptions
+from evroute.traces.observations import trace_readings
+from evroute.traces.reader import Trace, TraceColumns, read_trace_csv
+
+
+@dataclass
+class LearnReport:
+    """What a run did: files and traces learned or skipped, readings, samples matched, CPU seconds by stage."""
+
+    files_learned: int = 0
+    files_skipped: int = 0
+    traces: int = 0
+    traces_unusable: int = 0
+    readings: int = 0
+    samples: int = 0
+    cpu_s: dict[str, float] = field(default_factory=lambda: {"read": 0.0, "match": 0.0, "learn": 0.0})
+
+
+def file_digest(path: str | Path) -> str:
+    """SHA-256 of a file's bytes (what the model header records per learned log)."""
+    h = hashlib.sha256()
+    with Path(path).open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def check_logs(paths: Sequence[str | Path], battery: Sequence[str | Path]) -> list[tuple[Path, Path | None]]:
+    """``(log, battery output or None)`` per log: ``.csv``, ``.gpx``, or a SUMO FCD ``.xml`` with the battery
+    output of the same run (``battery`` in the order of the FCD files).  Checks the files exist; reads nothing."""
+    fcd = [Path(p) for p in paths if Path(p).suffix.lower() == ".xml"]
+    if len(fcd) != len(battery):
+        raise ParameterError(f"{len(fcd)} SUMO FCD file(s) (.xml) but {len(battery)} --battery file(s): one per FCD")
+    bat = iter(Path(b) for b in battery)
+    out: list[tuple[Path, Path | None]] = []
+    for p in map(Path, paths):
+        suffix = p.suffix.lower()
+        if suffix not in (".csv", ".gpx", ".xml"):
+            raise ParameterError(f"trip log {p}: unknown format {suffix!r} (use .csv, .gpx or a SUMO FCD .xml)")
+        pair = next(bat) if suffix == ".xml" else None
+        for f in (p, pair):
+            if f is not None and not f.is_file():
+                raise DataError(f"trip log {f} not found")
+        out.append((p, pair))
+    return out
+
+
+def read_log(path: Path, battery: Path | None, columns: TraceColumns | None = None) -> list[Trace]:
+    """The traces of one log file (a CSV or GPX file is one trace; a SUMO FCD file one per vehicle)."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return [read_trace_csv(path, columns)]
+    if suffix == ".gpx":
+        return [read_trace_gpx(path)]
+    if battery is None:
+        raise ParameterError(f"SUMO FCD file {path} needs its battery output (--battery)")
+    return read_sumo_fcd(path, battery)
+
+
+def validate_logs(files: Sequence[tuple[Path, Path | None]], columns: TraceColumns | None = None) -> None:
+    """Read every log once (all errors before anything is learned or written); the traces are not kept."""
+    for path, battery in files:
+        read_log(path, battery, columns)
+
+
+def learn_logs(
+    model: LinearObsEdgeModel,
+    index: MatchIndex,
+    files: Sequence[tuple[Path, Path | None]],
+    vehicle: VehicleProfile,
+    *,
+    columns: TraceColumns | None = None,
+    done: dict[str, str] | None = None,
+    soc_step: float | None = None,
+    on_file: Callable[[Path, LearnReport], None] | None = None,
+) -> LearnReport:
+    """Learn every log file not in ``done`` (digest -> name; updated in place) into ``model``.
+
+    ``on_file(path, report)`` runs after each file (progress, periodic saves).  Traces that cannot be matched in one
+    piece or drive less than a few metres are counted as unusable, not learned.
+    """
+    usable = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
+    report = LearnReport()
+    done = {} if done is None else done
+    for path, battery in files:
+        digest = file_digest(path) + (file_digest(battery) if battery else "")
+        if digest in done:
+            report.files_skipped += 1
+            continue
+        t0 = time.process_time()
+        traces = read_log(path, battery, columns)
+        t1 = time.process_time()
+        report.cpu_s["read"] += t1 - t0
+        for tr in traces:
+            t1 = time.process_time()
+            matched = index.match(tr.lat, tr.lon)
+            t2 = time.process_time()
+            report.cpu_s["match"] += t2 - t1
+            report.samples += len(tr)
+            report.traces += 1
+            try:
+                r = trace_readings(tr, matched, index.length_m, usable, model.noise_var, soc_step=soc_step)
+            except DataError:
+                r = None
+            if r is None:
+                report.traces_unusable += 1
+                continue
+            model.observe(r.edges, r.a, r.y, r.noise_cov)
+            report.readings += len(r.y)
+            report.cpu_s["learn"] += time.process_time() - t2
+        done[digest] = path.name
+        report.files_learned += 1
+        if on_file is not None:
+            on_file(path, report)
+    return report
+
+
+def open_model(
+    path: Path,
+    linegraph: LineGraph,
+    kind: str,
+    vehicle: VehicleProfile,
+    *,
+    noise_frac: float = 0.1,
+    offsets: bool = False,
+) -> tuple[LinearObsEdgeModel, dict[str, str], dict[str, Any]]:
+    """``(model, learned logs, header meta)``: the saved model at ``path`` (any saved kind, made a linear-reading
+    model), or the physics prior of ``kind`` if the file does not exist (noise s.d. ``noise_frac sigma_det``; with
+    ``offsets`` the shared per-metre and per-edge offsets of :func:`~evroute.models.linear_obs.offset_basis`)."""
+    from evroute.models.linear_obs import offset_basis
+    from evroute.models.store import load_model, prior_model
+
+    if path.is_file():
+        model, header = load_model(path, linegraph)
+        meta = dict(header.get("meta", {}))
+        return linear_model_from(model), dict(meta.get("logs", {})), meta
+    extra: dict[str, Any] = {"learn_hyper": False} if kind == "gp-exact" else {}
+    base = prior_model(kind, linegraph, vehicle, noise_frac=noise_frac, **extra)
+    if not offsets:
+        return linear_model_from(base), {}, {}
+    basis, sd = offset_basis(linegraph.network.length_m)
+    return linear_model_from(base, basis=basis, basis_sd=sd), {}, {}
+
+
+__all__ = [
+    "LearnReport",
+    "MatchOptions",
+    "check_logs",
+    "file_digest",
+    "learn_logs",
+    "open_model",
+    "read_log",
+    "validate_logs",
+]

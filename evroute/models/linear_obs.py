@@ -1,0 +1,366 @@
+"""Linear (sum) observations of the edge energies: the exact Gaussian posterior, for the exact GP and for BI.
+
+A battery reading that spans several road segments observes a weighted sum of their expected energies::
+
+    y = a^T f + eps,      a_e = share of edge e driven in the window (1 for a whole edge),
+
+and the readings of one trip have a joint noise covariance ``R`` (the charge quantisation of the readings that bound
+the windows, shared by consecutive windows, plus the driving noise of each partly driven edge; see
+:mod:`evroute.traces.observations`).  With a Gaussian prior ``f ~ N(m, K)`` every such batch is conjugate, and all
+the data enter the posterior through two sufficient statistics over the touched edges ``U``::
+
+    Lambda = sum_trips A^T R^-1 A        (|U| x |U|, sparse: only pairs of edges in one trip)
+    h      = sum_trips A^T R^-1 y        (|U|,)
+
+Posterior (edge space; ``K_UU = L L^T`` jittered Cholesky, ``B = K_.U L^-T`` ``(E, |U|)``,
+``M = I + L^T Lambda L``, ``b = h - Lambda m_U``)::
+
+    mu    = m + B M^-1 L^T b
+    Sigma = K - B (I - M^-1) B^T,       var = diag(K) - rowsum(B o B) + rowsum((B L_M^-T) o (B L_M^-T))
+
+which equals the observation-space solve ``mu = m + K A^T (A K A^T + R)^-1 (y - A m)`` (tests) but costs
+``O(E |U|^2 + |U|^3)`` whatever the number of readings.  ``K`` is any
+:class:`~evroute.models.exact_posterior.KernelSource` (model units) times ``scale2`` (Wh^2):
+
+* the **exact GP**: the kernel source of an :class:`~evroute.models.gp_exact.ExactGPEdgeModel`;
+* **BI**: :class:`DiagonalKernel` (independent edges).  A reading over several edges then couples them: the posterior
+  is the exact joint Gaussian over the touched edges (precision ``K^-1 + Lambda``, sparse; no longer one conjugate
+  update per edge), which is what this module computes with ``K`` diagonal.  The model carries the sparse ``Lambda``
+  (memory: the touched edge pairs) and forms ``|U| x |U|`` and ``E x |U|`` matrices only while computing a posterior.
+
+A single-edge observation ``y`` with noise ``s^2`` is the special case ``a = e_u``, ``R = s^2`` (:meth:`update`), so the
+model reproduces :class:`~evroute.models.bi.BayesianEdgeModel` and the exact GP on per-edge data (tests).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from evroute.errors import DataError, ParameterError
+from evroute.kernels.linalg import jittered_cholesky, solve_lower
+from evroute.models.base import EdgeModel, EdgePosterior
+from evroute.models.exact_posterior import KernelSource
+
+
+class DiagonalKernel:
+    """A :class:`~evroute.models.exact_posterior.KernelSource` of independent edges: ``K = diag(variances)``."""
+
+    def __init__(self, variances: np.ndarray) -> None:
+        self.v = np.asarray(variances, dtype=np.float64)
+        self.n = int(self.v.shape[0])
+
+    def diag(self) -> np.ndarray:
+        return self.v.copy()
+
+    def columns(self, idx: np.ndarray) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        out = np.zeros((self.n, len(idx)), order="F")
+        out[idx, np.arange(len(idx))] = self.v[idx]
+        return out
+
+    def dense(self) -> np.ndarray:
+        return np.asfortranarray(np.diag(self.v))
+
+
+class BasisKernel:
+    """``K + B diag(v) B^T``: a kernel source with explicit basis functions marginalised into it (Rasmussen &
+    Williams 2006, Sec. 2.7): ``f = m + B beta + g``, ``beta ~ N(0, diag(v))``, ``g ~ GP(0, K)``.
+
+    E.g. ``B = [length_m, 1]`` learns a per-metre and a per-edge energy offset of the physics prior that every edge
+    shares (:func:`offset_basis`): a reading on some edges moves the prediction of all of them.
+    """
+
+    def __init__(self, base: KernelSource, basis: np.ndarray, variances: np.ndarray) -> None:
+        self.base, self.b = base, np.asarray(basis, dtype=np.float64).reshape(base.n, -1)
+        self.v = np.asarray(variances, dtype=np.float64).reshape(-1)
+        self.n = base.n
+
+    def diag(self) -> np.ndarray:
+        return np.asarray(self.base.diag() + (self.b**2) @ self.v)
+
+    def columns(self, idx: np.ndarray) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        return np.asfortranarray(self.base.columns(idx) + self.b @ (self.v[:, None] * self.b[idx].T))
+
+    def dense(self) -> np.ndarray:
+        return np.asfortranarray(self.base.dense() + (self.b * self.v) @ self.b.T)
+
+
+class LinearStatistics:
+    """Sufficient statistics of linear readings: ``Lambda`` (sparse ``(E, E)``, Wh^-2), ``h`` (``(E,)``, Wh^-1)."""
+
+    def __init__(self, n_edges: int) -> None:
+        self.n_edges = int(n_edges)
+        self.lam = sp.csr_matrix((self.n_edges, self.n_edges))
+        self.h = np.zeros(self.n_edges)
+        self.readings = 0
+        #: ``sum y^T R^-1 y`` (Wh^0) and ``sum log det R`` over all readings: with ``Lambda`` and ``h`` they give the
+        #: log marginal likelihood (:func:`log_marginal_likelihood`)
+        self.yry = 0.0
+        self.logdet_r = 0.0
+        self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, edges: np.ndarray, a: np.ndarray, y: np.ndarray, noise_cov: np.ndarray) -> None:
+        """Add ``m`` readings ``y = A f_edges + eps``, ``eps ~ N(0, noise_cov)``.
+
+        Args:
+            edges: ``(k,)`` distinct edge indices the readings involve.
+            a: ``(m, k)`` weights (driven share of each edge per reading).
+            y: ``(m,)`` readings, Wh.
+            noise_cov: ``(m, m)`` symmetric positive definite noise covariance, Wh^2.
+        """
+        e = np.asarray(edges, dtype=np.int64).reshape(-1)
+        a = np.atleast_2d(np.asarray(a, dtype=np.float64))
+        y = np.asarray(y, dtype=np.float64).reshape(-1)
+        r = np.atleast_2d(np.asarray(noise_cov, dtype=np.float64))
+        if a.shape != (len(y), len(e)) or r.shape != (len(y), len(y)):
+            raise ParameterError(f"readings: A {a.shape}, y {y.shape}, R {r.shape} do not fit {len(e)} edges")
+        if len(np.unique(e)) != len(e) or (len(e) and (e.min() < 0 or e.max() >= self.n_edges)):
+            raise ParameterError(f"readings: edges must be distinct indices in 0..{self.n_edges - 1}")
+        if not (np.isfinite(a).all() and np.isfinite(y).all() and np.isfinite(r).all()):
+            raise DataError("readings contain NaN or inf")
+        if len(y) == 0:
+            return
+        try:
+            lr = np.linalg.cholesky(0.5 * (r + r.T))
+        except np.linalg.LinAlgError:
+            raise ParameterError("readings: the noise covariance is not positive definite") from None
+        g = solve_lower(lr, a)  # R^-1/2 A
+        w = solve_lower(lr, y)
+        self._pending.append((e, g.T @ g, g.T @ w))
+        self.readings += len(y)
+        self.yry += float(w @ w)
+        self.logdet_r += 2.0 * float(np.log(np.diag(lr)).sum())
+        if len(self._pending) >= 256:
+            self._flush()
+
+    def add_direct(self, edges: np.ndarray, y: np.ndarray, noise_var: float | np.ndarray) -> None:
+        """Single-edge readings (``a = e_u``): ``Lambda_uu += 1 / s_u^2``, ``h_u += y / s_u^2`` (repeats allowed)."""
+        e = np.asarray(edges, dtype=np.int64).reshape(-1)
+        w = 1.0 / np.broadcast_to(np.asarray(noise_var, dtype=np.float64), e.shape)
+        yy = np.asarray(y, dtype=np.float64).reshape(-1)
+        self.lam = self.lam + sp.csr_matrix((w, (e, e)), shape=self.lam.shape)
+        np.add.at(self.h, e, w * yy)
+        self.readings += len(e)
+        self.yry += float(np.sum(w * yy * yy))
+        self.logdet_r -= float(np.log(w).sum())
+
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        rows = np.concatenate([np.repeat(e, len(e)) for e, _, _ in self._pending])
+        cols = np.concatenate([np.tile(e, len(e)) for e, _, _ in self._pending])
+        vals = np.concatenate([g.ravel() for _, g, _ in self._pending])
+        self.lam = (self.lam + sp.csr_matrix((vals, (rows, cols)), shape=self.lam.shape)).tocsr()
+        for e, _, hv in self._pending:
+            np.add.at(self.h, e, hv)
+        self._pending = []
+
+    def matrix(self) -> sp.csr_matrix:
+        """``Lambda`` as a CSR matrix (pending batches folded in)."""
+        self._flush()
+        return self.lam
+
+    def touched(self) -> np.ndarray:
+        """``(|U|,)`` sorted indices of the edges any reading involved."""
+        lam = self.matrix()
+        return np.union1d(np.flatnonzero(np.diff(lam.indptr)), np.flatnonzero(self.h))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """Plain arrays for a model file (``lin_row``, ``lin_col``, ``lin_val``, ``lin_h``, ``lin_readings``)."""
+        coo = self.matrix().tocoo()
+        return {
+            "lin_row": coo.row.astype(np.int64),
+            "lin_col": coo.col.astype(np.int64),
+            "lin_val": coo.data.astype(np.float64),
+            "lin_h": self.h.copy(),
+            "lin_readings": np.array(self.readings, dtype=np.int64),
+            "lin_yry_logdet": np.array([self.yry, self.logdet_r]),
+        }
+
+    @classmethod
+    def from_arrays(cls, n_edges: int, a: dict[str, np.ndarray]) -> LinearStatistics:
+        out = cls(n_edges)
+        out.lam = sp.csr_matrix((a["lin_val"], (a["lin_row"], a["lin_col"])), shape=(n_edges, n_edges))
+        out.h = np.asarray(a["lin_h"], dtype=np.float64).copy()
+        out.readings = int(a["lin_readings"])
+        out.yry, out.logdet_r = (float(v) for v in a["lin_yry_logdet"])
+        return out
+
+
+def linear_posterior(
+    kernel: KernelSource, scale2: float, prior_mean: np.ndarray, stats: LinearStatistics
+) -> tuple[np.ndarray, np.ndarray, Any, float]:
+    """``(mu (E,), var (E,), cov_of, log_ml)``: the exact posterior given ``stats`` (module doc), in Wh and Wh^2.
+
+    ``cov_of(idx)`` gives the ``(k, k)`` joint posterior covariance of edges ``idx``; ``log_ml`` is the log marginal
+    likelihood of all readings, ``log N(y; A m, A K A^T + R)`` = ``-1/2 [r^T R^-1 r - b^T L M^-1 L^T b + log det M +
+    sum log det R + n log 2 pi]`` with ``r = y - A m`` (``r^T R^-1 r = sum y^T R^-1 y - 2 h^T m + m^T Lambda m``).
+    """
+    m = np.asarray(prior_mean, dtype=np.float64)
+    u = stats.touched()
+    kdiag = scale2 * kernel.diag()
+    if len(u) == 0:
+        cov0 = lambda idx: scale2 * kernel.columns(np.asarray(idx))[np.asarray(idx)]  # noqa: E731
+        return m.copy(), kdiag, cov0, 0.0
+    lam = stats.matrix()[u][:, u].toarray()
+    kxu = scale2 * kernel.columns(u)  # (E, |U|)
+    l_k = jittered_cholesky(0.5 * (kxu[u] + kxu[u].T))
+    bt = solve_lower(l_k, kxu.T)  # B^T = L^-1 K_U.   (|U|, E)
+    mm = np.eye(len(u)) + l_k.T @ lam @ l_k
+    l_m = jittered_cholesky(0.5 * (mm + mm.T))
+    b = stats.h[u] - lam @ m[u]
+    z = solve_lower(l_m, solve_lower(l_m, l_k.T @ b), trans=1)  # M^-1 L^T b
+    mu = m + bt.T @ z
+    c = solve_lower(l_m, bt)  # L_M^-1 B^T
+    var = np.maximum(kdiag - np.einsum("ij,ij->j", bt, bt) + np.einsum("ij,ij->j", c, c), 0.0)
+
+    def cov_of(idx: np.ndarray) -> np.ndarray:
+        idx = np.asarray(idx, dtype=np.int64)
+        kii = scale2 * kernel.columns(idx)[idx]
+        bi, ci = bt[:, idx], c[:, idx]
+        return np.asarray(kii - bi.T @ bi + ci.T @ ci)
+
+    lam_full = stats.matrix()
+    rr = stats.yry - 2.0 * float(stats.h @ m) + float(m @ (lam_full @ m))
+    w = solve_lower(l_m, l_k.T @ b)
+    log_ml = -0.5 * (
+        rr
+        - float(w @ w)
+        + 2.0 * float(np.log(np.diag(l_m)).sum())
+        + stats.logdet_r
+        + stats.readings * np.log(2 * np.pi)
+    )
+    return mu, var, cov_of, log_ml
+
+
+class LinearObsEdgeModel(EdgeModel):
+    """An edge model that learns from linear (sum) readings (module doc) on top of a prior model's kernel.
+
+    Args:
+        prior_mean_wh: ``(E,)`` prior mean, Wh.
+        kernel: the prior covariance in model units (a ``KernelSource``); ``K_Wh = scale2 * K``.
+        scale2: Wh^2 per model unit of ``kernel``.
+        noise_var: the driving noise of one whole-edge traversal, Wh^2 (used by :meth:`update` and reported as the
+            posterior's ``noise_var``).
+        base: ``"bi"`` or ``"gp-exact"``: which prior family ``kernel`` is (recorded in model files).
+    """
+
+    def __init__(
+        self, prior_mean_wh: np.ndarray, kernel: KernelSource, scale2: float, noise_var: float, base: str
+    ) -> None:
+        self.prior_mean = np.asarray(prior_mean_wh, dtype=np.float64).copy()
+        self.n_edges = len(self.prior_mean)
+        if kernel.n != self.n_edges:
+            raise ParameterError(f"kernel over {kernel.n} edges, prior mean over {self.n_edges}")
+        if not (scale2 > 0 and noise_var > 0):
+            raise ParameterError("scale2 and noise_var must be > 0")
+        self.kernel, self.scale2, self.noise_var, self.base = kernel, float(scale2), float(noise_var), base
+        self.stats = LinearStatistics(self.n_edges)
+        self._post: EdgePosterior | None = None
+        #: log marginal likelihood of the readings, set with each posterior (:func:`linear_posterior`)
+        self.log_ml = 0.0
+        #: ``(basis (E, p) Wh, prior s.d. (p,))`` of the shared mean corrections (:class:`BasisKernel`), or None
+        self.basis: tuple[np.ndarray, np.ndarray] | None = None
+        #: ``(kind, hyperparameters, arrays)`` of the base model's prior (:func:`evroute.models.store.prior_state`),
+        #: what a model file keeps to rebuild the kernel; set by :func:`linear_model_from`
+        self.base_state: tuple[str, dict[str, Any], dict[str, np.ndarray]] | None = None
+
+    def update(self, edges: np.ndarray, energies_wh: np.ndarray) -> None:
+        """Whole-edge readings with noise ``noise_var`` each."""
+        e, y = self._check_batch(edges, energies_wh)
+        self.stats.add_direct(e, y, self.noise_var)
+        self._post = None
+
+    def observe(self, edges: np.ndarray, a: np.ndarray, y: np.ndarray, noise_cov: np.ndarray) -> None:
+        """Linear readings ``y = A f_edges + eps`` (see :meth:`LinearStatistics.add`)."""
+        self.stats.add(edges, a, y, noise_cov)
+        self._post = None
+
+    def posterior(self) -> EdgePosterior:
+        if self._post is None:
+            mu, var, cov_of, self.log_ml = linear_posterior(self.kernel, self.scale2, self.prior_mean, self.stats)
+            self._post = EdgePosterior(
+                mean=mu, variance=var, noise_var=np.full(self.n_edges, self.noise_var), subset_covariance=cov_of
+            )
+        return self._post
+
+
+def offset_basis(
+    length_m: np.ndarray, per_metre_sd: float = 0.05, per_edge_sd: float = 10.0
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(B (E, 2), sd (2,))``: a shared per-metre offset (prior s.d. ``per_metre_sd`` Wh/m) and a shared per-edge
+    offset (``per_edge_sd`` Wh, e.g. the junction at its end) of the physics energies, for :func:`linear_model_from`."""
+    length = np.asarray(length_m, dtype=np.float64)
+    return np.column_stack([length, np.ones_like(length)]), np.array([per_metre_sd, per_edge_sd], dtype=np.float64)
+
+
+def linear_model_from(
+    model: EdgeModel, *, basis: np.ndarray | None = None, basis_sd: np.ndarray | None = None
+) -> LinearObsEdgeModel:
+    """The linear-reading model with ``model``'s prior and its per-edge data as single-edge readings.
+
+    ``basis`` ``(E, p)`` (Wh per unit coefficient) with prior s.d. ``basis_sd`` ``(p,)``: shared corrections of the
+    prior mean learned with the edges (:class:`BasisKernel`, e.g. :func:`offset_basis`).
+
+    ``model``: a :class:`~evroute.models.bi.BayesianEdgeModel` (independent edges; per-edge noise variances) or an
+    :class:`~evroute.models.gp_exact.ExactGPEdgeModel` (its kernel source and hyperparameters, as they are now).
+    """
+    from evroute.models.store import prior_state
+
+    if isinstance(model, LinearObsEdgeModel):
+        return model
+    out = _linear_of(model)
+    out.base_state = prior_state(model)
+    if basis is not None:
+        b = np.asarray(basis, dtype=np.float64).reshape(out.n_edges, -1)
+        sd = np.asarray(basis_sd, dtype=np.float64).reshape(-1)
+        if sd.shape != (b.shape[1],) or not (np.isfinite(b).all() and np.all(sd > 0) and np.isfinite(sd).all()):
+            raise ParameterError(f"basis {b.shape} needs {b.shape[1]} finite prior s.d. > 0, got {sd}")
+        out.kernel = BasisKernel(out.kernel, b / np.sqrt(out.scale2), sd**2)  # model units: K_Wh / scale2
+        out.basis = (b, sd)
+    return out
+
+
+def _linear_of(model: EdgeModel) -> LinearObsEdgeModel:
+    from evroute.models.bi import BayesianEdgeModel
+    from evroute.models.gp_exact import ExactGPEdgeModel
+
+    if isinstance(model, BayesianEdgeModel):
+        if np.ptp(model.noise_var) > 0:
+            raise ParameterError("a BI model with per-edge noise variances cannot take linear readings")
+        out = LinearObsEdgeModel(
+            model.prior_mean, DiagonalKernel(model.prior_var), 1.0, float(model.noise_var[0]), "bi"
+        )
+        seen = np.flatnonzero(model.count)
+        out.stats.lam = sp.csr_matrix(
+            (model.count[seen] / model.noise_var[seen], (seen, seen)), shape=(model.n_edges, model.n_edges)
+        )
+        out.stats.h[seen] = model.total[seen] / model.noise_var[seen]
+        out.stats.readings = int(model.count.sum())
+        return out
+    if isinstance(model, ExactGPEdgeModel):
+        s2 = float(model.scale) ** 2
+        out = LinearObsEdgeModel(model.prior_mean_wh, model.kernel(), s2, float(model.noise_var), "gp-exact")
+        e, n, ybar, _ = model.statistics()
+        if len(e):
+            w = n / out.noise_var
+            out.stats.lam = sp.csr_matrix((w, (e, e)), shape=(model.n_edges, model.n_edges))
+            out.stats.h[e] = w * ybar * model.scale
+            out.stats.readings = int(n.sum())
+        return out
+    raise ParameterError(f"a {type(model).__name__} cannot take linear readings (use bi or gp-exact)")
+
+
+__all__ = [
+    "BasisKernel",
+    "DiagonalKernel",
+    "LinearObsEdgeModel",
+    "LinearStatistics",
+    "linear_model_from",
+    "offset_basis",
+    "linear_posterior",
+]
