@@ -53,6 +53,7 @@ def marginal_log_likelihood(
     n: torch.Tensor,
     ybar: torch.Tensor,
     scatter: torch.Tensor,
+    amplitude: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Exact ``log p(y | theta)`` (scalar) from the statistics of ``|U|`` distinct edges.
 
@@ -60,10 +61,13 @@ def marginal_log_likelihood(
         raw: log-parameters ``log_s1``, ``log_s2`` (scalars), ``log_ls1``, ``log_ls2`` (``(d,)``), ``log_noise``.
         g_uu: ``(U, U)`` graph Gram block; x_u: ``(U, d)`` contexts; m_u: ``(U,)`` prior mean;
         n, ybar, scatter: ``(U,)`` statistics (model units).
+        amplitude: ``(U,)`` per-edge kernel amplitude ``a`` (kernel ``a_i a_j K_ij``) or ``None``.
     """
     s1, s2, noise = raw["log_s1"].exp(), raw["log_s2"].exp(), raw["log_noise"].exp()
     p = Points(None, x_u)  # the U distinct edges, in the order of g_uu
     k = edge_kernel(GraphKernel(g_uu), s1, s2, raw["log_ls1"].exp(), raw["log_ls2"].exp())(p, p)
+    if amplitude is not None:
+        k = k * amplitude[:, None] * amplitude[None, :]
     a = k + torch.diag(noise / n)
     l_ = jittered_cholesky(0.5 * (a + a.T), ())  # plain: a failure aborts the fit
     r = (ybar - m_u).unsqueeze(-1)
@@ -85,6 +89,7 @@ def fit_hyperparameters(
     *,
     iters: int = 20,
     learn_noise: bool = False,
+    amplitude: np.ndarray | None = None,
 ) -> Hyper:
     """Hyperparameters maximising :func:`marginal_log_likelihood` (L-BFGS with strong Wolfe line search, float64,
     started at ``hyper``); returns a new :class:`Hyper` (``hyper`` if the fit fails)."""
@@ -99,7 +104,7 @@ def fit_hyperparameters(
     learn = ["log_s1", "log_s2", "log_ls1", "log_ls2"] + (["log_noise"] if learn_noise else [])
     for k in learn:
         raw[k].requires_grad_(True)
-    data = [as_t(a) for a in (g_uu, x_u, m_u, n, ybar, scatter)]
+    data = [as_t(a) for a in (g_uu, x_u, m_u, n, ybar, scatter)] + ([as_t(amplitude)] if amplitude is not None else [])
     scale = 1.0 / max(float(n.sum()), 1.0)
     opt = torch.optim.LBFGS([raw[k] for k in learn], lr=1.0, max_iter=iters, line_search_fn="strong_wolfe")
 
