@@ -158,18 +158,21 @@ def paper_env(lg):
     return PaperEnvironment.sample(lg, config=EnvironmentConfig(**params), seed=4)
 
 
+@pytest.mark.parametrize("init", ["oracle", "oracle-v1"])
 @pytest.mark.parametrize("name", list(MODELS))
-def test_oracle_init_reproduces_the_previous_builders_and_differs_from_the_default(paper_env, name):
-    env = paper_env
+def test_oracle_init_reproduces_the_previous_builders_and_differs_from_the_default(paper_env, env, name, init):
+    """On the paper's environment ``oracle`` and ``oracle-v1`` are the previous builders; on the consistent one
+    ``oracle-v1`` is (``oracle`` adds the capped per-edge variances there)."""
+    env = paper_env if init == "oracle" else env
     s, g = corner_route(env.linegraph, "A")
     model = _previous_builder(env, name)
     before = rounds(RoutingBandit(env, model, make_policy("ts"), s, g, seed=5), 6)
     post = model.posterior()
     assert_same_run(
-        run_model(env, name, init="oracle"), (before, {"mean": post.mean, "var": post.var, "noise_var": post.noise_var})
+        run_model(env, name, init=init), (before, {"mean": post.mean, "var": post.var, "noise_var": post.noise_var})
     )
     default = make_model(name, env, seed=0, **MODELS[name])
-    oracle = make_model(name, env, seed=0, init="oracle", **MODELS[name])
+    oracle = make_model(name, env, seed=0, init=init, **MODELS[name])
     assert not np.array_equal(default.posterior().var, oracle.posterior().var)  # ODD: another prior variance
 
 
@@ -179,7 +182,7 @@ def test_oracle_init_needs_a_generating_kernel(lg):
     with pytest.raises(ParameterError, match="init=oracle: the base environment has no generating graph_nu"):
         make_model("bi", bare, init="oracle")
     np.testing.assert_array_equal(make_model("bi", bare).posterior().var, 0.25**2 * np.var(e_det))  # no config read
-    with pytest.raises(ParameterError, match="init must be one of default, oracle"):
+    with pytest.raises(ParameterError, match="init must be one of default, oracle, oracle-v1"):
         make_model("bi", bare, init="truth")
 
 

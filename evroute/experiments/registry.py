@@ -115,21 +115,22 @@ def model_prior(env: EnergyEnvironment, init: str = "default") -> ModelPrior:
     the ablation existed; where the environment's actual marginal variances differ from ``prior_var`` times its
     kernel's diagonal (:meth:`~evroute.environments.EnergyEnvironment.marginal_variances`: the consistent
     environment's capped variances), also those, per edge (``ModelPrior.prior_var_edges``, floored at
-    :data:`ORACLE_VAR_FLOOR` times ``prior_var``).
+    :data:`ORACLE_VAR_FLOOR` times ``prior_var``).  ``init="oracle-v1"``: the oracle without those per-edge
+    variances (the scalar ``prior_var``), as before they were handed over; results made before reproduce with it.
     """
     if init == "default":
         return default_prior(env.linegraph, env.prior_mean_wh)
-    if init != "oracle":
+    if init not in ("oracle", "oracle-v1"):
         raise ParameterError(f"init must be one of {', '.join(INITS)}, got {init!r}")
     cfg = env.config
     missing = [k for k in KERNEL_FIELDS if not hasattr(cfg, k)]
     if missing:
-        raise ParameterError(f"init=oracle: the {env.name} environment has no generating {', '.join(missing)}")
+        raise ParameterError(f"init={init}: the {env.name} environment has no generating {', '.join(missing)}")
     kernel = KernelInit(**{k: float(getattr(cfg, k)) for k in KERNEL_FIELDS})
-    actual = env.marginal_variances()
+    actual = env.marginal_variances() if init == "oracle" else None
     if actual is not None:  # zero where f_e is deterministic: floored so that every model's prior stays proper
         actual = np.maximum(actual, ORACLE_VAR_FLOOR * env.prior_var)
-    return ModelPrior(env.prior_mean_wh, env.prior_var, env.noise_var, kernel, "oracle", actual)
+    return ModelPrior(env.prior_mean_wh, env.prior_var, env.noise_var, kernel, init, actual)
 
 
 def model_param_sources(name: str) -> list[Any]:

@@ -53,9 +53,11 @@ __all__ = [
     "set_threads",
 ]
 
-#: ``--model-param init`` values: ``default`` (neutral defaults, :func:`default_prior`) or ``oracle`` (the
-#: environment's generating values: an ablation, resolved by the experiment runner).
-INITS: tuple[str, ...] = ("default", "oracle")
+#: ``--model-param init`` values: ``default`` (neutral defaults, :func:`default_prior`), ``oracle`` (the
+#: environment's generating values and actual per-edge variances: an ablation, resolved by the experiment runner) or
+#: ``oracle-v1`` (the generating values with the scalar ``prior_var`` only: the oracle before the actual variances
+#: were handed over, which the results made before reproduce with).
+INITS: tuple[str, ...] = ("default", "oracle", "oracle-v1")
 
 #: the initial GP kernel hyper-parameters every GP model takes
 KERNEL_FIELDS: tuple[str, ...] = ("graph_nu", "graph_kappa", "lengthscale", "product_weight")
@@ -95,7 +97,7 @@ class ModelPrior:
         prior_var: ``sigma0^2`` (Wh^2), average prior variance of the expected energies.
         noise_var: observation-noise variance (Wh^2).
         kernel: initial GP kernel hyper-parameters.
-        init: ``"default"`` (neutral defaults) or ``"oracle"`` (the environment's generating values).
+        init: ``"default"`` (neutral defaults), ``"oracle"`` or ``"oracle-v1"`` (the environment's generating values).
         prior_var_edges: ``(E,)`` prior variance of each expected energy (Wh^2, > 0), or ``None``: ``prior_var``
             (BI) and ``prior_var`` times the kernel's diagonal (GP).  Set only by the oracle ablation, for an
             environment whose actual variances are not of that form (the consistent environment's capped ones):
@@ -129,9 +131,10 @@ def default_prior(linegraph: LineGraph, prior_mean_wh: np.ndarray) -> ModelPrior
 
 @dataclass(frozen=True)
 class PriorParams:
-    """``--model-param`` of every edge model: ``init`` selects the prior (``default`` or the ``oracle`` ablation)."""
+    """``--model-param`` of every edge model: ``init`` selects the prior (``default``, or the ``oracle`` and
+    ``oracle-v1`` ablations)."""
 
-    init: Literal["default", "oracle"] = "default"
+    init: Literal["default", "oracle", "oracle-v1"] = "default"
 
     def __post_init__(self) -> None:
         if self.init not in INITS:
