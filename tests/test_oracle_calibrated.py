@@ -150,3 +150,14 @@ def test_models_that_cannot_take_per_edge_variances_refuse_and_the_paper_oracle_
     paper = PaperEnvironment.sample(lg, seed=0)
     assert paper.marginal_variances() is None and model_prior(paper, "oracle").prior_var_edges is None
     assert model_prior(env, "default").prior_var_edges is None
+
+
+def test_cli_refuses_per_edge_variances_for_the_svgp_in_one_line_and_writes_nothing(tmp_path, capsys):
+    from evroute.cli import main
+
+    out = tmp_path / "r"
+    argv = ["run", "--network", "synthetic:200:3", "--env", "consistent", "--model", "gp", "--horizon", "2"]
+    assert main([*argv, "--model-param", "init=oracle", "--out", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("evroute: error:") and "per-edge prior variances" in err[0]
+    assert not out.exists()
