@@ -348,7 +348,8 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
         f"two-sided paired t-tests, Holm step-down adjusted, family-wise error rate {ALPHA}. Two intervals of the "
         "mean difference are given: the per-comparison 95 % Student-t interval and the simultaneous one "
         f"(Bonferroni, t-interval at level 1 - {ALPHA}/{m_tests}: all of them hold together with probability "
-        f">= {1 - ALPHA:.2f}).",
+        f">= {1 - ALPHA:.2f}; Bonferroni is more conservative than Holm, so a comparison can be significant under "
+        "Holm while its simultaneous interval still contains 0).",
         "",
     ]
     for route in routes:
