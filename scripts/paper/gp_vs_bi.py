@@ -31,6 +31,7 @@ import argparse
 import csv
 import dataclasses
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -373,9 +374,9 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
             "Paired differences A - B of final regret (Wh) over the seeds both runs finished (the means of A and B "
             "are over those seeds, so they can differ from the table above when one run has more seeds):",
             "",
-            "| comparison | A - B | seeds | mean A | mean B | A - B: mean +- s.e. | 95 % t-interval | simultaneous "
-            "interval | A lower in | p | Holm p |",
-            "|---|---|---|---|---|---|---|---|---|---|---|",
+            "| comparison | A - B | seeds | mean A | mean B | A - B: mean +- s.e. | A - B: median | 95 % t-interval "
+            "| simultaneous interval | A lower in | p | Holm p |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         sentences = []
         for t, adj in zip(tests, adjusted, strict=True):
@@ -386,7 +387,8 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
             lines.append(
                 f"| {t.label} | {t.a} - {t.b} | {pd.n} | {_mean_over(finals[(route, t.a)], pd.seeds):.1f} | "
                 f"{_mean_over(finals[(route, t.b)], pd.seeds):.1f} | "
-                f"{format_mean_se(pd.mean, pd.se, 1, signed=True)} | [{pd.low:+.1f}, {pd.high:+.1f}] | "
+                f"{format_mean_se(pd.mean, pd.se, 1, signed=True)} | {statistics.median(pd.diffs):+.1f} | "
+                f"[{pd.low:+.1f}, {pd.high:+.1f}] | "
                 f"[{lo:+.1f}, {hi:+.1f}] | {pd.k_lower} of {pd.n} | {t.p:.2g} | {adj:.2g} |"
             )
             sentences.append(
