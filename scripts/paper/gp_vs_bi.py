@@ -518,6 +518,7 @@ def answer(tests: Sequence[Test], adjusted: Sequence[float]) -> list[str]:
             f"lower regret than BI (Holm p <= {ALPHA}) in {len(gp)} ({', '.join(gp) or 'none'}); BI lower in {len(bi)} "
             f"({', '.join(bi) or 'none'}); no significant difference in {len(ns)} ({', '.join(ns) or 'none'}).",
         ]
+    out.append("")
     for (a, b), what in (
         (("GP-EXACT-TS-ORACLE", "GP-EXACT-TS"), "oracle (actual variances) vs default init, GP-TS"),
         (("BI-TS-ORACLE", "BI-TS"), "oracle (actual variances) vs default init, BI-TS"),
@@ -528,7 +529,7 @@ def answer(tests: Sequence[Test], adjusted: Sequence[float]) -> list[str]:
         if hits:
             sig = [f"{t.route} ({'lower' if t.pd.mean < 0 else 'higher'})" for t, adj in hits if adj <= ALPHA]
             out.append(
-                f"Ablation ({what}): significant difference (Holm) on {len(sig)} of the {len(hits)} routes tested"
+                f"* Ablation ({what}): significant difference (Holm) on {len(sig)} of the {len(hits)} routes tested"
                 f"{': ' + ', '.join(sig) if sig else ''}."
             )
     return out
