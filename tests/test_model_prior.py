@@ -4,7 +4,7 @@
 * a model built for an environment whose configuration, prior variance and noise variance are replaced by garbage
   drives bit-identical rounds (every model and the route-set learner);
 * ``init="oracle"``: the environment's generating values, exactly what the builders used before the ablation
-  existed (the previous builders' constructor calls are spelled out here);
+  existed (the previous builders' constructor calls are spelled out here), on the paper's environment;
 * the ``seed`` model parameter works and ``init`` is recorded in ``summary.json``.
 """
 
@@ -21,7 +21,7 @@ import pytest
 
 from evroute.bandit import RoutingBandit
 from evroute.cli import main
-from evroute.environments import EnergyEnvironment
+from evroute.environments import EnergyEnvironment, EnvironmentConfig, PaperEnvironment
 from evroute.environments.consistent import ConsistentConfig, ConsistentEnvironment
 from evroute.errors import ParameterError
 from evroute.experiments.registry import make_learner, make_model, model_prior
@@ -149,17 +149,30 @@ def _previous_builder(env, name: str):
     return cls(env.prior_mean_wh, env.prior_var, env.noise_var, lg.laplacian(), lg.contexts(), config=cfg(), **kernel)
 
 
+@pytest.fixture(scope="module")
+def paper_env(lg):
+    """The paper's environment with the ODD parameters: its actual variances are ``prior_var`` times the generating
+    kernel's diagonal, so the oracle is exactly the previous builders' prior (on the consistent environment the
+    oracle also hands over the capped per-edge variances: ``tests/test_oracle_calibrated.py``)."""
+    params = {k: v for k, v in dataclasses.asdict(ODD).items() if k != "max_cv"}
+    return PaperEnvironment.sample(lg, config=EnvironmentConfig(**params), seed=4)
+
+
+@pytest.mark.parametrize("init", ["oracle", "oracle-v1"])
 @pytest.mark.parametrize("name", list(MODELS))
-def test_oracle_init_reproduces_the_previous_builders_and_differs_from_the_default(env, name):
+def test_oracle_init_reproduces_the_previous_builders_and_differs_from_the_default(paper_env, env, name, init):
+    """On the paper's environment ``oracle`` and ``oracle-v1`` are the previous builders; on the consistent one
+    ``oracle-v1`` is (``oracle`` adds the capped per-edge variances there)."""
+    env = paper_env if init == "oracle" else env
     s, g = corner_route(env.linegraph, "A")
     model = _previous_builder(env, name)
     before = rounds(RoutingBandit(env, model, make_policy("ts"), s, g, seed=5), 6)
     post = model.posterior()
     assert_same_run(
-        run_model(env, name, init="oracle"), (before, {"mean": post.mean, "var": post.var, "noise_var": post.noise_var})
+        run_model(env, name, init=init), (before, {"mean": post.mean, "var": post.var, "noise_var": post.noise_var})
     )
     default = make_model(name, env, seed=0, **MODELS[name])
-    oracle = make_model(name, env, seed=0, init="oracle", **MODELS[name])
+    oracle = make_model(name, env, seed=0, init=init, **MODELS[name])
     assert not np.array_equal(default.posterior().var, oracle.posterior().var)  # ODD: another prior variance
 
 
@@ -169,7 +182,7 @@ def test_oracle_init_needs_a_generating_kernel(lg):
     with pytest.raises(ParameterError, match="init=oracle: the base environment has no generating graph_nu"):
         make_model("bi", bare, init="oracle")
     np.testing.assert_array_equal(make_model("bi", bare).posterior().var, 0.25**2 * np.var(e_det))  # no config read
-    with pytest.raises(ParameterError, match="init must be one of default, oracle"):
+    with pytest.raises(ParameterError, match="init must be one of default, oracle, oracle-v1"):
         make_model("bi", bare, init="truth")
 
 

@@ -75,6 +75,12 @@ class EnergyEnvironment:
         edges = np.asarray(edges, dtype=np.int64)
         return self.true_mean_wh[edges] + np.sqrt(self.noise_var) * rng.standard_normal(len(edges))
 
+    def marginal_variances(self) -> np.ndarray | None:
+        """``(E,)`` actual variances of ``f_e`` over the environment's draws (Wh^2) where they differ from what
+        ``prior_var`` and the generating kernel say (e.g. the consistent environment's capped variances); ``None``:
+        ``prior_var`` times the generating kernel's diagonal is exact.  Read only by the oracle ablation."""
+        return None
+
     def advance(self, t: float) -> bool:
         """Move the truth to round ``t``; returns whether ``true_mean_wh`` changed (static: never).
 

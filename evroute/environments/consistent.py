@@ -22,9 +22,11 @@ with ``v_e`` the prior variance of ``g_e``.  Then
 * every reduced cost ``f_e - p_e = r_e >= 0``, so no cycle has negative energy (the potential telescopes around a
   cycle) and the exact minimum-energy route is ONE Dijkstra on the reduced costs (:meth:`optimal_route`).
 
-The measured deviation from the paper's GP (mean, variance, correlation) is in ``docs/regret.md``.  Feedback, the
-prior variance handed to the models and the noise are the paper's (``sigma0 = 0.25 sigma_det``,
-``noise = 0.1 sigma_det``, ``sigma_det`` the spread of ``E_det``).
+The measured deviation from the paper's GP (mean, variance, correlation) is in ``docs/regret.md``.  Feedback and
+the noise are the paper's (``noise = 0.1 sigma_det``, ``sigma_det`` the spread of ``E_det``); ``prior_var`` is the
+paper's ``sigma0^2 = (0.25 sigma_det)^2``, but the ACTUAL marginal variances ``Var f_e`` above (after the cap) are
+:meth:`ConsistentEnvironment.marginal_variances`, which the oracle ablation hands the models
+(:func:`evroute.experiments.registry.model_prior`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ class ConsistentEnvironment(EnergyEnvironment):
     Attributes (besides the base class's):
         potential_wh: ``(E,)`` elevation potential difference ``p_e`` of each edge (Wh).
         reduced_wh: ``(E,)`` true reduced costs ``r_e = f_e - p_e >= 0`` (Wh).
+        marginal_var_wh2: ``(E,)`` exact variance of ``f_e`` over the environment's draws (Wh^2),
+            ``min(sigma0^2 v_e, (max_cv r_det(e))^2)``; ``None`` when the environment was built without it.
     """
 
     name = "consistent"
@@ -75,10 +79,16 @@ class ConsistentEnvironment(EnergyEnvironment):
         noise_var: float,
         config: ConsistentConfig,
         potential_wh: np.ndarray,
+        marginal_var_wh2: np.ndarray | None = None,
     ) -> None:
         super().__init__(linegraph, prior_mean_wh, true_mean_wh, prior_var, noise_var, config)
         self.potential_wh = np.asarray(potential_wh, dtype=np.float64)
         self.reduced_wh = np.maximum(self.true_mean_wh - self.potential_wh, 0.0)
+        self.marginal_var_wh2 = None if marginal_var_wh2 is None else np.asarray(marginal_var_wh2, dtype=np.float64)
+
+    def marginal_variances(self) -> np.ndarray | None:
+        """``(E,)`` exact ``Var f_e`` over the draws of this environment's configuration (Wh^2; see the module doc)."""
+        return self.marginal_var_wh2
 
     @classmethod
     def sample(
@@ -101,9 +111,10 @@ class ConsistentEnvironment(EnergyEnvironment):
         if prior_var > 0:
             g, v = seeded_prior_draw(linegraph, cfg, seed)
             f = pot + lognormal_reduced_costs(r_det, g, v, np.sqrt(prior_var), cfg.max_cv)
+            marginal = reduced_cost_variances(r_det, v, np.sqrt(prior_var), cfg.max_cv)
         else:
-            f = e_det.copy()
-        return cls(linegraph, e_det, f, prior_var, noise_var, cfg, pot)
+            f, marginal = e_det.copy(), np.zeros_like(e_det)
+        return cls(linegraph, e_det, f, prior_var, noise_var, cfg, pot, marginal)
 
     def optimal_route(self, start: int, goal: int) -> Route:
         """The exact minimum-energy route: Dijkstra on the reduced costs; ``cost`` is its true energy (Wh).
@@ -137,11 +148,19 @@ def lognormal_reduced_costs(
     r_det = np.asarray(r_det, dtype=np.float64)
     v = np.maximum(np.asarray(var, dtype=np.float64), 1e-12)
     z = np.asarray(g, dtype=np.float64) / np.sqrt(v)
-    target_sd = np.minimum(sigma0 * np.sqrt(v), max_cv * r_det)
+    target_sd = np.sqrt(reduced_cost_variances(r_det, v, sigma0, max_cv))
     with np.errstate(divide="ignore", invalid="ignore"):
         cv = np.where(r_det > 0, target_sd / r_det, 0.0)
     s = np.sqrt(np.log1p(cv**2))
     return r_det * np.exp(s * z - 0.5 * s**2)
+
+
+def reduced_cost_variances(r_det: np.ndarray, var: np.ndarray, sigma0: float, max_cv: float) -> np.ndarray:
+    """``(E,)`` variances (Wh^2) of the reduced costs of :func:`lognormal_reduced_costs`, hence of ``f_e``:
+    ``min(sigma0^2 var, (max_cv r_det)^2)`` (``r_det`` ``(E,)`` Wh, ``var`` ``(E,)`` the Gaussian draw's variances)."""
+    r_det = np.asarray(r_det, dtype=np.float64)
+    v = np.maximum(np.asarray(var, dtype=np.float64), 1e-12)
+    return np.minimum(sigma0**2 * v, (max_cv * r_det) ** 2)
 
 
 def parse_params(params: dict[str, Any]) -> ConsistentConfig:

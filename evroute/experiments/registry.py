@@ -20,6 +20,8 @@ import inspect
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from evroute.environments import EnergyEnvironment
 from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
@@ -51,6 +53,10 @@ __all__ = [
     "register_model",
     "runner_keywords",
 ]
+
+#: floor of the oracle's per-edge prior variances, relative to ``prior_var``: an edge whose reduced cost is zero has
+#: a deterministic energy (variance 0), which BI's conjugate prior cannot take
+ORACLE_VAR_FLOOR = 1e-6
 
 #: ``builder(linegraph, prior, **params) -> EdgeModel`` (``seed`` is passed when the builder takes it)
 ModelBuilder = Callable[..., EdgeModel]
@@ -118,18 +124,25 @@ def model_prior(env: EnergyEnvironment, init: str = "default") -> ModelPrior:
     ``E_det`` and network; nothing else of the environment is read.  ``init="oracle"`` (ablation): the
     environment's own prior and noise variances and its generating kernel (``env.config``'s ``graph_nu``,
     ``graph_kappa``, ``lengthscale``, ``product_weight``), the initialisation of the paper and of evroute before
-    the ablation existed.
+    the ablation existed; where the environment's actual marginal variances differ from ``prior_var`` times its
+    kernel's diagonal (:meth:`~evroute.environments.EnergyEnvironment.marginal_variances`: the consistent
+    environment's capped variances), also those, per edge (``ModelPrior.prior_var_edges``, floored at
+    :data:`ORACLE_VAR_FLOOR` times ``prior_var``).  ``init="oracle-v1"``: the oracle without those per-edge
+    variances (the scalar ``prior_var``), as before they were handed over; results made before reproduce with it.
     """
     if init == "default":
         return default_prior(env.linegraph, env.prior_mean_wh)
-    if init != "oracle":
+    if init not in ("oracle", "oracle-v1"):
         raise ParameterError(f"init must be one of {', '.join(INITS)}, got {init!r}")
     cfg = env.config
     missing = [k for k in KERNEL_FIELDS if not hasattr(cfg, k)]
     if missing:
-        raise ParameterError(f"init=oracle: the {env.name} environment has no generating {', '.join(missing)}")
+        raise ParameterError(f"init={init}: the {env.name} environment has no generating {', '.join(missing)}")
     kernel = KernelInit(**{k: float(getattr(cfg, k)) for k in KERNEL_FIELDS})
-    return ModelPrior(env.prior_mean_wh, env.prior_var, env.noise_var, kernel, "oracle")
+    actual = env.marginal_variances() if init == "oracle" else None
+    if actual is not None:  # zero where f_e is deterministic: floored so that every model's prior stays proper
+        actual = np.maximum(actual, ORACLE_VAR_FLOOR * env.prior_var)
+    return ModelPrior(env.prior_mean_wh, env.prior_var, env.noise_var, kernel, init, actual)
 
 
 def model_param_sources(name: str) -> list[Any]:

@@ -27,6 +27,7 @@ kernel values (user value, else the prior's), thread setting and config coercion
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -59,9 +60,11 @@ __all__ = [
     "set_threads",
 ]
 
-#: ``--model-param init`` values: ``default`` (neutral defaults, :func:`default_prior`) or ``oracle`` (the
-#: environment's generating values: an ablation, resolved by the experiment runner).
-INITS: tuple[str, ...] = ("default", "oracle")
+#: ``--model-param init`` values: ``default`` (neutral defaults, :func:`default_prior`), ``oracle`` (the
+#: environment's generating values and actual per-edge variances: an ablation, resolved by the experiment runner) or
+#: ``oracle-v1`` (the generating values with the scalar ``prior_var`` only: the oracle before the actual variances
+#: were handed over, which the results made before reproduce with).
+INITS: tuple[str, ...] = ("default", "oracle", "oracle-v1")
 
 #: the initial GP kernel hyper-parameters every GP model takes
 KERNEL_FIELDS: tuple[str, ...] = ("graph_nu", "graph_kappa", "lengthscale", "product_weight")
@@ -101,7 +104,12 @@ class ModelPrior:
         prior_var: ``sigma0^2`` (Wh^2), average prior variance of the expected energies.
         noise_var: observation-noise variance (Wh^2).
         kernel: initial GP kernel hyper-parameters.
-        init: ``"default"`` (neutral defaults) or ``"oracle"`` (the environment's generating values).
+        init: ``"default"`` (neutral defaults), ``"oracle"`` or ``"oracle-v1"`` (the environment's generating values).
+        prior_var_edges: ``(E,)`` prior variance of each expected energy (Wh^2, > 0), or ``None``: ``prior_var``
+            (BI) and ``prior_var`` times the kernel's diagonal (GP).  Set only by the oracle ablation, for an
+            environment whose actual variances are not of that form (the consistent environment's capped ones):
+            BI takes them as its per-edge prior variances, ``gp-exact`` scales its kernel to have them as its
+            diagonal at the initial hyper-parameters.
     """
 
     prior_mean_wh: np.ndarray
@@ -109,6 +117,7 @@ class ModelPrior:
     noise_var: float
     kernel: KernelInit
     init: str = "default"
+    prior_var_edges: np.ndarray | None = None
 
 
 def default_prior(linegraph: LineGraph, prior_mean_wh: np.ndarray) -> ModelPrior:
@@ -129,9 +138,10 @@ def default_prior(linegraph: LineGraph, prior_mean_wh: np.ndarray) -> ModelPrior
 
 @dataclass(frozen=True)
 class PriorParams:
-    """``--model-param`` of every edge model: ``init`` selects the prior (``default`` or the ``oracle`` ablation)."""
+    """``--model-param`` of every edge model: ``init`` selects the prior (``default``, or the ``oracle`` and
+    ``oracle-v1`` ablations)."""
 
-    init: Literal["default", "oracle"] = "default"
+    init: Literal["default", "oracle", "oracle-v1"] = "default"
 
     def __post_init__(self) -> None:
         if self.init not in INITS:
@@ -216,6 +226,12 @@ def build_gp_family(
         params: config fields, kernel values and ``threads`` (:class:`KernelInitParams`).
     """
     kernel = {k: float(params.pop(k, getattr(prior.kernel, k))) for k in KERNEL_FIELDS}
+    if prior.prior_var_edges is not None:  # per-edge prior variances (oracle ablation): only models that take them
+        if "prior_var_edges" not in inspect.signature(model_cls).parameters:
+            raise ParameterError(
+                f"the {what} model cannot take per-edge prior variances (init=oracle on this environment): use gp-exact"
+            )
+        kernel["prior_var_edges"] = prior.prior_var_edges  # type: ignore[assignment]
     set_threads(int(params.pop("threads", 1)), blas=blas_threads)
     values = _coerce(config_cls, params, what)
     if "seed" in {f.name for f in dataclasses.fields(config_cls)}:
@@ -236,11 +252,12 @@ def build_gp_family(
 
 
 def build_bi(linegraph: LineGraph, prior: ModelPrior, *, prior_var_scale: float = 1.0) -> EdgeModel:
-    """BI (independent conjugate Gaussian per edge) with the prior's mean, variance times ``prior_var_scale`` and
-    noise variance."""
+    """BI (independent conjugate Gaussian per edge) with the prior's mean, variance (per edge where the prior has
+    them) times ``prior_var_scale`` and noise variance."""
     from evroute.models.bi import BayesianEdgeModel
 
-    return BayesianEdgeModel(prior.prior_mean_wh, prior.prior_var * prior_var_scale, prior.noise_var)
+    var = prior.prior_var if prior.prior_var_edges is None else prior.prior_var_edges
+    return BayesianEdgeModel(prior.prior_mean_wh, var * prior_var_scale, prior.noise_var)
 
 
 def build_kr(linegraph: LineGraph, prior: ModelPrior, **params: Any) -> EdgeModel:
@@ -248,6 +265,8 @@ def build_kr(linegraph: LineGraph, prior: ModelPrior, **params: Any) -> EdgeMode
     of :class:`~evroute.models.kr.KernelRegressionEdgeModel` (``hops``, ``graph_decay``, ``bandwidth``, ...)."""
     from evroute.models.kr import KernelRegressionEdgeModel
 
+    if prior.prior_var_edges is not None:
+        raise ParameterError("the kr model cannot take per-edge prior variances (init=oracle on this environment)")
     return KernelRegressionEdgeModel(linegraph, prior.prior_mean_wh, prior.prior_var, prior.noise_var, **params)
 
 

@@ -106,20 +106,33 @@ class EdgeKernelColumns:
 
     ``graph``: a dense ``(E, E)`` normalised graph Gram matrix, a :class:`GraphMaternKernel` (columns by sparse solves;
     ``graph_diag`` its ``(E,)`` prior variances) or a :class:`LocalGraphMatern` (sparse truncated columns: the
-    product term is evaluated only at their non-zeros).  The kernel itself is :func:`evroute.kernels.edge.edge_kernel`.
+    product term is evaluated only at their non-zeros).  The kernel itself is :func:`evroute.kernels.edge.edge_kernel`;
+    with an ``(E,)`` ``amplitude`` ``a`` it is ``a_i a_j K_ij`` (per-edge prior variances, the oracle ablation).
     """
 
-    def __init__(self, graph: Any, contexts: np.ndarray, hyper: Hyper, graph_diag: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        graph: Any,
+        contexts: np.ndarray,
+        hyper: Hyper,
+        graph_diag: np.ndarray | None = None,
+        amplitude: np.ndarray | None = None,
+    ) -> None:
         self.graph, self.x, self.h = graph, contexts, hyper
         self.n = contexts.shape[0]
         self.k = edge_kernel(GraphKernel(graph, graph_diag), hyper.s1, hyper.s2, hyper.ls1, hyper.ls2)
         self._all = Points(None, contexts)
+        self.a = amplitude
 
     def diag(self) -> np.ndarray:
-        return self.k.diag(self._all)
+        d = self.k.diag(self._all)
+        return d if self.a is None else d * self.a**2
 
     def columns(self, idx: np.ndarray) -> np.ndarray:
-        return np.asfortranarray(self.k(self._all, edge_points(self.x, idx)))
+        c = self.k(self._all, edge_points(self.x, idx))
+        if self.a is not None:
+            c = np.asarray(c) * self.a[:, None] * self.a[idx][None, :]
+        return np.asfortranarray(c)
 
     def dense(self, block: int = 512) -> np.ndarray:
         if not isinstance(self.graph, np.ndarray):
@@ -128,6 +141,8 @@ class EdgeKernelColumns:
         for j in range(0, self.n, block):  # column blocks: temporaries stay E x block
             sl = slice(j, j + block)
             out[:, sl] = self.k(self._all, edge_points(self.x, sl))
+            if self.a is not None:
+                out[:, sl] *= self.a[:, None] * self.a[None, sl]
         return out
 
 
@@ -139,6 +154,10 @@ class ExactGPEdgeModel(EdgeModel):
         prior_var: ``sigma0^2`` (Wh^2); noise_var: observation-noise variance (Wh^2).
         laplacian: ``(E, E)`` line-graph Laplacian; contexts: ``(E, d)`` standardised contexts.
         graph_nu, graph_kappa, lengthscale, product_weight: initial kernel (the model prior's, as for the SVGP).
+        prior_var_edges: ``(E,)`` prior variances of the edges (Wh^2) or ``None``: the kernel is then scaled per edge,
+            ``a_i a_j K_ij`` with ``a = sqrt(prior_var_edges / (prior_var diag K))`` at the INITIAL kernel (fixed
+            through the refits), so that its diagonal is ``prior_var_edges`` (the oracle ablation's actual
+            variances).
     """
 
     def __init__(
@@ -154,6 +173,7 @@ class ExactGPEdgeModel(EdgeModel):
         lengthscale: float = 1.0,
         product_weight: float = 0.5,
         config: ExactGPConfig | None = None,
+        prior_var_edges: np.ndarray | None = None,
     ) -> None:
         self.config = cfg = config or ExactGPConfig()
         self.prior_mean_wh = np.asarray(prior_mean_wh, dtype=np.float64).copy()
@@ -184,6 +204,11 @@ class ExactGPEdgeModel(EdgeModel):
             float(noise_var) / float(prior_var),
         )
         self.graph_nu, self.graph_kappa = float(graph_nu), float(graph_kappa)
+        self._var_edges = None if prior_var_edges is None else np.asarray(prior_var_edges, np.float64) / prior_var
+        if self._var_edges is not None and (self._var_edges.shape != (self.n_edges,) or np.any(self._var_edges <= 0)):
+            raise ParameterError(f"prior_var_edges must be ({self.n_edges},) and > 0")
+        self._hyper0 = self.hyper
+        self._amp: np.ndarray | None = None
         self._lap = laplacian
         self.m0 = self.prior_mean_wh / self.scale
         self.counts = np.zeros(self.n_edges, dtype=np.int64)
@@ -214,7 +239,14 @@ class ExactGPEdgeModel(EdgeModel):
 
     def kernel(self) -> EdgeKernelColumns:
         g, gdiag = self._graph_source()
-        return EdgeKernelColumns(g, self.contexts, self.hyper, gdiag)
+        return EdgeKernelColumns(g, self.contexts, self.hyper, gdiag, self.amplitude())
+
+    def amplitude(self) -> np.ndarray | None:
+        """``(E,)`` per-edge kernel amplitude ``a`` (``None`` without ``prior_var_edges``), from the initial kernel."""
+        if self._var_edges is not None and self._amp is None:
+            g, gdiag = self._graph_source()
+            self._amp = np.sqrt(self._var_edges / EdgeKernelColumns(g, self.contexts, self._hyper0, gdiag).diag())
+        return self._amp
 
     def _device(self) -> Any:
         if self.config.device == "cpu":
@@ -382,6 +414,7 @@ class ExactGPEdgeModel(EdgeModel):
             scatter,
             iters=self.config.fit_iters,
             learn_noise=self.config.learn_noise,
+            amplitude=None if self.amplitude() is None else self.amplitude()[e],  # type: ignore[index]
         )
 
 

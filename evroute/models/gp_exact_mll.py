@@ -79,6 +79,8 @@ class MarginalLikelihood:
     Args:
         g_uu: ``(U, U)`` graph Gram block; x_u: ``(U, d)`` contexts; m_u: ``(U,)`` prior mean;
         n, ybar, scatter: ``(U,)`` statistics (model units); nu: Matérn smoothness of ``k_f``, ``k_f'``.
+        amplitude: ``(U,)`` per-edge kernel amplitude ``a`` (kernel ``a_i a_j K_ij``: per-edge prior variances, the
+            oracle ablation) or ``None``; it multiplies both terms and their gradients elementwise by ``a a^T``.
     """
 
     def __init__(
@@ -90,8 +92,13 @@ class MarginalLikelihood:
         ybar: np.ndarray,
         scatter: np.ndarray,
         nu: float = 2.5,
+        amplitude: np.ndarray | None = None,
     ) -> None:
+        a = None if amplitude is None else np.asarray(amplitude, dtype=np.float64)
+        self.aa = None if a is None else np.outer(a, a)
         self.g = np.asarray(g_uu, dtype=np.float64)
+        if self.aa is not None:
+            self.g = self.g * self.aa  # the product term's a_i a_j folds into the graph block
         self.x = np.asarray(x_u, dtype=np.float64)
         self.n = np.asarray(n, dtype=np.float64)
         self.r = np.asarray(ybar, dtype=np.float64) - np.asarray(m_u, dtype=np.float64)
@@ -117,7 +124,10 @@ class MarginalLikelihood:
         d = self.x.shape[1]
         gk1, h1, x1 = self._gram(h.ls1)
         k2, h2, x2 = self._gram(h.ls2)
-        gk1 *= self.g  # G o K_f
+        if self.aa is not None:
+            k2 *= self.aa
+            h2 *= self.aa
+        gk1 *= self.g  # G o K_f (o a a^T)
         a = h.s2 * k2
         a += h.s1 * gk1
         a[np.diag_indices_from(a)] += h.noise / self.n
@@ -167,9 +177,11 @@ def marginal_log_likelihood(
     n: np.ndarray,
     ybar: np.ndarray,
     scatter: np.ndarray,
+    amplitude: np.ndarray | None = None,
 ) -> float:
-    """Exact ``log p(y | hyper)`` (a float) from the statistics of ``|U|`` distinct edges (see the module docstring)."""
-    return MarginalLikelihood(g_uu, x_u, m_u, n, ybar, scatter)(hyper.pack(), grad=False)[0]
+    """Exact ``log p(y | hyper)`` (a float) from the statistics of ``|U|`` distinct edges (see the module docstring;
+    ``amplitude``: :class:`MarginalLikelihood`'s)."""
+    return MarginalLikelihood(g_uu, x_u, m_u, n, ybar, scatter, amplitude=amplitude)(hyper.pack(), grad=False)[0]
 
 
 def fit_hyperparameters(
@@ -183,11 +195,12 @@ def fit_hyperparameters(
     *,
     iters: int = 20,
     learn_noise: bool = False,
+    amplitude: np.ndarray | None = None,
 ) -> Hyper:
     """Hyperparameters maximising :func:`marginal_log_likelihood` (SciPy L-BFGS-B in the log-parameters, bounded
     to ``+-LOG_BOUND``, warm-started at ``hyper``, at most ``iters`` iterations, objective divided by the number of
     observations); returns a new :class:`Hyper` (``hyper`` itself if the fit fails or does not improve)."""
-    f = MarginalLikelihood(g_uu, x_u, m_u, n, ybar, scatter)
+    f = MarginalLikelihood(g_uu, x_u, m_u, n, ybar, scatter, amplitude=amplitude)
     theta0 = hyper.pack()
     free = np.ones(len(theta0), dtype=bool)
     free[-1] = learn_noise

@@ -325,7 +325,7 @@ def prior_model(
         return BayesianEdgeModel(e_det, prior_var, noise_var)
     from evroute.models.gp_exact import ExactGPConfig, ExactGPEdgeModel
 
-    init = {
+    init: dict[str, Any] = {  # the initial kernel values (floats; the model's other keywords stay at their defaults)
         k: float(gp_params.pop(k))
         for k in ("graph_nu", "graph_kappa", "lengthscale", "product_weight")
         if k in gp_params

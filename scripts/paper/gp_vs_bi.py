@@ -1,55 +1,80 @@
-"""GP versus BI without an oracle kernel (issue 24, item 3, reduced): paired final regrets, Holm-adjusted tests.
+"""GP versus BI without an oracle kernel (issue 24, items 2 and 3): paired final regrets, Holm-adjusted tests.
 
-Consistent environment, elevation potential, regret against the exact optimum.  Per route, in this order (each
+Consistent environment, elevation potential, regret against the exact optimum.  Per route, stage by stage (each
 stage is run, then the per-seed data and the report are rewritten, so a stopped study still reports what finished):
 
 1. BI-TS and exact GP-TS (``gp-exact``, default init: the neutral model prior, hyper-parameters refit by type-II
    maximum likelihood at rounds 16, 32, 64, ...), ``--seeds`` seeds;
-2. the ablations of GP-TS at ``--ablation-seeds`` seeds: ``init="oracle"`` (the environment's generating kernel,
-   noise and prior variance, default refits) and ``refit_first=0`` (default init, never refit);
-3. BI-BUCB and exact GP-BUCB, ``--seeds`` seeds.
+2. the ablations at ``--ablation-seeds`` seeds: GP-TS and BI-TS with ``init="oracle"`` (the environment's generating
+   kernel and noise and its ACTUAL per-edge marginal variances after the cap, ``ModelPrior.prior_var_edges``) and
+   GP-TS with ``refit_first=0`` (default init, never refit);
+3. BI-BUCB and exact GP-BUCB, ``--seeds`` seeds;
+4. BI-UCB and exact GP-UCB, ``--ucb-seeds`` seeds;
+5. on ``--sensitivity-route`` only: BI-TS and GP-TS in environments with ``max_cv`` in :data:`MAX_CVS` (the main
+   runs are ``max_cv = 1``), ``--sensitivity-seeds`` seeds.
 
 Resumable (re-run the same command; finished seeds are skipped):
 
     EVROUTE_DATA=/work/shared/data nice -n 10 .venv/bin/python scripts/paper/gp_vs_bi.py \\
-        --routes synthetic:2000:0:A monaco:A --seeds 20 --ablation-seeds 10 --horizon 500 --workers 2
+        --routes monaco:A luxembourg:A --stages 1 3 --seeds 20 --horizon 500 --workers 2
 
 Writes RUNS/<route key>/<NAME>/ (raw runs, not committed), ``docs/results/data/gp_vs_bi_finals.csv`` (final
-cumulative regret of every finished seed) and ``docs/results/gp_vs_bi.md``, built from that CSV alone
-(``--report-only`` rebuilds it from the CSV without the raw runs, keeping the study command the report records;
-``--collect-only`` first rewrites the CSV from the finished seeds, e.g. after a stage was stopped part-way).
+cumulative regret of every finished seed; rows of runs not under ``--runs``, e.g. of other routes or of raw runs
+since deleted, are kept) and ``docs/results/gp_vs_bi.md``, built from that CSV alone (``--report-only`` rebuilds it
+from the CSV without the raw runs, keeping the study commands the report records; ``--collect-only`` first merges
+the finished seeds under ``--runs`` into the CSV, e.g. after a stage was stopped part-way).
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import math
-from collections.abc import Sequence
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from evroute.experiments import report as R
-from evroute.stats import format_mean_se, holm_adjust, mean_se, paired_differences, t_test_pvalue
+from evroute.stats import (
+    PairedDifference,
+    format_mean_se,
+    holm_adjust,
+    mean_se,
+    paired_differences,
+    t_interval,
+    t_test_pvalue,
+)
 
 #: family-wise error rate of the Holm procedure over every comparison in the report
 ALPHA = 0.05
+#: the routes of issue 24's design, in the report's order
+ROUTES = ("synthetic:2000:0:A", "monaco:A", "monaco:B", "luxembourg:A", "luxembourg:B")
+#: the environment's cap on the reduced costs' coefficient of variation: main runs, sensitivity values
+MAX_CV_MAIN = 1.0
+MAX_CVS = (0.5, 2.0)
 
 
 @dataclass(frozen=True)
 class Variant:
-    """One run name: model, policy, ``--model-param`` values and which seed count it uses."""
+    """One run name: model, policy, ``--model-param`` values, environment ``max_cv``, seed group and stage.
+
+    ``group``: which seed count it uses (``main``, ``ablation``, ``ucb``, ``sensitivity``); stage 0: not run any
+    more (rows kept in the CSV from an earlier definition, see :data:`LEGACY`).
+    """
 
     name: str
     model: str
     policy: str
     params: tuple[tuple[str, object], ...]
-    ablation: bool
+    group: str
     stage: int
+    max_cv: float = MAX_CV_MAIN
 
     @property
     def init(self) -> str:
-        return str(dict(self.params).get("init", "default"))
+        return LEGACY.get(self.name, str(dict(self.params).get("init", "default")))
 
     @property
     def refits(self) -> str:
@@ -59,51 +84,89 @@ class Variant:
         return "never" if first == 0 else f"rounds {first}, {2 * first}, {4 * first}, ..."
 
 
+def _cv_name(v: float) -> str:
+    return f"CV{v:g}"
+
+
 VARIANTS = (
-    Variant("BI-TS", "bi", "ts", (), False, 1),
-    Variant("GP-EXACT-TS", "gp-exact", "ts", (), False, 1),
-    Variant("GP-EXACT-TS-ORACLE", "gp-exact", "ts", (("init", "oracle"),), True, 2),
-    Variant("GP-EXACT-TS-NOREFIT", "gp-exact", "ts", (("refit_first", 0),), True, 2),
-    Variant("BI-BUCB", "bi", "bucb", (), False, 3),
-    Variant("GP-EXACT-BUCB", "gp-exact", "bucb", (), False, 3),
+    Variant("BI-TS", "bi", "ts", (), "main", 1),
+    Variant("GP-EXACT-TS", "gp-exact", "ts", (), "main", 1),
+    Variant("GP-EXACT-TS-ORACLE", "gp-exact", "ts", (("init", "oracle"),), "ablation", 2),
+    Variant("BI-TS-ORACLE", "bi", "ts", (("init", "oracle"),), "ablation", 2),
+    Variant("GP-EXACT-TS-NOREFIT", "gp-exact", "ts", (("refit_first", 0),), "ablation", 2),
+    Variant("GP-EXACT-TS-ORACLE-V1", "gp-exact", "ts", (("init", "oracle"),), "ablation", 0),
+    Variant("BI-BUCB", "bi", "bucb", (), "main", 3),
+    Variant("GP-EXACT-BUCB", "gp-exact", "bucb", (), "main", 3),
+    Variant("BI-UCB", "bi", "ucb", (), "ucb", 4),
+    Variant("GP-EXACT-UCB", "gp-exact", "ucb", (), "ucb", 4),
+    *(
+        Variant(f"{m}-TS-{_cv_name(cv)}", m.lower(), "ts", (), "sensitivity", 5, cv)
+        for cv in MAX_CVS
+        for m in ("BI", "GP-EXACT")
+    ),
 )
 BY_NAME = {v.name: v for v in VARIANTS}
+#: runs of an earlier definition, kept in the CSV (raw runs deleted): name -> the init they used
+LEGACY = {"GP-EXACT-TS-ORACLE-V1": "oracle-v1"}
 
 #: (A, B, what the comparison answers): differences A - B of final regret, seed by seed
 COMPARISONS = (
     ("GP-EXACT-TS", "BI-TS", "GP-TS (learned) vs BI-TS"),
     ("GP-EXACT-BUCB", "BI-BUCB", "GP-BUCB (learned) vs BI-BUCB"),
+    ("GP-EXACT-UCB", "BI-UCB", "GP-UCB (learned) vs BI-UCB"),
     ("GP-EXACT-TS-ORACLE", "GP-EXACT-TS", "oracle init vs default init (GP-TS)"),
+    ("BI-TS-ORACLE", "BI-TS", "oracle init vs default init (BI-TS)"),
+    ("GP-EXACT-TS-ORACLE", "BI-TS-ORACLE", "GP-TS vs BI-TS, both oracle init"),
     ("GP-EXACT-TS-NOREFIT", "GP-EXACT-TS", "refits off vs on (GP-TS, default init)"),
     ("GP-EXACT-TS-ORACLE", "BI-TS", "GP-TS (oracle init) vs BI-TS"),
     ("GP-EXACT-TS-NOREFIT", "BI-TS", "GP-TS (default init, no refits) vs BI-TS"),
+    ("GP-EXACT-TS-ORACLE-V1", "GP-EXACT-TS", "oracle-v1 init vs default init (GP-TS)"),
+    ("GP-EXACT-TS-ORACLE-V1", "BI-TS", "GP-TS (oracle-v1 init) vs BI-TS"),
+    *((f"GP-EXACT-TS-{_cv_name(cv)}", f"BI-TS-{_cv_name(cv)}", f"GP-TS vs BI-TS at max_cv = {cv:g}") for cv in MAX_CVS),
 )
 
-FIELDS = ("route", "run", "model", "policy", "init", "refit_first", "horizon", "seed", "final_regret_wh", "reference")
+FIELDS = (
+    "route",
+    "run",
+    "model",
+    "policy",
+    "init",
+    "refit_first",
+    "max_cv",
+    "horizon",
+    "seed",
+    "final_regret_wh",
+    "reference",
+)
+
+
+def seed_count(args: argparse.Namespace, v: Variant) -> int:
+    return int(
+        {
+            "main": args.seeds,
+            "ablation": args.ablation_seeds,
+            "ucb": args.ucb_seeds,
+            "sensitivity": args.sensitivity_seeds,
+        }[v.group]
+    )
 
 
 def configs(args: argparse.Namespace, network: str, route: str, stage: int) -> dict[str, object]:
-    """``<route key>/<NAME> -> ExperimentConfig`` of the variants of ``stage``."""
+    """``<route key>/<NAME> -> ExperimentConfig`` of the variants of ``stage`` (stage 5: the sensitivity route only)."""
     key = R.route_key(network, route)
+    if stage == 5 and f"{network}:{route}" != args.sensitivity_route:
+        return {}
     out: dict[str, object] = {}
     for v in VARIANTS:
         if v.stage != stage:
             continue
         ns = argparse.Namespace(
-            env="consistent",
-            potential="elevation",
-            horizon=args.horizon,
-            seeds=args.ablation_seeds if v.ablation else args.seeds,
-            model_param=[f"{k}={_json(val)}" for k, val in v.params],
+            env="consistent", potential="elevation", horizon=args.horizon, seeds=seed_count(args, v), model_param=[]
         )
-        out[f"{key}/{v.name}"] = R.method_config(network, route, f"{v.model}-{v.policy}", ns)
+        env = {} if v.max_cv == MAX_CV_MAIN else {"max_cv": v.max_cv}
+        cfg = R.method_config(network, route, f"{v.model}-{v.policy}", ns, environment=env)
+        out[f"{key}/{v.name}"] = dataclasses.replace(cfg, model_params={k: val for k, val in v.params})
     return out
-
-
-def _json(value: object) -> str:
-    import json
-
-    return json.dumps(value)
 
 
 def collect(args: argparse.Namespace, routes: Sequence[tuple[str, str]]) -> list[dict[str, object]]:
@@ -112,10 +175,11 @@ def collect(args: argparse.Namespace, routes: Sequence[tuple[str, str]]) -> list
     for network, route in routes:
         key = R.route_key(network, route)
         for v in VARIANTS:
+            if v.stage == 0:
+                continue
             d = Path(args.runs) / key / v.name
-            limit = args.ablation_seeds if v.ablation else args.seeds
             for seed, final in sorted(R.seed_finals(d).items()):
-                if seed >= limit:
+                if seed >= seed_count(args, v):
                     continue
                 summ = R.seed_summary(d, seed)
                 rows.append(
@@ -126,6 +190,7 @@ def collect(args: argparse.Namespace, routes: Sequence[tuple[str, str]]) -> list
                         "policy": v.policy,
                         "init": v.init,
                         "refit_first": dict(v.params).get("refit_first", 16) if v.model.startswith("gp") else "",
+                        "max_cv": f"{v.max_cv:g}",
                         "horizon": summ.get("rounds", args.horizon),
                         "seed": seed,
                         "final_regret_wh": f"{final:.6f}",
@@ -133,6 +198,17 @@ def collect(args: argparse.Namespace, routes: Sequence[tuple[str, str]]) -> list
                     }
                 )
     return rows
+
+
+def merge(old: Sequence[Mapping[str, object]], new: Sequence[dict[str, object]]) -> list[dict[str, object]]:
+    """``old`` rows updated by ``new`` ones (same route, run and seed), in the order route, variant, seed."""
+    both: list[dict[str, object]] = [{**r} for r in old] + [{**r} for r in new]
+    rows = {(str(r["route"]), str(r["run"]), int(str(r["seed"]))): dict(r) for r in both}
+    for r in rows.values():
+        r.setdefault("max_cv", f"{BY_NAME[str(r['run'])].max_cv:g}")
+    order = {name: i for i, name in enumerate(BY_NAME)}
+    rk = {r: i for i, r in enumerate(ROUTES)}
+    return [rows[k] for k in sorted(rows, key=lambda k: (rk.get(k[0], len(rk)), k[0], order[k[1]], k[2]))]
 
 
 def write_csv(path: Path, rows: Sequence[dict[str, object]]) -> None:
@@ -153,6 +229,22 @@ def read_csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
+#: seeds per group in issue 24's design (the coverage table reports what finished against these)
+DESIGN = {"main": 20, "ablation": 10, "ucb": 10, "sensitivity": 10}
+
+
+@dataclass(frozen=True)
+class Test:
+    """One paired comparison on one route, its two-sided t-test p-value and (filled later) Holm-adjusted p."""
+
+    route: str
+    a: str
+    b: str
+    label: str
+    pd: PairedDifference
+    p: float
+
+
 def verdict(a: str, b: str, mean: float, adj_p: float) -> str:
     """The sentence of one comparison, from its mean difference and Holm-adjusted p-value."""
     if math.isnan(adj_p):
@@ -162,50 +254,103 @@ def verdict(a: str, b: str, mean: float, adj_p: float) -> str:
     return f"no significant difference between {a} and {b} at family-wise level {ALPHA} (Holm)"
 
 
-def build_report(rows: Sequence[dict[str, str]], command: str) -> list[str]:
-    """The Markdown of ``gp_vs_bi.md`` from the per-seed rows alone."""
-    routes = list(dict.fromkeys(r["route"] for r in rows))
-    finals: dict[tuple[str, str], dict[int, float]] = {}
-    horizons, refs = set(), set()
+def finals_of(rows: Sequence[dict[str, str]]) -> dict[tuple[str, str], dict[int, float]]:
+    out: dict[tuple[str, str], dict[int, float]] = {}
     for r in rows:
-        finals.setdefault((r["route"], r["run"]), {})[int(r["seed"])] = float(r["final_regret_wh"])
-        horizons.add(r["horizon"])
-        refs.add(r["reference"])
-    tests = []  # (route, a, b, label, PairedDifference, p)
+        out.setdefault((r["route"], r["run"]), {})[int(r["seed"])] = float(r["final_regret_wh"])
+    return out
+
+
+def run_tests(finals: dict[tuple[str, str], dict[int, float]], routes: Sequence[str]) -> tuple[list[Test], list[float]]:
+    """Every comparison with at least one paired seed, and the Holm-adjusted p-values over all of them."""
+    tests = []
     for route in routes:
         for a, b, label in COMPARISONS:
             fa, fb = finals.get((route, a), {}), finals.get((route, b), {})
             if set(fa) & set(fb):
                 pd = paired_differences(fa, fb)
-                tests.append((route, a, b, label, pd, t_test_pvalue(pd.diffs)))
-    adjusted = holm_adjust([t[5] for t in tests])
+                tests.append(Test(route, a, b, label, pd, t_test_pvalue(pd.diffs)))
+    return tests, holm_adjust([t.p for t in tests])
+
+
+def simultaneous(pd: PairedDifference, m: int) -> tuple[float, float]:
+    """Bonferroni simultaneous interval of the mean difference: the t-interval at level ``1 - ALPHA / m``."""
+    return t_interval(pd.diffs, 1.0 - ALPHA / max(m, 1))
+
+
+def coverage_lines(finals: dict[tuple[str, str], dict[int, float]], routes: Sequence[str], sens: set[str]) -> list[str]:
+    """Seeds finished per route and run group against the design (:data:`DESIGN`)."""
+    groups = ("main", "ablation", "ucb", "sensitivity")
+    head = "| route | " + " | ".join(
+        f"{g} ({', '.join(v.name for v in VARIANTS if v.group == g and v.stage)}; design {DESIGN[g]} seeds)"
+        for g in groups
+    )
+    lines = [head + " |", "|---" * (len(groups) + 1) + "|"]
+    for route in ROUTES:
+        cells = []
+        for g in groups:
+            names = [v.name for v in VARIANTS if v.group == g and v.stage]
+            if g == "sensitivity" and route not in sens:
+                cells.append("-- (not planned)" if sens else "not run")
+                continue
+            got = [len(finals.get((route, n), {})) for n in names]
+            cells.append("not run" if not any(got) else " / ".join(str(k) for k in got))
+        lines.append(f"| {route} | " + " | ".join(cells) + " |")
+    extra = [r for r in routes if r not in ROUTES]
+    if extra:
+        lines += ["", f"Other routes in the data: {', '.join(extra)}."]
+    return lines
+
+
+def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> list[str]:
+    """The Markdown of ``gp_vs_bi.md`` from the per-seed rows alone (``commands``: the study's commands)."""
+    routes = list(dict.fromkeys(r["route"] for r in rows))
+    finals = finals_of(rows)
+    horizons = sorted({r["horizon"] for r in rows})
+    refs = sorted({r["reference"] for r in rows})
+    sens = {r["route"] for r in rows if float(r.get("max_cv") or MAX_CV_MAIN) != MAX_CV_MAIN}
+    tests, adjusted = run_tests(finals, routes)
     m_tests = sum(not math.isnan(p) for p in adjusted)
+    legacy = [t for t in tests if t.a in LEGACY]
     lines = [
-        "# GP versus BI without an oracle kernel (issue 24, item 3, reduced)",
+        "# GP versus BI without an oracle kernel (issue 24, items 2 and 3)",
         "",
-        f"Command: `{command}`",
+        *[f"Command: `{c}`" for c in commands],
         "",
         "Generated by `scripts/paper/gp_vs_bi.py` from the per-seed data in "
         "[`data/gp_vs_bi_finals.csv`](data/gp_vs_bi_finals.csv); every number and sentence below is computed from it.",
         "",
-        f"Protocol: consistent environment, elevation potential, T = {', '.join(sorted(horizons)) or '--'} rounds, "
-        f"regret against the exact optimum ({', '.join(sorted(refs)) or '--'}). GP = exact GP posterior (`gp-exact`). "
+        f"Protocol: consistent environment, elevation potential, T = {', '.join(horizons) or '--'} rounds, "
+        f"regret against the exact optimum ({', '.join(refs) or '--'}). GP = exact GP posterior (`gp-exact`). "
         'Init `default` = the neutral model prior (`docs/gp.md`, "Model prior"), no knowledge of the environment; '
-        "`oracle` = the environment's generating kernel, prior and noise variances (ablation). BI always uses the "
-        "default prior. Seed s draws the same environment for every run, so differences are paired by seed. "
-        "Caveat (`docs/gp.md`): at the consistent environment's default parameters the neutral prior and noise "
-        "variances, `product_weight`, `nu` and `kappa` equal the generating ones; the default and oracle inits differ "
-        "in the initial context lengthscale (sqrt(3) against 1). Both use the same prior variance, the paper's "
-        "rule, which issue 24 measured to be larger than the consistent environment's actual marginal variances; "
-        "the oracle row does not hand the models those actual variances.",
+        "`oracle` (ablation) = the environment's generating kernel and noise variance and its ACTUAL per-edge "
+        "marginal variances after the cap (`min(sigma0^2 v_e, (max_cv r_det(e))^2)`, "
+        "`ConsistentEnvironment.marginal_variances`): BI takes them as per-edge prior variances, the GP scales its "
+        "kernel per edge so that its prior variances are them. BI runs use the default prior unless named -ORACLE. "
+        "Seed s draws the same environment for every run of a route and `max_cv`, so differences are paired by seed. "
+        f"Environment `max_cv` = {MAX_CV_MAIN:g} unless a run is named -CV<value>.",
         "",
-        "Coverage: a reduced version of issue 24, item 3 (which asks for Fig. 2 on synthetic A, Monaco A/B and "
-        "Luxembourg A/B with 20 seeds for the TS and BUCB pairs): only the routes, runs and seed counts in the tables "
-        "below were measured; GP-UCB and BI-UCB were not run.",
+    ]
+    if legacy:
+        lines += [
+            "`oracle-v1` (runs named -ORACLE-V1, kept from an earlier definition; their raw runs are gone): the "
+            "generating kernel and noise with the paper's scalar prior variance `sigma0^2` instead of the actual "
+            "(capped) variances, the oracle of commit ed0d7ae.",
+            "",
+        ]
+    lines += [
+        f"Coverage against issue 24's design (seeds finished per run; design: {DESIGN['main']} seeds for the TS "
+        f"and BUCB pairs, {DESIGN['ucb']} for UCB, {DESIGN['ablation']} for the ablations, {DESIGN['sensitivity']} "
+        "for the max_cv sensitivity); only what is listed here was measured:",
+        "",
+        *coverage_lines(finals, routes, sens),
         "",
         f"Multiple comparisons: every comparison in this file ({m_tests} tests over all routes) is one family; "
-        f"two-sided paired t-tests, Holm step-down adjusted, family-wise error rate {ALPHA}. The 95 % intervals are "
-        "per-comparison (unadjusted) Student-t intervals of the mean difference.",
+        f"two-sided paired t-tests, Holm step-down adjusted, family-wise error rate {ALPHA}. Two intervals of the "
+        "mean difference are given: the per-comparison 95 % Student-t interval and the simultaneous one "
+        f"(Bonferroni, t-interval at level 1 - {ALPHA}/{m_tests}: all of them hold together with probability "
+        f">= {1 - ALPHA:.2f}; Bonferroni is more conservative than Holm, so a comparison can be significant under "
+        "Holm while its simultaneous interval still contains 0).",
         "",
     ]
     for route in routes:
@@ -214,40 +359,43 @@ def build_report(rows: Sequence[dict[str, str]], command: str) -> list[str]:
             "",
             "Final cumulative regret (Wh), mean +- 1 s.e. over the seeds that finished:",
             "",
-            "| run | model | policy | init | hyper-parameter refits | seeds | final regret (Wh) |",
-            "|---|---|---|---|---|---|---|",
+            "| run | model | policy | init | hyper-parameter refits | max_cv | seeds | final regret (Wh) |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for v in VARIANTS:
             f = finals.get((route, v.name))
-            if not f:
-                continue
-            lines.append(
-                f"| {v.name} | {v.model} | {v.policy} | {v.init} | {v.refits} | {len(f)} | "
-                f"{format_mean_se(*mean_se(f.values()), 1)} |"
-            )
-        missing = [v.name for v in VARIANTS if not finals.get((route, v.name))]
-        if missing:
-            lines += ["", f"Not run on this route (no finished seed): {', '.join(missing)}."]
+            if f:
+                lines.append(
+                    f"| {v.name} | {v.model} | {v.policy} | {v.init} | {v.refits} | {v.max_cv:g} | {len(f)} | "
+                    f"{format_mean_se(*mean_se(f.values()), 1)} |"
+                )
         lines += [
             "",
             "Paired differences A - B of final regret (Wh) over the seeds both runs finished (the means of A and B "
             "are over those seeds, so they can differ from the table above when one run has more seeds):",
             "",
-            "| comparison | A - B | seeds | mean A | mean B | A - B: mean +- s.e. | 95 % t-interval | A lower in "
-            "| p | Holm p |",
-            "|---|---|---|---|---|---|---|---|---|---|",
+            "| comparison | A - B | seeds | mean A | mean B | A - B: mean +- s.e. | A - B: median | 95 % t-interval "
+            "| simultaneous interval | A lower in | p | Holm p |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         sentences = []
-        for (rt, a, b, label, pd, p), adj in zip(tests, adjusted, strict=True):
-            if rt != route:
+        for t, adj in zip(tests, adjusted, strict=True):
+            if t.route != route:
                 continue
+            pd = t.pd
+            lo, hi = simultaneous(pd, m_tests)
             lines.append(
-                f"| {label} | {a} - {b} | {pd.n} | {_mean_over(finals[(rt, a)], pd.seeds):.1f} | "
-                f"{_mean_over(finals[(rt, b)], pd.seeds):.1f} | {format_mean_se(pd.mean, pd.se, 1, signed=True)} | "
-                f"[{pd.low:+.1f}, {pd.high:+.1f}] | {pd.k_lower} of {pd.n} | {p:.2g} | {adj:.2g} |"
+                f"| {t.label} | {t.a} - {t.b} | {pd.n} | {_mean_over(finals[(route, t.a)], pd.seeds):.1f} | "
+                f"{_mean_over(finals[(route, t.b)], pd.seeds):.1f} | "
+                f"{format_mean_se(pd.mean, pd.se, 1, signed=True)} | {statistics.median(pd.diffs):+.1f} | "
+                f"[{pd.low:+.1f}, {pd.high:+.1f}] | "
+                f"[{lo:+.1f}, {hi:+.1f}] | {pd.k_lower} of {pd.n} | {t.p:.2g} | {adj:.2g} |"
             )
-            sentences.append(f"* {label}: {verdict(a, b, pd.mean, adj)}; A lower in {pd.k_lower} of {pd.n} seeds.")
+            sentences.append(
+                f"* {t.label}: {verdict(t.a, t.b, pd.mean, adj)}; A lower in {pd.k_lower} of {pd.n} seeds."
+            )
         lines += ["", *sentences, ""]
+    lines += sensitivity_lines(tests, adjusted, finals, sens, m_tests)
     lines += ["## Answer", "", *answer(tests, adjusted)]
     return lines
 
@@ -256,41 +404,156 @@ def _mean_over(values: dict[int, float], seeds: Sequence[int]) -> float:
     return float(sum(values[s] for s in seeds) / len(seeds))
 
 
-def answer(tests: Sequence[tuple], adjusted: Sequence[float]) -> list[str]:
+def _answer_word(t: Test, adj: float) -> str:
+    pd = t.pd
+    if math.isnan(adj):
+        return "not tested (fewer than 2 paired seeds)"
+    if adj > ALPHA:
+        return "no significant difference"
+    if t.a.startswith("GP") and t.b.startswith("BI"):
+        return f"yes, GP lower by {-pd.mean:.1f} Wh" if pd.mean < 0 else f"no, BI lower by {pd.mean:.1f} Wh"
+    return f"yes, {t.a} {'lower' if pd.mean < 0 else 'higher'} by {abs(pd.mean):.1f} Wh"
+
+
+def _answer_line(q: str, t: Test, adj: float) -> str:
+    pd = t.pd
+    return (
+        f"* {q}, {t.route}? {_answer_word(t, adj)} (mean difference {pd.mean:+.1f} Wh, 95 % interval "
+        f"[{pd.low:+.1f}, {pd.high:+.1f}], Holm p = {adj:.2g}, {t.a} lower in {pd.k_lower} of {pd.n} seeds)."
+    )
+
+
+def sensitivity_lines(
+    tests: Sequence[Test],
+    adjusted: Sequence[float],
+    finals: dict[tuple[str, str], dict[int, float]],
+    sens: set[str],
+    m: int,
+) -> list[str]:
+    """The max_cv sensitivity table (GP-TS minus BI-TS at each max_cv, the main runs at MAX_CV_MAIN)."""
+    out: list[str] = []
+    for route in sorted(sens):
+        rows = []
+        for cv in sorted({MAX_CV_MAIN, *MAX_CVS}):
+            a, b = (
+                ("GP-EXACT-TS", "BI-TS")
+                if cv == MAX_CV_MAIN
+                else (f"GP-EXACT-TS-{_cv_name(cv)}", f"BI-TS-{_cv_name(cv)}")
+            )
+            hit = [(t, adj) for t, adj in zip(tests, adjusted, strict=True) if (t.route, t.a, t.b) == (route, a, b)]
+            if hit:
+                rows.append((cv, *hit[0]))
+        if not rows:
+            continue
+        out += [
+            f"## max_cv sensitivity, {route}",
+            "",
+            "GP-TS minus BI-TS (final regret, Wh) in environments with different caps on the reduced costs' "
+            f"coefficient of variation (max_cv = {MAX_CV_MAIN:g}: the main runs above, with their seeds; a larger "
+            "cap keeps more of the paper's variance, `docs/results/consistent_env.md` measures what max_cv = 1 "
+            "keeps):",
+            "",
+            "| max_cv | seeds | BI-TS | GP-TS | GP - BI: mean +- s.e. | 95 % t-interval | simultaneous interval "
+            "| GP lower in | Holm p |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        means = []
+        for cv, t, adj in rows:
+            pd = t.pd
+            lo, hi = simultaneous(pd, m)
+            means.append(pd.mean)
+            out.append(
+                f"| {cv:g} | {pd.n} | {_mean_over(finals[(route, t.b)], pd.seeds):.1f} | "
+                f"{_mean_over(finals[(route, t.a)], pd.seeds):.1f} | {format_mean_se(pd.mean, pd.se, 1, signed=True)} "
+                f"| [{pd.low:+.1f}, {pd.high:+.1f}] | [{lo:+.1f}, {hi:+.1f}] | {pd.k_lower} of {pd.n} | {adj:.2g} |"
+            )
+        sig = [f"{cv:g}" for cv, _t, adj in rows if adj <= ALPHA]
+        trend = (
+            "grows"
+            if all(x > y for x, y in zip(means[:-1], means[1:], strict=True))
+            else "shrinks"
+            if all(x < y for x, y in zip(means[:-1], means[1:], strict=True))
+            else "is not monotone"
+        )
+        out += [
+            "",
+            f"* GP-TS and BI-TS differ significantly (Holm) at {len(sig)} of the {len(rows)} caps max_cv = "
+            f"{', '.join(f'{cv:g}' for cv, *_ in rows)} ({'at ' + ', '.join(sig) if sig else 'at none'}).",
+            f"* In the means (not a test), the GP's advantage BI - GP {trend} as max_cv increases over "
+            f"{', '.join(f'{cv:g}' for cv, *_ in rows)} ({', '.join(f'{-x:+.1f}' for x in means)} Wh).",
+            "",
+        ]
+    return out
+
+
+def answer(tests: Sequence[Test], adjusted: Sequence[float]) -> list[str]:
     """The plain answers, one line per question and route, from the Holm-tested comparisons."""
     out = []
     questions = (
         ("GP-EXACT-TS", "BI-TS", "Without the truth, does GP-TS beat BI-TS"),
         ("GP-EXACT-BUCB", "BI-BUCB", "Without the truth, does GP-BUCB beat BI-BUCB"),
+        ("GP-EXACT-UCB", "BI-UCB", "Without the truth, does GP-UCB beat BI-UCB"),
         ("GP-EXACT-TS-NOREFIT", "GP-EXACT-TS", "Do the refits matter (GP-TS without minus with refits)"),
-        ("GP-EXACT-TS-ORACLE", "GP-EXACT-TS", "Does the oracle kernel matter (GP-TS oracle minus default init)"),
+        ("GP-EXACT-TS-ORACLE", "GP-EXACT-TS", "Does the oracle matter for the GP (GP-TS oracle minus default init)"),
+        ("BI-TS-ORACLE", "BI-TS", "Does the oracle matter for BI (BI-TS oracle minus default init)"),
+        ("GP-EXACT-TS-ORACLE", "BI-TS-ORACLE", "Told the truth, does GP-TS beat BI-TS (both oracle init)"),
+        ("GP-EXACT-TS-ORACLE-V1", "GP-EXACT-TS", "Did the earlier oracle-v1 matter (GP-TS oracle-v1 minus default)"),
     )
+    pairs: dict[tuple[str, str], list[tuple[Test, float]]] = {(t.a, t.b): [] for t in tests}
+    for t, adj in zip(tests, adjusted, strict=True):
+        pairs[(t.a, t.b)].append((t, adj))
     for a, b, q in questions:
-        for (route, ta, tb, _label, pd, _p), adj in zip(tests, adjusted, strict=True):
-            if (ta, tb) != (a, b):
-                continue
-            if math.isnan(adj):
-                word = "not tested (fewer than 2 paired seeds)"
-            elif adj > ALPHA:
-                word = "no significant difference"
-            elif b.startswith("BI"):
-                word = f"yes, GP lower by {-pd.mean:.1f} Wh" if pd.mean < 0 else f"no, BI lower by {pd.mean:.1f} Wh"
-            else:
-                word = f"yes, {a} {'lower' if pd.mean < 0 else 'higher'} by {abs(pd.mean):.1f} Wh"
+        for t, adj in pairs.get((a, b), []):
+            out.append(_answer_line(q, t, adj))
+    main = [
+        (t, adj) for t, adj in zip(tests, adjusted, strict=True) if (t.a, t.b) in {(a, b) for a, b, _ in questions[:3]}
+    ]
+    if main:
+        gp = [f"{t.route} {t.b[3:]}" for t, adj in main if adj <= ALPHA and t.pd.mean < 0]
+        bi = [f"{t.route} {t.b[3:]}" for t, adj in main if adj <= ALPHA and t.pd.mean > 0]
+        ns = [f"{t.route} {t.b[3:]}" for t, adj in main if not adj <= ALPHA]
+        out += [
+            "",
+            f"Summary over the {len(main)} tested (route, policy) pairs with learned hyper-parameters: the GP has "
+            f"lower regret than BI (Holm p <= {ALPHA}) in {len(gp)} ({', '.join(gp) or 'none'}); BI lower in {len(bi)} "
+            f"({', '.join(bi) or 'none'}); no significant difference in {len(ns)} ({', '.join(ns) or 'none'}).",
+        ]
+    out.append("")
+    for (a, b), what in (
+        (("GP-EXACT-TS-ORACLE", "GP-EXACT-TS"), "oracle (actual variances) vs default init, GP-TS"),
+        (("BI-TS-ORACLE", "BI-TS"), "oracle (actual variances) vs default init, BI-TS"),
+        (("GP-EXACT-TS-ORACLE", "BI-TS-ORACLE"), "GP-TS vs BI-TS, both oracle init"),
+        (("GP-EXACT-TS-NOREFIT", "GP-EXACT-TS"), "refits off vs on, GP-TS"),
+    ):
+        hits = pairs.get((a, b), [])
+        if hits:
+            sig = [f"{t.route} ({'lower' if t.pd.mean < 0 else 'higher'})" for t, adj in hits if adj <= ALPHA]
             out.append(
-                f"* {q}, {route}? {word} (mean difference {pd.mean:+.1f} Wh, 95 % interval "
-                f"[{pd.low:+.1f}, {pd.high:+.1f}], Holm p = {adj:.2g}, {a} lower in {pd.k_lower} of {pd.n} seeds)."
+                f"* Ablation ({what}): significant difference (Holm) on {len(sig)} of the {len(hits)} routes tested"
+                f"{': ' + ', '.join(sig) if sig else ''}."
             )
     return out
 
 
+def recorded_commands(out: Path) -> list[str]:
+    """The study commands a report records (its ``Command:`` lines), in order."""
+    if not out.is_file():
+        return []
+    return [ln[len("Command: `") : -1] for ln in out.read_text().splitlines() if ln.startswith("Command: `")]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--routes", nargs="+", default=["synthetic:2000:0:A", "monaco:A"], help="NETWORK:ROUTE items")
-    ap.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1 of the TS and BUCB pairs")
-    ap.add_argument("--ablation-seeds", type=int, default=10, help="seeds 0..N-1 of the GP-TS ablations")
+    ap.add_argument("--routes", nargs="+", default=["monaco:A"], help="NETWORK:ROUTE items")
+    ap.add_argument("--seeds", type=int, default=DESIGN["main"], help="seeds 0..N-1 of the TS and BUCB pairs")
+    ap.add_argument("--ablation-seeds", type=int, default=DESIGN["ablation"], help="seeds of the ablations (stage 2)")
+    ap.add_argument("--ucb-seeds", type=int, default=DESIGN["ucb"], help="seeds of the UCB pair (stage 4)")
+    ap.add_argument(
+        "--sensitivity-seeds", type=int, default=DESIGN["sensitivity"], help="seeds of the max_cv runs (stage 5)"
+    )
+    ap.add_argument("--sensitivity-route", default="monaco:A", help="the one route of the max_cv runs (stage 5)")
     ap.add_argument("--horizon", type=int, default=500, help="rounds T")
-    ap.add_argument("--stages", type=int, nargs="+", default=[1, 2, 3], help="stages to run (see above)")
+    ap.add_argument("--stages", type=int, nargs="+", default=[1, 3], help="stages to run (1-5, see above)")
     ap.add_argument("--executor", default="process", choices=["serial", "process", "ray"])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--runs", default="results/gp_vs_bi", help="raw results folder (not committed)")
@@ -300,26 +563,31 @@ def main() -> None:
     ap.add_argument(
         "--collect-only",
         action="store_true",
-        help="run nothing; rewrite --data from the finished seeds under --runs (e.g. after stopping a stage), then "
+        help="run nothing; merge the finished seeds under --runs into --data (e.g. after stopping a stage), then "
         "the report",
     )
     args = ap.parse_args()
-    cmd = R.command_line()
+    bad = [s for s in args.stages if s not in (1, 2, 3, 4, 5)]
+    counts = (args.seeds, args.ablation_seeds, args.ucb_seeds, args.sensitivity_seeds, args.horizon)
+    if bad or min(counts) < 1 or any(":" not in r for r in args.routes):
+        ap.exit(2, "evroute: error: stages must be in 1-5, seed counts and --horizon >= 1, routes NETWORK:ROUTE\n")
     routes = R.parse_routes(args.routes)
     data, out = Path(args.data), Path(args.out)
+    commands = recorded_commands(out)
+    if not (args.report_only or args.collect_only) and R.command_line() not in commands:
+        commands.append(R.command_line())
+    old = read_csv(data) if data.is_file() else []
     if args.collect_only:
-        write_csv(data, collect(args, routes))
-    if args.report_only or args.collect_only:  # keep the study's command (the data's origin) if the report has one
-        if out.is_file():
-            cmd = next((ln[10:-1] for ln in out.read_text().splitlines() if ln.startswith("Command: `")), cmd)
-        R.write_markdown(out, build_report(read_csv(data), cmd))
+        write_csv(data, merge(old, collect(args, routes)))
+    if args.report_only or args.collect_only:
+        R.write_markdown(out, build_report(read_csv(data), commands))
         return
     for network, route in routes:
         for stage in sorted(set(args.stages)):
             ns = argparse.Namespace(report_only=False, runs=args.runs, executor=args.executor, workers=args.workers)
             R.run_grid(configs(args, network, route, stage), ns)
-            write_csv(data, collect(args, routes))
-            R.write_markdown(out, build_report(read_csv(data), cmd))
+            write_csv(data, merge(read_csv(data) if data.is_file() else [], collect(args, routes)))
+            R.write_markdown(out, build_report(read_csv(data), commands))
 
 
 if __name__ == "__main__":

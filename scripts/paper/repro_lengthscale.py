@@ -3,8 +3,9 @@
 
 The environment's lengthscale (``environment={"lengthscale": l}``, the Matérn-5/2 lengthscale of k_f and k_f' on the
 standardised contexts) is varied; the GP model's *initial* lengthscale follows it (the paper initialises the
-hyperparameters "according to the prior"; with ``--model-param 'init="oracle"'`` the models are built from the
-environment's kernel, the oracle ablation the committed tables used), then it is learnt by Adam as usual.
+hyperparameters "according to the prior"; with ``--model-param 'init="oracle-v1"'`` the models are built from the
+environment's kernel and scalar prior variance, the oracle ablation the committed tables used), then it is learnt by
+Adam as usual.
 ``--fixed-model-lengthscale L`` instead starts every GP model at L (misspecified prior).
 The l = 1 runs are Fig. 2's (the default environment), shared through the same --runs folder.
 

@@ -100,8 +100,8 @@ for t in range(1, 41):
     out[f"t{t:02d}/mean"], out[f"t{t:02d}/var"] = p.mean, p.var
 np.savez(sys.argv[2], **out)
 """
-#: the same slices on a tree whose models are built from a ModelPrior (registry): ``init="oracle"`` is the construction
-#: the older trees used (the environment's kernel and variances)
+#: the same slices on a tree whose models are built from a ModelPrior (registry): ``init="oracle-v1"`` (``"oracle"`` on
+#: trees that predate it) is the construction the older trees used (the environment's kernel and scalar variances)
 POSTERIOR_CODE_PRIOR = POSTERIOR_CODE.replace(
     """from evroute.models.gp import build_gp_model
 from evroute.models.gp_exact import build_exact_gp_model
@@ -112,7 +112,7 @@ build, kw = builders[sys.argv[1]]""",
     """from evroute.experiments.registry import make_model
 kw = {"gp-tv": {"compute_scale": 0}}.get(sys.argv[1], {})
 def build(env, seed, **kw):
-    return make_model(sys.argv[1], env, seed=seed, init="oracle", **kw)""",
+    return make_model(sys.argv[1], env, seed=seed, init=INIT, **kw)""",
 )
 for _model in ("gp", "gp-exact", "gp-tv"):
     CONFIGS[f"posterior-{_model}"] = [_model]
@@ -152,15 +152,18 @@ def _read_rounds(path: Path) -> dict[str, np.ndarray]:
 def run_all(tree: Path, names: list[str], work: Path) -> dict[str, np.ndarray]:
     """Run the configurations ``names`` on ``tree``; ``{config/seed/column: array}``."""
     env = dict(os.environ, PYTHONPATH=str(tree), OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
-    # trees with a ModelPrior build models from neutral defaults unless told init="oracle" (the older construction)
-    prior_tree = (tree / "evroute" / "models" / "build.py").is_file()
+    # trees with a ModelPrior build models from neutral defaults unless told init="oracle-v1" (the older construction;
+    # "oracle" on trees before oracle-v1 existed)
+    build = tree / "evroute" / "models" / "build.py"
+    prior_tree = build.is_file()
+    init = "oracle-v1" if prior_tree and "oracle-v1" in build.read_text() else "oracle"
     arrays: dict[str, np.ndarray] = {}
     for name in names:
         out = work / name
         t0 = time.perf_counter()
         if name.startswith("posterior-"):
             npz = work / f"{name}.npz"
-            code = POSTERIOR_CODE_PRIOR if prior_tree else POSTERIOR_CODE
+            code = POSTERIOR_CODE_PRIOR.replace("init=INIT", f"init={init!r}") if prior_tree else POSTERIOR_CODE
             cmd = [sys.executable, "-c", code, CONFIGS[name][0], str(npz)]
             subprocess.run(cmd, env=env, cwd=tree, check=True, stdout=subprocess.DEVNULL)
             with np.load(npz) as f:
@@ -170,7 +173,7 @@ def run_all(tree: Path, names: list[str], work: Path) -> dict[str, np.ndarray]:
         cmd = [sys.executable, "-m", "evroute", "run", *CONFIGS[name], "--out", str(out), "--overwrite"]
         cmd.append("--no-progress")
         if prior_tree:
-            cmd += ["--model-param", 'init="oracle"']
+            cmd += ["--model-param", f'init="{init}"']
         subprocess.run(cmd, env=env, cwd=tree, check=True, stdout=subprocess.DEVNULL)
         print(f"{name}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
         for seed_dir in sorted(out.glob("seed_*")):
