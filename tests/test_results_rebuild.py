@@ -45,6 +45,14 @@ REBUILT: dict[str, list[str]] = {
         "--fig",
         "{out}.png",
     ],
+    "bench_round_turns.md": [
+        "scripts/bench/bench_round.py",
+        "--report-only",
+        "--data",
+        "docs/results/data/bench_round_turns.json",
+        "--out",
+        "{out}",
+    ],
     "calibration.md": [
         "scripts/driver/calibration.py",
         "--report-only",
@@ -59,6 +67,22 @@ REBUILT: dict[str, list[str]] = {
         "--data",
         "docs/results/data",
         "--doc",
+        "{out}",
+    ],
+    "turn_coverage.md": [
+        "scripts/sumo/turn_coverage.py",
+        "--report-only",
+        "--data",
+        "docs/results/data/turn_coverage.json",
+        "--out",
+        "{out}",
+    ],
+    "turn_coverage_probe_turns.md": [
+        "scripts/sumo/turn_coverage.py",
+        "--report-only",
+        "--data",
+        "docs/results/data/turn_coverage_probe_turns.json",
+        "--out",
         "{out}",
     ],
     "twizy_trace_energy.md": [
