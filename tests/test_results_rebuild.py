@@ -45,6 +45,14 @@ REBUILT: dict[str, list[str]] = {
         "--fig",
         "{out}.png",
     ],
+    "bench_round_turns.md": [
+        "scripts/bench/bench_round.py",
+        "--report-only",
+        "--data",
+        "docs/results/data/bench_round_turns.json",
+        "--out",
+        "{out}",
+    ],
     "calibration.md": [
         "scripts/driver/calibration.py",
         "--report-only",
@@ -71,6 +79,22 @@ REBUILT: dict[str, list[str]] = {
         "--coverage",
         "docs/results/data/trip_logs_known_truth_coverage.csv",
         "--output",
+        "{out}",
+    ],
+    "turn_coverage.md": [
+        "scripts/sumo/turn_coverage.py",
+        "--report-only",
+        "--data",
+        "docs/results/data/turn_coverage.json",
+        "--out",
+        "{out}",
+    ],
+    "turn_coverage_probe_turns.md": [
+        "scripts/sumo/turn_coverage.py",
+        "--report-only",
+        "--data",
+        "docs/results/data/turn_coverage_probe_turns.json",
+        "--out",
         "{out}",
     ],
     "twizy_trace_energy.md": [

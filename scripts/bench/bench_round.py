@@ -6,6 +6,7 @@ Usage::
     python scripts/bench/bench_round.py --networks synthetic:1000 --rounds 200 --repeats 5
     python scripts/bench/bench_round.py --markdown docs/benchmarks.md
     python scripts/bench/bench_round.py --networks luxembourg --arms edge,turn   # edge vs turn arms, one run
+    python scripts/bench/bench_round.py --report-only --data docs/results/data/bench_round_turns.json --out FILE
 
 Each (network) is measured ``--repeats`` times, each time over ``--rounds`` rounds after ``--warmup``
 rounds; the table reports the median over all measured rounds of each component (ms) and the
@@ -14,13 +15,16 @@ median of the per-repeat medians of a whole round, in wall time and in CPU time 
 measures each network with edge arms and with turn arms (:mod:`evroute.arms`: one arm per turn plus a terminal arm
 per edge, Dijkstra with arc weights) side by side, in one process.  Real networks need ``EVROUTE_DATA``; they are
 skipped with a note when it is not set.  Environment sampling and the regret reference are not
-part of a round and are not timed here.
+part of a round and are not timed here.  ``--data`` saves the numbers the table is built from; ``--report-only``
+rebuilds the table from them alone (tests/test_results_rebuild.py).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import json
+import os
 import statistics
 import sys
 import time
@@ -85,6 +89,52 @@ def bench(network: str, rounds: int, warmup: int, repeats: int, seed: int, arms:
     return out
 
 
+def _findings(rows: list[dict[str, Any]]) -> str:
+    """One sentence per network measured with both edge and turn arms: what turn arms cost, from the table's numbers."""
+    by = {(r["network"], r["arms_kind"]): r for r in rows}
+    out = []
+    for net in dict.fromkeys(r["network"] for r in rows):
+        e, t = by.get((net, "edge")), by.get((net, "turn"))
+        if e is None or t is None:
+            continue
+        comp = max(COMPONENTS, key=lambda c: t[c] - e[c])
+        out.append(
+            f"- {net}: turn arms ({t['arms']} arms, {t['arms'] / e['arms']:.2f} x the {e['arms']} edge arms) cost "
+            f"{t['round_cpu_ms'] / e['round_cpu_ms']:.2f} x the CPU of a round with edge arms "
+            f"({t['round_cpu_ms']:.2f} vs {e['round_cpu_ms']:.2f} ms) and {t['round_ms'] / e['round_ms']:.2f} x its "
+            f"wall time ({t['round_ms']:.2f} vs {e['round_ms']:.2f} ms); the component that grows most is "
+            f"{comp[:-3]} (+{t[comp] - e[comp]:.2f} ms).\n"
+        )
+    return "\n" + "".join(out) if out else ""
+
+
+def build_report(d: dict[str, Any]) -> str:
+    """The Markdown table (and its findings), every number computed from the saved study ``d`` (see :func:`main`)."""
+    header = (
+        "| network | arms | edges (LCC) | turns | arms (count) | round (ms) | round CPU (ms) | posterior "
+        "| index (TS + rectify) | oracle (Dijkstra) | update |\n"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+    )
+    body = "".join(
+        f"| {r['network']} | {r['arms_kind']} | {r['edges']} | {r['turns']} | {r['arms']} | {r['round_ms']:.2f} | "
+        f"{r['round_cpu_ms']:.2f} | {r['posterior_ms']:.2f} | {r['index_ms']:.2f} | {r['oracle_ms']:.2f} | "
+        f"{r['update_ms']:.2f} |\n"
+        for r in d["rows"]
+    )
+    data = ""
+    if d.get("data"):
+        name = f"data/{Path(d['data']).name}"
+        data = (
+            f"Generated from the numbers in [`{name}`]({name}) (rebuild without running anything: "
+            f"`python scripts/bench/bench_round.py --report-only --data docs/results/{name} --out FILE`).\n\n"
+        )
+    return (
+        f"Command: `{d['command']}`  \nMachine: {d['machine']}  \n"
+        f"Medians over {d['repeats']} repeats x {d['rounds']} rounds (after {d['warmup']} warm-up rounds), ms; "
+        "round CPU: process CPU time, the other columns wall time.\n\n" + data + header + body + _findings(d["rows"])
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--networks", default=",".join(DEFAULT_NETWORKS))
@@ -93,40 +143,49 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--arms", default="edge", help="comma-separated arm kinds to measure: edge, turn (default edge)")
-    ap.add_argument("--markdown", default=None, help="write the table (with machine and command) to this file")
+    ap.add_argument(
+        "--markdown", "--out", dest="markdown", default=None, help="write the table (with machine and command) here"
+    )
+    ap.add_argument("--data", default=None, help="save the numbers the table is built from (JSON) here")
+    ap.add_argument("--report-only", action="store_true", help="measure nothing; rebuild --out from --data alone")
     args = ap.parse_args(argv)
-    kinds = [k.strip() for k in args.arms.split(",") if k.strip()]
-    rows = []
-    for net in available_networks(args.networks):
-        for kind in kinds:
-            try:
-                r = bench(net, args.rounds, args.warmup, args.repeats, args.seed, kind)
-            except EvrouteError as exc:
-                print(f"skip {net} ({kind} arms): {exc}", file=sys.stderr)
-                continue
-            rows.append((net, kind, r))
-            print(
-                f"{net:<22} {kind:<4} arms {r['arms']:>7} round {r['round_ms']:8.2f} ms (CPU {r['round_cpu_ms']:.2f})  "
-                + "  ".join(f"{c[:-3]} {r[c]:7.2f}" for c in COMPONENTS),
-                flush=True,
-            )
-    machine = machine_line()
-    header = (
-        "| network | arms | edges (LCC) | turns | arms (count) | round (ms) | round CPU (ms) | posterior "
-        "| index (TS + rectify) | oracle (Dijkstra) | update |\n"
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
-    )
-    body = "".join(
-        f"| {n} | {k} | {r['edges']} | {r['turns']} | {r['arms']} | {r['round_ms']:.2f} | {r['round_cpu_ms']:.2f} | "
-        f"{r['posterior_ms']:.2f} | {r['index_ms']:.2f} | {r['oracle_ms']:.2f} | {r['update_ms']:.2f} |\n"
-        for n, k, r in rows
-    )
-    cmd = "python scripts/bench/bench_round.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = (
-        f"Command: `{cmd.strip()}`  \nMachine: {machine}  \n"
-        f"Medians over {args.repeats} repeats x {args.rounds} rounds (after {args.warmup} warm-up rounds), ms; "
-        "round CPU: process CPU time, the other columns wall time.\n\n" + header + body
-    )
+    if args.report_only:
+        if not args.data or not Path(args.data).is_file():
+            ap.exit(2, f"evroute: error: no saved benchmark at {args.data} (run it without --report-only)\n")
+        if not args.markdown:
+            ap.exit(2, "evroute: error: --report-only needs --out\n")
+        d = json.loads(Path(args.data).read_text())
+    else:
+        kinds = [k.strip() for k in args.arms.split(",") if k.strip()]
+        rows: list[dict[str, Any]] = []
+        for net in available_networks(args.networks):
+            for kind in kinds:
+                try:
+                    r = bench(net, args.rounds, args.warmup, args.repeats, args.seed, kind)
+                except EvrouteError as exc:
+                    print(f"skip {net} ({kind} arms): {exc}", file=sys.stderr)
+                    continue
+                rows.append({"network": net, "arms_kind": kind, **r})
+                print(
+                    f"{net:<22} {kind:<4} arms {r['arms']:>7} round {r['round_ms']:8.2f} ms "
+                    f"(CPU {r['round_cpu_ms']:.2f})  " + "  ".join(f"{c[:-3]} {r[c]:7.2f}" for c in COMPONENTS),
+                    flush=True,
+                )
+        cmd = "python scripts/bench/bench_round.py " + " ".join(argv if argv is not None else sys.argv[1:])
+        d = {
+            "command": cmd.strip(),
+            "machine": machine_line(),
+            "load": os.getloadavg()[0],
+            "repeats": args.repeats,
+            "rounds": args.rounds,
+            "warmup": args.warmup,
+            "seed": args.seed,
+            "data": args.data,
+            "rows": rows,
+        }
+        if args.data:
+            atomic_write_text(Path(args.data), json.dumps(d, indent=1) + "\n")
+    text = build_report(d)
     print(text)
     if args.markdown:
         atomic_write_text(Path(args.markdown), text)
