@@ -159,23 +159,23 @@ def route_meta(cfg: ExperimentConfig) -> dict[str, Any]:
     return out
 
 
-def _ci(a: dict[int, float], b: dict[int, float]) -> tuple[str, str]:
-    """Table cells and a generated sentence fragment for the paired differences ``a - b``."""
-    p = paired_differences(a, b)
+def _ci(a: str, b: str, fa: dict[int, float], fb: dict[int, float]) -> tuple[str, str]:
+    """Table cells and a generated sentence for the paired differences ``fa - fb`` of methods ``a`` and ``b``."""
+    p = paired_differences(fa, fb)
     cell = (
         f"{format_mean_se(p.mean, p.se, signed=True)} | [{p.low:+.1f}, {p.high:+.1f}] | {p.k_lower} / {p.n}"
         if p.n >= 2
         else f"{p.mean:+.1f} | -- | {p.k_lower} / {p.n}"
     )
     if p.n < 2:
-        verdict = "one seed, no interval"
+        sentence = f"{a} - {b}: one seed, no interval"
     elif p.high < 0:
-        verdict = "lower: the 95 % interval lies below 0"
+        sentence = f"{a} has lower regret than {b}: the 95 % interval lies below 0 ({p.k_lower} of {p.n} seeds lower)"
     elif p.low > 0:
-        verdict = "higher: the 95 % interval lies above 0"
+        sentence = f"{a} has higher regret than {b}: the 95 % interval lies above 0 ({p.k_lower} of {p.n} seeds lower)"
     else:
-        verdict = "not resolved: the 95 % interval contains 0"
-    return cell, verdict
+        sentence = f"{a} - {b} is not resolved: the 95 % interval contains 0 ({p.k_lower} of {p.n} seeds lower)"
+    return cell, sentence
 
 
 def _finals(df: pd.DataFrame, column: str) -> dict[str, dict[int, float]]:
@@ -244,6 +244,14 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
                 f"| {lab} | {len(own[lab])} | {format_mean_se(mo, so)} | {mo / T:.2f} | {format_mean_se(mt, st)} | "
                 f"{mt / T:.2f} |"
             )
+        short = {lab: len(v) for lab, v in own.items() if len(v) < int(meta["seeds"])}
+        if short:  # a study stopped (seed-major) before every method had all its seeds
+            lines += [
+                "",
+                f"Seeds completed below the {meta['seeds']} asked (the study was stopped there): "
+                + ", ".join(f"{lab} {n}" for lab, n in short.items())
+                + "; paired differences use the seeds both methods completed.",
+            ]
         models = list(dict.fromkeys(g["model"]))
         pairs: list[tuple[str, str, str]] = []
         labels = set(own)
@@ -264,9 +272,9 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
         ]
         sentences = []
         for a, b, kind in pairs:
-            cell, verdict = _ci(turn[a], turn[b])
+            cell, sentence = _ci(a, b, turn[a], turn[b])
             lines.append(f"| {a} - {b} | {kind} | {cell} |")
-            sentences.append(f"- {a} vs {b}: {verdict}.")
+            sentences.append(f"- {sentence}.")
         lines += ["", "Generated from the table above (turn truth):", "", *sentences, ""]
         gp = [(a, b) for a, b, k in pairs if k == "model"]
         if gp:
@@ -274,7 +282,7 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
             above = sum(paired_differences(turn[a], turn[b]).low > 0 for a, b in gp)
             lines.append(
                 f"Model: of {len(gp)} paired comparisons {', '.join(models[1:])} - {models[0]}, {below} resolve lower "
-                f"regret, {above} higher, {len(gp) - below - above} are not resolved at 95 %."
+                f"regret, {above} higher regret, not resolved at 95 %: {len(gp) - below - above}."
             )
         arm_pairs = [(a, b) for a, b, k in pairs if k == "arms"]
         if arm_pairs:
@@ -282,7 +290,7 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
             above = sum(paired_differences(turn[a], turn[b]).low > 0 for a, b in arm_pairs)
             lines.append(
                 f"Arms: of {len(arm_pairs)} paired comparisons turn - edge, {below} resolve lower regret with turn "
-                f"arms, {above} higher, {len(arm_pairs) - below - above} are not resolved at 95 %."
+                f"arms, {above} higher regret, not resolved at 95 %: {len(arm_pairs) - below - above}."
             )
         lines.append("")
     return "\n".join(lines)
@@ -367,6 +375,7 @@ def main() -> None:
         "command": "python scripts/sumo/sumo_bandit_study.py " + shlex.join(argv),
         "env_params": env_params,
         "horizon": args.horizon,
+        "seeds": args.seeds,
         "machine": _machine(),
         "routes": routes_meta,
     }
