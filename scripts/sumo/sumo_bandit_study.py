@@ -245,6 +245,12 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
                 f"{mt / T:.2f} |"
             )
         short = {lab: len(v) for lab, v in own.items() if len(v) < int(meta["seeds"])}
+        absent = [lab for lab in m.get("methods", []) if lab not in own]
+        if absent:
+            lines += [
+                "",
+                "Asked but without a completed seed (not run before the study was stopped): " + ", ".join(absent) + ".",
+            ]
         if short:  # a study stopped (seed-major) before every method had all its seeds
             lines += [
                 "",
@@ -369,7 +375,7 @@ def main() -> None:
             if not args.tables_only:
                 run_route(network, route, cfgs, args)
             rows += collect_rows(network, route, cfgs)
-            routes_meta[f"{network}-{route}"] = route_meta(next(iter(cfgs.values()))[0])
+            routes_meta[f"{network}-{route}"] = {**route_meta(next(iter(cfgs.values()))[0]), "methods": list(cfgs)}
     argv = [a for a in sys.argv[1:] if a != "--tables-only"]
     meta = {
         "command": "python scripts/sumo/sumo_bandit_study.py " + shlex.join(argv),
