@@ -1,17 +1,19 @@
 """Bandit study on SUMO energy: route learners in the ``sumo-replay`` environment (resumable).
 
-Runs ``evroute run --env sumo-replay`` for every (network, route, model, policy) asked, into
-``RUNS/<network>-<route>/<model>-<policy>``, then writes ``DOCS/sumo_bandit_<network>-<route>.md`` (the table and
-figure of ``scripts/tools/summarise_runs.py``) plus paired per-seed differences against ``--baseline`` and, per
-policy, of every further model against the first one (e.g. ``GP-EXACT-UCB - BI-UCB``).
+Runs ``evroute run --env sumo-replay`` for every (network, route, model, policy, arms) asked, into
+``RUNS/<network>-<route>/<model>-<policy>[-turn]``, then saves every completed seed's final cumulative regret to
+``--data`` (CSV, one row per run and seed) and the study's set-up (command, recorded day, regret reference and its
+negative-cycle check) to ``--meta`` (JSON), and writes the report ``--out`` from these two files alone:
 
     nice -n 10 .venv/bin/python scripts/sumo/sumo_bandit_study.py --networks monaco --routes A --models bi gp-exact \\
-        --policies ts bucb ucb --seeds 5 --horizon 500
+        --policies ts bucb --arms edge turn --seeds 10 --horizon 500 --env-param probe_turns=true --seed-major
 
 ``--arms edge turn`` runs every method with edge and with turn arms (:mod:`evroute.arms`; folders and labels of turn
-arms end in ``-turn`` / ``-TURN``) and adds every run's regret with its routes scored by the turn truth (one
-yardstick for both kinds of arm) and the paired differences turn - edge per method under it (e.g. with
-``--env-param probe_turns=true``, a day whose probes cover every turn).
+arms end in ``-turn`` / ``-TURN``) and scores every run's driven routes by the turn truth too (one yardstick for both
+kinds of arm), giving paired differences turn - edge per method; models after the first are compared with the first
+under the same policy and arms (e.g. ``GP-EXACT-TS - BI-TS``).  ``--tables-only`` rewrites data and report from the
+seeds completed so far; ``--report-only`` rebuilds the report from ``--data`` and ``--meta`` alone (no runs, no
+recorded day; tests/test_results_rebuild.py).
 """
 
 from __future__ import annotations
@@ -19,18 +21,35 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import shlex
+import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from evroute.energy import VehicleProfile
 from evroute.experiments import ExperimentConfig, run_experiment
 from evroute.experiments.output import output_lock
-from evroute.experiments.report import write_runs_summary
 from evroute.experiments.runner import prepare_output, run_seed
 from evroute.io import atomic_write_text
 from evroute.stats import format_mean_se, mean_se, paired_differences
+
+#: Columns of the per-seed data file (``--data``); regrets in Wh, cumulative over the horizon.
+COLUMNS = [
+    "network",
+    "route",
+    "label",
+    "model",
+    "policy",
+    "arms",
+    "seed",
+    "final_regret_wh",
+    "final_regret_turn_truth_wh",
+    "reference_wh",
+    "reference_exact",
+    "cpu_s",
+]
 
 
 def _value(text: str) -> object:
@@ -40,239 +59,9 @@ def _value(text: str) -> object:
         return text
 
 
-def _seed_summaries(folder: Path) -> dict[int, dict[str, object]]:
+def _seed_summaries(folder: Path) -> dict[int, dict[str, Any]]:
     """The summaries of the seeds of ``folder`` that have completed (``seed_<k>/summary.json``)."""
     return {int(p.parent.name.split("_")[1]): json.loads(p.read_text()) for p in folder.glob("seed_*/summary.json")}
-
-
-def _finals(folders: dict[str, Path]) -> dict[str, dict[int, float]]:
-    return {
-        label: {sd: float(s["final_cumulative_regret_wh"]) for sd, s in _seed_summaries(f).items()}
-        for label, f in folders.items()
-    }
-
-
-def _paired_rows(finals: dict[str, dict[int, float]], pairs: list[tuple[str, str]]) -> list[str]:
-    """``| a - b | mean difference +- s.e. | seeds where a is lower / seeds |`` over the seeds both ran."""
-    lines = []
-    for a, b in pairs:
-        p = paired_differences(finals[a], finals[b])
-        lines.append(f"| {a} - {b} | {format_mean_se(p.mean, p.se, signed=True)} | {p.k_lower} / {p.n} |")
-    return lines
-
-
-def paired_table(folders: dict[str, Path], baseline: str) -> str:
-    finals = _finals(folders)
-    if baseline not in finals:
-        return ""
-    lines = [
-        f"Paired per-seed differences of the final cumulative regret against {baseline} (Wh; negative: lower "
-        "regret than the baseline):",
-        "",
-        "| difference | mean +- s.e. | seeds lower / seeds |",
-        "|---|---|---|",
-    ]
-    turn = baseline.endswith("-TURN")  # each kind of arm has its own truth: compare like with like here
-    same = [lab for lab in finals if lab != baseline and lab.endswith("-TURN") == turn]
-    lines += _paired_rows(finals, [(label, baseline) for label in same])
-    return "\n".join(lines) + "\n"
-
-
-def model_table(folders: dict[str, Path], models: list[str], policies: list[str]) -> str:
-    """Paired per-seed differences between each model and the first one, policy by policy (e.g. GP - BI)."""
-    finals = _finals(folders)
-    base = models[0].upper()
-    pairs = [(f"{m.upper()}-{p.upper()}", f"{base}-{p.upper()}") for m in models[1:] for p in policies]
-    pairs = [(a, b) for a, b in pairs if a in finals and b in finals]
-    if not pairs:
-        return ""
-    lines = [
-        f"Paired per-seed differences against {base} under the same policy (Wh; negative: lower regret than {base}):",
-        "",
-        "| difference | mean +- s.e. | seeds lower / seeds |",
-        "|---|---|---|",
-    ]
-    return "\n".join(lines + _paired_rows(finals, pairs)) + "\n"
-
-
-def common_reference_table(
-    folders: dict[str, Path], cfg: ExperimentConfig, models: list[str], policies: list[str], baseline: str
-) -> str:
-    """Final regret of every run against one reference per route: the cheapest route known to any run.
-
-    Where no exact optimum exists (negative-energy cycles of the empirical means), each run measures regret
-    against the best route known (:func:`evroute.oracle.best_known_route`) lowered to the cheapest route *that run*
-    drove, so two runs of one seed may use different references.  Shifting every run to the lowest of these
-    references, ``R*``, makes the runs comparable: a run's final regret against ``R*`` is its own plus
-    ``T (r_run - R*)``, and paired differences become differences of total expected energy.  Also given: the true
-    energy of the route the rectified oracle picks with perfect knowledge of the means (what a learner that has
-    converged drives), as regret per round against ``R*``, and each method's regret per round above that route
-    (negative: it drove cheaper routes on average).
-    """
-    from evroute.bandit import regret_reference_route
-    from evroute.energy import elevation_potential_wh
-    from evroute.experiments.runner import build_problem
-
-    problem = build_problem(cfg, 0)
-    if not problem.env.static:  # the reference follows the truth: one per round, the same for every run
-        return ""
-    finals = _finals(folders)
-    refs = {
-        label: {sd: float(s["regret_reference"]["wh"]) for sd, s in _seed_summaries(f).items()}  # type: ignore
-        for label, f in folders.items()
-    }
-    if any(s["regret_reference"]["exact"] for f in folders.values() for s in _seed_summaries(f).values()):  # type: ignore
-        return ""
-    r_star = min(min(r.values()) for r in refs.values())
-    shifted = {
-        lab: {sd: fin + cfg.horizon * (refs[lab][sd] - r_star) for sd, fin in finals[lab].items()} for lab in finals
-    }
-    pot = elevation_potential_wh(problem.linegraph.network, VehicleProfile.load(cfg.vehicle))
-    rect = regret_reference_route(problem.env, problem.route.start, problem.route.goal, "rectified", pot)
-    lines = [
-        f"Against one reference for all runs, the cheapest route known to any run: R* = {r_star:.1f} Wh "
-        f"(the perfect-knowledge rectified route costs {rect.cost:.1f} Wh, {rect.cost - r_star:.1f} Wh per round "
-        "above R*).  Final cumulative regret against R* (Wh, mean +- s.e.):",
-        "",
-        "| method | final regret vs R* | per round | per round above the rectified route | same, last fifth |",
-        "|---|---|---|---|---|",
-    ]
-    for lab, v in shifted.items():
-        m, se = mean_se(list(v.values()))
-        per_round = m / cfg.horizon
-        above = per_round - (rect.cost - r_star)
-        last = (
-            np.mean(
-                [
-                    pd.read_csv(folders[lab] / f"seed_{sd}" / "rounds.csv")["expected_wh"]
-                    .to_numpy()[-max(1, cfg.horizon // 5) :]
-                    .mean()
-                    for sd in v
-                ]
-            )
-            - rect.cost
-        )
-        lines.append(f"| {lab} | {format_mean_se(m, se)} | {per_round:.1f} | {above:+.1f} | {last:+.1f} |")
-    base = models[0].upper()
-    pairs = [(f"{m.upper()}-{p.upper()}", f"{base}-{p.upper()}") for m in models[1:] for p in policies]
-    pairs = [(a, b) for a, b in pairs if a in shifted and b in shifted]
-    if baseline in shifted:
-        pairs += [(lab, baseline) for lab in shifted if lab != baseline and (lab, baseline) not in pairs]
-    lines += [
-        "",
-        "Paired per-seed differences of the final regret against R* (Wh; negative: the first method has "
-        "lower regret; with one reference these are differences of total expected energy):",
-        "",
-        "| difference | mean +- s.e. | seeds lower / seeds |",
-        "|---|---|---|",
-        *_paired_rows(shifted, pairs),
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--networks", nargs="+", default=["monaco"])
-    ap.add_argument("--routes", nargs="+", default=["A"])
-    ap.add_argument("--models", nargs="+", default=["bi"])
-    ap.add_argument("--policies", nargs="+", default=["ts", "bucb", "ucb"])
-    ap.add_argument("--seeds", type=int, default=5)
-    ap.add_argument("--horizon", type=int, default=500)
-    ap.add_argument("--env-param", action="append", default=[], metavar="NAME=VALUE")
-    ap.add_argument("--baseline", default="BI-TS")
-    ap.add_argument("--arms", nargs="+", default=["edge"], choices=["edge", "turn"], help="arm kinds (evroute.arms)")
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--runs", default="results/sumo")
-    ap.add_argument("--docs", default="docs/results")
-    ap.add_argument("--tag", default="", help="suffix of the table/figure names")
-    ap.add_argument(
-        "--seed-major",
-        action="store_true",
-        help="run seed 0 of every method, then seed 1, ... (a stopped study has equal seeds)",
-    )
-    ap.add_argument("--tables-only", action="store_true", help="write the tables from the seeds completed so far")
-    args = ap.parse_args()
-    env_params = {k: _value(v) for k, v in (p.split("=", 1) for p in args.env_param)}
-    for network in args.networks:
-        for route in args.routes:
-            cfgs: dict[str, tuple[ExperimentConfig, Path]] = {}
-            for model, policy, arms in itertools.product(args.models, args.policies, args.arms):
-                cfg = ExperimentConfig(
-                    network=network,
-                    route=route,
-                    model=model,
-                    policy=policy,
-                    env="sumo-replay",
-                    environment=env_params,
-                    horizon=args.horizon,
-                    seeds=tuple(range(args.seeds)),
-                    potential="elevation",
-                    arms=arms,
-                )
-                name = f"{model}-{policy}" + ("" if arms == "edge" else f"-{arms}")
-                cfgs[cfg.label] = (cfg, Path(args.runs) / f"{network}-{route}" / name)
-            if args.tables_only:
-                write_tables(network, route, {lab: out for lab, (_, out) in cfgs.items()}, cfg, args)
-                continue
-            if args.seed_major:  # seed 0 of every method, then seed 1...: a stopped study has k seeds of all
-                for seed in range(args.seeds):
-                    for cfg, out in cfgs.values():
-                        out = prepare_output(cfg, out)
-                        with output_lock(out):
-                            s = run_seed(cfg, seed, out)
-                        print(
-                            f"{network} {route} {cfg.label} seed {seed}: {s['final_cumulative_regret_wh']:.1f} Wh",
-                            flush=True,
-                        )
-            for cfg, out in cfgs.values():
-                s = run_experiment(cfg, out, workers=args.workers, progress=False)
-                print(
-                    f"{network} {route} {cfg.label}: "
-                    f"{format_mean_se(s['mean_final_regret_wh'], s['se_final_regret_wh'])} Wh",
-                    flush=True,
-                )
-            write_tables(network, route, {lab: out for lab, (_, out) in cfgs.items()}, cfg, args)
-
-
-def write_tables(
-    network: str, route: str, folders: dict[str, Path], cfg: ExperimentConfig, args: argparse.Namespace
-) -> None:
-    """The per-route Markdown and figure from the seeds completed so far (a partial study: fewer seeds)."""
-    folders = {lab: f for lab, f in folders.items() if list(f.glob("seed_*/summary.json"))}
-    done = {
-        lab: sorted(int(p.parent.name.split("_")[1]) for p in f.glob("seed_*/summary.json"))
-        for lab, f in folders.items()
-    }
-    stem = Path(args.docs) / f"sumo_bandit_{network}-{route}{args.tag}"
-    n_seeds = sorted({len(v) for v in done.values()})
-    seeds_text = f"{n_seeds[0]} seeds" if len(n_seeds) == 1 else f"{n_seeds[0]}-{n_seeds[-1]} seeds"
-    title = f"sumo-replay, {network} {route}, T={args.horizon}, {seeds_text}"
-    argv = [*map(str, folders.values()), "--out", str(stem), "--title", title]
-    text = write_runs_summary(list(folders.values()), stem, title, argv)
-    print(text)
-    if len(n_seeds) > 1:
-        text += (
-            "\nSeeds completed per method (the study was stopped before every method had all of them): "
-            + ", ".join(f"{lab} {len(v)}" for lab, v in done.items())
-            + ".\n"
-        )
-    common = common_reference_table(folders, cfg, args.models, args.policies, args.baseline)
-    if common:  # the runs' own references differ: only differences against one reference are shown
-        text += (
-            "\nIn the table above every run measures regret against its own reference (the best route known, "
-            "lowered to the cheapest route that run drove); compare methods below, against one reference.\n"
-        )
-        atomic_write_text(stem.with_suffix(".md"), text + "\n" + common)
-        return
-    atomic_write_text(
-        stem.with_suffix(".md"),
-        text
-        + "\n"
-        + paired_table(folders, args.baseline)
-        + "\n"
-        + model_table(folders, args.models, args.policies)
-        + arms_table(folders, cfg),
-    )
 
 
 def turn_truth_finals(folders: dict[str, Path], cfg: ExperimentConfig) -> dict[str, dict[int, float]]:
@@ -297,36 +86,327 @@ def turn_truth_finals(folders: dict[str, Path], cfg: ExperimentConfig) -> dict[s
     return out
 
 
-def arms_table(folders: dict[str, Path], cfg: ExperimentConfig) -> str:
-    """Paired per-seed differences turn arms - edge arms of each method run with both (``X-TURN - X``), with every
-    run's routes scored by the turn truth (:func:`turn_truth_finals`)."""
-    labels = list(folders)
-    pairs = [(lab, lab[: -len("-TURN")]) for lab in labels if lab.endswith("-TURN") and lab[: -len("-TURN")] in labels]
-    if not pairs or not build_static(cfg):
-        return ""
-    finals = turn_truth_finals(folders, cfg)
-    lines = [
-        "\nFinal cumulative regret with every run's routes scored by the turn truth (sum of the routes' turn means, "
-        "against the turn-arm optimum; Wh, mean +- s.e.):",
-        "",
-        "| method | final regret (turn truth) |",
-        "|---|---|",
-        *[f"| {lab} | {format_mean_se(*mean_se(list(v.values())))} |" for lab, v in finals.items()],
-        "",
-        "Paired per-seed differences turn arms - edge arms under the turn truth (Wh; negative: turn arms have lower "
-        "regret):",
-        "",
-        "| difference | mean +- s.e. | seeds lower / seeds |",
-        "|---|---|---|",
-    ]
-    return "\n".join(lines + _paired_rows(finals, pairs)) + "\n"
+def collect_rows(network: str, route: str, cfgs: dict[str, tuple[ExperimentConfig, Path]]) -> list[dict[str, Any]]:
+    """One row (:data:`COLUMNS`) per completed seed of every run of one route."""
+    folders = {lab: out for lab, (_, out) in cfgs.items() if list(out.glob("seed_*/summary.json"))}
+    if not folders:
+        return []
+    cfg0 = next(iter(cfgs.values()))[0]
+    turn = turn_truth_finals(folders, cfg0)
+    rows = []
+    for lab, folder in folders.items():
+        cfg = cfgs[lab][0]
+        for sd, s in sorted(_seed_summaries(folder).items()):
+            if sd not in turn[lab]:  # completed while the turn truth was being scored: next time
+                continue
+            ref = s["regret_reference"]
+            rows.append(
+                {
+                    "network": network,
+                    "route": route,
+                    "label": lab,
+                    "model": cfg.model,
+                    "policy": cfg.policy,
+                    "arms": cfg.arms,
+                    "seed": sd,
+                    "final_regret_wh": round(float(s["final_cumulative_regret_wh"]), 3),
+                    "final_regret_turn_truth_wh": round(turn[lab][sd], 3),
+                    "reference_wh": round(float(ref["wh"]), 3),
+                    "reference_exact": bool(ref["exact"]),
+                    "cpu_s": round(float(s["cpu_s_this_session"]) + float(s.get("setup_cpu_s_this_session", 0.0)), 2),
+                }
+            )
+    return rows
 
 
-def build_static(cfg: ExperimentConfig) -> bool:
-    """Whether the study's environment is static (turn arms need one time-of-day bin)."""
+def route_meta(cfg: ExperimentConfig) -> dict[str, Any]:
+    """The recorded day and the regret reference of one route: optimum per kind of arm, and the negative-cycle check
+    (no arm mean below 0 means no negative cycle: every route cost is a sum of non-negative means)."""
+    from evroute.arms import make_arms
     from evroute.experiments.runner import build_problem
 
-    return bool(build_problem(cfg, 0).env.static)
+    problem = build_problem(cfg, 0)
+    env, lg, r = problem.env, problem.linegraph, problem.route
+    d = env.describe()
+    day = d.get("day", {})
+    out: dict[str, Any] = {
+        "network_edges": int(lg.network.n_edges),
+        "turns": int(lg.n_arcs),
+        "start": r.start_id,
+        "goal": r.goal_id,
+        "traversals": int(np.sum(getattr(env, "counts"))),  # noqa: B009 (a SumoReplayEnvironment attribute)
+        "probe_trips": int(day.get("probe_trips", 0)),
+        "clipped_traversals": int(d["clipped_traversals"]),
+        "clipped_wh": round(float(d["clipped_wh"]), 3),
+        "eq8_edges": len(d["eq8_edges"]),
+        "negative_cycle_reachable": bool(d["negative_cycle_reachable"]),
+        "arms": {},
+    }
+    turn_arms = make_arms(lg, "turn")
+    edge_opt = env.optimal_route_arms(make_arms(lg, "edge"), r.start, r.goal)
+    out["edge_optimum_turn_truth_wh"] = round(turn_arms.route_cost(env.arm_truth(turn_arms), edge_opt.edges), 3)
+    for kind in ("edge", "turn"):
+        arms = make_arms(lg, kind)
+        truth = np.asarray(env.arm_truth(arms), dtype=np.float64)
+        opt = env.optimal_route_arms(arms, r.start, r.goal)
+        out["arms"][kind] = {
+            "n": int(truth.size),
+            "negative_means": int((truth < 0).sum()),
+            "min_mean_wh": round(float(truth.min()), 4),
+            "optimum_wh": round(float(opt.cost), 3),
+            "method": str(getattr(opt, "method", "dijkstra")),
+        }
+    return out
+
+
+def _ci(a: str, b: str, fa: dict[int, float], fb: dict[int, float]) -> tuple[str, str]:
+    """Table cells and a generated sentence for the paired differences ``fa - fb`` of methods ``a`` and ``b``."""
+    p = paired_differences(fa, fb)
+    cell = (
+        f"{format_mean_se(p.mean, p.se, signed=True)} | [{p.low:+.1f}, {p.high:+.1f}] | {p.k_lower} / {p.n}"
+        if p.n >= 2
+        else f"{p.mean:+.1f} | -- | {p.k_lower} / {p.n}"
+    )
+    if p.n < 2:
+        sentence = f"{a} - {b}: one seed, no interval"
+    elif p.high < 0:
+        sentence = f"{a} has lower regret than {b}: the 95 % interval lies below 0 ({p.k_lower} of {p.n} seeds lower)"
+    elif p.low > 0:
+        sentence = f"{a} has higher regret than {b}: the 95 % interval lies above 0 ({p.k_lower} of {p.n} seeds lower)"
+    else:
+        sentence = f"{a} - {b} is not resolved: the 95 % interval contains 0 ({p.k_lower} of {p.n} seeds lower)"
+    return cell, sentence
+
+
+def _finals(df: pd.DataFrame, column: str) -> dict[str, dict[int, float]]:
+    return {lab: dict(zip(g["seed"], g[column], strict=True)) for lab, g in df.groupby("label", sort=False)}
+
+
+def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: str) -> str:
+    """The study's Markdown page from the per-seed data and the set-up alone (every sentence from the tables)."""
+    T = int(meta["horizon"])
+    lines = [
+        "# Bandit study on SUMO energy (sumo-replay), exact regret reference: BI and exact GP, edge and turn arms",
+        "",
+        "Command (raw runs under the ignored `results/`; the per-seed data and the set-up are committed, and "
+        "`--report-only` rebuilds this page from them alone):",
+        "",
+        f"    {meta['command']}",
+        "    python scripts/sumo/sumo_bandit_study.py --report-only --data docs/results/data/"
+        f"{data_name} --meta docs/results/data/{meta_name} --out docs/results/sumo_bandit.md",
+        "",
+        f"Data: per-seed final regrets [`data/{data_name}`](data/{data_name}), set-up and reference checks "
+        f"[`data/{meta_name}`](data/{meta_name}).  Environment parameters: "
+        + ", ".join(f"`{k}={json.dumps(v)}`" for k, v in meta["env_params"].items())
+        + f"; T = {T} rounds; potential: none (the replay's energies are already reduced: battery energy minus the "
+        "change of kinetic and potential energy, `docs/arms.md`).  "
+        f"Machine: {meta['machine']}; run CPU time (all runs, set-up included) {df['cpu_s'].sum():.0f} s.",
+        "",
+    ]
+    for (network, route), g in df.groupby(["network", "route"], sort=False):
+        m = meta["routes"][f"{network}-{route}"]
+        e, t = m["arms"]["edge"], m["arms"]["turn"]
+        exact = bool(g["reference_exact"].all())
+        lines += [
+            f"## {network} {route} ({m['start']} -> {m['goal']})",
+            "",
+            f"Recorded day: {m['traversals']:,} traversals of the {m['network_edges']:,} edges, "
+            f"{m['probe_trips']:,} probe trips; {m['eq8_edges']} edge(s) never traversed take Eq. 8's energy; "
+            f"{m['clipped_traversals']:,} traversals had a reduced energy below 0 (together {m['clipped_wh']:.1f} Wh) "
+            "and enter the means clipped to 0 (`evroute/environments/sumo_replay.py`).",
+            "",
+            "Regret reference: "
+            + (
+                "exact in every run (Dijkstra on the mean reduced energies)"
+                if exact
+                else f"NOT exact in {int((~g['reference_exact']).sum())} run(s)"
+            )
+            + f".  Check: edge arms {e['negative_means']} of {e['n']:,} means below 0 (minimum {e['min_mean_wh']:.4f} "
+            f"Wh), turn arms {t['negative_means']} of {t['n']:,} (minimum {t['min_mean_wh']:.4f} Wh); negative "
+            f"cycle reachable: {'yes' if m['negative_cycle_reachable'] else 'no'}.  Optimum: {e['optimum_wh']:.1f} Wh "
+            f"with edge means, {t['optimum_wh']:.1f} Wh with turn means; the edge-mean optimum costs "
+            f"{m['edge_optimum_turn_truth_wh']:.1f} Wh under the turn means, "
+            f"{m['edge_optimum_turn_truth_wh'] - t['optimum_wh']:.2f} Wh above the turn optimum (the regret per round, "
+            "under the turn truth, of an edge-arm learner that has found its own optimum).",
+            "",
+            "Final cumulative regret (Wh, mean +- s.e. over seeds): against the run's own truth (edge arms: edge "
+            "means; turn arms: turn means), and with the run's driven routes scored by the turn truth (one yardstick "
+            "for both kinds of arm):",
+            "",
+            "| method | seeds | regret, own truth | per round | regret, turn truth | per round |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        own, turn = _finals(g, "final_regret_wh"), _finals(g, "final_regret_turn_truth_wh")
+        for lab in own:
+            mo, so = mean_se(list(own[lab].values()))
+            mt, st = mean_se(list(turn[lab].values()))
+            lines.append(
+                f"| {lab} | {len(own[lab])} | {format_mean_se(mo, so)} | {mo / T:.2f} | {format_mean_se(mt, st)} | "
+                f"{mt / T:.2f} |"
+            )
+        short = {lab: len(v) for lab, v in own.items() if len(v) < int(meta["seeds"])}
+        absent = [lab for lab in m.get("methods", []) if lab not in own]
+        if absent:
+            lines += [
+                "",
+                "Asked but without a completed seed (not run before the study was stopped): " + ", ".join(absent) + ".",
+            ]
+        if short:  # a study stopped (seed-major) before every method had all its seeds
+            lines += [
+                "",
+                f"Seeds completed below the {meta['seeds']} asked (the study was stopped there): "
+                + ", ".join(f"{lab} {n}" for lab, n in short.items())
+                + "; paired differences use the seeds both methods completed.",
+            ]
+        models = list(dict.fromkeys(g["model"]))
+        pairs: list[tuple[str, str, str]] = []
+        labels = set(own)
+        for lab in own:  # GP - BI: same policy and arms, the first model as the base
+            row = g[g["label"] == lab].iloc[0]
+            if row["model"] != models[0]:
+                base = lab.replace(str(row["model"]).upper(), str(models[0]).upper(), 1)
+                if base in labels:
+                    pairs.append((lab, base, "model"))
+        pairs += [(lab, lab[: -len("-TURN")], "arms") for lab in own if lab.endswith("-TURN") and lab[:-5] in labels]
+        lines += [
+            "",
+            "Paired per-seed differences of the final regret under the turn truth (Wh; negative: the first method "
+            "has lower regret), with 95 % t-intervals:",
+            "",
+            "| difference | kind | mean +- s.e. | 95 % interval | seeds lower / seeds |",
+            "|---|---|---:|---:|---:|",
+        ]
+        sentences = []
+        for a, b, kind in pairs:
+            cell, sentence = _ci(a, b, turn[a], turn[b])
+            lines.append(f"| {a} - {b} | {kind} | {cell} |")
+            sentences.append(f"- {sentence}.")
+        lines += ["", "Generated from the table above (turn truth):", "", *sentences, ""]
+        gp = [(a, b) for a, b, k in pairs if k == "model"]
+        if gp:
+            below = sum(paired_differences(turn[a], turn[b]).high < 0 for a, b in gp)
+            above = sum(paired_differences(turn[a], turn[b]).low > 0 for a, b in gp)
+            lines.append(
+                f"Model: of {len(gp)} paired comparisons {', '.join(models[1:])} - {models[0]}, {below} resolve lower "
+                f"regret, {above} higher regret, not resolved at 95 %: {len(gp) - below - above}."
+            )
+        arm_pairs = [(a, b) for a, b, k in pairs if k == "arms"]
+        if arm_pairs:
+            below = sum(paired_differences(turn[a], turn[b]).high < 0 for a, b in arm_pairs)
+            above = sum(paired_differences(turn[a], turn[b]).low > 0 for a, b in arm_pairs)
+            lines.append(
+                f"Arms: of {len(arm_pairs)} paired comparisons turn - edge, {below} resolve lower regret with turn "
+                f"arms, {above} higher regret, not resolved at 95 %: {len(arm_pairs) - below - above}."
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _machine() -> str:
+    import os
+    import platform
+
+    return f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} when written"
+
+
+def write_data(rows: list[dict[str, Any]], meta: dict[str, Any], data: Path, meta_path: Path) -> None:
+    data.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(data, pd.DataFrame(rows, columns=COLUMNS).to_csv(index=False, lineterminator="\n"))
+    atomic_write_text(meta_path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+
+
+def report_from_files(data: Path, meta_path: Path, out: Path) -> None:
+    """Rebuild ``out`` from the committed data alone."""
+    df = pd.read_csv(data)
+    meta = json.loads(meta_path.read_text())
+    atomic_write_text(out, report(df, meta, data.name, meta_path.name))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--networks", nargs="+", default=["monaco"])
+    ap.add_argument("--routes", nargs="+", default=["A"])
+    ap.add_argument("--models", nargs="+", default=["bi"])
+    ap.add_argument("--policies", nargs="+", default=["ts", "bucb", "ucb"])
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--horizon", type=int, default=500)
+    ap.add_argument("--env-param", action="append", default=[], metavar="NAME=VALUE")
+    ap.add_argument("--arms", nargs="+", default=["edge"], choices=["edge", "turn"], help="arm kinds (evroute.arms)")
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--runs", default="results/sumo")
+    ap.add_argument("--data", default="docs/results/data/sumo_bandit_finals.csv", help="per-seed final regrets (CSV)")
+    ap.add_argument("--meta", default="docs/results/data/sumo_bandit_meta.json", help="set-up and reference checks")
+    ap.add_argument("--out", default="docs/results/sumo_bandit.md", help="the report (Markdown)")
+    ap.add_argument(
+        "--seed-major",
+        action="store_true",
+        help="run seed 0 of every method, then seed 1, ... (a stopped study has equal seeds)",
+    )
+    ap.add_argument("--tables-only", action="store_true", help="write data and report from the seeds completed so far")
+    ap.add_argument("--report-only", action="store_true", help="no runs: rebuild --out from --data and --meta alone")
+    args = ap.parse_args()
+    if args.report_only:
+        for p in (Path(args.data), Path(args.meta)):
+            if not p.is_file():
+                ap.exit(2, f"evroute: error: no study data at {p} (run the study without --report-only)\n")
+        report_from_files(Path(args.data), Path(args.meta), Path(args.out))
+        return
+    env_params = {k: _value(v) for k, v in (p.split("=", 1) for p in args.env_param)}
+    rows: list[dict[str, Any]] = []
+    routes_meta: dict[str, Any] = {}
+    for network in args.networks:
+        for route in args.routes:
+            cfgs: dict[str, tuple[ExperimentConfig, Path]] = {}
+            for model, policy, arms in itertools.product(args.models, args.policies, args.arms):
+                cfg = ExperimentConfig(
+                    network=network,
+                    route=route,
+                    model=model,
+                    policy=policy,
+                    env="sumo-replay",
+                    environment=env_params,
+                    horizon=args.horizon,
+                    seeds=tuple(range(args.seeds)),
+                    potential="elevation",
+                    arms=arms,
+                )
+                name = f"{model}-{policy}" + ("" if arms == "edge" else f"-{arms}")
+                cfgs[cfg.label] = (cfg, Path(args.runs) / f"{network}-{route}" / name)
+            if not args.tables_only:
+                run_route(network, route, cfgs, args)
+            rows += collect_rows(network, route, cfgs)
+            routes_meta[f"{network}-{route}"] = {**route_meta(next(iter(cfgs.values()))[0]), "methods": list(cfgs)}
+    argv = [a for a in sys.argv[1:] if a != "--tables-only"]
+    meta = {
+        "command": "python scripts/sumo/sumo_bandit_study.py " + shlex.join(argv),
+        "env_params": env_params,
+        "horizon": args.horizon,
+        "seeds": args.seeds,
+        "machine": _machine(),
+        "routes": routes_meta,
+    }
+    write_data(rows, meta, Path(args.data), Path(args.meta))
+    report_from_files(Path(args.data), Path(args.meta), Path(args.out))
+    print(Path(args.out).read_text())
+
+
+def run_route(network: str, route: str, cfgs: dict[str, tuple[ExperimentConfig, Path]], args: Any) -> None:
+    """Run (or resume) every method of one route."""
+    if args.seed_major:  # seed 0 of every method, then seed 1...: a stopped study has k seeds of all
+        for seed in range(args.seeds):
+            for cfg, out in cfgs.values():
+                out = prepare_output(cfg, out)
+                with output_lock(out):
+                    s = run_seed(cfg, seed, out)
+                print(
+                    f"{network} {route} {cfg.label} seed {seed}: {s['final_cumulative_regret_wh']:.1f} Wh", flush=True
+                )
+    for cfg, out in cfgs.values():
+        s = run_experiment(cfg, out, workers=args.workers, progress=False)
+        print(
+            f"{network} {route} {cfg.label}: {format_mean_se(s['mean_final_regret_wh'], s['se_final_regret_wh'])} Wh",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":
