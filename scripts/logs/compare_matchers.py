@@ -8,7 +8,8 @@ seed 0, at least ``--min-route-m`` long), driven once by SUMO with the EV (``sim
 
 * HMM: ``MatchIndex(lg, MatchOptions(sigma_m=max(noise, 5), beta_m=10))`` (the study's 1 s setting), ``match``;
 * sumolib: ``sumolib.net.readNet`` of the same SUMO network, positions converted with ``net.convertLonLat2XY``, then
-  ``mapTrace(xy, net, delta=--delta-m)`` (other arguments at their defaults: no gap filling, no direction penalty).
+  ``mapTrace(xy, net, delta=--delta-m)`` (other arguments at their defaults: no gap filling, no direction penalty);
+  ``rtree`` installed (sumolib's spatial index; without it sumolib searches edges by brute force).
 
 Accuracy per trip, as in the known-truth study: recall = share of the true route's edges in the matched path,
 precision = share of the matched path's edges in the true route.  Speed: CPU seconds (``time.process_time``) of the
@@ -20,6 +21,7 @@ Resumable: the simulation is kept in ``--sim-dir``.  Writes ``--data`` (JSON) an
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import platform
@@ -96,6 +98,7 @@ def measure(args: argparse.Namespace) -> dict:
         "gps_sigma_m": args.gps_sigma_m,
         "delta_m": args.delta_m,
         "sumolib_version": getattr(sumolib, "__version__", "unknown"),
+        "sumolib_rtree": importlib.util.find_spec("rtree") is not None,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores (shared), Python {platform.python_version()}",
         "load_average_1min": round(os.getloadavg()[0], 2),
         "setup_cpu_s": setup,
@@ -114,7 +117,12 @@ def report(data: dict) -> str:
         "`docs/results/data/map_matching_compare.json` by `python scripts/logs/compare_matchers.py --report-only "
         "--data docs/results/data/map_matching_compare.json --out docs/results/map_matching_compare.md`.  "
         f"Machine: {data['machine']}, load average {data['load_average_1min']:.1f} when the measurement ended; "
-        f"sumolib {data['sumolib_version']}.",
+        f"sumolib {data['sumolib_version']}, "
+        + (
+            "with `rtree` (its spatial index for the edge search)."
+            if data["sumolib_rtree"]
+            else "WITHOUT `rtree`: its edge search fell back to brute force, which dominates its CPU time."
+        ),
         "",
         f"{len(trips)} SUMO trips on {data['network']} ({data['edges']} edges), logged at 1 s with "
         f"{data['gps_sigma_m']:g} m GPS noise: {samples} points in all.  sumolib's search radius `delta` = "
@@ -148,8 +156,12 @@ def report(data: dict) -> str:
     lines += [
         "",
         f"Paired per trip, HMM minus sumolib: recall {ci(d_rec)}, precision {ci(d_pre)}.  "
-        f"The HMM matched {h[2] / s[2]:.1f} times as many points per CPU second as sumolib "
-        f"({h[2]:,.0f} vs {s[2]:,.0f}).",
+        + (
+            f"The HMM matched {h[2] / s[2]:.1f} times as many points per CPU second as sumolib"
+            if h[2] >= s[2]
+            else f"sumolib matched {s[2] / h[2]:.1f} times as many points per CPU second as the HMM"
+        )
+        + f" ({h[2]:,.0f} vs {s[2]:,.0f}).",
         "",
         "| trip | points | route edges | HMM recall | HMM precision | sumolib recall | sumolib precision |",
         "|---|---|---|---|---|---|---|",
