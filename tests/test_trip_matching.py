@@ -275,7 +275,7 @@ def test_readings_of_a_hand_made_trace_in_two_pieces():
     )
 
 
-def test_trace_with_a_gps_jump_is_matched_and_learned_in_two_pieces(grid):
+def test_trace_with_a_gps_jump_is_matched_and_learned_in_two_pieces(grid, tmp_path):
     """Drive edges 12, 13 (east along the grid's south side) then jump to edges 4, 7 (west along the north side,
     then south): the closest candidates across the jump are more than 150 m of road apart, so with
     ``max_route_m = 150`` no transition is feasible and the trace is cut there.  Each piece is matched edge for edge;
@@ -303,6 +303,22 @@ def test_trace_with_a_gps_jump_is_matched_and_learned_in_two_pieces(grid):
     on1 = sum(rows.get(e, 0) for e in (4, 7))
     assert np.all(on0[2:] == 0) and np.all(on1[:2] == 0)  # each window on its own piece's edges only
     assert r.noise_cov[1, 2] == 0 and r.noise_cov[0, 1] < 0 and r.noise_cov[2, 3] < 0
+    # through `evroute learn`'s loop (a CSV log): both pieces learned, the window across the jump dropped
+    from evroute.energy import VehicleProfile
+    from evroute.experiments.trip_learning import learn_logs
+    from evroute.models.linear_obs import linear_model_from
+    from evroute.models.store import prior_model
+    from evroute.traces import write_trace_csv
+
+    vehicle = VehicleProfile.load("sumo_ev")
+    lat, lon = np.concatenate([lat0, lat1]), np.concatenate([lon0, lon1])
+    log = write_trace_csv(Trace(tr.t_s, np.full(n, 8.0), np.zeros(n), soc, lat, lon), tmp_path / "jump.csv")
+    model = linear_model_from(prior_model("bi", lg, vehicle))
+    var0 = model.posterior().variance.copy()
+    rep = learn_logs(model, index, [(log, None)], vehicle)
+    assert (rep.traces, rep.traces_broken, rep.pieces, rep.windows_dropped, rep.readings) == (1, 1, 2, 1, 4)
+    shrunk = np.flatnonzero(model.posterior().variance < var0 - 1e-9).tolist()
+    assert shrunk == [4, 7, 12, 13]  # BI: independent edges a priori, only the driven ones learn
     # unbroken: the same drive without the jump (both parts of one route) is one piece, nothing dropped
     whole = index.match(*_drive(index, [12, 13, 22, 23], 8.0, 0.0, rng))
     assert whole.pieces == 1 and whole.piece is not None and set(whole.piece.tolist()) == {0}
