@@ -71,6 +71,14 @@ REBUILT: dict[str, list[str]] = {
         "--out",
         "{out}",
     ],
+    "map_matching_compare.md": [
+        "scripts/logs/compare_matchers.py",
+        "--report-only",
+        "--data",
+        "docs/results/data/map_matching_compare.json",
+        "--out",
+        "{out}",
+    ],
     "sumo_bandit.md": [
         "scripts/sumo/sumo_bandit_study.py",
         "--report-only",

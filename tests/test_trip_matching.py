@@ -235,6 +235,95 @@ def test_readings_of_a_hand_made_trace():
     )
 
 
+def test_readings_of_a_hand_made_trace_in_two_pieces():
+    """Piece 0 drives edge 7 (samples at 10, 40, 70 m), piece 1 edge 3 (100 m on along the path: 110, 140, 170 m);
+    the gauge reads 50.0, 49.9, 49.8 | 49.7, 49.6, 49.6 % of 10 kWh.  Boundaries: start 10 m (50.0), changes at
+    25 m (49.95) and 55 m (49.85); the change across the break (49.8 -> 49.7) is no boundary; change at 125 m (49.65),
+    end 170 m (49.6).  The window 55 m -> 125 m spans the break and is dropped; the three others are kept, and only
+    the two in piece 0 share a boundary (a covariance)."""
+    m = MatchedTrace(
+        edge=np.array([7, 7, 7, 3, 3, 3]),
+        offset_m=np.array([10.0, 40.0, 70.0, 10.0, 40.0, 70.0]),
+        path=np.array([7, 3]),
+        path_index=np.array([0, 0, 0, 1, 1, 1]),
+        pieces=2,
+        piece=np.array([0, 0, 0, 1, 1, 1]),
+    )
+    tr = Trace(
+        t_s=np.arange(6.0),
+        speed_mps=np.full(6, 10.0),
+        altitude_m=np.zeros(6),
+        soc_pct=np.array([50.0, 49.9, 49.8, 49.7, 49.6, 49.6]),
+        lat=np.zeros(6),
+        lon=np.zeros(6),
+    )
+    length = np.zeros(10)
+    length[[3, 7]] = 100.0
+    r = trace_readings(tr, m, length, 10_000.0, 4.0, soc_step=0.1)
+    assert r.dropped == 1
+    np.testing.assert_allclose(r.positions_m, [10.0, 25.0, 55.0, 125.0, 170.0])
+    np.testing.assert_allclose(r.y, [5.0, 10.0, 5.0])  # 0.05 %, 0.1 %, 0.05 % of 10 kWh
+    assert r.edges.tolist() == [3, 7]
+    np.testing.assert_allclose(r.a, [[0.0, 0.15], [0.0, 0.30], [0.45, 0.0]])  # 10-25, 25-55 m on 7; 25-70 m on 3
+    q2 = 10.0**2 / 12  # 0.1 % of 10 kWh = 10 Wh step, uniform rounding
+    v = (40.0 / 160.0 * 30.0) ** 2 / 12  # 0.4 % = 40 Wh over the 160 m path; each crossing within 30 m
+    np.testing.assert_allclose(
+        r.noise_cov,
+        [[q2 + v + 4 * 0.15, -v, 0.0], [-v, 2 * v + 4 * 0.30, 0.0], [0.0, 0.0, v + q2 + 4 * 0.45]],
+        rtol=1e-6,
+        atol=1e-6,
+    )
+
+
+def test_trace_with_a_gps_jump_is_matched_and_learned_in_two_pieces(grid, tmp_path):
+    """Drive edges 12, 13 (east along the grid's south side) then jump to edges 4, 7 (west along the north side,
+    then south): the closest candidates across the jump are more than 150 m of road apart, so with
+    ``max_route_m = 150`` no transition is feasible and the trace is cut there.  Each piece is matched edge for edge;
+    the gauge (hand-made) changes twice inside each piece and once across the jump: 2 windows kept in piece 0
+    (start -> change 1 -> change 2), 1 dropped (change 2 -> change 4, across the break), 2 kept in piece 1."""
+    lg, _ = grid
+    index = MatchIndex(lg, MatchOptions(sigma_m=5.0, max_route_m=150.0))
+    rng = np.random.default_rng(0)
+    lat0, lon0 = _drive(index, [12, 13], 8.0, 0.0, rng)
+    lat1, lon1 = _drive(index, [4, 7], 8.0, 0.0, rng)
+    n0, n = len(lat0), len(lat0) + len(lat1)
+    m = index.match(np.concatenate([lat0, lat1]), np.concatenate([lon0, lon1]))
+    assert m.pieces == 2 and m.path.tolist() == [12, 13, 4, 7]
+    assert m.piece is not None and m.piece.tolist() == [0] * n0 + [1] * (n - n0)
+    soc = np.full(n, 50.0)
+    for i in (8, n0 - 6, n0, n0 + 8, n - 6):  # changes at 8, n0 - 6 (piece 0), n0 (the jump), n0 + 8, n - 6
+        soc[i:] -= 0.1
+    tr = Trace(np.arange(n, dtype=float), np.zeros(n), np.zeros(n), soc, m.edge * 0.0, m.edge * 0.0)
+    r = trace_readings(tr, m, index.length_m, 10_000.0, 4.0, soc_step=0.1)
+    assert r.dropped == 1 and len(r.y) == 4
+    np.testing.assert_allclose(r.y, [5.0, 10.0, 10.0, 5.0], atol=1e-9)
+    rows = {int(e): r.a[:, j] for j, e in enumerate(r.edges)}
+    assert set(rows) <= {12, 13, 4, 7}
+    on0 = sum(rows.get(e, 0) for e in (12, 13))
+    on1 = sum(rows.get(e, 0) for e in (4, 7))
+    assert np.all(on0[2:] == 0) and np.all(on1[:2] == 0)  # each window on its own piece's edges only
+    assert r.noise_cov[1, 2] == 0 and r.noise_cov[0, 1] < 0 and r.noise_cov[2, 3] < 0
+    # through `evroute learn`'s loop (a CSV log): both pieces learned, the window across the jump dropped
+    from evroute.energy import VehicleProfile
+    from evroute.experiments.trip_learning import learn_logs
+    from evroute.models.linear_obs import linear_model_from
+    from evroute.models.store import prior_model
+    from evroute.traces import write_trace_csv
+
+    vehicle = VehicleProfile.load("sumo_ev")
+    lat, lon = np.concatenate([lat0, lat1]), np.concatenate([lon0, lon1])
+    log = write_trace_csv(Trace(tr.t_s, np.full(n, 8.0), np.zeros(n), soc, lat, lon), tmp_path / "jump.csv")
+    model = linear_model_from(prior_model("bi", lg, vehicle))
+    var0 = model.posterior().variance.copy()
+    rep = learn_logs(model, index, [(log, None)], vehicle)
+    assert (rep.traces, rep.traces_broken, rep.pieces, rep.windows_dropped, rep.readings) == (1, 1, 2, 1, 4)
+    shrunk = np.flatnonzero(model.posterior().variance < var0 - 1e-9).tolist()
+    assert shrunk == [4, 7, 12, 13]  # BI: independent edges a priori, only the driven ones learn
+    # unbroken: the same drive without the jump (both parts of one route) is one piece, nothing dropped
+    whole = index.match(*_drive(index, [12, 13, 22, 23], 8.0, 0.0, rng))
+    assert whole.pieces == 1 and whole.piece is not None and set(whole.piece.tolist()) == {0}
+
+
 # --- evroute learn --network ---------------------------------------------------------------------------------------
 
 

@@ -27,12 +27,19 @@ from evroute.traces.reader import Trace, TraceColumns, read_trace_csv
 
 @dataclass
 class LearnReport:
-    """What a run did: files and traces learned or skipped, readings, samples matched, CPU seconds by stage."""
+    """What a run did: files and traces learned or skipped, readings, samples matched, CPU seconds by stage.
+
+    ``traces_broken`` traces were matched in several pieces (``pieces`` pieces in all traces) and learned piece by
+    piece; ``windows_dropped`` charge windows spanned a break and were left out (:mod:`evroute.traces.observations`).
+    """
 
     files_learned: int = 0
     files_skipped: int = 0
     traces: int = 0
     traces_unusable: int = 0
+    traces_broken: int = 0
+    pieces: int = 0
+    windows_dropped: int = 0
     readings: int = 0
     samples: int = 0
     cpu_s: dict[str, float] = field(default_factory=lambda: {"read": 0.0, "match": 0.0, "learn": 0.0})
@@ -98,8 +105,9 @@ def learn_logs(
 ) -> LearnReport:
     """Learn every log file not in ``done`` (digest -> name; updated in place) into ``model``.
 
-    ``on_file(path, report)`` runs after each file (progress, periodic saves).  Traces that cannot be matched in one
-    piece or drive less than a few metres are counted as unusable, not learned.
+    ``on_file(path, report)`` runs after each file (progress, periodic saves).  A trace matched in pieces is learned
+    piece by piece (the windows across a break dropped); traces with no usable window (unmatched, less than a few
+    metres, no charge change inside a piece) are counted as unusable, not learned.
     """
     usable = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
     report = LearnReport()
@@ -120,15 +128,15 @@ def learn_logs(
             report.cpu_s["match"] += t2 - t1
             report.samples += len(tr)
             report.traces += 1
-            try:
-                r = trace_readings(tr, matched, index.length_m, usable, model.noise_var, soc_step=soc_step)
-            except DataError:
-                r = None
+            report.pieces += matched.pieces
+            report.traces_broken += matched.pieces > 1
+            r = trace_readings(tr, matched, index.length_m, usable, model.noise_var, soc_step=soc_step)
             if r is None:
                 report.traces_unusable += 1
                 continue
             model.observe(r.edges, r.a, r.y, r.noise_cov)
             report.readings += len(r.y)
+            report.windows_dropped += r.dropped
             report.cpu_s["learn"] += time.process_time() - t2
         done[digest] = path.name
         report.files_learned += 1

@@ -14,6 +14,7 @@ import numpy as np
 
 from evroute.energy import VehicleProfile
 from evroute.errors import ParameterError
+from evroute.linegraph import LineGraph
 from evroute.sumo.binaries import run_sumo_program, sumo_binary
 from evroute.sumo.export import write_routes_xml
 from evroute.traces.reader import Trace
@@ -91,3 +92,27 @@ def degrade(
         name=trace.name,
         meta=dict(trace.meta),
     )
+
+
+def random_routes(lg: LineGraph, n: int, min_m: float, rng: np.random.Generator) -> dict[str, list[str]]:
+    """``n`` trips ``trip_0000 ...`` -> SUMO edge ids: from a random edge to a random edge whose shortest legal path
+    (by length, in the line graph) is ``min_m`` to ``4 min_m`` metres long; that path is the route."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import dijkstra
+
+    net = lg.network
+    adj = lg.adjacency.tocoo()
+    w = sp.csr_matrix((net.length_m[adj.row], (adj.row, adj.col)), shape=adj.shape)
+    out: dict[str, list[str]] = {}
+    while len(out) < n:
+        a = int(rng.integers(lg.n_nodes))
+        d, pred = dijkstra(w, indices=a, return_predecessors=True)
+        ok = np.flatnonzero(np.isfinite(d) & (d >= min_m) & (d <= 4 * min_m))
+        if not ok.size:
+            continue
+        b = int(rng.choice(ok))
+        path = [b]
+        while path[-1] != a:
+            path.append(int(pred[path[-1]]))
+        out[f"trip_{len(out):04d}"] = [str(net.edge_ids[e]) for e in path[::-1]]
+    return out

@@ -87,6 +87,8 @@ class MatchedTrace:
         path: ``(M,)`` the driven edges in order (consecutive matched edges joined by shortest paths).
         path_index: ``(T,)`` index into ``path`` of each sample's edge (-1: unmatched).
         pieces: number of independently matched pieces (1 unless the trace had to be cut).
+        piece: ``(T,)`` the piece (0 .. pieces - 1) of each sample (-1: unmatched); ``None``: one piece.  The pieces'
+            paths follow each other in ``path``, not joined (the vehicle's way between them is unknown).
     """
 
     edge: np.ndarray
@@ -94,6 +96,13 @@ class MatchedTrace:
     path: np.ndarray
     path_index: np.ndarray
     pieces: int
+    piece: np.ndarray | None = None
+
+    def sample_piece(self) -> np.ndarray:
+        """``(T,)`` the piece of each sample (-1: unmatched), also when :attr:`piece` is ``None`` (one piece)."""
+        if self.piece is not None:
+            return self.piece
+        return np.where(self.path_index >= 0, 0, -1)
 
 
 class MatchIndex:
@@ -246,7 +255,7 @@ class MatchIndex:
         offset = np.zeros(t_n)
         path_index = np.full(t_n, -1, dtype=np.int64)
         if idx.size == 0:
-            return MatchedTrace(edge, offset, np.zeros(0, dtype=np.int64), path_index, 0)
+            return MatchedTrace(edge, offset, np.zeros(0, dtype=np.int64), path_index, 0, np.full(t_n, -1))
         matched_idx = idx
         idx = _thin(xy, idx, self.options.thin_factor * self.options.sigma_m)
         ce, co, cd, sxy = ce[idx], co[idx], cd[idx], xy[idx]
@@ -266,6 +275,8 @@ class MatchIndex:
                 prev = int(e)
             path_index[i] = len(path) - 1
         path_arr = np.asarray(path, dtype=np.int64)
+        piece = np.full(t_n, -1, dtype=np.int64)
+        piece[idx] = np.searchsorted(np.asarray(sorted(cuts), dtype=np.int64), rows, side="right")
         skipped = np.setdiff1d(matched_idx, idx)
         if skipped.size:  # thinned-out samples: interpolated along the path between their kept neighbours
             start = np.concatenate([[0.0], np.cumsum(self.length_m[path_arr])[:-1]])
@@ -276,7 +287,8 @@ class MatchIndex:
                 prev_kept = idx[np.maximum(np.searchsorted(idx, skipped) - 1, 0)]
                 pi, s = path_index[prev_kept], start[path_index[prev_kept]] + offset[prev_kept]
             path_index[skipped], edge[skipped], offset[skipped] = pi, path_arr[pi], s - start[pi]
-        return MatchedTrace(edge, offset, path_arr, path_index, 1 + len(cuts))
+            piece[skipped] = piece[idx[np.maximum(np.searchsorted(idx, skipped) - 1, 0)]]
+        return MatchedTrace(edge, offset, path_arr, path_index, 1 + len(cuts), piece)
 
 
 def _thin(xy: np.ndarray, idx: np.ndarray, min_step_m: float) -> np.ndarray:

@@ -23,15 +23,23 @@ energy is taken as spread evenly along it).  Noise, in Wh^2, with ``v_b`` the va
 Boundaries closer than ``min_window_m`` to the previous one are merged (a stop: the charge drawn while standing
 belongs to the edge the vehicle stands on, which the next window covers).  Samples the matcher left unmatched are
 skipped.
+
+A trace matched in pieces (a GPS jump or gap with no feasible transition, :class:`MatchedTrace`) is learned piece by
+piece: each piece's path is its own, the boundaries are the charge changes inside a piece (plus the trace's first and
+last sample), and a window between boundaries on either side of a break is **dropped** -- the vehicle's way and
+energy between the pieces are unknown, so its reading cannot be attributed to edges.  A change seen across the break
+itself is no boundary (its position is unknown).  Windows inside a piece are kept, with the same noise as above
+(``rho`` is the whole trace's mean).
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
 
-from evroute.errors import DataError, ParameterError
+from evroute.errors import ParameterError
 from evroute.traces.mapmatch import MatchedTrace
 from evroute.traces.reader import Trace
 
@@ -45,7 +53,9 @@ class Readings:
         a: ``(m, k)`` driven share of each edge in each window.
         y: ``(m,)`` battery energy drawn in each window, Wh.
         noise_cov: ``(m, m)`` noise covariance, Wh^2.
-        positions_m: ``(m + 1,)`` window boundaries along the driven path, m.
+        positions_m: ``(b,)`` the kept windows' boundaries along the driven path, m (``b = m + 1`` for a trace
+            matched in one piece: consecutive windows share a boundary).
+        dropped: windows left out because they span a break between matched pieces (module doc).
     """
 
     edges: np.ndarray
@@ -53,6 +63,7 @@ class Readings:
     y: np.ndarray
     noise_cov: np.ndarray
     positions_m: np.ndarray
+    dropped: int = 0
 
 
 def soc_step_pct(soc_pct: np.ndarray) -> float:
@@ -84,8 +95,8 @@ def trace_readings(
     soc_step: float | None = None,
     min_window_m: float = 5.0,
 ) -> Readings | None:
-    """The windows and readings of one matched trace (module doc); ``None`` if it has fewer than two matched samples
-    or drives less than ``min_window_m``.
+    """The windows and readings of one matched trace, piece by piece (module doc); ``None`` if it has fewer than two
+    matched samples, drives less than ``min_window_m``, or has no window inside a piece.
 
     Args:
         length_m: ``(E,)`` edge lengths the matcher's offsets refer to (:attr:`MatchIndex.length_m`).
@@ -93,8 +104,6 @@ def trace_readings(
         edge_noise_var: noise variance of one whole traversal of an edge, Wh^2.
         soc_step: the gauge's step in % (default: :func:`soc_step_pct` of the trace).
     """
-    if matched.pieces > 1:
-        raise DataError(f"trace {trace.name!r}: matched in {matched.pieces} pieces (a gap); split the log there")
     if not (capacity_wh > 0 and edge_noise_var >= 0 and min_window_m > 0):
         raise ParameterError("capacity_wh and min_window_m must be > 0, edge_noise_var >= 0")
     s_all, start = path_positions(matched, length_m)
@@ -102,6 +111,7 @@ def trace_readings(
     if ok.sum() < 2:
         return None
     s, r = s_all[ok], np.asarray(trace.soc_pct, dtype=np.float64)[ok]
+    piece = matched.sample_piece()[ok]
     q = soc_step_pct(r) if soc_step is None else float(soc_step)
     if not np.isfinite(q):
         q = 0.0  # the reading never moved: only the end points, at the rounding of an unknown step (0)
@@ -109,34 +119,63 @@ def trace_readings(
     if dist < min_window_m:
         return None
     rho = abs(r[0] - r[-1]) * capacity_wh / 100.0 / dist  # mean Wh per metre
-    q_wh2 = (q * capacity_wh / 100.0) ** 2 / 12.0
-    pos, lvl, var = [s[0]], [r[0]], [q_wh2]
-    change = np.flatnonzero(np.abs(np.diff(r)) > 1e-9) + 1
-    for i in change:
-        p = 0.5 * (s[i - 1] + s[i])
-        v = (rho * (s[i] - s[i - 1])) ** 2 / 12.0 + (max(abs(r[i] - r[i - 1]) - q, 0.0) * capacity_wh / 100.0) ** 2 / 12
-        if p - pos[-1] < min_window_m:
-            continue
-        pos.append(p)
-        lvl.append(0.5 * (r[i - 1] + r[i]))
-        var.append(v)
-    if s[-1] - pos[-1] < min_window_m and len(pos) > 1:
-        pos.pop(), lvl.pop(), var.pop()
-    pos.append(s[-1])
-    lvl.append(r[-1])
-    var.append(q_wh2)
+    scale = capacity_wh / 100.0
+    cuts = np.flatnonzero(piece[1:] != piece[:-1]) + 1  # first sample of each piece after the first
+    bounds = np.concatenate([[0], cuts, [len(s)]])
+    pos: list[float] = []
+    lvl: list[float] = []
+    var: list[float] = []
+    win: list[int] = []  # windows kept: index of their first boundary in pos
+    for k, (lo, hi) in enumerate(itertools.pairwise(bounds.tolist())):
+        pb, lb, vb = _piece_boundaries(s[lo:hi], r[lo:hi], q, rho, scale, min_window_m, first=k == 0, last=hi == len(s))
+        win.extend(len(pos) + j for j in range(len(pb) - 1))
+        pos.extend(pb)
+        lvl.extend(lb)
+        var.extend(vb)
+    if not win:
+        return None
+    w = np.asarray(win)
     p = np.asarray(pos)
-    y = -np.diff(np.asarray(lvl)) * capacity_wh / 100.0
+    y = (np.asarray(lvl)[w] - np.asarray(lvl)[w + 1]) * scale
     lengths = np.asarray(length_m, dtype=np.float64)[matched.path]
-    lo = np.maximum(p[:-1, None], start[None, :])
-    hi = np.minimum(p[1:, None], (start + lengths)[None, :])
-    share = np.clip(hi - lo, 0.0, None) / np.maximum(lengths, 1e-9)[None, :]  # (m, M)
+    lo_ = np.maximum(p[w, None], start[None, :])
+    hi_ = np.minimum(p[w + 1, None], (start + lengths)[None, :])
+    share = np.clip(hi_ - lo_, 0.0, None) / np.maximum(lengths, 1e-9)[None, :]  # (m, M)
     edges, inv = np.unique(matched.path, return_inverse=True)
     a = np.zeros((len(y), len(edges)))
     np.add.at(a.T, inv, share.T)
     used = a.sum(axis=0) > 0
     edges, a = edges[used], a[:, used]
     v = np.asarray(var)
-    cov = np.diag(v[:-1] + v[1:]) - np.diag(v[1:-1], 1) - np.diag(v[1:-1], -1)
+    cov = np.diag(v[w] + v[w + 1])
+    shared = np.flatnonzero(w[1:] == w[:-1] + 1)  # consecutive windows with a common boundary
+    cov[shared, shared + 1] = cov[shared + 1, shared] = -v[w[shared] + 1]
     cov += np.diag(edge_noise_var * a.sum(axis=1) + 1e-9 * max(edge_noise_var, 1.0))
-    return Readings(edges=edges, a=a, y=y, noise_cov=cov, positions_m=p)
+    return Readings(
+        edges=edges, a=a, y=y, noise_cov=cov, positions_m=p[np.union1d(w, w + 1)], dropped=len(pos) - 1 - len(win)
+    )
+
+
+def _piece_boundaries(
+    s: np.ndarray, r: np.ndarray, q: float, rho: float, scale: float, min_window_m: float, *, first: bool, last: bool
+) -> tuple[list[float], list[float], list[float]]:
+    """Boundaries ``(position m, level %, variance Wh^2)`` of one matched piece (``(n,)`` path positions ``s`` and
+    gauge readings ``r``): its charge changes, and the trace's first / last sample where the piece has them (``first``,
+    ``last``).  A piece's other end is a break: the window across it is not bounded, so it has no boundary there."""
+    q_wh2 = (q * scale) ** 2 / 12.0
+    pos, lvl, var = ([float(s[0])], [float(r[0])], [q_wh2]) if first else ([], [], [])
+    for i in np.flatnonzero(np.abs(np.diff(r)) > 1e-9) + 1:
+        p = 0.5 * (s[i - 1] + s[i])
+        v = (rho * (s[i] - s[i - 1])) ** 2 / 12.0 + (max(abs(r[i] - r[i - 1]) - q, 0.0) * scale) ** 2 / 12
+        if pos and p - pos[-1] < min_window_m:
+            continue
+        pos.append(float(p))
+        lvl.append(0.5 * float(r[i - 1] + r[i]))
+        var.append(float(v))
+    if last:
+        if len(pos) > (1 if first else 0) and s[-1] - pos[-1] < min_window_m:
+            pos.pop(), lvl.pop(), var.pop()
+        pos.append(float(s[-1]))
+        lvl.append(float(r[-1]))
+        var.append(q_wh2)
+    return pos, lvl, var

@@ -64,29 +64,6 @@ ROW_FIELDS = [
 MATCH_FIELDS = ["network", "condition", "trip", "samples", "recall", "precision", "cpu_s"]
 
 
-def _routes(lg, n: int, min_m: float, rng: np.random.Generator) -> dict[str, list[str]]:
-    from scipy.sparse.csgraph import dijkstra
-
-    net = lg.network
-    adj = lg.adjacency.tocoo()
-    import scipy.sparse as sp
-
-    w = sp.csr_matrix((net.length_m[adj.row], (adj.row, adj.col)), shape=adj.shape)
-    out: dict[str, list[str]] = {}
-    while len(out) < n:
-        a = int(rng.integers(lg.n_nodes))
-        d, pred = dijkstra(w, indices=a, return_predecessors=True)
-        ok = np.flatnonzero(np.isfinite(d) & (d >= min_m) & (d <= 4 * min_m))
-        if not ok.size:
-            continue
-        b = int(rng.choice(ok))
-        path = [b]
-        while path[-1] != a:
-            path.append(int(pred[path[-1]]))
-        out[f"trip_{len(out):04d}"] = [str(net.edge_ids[e]) for e in path[::-1]]
-    return out
-
-
 def _append(path: Path, fields: list[str], rows: list[dict]) -> None:
     new = not path.is_file()
     with path.open("a", newline="") as fh:
@@ -107,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from evroute.models.store import prior_model
     from evroute.network.registry import load_network
     from evroute.sumo.replay import sumo_net_file
-    from evroute.sumo.triplogs import degrade, simulate_trips
+    from evroute.sumo.triplogs import degrade, random_routes, simulate_trips
     from evroute.traces.formats import read_sumo_fcd
     from evroute.traces.mapmatch import MatchIndex, MatchOptions
     from evroute.traces.observations import trace_readings
@@ -119,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     net = lg.network
     index_of = {str(e): i for i, e in enumerate(net.edge_ids)}
     sim = out / "sim"
-    routes = _routes(lg, args.train + args.test, args.min_route_m, np.random.default_rng(0))
+    routes = random_routes(lg, args.train + args.test, args.min_route_m, np.random.default_rng(0))
     if not (sim / "battery.xml").is_file():
         t0 = time.process_time()
         simulate_trips(sumo_net_file(lg), routes, sim, vehicle=vehicle, depart_gap_s=20.0)
