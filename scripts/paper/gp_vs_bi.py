@@ -583,9 +583,7 @@ def main() -> None:
     commands_file = Path(args.commands)
     commands = recorded_commands(commands_file)
     if not (args.report_only or args.collect_only) and R.command_line() not in commands:
-        commands.append(R.command_line())
-        commands_file.parent.mkdir(parents=True, exist_ok=True)
-        commands_file.write_text("".join(c + "\n" for c in commands))
+        commands.append(R.command_line())  # recorded with the first data it produces (below)
     old = read_csv(data) if data.is_file() else []
     if args.collect_only:
         write_csv(data, merge(old, collect(args, routes)))
@@ -597,6 +595,8 @@ def main() -> None:
             ns = argparse.Namespace(report_only=False, runs=args.runs, executor=args.executor, workers=args.workers)
             R.run_grid(configs(args, network, route, stage), ns)
             write_csv(data, merge(read_csv(data) if data.is_file() else [], collect(args, routes)))
+            commands_file.parent.mkdir(parents=True, exist_ok=True)
+            commands_file.write_text("".join(c + "\n" for c in commands))
             R.write_markdown(out, build_report(read_csv(data), commands))
 
 
