@@ -63,6 +63,12 @@ def add_learn_parser(sub: Any) -> None:
     g.add_argument("--soc-step", type=float, default=None, help="gauge step in %% (default: seen in each log)")
     g.add_argument("--gps-sigma-m", type=float, default=10.0, help="GPS error s.d. in m (default: %(default)s)")
     g.add_argument("--save-every", type=int, default=50, help="save the model every N files (default: %(default)s)")
+    g.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="processes that read, match and reduce the logs; the model is the same for any count (default: 1)",
+    )
 
 
 def _columns(args: argparse.Namespace) -> Any:
@@ -144,7 +150,7 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
 
     from evroute.energy import VehicleProfile
     from evroute.errors import DataError
-    from evroute.experiments.trip_learning import check_logs, learn_logs, open_model, validate_logs
+    from evroute.experiments.trip_learning import LogWorkers, check_logs, learn_logs, open_model, validate_logs
     from evroute.linegraph import build_line_graph
     from evroute.models.store import save_model
     from evroute.network.registry import load_network
@@ -156,6 +162,8 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         raise ParameterError(f"--kind must be bi or gp-exact, got {args.kind!r}")
     if args.save_every < 1:
         raise ParameterError(f"--save-every must be >= 1, got {args.save_every}")
+    if args.workers < 1:
+        raise ParameterError(f"--workers must be >= 1, got {args.workers}")
     if not (args.noise_frac > 0 and args.noise_frac < 1e3):
         raise ParameterError(f"--noise-frac must be > 0, got {args.noise_frac}")
     if args.soc_step is not None and not args.soc_step > 0:
@@ -166,23 +174,27 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         raise ParameterError(f"--model {target}: not a file path in an existing folder")
     vehicle = VehicleProfile.load(args.vehicle)
     files = check_logs(args.logs, args.battery)
-    validate_logs(files, columns)  # every error before anything is written
+    if args.workers == 1:
+        validate_logs(files, columns)  # every error before anything is written
     lg = build_line_graph(load_network(args.network))
-    model, done, meta = open_model(target, lg, args.kind, vehicle, noise_frac=args.noise_frac, offsets=args.offsets)
     index = MatchIndex(lg, options)
-    bar = tqdm(total=len(files), desc="learn", unit="log", disable=None)
+    with LogWorkers(index, args.workers) as workers:
+        if args.workers > 1:
+            workers.validate(files, columns)  # the same reads, on the workers; still before anything is written
+        model, done, meta = open_model(target, lg, args.kind, vehicle, noise_frac=args.noise_frac, offsets=args.offsets)
+        bar = tqdm(total=len(files), desc="learn", unit="log", disable=None)
 
-    def save() -> None:
-        save_model(target, model, lg, vehicle=vehicle, meta={**meta, "logs": done})
+        def save() -> None:
+            save_model(target, model, lg, vehicle=vehicle, meta={**meta, "logs": done})
 
-    def on_file(path: Path, report: Any) -> None:
-        bar.update(1)
-        if report.files_learned % args.save_every == 0:
-            save()
+        def on_file(path: Path, report: Any) -> None:
+            bar.update(1)
+            if report.files_learned % args.save_every == 0:
+                save()
 
-    report = learn_logs(
-        model, index, files, vehicle, columns=columns, done=done, soc_step=args.soc_step, on_file=on_file
-    )
+        report = learn_logs(
+            model, workers, files, vehicle, columns=columns, done=done, soc_step=args.soc_step, on_file=on_file
+        )
     bar.update(report.files_skipped)
     bar.close()
     if report.files_learned and report.readings == 0 and not done:

@@ -1,7 +1,9 @@
 """Learn a saved edge model from trip logs on a road network: read, map-match, turn charge readings into linear
 observations, update the model, save it (the map-matched path of ``evroute learn``).
 
-Streaming: one log file is read, matched and learned at a time (memory: one trace plus the model).  Resumable: the
+Streaming: one log file is read, matched and learned at a time (memory: one trace plus the model), or, with
+:class:`~evroute.experiments.trip_workers.LogWorkers`, a few files at a time on several processes, their statistics
+added in input order (the same model, bit for bit; memory: ``2 x workers`` logs in flight).  Resumable: the
 model file's header records the SHA-256 of every log file learned (``meta.logs``); a run skips those, and the model
 is saved every ``save_every`` files and at the end, so an interrupted run continues where it stopped.
 """
@@ -9,7 +11,6 @@ is saved every ``save_every`` files and at the end, so an interrupted run contin
 from __future__ import annotations
 
 import hashlib
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,12 +18,11 @@ from typing import Any
 
 from evroute.energy import VehicleProfile
 from evroute.errors import DataError, ParameterError
+from evroute.experiments.trip_workers import LearnParams, LogWorkers, read_log
 from evroute.linegraph import LineGraph
 from evroute.models.linear_obs import LinearObsEdgeModel, linear_model_from
-from evroute.traces.formats import read_sumo_fcd, read_trace_gpx
 from evroute.traces.mapmatch import MatchIndex, MatchOptions
-from evroute.traces.observations import trace_readings
-from evroute.traces.reader import Trace, TraceColumns, read_trace_csv
+from evroute.traces.reader import TraceColumns
 
 
 @dataclass
@@ -74,18 +74,6 @@ def check_logs(paths: Sequence[str | Path], battery: Sequence[str | Path]) -> li
     return out
 
 
-def read_log(path: Path, battery: Path | None, columns: TraceColumns | None = None) -> list[Trace]:
-    """The traces of one log file (a CSV or GPX file is one trace; a SUMO FCD file one per vehicle)."""
-    suffix = path.suffix.lower()
-    if suffix == ".csv":
-        return [read_trace_csv(path, columns)]
-    if suffix == ".gpx":
-        return [read_trace_gpx(path)]
-    if battery is None:
-        raise ParameterError(f"SUMO FCD file {path} needs its battery output (--battery)")
-    return read_sumo_fcd(path, battery)
-
-
 def validate_logs(files: Sequence[tuple[Path, Path | None]], columns: TraceColumns | None = None) -> None:
     """Read every log once (all errors before anything is learned or written); the traces are not kept."""
     for path, battery in files:
@@ -94,7 +82,7 @@ def validate_logs(files: Sequence[tuple[Path, Path | None]], columns: TraceColum
 
 def learn_logs(
     model: LinearObsEdgeModel,
-    index: MatchIndex,
+    index: MatchIndex | LogWorkers,
     files: Sequence[tuple[Path, Path | None]],
     vehicle: VehicleProfile,
     *,
@@ -105,39 +93,43 @@ def learn_logs(
 ) -> LearnReport:
     """Learn every log file not in ``done`` (digest -> name; updated in place) into ``model``.
 
-    ``on_file(path, report)`` runs after each file (progress, periodic saves).  A trace matched in pieces is learned
-    piece by piece (the windows across a break dropped); traces with no usable window (unmatched, less than a few
-    metres, no charge change inside a piece) are counted as unusable, not learned.
+    ``index``: the match index (the work runs in this process) or :class:`LogWorkers` (in this process or on a pool
+    of processes); either way each file's statistics are added to ``model`` in the order of ``files``, so the model
+    is the same bit for bit.  ``on_file(path, report)`` runs after each file (progress, periodic saves).  A file
+    listed twice is learned once.  A trace matched in pieces is learned piece by piece (the windows across a break
+    dropped); traces with no usable window (unmatched, less than a few metres, no charge change inside a piece) are
+    counted as unusable, not learned.
     """
-    usable = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
+    params = LearnParams(
+        columns, (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh, model.noise_var, soc_step
+    )
     report = LearnReport()
     done = {} if done is None else done
+    todo: list[tuple[Path, Path | None, str]] = []
+    seen = set(done)
     for path, battery in files:
         digest = file_digest(path) + (file_digest(battery) if battery else "")
-        if digest in done:
+        if digest in seen:
             report.files_skipped += 1
             continue
-        t0 = time.process_time()
-        traces = read_log(path, battery, columns)
-        t1 = time.process_time()
-        report.cpu_s["read"] += t1 - t0
-        for tr in traces:
-            t1 = time.process_time()
-            matched = index.match(tr.lat, tr.lon)
-            t2 = time.process_time()
-            report.cpu_s["match"] += t2 - t1
-            report.samples += len(tr)
+        seen.add(digest)
+        todo.append((path, battery, digest))
+    workers = index if isinstance(index, LogWorkers) else LogWorkers(index)
+    outcomes = workers.outcomes(((p, b) for p, b, _ in todo), params)
+    for (path, _, digest), outcome in zip(todo, outcomes, strict=True):
+        for k, v in outcome.cpu_s.items():
+            report.cpu_s[k] += v
+        for tr in outcome.traces:
+            report.samples += tr.samples
             report.traces += 1
-            report.pieces += matched.pieces
-            report.traces_broken += matched.pieces > 1
-            r = trace_readings(tr, matched, index.length_m, usable, model.noise_var, soc_step=soc_step)
-            if r is None:
+            report.pieces += tr.pieces
+            report.traces_broken += tr.pieces > 1
+            if tr.batch is None:
                 report.traces_unusable += 1
                 continue
-            model.observe(r.edges, r.a, r.y, r.noise_cov)
-            report.readings += len(r.y)
-            report.windows_dropped += r.dropped
-            report.cpu_s["learn"] += time.process_time() - t2
+            model.observe_batch(tr.batch)
+            report.readings += tr.batch.readings
+            report.windows_dropped += tr.dropped
         done[digest] = path.name
         report.files_learned += 1
         if on_file is not None:
@@ -174,6 +166,7 @@ def open_model(
 
 __all__ = [
     "LearnReport",
+    "LogWorkers",
     "MatchOptions",
     "check_logs",
     "file_digest",

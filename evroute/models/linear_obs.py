@@ -34,6 +34,7 @@ model reproduces :class:`~evroute.models.bi.BayesianEdgeModel` and the exact GP 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -89,6 +90,58 @@ class BasisKernel:
         return np.asfortranarray(self.base.dense() + (self.b * self.v) @ self.b.T)
 
 
+@dataclass(frozen=True)
+class ReadingBatch:
+    """One batch of linear readings reduced to its share of the sufficient statistics (:func:`reading_batch`).
+
+    Attributes:
+        edges: ``(k,)`` distinct edge indices.
+        gram: ``(k, k)`` ``A^T R^-1 A``, Wh^-2.
+        h: ``(k,)`` ``A^T R^-1 y``, Wh^-1.
+        readings: ``m``, the number of readings.
+        yry: ``y^T R^-1 y``; logdet_r: ``log det R`` (``R`` in Wh^2).
+    """
+
+    edges: np.ndarray
+    gram: np.ndarray
+    h: np.ndarray
+    readings: int
+    yry: float
+    logdet_r: float
+
+
+def reading_batch(edges: np.ndarray, a: np.ndarray, y: np.ndarray, noise_cov: np.ndarray) -> ReadingBatch:
+    """The contribution of ``m`` readings ``y = A f_edges + eps``, ``eps ~ N(0, noise_cov)`` to
+    :class:`LinearStatistics` (``R = L L^T``, ``G = L^-1 A``: ``gram = G^T G``, ``h = G^T L^-1 y``); a pure function
+    of its arguments, so it can run in a worker process.
+
+    Args:
+        edges: ``(k,)`` distinct edge indices the readings involve.
+        a: ``(m, k)`` weights (driven share of each edge per reading).
+        y: ``(m,)`` readings, Wh.
+        noise_cov: ``(m, m)`` symmetric positive definite noise covariance, Wh^2.
+    """
+    e = np.asarray(edges, dtype=np.int64).reshape(-1)
+    a = np.atleast_2d(np.asarray(a, dtype=np.float64))
+    y = np.asarray(y, dtype=np.float64).reshape(-1)
+    r = np.atleast_2d(np.asarray(noise_cov, dtype=np.float64))
+    if a.shape != (len(y), len(e)) or r.shape != (len(y), len(y)):
+        raise ParameterError(f"readings: A {a.shape}, y {y.shape}, R {r.shape} do not fit {len(e)} edges")
+    if len(np.unique(e)) != len(e) or (len(e) and e.min() < 0):
+        raise ParameterError("readings: edges must be distinct non-negative indices")
+    if not (np.isfinite(a).all() and np.isfinite(y).all() and np.isfinite(r).all()):
+        raise DataError("readings contain NaN or inf")
+    if len(y) == 0:
+        return ReadingBatch(e, np.zeros((len(e), len(e))), np.zeros(len(e)), 0, 0.0, 0.0)
+    try:
+        lr = np.linalg.cholesky(0.5 * (r + r.T))
+    except np.linalg.LinAlgError:
+        raise ParameterError("readings: the noise covariance is not positive definite") from None
+    g = solve_lower(lr, a)  # R^-1/2 A
+    w = solve_lower(lr, y)
+    return ReadingBatch(e, g.T @ g, g.T @ w, len(y), float(w @ w), 2.0 * float(np.log(np.diag(lr)).sum()))
+
+
 class LinearStatistics:
     """Sufficient statistics of linear readings: ``Lambda`` (sparse ``(E, E)``, Wh^-2), ``h`` (``(E,)``, Wh^-1)."""
 
@@ -104,7 +157,8 @@ class LinearStatistics:
         self._pending: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def add(self, edges: np.ndarray, a: np.ndarray, y: np.ndarray, noise_cov: np.ndarray) -> None:
-        """Add ``m`` readings ``y = A f_edges + eps``, ``eps ~ N(0, noise_cov)``.
+        """Add ``m`` readings ``y = A f_edges + eps``, ``eps ~ N(0, noise_cov)`` (:func:`reading_batch`, then
+        :meth:`add_batch`).
 
         Args:
             edges: ``(k,)`` distinct edge indices the readings involve.
@@ -112,28 +166,21 @@ class LinearStatistics:
             y: ``(m,)`` readings, Wh.
             noise_cov: ``(m, m)`` symmetric positive definite noise covariance, Wh^2.
         """
-        e = np.asarray(edges, dtype=np.int64).reshape(-1)
-        a = np.atleast_2d(np.asarray(a, dtype=np.float64))
-        y = np.asarray(y, dtype=np.float64).reshape(-1)
-        r = np.atleast_2d(np.asarray(noise_cov, dtype=np.float64))
-        if a.shape != (len(y), len(e)) or r.shape != (len(y), len(y)):
-            raise ParameterError(f"readings: A {a.shape}, y {y.shape}, R {r.shape} do not fit {len(e)} edges")
-        if len(np.unique(e)) != len(e) or (len(e) and (e.min() < 0 or e.max() >= self.n_edges)):
+        self.add_batch(reading_batch(edges, a, y, noise_cov))
+
+    def add_batch(self, batch: ReadingBatch) -> None:
+        """Add one batch's contribution (:func:`reading_batch`, computed here or in another process): adding the
+        batches of a set of readings in the same order gives the same statistics, bit for bit, wherever each batch
+        was computed."""
+        e = batch.edges
+        if len(e) and (e.min() < 0 or e.max() >= self.n_edges):
             raise ParameterError(f"readings: edges must be distinct indices in 0..{self.n_edges - 1}")
-        if not (np.isfinite(a).all() and np.isfinite(y).all() and np.isfinite(r).all()):
-            raise DataError("readings contain NaN or inf")
-        if len(y) == 0:
+        if batch.readings == 0:
             return
-        try:
-            lr = np.linalg.cholesky(0.5 * (r + r.T))
-        except np.linalg.LinAlgError:
-            raise ParameterError("readings: the noise covariance is not positive definite") from None
-        g = solve_lower(lr, a)  # R^-1/2 A
-        w = solve_lower(lr, y)
-        self._pending.append((e, g.T @ g, g.T @ w))
-        self.readings += len(y)
-        self.yry += float(w @ w)
-        self.logdet_r += 2.0 * float(np.log(np.diag(lr)).sum())
+        self._pending.append((e, batch.gram, batch.h))
+        self.readings += batch.readings
+        self.yry += batch.yry
+        self.logdet_r += batch.logdet_r
         if len(self._pending) >= 256:
             self._flush()
 
@@ -277,7 +324,11 @@ class LinearObsEdgeModel(EdgeModel):
 
     def observe(self, edges: np.ndarray, a: np.ndarray, y: np.ndarray, noise_cov: np.ndarray) -> None:
         """Linear readings ``y = A f_edges + eps`` (see :meth:`LinearStatistics.add`)."""
-        self.stats.add(edges, a, y, noise_cov)
+        self.observe_batch(reading_batch(edges, a, y, noise_cov))
+
+    def observe_batch(self, batch: ReadingBatch) -> None:
+        """Readings already reduced by :func:`reading_batch` (possibly in another process)."""
+        self.stats.add_batch(batch)
         self._post = None
 
     def posterior(self) -> EdgePosterior:
@@ -360,7 +411,9 @@ __all__ = [
     "DiagonalKernel",
     "LinearObsEdgeModel",
     "LinearStatistics",
+    "ReadingBatch",
     "linear_model_from",
     "offset_basis",
     "linear_posterior",
+    "reading_batch",
 ]

@@ -1,0 +1,227 @@
+"""The per-log work of map-matched learning, in this process or on a pool of worker processes.
+
+Learning from a trip log (:mod:`evroute.experiments.trip_learning`) is, per log file: read it, map-match each trace,
+turn its charge readings into linear observations and reduce them to their share of the model's sufficient
+statistics (:func:`~evroute.models.linear_obs.reading_batch`).  Logs are independent until these shares are summed, so
+:class:`LogWorkers` runs that work (:func:`learn_log`) on ``workers`` processes and hands the results back **in
+input order**: the caller sums them in the same order as a serial run, so the model is the same bit for bit.
+
+* Pool: :class:`concurrent.futures.ProcessPoolExecutor` with the ``spawn`` context (as
+  :mod:`evroute.experiments.sweep`); each worker receives the :class:`~evroute.traces.mapmatch.MatchIndex` once, in
+  its initializer (pickled from the parent's: about 0.02 CPU s to unpickle on Luxembourg against about 2 CPU s to
+  build), and dies with its parent.
+* Memory: at most ``2 workers`` logs are in flight (submitted, running or finished but not yet consumed); logs are
+  submitted lazily as results are taken, never the whole set at once.
+* Threads: one BLAS thread per worker (the run policy, :func:`~evroute.experiments.threads.run_blas_threads`); the
+  serial path runs under the same policy (:func:`~evroute.experiments.threads.run_threads`), so both compute each
+  log's statistics with the same thread count.
+* Errors: an exception in a worker (a malformed log: ``DataError`` naming file, line and column) is raised again in
+  the parent when that log's turn comes, so the first bad log in input order is the one reported, as in the serial
+  path; the pool is then shut down and the logs still queued are cancelled.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from types import TracebackType
+from typing import Any, TypeVar
+
+from evroute.errors import ParameterError
+from evroute.experiments.threads import run_blas_threads, run_threads
+from evroute.models.linear_obs import ReadingBatch, reading_batch
+from evroute.traces.formats import read_sumo_fcd, read_trace_gpx
+from evroute.traces.mapmatch import MatchIndex
+from evroute.traces.observations import trace_readings
+from evroute.traces.reader import Trace, TraceColumns, read_trace_csv
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+#: logs in flight per worker (submitted and not yet consumed)
+IN_FLIGHT_PER_WORKER = 2
+
+
+@dataclass(frozen=True)
+class TraceOutcome:
+    """One trace of a log: ``samples`` read, matched in ``pieces`` pieces, its readings reduced to ``batch`` (``None``:
+    no usable window) and ``dropped`` windows that spanned a break between pieces."""
+
+    samples: int
+    pieces: int
+    batch: ReadingBatch | None
+    dropped: int = 0
+
+
+@dataclass(frozen=True)
+class LogOutcome:
+    """The work of one log file: its traces in file order and the CPU seconds of each stage (``read``, ``match``,
+    ``learn``: readings and their statistics) in the process that did it."""
+
+    traces: tuple[TraceOutcome, ...]
+    cpu_s: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LearnParams:
+    """What the per-log work needs besides the index: ``columns`` of CSV logs, the usable battery capacity
+    ``capacity_wh`` (Wh per 100 % of charge), the driving noise of one edge traversal ``edge_noise_var`` (Wh^2) and
+    the gauge step ``soc_step`` (%, ``None``: seen in each log)."""
+
+    columns: TraceColumns | None
+    capacity_wh: float
+    edge_noise_var: float
+    soc_step: float | None = None
+
+
+def read_log(path: Path, battery: Path | None, columns: TraceColumns | None = None) -> list[Trace]:
+    """The traces of one log file (a CSV or GPX file is one trace; a SUMO FCD file one per vehicle)."""
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        return [read_trace_csv(path, columns)]
+    if suffix == ".gpx":
+        return [read_trace_gpx(path)]
+    if battery is None:
+        raise ParameterError(f"SUMO FCD file {path} needs its battery output (--battery)")
+    return read_sumo_fcd(path, battery)
+
+
+def learn_log(path: Path, battery: Path | None, index: MatchIndex, params: LearnParams) -> LogOutcome:
+    """Read one log file, match each trace and reduce its charge readings to a :class:`ReadingBatch`."""
+    t0 = time.process_time()
+    traces = read_log(path, battery, params.columns)
+    cpu = {"read": time.process_time() - t0, "match": 0.0, "learn": 0.0}
+    out: list[TraceOutcome] = []
+    for tr in traces:
+        t1 = time.process_time()
+        matched = index.match(tr.lat, tr.lon)
+        t2 = time.process_time()
+        cpu["match"] += t2 - t1
+        r = trace_readings(
+            tr, matched, index.length_m, params.capacity_wh, params.edge_noise_var, soc_step=params.soc_step
+        )
+        if r is None:
+            out.append(TraceOutcome(len(tr), matched.pieces, None))
+            continue
+        out.append(TraceOutcome(len(tr), matched.pieces, reading_batch(r.edges, r.a, r.y, r.noise_cov), r.dropped))
+        cpu["learn"] += time.process_time() - t2
+    return LogOutcome(tuple(out), cpu)
+
+
+# --- worker processes ----------------------------------------------------------------------------------------------
+
+#: the worker's match index, set once by :func:`_init_worker`
+_WORKER: dict[str, MatchIndex] = {}
+
+
+def _init_worker(parent: int, index: MatchIndex, blas_threads: int) -> None:
+    """Pool initializer: die with the parent, one BLAS thread (the run policy), keep the match index."""
+    from evroute.experiments.runner import die_with_parent
+
+    die_with_parent(parent)
+    if blas_threads > 0:
+        import scipy.linalg  # noqa: F401  (a limit reaches the libraries already loaded only)
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=blas_threads, user_api="blas")  # for the worker's life: never restored
+    _WORKER["index"] = index
+
+
+def _validate_job(job: tuple[Path, Path | None, TraceColumns | None]) -> None:
+    read_log(*job)
+
+
+def _learn_job(job: tuple[Path, Path | None, LearnParams]) -> LogOutcome:
+    path, battery, params = job
+    return learn_log(path, battery, _WORKER["index"], params)
+
+
+def ordered_results(submit: Callable[[_T], Future[_R]], items: Iterable[_T], in_flight: int) -> Iterator[_R]:
+    """``submit(item)`` for each item, at most ``in_flight`` futures outstanding, results yielded in input order (a
+    job's exception is raised at its turn).  Submits lazily; closing the generator cancels what is still queued."""
+    pending: deque[Future[_R]] = deque()
+    try:
+        for item in items:
+            pending.append(submit(item))
+            if len(pending) >= in_flight:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:
+            f.cancel()
+
+
+class LogWorkers:
+    """Where the per-log work runs: in this process (``workers == 1``) or on a spawn pool of ``workers`` processes
+    (module doc).  A context manager: the pool starts on entry and is shut down on exit.
+
+    Args:
+        index: the network's match index (sent once to each worker).
+        workers: processes, >= 1.
+    """
+
+    def __init__(self, index: MatchIndex, workers: int = 1) -> None:
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise ParameterError(f"--workers must be an integer >= 1, got {workers!r}")
+        self.index, self.workers = index, workers
+        self._pool: ProcessPoolExecutor | None = None
+
+    def __enter__(self) -> LogWorkers:
+        if self.workers > 1:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=get_context("spawn"),
+                initializer=_init_worker,
+                initargs=(os.getpid(), self.index, run_blas_threads()),
+            )
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def _map(self, fn: Callable[[Any], _R], jobs: Iterable[Any]) -> Iterator[_R]:
+        pool = self._pool
+        if pool is None:
+            raise ParameterError("LogWorkers with workers > 1 must be used as a context manager")
+        return ordered_results(lambda job: pool.submit(fn, job), jobs, IN_FLIGHT_PER_WORKER * self.workers)
+
+    def validate(self, files: Sequence[tuple[Path, Path | None]], columns: TraceColumns | None = None) -> None:
+        """Read every log once (the first error in input order is raised); the traces are not kept."""
+        if self.workers == 1:
+            for path, battery in files:
+                read_log(path, battery, columns)
+            return
+        for _ in self._map(_validate_job, ((p, b, columns) for p, b in files)):
+            pass
+
+    def outcomes(self, files: Iterable[tuple[Path, Path | None]], params: LearnParams) -> Iterator[LogOutcome]:
+        """:func:`learn_log` of each file, in input order."""
+        if self.workers == 1:
+            with run_threads():
+                for path, battery in files:
+                    yield learn_log(path, battery, self.index, params)
+            return
+        yield from self._map(_learn_job, ((p, b, params) for p, b in files))
+
+
+__all__ = [
+    "IN_FLIGHT_PER_WORKER",
+    "LearnParams",
+    "LogOutcome",
+    "LogWorkers",
+    "TraceOutcome",
+    "learn_log",
+    "ordered_results",
+    "read_log",
+]
