@@ -90,7 +90,7 @@ def test_workers_below_one_is_a_one_line_error(tmp_path, workers):
 def test_log_workers_rejects_a_count_below_one():
     for bad in (0, -1, True, 1.5):
         with pytest.raises(ParameterError, match="--workers must be an integer >= 1"):
-            LogWorkers(None, bad)  # type: ignore[arg-type]
+            LogWorkers(None, bad)
 
 
 class _LateFuture(Future):
