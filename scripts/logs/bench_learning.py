@@ -3,20 +3,34 @@ under 5 minutes).
 
 Traces: ``--traces`` random drives of ``--duration-s`` seconds on the network (seed ``--seed``): a random walk over
 legal turns without U-turns, driven at each edge's speed limit, sampled at 1 Hz along the edge geometry with
-``--gps-sigma-m`` GPS noise; the state of charge follows the physics energies (Eq. 8, ``sumo_ev``) and is rounded to
-0.1 %.  Each trace is made, matched (:class:`evroute.traces.mapmatch.MatchIndex`), turned into readings and learned
+``--gps-sigma-m`` GPS noise; the state of charge follows the physics energies (Eq. 8, ``sumo_ev``; from 90 %, so
+that recuperation downhill stays below 100 %) and is rounded to 0.1 %.  Each trace is made, matched
+(:class:`evroute.traces.mapmatch.MatchIndex`), turned into readings and learned
 (:class:`evroute.models.linear_obs.LinearObsEdgeModel`, statistics only), one at a time (memory: one trace); then
 one posterior of BI and of the exact GP is computed.  CPU seconds (``time.process_time``) per stage; the
 extrapolation to 1,000 traces is linear in the samples (matching and readings are per trace; the posterior is once).
 Traces matched in pieces are learned piece by piece (windows across a break dropped, as ``evroute learn``).
 Writes a Markdown table to ``--output``.
+
+With ``--workers N``: the same traces are written as CSV logs and learned end to end by ``evroute learn --network
+NET --model M --kind gp-exact --soc-step 0.1 --workers W`` (a child process: start-up, network, match index,
+validation, learning, saving) for ``W = 1`` and ``W = N``, one after the other.  For each: wall seconds, CPU seconds
+of the whole process tree (``resource.getrusage(RUSAGE_CHILDREN)``: the command and its workers, counted once they
+have exited), the load average before and after, samples per wall second; then a check that both model files hold
+the same statistics (every array equal, and the files byte for byte).  The Markdown goes to ``--output``, or with
+``--section NAME`` replaces the text between the lines ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->``
+of ``--output`` (checked before anything runs).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import platform
+import re
+import resource
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,7 +57,7 @@ def _drive(index, rng: np.random.Generator, duration_s: float, sigma_m: float, e
         carry = (s[-1] + step - cum[-1]) if s.size else carry - cum[-1]
         lat.append(np.interp(s, cum, g[:, 1]))
         lon.append(np.interp(s, cum, g[:, 0]))
-        soc.append(100.0 - 100.0 * (used + e_det[e] * s / max(cum[-1], 1e-9)) / usable_wh)
+        soc.append(90.0 - 100.0 * (used + e_det[e] * s / max(cum[-1], 1e-9)) / usable_wh)
         used += float(e_det[e])
         t += s.size
         nxt = adj.indices[adj.indptr[e] : adj.indptr[e + 1]]
@@ -65,10 +79,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gps-sigma-m", type=float, default=10.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", default="docs/results/trip_logs_speed.md")
+    p.add_argument("--workers", type=int, default=None, help="compare `evroute learn` with 1 and with N workers")
+    p.add_argument("--section", default=None, help="with --workers: replace this generated section of --output")
     args = p.parse_args(argv)
     if args.traces < 1 or not args.duration_s > 0:
         print("evroute: error: --traces must be >= 1 and --duration-s > 0", file=sys.stderr)
         return 2
+    if args.workers is not None:
+        return _workers_main(args)
     from evroute.energy import VehicleProfile, network_energy_wh
     from evroute.linegraph import build_line_graph
     from evroute.models.linear_obs import linear_model_from
@@ -166,6 +184,137 @@ def main(argv: list[str] | None = None) -> int:
     Path(args.output).write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0
+
+
+def _markers(name: str) -> tuple[str, str]:
+    return f"<!-- generated:{name} -->", f"<!-- /generated:{name} -->"
+
+
+def _check_output(args: argparse.Namespace) -> str | None:
+    """The error of ``--workers`` / ``--section`` / ``--output`` (None: fine); nothing is run or written before."""
+    if args.workers < 1:
+        return f"--workers must be >= 1, got {args.workers}"
+    out = Path(args.output)
+    if args.section is None:
+        return None if out.parent.is_dir() and not out.is_dir() else f"--output {out}: not a file in an existing folder"
+    if not re.fullmatch(r"[\w.-]+", args.section):
+        return f"--section must be a word (letters, digits, '.', '-', '_'), got {args.section!r}"
+    start, end = _markers(args.section)
+    text = out.read_text(encoding="utf-8") if out.is_file() else ""
+    if text.count(start) != 1 or text.count(end) != 1 or text.index(start) > text.index(end):
+        return f"--output {out} must hold the lines {start} and {end} once each, in that order"
+    return None
+
+
+def _children_cpu_s() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def _run_learn(files: list[Path], model: Path, args: argparse.Namespace, workers: int) -> dict[str, float | str]:
+    """One ``evroute learn`` run as a child process, timed (wall, CPU of the process tree, load before/after)."""
+    cmd = [sys.executable, "-m", "evroute", "learn", *map(str, files), "--network", args.network, "--model", str(model)]
+    cmd += ["--vehicle", "sumo_ev", "--kind", "gp-exact", "--soc-step", "0.1", "--gps-sigma-m", f"{args.gps_sigma_m:g}"]
+    cmd += ["--workers", str(workers)]
+    load0, cpu0, t0 = os.getloadavg()[0], _children_cpu_s(), time.perf_counter()
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    wall, cpu, load1 = time.perf_counter() - t0, _children_cpu_s() - cpu0, os.getloadavg()[0]
+    if res.returncode != 0:
+        raise SystemExit(f"evroute learn --workers {workers} failed:\n{res.stderr}")
+    return {"wall": wall, "cpu": cpu, "load0": load0, "load1": load1, "summary": res.stdout.strip().splitlines()[-1]}
+
+
+def _same_statistics(a: Path, b: Path) -> bool:
+    with np.load(a, allow_pickle=False) as za, np.load(b, allow_pickle=False) as zb:
+        if sorted(za.files) != sorted(zb.files):
+            return False
+        return all(np.array_equal(za[k], zb[k]) for k in za.files) and a.read_bytes() == b.read_bytes()
+
+
+def _machine() -> str:
+    model = "unknown CPU"
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.is_file():
+        names = [ln.split(":", 1)[1].strip() for ln in cpuinfo.read_text().splitlines() if ln.startswith("model name")]
+        model = names[0] if names else model
+    return f"{model}, {os.cpu_count()} CPU cores, Python {platform.python_version()}, {platform.system()}"
+
+
+def _workers_main(args: argparse.Namespace) -> int:
+    """``--workers N``: the same logs learned by ``evroute learn`` with 1 and with N workers (module doc)."""
+    err = _check_output(args)
+    if err is not None:
+        print(f"evroute: error: {err}", file=sys.stderr)
+        return 2
+    from evroute.energy import VehicleProfile, network_energy_wh
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+    from evroute.traces import write_trace_csv
+    from evroute.traces.mapmatch import MatchIndex, MatchOptions
+
+    vehicle = VehicleProfile.load("sumo_ev")
+    lg = build_line_graph(load_network(args.network))
+    index = MatchIndex(lg, MatchOptions(sigma_m=args.gps_sigma_m))
+    e_det = network_energy_wh(lg.network, vehicle)
+    rng = np.random.default_rng(args.seed)
+    tmp = Path(tempfile.mkdtemp(prefix="evroute-bench-workers-"))
+    try:
+        files, samples = [], 0
+        for k in range(args.traces):  # written one at a time: memory of one trace
+            tr = _drive(index, rng, args.duration_s, args.gps_sigma_m, e_det, vehicle.battery_capacity_wh)
+            files.append(write_trace_csv(tr, tmp / f"trace_{k:05d}.csv"))
+            samples += len(tr)
+        del index
+        runs = {w: _run_learn(files, tmp / f"model_{w}.npz", args, w) for w in dict.fromkeys((1, args.workers))}
+        same = _same_statistics(tmp / "model_1.npz", tmp / f"model_{args.workers}.npz")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    cmd = (
+        f"python scripts/logs/bench_learning.py --network {args.network} --traces {args.traces} --duration-s "
+        f"{args.duration_s:g} --gps-sigma-m {args.gps_sigma_m:g} --seed {args.seed} --workers {args.workers} "
+        f"--output {args.output}" + (f" --section {args.section}" if args.section else "")
+    )
+    lines = [
+        f"Generated by `{cmd}` (protocol in the script's docstring) on "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {_machine()}.",
+        "",
+        f"{args.traces} traces of {args.duration_s:g} s at 1 Hz ({samples:,} samples) on {args.network} "
+        f"({lg.n_nodes} edges), each learned end to end by `evroute learn ... --kind gp-exact --workers W` "
+        "(start-up, network, match index, validation of every log, matching, readings, statistics, saving).",
+        "",
+        "| workers | wall s | CPU s (command + workers) | CPU s / wall s | samples / wall s | load before "
+        "| load after |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for w, r in runs.items():
+        wall, cpu = float(r["wall"]), float(r["cpu"])
+        lines.append(
+            f"| {w} | {wall:.1f} | {cpu:.1f} | {cpu / wall:.2f} | {samples / wall:,.0f} | {float(r['load0']):.1f} "
+            f"| {float(r['load1']):.1f} |"
+        )
+    w1, wn = float(runs[1]["wall"]), float(runs[args.workers]["wall"])
+    c1, cn = float(runs[1]["cpu"]), float(runs[args.workers]["cpu"])
+    lines += [
+        "",
+        f"With {args.workers} workers the wall time is {wn / w1:.2f} times that of 1 worker and the CPU time "
+        f"{cn / c1:.2f} times.  Model files of the two runs: "
+        + ("every statistic equal and the files identical byte for byte." if same else "**they differ**."),
+        "",
+        "Summary lines of `evroute learn` (CPU seconds by stage, summed over the processes that did the work):",
+        "",
+        *[f"* {w} worker(s): `{r['summary']}`" for w, r in runs.items()],
+    ]
+    block = "\n".join(lines)
+    out = Path(args.output)
+    if args.section is None:
+        out.write_text(block + "\n", encoding="utf-8")
+    else:
+        start, end = _markers(args.section)
+        text = out.read_text(encoding="utf-8")
+        head, rest = text.split(start, 1)
+        out.write_text(head + start + "\n" + block + "\n" + end + rest.split(end, 1)[1], encoding="utf-8")
+    print(block)
+    return 0 if same else 1
 
 
 if __name__ == "__main__":
