@@ -231,6 +231,15 @@ def _same_statistics(a: Path, b: Path) -> bool:
         return all(np.array_equal(za[k], zb[k]) for k in za.files) and a.read_bytes() == b.read_bytes()
 
 
+def _stage_cpu(summary: str) -> float:
+    """Sum of the ``CPU s: read a, match b, learn c`` figures of an ``evroute learn`` summary line."""
+    return sum(float(v) for v in re.findall(r"(?:read|match|learn) ([0-9.]+)", summary.split("CPU s:", 1)[1]))
+
+
+def _verdict(wall_s: float) -> str:
+    return "within the goal" if wall_s < 300 else "over the goal"
+
+
 def _machine() -> str:
     model = "unknown CPU"
     cpuinfo = Path("/proc/cpuinfo")
@@ -294,11 +303,32 @@ def _workers_main(args: argparse.Namespace) -> int:
         )
     w1, wn = float(runs[1]["wall"]), float(runs[args.workers]["wall"])
     c1, cn = float(runs[1]["cpu"]), float(runs[args.workers]["cpu"])
+    s1, sn = _stage_cpu(str(runs[1]["summary"])), _stage_cpu(str(runs[args.workers]["summary"]))
+    share = min(c / w for c, w in ((c1, w1), (cn, wn)))
     lines += [
         "",
         f"With {args.workers} workers the wall time is {wn / w1:.2f} times that of 1 worker and the CPU time "
         f"{cn / c1:.2f} times.  Model files of the two runs: "
         + ("every statistic equal and the files identical byte for byte." if same else "**they differ**."),
+        f"The per-log stages of the learning pass (read, match, learn: summary lines below) took {s1:.1f} CPU s with "
+        f"1 worker and {sn:.1f} with {args.workers}; the rest ({c1 - s1:.1f} and {cn - sn:.1f} CPU s) is start-up, "
+        "network, match index, the first pass over the logs (validation) and saving, and with workers their own "
+        "start-up and the match index sent to each.",
+    ]
+    if share < 0.9:
+        lines.append(
+            f"A run got as little as {share:.2f} CPU s per wall second (a busy machine: see the load columns), so "
+            "these wall times measure the other jobs as much as `evroute learn`."
+        )
+    if args.network == "luxembourg" and args.traces * args.duration_s >= 1000 * 3600:
+        lines.append(
+            "Goal (1,000 one-hour traces on Luxembourg in under 300 s wall): "
+            + "; ".join(
+                f"{w} worker(s) {float(r['wall']):.0f} s, {_verdict(float(r['wall']))}" for w, r in runs.items()
+            )
+            + "."
+        )
+    lines += [
         "",
         "Summary lines of `evroute learn` (CPU seconds by stage, summed over the processes that did the work):",
         "",
