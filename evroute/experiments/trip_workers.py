@@ -121,10 +121,14 @@ _WORKER: dict[str, MatchIndex] = {}
 
 
 def _init_worker(parent: int, index: MatchIndex, blas_threads: int) -> None:
-    """Pool initializer: die with the parent, one BLAS thread (the run policy), keep the match index."""
+    """Pool initializer: die with the parent, leave Ctrl-C to it (the parent stops the pool: no traceback from each
+    worker), one BLAS thread (the run policy), keep the match index."""
+    import signal
+
     from evroute.experiments.runner import die_with_parent
 
     die_with_parent(parent)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if blas_threads > 0:
         import scipy.linalg  # noqa: F401  (a limit reaches the libraries already loaded only)
         from threadpoolctl import threadpool_limits
