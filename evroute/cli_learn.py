@@ -174,13 +174,15 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         raise ParameterError(f"--model {target}: not a file path in an existing folder")
     vehicle = VehicleProfile.load(args.vehicle)
     files = check_logs(args.logs, args.battery)
+    check = tqdm(total=len(files), desc="check", unit="log", disable=None)
     if args.workers == 1:
-        validate_logs(files, columns)  # every error before anything is written
+        validate_logs(files, columns, check.update)  # every error before anything is written
     lg = build_line_graph(load_network(args.network))
     index = MatchIndex(lg, options)
     with LogWorkers(index, args.workers) as workers:
         if args.workers > 1:
-            workers.validate(files, columns)  # the same reads, on the workers; still before anything is written
+            workers.validate(files, columns, check.update)  # the same reads, on the workers; still nothing written
+        check.close()
         model, done, meta = open_model(target, lg, args.kind, vehicle, noise_frac=args.noise_frac, offsets=args.offsets)
         bar = tqdm(total=len(files), desc="learn", unit="log", disable=None)
 

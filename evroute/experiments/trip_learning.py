@@ -18,7 +18,7 @@ from typing import Any
 
 from evroute.energy import VehicleProfile
 from evroute.errors import DataError, ParameterError
-from evroute.experiments.trip_workers import LearnParams, LogWorkers, read_log
+from evroute.experiments.trip_workers import LearnParams, LogWorkers, read_log, validate_logs
 from evroute.linegraph import LineGraph
 from evroute.models.linear_obs import LinearObsEdgeModel, linear_model_from
 from evroute.traces.mapmatch import MatchIndex, MatchOptions
@@ -72,12 +72,6 @@ def check_logs(paths: Sequence[str | Path], battery: Sequence[str | Path]) -> li
                 raise DataError(f"trip log {f} not found")
         out.append((p, pair))
     return out
-
-
-def validate_logs(files: Sequence[tuple[Path, Path | None]], columns: TraceColumns | None = None) -> None:
-    """Read every log once (all errors before anything is learned or written); the traces are not kept."""
-    for path, battery in files:
-        read_log(path, battery, columns)
 
 
 def learn_logs(

@@ -92,6 +92,19 @@ def read_log(path: Path, battery: Path | None, columns: TraceColumns | None = No
     return read_sumo_fcd(path, battery)
 
 
+def validate_logs(
+    files: Sequence[tuple[Path, Path | None]],
+    columns: TraceColumns | None = None,
+    on_file: Callable[[], object] | None = None,
+) -> None:
+    """Read every log once (all errors before anything is learned or written); the traces are not kept.
+    ``on_file()`` runs after each file (progress)."""
+    for path, battery in files:
+        read_log(path, battery, columns)
+        if on_file is not None:
+            on_file()
+
+
 def learn_log(path: Path, battery: Path | None, index: MatchIndex, params: LearnParams) -> LogOutcome:
     """Read one log file, match each trace and reduce its charge readings to a :class:`ReadingBatch`."""
     t0 = time.process_time()
@@ -200,14 +213,19 @@ class LogWorkers:
             raise ParameterError("LogWorkers with workers > 1 must be used as a context manager")
         return ordered_results(lambda job: pool.submit(fn, job), jobs, IN_FLIGHT_PER_WORKER * self.workers)
 
-    def validate(self, files: Sequence[tuple[Path, Path | None]], columns: TraceColumns | None = None) -> None:
-        """Read every log once (the first error in input order is raised); the traces are not kept."""
+    def validate(
+        self,
+        files: Sequence[tuple[Path, Path | None]],
+        columns: TraceColumns | None = None,
+        on_file: Callable[[], object] | None = None,
+    ) -> None:
+        """:func:`validate_logs` on the workers (the first error in input order is raised)."""
         if self.workers == 1:
-            for path, battery in files:
-                read_log(path, battery, columns)
+            validate_logs(files, columns, on_file)
             return
         for _ in self._map(_validate_job, ((p, b, columns) for p, b in files)):
-            pass
+            if on_file is not None:
+                on_file()
 
     def outcomes(self, files: Iterable[tuple[Path, Path | None]], params: LearnParams) -> Iterator[LogOutcome]:
         """:func:`learn_log` of each file, in input order."""
@@ -228,4 +246,5 @@ __all__ = [
     "learn_log",
     "ordered_results",
     "read_log",
+    "validate_logs",
 ]
