@@ -16,7 +16,8 @@ With ``--workers N``: the same traces are written as CSV logs and learned end to
 NET --model M --kind gp-exact --soc-step 0.1 --workers W`` (a child process: start-up, network, match index,
 validation, learning, saving) for ``W = 1`` and ``W = N``, one after the other.  For each: wall seconds, CPU seconds
 of the whole process tree (``resource.getrusage(RUSAGE_CHILDREN)``: the command and its workers, counted once they
-have exited), the load average before and after, samples per wall second; then a check that both model files hold
+have exited), the load average before and after, samples per wall second, the peak resident set of the largest
+process of the tree (``ru_maxrss`` of a wrapper process around the command); then a check that both model files hold
 the same statistics (every array equal, and the files byte for byte).  The Markdown goes to ``--output``, or with
 ``--section NAME`` replaces the text between the lines ``<!-- generated:NAME -->`` and ``<!-- /generated:NAME -->``
 of ``--output`` (checked before anything runs).
@@ -211,17 +212,34 @@ def _children_cpu_s() -> float:
     return ru.ru_utime + ru.ru_stime
 
 
+#: runs its arguments as a command and prints the largest resident set of that command's process tree (KiB: Linux
+#: keeps, per process, the largest peak among its waited-for descendants; the command waits for its workers)
+_PEAK_RSS = (
+    "import resource, subprocess, sys; rc = subprocess.run(sys.argv[1:]).returncode; "
+    "print('peak_rss_kib', resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(rc)"
+)
+
+
 def _run_learn(files: list[Path], model: Path, args: argparse.Namespace, workers: int) -> dict[str, float | str]:
-    """One ``evroute learn`` run as a child process, timed (wall, CPU of the process tree, load before/after)."""
-    cmd = [sys.executable, "-m", "evroute", "learn", *map(str, files), "--network", args.network, "--model", str(model)]
-    cmd += ["--vehicle", "sumo_ev", "--kind", "gp-exact", "--soc-step", "0.1", "--gps-sigma-m", f"{args.gps_sigma_m:g}"]
-    cmd += ["--workers", str(workers)]
+    """One ``evroute learn`` run as a child process, timed (wall, CPU of the process tree, load before/after, peak
+    resident set of its largest process)."""
+    cmd = [sys.executable, "-c", _PEAK_RSS, sys.executable, "-m", "evroute", "learn", *map(str, files)]
+    cmd += ["--network", args.network, "--model", str(model), "--vehicle", "sumo_ev", "--kind", "gp-exact"]
+    cmd += ["--soc-step", "0.1", "--gps-sigma-m", f"{args.gps_sigma_m:g}", "--workers", str(workers)]
     load0, cpu0, t0 = os.getloadavg()[0], _children_cpu_s(), time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
     wall, cpu, load1 = time.perf_counter() - t0, _children_cpu_s() - cpu0, os.getloadavg()[0]
     if res.returncode != 0:
         raise SystemExit(f"evroute learn --workers {workers} failed:\n{res.stderr}")
-    return {"wall": wall, "cpu": cpu, "load0": load0, "load1": load1, "summary": res.stdout.strip().splitlines()[-1]}
+    out = res.stdout.strip().splitlines()
+    return {
+        "wall": wall,
+        "cpu": cpu,
+        "load0": load0,
+        "load1": load1,
+        "summary": out[-2],
+        "rss_mb": int(out[-1].split()[1]) / 1024,
+    }
 
 
 def _same_statistics(a: Path, b: Path) -> bool:
@@ -292,14 +310,14 @@ def _workers_main(args: argparse.Namespace) -> int:
         "(start-up, network, match index, validation of every log, matching, readings, statistics, saving).",
         "",
         "| workers | wall s | CPU s (command + workers) | CPU s / wall s | samples / wall s | load before "
-        "| load after |",
-        "|---|---|---|---|---|---|---|",
+        "| load after | peak RSS MiB (largest process) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for w, r in runs.items():
         wall, cpu = float(r["wall"]), float(r["cpu"])
         lines.append(
             f"| {w} | {wall:.1f} | {cpu:.1f} | {cpu / wall:.2f} | {samples / wall:,.0f} | {float(r['load0']):.1f} "
-            f"| {float(r['load1']):.1f} |"
+            f"| {float(r['load1']):.1f} | {float(r['rss_mb']):.0f} |"
         )
     w1, wn = float(runs[1]["wall"]), float(runs[args.workers]["wall"])
     c1, cn = float(runs[1]["cpu"]), float(runs[args.workers]["cpu"])
