@@ -17,7 +17,8 @@ input order**: the caller sums them in the same order as a serial run, so the mo
   log's statistics with the same thread count.
 * Errors: an exception in a worker (a malformed log: ``DataError`` naming file, line and column) is raised again in
   the parent when that log's turn comes, so the first bad log in input order is the one reported, as in the serial
-  path; the pool is then shut down and the logs still queued are cancelled.
+  path; the pool is then shut down and the logs still queued are cancelled.  Workers ignore ``SIGINT``: Ctrl-C
+  interrupts the parent alone, which stops the pool (the model keeps what the last periodic save holds).
 """
 
 from __future__ import annotations
