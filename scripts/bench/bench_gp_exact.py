@@ -49,6 +49,7 @@ def child(
     from evroute.routes import resolve_route
 
     load0 = os.getloadavg()[0]
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
     lg = load_linegraph(network)
     t1 = time.perf_counter()
@@ -63,9 +64,18 @@ def child(
     m = make_model(model.split("+")[0], env, seed=0, **params)
     m.posterior()
     t4 = time.perf_counter()
+    cpu_model = time.process_time()
     bandit = RoutingBandit(env, m, make_policy(policy), rs.start, rs.goal, seed=0, optimal=opt)
     c0, w0 = time.process_time(), time.perf_counter()
-    recs = bandit.run(rounds)
+    recs, cpu_round, cpu_setup1, work = [], [], 0.0, []
+    for i in range(rounds):  # = bandit.run(rounds), with each round's CPU time
+        c1 = time.process_time()
+        recs.append(bandit.step())
+        cpu_round.append(1e3 * (time.process_time() - c1))
+        post = getattr(m, "_post", None)  # the exact model's posterior: its work counters (cumulative per object)
+        work.append({"object": id(post), **getattr(post, "counters", {}), "visited": len(getattr(m, "order", []))})
+        if i == 0:
+            cpu_setup1 = time.process_time() - cpu0  # everything from the line graph's load through round 1
     share = (time.process_time() - c0) / max(time.perf_counter() - w0, 1e-9)
     cols = ["update_ms", "posterior_ms", "index_ms", "oracle_ms"]
     per = {c: [getattr(r, c) for r in recs] for c in cols}
@@ -81,6 +91,11 @@ def child(
         ("reference_s" if reference else "standin_s"): t3 - t2,
         "model_s": t4 - t3,
         **per,
+        "cpu_round_ms": cpu_round,
+        "work": work,
+        "route_edges": [r.route_edges for r in recs],
+        "cpu_prep_s": cpu_model - cpu0,
+        "cpu_setup1_s": cpu_setup1,
         "distinct_edges": len(edges),
         "cpu_share": share,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -293,7 +308,14 @@ def main() -> None:
         metavar="NAME=VALUE",
         help="--check: the previous implementation (default method=lowrank switch_edges=quarter, i.e. E // 4)",
     )
-    ap.add_argument("--median-rounds", nargs=2, type=int, default=[10, 60], metavar=("FROM", "TO"))
+    ap.add_argument(
+        "--median-rounds",
+        nargs=2,
+        type=int,
+        default=[10, 60],
+        metavar=("FROM", "TO"),
+        help="rounds (1-based, inclusive) of the CPU medians per round",
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.check:
@@ -371,20 +393,24 @@ def main() -> None:
                     tot = np.sum([r[c] for c in ("update_ms", "posterior_ms", "index_ms", "oracle_ms")], axis=0)
                     print(
                         f"{net} {mod} {pol}: median {np.median(tot):.0f} ms/round, model set-up "
-                        f"{r['model_s']:.1f} s, RSS {r['peak_rss_mb']:.0f} MB, load {r['load']}",
+                        f"{r['model_s']:.1f} s, RSS {r['peak_rss_mb']:.0f} MB, load {r['load']}; CPU: "
+                        f"{np.median(r['cpu_round_ms'][1:]):.0f} ms/round (rounds 2-), through round 1 "
+                        f"{r['cpu_setup1_s']:.1f} s",
                         flush=True,
                     )
     head = (
         "| network | edges | policy | model | rounds x repeats | **total ms (median)** | update | posterior | "
         "index + oracle | p90 total | rounds s (mean of sums) | distinct edges | line graph s | environment s | "
         "model set-up s | "
-        "peak RSS MB | load avg | CPU share |"
+        "peak RSS MB | load avg | CPU share | **CPU ms / round (median)** | p90 CPU ms | CPU s before round 1 | "
+        "**CPU s through round 1** |"
     )
+    lo, hi = args.median_rounds
     lines = [
         f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {machine_line()}\n",
         f"`{' '.join(sys.argv)}`\n",
         head,
-        "|" + "---|" * 18,
+        "|" + "---|" * 22,
     ]
     for (net, pol, mod), rs in results.items():
 
@@ -395,6 +421,7 @@ def main() -> None:
             return float(np.median([r[k] for r in rs]))
 
         tot = cat("update_ms") + cat("posterior_ms") + cat("index_ms") + cat("oracle_ms")
+        cpu = np.concatenate([r["cpu_round_ms"][lo - 1 : hi] for r in rs])  # rounds lo..hi (1-based)
         loads = [x for r in rs for x in r["load"]]
         label = LABEL.get(mod, mod.replace("gp-exact+", "exact, "))
         lines.append(
@@ -404,7 +431,8 @@ def main() -> None:
             f"{1e-3 * tot.sum() / len(rs):.1f} | "
             f"{max(r['distinct_edges'] for r in rs)} | {med('linegraph_s'):.1f} | {med('env_s'):.1f} | "
             f"{med('model_s'):.1f} | {max(r['peak_rss_mb'] for r in rs):.0f} | {min(loads):.1f}-{max(loads):.1f} | "
-            f"{med('cpu_share'):.2f} |"
+            f"{med('cpu_share'):.2f} | **{np.median(cpu):.0f}** | {np.percentile(cpu, 90):.0f} | "
+            f"{med('cpu_prep_s'):.1f} | **{med('cpu_setup1_s'):.1f}** |"
         )
     text = "\n".join(lines) + "\n"
     print(text)
