@@ -53,18 +53,21 @@ def child(
     t0 = time.perf_counter()
     lg = load_linegraph(network)
     t1 = time.perf_counter()
+    cpu_t1 = time.process_time()
     env = _environment(lg, "sumo_ev", environment, "{}", 0)
     t2 = time.perf_counter()
+    cpu_t2 = time.process_time()
     rs = resolve_route(lg, network, route, None, None)
     if reference:
         opt = regret_reference_route(env, rs.start, rs.goal, "auto")
     else:
         opt = RouteOracle(lg).shortest_route(np.maximum(env.true_mean_wh, 1e-9), rs.start, rs.goal)
     t3 = time.perf_counter()
+    cpu_t3 = time.process_time()
     m = make_model(model.split("+")[0], env, seed=0, **params)
     m.posterior()
     t4 = time.perf_counter()
-    cpu_model = time.process_time()
+    cpu_t4 = time.process_time()
     bandit = RoutingBandit(env, m, make_policy(policy), rs.start, rs.goal, seed=0, optimal=opt)
     c0, w0 = time.process_time(), time.perf_counter()
     recs, cpu_round, cpu_setup1, work = [], [], 0.0, []
@@ -90,11 +93,17 @@ def child(
         "env_s": t2 - t1,
         ("reference_s" if reference else "standin_s"): t3 - t2,
         "model_s": t4 - t3,
+        "cpu_stages_s": {  # CPU seconds: line graph, environment, stand-in route, model set-up
+            "linegraph": cpu_t1 - cpu0,
+            "environment": cpu_t2 - cpu_t1,
+            "route": cpu_t3 - cpu_t2,
+            "model": cpu_t4 - cpu_t3,
+        },
         **per,
         "cpu_round_ms": cpu_round,
         "work": work,
         "route_edges": [r.route_edges for r in recs],
-        "cpu_prep_s": cpu_model - cpu0,
+        "cpu_prep_s": cpu_t4 - cpu0,
         "cpu_setup1_s": cpu_setup1,
         "distinct_edges": len(edges),
         "cpu_share": share,
@@ -437,6 +446,8 @@ def main() -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     if args.out:
+        with open(args.out + ".json", "a") as fh:  # every child's raw result (per-round CPU, work counters)
+            fh.write(json.dumps({f"{k[0]}/{k[2]}/{k[1]}": v for k, v in results.items()}) + "\n")
         with open(args.out, "a") as fh:
             fh.write(text)
 
