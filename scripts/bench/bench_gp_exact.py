@@ -112,6 +112,22 @@ def child(
     }
 
 
+def work_per_round(work: list[dict]) -> dict[str, np.ndarray]:
+    """Per-round increments of the incremental posterior's work counters (``child``'s ``work``; a counter restarts
+    with a new posterior object, after a refit).  Empty for models without counters."""
+    keys = ("fresh", "hits", "catch_up", "snapshots", "madds")
+    if not work or "madds" not in work[-1]:
+        return {}
+    out: dict[str, list[float]] = {k: [] for k in keys}
+    prev: dict = {}
+    for w in work:
+        same = prev.get("object") == w["object"]
+        for k in keys:
+            out[k].append(w.get(k, 0.0) - (prev.get(k, 0.0) if same else 0.0))
+        prev = w
+    return {k: np.asarray(v, dtype=np.float64) for k, v in out.items()}
+
+
 def rank_k(n: int, k: int, repeats: int) -> str:
     """Median ms of one rank-k update of an ``n x n`` covariance: BLAS dsyrk in place vs a full GEMM (NumPy) vs
     torch ``addmm_`` (the CUDA code path, here on the CPU), with the BLAS threads of the process."""
@@ -232,6 +248,31 @@ def local_columns_error(network: str, tols: list[float], route: str) -> str:
     return "\n".join(rows)
 
 
+def _work_cells(rs: list[dict], lo: int, hi: int) -> str:
+    """Table cells of the work counters over rounds ``lo..hi``: fresh / hits columns, multiply-adds and their rate
+    (``2 madds / CPU s`` of the round, median)."""
+    per = [work_per_round(r.get("work", [])) for r in rs]
+    if not all(per):
+        return "- | -"
+    cat = {k: np.concatenate([w[k][lo - 1 : hi] for w in per]) for k in per[0]}
+    cpu = np.concatenate([np.asarray(r["cpu_round_ms"][lo - 1 : hi]) for r in rs])
+    rate = 2.0 * cat["madds"] / np.maximum(1e-3 * cpu, 1e-9) / 1e9
+    return (
+        f"{np.median(cat['fresh']):.0f} / {np.median(cat['hits']):.0f} | {np.median(cat['madds']) / 1e9:.1f}, "
+        f"{np.median(rate):.0f}"
+    )
+
+
+def _stage_cells(rs: list[dict]) -> str:
+    """CPU seconds of the set-up stages and of round 1 (medians over the repeats)."""
+    st = [r.get("cpu_stages_s", {}) for r in rs]
+    if not all(st):
+        return "-"
+    vals = [np.median([s[k] for s in st]) for k in ("linegraph", "environment", "model")]
+    vals.append(np.median([1e-3 * r["cpu_round_ms"][0] for r in rs]))
+    return " / ".join(f"{v:.1f}" for v in vals)
+
+
 def _variant(mod: str) -> dict:
     """Parameters of a model variant ``MODEL+NAME=VALUE+...`` (e.g. ``gp-exact+graph_solver=global``)."""
     return {
@@ -325,6 +366,9 @@ def main() -> None:
         metavar=("FROM", "TO"),
         help="rounds (1-based, inclusive) of the CPU medians per round",
     )
+    ap.add_argument(
+        "--table-from", default=None, metavar="JSON", help="only render the table of an earlier run's --out .json"
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.check:
@@ -370,7 +414,11 @@ def main() -> None:
         k, v = kv.split("=", 1)
         params.setdefault(mod, {})[k] = json.loads(v)
     results: dict[tuple, list[dict]] = {}
-    for net in args.networks:
+    if args.table_from:  # re-render the table of an earlier run's raw results (its --out .json, last line)
+        with open(args.table_from) as fh:
+            raw = json.loads(fh.read().strip().splitlines()[-1])
+        results = {tuple(k.split("/", 2)[i] for i in (0, 2, 1)): v for k, v in raw.items()}
+    for net in [] if args.table_from else args.networks:
         for pol in args.policies:
             plan = {mod: _cell(args, net, mod, pol) for mod in args.models}
             for rep in range(max(r for _, r in plan.values())):
@@ -412,14 +460,15 @@ def main() -> None:
         "index + oracle | p90 total | rounds s (mean of sums) | distinct edges | line graph s | environment s | "
         "model set-up s | "
         "peak RSS MB | load avg | CPU share | **CPU ms / round (median)** | p90 CPU ms | CPU s before round 1 | "
-        "**CPU s through round 1** |"
+        "**CPU s through round 1** | of which line graph / environment / model / round 1 | "
+        "fresh / hits per round (median) | Gmadd per round (median), GFLOP/s |"
     )
     lo, hi = args.median_rounds
     lines = [
         f"\n### {time.strftime('%Y-%m-%d %H:%M')} -- {machine_line()}\n",
         f"`{' '.join(sys.argv)}`\n",
         head,
-        "|" + "---|" * 22,
+        "|" + "---|" * 25,
     ]
     for (net, pol, mod), rs in results.items():
 
@@ -441,13 +490,15 @@ def main() -> None:
             f"{max(r['distinct_edges'] for r in rs)} | {med('linegraph_s'):.1f} | {med('env_s'):.1f} | "
             f"{med('model_s'):.1f} | {max(r['peak_rss_mb'] for r in rs):.0f} | {min(loads):.1f}-{max(loads):.1f} | "
             f"{med('cpu_share'):.2f} | **{np.median(cpu):.0f}** | {np.percentile(cpu, 90):.0f} | "
-            f"{med('cpu_prep_s'):.1f} | **{med('cpu_setup1_s'):.1f}** |"
+            f"{med('cpu_prep_s'):.1f} | **{med('cpu_setup1_s'):.1f}** | {_stage_cells(rs)} | "
+            f"{_work_cells(rs, lo, hi)} |"
         )
     text = "\n".join(lines) + "\n"
     print(text)
-    if args.out:
+    if args.out and not args.table_from:
         with open(args.out + ".json", "a") as fh:  # every child's raw result (per-round CPU, work counters)
             fh.write(json.dumps({f"{k[0]}/{k[2]}/{k[1]}": v for k, v in results.items()}) + "\n")
+    if args.out:
         with open(args.out, "a") as fh:
             fh.write(text)
 
