@@ -278,3 +278,25 @@ def test_history_shorter_than_a_round_drops_every_cached_column_and_stays_exact(
         out[cap] = dict(p.counters)
     assert out["short"]["catch_up"] == 0 and out["roomy"]["catch_up"] > 0
     assert out["short"]["fresh"] > out["roomy"]["fresh"]
+
+
+@pytest.mark.parametrize("method", ["incremental", "lowrank"])
+def test_kernel_columns_added_in_pieces_equal_one_call(env, method):
+    """``K_{.U}`` built piece by piece (pieces across the 256-column blocks) is the kernel's columns of each piece bit
+    for bit, and one call's to rounding (the local graph solves group a call's columns in ~16-column chunks, so
+    their rounding depends on the call; the dense graph Gram's columns do not)."""
+    m = make_model("gp-exact", env, method=method, refit_first=0)
+    m.posterior()
+    p = m._post
+    p.PIECE = 48
+    e = np.random.default_rng(0).permutation(p.n)[:300]
+    p._add_edges(e[:7])
+    p._add_edges(e)  # 293 more: pieces of 48 from the first new edge, blocks of 256 from column 7
+    assert np.array_equal(p.edges, e)
+    k = m.kernel()
+    pieces = [k.columns(e[:7])] + [k.columns(e[i : i + 48]) for i in range(7, 300, 48)]
+    assert np.array_equal(p.kxu, np.hstack(pieces))
+    one = np.hstack([k.columns(e[:7]), k.columns(e[7:])])  # one call per _add_edges
+    assert np.max(np.abs(p.kxu - one)) <= 16 * U * np.max(one)  # a few roundings of a local solve
+    if method == "incremental":  # dense graph Gram
+        assert np.array_equal(p.kxu, one)
