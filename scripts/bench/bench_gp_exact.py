@@ -37,8 +37,19 @@ LABEL = {"gp-exact": "exact", "gp": "SVGP"}
 
 
 def child(
-    network: str, model: str, policy: str, rounds: int, route: str, reference: bool, environment: str, params: dict
+    network: str,
+    model: str,
+    policy: str,
+    rounds: int,
+    route: str,
+    reference: bool,
+    environment: str,
+    params: dict,
+    profile: list | None = None,
 ) -> dict:
+    """One run (see the module docstring); ``profile``: ``[path, first, last]`` writes a CPU-time cProfile of rounds
+    ``first..last`` (1-based) to ``path``."""
+    import cProfile
     import resource
 
     from evroute.bandit import RoutingBandit, regret_reference_route
@@ -71,15 +82,23 @@ def child(
     bandit = RoutingBandit(env, m, make_policy(policy), rs.start, rs.goal, seed=0, optimal=opt)
     c0, w0 = time.process_time(), time.perf_counter()
     recs, cpu_round, cpu_setup1, work = [], [], 0.0, []
+    prof = cProfile.Profile(time.process_time) if profile else None
     for i in range(rounds):  # = bandit.run(rounds), with each round's CPU time
+        on = profile is not None and profile[1] <= i + 1 <= profile[2]
+        if prof is not None and on:
+            prof.enable()
         c1 = time.process_time()
         recs.append(bandit.step())
         cpu_round.append(1e3 * (time.process_time() - c1))
+        if prof is not None and on:
+            prof.disable()
         post = getattr(m, "_post", None)  # the exact model's posterior: its work counters (cumulative per object)
         work.append({"object": id(post), **getattr(post, "counters", {}), "visited": len(getattr(m, "order", []))})
         if i == 0:
             cpu_setup1 = time.process_time() - cpu0  # everything from the line graph's load through round 1
     share = (time.process_time() - c0) / max(time.perf_counter() - w0, 1e-9)
+    if prof is not None and profile is not None:
+        prof.dump_stats(profile[0])
     cols = ["update_ms", "posterior_ms", "index_ms", "oracle_ms"]
     per = {c: [getattr(r, c) for r in recs] for c in cols}
     edges = {e for r in recs for e in r.route.split()}
@@ -369,6 +388,12 @@ def main() -> None:
     ap.add_argument(
         "--table-from", default=None, metavar="JSON", help="only render the table of an earlier run's --out .json"
     )
+    ap.add_argument(
+        "--profile",
+        default=None,
+        metavar="PREFIX",
+        help="write a CPU-time cProfile of the --median-rounds of every run to PREFIX.NETWORK.MODEL.POLICY.REPEAT",
+    )
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.check:
@@ -434,6 +459,9 @@ def main() -> None:
                         "reference": args.reference,
                         "environment": args.environment,
                         "params": {**params.get(mod.split("+")[0], {}), **_variant(mod)},
+                        "profile": None
+                        if args.profile is None
+                        else [f"{args.profile}.{net}.{mod}.{pol}.{rep}", *args.median_rounds],
                     }
                     proc = subprocess.run(
                         [sys.executable, __file__, "--child", json.dumps(spec)],
