@@ -168,7 +168,7 @@ class LowRankPosterior:
     """
 
     BLOCK = 256
-    PIECE = 1024  # kernel columns computed at a time (local graph columns: equal to rounding to one call's)
+    PIECE = 256  # kernel columns per call: the context kernel's E x PIECE temporaries (206 MB each at E = 100k)
 
     def __init__(self, kernel: KernelSource, prior_mean: np.ndarray, noise: float) -> None:
         self.kernel, self.prior_mean, self.noise = kernel, np.asarray(prior_mean, dtype=np.float64), float(noise)
