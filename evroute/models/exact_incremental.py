@@ -22,7 +22,10 @@ which costs ``E k^2`` once ``C`` is known.  ``C`` is where the time goes; :class
   has cost fresh columns as much since the last one (``E h`` each; the rent-or-buy rule: within 2x of the best
   fixed schedule), or once ``H`` holds ``history_max`` entries.  Older update factors stay as long as a cached
   column needs them; a cached column is dropped once its catch-up would cost more than a fresh column (or the
-  factors kept exceed ``history_max`` entries, oldest columns first).
+  factors kept exceed ``history_max`` entries, oldest columns first).  The default ``history_max`` is ``2^25``
+  entries (256 MB) or 1024 columns, whichever is more, as for the cache: a fixed ``2^25`` would hold fewer columns
+  than one round's update on large networks (333 at ``E`` = 100k, against ``k`` = 335 route edges), so every
+  cached column would be dropped after each round and every route edge would pay ``E |U|`` again.
 
 Everything is exact in exact arithmetic; :meth:`refresh` recomputes the means and variances from the per-edge
 statistics (``E |U|^2``) and empties the cache and the history, bounding the round-off of the updates.  No ``E x E``
@@ -48,7 +51,8 @@ class IncrementalPosterior(LowRankPosterior):
 
     Args:
         kernel: the prior covariance (columns and diagonal, model units); prior_mean: ``(E,)``; noise: ``s^2``.
-        history_max: most entries (``E x h``) of the update history before a re-snapshot (default ``2^25``: 256 MB).
+        history_max: most entries (``E x h``) of the update factors kept and of the history before a re-snapshot
+            (default ``None``: ``2^25`` (256 MB) or ``1024 E``, whichever is more).
         cache_max: most entries of the column cache (default ``2^25``; at least 1024 columns).
     """
 
@@ -57,11 +61,11 @@ class IncrementalPosterior(LowRankPosterior):
         kernel: KernelSource,
         prior_mean: np.ndarray,
         noise: float,
-        history_max: int = 2**25,
+        history_max: int | None = None,
         cache_max: int = 2**25,
     ) -> None:
         super().__init__(kernel, prior_mean, noise)
-        self.history_max = int(history_max)
+        self.history_max = max(2**25, 1024 * self.n) if history_max is None else int(history_max)
         self.cache_columns = max(1024, int(cache_max) // max(self.n, 1))
         self.t = 0  # rounds conditioned on: the posterior is Sigma_t
         self._t0 = 0  # round of the snapshot

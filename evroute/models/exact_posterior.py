@@ -168,6 +168,7 @@ class LowRankPosterior:
     """
 
     BLOCK = 256
+    PIECE = 256  # kernel columns per call: the context kernel's E x PIECE temporaries (206 MB each at E = 100k)
 
     def __init__(self, kernel: KernelSource, prior_mean: np.ndarray, noise: float) -> None:
         self.kernel, self.prior_mean, self.noise = kernel, np.asarray(prior_mean, dtype=np.float64), float(noise)
@@ -190,14 +191,15 @@ class LowRankPosterior:
         if not len(new):
             return
         m0 = len(self.edges)
-        cols = self.kernel.columns(new)
         done = 0
         while done < len(new):
+            if done % self.PIECE == 0:  # kernel columns in pieces: their E x piece temporaries stay bounded
+                cols, at = self.kernel.columns(new[done : done + self.PIECE]), done
             b, off = divmod(m0 + done, self.BLOCK)
             if b == len(self._blocks):
                 self._blocks.append(np.empty((self.n, self.BLOCK), order="F"))
-            take = min(self.BLOCK - off, len(new) - done)
-            self._blocks[b][:, off : off + take] = cols[:, done : done + take]
+            take = min(self.BLOCK - off, len(new) - done, at + self.PIECE - done)
+            self._blocks[b][:, off : off + take] = cols[:, done - at : done - at + take]
             done += take
         self._slot[new] = np.arange(m0, m0 + len(new))
         self.edges = np.concatenate([self.edges, new])
