@@ -25,7 +25,8 @@ BIAS_TERMS = {
     "limits on the network's inclines)",
     "rotating_mass_wh": "SUMO's rotating mass (40 kg in the kinetic term)",
     "auxiliary_wh": "SUMO's auxiliary power (100 W times the trip's duration)",
-    "rest_wh": "remainder (SUMO's radial drag, g = 9.81, its integration step)",
+    "rest_wh": "remainder (what the trace model does not reproduce of SUMO's Energy model, e.g. its radial drag and "
+    "integration step)",
 }
 
 
@@ -93,17 +94,23 @@ def _bias_lines(bias: list[dict[str, str]], prior_bias: float) -> list[str]:
         f"held-out prior bias, prior - SUMO, is {prior_bias:+.1f} Wh).  The gap splits into "
         "(`known_truth.bias_rows`):",
         "",
-        "| term | mean per trip (Wh) | Wh/km | share of the gap |",
-        "|---|---|---|---|",
+        "| term | mean per trip (Wh) | Wh/km | share of the gap | trip-to-trip s.d. (Wh) |",
+        "|---|---|---|---|---|",
     ]
-    shares = {}
+    shares, spread = {}, {}
     for col, label in BIAS_TERMS.items():
         x = np.array([float(r[col]) for r in bias])
         tm, th = _interval(x)
-        shares[label] = x.sum() / gap.sum()
-        lines.append(f"| {label} | {tm:+.1f} +- {th:.1f} | {x.sum() / km.sum():+.1f} | {shares[label]:.0%} |")
-    lines.append(f"| total: SUMO - prior | {m:+.1f} +- {h:.1f} | {gap.sum() / km.sum():+.1f} | 100% |")
+        shares[label], spread[label] = x.sum() / gap.sum(), float(x.std(ddof=1))
+        lines.append(
+            f"| {label} | {tm:+.1f} +- {th:.1f} | {x.sum() / km.sum():+.1f} | {shares[label]:.0%} "
+            f"| {spread[label]:.1f} |"
+        )
+    lines.append(
+        f"| total: SUMO - prior | {m:+.1f} +- {h:.1f} | {gap.sum() / km.sum():+.1f} | 100% | {gap.std(ddof=1):.1f} |"
+    )
     top = max(shares, key=lambda k: abs(shares[k]))
+    varies = max(spread, key=lambda k: spread[k])
     dur = np.array([float(r["duration_s"]) for r in bias])
     free = np.array([float(r["freeflow_s"]) for r in bias])
     x = np.column_stack([km, edges])
@@ -111,7 +118,8 @@ def _bias_lines(bias: list[dict[str, str]], prior_bias: float) -> list[str]:
     resid_sd = float(np.sqrt(np.mean((gap - x @ coef) ** 2)))
     lines += [
         "",
-        f"The largest term is the {top} ({shares[top]:.0%} of the gap).  The trips took {dur.sum() / free.sum():.2f} "
+        f"The largest term is the {top} ({shares[top]:.0%} of the gap); the one that varies most from trip to trip "
+        f"is the {varies} (s.d. {spread[varies]:.1f} Wh).  The trips took {dur.sum() / free.sum():.2f} "
         "times their free-flow time at the speed limits (total over the trips).  A least-squares fit of the per-trip "
         f"gap on route length and edge count (the shared per-metre and per-edge offsets the learned models may "
         f"choose, fitted here at trip level) gives {coef[0]:+.1f} Wh/km and {coef[1]:+.2f} Wh per edge; it leaves "
