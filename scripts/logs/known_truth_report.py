@@ -21,12 +21,16 @@ DATA = "docs/results/data/"
 GOAL_N = 100
 #: the bias terms of ``bias.csv`` (``known_truth.bias_rows``), in the report's order, with their labels
 BIAS_TERMS = {
-    "speed_profile_wh": "driven speed profile (trace model along SUMO's speeds and altitudes minus Eq. 8 at the speed "
-    "limits on the network's inclines)",
-    "rotating_mass_wh": "SUMO's rotating mass (40 kg in the kinetic term)",
-    "auxiliary_wh": "SUMO's auxiliary power (100 W times the trip's duration)",
-    "rest_wh": "remainder (what the trace model does not reproduce of SUMO's Energy model, e.g. its radial drag and "
-    "integration step)",
+    "speed_profile_wh": (
+        "driven speed profile",
+        "the trace model along SUMO's speeds and altitudes minus Eq. 8 at the speed limits on the network's inclines",
+    ),
+    "rotating_mass_wh": ("rotating mass", "SUMO's 40 kg of rotating mass in the kinetic term"),
+    "auxiliary_wh": ("auxiliary power", "SUMO's 100 W times the trip's duration"),
+    "rest_wh": (
+        "remainder",
+        "what the trace model does not reproduce of SUMO's Energy model, e.g. its radial drag and integration step",
+    ),
 }
 
 
@@ -98,12 +102,12 @@ def _bias_lines(bias: list[dict[str, str]], prior_bias: float) -> list[str]:
         "|---|---|---|---|---|",
     ]
     shares, spread = {}, {}
-    for col, label in BIAS_TERMS.items():
+    for col, (label, what) in BIAS_TERMS.items():
         x = np.array([float(r[col]) for r in bias])
         tm, th = _interval(x)
         shares[label], spread[label] = x.sum() / gap.sum(), float(x.std(ddof=1))
         lines.append(
-            f"| {label} | {tm:+.1f} +- {th:.1f} | {x.sum() / km.sum():+.1f} | {shares[label]:.0%} "
+            f"| {label}: {what} | {tm:+.1f} +- {th:.1f} | {x.sum() / km.sum():+.1f} | {shares[label]:.0%} "
             f"| {spread[label]:.1f} |"
         )
     lines.append(
