@@ -314,7 +314,11 @@ def report(args: argparse.Namespace) -> int:
         dropped = [f"{c} at N = {n}" for c, n in design if (c, n) not in cells]
         lines.append(
             f"* {net}: conditions {conds}; N = {ns}; seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})"
-            + (f"; not run here (CPU budget): {', '.join(dropped)}" if dropped else "")
+            + (
+                f"; not run here (CPU budget; rerunning its command completes them): {', '.join(dropped)}"
+                if dropped
+                else ""
+            )
         )
     for net in nets:
         lines += [""] + _network_lines(
