@@ -231,7 +231,7 @@ def _network_lines(
         and ratio[(c, n, mo)][0] > ratio[(c, GOAL_N, mo)][0]
     ]
     if exact and degraded and not any(v <= 0.5 for v in at_max.values()):
-        best_exact, best_deg = min(exact), min(degraded)
+        best_exact, best_deg = round(min(exact), 2), round(min(degraded), 2)  # as printed
         step = (
             f"the best degraded condition reaches {best_deg:.2f}, so the log's degradation is not what bounds the best "
             "ratio"
@@ -244,8 +244,9 @@ def _network_lines(
             f"What bounds it at N = {n_max}: SUMO's exact logs (no GPS noise, exact charge at 1 Hz) reach a ratio of "
             f"{best_exact:.2f} at best and {step}.  What remains with exact logs is what no log quality fixes: "
             "held-out route edges that no training trip drove (coverage above; BI cannot move them, the GP only "
-            "through its kernel and the shared offsets), the trip-to-trip variation of SUMO's energies around the "
-            "edge means (stops at junctions and lights)"
+            "through its kernel and the shared offsets)"
+            + (", " if exact_worse else " and ")
+            + "the trip-to-trip variation of SUMO's energies around the edge means (stops at junctions and lights)"
             + (
                 f" and, since more exact logs make the prediction worse ({', '.join(exact_worse)}: mean RMSE higher at "
                 f"N = {n_max} than at N = {GOAL_N}), the model's own assumptions (candidates: a reading's energy "
