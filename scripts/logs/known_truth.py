@@ -109,7 +109,8 @@ def bias_rows(network: str, train: list[str], traces: dict, truth: dict, net, ve
       the kinetic term, SUMO's own altitude ``z``) along SUMO's driven speeds, minus Eq. 8 at the speed limits;
     * ``rotating_mass_wh``: the same with SUMO's rotating mass (``SUMO_ONLY_DEFAULTS``) added to the kinetic term;
     * ``auxiliary_wh``: SUMO's constant power intake times the trip's duration (the profile sets none);
-    * ``rest_wh``: what remains (SUMO's radial drag, g = 9.81, its integration step).
+    * ``rest_wh``: what remains, i.e. what the trace model does not reproduce of SUMO's Energy model (e.g. its radial
+      drag, g = 9.81, its integration step; not separated).
     """
     import dataclasses
 
