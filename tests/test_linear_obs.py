@@ -9,7 +9,15 @@ import pytest
 from evroute.errors import ParameterError
 from evroute.linegraph import build_line_graph
 from evroute.models.bi import BayesianEdgeModel
-from evroute.models.linear_obs import DiagonalKernel, LinearObsEdgeModel, linear_model_from, offset_basis
+from evroute.models.linear_obs import (
+    DiagonalKernel,
+    LinearObsEdgeModel,
+    LinearStatistics,
+    kernel_factor,
+    linear_model_from,
+    linear_posterior,
+    offset_basis,
+)
 from evroute.models.store import prior_model
 from evroute.network.registry import load_network
 
@@ -88,6 +96,37 @@ def test_linear_readings_match_the_dense_observation_space_solve(lg, kind, offse
     resid = y_all - a_all @ model.prior_mean
     want = -0.5 * (resid @ np.linalg.solve(s_mat, resid) + np.linalg.slogdet(s_mat)[1] + len(y_all) * np.log(2 * np.pi))
     assert model.log_ml == pytest.approx(want, rel=1e-8)
+
+
+@pytest.mark.parametrize("kind", ["bi", "gp-exact"])
+def test_mean_only_posterior_with_a_shared_kernel_factor_matches_the_dense_solve(lg, kind):
+    """``linear_posterior(factor=kernel_factor(...), with_variance=False)`` for two noise levels over the same edges
+    (one factor shared) gives each level's from-scratch mean and log marginal likelihood, and no variances."""
+    base = prior_model(kind, lg, method="dense", learn_hyper=False) if kind == "gp-exact" else prior_model(kind, lg)
+    basis, sd = offset_basis(lg.network.length_m)
+    model = linear_model_from(base, basis=basis, basis_sd=sd)
+    k = model.scale2 * model.kernel.dense()
+    trips = _readings(np.random.default_rng(9), lg.n_nodes, 10)
+    factor = None
+    for inflate in (1.0, 4.0):  # the same readings with the noise covariance scaled: same touched edges
+        scaled = [(e, a, y, inflate * r) for e, a, y, r in trips]
+        stats = LinearStatistics(lg.n_nodes)
+        for e, a, y, r in scaled:
+            stats.add(e, a, y, r)
+        factor = factor or kernel_factor(model.kernel, model.scale2, stats.touched())
+        mu, var, cov_of, log_ml = linear_posterior(
+            model.kernel, model.scale2, model.prior_mean, stats, factor=factor, with_variance=False
+        )
+        assert var is None and cov_of is None
+        want_mu, _ = _dense_solve(k, model.prior_mean, scaled)
+        np.testing.assert_allclose(mu, want_mu, rtol=1e-7, atol=1e-7 * np.abs(want_mu).max())
+        a_all, y_all, r_all = _stack(model.prior_mean.size, scaled)
+        s_mat = a_all @ k @ a_all.T + r_all
+        resid = y_all - a_all @ model.prior_mean
+        want = resid @ np.linalg.solve(s_mat, resid) + np.linalg.slogdet(s_mat)[1] + len(y_all) * np.log(2 * np.pi)
+        assert log_ml == pytest.approx(-0.5 * want, rel=1e-8)
+    with pytest.raises(ParameterError, match="kernel factor"):
+        linear_posterior(model.kernel, model.scale2, model.prior_mean, stats, factor=(factor[0][:-1, :-1], factor[1]))
 
 
 def test_bi_joint_update_couples_only_edges_read_together():

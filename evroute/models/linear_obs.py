@@ -238,14 +238,33 @@ class LinearStatistics:
         return out
 
 
+def kernel_factor(kernel: KernelSource, scale2: float, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(L (|U|, |U|), B^T (|U|, E))`` for the touched edges ``u``: ``K_UU = L L^T`` (jittered Cholesky, Wh^2) and
+    ``B^T = L^-1 K_U.``: the part of :func:`linear_posterior` that depends on the kernel and ``u`` alone, so that
+    posteriors of several readings' statistics over the same edges (e.g. several noise levels) can share it."""
+    kxu = scale2 * kernel.columns(np.asarray(u, dtype=np.int64))  # (E, |U|)
+    l_k = jittered_cholesky(0.5 * (kxu[u] + kxu[u].T))
+    return l_k, solve_lower(l_k, kxu.T)
+
+
 def linear_posterior(
-    kernel: KernelSource, scale2: float, prior_mean: np.ndarray, stats: LinearStatistics
-) -> tuple[np.ndarray, np.ndarray, Any, float]:
+    kernel: KernelSource,
+    scale2: float,
+    prior_mean: np.ndarray,
+    stats: LinearStatistics,
+    *,
+    factor: tuple[np.ndarray, np.ndarray] | None = None,
+    with_variance: bool = True,
+) -> tuple[np.ndarray, np.ndarray | None, Any, float]:
     """``(mu (E,), var (E,), cov_of, log_ml)``: the exact posterior given ``stats`` (module doc), in Wh and Wh^2.
 
     ``cov_of(idx)`` gives the ``(k, k)`` joint posterior covariance of edges ``idx``; ``log_ml`` is the log marginal
     likelihood of all readings, ``log N(y; A m, A K A^T + R)`` = ``-1/2 [r^T R^-1 r - b^T L M^-1 L^T b + log det M +
     sum log det R + n log 2 pi]`` with ``r = y - A m`` (``r^T R^-1 r = sum y^T R^-1 y - 2 h^T m + m^T Lambda m``).
+
+    ``factor``: :func:`kernel_factor` of ``stats.touched()`` (computed here if None).  ``with_variance=False`` skips
+    the variances and covariances (``var`` and ``cov_of`` are None; saves an ``O(E |U|^2)`` solve) for callers that
+    need the mean and the marginal likelihood only.
     """
     m = np.asarray(prior_mean, dtype=np.float64)
     u = stats.touched()
@@ -253,15 +272,27 @@ def linear_posterior(
     if len(u) == 0:
         cov0 = lambda idx: scale2 * kernel.columns(np.asarray(idx))[np.asarray(idx)]  # noqa: E731
         return m.copy(), kdiag, cov0, 0.0
-    lam = stats.matrix()[u][:, u].toarray()
-    kxu = scale2 * kernel.columns(u)  # (E, |U|)
-    l_k = jittered_cholesky(0.5 * (kxu[u] + kxu[u].T))
-    bt = solve_lower(l_k, kxu.T)  # B^T = L^-1 K_U.   (|U|, E)
-    mm = np.eye(len(u)) + l_k.T @ lam @ l_k
+    lam_full = stats.matrix()
+    lam = lam_full[u][:, u]  # sparse (|U|, |U|): only pairs of edges read together
+    l_k, bt = kernel_factor(kernel, scale2, u) if factor is None else factor
+    if l_k.shape != (len(u), len(u)) or bt.shape != (len(u), len(m)):
+        raise ParameterError(f"kernel factor of shape {l_k.shape}, {bt.shape} does not fit {len(u)} touched edges")
+    mm = np.eye(len(u)) + l_k.T @ np.asarray(lam @ l_k)
     l_m = jittered_cholesky(0.5 * (mm + mm.T))
     b = stats.h[u] - lam @ m[u]
-    z = solve_lower(l_m, solve_lower(l_m, l_k.T @ b), trans=1)  # M^-1 L^T b
+    w = solve_lower(l_m, l_k.T @ b)
+    z = solve_lower(l_m, w, trans=1)  # M^-1 L^T b
     mu = m + bt.T @ z
+    rr = stats.yry - 2.0 * float(stats.h @ m) + float(m @ (lam_full @ m))
+    log_ml = -0.5 * (
+        rr
+        - float(w @ w)
+        + 2.0 * float(np.log(np.diag(l_m)).sum())
+        + stats.logdet_r
+        + stats.readings * np.log(2 * np.pi)
+    )
+    if not with_variance:
+        return mu, None, None, log_ml
     c = solve_lower(l_m, bt)  # L_M^-1 B^T
     var = np.maximum(kdiag - np.einsum("ij,ij->j", bt, bt) + np.einsum("ij,ij->j", c, c), 0.0)
 
@@ -271,16 +302,6 @@ def linear_posterior(
         bi, ci = bt[:, idx], c[:, idx]
         return np.asarray(kii - bi.T @ bi + ci.T @ ci)
 
-    lam_full = stats.matrix()
-    rr = stats.yry - 2.0 * float(stats.h @ m) + float(m @ (lam_full @ m))
-    w = solve_lower(l_m, l_k.T @ b)
-    log_ml = -0.5 * (
-        rr
-        - float(w @ w)
-        + 2.0 * float(np.log(np.diag(l_m)).sum())
-        + stats.logdet_r
-        + stats.readings * np.log(2 * np.pi)
-    )
     return mu, var, cov_of, log_ml
 
 
@@ -334,6 +355,7 @@ class LinearObsEdgeModel(EdgeModel):
     def posterior(self) -> EdgePosterior:
         if self._post is None:
             mu, var, cov_of, self.log_ml = linear_posterior(self.kernel, self.scale2, self.prior_mean, self.stats)
+            assert var is not None
             self._post = EdgePosterior(
                 mean=mu, variance=var, noise_var=np.full(self.n_edges, self.noise_var), subset_covariance=cov_of
             )
@@ -416,4 +438,5 @@ __all__ = [
     "offset_basis",
     "linear_posterior",
     "reading_batch",
+    "kernel_factor",
 ]

@@ -24,18 +24,25 @@ Protocol (all seeded):
    SUMO's battery energy (Wh): RMSE and bias over the held-out trips; the prior alone
    (N = 0) is the physics model.
 
+Where the prior's bias comes from (``bias.csv``, training trips, SUMO's exact logs; no fit, no held-out trip): each
+trip's SUMO energy minus the prior's, split by :func:`bias_rows` into the driven speed profile, SUMO's rotating mass,
+its auxiliary power and a remainder.
+
 Resumable: the simulation and each (condition, N, seed) row are kept in ``--out`` (``sim/``, ``rows.csv``,
-``matching.csv``); a rerun skips what is there.  ``--report`` writes the Markdown report from the committed CSV
-(``docs/results/data/trip_logs_known_truth*.csv``).
+``matching.csv``, ``coverage.csv``, ``bias.csv``, and ``command.txt``: the latest command); a rerun skips what is
+there.  One study folder per network; ``scripts/logs/known_truth_report.py --collect FOLDER ...`` copies them into
+the committed CSV files (``docs/results/data/trip_logs_known_truth*``) and writes the report.
 """
 
 from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +68,20 @@ ROW_FIELDS = [
     "log_ml",
     "unusable",
 ]
+BIAS_FIELDS = [
+    "network",
+    "trip",
+    "length_m",
+    "edges",
+    "duration_s",
+    "freeflow_s",
+    "sumo_wh",
+    "prior_wh",
+    "speed_profile_wh",
+    "rotating_mass_wh",
+    "auxiliary_wh",
+    "rest_wh",
+]
 MATCH_FIELDS = ["network", "condition", "trip", "samples", "recall", "precision", "cpu_s"]
 
 
@@ -73,6 +94,69 @@ def _append(path: Path, fields: list[str], rows: list[dict]) -> None:
         w.writerows(rows)
 
 
+def _command(argv: list[str]) -> str:
+    """The study command as the report quotes it (``python scripts/logs/known_truth.py ARGS``)."""
+    import shlex
+
+    return " ".join(["python", "scripts/logs/known_truth.py", *(shlex.quote(a) for a in argv)])
+
+
+def bias_rows(network: str, train: list[str], traces: dict, truth: dict, net, vehicle, energy: dict) -> list[dict]:
+    """Per training trip, SUMO's battery energy minus the prior's (Eq. 8 summed over the true route, Wh) split into
+    what the constant-speed prior leaves out, from SUMO's exact log alone (no held-out trip, no fit):
+
+    * ``speed_profile_wh``: the trace model (:func:`evroute.traces.energy.trace_energy`, Eq. 8 second by second with
+      the kinetic term, SUMO's own altitude ``z``) along SUMO's driven speeds, minus Eq. 8 at the speed limits;
+    * ``rotating_mass_wh``: the same with SUMO's rotating mass (``SUMO_ONLY_DEFAULTS``) added to the kinetic term;
+    * ``auxiliary_wh``: SUMO's constant power intake times the trip's duration (the profile sets none);
+    * ``rest_wh``: what remains, i.e. what the trace model does not reproduce of SUMO's Energy model (e.g. its radial
+      drag, g = 9.81, its integration step; not separated).
+    """
+    import dataclasses
+
+    from evroute.sumo.vehicle import SUMO_ONLY_DEFAULTS
+    from evroute.traces.energy import TraceModelOptions, trace_energy
+
+    aux_w = vehicle.auxiliary_power_w
+    aux_w = SUMO_ONLY_DEFAULTS["constantPowerIntake"] if aux_w is None else aux_w
+    bare = dataclasses.replace(vehicle, auxiliary_power_w=None)
+    rot = TraceModelOptions(rotating_mass_kg=SUMO_ONLY_DEFAULTS["rotatingMass"])
+    from evroute.energy import network_energy_wh
+
+    e_det = network_energy_wh(net, vehicle)
+    out = []
+    for n in train:
+        tr, route = traces[n], truth[n]
+        plain = trace_energy(tr, bare, altitude_m=tr.altitude_m).total_wh
+        spun = trace_energy(tr, bare, rot, altitude_m=tr.altitude_m).total_wh
+        duration = float(tr.t_s[-1] - tr.t_s[0])
+        aux = aux_w * duration / 3600.0
+        prior = float(e_det[route].sum())
+        out.append(
+            dict(
+                network=network,
+                trip=n,
+                length_m=f"{net.length_m[route].sum():.1f}",
+                edges=len(route),
+                duration_s=f"{duration:.0f}",
+                freeflow_s=f"{(net.length_m[route] / net.speed_mps[route]).sum():.1f}",
+                sumo_wh=f"{energy[n]:.3f}",
+                prior_wh=f"{prior:.3f}",
+                speed_profile_wh=f"{plain - prior:.3f}",
+                rotating_mass_wh=f"{spun - plain:.3f}",
+                auxiliary_wh=f"{aux:.3f}",
+                rest_wh=f"{energy[n] - spun - aux:.3f}",
+            )
+        )
+    return out
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (SUMO), user + system."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def _read(path: Path) -> list[dict]:
     return list(csv.DictReader(path.open())) if path.is_file() else []
 
@@ -80,7 +164,13 @@ def _read(path: Path) -> list[dict]:
 def run(args: argparse.Namespace) -> int:
     from evroute.energy import VehicleProfile, network_energy_wh
     from evroute.linegraph import build_line_graph
-    from evroute.models.linear_obs import linear_model_from, offset_basis
+    from evroute.models.linear_obs import (
+        LinearStatistics,
+        kernel_factor,
+        linear_model_from,
+        linear_posterior,
+        offset_basis,
+    )
     from evroute.models.store import prior_model
     from evroute.network.registry import load_network
     from evroute.sumo.replay import sumo_net_file
@@ -98,9 +188,9 @@ def run(args: argparse.Namespace) -> int:
     sim = out / "sim"
     routes = random_routes(lg, args.train + args.test, args.min_route_m, np.random.default_rng(0))
     if not (sim / "battery.xml").is_file():
-        t0 = time.process_time()
+        t0 = _cpu()
         simulate_trips(sumo_net_file(lg), routes, sim, vehicle=vehicle, depart_gap_s=20.0)
-        print(f"simulated {len(routes)} trips ({time.process_time() - t0:.1f} CPU s in Python)", file=sys.stderr)
+        print(f"simulated {len(routes)} trips ({_cpu() - t0:.1f} CPU s incl. SUMO)", file=sys.stderr)
     traces = {t.name: t for t in read_sumo_fcd(sim / "fcd.xml", sim / "battery.xml")}
     usable = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
     names = [n for n in routes if n in traces]
@@ -110,11 +200,15 @@ def run(args: argparse.Namespace) -> int:
     e_det = network_energy_wh(net, vehicle)
     y_test = np.array([energy[n] for n in test])
     rows_csv, match_csv = out / "rows.csv", out / "matching.csv"
-    if not (out / "coverage.csv").is_file():  # share of held-out route edges the N training trips drove
-        test_edges = np.concatenate([truth[n] for n in test])
-        cov_rows = []
-        for n_train in args.ns:
-            for seed in range(args.seeds):
+    (out / "command.txt").write_text(_command(args.argv) + "\n")  # the latest command: it completes the design
+    if not (out / "bias.csv").is_file():
+        _append(out / "bias.csv", BIAS_FIELDS, bias_rows(args.network, train, traces, truth, net, vehicle, energy))
+    have_cov = {(int(r["n_train"]), int(r["seed"])) for r in _read(out / "coverage.csv")}
+    test_edges = np.concatenate([truth[n] for n in test])  # share of held-out route edges the N training trips drove
+    cov_rows = []
+    for n_train in args.ns:
+        for seed in range(args.seeds):
+            if (n_train, seed) not in have_cov:
                 pick = np.random.default_rng(seed).choice(len(train), size=min(n_train, len(train)), replace=False)
                 seen = np.unique(np.concatenate([truth[train[i]] for i in pick]))
                 cov_rows.append(
@@ -125,6 +219,7 @@ def run(args: argparse.Namespace) -> int:
                         coverage=f"{np.isin(test_edges, seen).mean():.4f}",
                     )
                 )
+    if cov_rows:
         _append(out / "coverage.csv", ["network", "n_train", "seed", "coverage"], cov_rows)
     done = {(r["condition"], int(r["n_train"]), int(r["seed"])) for r in _read(rows_csv)}
     prior_done = any(int(r["n_train"]) == 0 for r in _read(rows_csv))
@@ -151,13 +246,17 @@ def run(args: argparse.Namespace) -> int:
     # the priors once (the kernel does not depend on the noise, which only enters the readings' covariance)
     extra = {"learn_hyper": False}
     bases = {k: prior_model(k, lg, vehicle, **(extra if k == "gp-exact" else {})) for k in ("bi", "gp-exact")}
+    var_det = float(np.var(e_det))
     for cond in args.conditions:
         period, sigma, step = CONDITIONS[cond]
         index = MatchIndex(lg, MatchOptions(sigma_m=max(sigma, 5.0), beta_m=10.0 if period <= 1 else 30.0))
         basis, basis_sd = offset_basis(index.length_m)
-        readings = {}
-        matched_rows = []
+        todo = [(n, seed) for n in args.ns for seed in range(args.seeds) if (cond, n, seed) not in done]
         have_match = {r["trip"] for r in _read(match_csv) if r["condition"] == cond}
+        if not todo and have_match >= set(train):
+            continue
+        matched = {}
+        matched_rows = []
         for k, name in enumerate(train):
             log = degrade(
                 traces[name], np.random.default_rng(1000 + k), gps_sigma_m=sigma, period_s=period, soc_step_pct=step
@@ -178,213 +277,83 @@ def run(args: argparse.Namespace) -> int:
                         cpu_s=f"{cpu:.4f}",
                     )
                 )
-            readings[name] = (log, m)
+            matched[name] = (log, m)
         if matched_rows:
             _append(match_csv, MATCH_FIELDS, matched_rows)
-        for n_train in args.ns:
-            for seed in range(args.seeds):
-                if (cond, n_train, seed) in done:
-                    continue
-                pick = np.random.default_rng(seed).choice(len(train), size=min(n_train, len(train)), replace=False)
-                rows = []
-                for kind in ("bi", "gp-exact"):
-                    best = None
-                    for frac in NOISE_FRACS:
-                        for offsets in (False, True):
-                            kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
-                            model = linear_model_from(bases[kind], **kw)
-                            model.noise_var = frac**2 * float(np.var(e_det))  # = prior_model(noise_frac=frac)
-                            unusable = 0
-                            for i in pick:
-                                log, m = readings[train[i]]
-                                r = None
-                                if m.pieces == 1:
-                                    r = trace_readings(log, m, index.length_m, usable, model.noise_var, soc_step=step)
-                                if r is None:
-                                    unusable += 1
-                                    continue
-                                model.observe(r.edges, r.a, r.y, r.noise_cov)
-                            mu = model.posterior().mean
-                            if best is None or model.log_ml > best[0]:
-                                best = (model.log_ml, frac, offsets, mu, unusable)
-                    assert best is not None
-                    log_ml, frac, offsets, mu, unusable = best
-                    err = np.array([mu[truth[n]].sum() for n in test]) - y_test
-                    rows.append(
-                        dict(
-                            network=args.network,
-                            condition=cond,
-                            n_train=n_train,
-                            seed=seed,
-                            model=kind,
-                            rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
-                            bias_wh=f"{err.mean():.3f}",
-                            n_test=len(test),
-                            mean_energy_wh=f"{y_test.mean():.3f}",
-                            noise_frac=frac,
-                            offsets=int(offsets),
-                            log_ml=f"{log_ml:.2f}",
-                            unusable=unusable,
+        cache: dict[tuple[str, float], Any] = {}  # (trip, noise fraction) -> its readings (None: unusable)
+
+        for n_train, seed in todo:
+            pick = np.random.default_rng(seed).choice(len(train), size=min(n_train, len(train)), replace=False)
+            t0 = _cpu()
+            # per noise fraction the readings' statistics are the same for both models and both mean choices (only
+            # the prior kernel differs): built once, shared; per model and mean choice the kernel's factor over the
+            # touched edges is the same for every noise fraction (the touched edges do not depend on the noise):
+            # computed once.  The best log marginal likelihood wins, the first in (f, offsets) order on a tie.
+            stats_of, unusable_of = [], []
+            for frac in NOISE_FRACS:
+                stats = LinearStatistics(len(e_det))
+                unusable = 0
+                for i in pick:
+                    key = (train[i], frac)
+                    if key not in cache:
+                        log, m = matched[train[i]]
+                        cache[key] = (
+                            trace_readings(log, m, index.length_m, usable, frac**2 * var_det, soc_step=step)
+                            if m.pieces == 1
+                            else None
                         )
+                    r = cache[key]
+                    if r is None:
+                        unusable += 1
+                        continue
+                    stats.add(r.edges, r.a, r.y, r.noise_cov)
+                stats_of.append(stats)
+                unusable_of.append(unusable)
+            touched = stats_of[0].touched()
+            assert all(np.array_equal(st.touched(), touched) for st in stats_of)
+            best: dict[str, tuple[float, float, bool, np.ndarray, int]] = {}
+            for kind in ("bi", "gp-exact"):
+                cand = []
+                for offsets in (False, True):
+                    kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
+                    model = linear_model_from(bases[kind], **kw)  # noise_var only enters the readings (above)
+                    factor = kernel_factor(model.kernel, model.scale2, touched) if len(touched) else None
+                    for f_i, (frac, stats) in enumerate(zip(NOISE_FRACS, stats_of, strict=True)):
+                        mu, _, _, log_ml = linear_posterior(
+                            model.kernel, model.scale2, model.prior_mean, stats, factor=factor, with_variance=False
+                        )
+                        cand.append(((f_i, offsets), (log_ml, frac, offsets, mu, unusable_of[f_i])))
+                for _, c in sorted(cand, key=lambda t: t[0]):
+                    if kind not in best or c[0] > best[kind][0]:
+                        best[kind] = c
+            rows = []
+            for kind in ("bi", "gp-exact"):
+                log_ml, frac, offsets, mu, unusable = best[kind]
+                err = np.array([mu[truth[n]].sum() for n in test]) - y_test
+                rows.append(
+                    dict(
+                        network=args.network,
+                        condition=cond,
+                        n_train=n_train,
+                        seed=seed,
+                        model=kind,
+                        rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
+                        bias_wh=f"{err.mean():.3f}",
+                        n_test=len(test),
+                        mean_energy_wh=f"{y_test.mean():.3f}",
+                        noise_frac=frac,
+                        offsets=int(offsets),
+                        log_ml=f"{log_ml:.2f}",
+                        unusable=unusable,
                     )
-                _append(rows_csv, ROW_FIELDS, rows)
-                print(
-                    f"{cond} N={n_train} seed={seed}: " + ", ".join(f"{r['model']} {r['rmse_wh']}" for r in rows),
-                    file=sys.stderr,
                 )
-    return 0
-
-
-def _interval(x: np.ndarray) -> tuple[float, float]:
-    """Mean and 95 % t half-width over seeds."""
-    from scipy import stats
-
-    if len(x) < 2:
-        return float(x.mean()), float("nan")
-    return float(x.mean()), float(stats.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / np.sqrt(len(x)))
-
-
-def report(args: argparse.Namespace) -> int:
-    rows = _read(Path(args.rows))
-    match = _read(Path(args.matching))
-    coverage = _read(Path(args.coverage))
-    if not rows:
-        print(f"evroute: error: {args.rows}: no rows", file=sys.stderr)
-        return 2
-    lines = [
-        "# Trip logs: known-truth learning study (generated)",
-        "",
-        f"Generated by `python scripts/logs/known_truth.py --report --rows {args.rows} --matching {args.matching} "
-        f"--coverage {args.coverage}` "
-        "from the committed CSV files ("
-        + ", ".join(f"[`{Path(f).name}`](data/{Path(f).name})" for f in (args.rows, args.matching, args.coverage))
-        + "); the data were produced by `python scripts/logs/known_truth.py "
-        f"{args.command}` (protocol in the script's docstring: SUMO trips on the network, degraded logs, map "
-        "matching, charge readings as linear observations, held-out route-energy prediction).",
-        "",
-        "## Map matching (training trips)",
-        "",
-        "| network | condition | trips | samples | recall (mean) | precision (mean) | trips with recall 1 "
-        "| samples / CPU s |",
-        "|---|---|---|---|---|---|---|---|",
-    ]
-    keys = sorted({(r["network"], r["condition"]) for r in match})
-    for net, cond in keys:
-        rs = [r for r in match if (r["network"], r["condition"]) == (net, cond)]
-        rec = np.array([float(r["recall"]) for r in rs])
-        prec = np.array([float(r["precision"]) for r in rs])
-        samples = sum(int(r["samples"]) for r in rs)
-        cpu = sum(float(r["cpu_s"]) for r in rs)
-        lines.append(
-            f"| {net} | {cond} | {len(rs)} | {samples} | {rec.mean():.3f} | {prec.mean():.3f} | "
-            f"{(rec == 1).mean():.0%} | {samples / max(cpu, 1e-9):,.0f} |"
-        )
-    lines += [
-        "",
-        "## Held-out route energy",
-        "",
-        "RMSE and bias of the predicted battery energy of the held-out trips (Wh; mean over seeds with its 95 % "
-        "t-interval); ratio = RMSE / the prior's RMSE.",
-        "",
-        "| network | condition | N | model | seeds | RMSE (Wh) | bias (Wh) | ratio to prior | noise f chosen "
-        "| offsets chosen |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    prior = {r["network"]: float(r["rmse_wh"]) for r in rows if r["model"] == "prior"}
-    for r in rows:
-        if r["model"] == "prior":
-            lines.append(
-                f"| {r['network']} | - | 0 | prior (Eq. 8) | - | {float(r['rmse_wh']):.1f} | "
-                f"{float(r['bias_wh']):+.1f} | 1 | - | - |"
+            _append(rows_csv, ROW_FIELDS, rows)
+            print(
+                f"{cond} N={n_train} seed={seed}: "
+                + ", ".join(f"{r['model']} {r['rmse_wh']}" for r in rows)
+                + f" ({_cpu() - t0:.1f} CPU s)",
+                file=sys.stderr,
             )
-    verdicts = []
-    groups = sorted(
-        {(r["network"], r["condition"], int(r["n_train"]), r["model"]) for r in rows if r["model"] != "prior"}
-    )
-    for net, cond, n, model in groups:
-        rs = [r for r in rows if (r["network"], r["condition"], int(r["n_train"]), r["model"]) == (net, cond, n, model)]
-        rmse = np.array([float(r["rmse_wh"]) for r in rs])
-        bias = np.array([float(r["bias_wh"]) for r in rs])
-        m, h = _interval(rmse)
-        b, hb = _interval(bias)
-        ratio = m / prior[net]
-        fracs = ", ".join(sorted({r["noise_frac"] for r in rs}))
-        offs = f"{sum(int(r['offsets']) for r in rs)} of {len(rs)}"
-        lines.append(
-            f"| {net} | {cond} | {n} | {model} | {len(rs)} | {m:.1f} +- {h:.1f} | {b:+.1f} +- {hb:.1f} | {ratio:.2f} "
-            f"| {fracs} | {offs} |"
-        )
-        if n == max(int(r["n_train"]) for r in rows):
-            verdicts.append((net, cond, model, ratio, m + h))
-    lines += [
-        "",
-        "Paired difference exact GP - BI of the held-out RMSE (same training trips per seed; mean and 95 % t-interval "
-        "over seeds):",
-        "",
-        "| network | condition | N | seeds | GP - BI RMSE (Wh) |",
-        "|---|---|---|---|---|",
-    ]
-    for net, cond, n in sorted({(g[0], g[1], g[2]) for g in groups}):
-        by = {
-            (r["model"], r["seed"]): float(r["rmse_wh"])
-            for r in rows
-            if (r["network"], r["condition"], int(r["n_train"])) == (net, cond, n)
-        }
-        seeds = sorted({s for (_, s) in by if ("bi", s) in by and ("gp-exact", s) in by})
-        d = np.array([by[("gp-exact", s)] - by[("bi", s)] for s in seeds])
-        if d.size:
-            m, h = _interval(d)
-            lines.append(f"| {net} | {cond} | {n} | {len(d)} | {m:+.1f} +- {h:.1f} |")
-    if coverage:
-        lines += ["", "Share of the held-out trips' route edges that the N training trips drove (mean over seeds):", ""]
-        for n in sorted({int(r["n_train"]) for r in coverage}):
-            c = np.array([float(r["coverage"]) for r in coverage if int(r["n_train"]) == n])
-            lines.append(f"* N = {n}: {c.mean():.0%}")
-    n_max = max(int(r["n_train"]) for r in rows)
-    lines += ["", f"## Goal: {n_max} trips halve the prior's route-level RMSE", ""]
-    for net, cond, model, ratio, upper in verdicts:
-        ok = "met" if ratio <= 0.5 else "missed"
-        lines.append(
-            f"* {net}, {cond}, {model}: RMSE ratio {ratio:.2f} -> goal {ok}"
-            + (f" (upper 95 % bound of the RMSE {upper:.1f} Wh vs half the prior's {prior[net] / 2:.1f} Wh)")
-        )
-    exact = [v for v in verdicts if v[1] == "exact"]
-    degraded = [v for v in verdicts if v[1] != "exact"]
-    if exact and degraded and not any(v[3] <= 0.5 for v in verdicts):
-        best_exact = min(v[3] for v in exact)
-        best_deg = min(v[3] for v in degraded)
-        step = (
-            f"the best degraded condition reaches {best_deg:.2f}, so the log's degradation is not what bounds the best "
-            "ratio"
-            if best_deg <= best_exact
-            else f"the log's degradation explains only the step from {best_exact:.2f} to the degraded logs' best "
-            f"{best_deg:.2f}"
-        )
-        lines += [
-            "",
-            f"What bounds it: SUMO's exact logs (no GPS noise, exact charge at 1 Hz) reach a ratio of {best_exact:.2f} "
-            f"at best and {step}.  What remains with exact logs is what no log quality fixes: held-out route edges "
-            "that no training trip drove (coverage above; BI cannot move them, the GP only through its kernel and the "
-            "shared offsets) and the trip-to-trip variation of SUMO's energies around the edge means (stops at "
-            "junctions and lights); this study does not separate the two.",
-        ]
-    precision = {(r["network"], r["condition"]): [] for r in match}
-    for r in match:
-        precision[(r["network"], r["condition"])].append(float(r["precision"]))
-    for net, cond, model, ratio, _ in verdicts:
-        if ratio > 1 and (net, cond) in precision:
-            prec = float(np.mean(precision[(net, cond)]))
-            why = (
-                "; a likely cause (not isolated here): edges the trip did not drive take shares of the measured energy"
-                if prec < 0.8
-                else ""
-            )
-            lines.append(
-                f"* {cond}, {model}: worse than the prior (ratio {ratio:.3f}); matched-path precision (share of "
-                f"matched edges on the true route) {prec:.2f}{why}."
-            )
-    Path(args.output).write_text("\n".join(lines) + "\n")
-    print(f"wrote {args.output}", file=sys.stderr)
     return 0
 
 
@@ -400,15 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--min-route-m", type=float, default=1000.0)
     p.add_argument("--conditions", default=",".join(CONDITIONS), help=f"among {', '.join(CONDITIONS)}")
-    p.add_argument("--report", action="store_true", help="write the Markdown report from --rows/--matching")
-    p.add_argument("--rows", default="docs/results/data/trip_logs_known_truth.csv")
-    p.add_argument("--matching", default="docs/results/data/trip_logs_known_truth_matching.csv")
-    p.add_argument("--coverage", default="docs/results/data/trip_logs_known_truth_coverage.csv")
-    p.add_argument("--output", default="docs/results/trip_logs_known_truth.md")
-    p.add_argument("--command", default="--network monaco --train 200 --test 40 --ns 10,100 --seeds 3")
     args = p.parse_args(argv)
-    if args.report:
-        return report(args)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
     args.ns = [int(x) for x in args.ns.split(",") if x]
     args.conditions = [c for c in args.conditions.split(",") if c]
     bad = [c for c in args.conditions if c not in CONDITIONS]
