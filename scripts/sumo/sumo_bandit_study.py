@@ -188,10 +188,10 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
     lines = [
         "# Bandit study on SUMO energy (sumo-replay), exact regret reference: BI and exact GP, edge and turn arms",
         "",
-        "Command (raw runs under the ignored `results/`; the per-seed data and the set-up are committed, and "
+        "Commands (raw runs under the ignored `results/`; the per-seed data and the set-up are committed, and "
         "`--report-only` rebuilds this page from them alone):",
         "",
-        f"    {meta['command']}",
+        *(f"    {c}" for c in meta.get("commands", [meta["command"]])),
         "    python scripts/sumo/sumo_bandit_study.py --report-only --data docs/results/data/"
         f"{data_name} --meta docs/results/data/{meta_name} --out docs/results/sumo_bandit.md",
         "",
@@ -309,17 +309,64 @@ def _machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} when written"
 
 
+#: the columns that identify one run's seed in ``--data`` (the merge key)
+KEY = ["network", "route", "label", "seed"]
+
+
+def merge_rows(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``old`` rows (the stored ``--data``) with ``new`` ones merged in, keyed by :data:`KEY`: a seed run again
+    replaces its stored row (one row per key), and the check of that re-run against the stored value is returned:
+    ``{"compared", "identical", "max_abs_diff_wh", "differing": [[network, route, label, seed, stored, new], ...]}``
+    (final regrets, own truth, Wh, equal to the stored 3 decimals)."""
+    both = old.merge(new, on=KEY, suffixes=("_old", ""))
+    diff = (both["final_regret_wh"] - both["final_regret_wh_old"]).abs()
+    bad = both[diff > 5e-4]  # rows are rounded to 3 decimals: a reproduced seed agrees to the last one
+    check = {
+        "compared": len(both),
+        "identical": int(len(both) - len(bad)),
+        "max_abs_diff_wh": round(float(diff.max()), 3) if len(both) else 0.0,
+        "differing": [
+            [r.network, r.route, r.label, int(r.seed), float(r.final_regret_wh_old), float(r.final_regret_wh)]
+            for r in bad.itertuples()
+        ],
+    }
+    kept = old.merge(new[KEY], on=KEY, how="left", indicator=True)
+    kept = kept[kept["_merge"] == "left_only"].drop(columns="_merge")
+    out = pd.concat([kept, new], ignore_index=True).reindex(columns=COLUMNS)
+    order = {k: i for i, k in enumerate(dict.fromkeys(zip(out["network"], out["route"], strict=True)))}
+    out = out.assign(_r=[order[k] for k in zip(out["network"], out["route"], strict=True)])
+    return out.sort_values(["_r", "label", "seed"], kind="stable").drop(columns="_r"), check
+
+
 def write_data(rows: list[dict[str, Any]], meta: dict[str, Any], data: Path, meta_path: Path) -> None:
+    """Merge ``rows`` into ``data`` (:func:`merge_rows`) and ``meta`` into ``meta_path`` (routes and commands of an
+    earlier invocation kept; the re-run check of this one recorded under ``rerun_check``)."""
     data.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(data, pd.DataFrame(rows, columns=COLUMNS).to_csv(index=False, lineterminator="\n"))
+    new = pd.DataFrame(rows, columns=COLUMNS)
+    if data.is_file() and meta_path.is_file():
+        df, check = merge_rows(pd.read_csv(data), new)
+        old = json.loads(meta_path.read_text())
+        checks = {**old.get("rerun_check", {}), **({meta["command"]: check} if check["compared"] else {})}
+        commands = list(dict.fromkeys([*old.get("commands", [old["command"]]), meta["command"]]))
+        meta = {**old, **meta, "routes": {**old["routes"], **meta["routes"]}, "commands": commands}
+        meta["command"], meta["rerun_check"] = commands[0], checks
+    else:
+        df = new
+    atomic_write_text(data, df.to_csv(index=False, lineterminator="\n"))
     atomic_write_text(meta_path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
 
 def report_from_files(data: Path, meta_path: Path, out: Path) -> None:
     """Rebuild ``out`` from the committed data alone."""
+    from evroute.experiments.live_scores import live_section, read_live
+
     df = pd.read_csv(data)
     meta = json.loads(meta_path.read_text())
-    atomic_write_text(out, report(df, meta, data.name, meta_path.name))
+    text = report(df, meta, data.name, meta_path.name)
+    live = read_live(data.parent)  # the final routes driven live (scripts/sumo/sumo_bandit_live.py), when scored
+    if live is not None and "live" in meta:
+        text += "\n".join(["", *live_section(*live, meta["live"])])
+    atomic_write_text(out, text)
 
 
 def main() -> None:
@@ -393,14 +440,18 @@ def main() -> None:
 def run_route(network: str, route: str, cfgs: dict[str, tuple[ExperimentConfig, Path]], args: Any) -> None:
     """Run (or resume) every method of one route."""
     if args.seed_major:  # seed 0 of every method, then seed 1...: a stopped study has k seeds of all
-        for seed in range(args.seeds):
-            for cfg, out in cfgs.values():
-                out = prepare_output(cfg, out)
-                with output_lock(out):
-                    s = run_seed(cfg, seed, out)
-                print(
-                    f"{network} {route} {cfg.label} seed {seed}: {s['final_cumulative_regret_wh']:.1f} Wh", flush=True
-                )
+        stored: set[tuple[str, int]] = set()
+        if Path(args.data).is_file():  # seeds already in --data run after the missing ones (then checked: merge_rows)
+            d = pd.read_csv(args.data)
+            d = d[(d["network"] == network) & (d["route"] == route)]
+            stored = set(zip(d["label"], d["seed"].astype(int), strict=True))
+        jobs = [(seed, cfg, out) for seed in range(args.seeds) for cfg, out in cfgs.values()]
+        jobs.sort(key=lambda j: (j[1].label, j[0]) in stored)  # stable: the seed-major order within each part
+        for seed, cfg, out in jobs:
+            out = prepare_output(cfg, out)
+            with output_lock(out):
+                s = run_seed(cfg, seed, out)
+            print(f"{network} {route} {cfg.label} seed {seed}: {s['final_cumulative_regret_wh']:.1f} Wh", flush=True)
     for cfg, out in cfgs.values():
         s = run_experiment(cfg, out, workers=args.workers, progress=False)
         print(
