@@ -6,7 +6,7 @@ final route (the route driven in round T) and the exact optima of the replay's t
 ``--slots`` departure times, appending each trip to ``--data``/``sumo_bandit_live_trips.csv`` (a rerun drives only
 the trips not stored); records this command in the study's ``--meta``.  The section "Final routes driven live" of
 ``docs/results/sumo_bandit.md`` is then rebuilt from these files by the study's ``--report-only`` (method:
-:mod:`evroute.experiments.live_scores`)::
+:mod:`evroute.experiments.sumo_bandit`)::
 
     nice -n 10 python scripts/sumo/sumo_bandit_live.py --runs results/sumo-rerun --network monaco --routes A B
     python scripts/sumo/sumo_bandit_study.py --report-only
@@ -25,7 +25,7 @@ from typing import Any, NoReturn
 import numpy as np
 import pandas as pd
 
-from evroute.experiments.live_scores import (
+from evroute.experiments.sumo_bandit import (
     FINAL_COLUMNS,
     FINALS,
     REFERENCES,

@@ -32,6 +32,7 @@ import pandas as pd
 from evroute.experiments import ExperimentConfig, run_experiment
 from evroute.experiments.output import output_lock
 from evroute.experiments.runner import prepare_output, run_seed
+from evroute.experiments.sumo_bandit import merge_rows
 from evroute.io import atomic_write_text
 from evroute.stats import format_mean_se, mean_se, paired_differences
 
@@ -309,35 +310,6 @@ def _machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} when written"
 
 
-#: the columns that identify one run's seed in ``--data`` (the merge key)
-KEY = ["network", "route", "label", "seed"]
-
-
-def merge_rows(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """``old`` rows (the stored ``--data``) with ``new`` ones merged in, keyed by :data:`KEY`: a seed run again
-    replaces its stored row (one row per key), and the check of that re-run against the stored value is returned:
-    ``{"compared", "identical", "max_abs_diff_wh", "differing": [[network, route, label, seed, stored, new], ...]}``
-    (final regrets, own truth, Wh, equal to the stored 3 decimals)."""
-    both = old.merge(new, on=KEY, suffixes=("_old", ""))
-    diff = (both["final_regret_wh"] - both["final_regret_wh_old"]).abs()
-    bad = both[diff > 5e-4]  # rows are rounded to 3 decimals: a reproduced seed agrees to the last one
-    check = {
-        "compared": len(both),
-        "identical": int(len(both) - len(bad)),
-        "max_abs_diff_wh": round(float(diff.max()), 3) if len(both) else 0.0,
-        "differing": [
-            [r.network, r.route, r.label, int(r.seed), float(r.final_regret_wh_old), float(r.final_regret_wh)]
-            for r in bad.itertuples()
-        ],
-    }
-    kept = old.merge(new[KEY], on=KEY, how="left", indicator=True)
-    kept = kept[kept["_merge"] == "left_only"].drop(columns="_merge")
-    out = pd.concat([kept, new], ignore_index=True).reindex(columns=COLUMNS)
-    order = {k: i for i, k in enumerate(dict.fromkeys(zip(out["network"], out["route"], strict=True)))}
-    out = out.assign(_r=[order[k] for k in zip(out["network"], out["route"], strict=True)])
-    return out.sort_values(["_r", "label", "seed"], kind="stable").drop(columns="_r"), check
-
-
 def write_data(rows: list[dict[str, Any]], meta: dict[str, Any], data: Path, meta_path: Path) -> None:
     """Merge ``rows`` into ``data`` (:func:`merge_rows`) and ``meta`` into ``meta_path`` (routes and commands of an
     earlier invocation kept; the re-run check of this one recorded under ``rerun_check``)."""
@@ -358,7 +330,7 @@ def write_data(rows: list[dict[str, Any]], meta: dict[str, Any], data: Path, met
 
 def report_from_files(data: Path, meta_path: Path, out: Path) -> None:
     """Rebuild ``out`` from the committed data alone."""
-    from evroute.experiments.live_scores import live_section, read_live
+    from evroute.experiments.sumo_bandit import live_section, read_live
 
     df = pd.read_csv(data)
     meta = json.loads(meta_path.read_text())

@@ -1,4 +1,6 @@
-"""The final routes of SUMO bandit runs scored by live SUMO energy (issue 20, item 4: the ground truth a driver pays).
+"""Helpers of the SUMO bandit study (``scripts/sumo/sumo_bandit_study.py``): per-seed data merged by key
+(:func:`merge_rows`), and the final routes of its runs scored by live SUMO energy (issue 20, item 4: the ground truth
+a driver pays).
 
 ``scripts/sumo/sumo_bandit_live.py`` collects, ``scripts/sumo/sumo_bandit_study.py`` writes the report section
 (:func:`live_section`) from two committed tables:
@@ -42,6 +44,40 @@ TRIP_COLUMNS = [
     "network", "route_key", "slot", "depart_s", "speed_factor", "ok", "failure", "battery_wh", "reduced_wh",
     "travel_s", "cpu_s", "edges",
 ]  # fmt: skip
+
+
+#: the columns that identify one run's seed in ``--data`` (the merge key)
+KEY = ["network", "route", "label", "seed"]
+
+
+def merge_rows(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``old`` rows (the stored ``--data``) with ``new`` ones merged in, keyed by :data:`KEY`: a seed run again
+    replaces its stored row (one row per key), and the check of that re-run against the stored value is returned:
+    ``{"compared", "identical", "max_abs_diff_wh", "differing": [[network, route, label, seed, stored, new], ...]}``
+    (final regrets, own truth, Wh, equal to the stored 3 decimals)."""
+    both = old.merge(new, on=KEY, suffixes=("_old", ""))
+    diff = (both["final_regret_wh"] - both["final_regret_wh_old"]).abs()
+    bad = both[diff > 5e-4]  # rows are rounded to 3 decimals: a reproduced seed agrees to the last one
+    check = {
+        "compared": len(both),
+        "identical": int(len(both) - len(bad)),
+        "max_abs_diff_wh": round(float(diff.max()), 3) if len(both) else 0.0,
+        "differing": [
+            [r.network, r.route, r.label, int(r.seed), float(r.final_regret_wh_old), float(r.final_regret_wh)]
+            for r in bad.itertuples()
+        ],
+    }
+    kept = old.merge(new[KEY], on=KEY, how="left", indicator=True)
+    kept = kept[kept["_merge"] == "left_only"].drop(columns="_merge")
+    out = pd.concat([kept, new], ignore_index=True).reindex(columns=list(old.columns))
+    # the stored order (routes, then methods, by first appearance; seeds ascending), new routes and methods last
+    first = pd.concat([old, new], ignore_index=True)
+    routes = {k: i for i, k in enumerate(dict.fromkeys(zip(first["network"], first["route"], strict=True)))}
+    labels = {k: i for i, k in enumerate(dict.fromkeys(first["label"]))}
+    out = out.assign(
+        _r=[routes[k] for k in zip(out["network"], out["route"], strict=True)], _l=out["label"].map(labels)
+    )
+    return out.sort_values(["_r", "_l", "seed"], kind="stable").drop(columns=["_r", "_l"]), check
 
 
 def route_key(edges: str) -> str:
@@ -127,7 +163,7 @@ def live_section(finals: pd.DataFrame, trips: pd.DataFrame, meta: dict[str, Any]
         "live environment's clock (`rounds_per_day = "
         f"{meta['slots']}`: {', '.join(meta['departures'])}), at each time with one speed factor shared by every "
         "route (seeded, drawn like SUMO's), so routes are compared in the same traffic "
-        "(`evroute/experiments/live_scores.py`).  A route's live energy is the battery energy of its complete "
+        "(`evroute/experiments/sumo_bandit.py`).  A route's live energy is the battery energy of its complete "
         "traversals, averaged over the departure times its trip succeeded at; "
         f"{int((~ok).sum())} of {len(trips)} trips failed ({int(trips['cpu_s'].sum())} CPU s for all trips).",
         "",
