@@ -19,8 +19,9 @@ a driver pays).
   (what the driver pays) and reduced (battery minus the change of kinetic and potential energy: the replay's unit)
   over the route's complete traversals.
 
-A route's live energy is its mean over the slots where its trip succeeded; a seed's paired difference with another
-route uses the slots both succeeded in.
+A route's live energy is the battery energy of its whole trip (``trip_battery_wh``), averaged over the slots where
+the EV arrived; a seed's paired difference with another route uses the slots both arrived in.  The reduced energy of
+the route's traversals (the replay's unit) is averaged over the slots whose traversals matched the route.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ TRIPS = "sumo_bandit_live_trips.csv"
 REFERENCES = {"REPLAY-OPT-TURN": "turn", "REPLAY-OPT-EDGE": "edge"}
 FINAL_COLUMNS = ["network", "route", "label", "model", "policy", "arms", "seed", "route_key", "replay_turn_wh"]
 TRIP_COLUMNS = [
-    "network", "route_key", "slot", "depart_s", "speed_factor", "ok", "failure", "battery_wh", "reduced_wh",
-    "travel_s", "cpu_s", "edges",
+    "network", "route_key", "slot", "depart_s", "speed_factor", "ok", "matched", "failure", "trip_battery_wh",
+    "battery_wh", "reduced_wh", "travel_s", "cpu_s", "edges",
 ]  # fmt: skip
 
 
@@ -100,8 +101,13 @@ def live_environment(linegraph: Any, env_params: dict[str, Any], vehicle: Any, s
 
 
 def drive(env: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any]:
-    """Drive ``edges`` (space-separated SUMO ids) in ``env.sim`` from slot ``slot``: one :data:`TRIP_COLUMNS` row
-    (energies in Wh summed over the route's complete traversals, NaN when the trip failed; CPU s of this process)."""
+    """Drive ``edges`` (space-separated SUMO ids) in ``env.sim`` from slot ``slot``: one :data:`TRIP_COLUMNS` row.
+
+    ``ok``: the EV arrived (not teleported, in time); ``trip_battery_wh``: the battery energy of the whole trip
+    ``[pred, route..., succ]`` (Wh; the ends are the same two edges for every route between the same start and goal
+    edges, :meth:`~evroute.sumo.live.LiveSimulation.end_edges`, so trips of one origin-destination pair compare);
+    ``matched``: the trip's traversals matched the route edge by edge, and then ``battery_wh``, ``reduced_wh``,
+    ``travel_s`` are sums over the route's complete traversals (NaN otherwise); ``cpu_s``: CPU s of this process."""
     import time
 
     from evroute.errors import EvrouteError
@@ -112,13 +118,16 @@ def drive(env: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any
     try:
         pred, succ = env.sim.end_edges(route[0], route[-1])
         t = env.sim.drive([pred, *route, succ], int(slot), speed_factor=float(speed_factor))
-        ok = t.ok and bool(np.all(np.isfinite(t.route_reduced_wh)))
-        row |= {"depart_s": t.depart_s, "ok": ok, "failure": t.failure}
+        matched = t.ok and bool(np.all(np.isfinite(t.route_reduced_wh)))
+        # the EV arrived unless teleported / late: LiveSimulation.drive's only other failure is the traversal match
+        arrived = matched or t.failure.startswith("traversals")
+        row |= {"depart_s": t.depart_s, "ok": arrived, "matched": matched, "failure": t.failure}
+        row["trip_battery_wh"] = float(t.battery_wh) if arrived else math.nan
         sums = {"battery_wh": t.route_energy_wh, "reduced_wh": t.route_reduced_wh, "travel_s": t.route_travel_s}
-        row |= {k: float(np.sum(v)) if ok else math.nan for k, v in sums.items()}
+        row |= {k: float(np.sum(v)) if matched else math.nan for k, v in sums.items()}
     except EvrouteError as exc:  # SUMO failing to start or during the trip
-        row |= {"depart_s": math.nan, "ok": False, "failure": str(exc).splitlines()[0]}
-        row |= {"battery_wh": math.nan, "reduced_wh": math.nan, "travel_s": math.nan}
+        row |= {"depart_s": math.nan, "ok": False, "matched": False, "failure": str(exc).splitlines()[0]}
+        row |= dict.fromkeys(("trip_battery_wh", "battery_wh", "reduced_wh", "travel_s"), math.nan)
     row["cpu_s"] = round(time.process_time() - cpu0, 3)
     row["edges"] = edges
     return row
@@ -127,7 +136,7 @@ def drive(env: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any
 def _slot_values(trips: pd.DataFrame, column: str) -> dict[str, pd.Series]:
     """Route key -> its successful trips' ``column`` by slot."""
     ok = trips[trips["ok"].astype(bool)]
-    return {k: g.set_index("slot")[column] for k, g in ok.groupby("route_key")}
+    return {k: g.set_index("slot")[column].dropna() for k, g in ok.groupby("route_key")}
 
 
 def _paired(a: pd.Series | None, b: pd.Series | None) -> float:
@@ -163,12 +172,16 @@ def live_section(finals: pd.DataFrame, trips: pd.DataFrame, meta: dict[str, Any]
         "live environment's clock (`rounds_per_day = "
         f"{meta['slots']}`: {', '.join(meta['departures'])}), at each time with one speed factor shared by every "
         "route (seeded, drawn like SUMO's), so routes are compared in the same traffic "
-        "(`evroute/experiments/sumo_bandit.py`).  A route's live energy is the battery energy of its complete "
-        "traversals, averaged over the departure times its trip succeeded at; "
-        f"{int((~ok).sum())} of {len(trips)} trips failed ({int(trips['cpu_s'].sum())} CPU s for all trips).",
+        "(`evroute/experiments/sumo_bandit.py`).  A route's live energy is the battery energy of the whole trip "
+        "(the route between one entry and one exit edge, the same two for every route of a start and goal), "
+        "averaged over the departure times the EV arrived at; its live reduced energy (the replay's unit) averages "
+        "the trips whose traversals matched the route edge by edge.  "
+        f"Trips: {len(trips)}, of which {int((~ok).sum())} did not arrive (teleported or late) and "
+        f"{int((ok & ~trips['matched'].astype(bool)).sum())} arrived with traversals not matching the route "
+        f"({int(trips['cpu_s'].sum())} CPU s for all trips).",
         "",
     ]
-    battery, reduced = _slot_values(trips, "battery_wh"), _slot_values(trips, "reduced_wh")
+    battery, reduced = _slot_values(trips, "trip_battery_wh"), _slot_values(trips, "reduced_wh")
     for (network, route), g in finals.groupby(["network", "route"], sort=False):
         refs = g[g["label"].isin(list(REFERENCES))].set_index("label")
         runs = g[~g["label"].isin(list(REFERENCES))]
