@@ -81,6 +81,27 @@ def merge_rows(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, dict
     return out.sort_values(["_r", "_l", "seed"], kind="stable").drop(columns=["_r", "_l"]), check
 
 
+def rerun_lines(checks: dict[str, dict[str, Any]]) -> list[str]:
+    """Report lines of the re-run checks (:func:`merge_rows`) of the study's commands: stored seeds run again."""
+    lines = []
+    for command, c in checks.items():
+        lines.append(
+            f"Re-run check: `{command}` ran {c['compared']} stored seed(s) again; {c['identical']} reproduce the "
+            f"stored final regret to 0.001 Wh (largest difference {c['max_abs_diff_wh']:.3f} Wh)"
+            + (
+                ": differing "
+                + "; ".join(
+                    f"{n} {r} {lab} seed {sd} ({a:.1f} -> {b:.1f} Wh)" for n, r, lab, sd, a, b in c["differing"]
+                )
+                if c["differing"]
+                else ""
+            )
+            + ".  The data hold the re-run values."
+        )
+        lines.append("")
+    return lines
+
+
 def route_key(edges: str) -> str:
     """A short stable key of a route (its space-separated SUMO edge ids): 12 hex digits of its SHA-256."""
     return hashlib.sha256(edges.encode()).hexdigest()[:12]

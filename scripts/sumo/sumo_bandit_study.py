@@ -32,7 +32,7 @@ import pandas as pd
 from evroute.experiments import ExperimentConfig, run_experiment
 from evroute.experiments.output import output_lock
 from evroute.experiments.runner import prepare_output, run_seed
-from evroute.experiments.sumo_bandit import merge_rows
+from evroute.experiments.sumo_bandit import merge_rows, rerun_lines
 from evroute.io import atomic_write_text
 from evroute.stats import format_mean_se, mean_se, paired_differences
 
@@ -138,6 +138,8 @@ def route_meta(cfg: ExperimentConfig) -> dict[str, Any]:
         "traversals": int(np.sum(getattr(env, "counts"))),  # noqa: B009 (a SumoReplayEnvironment attribute)
         "probe_trips": int(day.get("probe_trips", 0)),
         "clipped_traversals": int(d["clipped_traversals"]),
+        "record_cpu_s": round(float(day.get("record_cpu_s", float("nan"))), 1),  # recording the day (SUMO included)
+        "record_wall_s": round(float(day.get("record_wall_s", float("nan"))), 1),
         "clipped_wh": round(float(d["clipped_wh"]), 3),
         "eq8_edges": len(d["eq8_edges"]),
         "negative_cycle_reachable": bool(d["negative_cycle_reachable"]),
@@ -203,6 +205,7 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
         "change of kinetic and potential energy, `docs/arms.md`).  "
         f"Machine: {meta['machine']}; run CPU time (all runs, set-up included) {df['cpu_s'].sum():.0f} s.",
         "",
+        *rerun_lines(meta.get("rerun_check", {})),
     ]
     for (network, route), g in df.groupby(["network", "route"], sort=False):
         m = meta["routes"][f"{network}-{route}"]
@@ -310,15 +313,18 @@ def _machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} when written"
 
 
-def write_data(rows: list[dict[str, Any]], meta: dict[str, Any], data: Path, meta_path: Path) -> None:
+def write_data(
+    rows: list[dict[str, Any]], meta: dict[str, Any], data: Path, meta_path: Path, *, check: bool = True
+) -> None:
     """Merge ``rows`` into ``data`` (:func:`merge_rows`) and ``meta`` into ``meta_path`` (routes and commands of an
-    earlier invocation kept; the re-run check of this one recorded under ``rerun_check``)."""
+    earlier invocation kept; with ``check``, the re-run check of this one recorded under ``rerun_check``: not for
+    ``--tables-only``, whose rows are the stored ones)."""
     data.parent.mkdir(parents=True, exist_ok=True)
     new = pd.DataFrame(rows, columns=COLUMNS)
     if data.is_file() and meta_path.is_file():
-        df, check = merge_rows(pd.read_csv(data), new)
+        df, rerun = merge_rows(pd.read_csv(data), new)
         old = json.loads(meta_path.read_text())
-        checks = {**old.get("rerun_check", {}), **({meta["command"]: check} if check["compared"] else {})}
+        checks = {**old.get("rerun_check", {}), **({meta["command"]: rerun} if rerun["compared"] and check else {})}
         commands = list(dict.fromkeys([*old.get("commands", [old["command"]]), meta["command"]]))
         meta = {**old, **meta, "routes": {**old["routes"], **meta["routes"]}, "commands": commands}
         meta["command"], meta["rerun_check"] = commands[0], checks
@@ -404,7 +410,7 @@ def main() -> None:
         "machine": _machine(),
         "routes": routes_meta,
     }
-    write_data(rows, meta, Path(args.data), Path(args.meta))
+    write_data(rows, meta, Path(args.data), Path(args.meta), check=not args.tables_only)
     report_from_files(Path(args.data), Path(args.meta), Path(args.out))
     print(Path(args.out).read_text())
 
