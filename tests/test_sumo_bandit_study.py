@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from evroute.experiments.sumo_bandit import live_section, merge_rows, route_key
+from evroute.experiments.sumo_bandit import live_section, merge_rows, rerun_lines, route_key, timing_lines
 
 COLS = ["network", "route", "label", "seed", "final_regret_wh", "cpu_s"]
 
@@ -90,3 +90,26 @@ def test_live_section_numbers_by_hand() -> None:
     assert (
         "Live, arms: of 1 paired comparisons turn - edge, 0 resolve lower live energy, 0 higher, not resolved" in text
     )
+
+
+def test_rerun_and_timing_paragraphs_by_hand() -> None:
+    """Re-run check sentence from merge_rows' check; the cost of a study not run: timed methods 300 + 20 CPU s per
+    seed against 60 + 4 here (ratio 5.0): 10 seeds x 2 routes x 320 s = 107 CPU-min, the untimed BI-TS (1 s here)
+    10 x 2 x 5 x 1 s = 2 CPU-min (100 s), 108 in all."""
+    _, check = merge_rows(_df([("m", "A", "GP-TS", 0, 5.0, 2.0)]), _df([("m", "A", "GP-TS", 0, 6.0, 3.0)]))
+    text = "\n".join(rerun_lines({"python s": check}))
+    assert "`python s` ran 1 stored seed(s) again; 0 reproduce the stored final regret to 0.001 Wh" in text
+    assert "(largest difference 1.000 Wh): differing m A GP-TS seed 0 (5.0 -> 6.0 Wh)." in text
+    timed = pd.DataFrame(
+        {"network": "lux", "route": "A", "label": ["GP-EXACT-UCB-TURN", "GP-EXACT-UCB"], "cpu_s": [300.0, 20.0]}
+    )
+    study = pd.DataFrame(
+        {"label": ["GP-EXACT-UCB-TURN"] * 2 + ["GP-EXACT-UCB"] * 2 + ["BI-TS"] * 2, "cpu_s": [50, 70, 4, 4, 1, 1.0]}
+    )
+    day = {"probe_trips": 100, "traversals": 1000, "record_cpu_s": 94.7, "record_wall_s": 379.1}
+    meta = {"routes": {"lux-A": day}, "horizon": 500, "command": "python y"}
+    text = "\n".join(timing_lines(timed, meta, study, seeds=10))
+    assert "GP-EXACT-UCB-TURN 300 CPU s (60 s per seed here), GP-EXACT-UCB 20 CPU s (4 s per seed here)" in text
+    assert "cost 95 CPU s (379 s wall)" in text and "5.0 times what they cost" in text
+    assert "alone would take 107 CPU-minutes and the other 1 methods about 2 more" in text
+    assert "108 CPU-minutes in all" in text

@@ -336,7 +336,7 @@ def write_data(
 
 def report_from_files(data: Path, meta_path: Path, out: Path) -> None:
     """Rebuild ``out`` from the committed data alone."""
-    from evroute.experiments.sumo_bandit import live_section, read_live
+    from evroute.experiments.sumo_bandit import live_section, read_live, read_timing, timing_lines
 
     df = pd.read_csv(data)
     meta = json.loads(meta_path.read_text())
@@ -344,6 +344,9 @@ def report_from_files(data: Path, meta_path: Path, out: Path) -> None:
     live = read_live(data.parent)  # the final routes driven live (scripts/sumo/sumo_bandit_live.py), when scored
     if live is not None and "live" in meta:
         text += "\n".join(["", *live_section(*live, meta["live"])])
+    timing = read_timing(data.parent)  # one seed of the dearest methods timed on a network not run
+    if timing is not None:
+        text += "\n".join(["", *timing_lines(*timing, df, int(meta["seeds"]))])
     atomic_write_text(out, text)
 
 
