@@ -54,8 +54,13 @@ def _finals() -> pd.DataFrame:
 
 
 def _trips() -> pd.DataFrame:
-    battery = {"o": [100.0, 110.0], "r1": [120.0, 130.0], "r2": [105.0, 125.0], "r3": [150.0, None]}
-    rows = []
+    battery: dict[str, list[float | None]] = {
+        "o": [100.0, 110.0],
+        "r1": [120.0, 130.0],
+        "r2": [105.0, 125.0],
+        "r3": [150.0, None],
+    }
+    rows: list[dict[str, object]] = []
     for r, values in battery.items():
         for slot, b in enumerate(values):
             rows.append({"network": "m", "route_key": route_key(r), "slot": slot, "ok": b is not None,
