@@ -102,8 +102,8 @@ def test_rerun_and_timing_paragraphs_by_hand() -> None:
     seed against 60 + 4 here (ratio 5.0): 10 seeds x 2 routes x 320 s = 107 CPU-min, the untimed BI-TS (1 s here)
     10 x 2 x 5 x 1 s = 2 CPU-min (100 s), 108 in all."""
     _, check = merge_rows(_df([("m", "A", "GP-TS", 0, 5.0, 2.0)]), _df([("m", "A", "GP-TS", 0, 6.0, 3.0)]))
-    text = "\n".join(rerun_lines({"python s": check}))
-    assert "`python s` ran 1 stored seed(s) again; 0 reproduce the stored final regret to 0.001 Wh" in text
+    text = "\n".join(rerun_lines({"python s": {"against": "abc", **check}}))
+    assert "`python s` ran 1 seed(s) stored at commit `abc` again; 0 reproduce the stored final regret to 0.001" in text
     assert "(largest difference 1.000 Wh): differing m A GP-TS seed 0 (5.0 -> 6.0 Wh)." in text
     timed = pd.DataFrame(
         {"network": "lux", "route": "A", "label": ["GP-EXACT-UCB-TURN", "GP-EXACT-UCB"], "cpu_s": [300.0, 20.0]}

@@ -82,12 +82,14 @@ def merge_rows(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, dict
 
 
 def rerun_lines(checks: dict[str, dict[str, Any]]) -> list[str]:
-    """Report lines of the re-run checks (:func:`merge_rows`) of the study's commands: stored seeds run again."""
+    """Report lines of the re-run checks of the study's commands (``{command: {"against": commit, **check}}``, the
+    check of :func:`merge_rows`): seeds stored at a commit, run again."""
     lines = []
     for command, c in checks.items():
         lines.append(
-            f"Re-run check: `{command}` ran {c['compared']} stored seed(s) again; {c['identical']} reproduce the "
-            f"stored final regret to 0.001 Wh (largest difference {c['max_abs_diff_wh']:.3f} Wh)"
+            f"Re-run check: `{command}` ran {c['compared']} seed(s) stored at commit `{c.get('against', '?')}` "
+            f"again; {c['identical']} reproduce the stored final regret to 0.001 Wh (largest difference "
+            f"{c['max_abs_diff_wh']:.3f} Wh)"
             + (
                 ": differing "
                 + "; ".join(

@@ -313,18 +313,30 @@ def _machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} when written"
 
 
+def reference_data(commit: str, data: str) -> pd.DataFrame:
+    """``data`` (a path in the repository) as committed at ``commit`` (``git show``); exit 2 if there is none."""
+    import io
+    import subprocess
+
+    out = subprocess.run(["git", "show", f"{commit}:{data}"], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        print(f"evroute: error: --check-against {commit}: no {data} at that commit", file=sys.stderr)
+        raise SystemExit(2)
+    return pd.read_csv(io.StringIO(out.stdout))
+
+
 def write_data(
-    rows: list[dict[str, Any]], meta: dict[str, Any], data: Path, meta_path: Path, *, check: bool = True
+    rows: list[dict[str, Any]], meta: dict[str, Any], data: Path, meta_path: Path, *, check: dict[str, Any] | None
 ) -> None:
     """Merge ``rows`` into ``data`` (:func:`merge_rows`) and ``meta`` into ``meta_path`` (routes and commands of an
-    earlier invocation kept; with ``check``, the re-run check of this one recorded under ``rerun_check``: not for
-    ``--tables-only``, whose rows are the stored ones)."""
+    earlier invocation kept); ``check`` (the rows against the data at a commit, :func:`reference_check`) is recorded
+    under ``rerun_check`` for this command."""
     data.parent.mkdir(parents=True, exist_ok=True)
     new = pd.DataFrame(rows, columns=COLUMNS)
     if data.is_file() and meta_path.is_file():
-        df, rerun = merge_rows(pd.read_csv(data), new)
+        df, _ = merge_rows(pd.read_csv(data), new)
         old = json.loads(meta_path.read_text())
-        checks = {**old.get("rerun_check", {}), **({meta["command"]: rerun} if rerun["compared"] and check else {})}
+        checks = {**old.get("rerun_check", {}), **({meta["command"]: check} if check and check["compared"] else {})}
         commands = list(dict.fromkeys([*old.get("commands", [old["command"]]), meta["command"]]))
         meta = {**old, **meta, "routes": {**old["routes"], **meta["routes"]}, "commands": commands}
         meta["command"], meta["rerun_check"] = commands[0], checks
@@ -371,8 +383,14 @@ def main() -> None:
         help="run seed 0 of every method, then seed 1, ... (a stopped study has equal seeds)",
     )
     ap.add_argument("--tables-only", action="store_true", help="write data and report from the seeds completed so far")
+    ap.add_argument(
+        "--check-against",
+        metavar="COMMIT",
+        help="record how the seeds run reproduce those in --data at this git commit (the re-run check)",
+    )
     ap.add_argument("--report-only", action="store_true", help="no runs: rebuild --out from --data and --meta alone")
     args = ap.parse_args()
+    reference = reference_data(args.check_against, args.data) if args.check_against else None
     if args.report_only:
         for p in (Path(args.data), Path(args.meta)):
             if not p.is_file():
@@ -405,6 +423,9 @@ def main() -> None:
             rows += collect_rows(network, route, cfgs)
             routes_meta[f"{network}-{route}"] = {**route_meta(next(iter(cfgs.values()))[0]), "methods": list(cfgs)}
     argv = [a for a in sys.argv[1:] if a != "--tables-only"]
+    if args.check_against:  # not part of the study's command (a check of its data)
+        i = argv.index("--check-against")
+        argv = argv[:i] + argv[i + 2 :]
     meta = {
         "command": "python scripts/sumo/sumo_bandit_study.py " + shlex.join(argv),
         "env_params": env_params,
@@ -413,7 +434,10 @@ def main() -> None:
         "machine": _machine(),
         "routes": routes_meta,
     }
-    write_data(rows, meta, Path(args.data), Path(args.meta), check=not args.tables_only)
+    check = None
+    if reference is not None:  # the seeds of these runs against the data at that commit (idempotent)
+        check = {"against": args.check_against, **merge_rows(reference, pd.DataFrame(rows, columns=COLUMNS))[1]}
+    write_data(rows, meta, Path(args.data), Path(args.meta), check=check)
     report_from_files(Path(args.data), Path(args.meta), Path(args.out))
     print(Path(args.out).read_text())
 
