@@ -327,7 +327,8 @@ def timing_lines(
     )
     return [
         f"**Not done: {net} A/B.** One seed (T = {timed_meta['horizon']}) of the dearest methods on {net} {route}, "
-        f"same environment parameters (`{timed_meta['command']}`), cost {cells}, set-up included; recording the "
+        f"same environment parameters (`{timed_meta['command']}`; data [`data/{TIMING}.csv`](data/{TIMING}.csv), "
+        f"[`data/{TIMING}.json`](data/{TIMING}.json)), cost {cells}, set-up included; recording the "
         f"day once (SUMO, {m['probe_trips']:,} probe trips, {m['traversals']:,} traversals) cost "
         f"{m['record_cpu_s']:.0f} CPU s ({m['record_wall_s']:.0f} s wall).  Per seed these methods cost "
         f"{ratio:.1f} times what they cost on the routes above; at {seeds} seeds x {routes} routes the timed methods "

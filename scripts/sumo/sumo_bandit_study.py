@@ -196,7 +196,8 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
         "",
         *(f"    {c}" for c in meta.get("commands", [meta["command"]])),
         "    python scripts/sumo/sumo_bandit_study.py --report-only --data docs/results/data/"
-        f"{data_name} --meta docs/results/data/{meta_name} --out docs/results/sumo_bandit.md",
+        f"{data_name} --meta docs/results/data/{meta_name} --extra-data docs/results/data --out "
+        "docs/results/sumo_bandit.md",
         "",
         f"Data: per-seed final regrets [`data/{data_name}`](data/{data_name}), set-up and reference checks "
         f"[`data/{meta_name}`](data/{meta_name}).  Environment parameters: "
@@ -346,17 +347,19 @@ def write_data(
     atomic_write_text(meta_path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
 
-def report_from_files(data: Path, meta_path: Path, out: Path) -> None:
-    """Rebuild ``out`` from the committed data alone."""
+def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None = None) -> None:
+    """Rebuild ``out`` from the committed data alone; ``extra``: the folder of the live-scoring and timing tables
+    (default: ``data``'s folder)."""
     from evroute.experiments.sumo_bandit import live_section, read_live, read_timing, timing_lines
 
     df = pd.read_csv(data)
     meta = json.loads(meta_path.read_text())
     text = report(df, meta, data.name, meta_path.name)
-    live = read_live(data.parent)  # the final routes driven live (scripts/sumo/sumo_bandit_live.py), when scored
+    extra = data.parent if extra is None else extra
+    live = read_live(extra)  # the final routes driven live (scripts/sumo/sumo_bandit_live.py), when scored
     if live is not None and "live" in meta:
         text += "\n".join(["", *live_section(*live, meta["live"])])
-    timing = read_timing(data.parent)  # one seed of the dearest methods timed on a network not run
+    timing = read_timing(extra)  # one seed of the dearest methods timed on a network not run
     if timing is not None:
         text += "\n".join(["", *timing_lines(*timing, df, int(meta["seeds"]))])
     atomic_write_text(out, text)
@@ -388,6 +391,11 @@ def main() -> None:
         metavar="COMMIT",
         help="record how the seeds run reproduce those in --data at this git commit (the re-run check)",
     )
+    ap.add_argument(
+        "--extra-data",
+        type=Path,
+        help="folder of the live-scoring (scripts/sumo/sumo_bandit_live.py) and timing tables (default: --data's)",
+    )
     ap.add_argument("--report-only", action="store_true", help="no runs: rebuild --out from --data and --meta alone")
     args = ap.parse_args()
     reference = reference_data(args.check_against, args.data) if args.check_against else None
@@ -395,7 +403,7 @@ def main() -> None:
         for p in (Path(args.data), Path(args.meta)):
             if not p.is_file():
                 ap.exit(2, f"evroute: error: no study data at {p} (run the study without --report-only)\n")
-        report_from_files(Path(args.data), Path(args.meta), Path(args.out))
+        report_from_files(Path(args.data), Path(args.meta), Path(args.out), args.extra_data)
         return
     env_params = {k: _value(v) for k, v in (p.split("=", 1) for p in args.env_param)}
     rows: list[dict[str, Any]] = []
@@ -438,7 +446,7 @@ def main() -> None:
     if reference is not None:  # the seeds of these runs against the data at that commit (idempotent)
         check = {"against": args.check_against, **merge_rows(reference, pd.DataFrame(rows, columns=COLUMNS))[1]}
     write_data(rows, meta, Path(args.data), Path(args.meta), check=check)
-    report_from_files(Path(args.data), Path(args.meta), Path(args.out))
+    report_from_files(Path(args.data), Path(args.meta), Path(args.out), args.extra_data)
     print(Path(args.out).read_text())
 
 
