@@ -181,9 +181,12 @@ def _sentence(a: str, b: str, p: Any) -> str:
     return f"{a} - {b} is not resolved on live battery energy: the 95 % interval contains 0 {tail}"
 
 
-def live_section(finals: pd.DataFrame, trips: pd.DataFrame, meta: dict[str, Any]) -> list[str]:
+def live_section(
+    finals: pd.DataFrame, trips: pd.DataFrame, meta: dict[str, Any], order: dict[str, list[str]] | None = None
+) -> list[str]:
     """Markdown lines of the report section: per route, every method's final routes driven live against the replay
-    optimum, and the paired GP - BI and turn - edge differences (every sentence generated from the table)."""
+    optimum, and the paired GP - BI and turn - edge differences (every sentence generated from the table).
+    ``order``: ``"network-route"`` -> method labels in the study's order (others after them, as stored)."""
     ok = trips["ok"].astype(bool)
     lines = [
         "## Final routes driven live (sumo-live)",
@@ -208,6 +211,9 @@ def live_section(finals: pd.DataFrame, trips: pd.DataFrame, meta: dict[str, Any]
     for (network, route), g in finals.groupby(["network", "route"], sort=False):
         refs = g[g["label"].isin(list(REFERENCES))].set_index("label")
         runs = g[~g["label"].isin(list(REFERENCES))]
+        rank = {lab: i for i, lab in enumerate((order or {}).get(f"{network}-{route}", []))}
+        runs = runs.assign(_o=[rank.get(lab, len(rank)) for lab in runs["label"]])
+        runs = runs.sort_values("_o", kind="stable").drop(columns="_o")
         opt = str(refs.loc["REPLAY-OPT-TURN", "route_key"])
         lines += [
             f"### {network} {route}",
