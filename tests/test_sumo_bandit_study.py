@@ -31,6 +31,7 @@ def test_merge_is_keyed_keeps_stored_order_and_checks_reruns() -> None:
     assert out.set_index(["route", "label", "seed"]).loc[("A", "GP-TS", 0), "final_regret_wh"] == 6.0  # the re-run
     assert out.set_index(["route", "label", "seed"]).loc[("A", "BI-TS", 1), "cpu_s"] == 9.0
     assert check["compared"] == 2 and check["identical"] == 1
+    assert check["compared_per_method"] == {"m A BI-TS": 1, "m A GP-TS": 1}
     assert check["max_abs_diff_wh"] == pytest.approx(1.0)
     assert check["differing"] == [["m", "A", "GP-TS", 0, 5.0, 6.0]]
     _, none = merge_rows(old, _df([("m", "C", "BI-TS", 0, 1.0, 1.0)]))
@@ -104,7 +105,7 @@ def test_rerun_and_timing_paragraphs_by_hand() -> None:
     _, check = merge_rows(_df([("m", "A", "GP-TS", 0, 5.0, 2.0)]), _df([("m", "A", "GP-TS", 0, 6.0, 3.0)]))
     text = "\n".join(rerun_lines({"python s": {"against": "abc", **check}}))
     assert "`python s` ran 1 seed(s) stored at commit `abc` again; 0 reproduce the stored final regret to 0.001" in text
-    assert "(largest difference 1.000 Wh): differing m A GP-TS seed 0 (5.0 -> 6.0 Wh)." in text
+    assert "(largest difference 1.000 Wh); differing seeds: m A GP-TS 1 of 1." in text
     timed = pd.DataFrame(
         {"network": "lux", "route": "A", "label": ["GP-EXACT-UCB-TURN", "GP-EXACT-UCB"], "cpu_s": [300.0, 20.0]}
     )

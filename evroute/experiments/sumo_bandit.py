@@ -61,6 +61,9 @@ def merge_rows(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, dict
     bad = both[diff > 5e-4]  # rows are rounded to 3 decimals: a reproduced seed agrees to the last one
     check = {
         "compared": len(both),
+        "compared_per_method": {
+            f"{n} {r} {lab}": int(k) for (n, r, lab), k in both.groupby(["network", "route", "label"]).size().items()
+        },
         "identical": int(len(both) - len(bad)),
         "max_abs_diff_wh": round(float(diff.max()), 3) if len(both) else 0.0,
         "differing": [
@@ -83,19 +86,24 @@ def merge_rows(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, dict
 
 def rerun_lines(checks: dict[str, dict[str, Any]]) -> list[str]:
     """Report lines of the re-run checks of the study's commands (``{command: {"against": commit, **check}}``, the
-    check of :func:`merge_rows`): seeds stored at a commit, run again."""
+    check of :func:`merge_rows`): seeds stored at a commit, run again; the differing seeds counted per route and
+    method (each pair of values is in the meta file)."""
     lines = []
     for command, c in checks.items():
+        per: dict[str, int] = {}
+        ran: dict[str, int] = {}
+        for n, r, lab, *_ in c["differing"]:
+            per[f"{n} {r} {lab}"] = per.get(f"{n} {r} {lab}", 0) + 1
+        for k, v in c.get("compared_per_method", {}).items():
+            ran[k] = int(v)
         lines.append(
             f"Re-run check: `{command}` ran {c['compared']} seed(s) stored at commit `{c.get('against', '?')}` "
             f"again; {c['identical']} reproduce the stored final regret to 0.001 Wh (largest difference "
             f"{c['max_abs_diff_wh']:.3f} Wh)"
             + (
-                ": differing "
-                + "; ".join(
-                    f"{n} {r} {lab} seed {sd} ({a:.1f} -> {b:.1f} Wh)" for n, r, lab, sd, a, b in c["differing"]
-                )
-                if c["differing"]
+                "; differing seeds: "
+                + ", ".join(f"{k} {v}" + (f" of {ran[k]}" if k in ran else "") for k, v in per.items())
+                if per
                 else ""
             )
             + ".  The data hold the re-run values."
