@@ -113,9 +113,11 @@ def test_rerun_and_timing_paragraphs_by_hand() -> None:
         {"label": ["GP-EXACT-UCB-TURN"] * 2 + ["GP-EXACT-UCB"] * 2 + ["BI-TS"] * 2, "cpu_s": [50, 70, 4, 4, 1, 1.0]}
     )
     day = {"probe_trips": 100, "traversals": 1000, "record_cpu_s": 94.7, "record_wall_s": 379.1}
+    day["methods"] = ["GP-EXACT-UCB-TURN", "GP-EXACT-UCB", "GP-EXACT-BUCB-TURN"]
     meta = {"routes": {"lux-A": day}, "horizon": 500, "command": "python y"}
     text = "\n".join(timing_lines(timed, meta, study, seeds=10))
     assert "GP-EXACT-UCB-TURN 300 CPU s (60 s per seed here), GP-EXACT-UCB 20 CPU s (4 s per seed here)" in text
     assert "cost 95 CPU s (379 s wall)" in text and "5.0 times what they cost" in text
     assert "alone would take 107 CPU-minutes and the other 1 methods about 2 more" in text
     assert "108 CPU-minutes in all" in text
+    assert "Asked but stopped before completing their seed: GP-EXACT-BUCB-TURN." in text

@@ -333,6 +333,7 @@ def timing_lines(
     ratio = float(per[both].sum() / ref[both].sum()) if both else math.nan
     others = ref.drop(index=both, errors="ignore")
     n_methods = int(study["label"].nunique())
+    stopped = [lab for lab in m.get("methods", []) if lab not in per.index]
     timed_total = seeds * routes * float(per.sum())
     other_total = seeds * routes * ratio * float(others.sum()) if len(others) else 0.0
     cells = ", ".join(
@@ -349,7 +350,8 @@ def timing_lines(
         f"alone would take {timed_total / 60:.0f} CPU-minutes and the other {n_methods - len(per)} methods about "
         f"{other_total / 60:.0f} more (their mean CPU per seed above times the same factor): "
         f"{(timed_total + other_total) / 60:.0f} CPU-minutes in all, more than the about 30 this study could spend "
-        "on a machine of 2 shared cores.",
+        "on a machine of 2 shared cores."
+        + (f"  Asked but stopped before completing their seed: {', '.join(stopped)}." if stopped else ""),
         "",
     ]
 
