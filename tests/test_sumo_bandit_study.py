@@ -112,7 +112,7 @@ def test_rerun_and_timing_paragraphs_by_hand() -> None:
     study = pd.DataFrame(
         {"label": ["GP-EXACT-UCB-TURN"] * 2 + ["GP-EXACT-UCB"] * 2 + ["BI-TS"] * 2, "cpu_s": [50, 70, 4, 4, 1, 1.0]}
     )
-    day = {"probe_trips": 100, "traversals": 1000, "record_cpu_s": 94.7, "record_wall_s": 379.1}
+    day: dict[str, object] = {"probe_trips": 100, "traversals": 1000, "record_cpu_s": 94.7, "record_wall_s": 379.1}
     day["methods"] = ["GP-EXACT-UCB-TURN", "GP-EXACT-UCB", "GP-EXACT-BUCB-TURN"]
     meta = {"routes": {"lux-A": day}, "horizon": 500, "command": "python y"}
     text = "\n".join(timing_lines(timed, meta, study, seeds=10))
