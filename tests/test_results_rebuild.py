@@ -86,6 +86,8 @@ REBUILT: dict[str, list[str]] = {
         "docs/results/data/sumo_bandit_finals.csv",
         "--meta",
         "docs/results/data/sumo_bandit_meta.json",
+        "--extra-data",
+        "docs/results/data",
         "--out",
         "{out}",
     ],

@@ -32,6 +32,7 @@ import pandas as pd
 from evroute.experiments import ExperimentConfig, run_experiment
 from evroute.experiments.output import output_lock
 from evroute.experiments.runner import prepare_output, run_seed
+from evroute.experiments.sumo_bandit import merge_rows, rerun_lines
 from evroute.io import atomic_write_text
 from evroute.stats import format_mean_se, mean_se, paired_differences
 
@@ -137,6 +138,8 @@ def route_meta(cfg: ExperimentConfig) -> dict[str, Any]:
         "traversals": int(np.sum(getattr(env, "counts"))),  # noqa: B009 (a SumoReplayEnvironment attribute)
         "probe_trips": int(day.get("probe_trips", 0)),
         "clipped_traversals": int(d["clipped_traversals"]),
+        "record_cpu_s": round(float(day.get("record_cpu_s", float("nan"))), 1),  # recording the day (SUMO included)
+        "record_wall_s": round(float(day.get("record_wall_s", float("nan"))), 1),
         "clipped_wh": round(float(d["clipped_wh"]), 3),
         "eq8_edges": len(d["eq8_edges"]),
         "negative_cycle_reachable": bool(d["negative_cycle_reachable"]),
@@ -188,12 +191,13 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
     lines = [
         "# Bandit study on SUMO energy (sumo-replay), exact regret reference: BI and exact GP, edge and turn arms",
         "",
-        "Command (raw runs under the ignored `results/`; the per-seed data and the set-up are committed, and "
+        "Commands (raw runs under the ignored `results/`; the per-seed data and the set-up are committed, and "
         "`--report-only` rebuilds this page from them alone):",
         "",
-        f"    {meta['command']}",
+        *(f"    {c}" for c in meta.get("commands", [meta["command"]])),
         "    python scripts/sumo/sumo_bandit_study.py --report-only --data docs/results/data/"
-        f"{data_name} --meta docs/results/data/{meta_name} --out docs/results/sumo_bandit.md",
+        f"{data_name} --meta docs/results/data/{meta_name} --extra-data docs/results/data --out "
+        "docs/results/sumo_bandit.md",
         "",
         f"Data: per-seed final regrets [`data/{data_name}`](data/{data_name}), set-up and reference checks "
         f"[`data/{meta_name}`](data/{meta_name}).  Environment parameters: "
@@ -202,6 +206,7 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
         "change of kinetic and potential energy, `docs/arms.md`).  "
         f"Machine: {meta['machine']}; run CPU time (all runs, set-up included) {df['cpu_s'].sum():.0f} s.",
         "",
+        *rerun_lines(meta.get("rerun_check", {})),
     ]
     for (network, route), g in df.groupby(["network", "route"], sort=False):
         m = meta["routes"][f"{network}-{route}"]
@@ -309,17 +314,56 @@ def _machine() -> str:
     return f"{platform.machine()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} when written"
 
 
-def write_data(rows: list[dict[str, Any]], meta: dict[str, Any], data: Path, meta_path: Path) -> None:
+def reference_data(commit: str, data: str) -> pd.DataFrame:
+    """``data`` (a path in the repository) as committed at ``commit`` (``git show``); exit 2 if there is none."""
+    import io
+    import subprocess
+
+    out = subprocess.run(["git", "show", f"{commit}:{data}"], capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        print(f"evroute: error: --check-against {commit}: no {data} at that commit", file=sys.stderr)
+        raise SystemExit(2)
+    return pd.read_csv(io.StringIO(out.stdout))
+
+
+def write_data(
+    rows: list[dict[str, Any]], meta: dict[str, Any], data: Path, meta_path: Path, *, check: dict[str, Any] | None
+) -> None:
+    """Merge ``rows`` into ``data`` (:func:`merge_rows`) and ``meta`` into ``meta_path`` (routes and commands of an
+    earlier invocation kept); ``check`` (the rows against the data at a commit, :func:`reference_check`) is recorded
+    under ``rerun_check`` for this command."""
     data.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(data, pd.DataFrame(rows, columns=COLUMNS).to_csv(index=False, lineterminator="\n"))
+    new = pd.DataFrame(rows, columns=COLUMNS)
+    if data.is_file() and meta_path.is_file():
+        df, _ = merge_rows(pd.read_csv(data), new)
+        old = json.loads(meta_path.read_text())
+        checks = {**old.get("rerun_check", {}), **({meta["command"]: check} if check and check["compared"] else {})}
+        commands = list(dict.fromkeys([*old.get("commands", [old["command"]]), meta["command"]]))
+        meta = {**old, **meta, "routes": {**old["routes"], **meta["routes"]}, "commands": commands}
+        meta["command"], meta["rerun_check"] = commands[0], checks
+    else:
+        df = new
+    atomic_write_text(data, df.to_csv(index=False, lineterminator="\n"))
     atomic_write_text(meta_path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
 
 
-def report_from_files(data: Path, meta_path: Path, out: Path) -> None:
-    """Rebuild ``out`` from the committed data alone."""
+def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None = None) -> None:
+    """Rebuild ``out`` from the committed data alone; ``extra``: the folder of the live-scoring and timing tables
+    (default: ``data``'s folder)."""
+    from evroute.experiments.sumo_bandit import live_section, read_live, read_timing, timing_lines
+
     df = pd.read_csv(data)
     meta = json.loads(meta_path.read_text())
-    atomic_write_text(out, report(df, meta, data.name, meta_path.name))
+    text = report(df, meta, data.name, meta_path.name)
+    extra = data.parent if extra is None else extra
+    live = read_live(extra)  # the final routes driven live (scripts/sumo/sumo_bandit_live.py), when scored
+    if live is not None and "live" in meta:
+        order = {k: list(r.get("methods", [])) for k, r in meta["routes"].items()}
+        text += "\n".join(["", *live_section(*live, meta["live"], order)])
+    timing = read_timing(extra)  # one seed of the dearest methods timed on a network not run
+    if timing is not None:
+        text += "\n".join(["", *timing_lines(*timing, df, int(meta["seeds"]))])
+    atomic_write_text(out, text)
 
 
 def main() -> None:
@@ -343,13 +387,24 @@ def main() -> None:
         help="run seed 0 of every method, then seed 1, ... (a stopped study has equal seeds)",
     )
     ap.add_argument("--tables-only", action="store_true", help="write data and report from the seeds completed so far")
+    ap.add_argument(
+        "--check-against",
+        metavar="COMMIT",
+        help="record how the seeds run reproduce those in --data at this git commit (the re-run check)",
+    )
+    ap.add_argument(
+        "--extra-data",
+        type=Path,
+        help="folder of the live-scoring (scripts/sumo/sumo_bandit_live.py) and timing tables (default: --data's)",
+    )
     ap.add_argument("--report-only", action="store_true", help="no runs: rebuild --out from --data and --meta alone")
     args = ap.parse_args()
+    reference = reference_data(args.check_against, args.data) if args.check_against else None
     if args.report_only:
         for p in (Path(args.data), Path(args.meta)):
             if not p.is_file():
                 ap.exit(2, f"evroute: error: no study data at {p} (run the study without --report-only)\n")
-        report_from_files(Path(args.data), Path(args.meta), Path(args.out))
+        report_from_files(Path(args.data), Path(args.meta), Path(args.out), args.extra_data)
         return
     env_params = {k: _value(v) for k, v in (p.split("=", 1) for p in args.env_param)}
     rows: list[dict[str, Any]] = []
@@ -377,6 +432,9 @@ def main() -> None:
             rows += collect_rows(network, route, cfgs)
             routes_meta[f"{network}-{route}"] = {**route_meta(next(iter(cfgs.values()))[0]), "methods": list(cfgs)}
     argv = [a for a in sys.argv[1:] if a != "--tables-only"]
+    if args.check_against:  # not part of the study's command (a check of its data)
+        i = argv.index("--check-against")
+        argv = argv[:i] + argv[i + 2 :]
     meta = {
         "command": "python scripts/sumo/sumo_bandit_study.py " + shlex.join(argv),
         "env_params": env_params,
@@ -385,22 +443,29 @@ def main() -> None:
         "machine": _machine(),
         "routes": routes_meta,
     }
-    write_data(rows, meta, Path(args.data), Path(args.meta))
-    report_from_files(Path(args.data), Path(args.meta), Path(args.out))
+    check = None
+    if reference is not None:  # the seeds of these runs against the data at that commit (idempotent)
+        check = {"against": args.check_against, **merge_rows(reference, pd.DataFrame(rows, columns=COLUMNS))[1]}
+    write_data(rows, meta, Path(args.data), Path(args.meta), check=check)
+    report_from_files(Path(args.data), Path(args.meta), Path(args.out), args.extra_data)
     print(Path(args.out).read_text())
 
 
 def run_route(network: str, route: str, cfgs: dict[str, tuple[ExperimentConfig, Path]], args: Any) -> None:
     """Run (or resume) every method of one route."""
     if args.seed_major:  # seed 0 of every method, then seed 1...: a stopped study has k seeds of all
-        for seed in range(args.seeds):
-            for cfg, out in cfgs.values():
-                out = prepare_output(cfg, out)
-                with output_lock(out):
-                    s = run_seed(cfg, seed, out)
-                print(
-                    f"{network} {route} {cfg.label} seed {seed}: {s['final_cumulative_regret_wh']:.1f} Wh", flush=True
-                )
+        stored: set[tuple[str, int]] = set()
+        if Path(args.data).is_file():  # seeds already in --data run after the missing ones (then checked: merge_rows)
+            d = pd.read_csv(args.data)
+            d = d[(d["network"] == network) & (d["route"] == route)]
+            stored = set(zip(d["label"], d["seed"].astype(int), strict=True))
+        jobs = [(seed, cfg, out) for seed in range(args.seeds) for cfg, out in cfgs.values()]
+        jobs.sort(key=lambda j: (j[1].label, j[0]) in stored)  # stable: the seed-major order within each part
+        for seed, cfg, out in jobs:
+            out = prepare_output(cfg, out)
+            with output_lock(out):
+                s = run_seed(cfg, seed, out)
+            print(f"{network} {route} {cfg.label} seed {seed}: {s['final_cumulative_regret_wh']:.1f} Wh", flush=True)
     for cfg, out in cfgs.values():
         s = run_experiment(cfg, out, workers=args.workers, progress=False)
         print(

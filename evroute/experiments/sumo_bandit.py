@@ -1,0 +1,366 @@
+"""Helpers of the SUMO bandit study (``scripts/sumo/sumo_bandit_study.py``): per-seed data merged by key
+(:func:`merge_rows`), and the final routes of its runs scored by live SUMO energy (issue 20, item 4: the ground truth
+a driver pays).
+
+``scripts/sumo/sumo_bandit_live.py`` collects, ``scripts/sumo/sumo_bandit_study.py`` writes the report section
+(:func:`live_section`) from two committed tables:
+
+* :data:`FINALS` (one row per run and seed, plus the references): the run's **final route**, the route it drove in
+  its last round T (``rounds.csv``; a route the learner's policy chose after T - 1 observations, exploration
+  included: what the learner drives, not what a driver who stops learning would drive), keyed by
+  :func:`route_key`, with its replay cost under the turn truth (mean reduced energies, Wh).  Two reference rows per
+  route, seed -1: :data:`REFERENCES`, the exact optimum of the replay's turn means and of its edge means.
+* :data:`TRIPS` (one row per distinct route and clock slot): the route driven in ``sumo-live``
+  (:mod:`evroute.environments.sumo_live`, the same scenario as the runs' replay: network, background demand, window,
+  vehicle, energy model) from the saved state of slot ``k``, the live environment's own clock with
+  ``rounds_per_day = K`` (departures ``hours[0] + k (hours[1] - hours[0]) / K``), with the speed factor
+  :func:`slot_speed_factor` (drawn like SUMO's, seeded per slot and shared by every route: routes driven at the same
+  slot meet the same traffic and the same driver, so differences between routes are paired).  Energies: battery
+  (what the driver pays) and reduced (battery minus the change of kinetic and potential energy: the replay's unit)
+  over the route's complete traversals.
+
+A route's live energy is the battery energy of its whole trip (``trip_battery_wh``), averaged over the slots where
+the EV arrived; a seed's paired difference with another route uses the slots both arrived in.  The reduced energy of
+the route's traversals (the replay's unit) is averaged over the slots whose traversals matched the route.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from evroute.stats import format_mean_se, mean_se, paired_differences, t_interval
+
+FINALS = "sumo_bandit_live_routes.csv"
+TRIPS = "sumo_bandit_live_trips.csv"
+#: reference labels -> arm kind of the replay truth whose exact optimum they are
+REFERENCES = {"REPLAY-OPT-TURN": "turn", "REPLAY-OPT-EDGE": "edge"}
+FINAL_COLUMNS = ["network", "route", "label", "model", "policy", "arms", "seed", "route_key", "replay_turn_wh"]
+TRIP_COLUMNS = [
+    "network", "route_key", "slot", "depart_s", "speed_factor", "ok", "matched", "failure", "trip_battery_wh",
+    "battery_wh", "reduced_wh", "travel_s", "cpu_s", "edges",
+]  # fmt: skip
+
+
+#: the columns that identify one run's seed in ``--data`` (the merge key)
+KEY = ["network", "route", "label", "seed"]
+
+
+def merge_rows(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """``old`` rows (the stored ``--data``) with ``new`` ones merged in, keyed by :data:`KEY`: a seed run again
+    replaces its stored row (one row per key), and the check of that re-run against the stored value is returned:
+    ``{"compared", "identical", "max_abs_diff_wh", "differing": [[network, route, label, seed, stored, new], ...]}``
+    (final regrets, own truth, Wh, equal to the stored 3 decimals)."""
+    both = old.merge(new, on=KEY, suffixes=("_old", ""))
+    diff = (both["final_regret_wh"] - both["final_regret_wh_old"]).abs()
+    bad = both[diff > 5e-4]  # rows are rounded to 3 decimals: a reproduced seed agrees to the last one
+    check = {
+        "compared": len(both),
+        "compared_per_method": {
+            f"{n} {r} {lab}": int(k) for (n, r, lab), k in both.groupby(["network", "route", "label"]).size().items()
+        },
+        "identical": int(len(both) - len(bad)),
+        "max_abs_diff_wh": round(float(diff.max()), 3) if len(both) else 0.0,
+        "differing": [
+            [r.network, r.route, r.label, int(r.seed), float(r.final_regret_wh_old), float(r.final_regret_wh)]
+            for r in bad.itertuples()
+        ],
+    }
+    kept = old.merge(new[KEY], on=KEY, how="left", indicator=True)
+    kept = kept[kept["_merge"] == "left_only"].drop(columns="_merge")
+    out = pd.concat([kept, new], ignore_index=True).reindex(columns=list(old.columns))
+    # the stored order (routes, then methods, by first appearance; seeds ascending), new routes and methods last
+    first = pd.concat([old, new], ignore_index=True)
+    routes = {k: i for i, k in enumerate(dict.fromkeys(zip(first["network"], first["route"], strict=True)))}
+    labels = {k: i for i, k in enumerate(dict.fromkeys(first["label"]))}
+    out = out.assign(
+        _r=[routes[k] for k in zip(out["network"], out["route"], strict=True)], _l=out["label"].map(labels)
+    )
+    return out.sort_values(["_r", "_l", "seed"], kind="stable").drop(columns=["_r", "_l"]), check
+
+
+def rerun_lines(checks: dict[str, dict[str, Any]]) -> list[str]:
+    """Report lines of the re-run checks of the study's commands (``{command: {"against": commit, **check}}``, the
+    check of :func:`merge_rows`): seeds stored at a commit, run again; the differing seeds counted per route and
+    method (each pair of values is in the meta file)."""
+    lines = []
+    for command, c in checks.items():
+        per: dict[str, int] = {}
+        ran: dict[str, int] = {}
+        for n, r, lab, *_ in c["differing"]:
+            per[f"{n} {r} {lab}"] = per.get(f"{n} {r} {lab}", 0) + 1
+        for k, v in c.get("compared_per_method", {}).items():
+            ran[k] = int(v)
+        lines.append(
+            f"Re-run check: `{command}` ran {c['compared']} seed(s) stored at commit `{c.get('against', '?')}` "
+            f"again; {c['identical']} reproduce the stored final regret to 0.001 Wh (largest difference "
+            f"{c['max_abs_diff_wh']:.3f} Wh)"
+            + (
+                "; differing seeds: "
+                + ", ".join(f"{k} {v}" + (f" of {ran[k]}" if k in ran else "") for k, v in per.items())
+                if per
+                else ""
+            )
+            + ".  The data hold the re-run values."
+        )
+        lines.append("")
+    return lines
+
+
+def route_key(edges: str) -> str:
+    """A short stable key of a route (its space-separated SUMO edge ids): 12 hex digits of its SHA-256."""
+    return hashlib.sha256(edges.encode()).hexdigest()[:12]
+
+
+def slot_speed_factor(seed: int, slot: int) -> float:
+    """The EV's speed factor at clock slot ``slot`` (drawn like SUMO's for a passenger car; seeded by both)."""
+    from evroute.sumo.live import draw_speed_factor
+
+    return draw_speed_factor(np.random.default_rng([int(seed), int(slot)]))
+
+
+def live_environment(linegraph: Any, env_params: dict[str, Any], vehicle: Any, slots: int) -> Any:
+    """The ``sumo-live`` environment of a replay scenario with ``slots`` departure times (saved states, cached)."""
+    from evroute.environments import sumo_live
+
+    return sumo_live.build(linegraph, {**env_params, "rounds_per_day": int(slots)}, vehicle=vehicle)
+
+
+def drive(env: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any]:
+    """Drive ``edges`` (space-separated SUMO ids) in ``env.sim`` from slot ``slot``: one :data:`TRIP_COLUMNS` row.
+
+    ``ok``: the EV arrived (not teleported, in time); ``trip_battery_wh``: the battery energy of the whole trip
+    ``[pred, route..., succ]`` (Wh; the ends are the same two edges for every route between the same start and goal
+    edges, :meth:`~evroute.sumo.live.LiveSimulation.end_edges`, so trips of one origin-destination pair compare);
+    ``matched``: the trip's traversals matched the route edge by edge, and then ``battery_wh``, ``reduced_wh``,
+    ``travel_s`` are sums over the route's complete traversals (NaN otherwise); ``cpu_s``: CPU s of this process."""
+    import time
+
+    from evroute.errors import EvrouteError
+
+    route = edges.split()
+    cpu0 = time.process_time()
+    row: dict[str, Any] = {"route_key": route_key(edges), "slot": int(slot), "speed_factor": float(speed_factor)}
+    try:
+        pred, succ = env.sim.end_edges(route[0], route[-1])
+        t = env.sim.drive([pred, *route, succ], int(slot), speed_factor=float(speed_factor))
+        matched = t.ok and bool(np.all(np.isfinite(t.route_reduced_wh)))
+        # the EV arrived unless teleported / late: LiveSimulation.drive's only other failure is the traversal match
+        arrived = matched or t.failure.startswith("traversals")
+        row |= {"depart_s": t.depart_s, "ok": arrived, "matched": matched, "failure": t.failure}
+        row["trip_battery_wh"] = float(t.battery_wh) if arrived else math.nan
+        sums = {"battery_wh": t.route_energy_wh, "reduced_wh": t.route_reduced_wh, "travel_s": t.route_travel_s}
+        row |= {k: float(np.sum(v)) if matched else math.nan for k, v in sums.items()}
+    except EvrouteError as exc:  # SUMO failing to start or during the trip
+        row |= {"depart_s": math.nan, "ok": False, "matched": False, "failure": str(exc).splitlines()[0]}
+        row |= dict.fromkeys(("trip_battery_wh", "battery_wh", "reduced_wh", "travel_s"), math.nan)
+    row["cpu_s"] = round(time.process_time() - cpu0, 3)
+    row["edges"] = edges
+    return row
+
+
+def _slot_values(trips: pd.DataFrame, column: str) -> dict[str, pd.Series]:
+    """Route key -> its successful trips' ``column`` by slot."""
+    ok = trips[trips["ok"].astype(bool)]
+    return {k: g.set_index("slot")[column].dropna() for k, g in ok.groupby("route_key")}
+
+
+def _paired(a: pd.Series | None, b: pd.Series | None) -> float:
+    """Mean over the slots both routes succeeded in of ``a - b`` (NaN when there is none)."""
+    if a is None or b is None:
+        return math.nan
+    d = (a - b).dropna()
+    return float(d.mean()) if len(d) else math.nan
+
+
+def _sentence(a: str, b: str, p: Any) -> str:
+    if p.n < 2:
+        return f"{a} - {b}: fewer than two seeds, no interval"
+    tail = f"({p.k_lower} of {p.n} seeds lower)"
+    if p.high < 0:
+        return f"{a}'s final routes cost less live battery energy than {b}'s: the 95 % interval lies below 0 {tail}"
+    if p.low > 0:
+        return f"{a}'s final routes cost more live battery energy than {b}'s: the 95 % interval lies above 0 {tail}"
+    return f"{a} - {b} is not resolved on live battery energy: the 95 % interval contains 0 {tail}"
+
+
+def live_section(
+    finals: pd.DataFrame, trips: pd.DataFrame, meta: dict[str, Any], order: dict[str, list[str]] | None = None
+) -> list[str]:
+    """Markdown lines of the report section: per route, every method's final routes driven live against the replay
+    optimum, and the paired GP - BI and turn - edge differences (every sentence generated from the table).
+    ``order``: ``"network-route"`` -> method labels in the study's order (others after them, as stored)."""
+    ok = trips["ok"].astype(bool)
+    lines = [
+        "## Final routes driven live (sumo-live)",
+        "",
+        f"Command: `{meta['command']}` (data: [`data/{FINALS}`](data/{FINALS}), [`data/{TRIPS}`](data/{TRIPS})).  "
+        "Each run's final route is the route it drove in round T (what the learner drives after T - 1 "
+        "observations, exploration included).  Every distinct route, and the exact optima of the replay's turn and "
+        f"edge means, is driven in `sumo-live` in the runs' scenario at the {meta['slots']} departure times of the "
+        "live environment's clock (`rounds_per_day = "
+        f"{meta['slots']}`: {', '.join(meta['departures'])}), at each time with one speed factor shared by every "
+        "route (seeded, drawn like SUMO's), so routes are compared in the same traffic "
+        "(`evroute/experiments/sumo_bandit.py`).  A route's live energy is the battery energy of the whole trip "
+        "(the route between one entry and one exit edge, the same two for every route of a start and goal), "
+        "averaged over the departure times the EV arrived at; its live reduced energy (the replay's unit) averages "
+        "the trips whose traversals matched the route edge by edge.  "
+        f"Trips: {len(trips)}, of which {int((~ok).sum())} did not arrive (teleported or late) and "
+        f"{int((ok & ~trips['matched'].astype(bool)).sum())} arrived with traversals not matching the route "
+        f"({int(trips['cpu_s'].sum())} CPU s for all trips).",
+        "",
+    ]
+    battery, reduced = _slot_values(trips, "trip_battery_wh"), _slot_values(trips, "reduced_wh")
+    for (network, route), g in finals.groupby(["network", "route"], sort=False):
+        refs = g[g["label"].isin(list(REFERENCES))].set_index("label")
+        runs = g[~g["label"].isin(list(REFERENCES))]
+        rank = {lab: i for i, lab in enumerate((order or {}).get(f"{network}-{route}", []))}
+        runs = runs.assign(_o=[rank.get(lab, len(rank)) for lab in runs["label"]])
+        runs = runs.sort_values("_o", kind="stable").drop(columns="_o")
+        opt = str(refs.loc["REPLAY-OPT-TURN", "route_key"])
+        lines += [
+            f"### {network} {route}",
+            "",
+            "Live battery energy of the final routes (Wh, mean +- s.e. over seeds; the references: over departure "
+            "times) and its paired difference from the replay's turn optimum (same departure times); replay: the "
+            "route's cost under the turn truth (mean reduced energies), live reduced: the same unit driven live:",
+            "",
+            "| method | seeds | distinct routes | = replay optimum | replay (Wh) | live reduced (Wh) "
+            "| live battery (Wh) | live - optimum (Wh) | 95 % interval |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for lab, r in refs.iterrows():
+            b = battery.get(str(r["route_key"]), pd.Series(dtype=float))
+            rd = reduced.get(str(r["route_key"]), pd.Series(dtype=float))
+            d = (b - battery[opt]).dropna() if opt in battery else pd.Series(dtype=float)
+            lo, hi = t_interval(d.tolist()) if len(d) > 1 else (math.nan, math.nan)
+            lines.append(
+                f"| {lab} | -- | 1 | -- | {r['replay_turn_wh']:.1f} | {format_mean_se(*mean_se(rd.tolist()))} | "
+                f"{format_mean_se(*mean_se(b.tolist()))} | {format_mean_se(*mean_se(d.tolist()), signed=True)} | "
+                f"[{lo:+.1f}, {hi:+.1f}] |"
+            )
+        above: dict[str, dict[int, float]] = {}
+        for lab, m in runs.groupby("label", sort=False):
+            keys = dict(zip(m["seed"].astype(int), m["route_key"].astype(str), strict=True))
+            live = {s: float(battery[k].mean()) for s, k in keys.items() if k in battery}
+            live_r = {s: float(reduced[k].mean()) for s, k in keys.items() if k in reduced}
+            diff = {s: _paired(battery.get(k), battery.get(opt)) for s, k in keys.items()}
+            above[str(lab)] = {s: v for s, v in diff.items() if not math.isnan(v)}
+            p = paired_differences(above[str(lab)], {s: 0.0 for s in above[str(lab)]})
+            ci = f"[{p.low:+.1f}, {p.high:+.1f}]" if p.n > 1 else "--"
+            lines.append(
+                f"| {lab} | {len(keys)} | {len(set(keys.values()))} | {sum(k == opt for k in keys.values())} | "
+                f"{format_mean_se(*mean_se(m['replay_turn_wh'].tolist()))} | "
+                f"{format_mean_se(*mean_se(list(live_r.values())))} | {format_mean_se(*mean_se(list(live.values())))} "
+                f"| {format_mean_se(p.mean, p.se, signed=True)} | {ci} |"
+            )
+        pairs = _pairs(runs)
+        lines += [
+            "",
+            "Paired per-seed differences of the final route's live battery energy (Wh; negative: the first method's "
+            "routes cost less), 95 % t-intervals:",
+            "",
+            "| difference | kind | mean +- s.e. | 95 % interval | seeds lower / seeds |",
+            "|---|---|---:|---:|---:|",
+        ]
+        sentences = []
+        counts: dict[str, list[int]] = {"model": [0, 0, 0], "arms": [0, 0, 0]}
+        for a, b, kind in pairs:
+            p = paired_differences(above[a], above[b])
+            ci = f"[{p.low:+.1f}, {p.high:+.1f}]" if p.n > 1 else "--"
+            lines.append(
+                f"| {a} - {b} | {kind} | {format_mean_se(p.mean, p.se, signed=True)} | {ci} | {p.k_lower} / {p.n} |"
+            )
+            sentences.append(f"- {_sentence(a, b, p)}.")
+            counts[kind][0 if p.n > 1 and p.high < 0 else 1 if p.n > 1 and p.low > 0 else 2] += 1
+        lines += ["", "Generated from the table above:", "", *sentences, ""]
+        for kind, what in (("model", "gp-exact - bi"), ("arms", "turn - edge")):
+            c = counts[kind]
+            if sum(c):
+                lines.append(
+                    f"Live, {kind}: of {sum(c)} paired comparisons {what}, {c[0]} resolve lower live energy, "
+                    f"{c[1]} higher, not resolved at 95 %: {c[2]}."
+                )
+        lines.append("")
+    return lines
+
+
+def _pairs(runs: pd.DataFrame) -> list[tuple[str, str, str]]:
+    """``(a, b, kind)``: GP - BI under the same policy and arms (the first model as the base), turn - edge arms."""
+    labels = list(dict.fromkeys(runs["label"]))
+    models = list(dict.fromkeys(runs["model"]))
+    model_of = dict(zip(runs["label"], runs["model"], strict=False))
+    out = []
+    for lab in labels:
+        if model_of[lab] != models[0]:
+            base = lab.replace(str(model_of[lab]).upper(), str(models[0]).upper(), 1)
+            if base in labels:
+                out.append((lab, base, "model"))
+    out += [(lab, lab[: -len("-TURN")], "arms") for lab in labels if lab.endswith("-TURN") and lab[:-5] in labels]
+    return out
+
+
+def read_live(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """``(finals, trips)`` from ``data_dir`` (None when either file is missing)."""
+    f, t = data_dir / FINALS, data_dir / TRIPS
+    if not (f.is_file() and t.is_file()):
+        return None
+    return pd.read_csv(f), pd.read_csv(t)
+
+
+TIMING = "sumo_bandit_luxembourg_timing"  # .csv (per-seed rows of the timed runs) and .json (their set-up)
+
+
+def timing_lines(
+    timed: pd.DataFrame, timed_meta: dict[str, Any], study: pd.DataFrame, seeds: int, routes: int = 2
+) -> list[str]:
+    """The "not done" paragraph: what the full study would cost on a network where only one seed of the dearest
+    methods was timed (``timed``: rows of the study's per-seed data, ``cpu_s`` set-up included), against the same
+    methods' CPU per seed in ``study`` (the completed routes), with the recorded day's cost from ``timed_meta``: the
+    timed methods at ``seeds`` x ``routes`` runs each, the others at their CPU per seed in ``study`` times the timed
+    methods' ratio of CPU per seed (timed network / ``study``)."""
+    net = str(timed["network"].iloc[0])
+    route = str(timed["route"].iloc[0])
+    m = timed_meta["routes"][f"{net}-{route}"]
+    per = timed.groupby("label", sort=False)["cpu_s"].mean()
+    ref = study.groupby("label")["cpu_s"].mean()
+    both = [lab for lab in per.index if lab in ref.index]
+    ratio = float(per[both].sum() / ref[both].sum()) if both else math.nan
+    others = ref.drop(index=both, errors="ignore")
+    n_methods = int(study["label"].nunique())
+    stopped = [lab for lab in m.get("methods", []) if lab not in per.index]
+    timed_total = seeds * routes * float(per.sum())
+    other_total = seeds * routes * ratio * float(others.sum()) if len(others) else 0.0
+    cells = ", ".join(
+        f"{lab} {per[lab]:.0f} CPU s" + (f" ({ref[lab]:.0f} s per seed here)" if lab in ref.index else "")
+        for lab in per.index
+    )
+    return [
+        f"**Not done: {net} A/B.** One seed (T = {timed_meta['horizon']}) of the dearest methods on {net} {route}, "
+        f"same environment parameters (`{timed_meta['command']}`; data [`data/{TIMING}.csv`](data/{TIMING}.csv), "
+        f"[`data/{TIMING}.json`](data/{TIMING}.json)), cost {cells}, set-up included; recording the "
+        f"day once (SUMO, {m['probe_trips']:,} probe trips, {m['traversals']:,} traversals) cost "
+        f"{m['record_cpu_s']:.0f} CPU s ({m['record_wall_s']:.0f} s wall).  Per seed these methods cost "
+        f"{ratio:.1f} times what they cost on the routes above; at {seeds} seeds x {routes} routes the timed methods "
+        f"alone would take {timed_total / 60:.0f} CPU-minutes and the other {n_methods - len(per)} methods about "
+        f"{other_total / 60:.0f} more (their mean CPU per seed above times the same factor): "
+        f"{(timed_total + other_total) / 60:.0f} CPU-minutes in all, more than the about 30 this study could spend "
+        "on a machine of 2 shared cores."
+        + (f"  Asked but stopped before completing their seed: {', '.join(stopped)}." if stopped else ""),
+        "",
+    ]
+
+
+def read_timing(data_dir: Path) -> tuple[pd.DataFrame, dict[str, Any]] | None:
+    """The timed runs (:data:`TIMING` files in ``data_dir``), None when absent."""
+    import json
+
+    c, j = data_dir / f"{TIMING}.csv", data_dir / f"{TIMING}.json"
+    if not (c.is_file() and j.is_file()):
+        return None
+    return pd.read_csv(c), json.loads(j.read_text())

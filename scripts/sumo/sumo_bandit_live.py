@@ -1,0 +1,164 @@
+"""Score the SUMO bandit study's final routes by live SUMO energy (issue 20, item 4), resumable.
+
+Reads the study's raw runs (``--runs``, as written by ``scripts/sumo/sumo_bandit_study.py``): every completed seed's
+final route (the route driven in round T) and the exact optima of the replay's turn and edge means, into
+``--data``/``sumo_bandit_live_routes.csv``; drives every distinct route in ``sumo-live`` (the runs' scenario) at
+``--slots`` departure times, appending each trip to ``--data``/``sumo_bandit_live_trips.csv`` (a rerun drives only
+the trips not stored); records this command in the study's ``--meta``.  The section "Final routes driven live" of
+``docs/results/sumo_bandit.md`` is then rebuilt from these files by the study's ``--report-only`` (method:
+:mod:`evroute.experiments.sumo_bandit`)::
+
+    nice -n 10 python scripts/sumo/sumo_bandit_live.py --runs results/sumo-rerun --network monaco --routes A B
+    python scripts/sumo/sumo_bandit_study.py --report-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import sys
+import time
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+import pandas as pd
+
+from evroute.experiments.sumo_bandit import (
+    FINAL_COLUMNS,
+    FINALS,
+    REFERENCES,
+    TRIP_COLUMNS,
+    TRIPS,
+    drive,
+    live_environment,
+    route_key,
+    slot_speed_factor,
+)
+from evroute.io import atomic_write_text
+
+
+def _fail(message: str) -> NoReturn:
+    print(f"evroute: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def run_folders(runs: Path, network: str, route: str) -> list[Path]:
+    """The run folders (with a ``config.json``) of one route, sorted by name."""
+    return sorted(p.parent for p in (runs / f"{network}-{route}").glob("*/config.json"))
+
+
+def final_rows(network: str, route: str, folders: list[Path]) -> tuple[list[dict[str, Any]], Any, dict[str, str]]:
+    """Rows of :data:`FINAL_COLUMNS` (every completed seed, then the references), the first run's config, and the
+    edges (space-separated SUMO ids) of every route key."""
+    from evroute.arms import make_arms
+    from evroute.experiments import ExperimentConfig
+    from evroute.experiments.runner import build_problem
+
+    cfgs = [ExperimentConfig.from_dict(json.loads((f / "config.json").read_text())) for f in folders]
+    envs = {json.dumps(c.environment, sort_keys=True) for c in cfgs}
+    if len(envs) != 1:
+        _fail(f"the runs of {network} {route} differ in their environment parameters: {sorted(envs)}")
+    problem = build_problem(cfgs[0], 0)
+    env, lg, r = problem.env, problem.linegraph, problem.route
+    ids = lg.network.edge_ids
+    turn = make_arms(lg, "turn")
+    truth = env.arm_truth(turn)
+    rows: list[dict[str, Any]] = []
+    edges_of: dict[str, str] = {}
+
+    def add(label: str, model: str, policy: str, arms: str, seed: int, edges: str) -> None:
+        idx = np.array([lg.network.index_of(e) for e in edges.split()])
+        key = route_key(edges)
+        edges_of[key] = edges
+        rows.append(dict(zip(FINAL_COLUMNS, [network, route, label, model, policy, arms, seed, key], strict=False)))
+        rows[-1]["replay_turn_wh"] = round(turn.route_cost(truth, idx), 3)
+
+    for cfg, folder in zip(cfgs, folders, strict=True):
+        for s in sorted(folder.glob("seed_*/summary.json"), key=lambda p: int(p.parent.name.split("_")[1])):
+            last = pd.read_csv(s.parent / "rounds.csv")["route"].iloc[-1]
+            add(cfg.label, cfg.model, cfg.policy, cfg.arms, int(s.parent.name.split("_")[1]), str(last))
+    for label, kind in REFERENCES.items():
+        opt = env.optimal_route_arms(make_arms(lg, kind), r.start, r.goal)
+        add(label, "replay", "optimum", kind, -1, " ".join(ids[opt.edges].tolist()))
+    return rows, cfgs[0], edges_of
+
+
+def merge(path: Path, new: pd.DataFrame, key: list[str]) -> None:
+    """Rows of ``new`` replace those of ``path`` with the same ``key``; the rest are kept."""
+    if path.is_file():
+        old = pd.read_csv(path)
+        idx = pd.MultiIndex.from_frame(old[key]).isin(pd.MultiIndex.from_frame(new[key]))
+        new = pd.concat([old[~idx], new], ignore_index=True)
+    atomic_write_text(path, new.to_csv(index=False, lineterminator="\n"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", default="results/sumo-rerun", help="the study's raw runs folder")
+    ap.add_argument("--network", default="monaco")
+    ap.add_argument("--routes", nargs="+", default=["A", "B"])
+    ap.add_argument("--slots", type=int, default=4, help="departure times over the scenario's window")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the speed factor of each departure time")
+    ap.add_argument("--data", default="docs/results/data", help="folder of the two tables")
+    ap.add_argument("--meta", default="docs/results/data/sumo_bandit_meta.json", help="the study's set-up (JSON)")
+    ap.add_argument("--limit", type=int, default=0, help="drive at most this many new trips (timing probe)")
+    args = ap.parse_args()
+    runs, data, meta_path = Path(args.runs), Path(args.data), Path(args.meta)
+    if args.slots < 1 or args.limit < 0:
+        _fail("--slots must be >= 1 and --limit >= 0")
+    if not meta_path.is_file():
+        _fail(f"no study set-up at {meta_path} (run scripts/sumo/sumo_bandit_study.py first)")
+    folders = {r: run_folders(runs, args.network, r) for r in args.routes}
+    empty = [r for r, f in folders.items() if not f]
+    if empty:
+        _fail(f"no runs under {runs}/{args.network}-{empty[0]} (run the study into --runs first)")
+    rows: list[dict[str, Any]] = []
+    edges_of: dict[str, str] = {}
+    cfg0: Any = None
+    for r, f in folders.items():
+        rr, cfg, e = final_rows(args.network, r, f)
+        rows, cfg0 = rows + rr, cfg0 or cfg
+        edges_of |= e
+        if cfg.environment != cfg0.environment:
+            _fail(f"route {r}'s runs have other environment parameters than route {args.routes[0]}'s")
+    data.mkdir(parents=True, exist_ok=True)
+    merge(data / FINALS, pd.DataFrame(rows, columns=FINAL_COLUMNS), ["network", "route", "label", "seed"])
+    from evroute.energy import VehicleProfile
+    from evroute.experiments.runner import load_linegraph
+
+    lg = load_linegraph(cfg0.network, cfg0.data_dir, cfg0.dem, cfg0.loader)
+    env = live_environment(lg, dict(cfg0.environment), VehicleProfile.load(cfg0.vehicle), args.slots)
+    departures = env.config.departure_times_s()
+    meta = json.loads(meta_path.read_text())
+    meta["live"] = {
+        "command": "python scripts/sumo/sumo_bandit_live.py " + shlex.join(sys.argv[1:]),
+        "slots": args.slots,
+        "speed_seed": args.seed,
+        "departures": [time.strftime("%H:%M:%S", time.gmtime(float(t))) for t in departures],
+    }
+    atomic_write_text(meta_path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    done: set[tuple[str, int]] = set()
+    trips_path = data / TRIPS
+    if trips_path.is_file():
+        t = pd.read_csv(trips_path)
+        t = t[t["network"] == args.network]
+        done = set(zip(t["route_key"], t["slot"].astype(int), strict=True))
+    todo = [(k, s) for s in range(args.slots) for k in sorted(edges_of) if (k, s) not in done]
+    if args.limit:
+        todo = todo[: args.limit]
+    print(f"{len(edges_of)} distinct routes, {len(todo)} trips to drive ({len(done)} stored)", flush=True)
+    cpu0 = time.process_time()
+    for n, (k, s) in enumerate(todo, 1):
+        row = {"network": args.network, **drive(env, edges_of[k], s, slot_speed_factor(args.seed, s))}
+        pd.DataFrame([row], columns=TRIP_COLUMNS).to_csv(
+            trips_path, mode="a", header=not trips_path.is_file(), index=False, lineterminator="\n"
+        )
+        if n % 10 == 0 or n == len(todo):
+            print(f"{n} trips, CPU {time.process_time() - cpu0:.0f} s", flush=True)
+    env.sim.close()
+
+
+if __name__ == "__main__":
+    main()
