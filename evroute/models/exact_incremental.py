@@ -144,18 +144,28 @@ class IncrementalPosterior(LowRankPosterior):
 
     # -------------------------------------------------------------------------------------------- cache
     def _catch_up(self, slots: np.ndarray) -> None:
-        """Bring the cached columns at ``slots`` to ``Sigma_t`` (the updates each missed, oldest first)."""
+        """Bring the cached columns at ``slots`` to ``Sigma_t`` (the updates each missed, oldest first).
+
+        The columns are gathered once, oldest first, so that the columns ``W_s`` applies to (those cached before
+        round ``s``) are a prefix of the gathered block: each ``W_s`` is one ``dgemm`` into that prefix in place,
+        and the block is written back once.  Each column gets the same updates, in the same order and by the same
+        ``dgemm`` shapes along ``k``, as when it is updated alone."""
         if not len(slots):
             return
         times = self._ctime[slots]
-        for s in range(int(times.min()) + 1, self.t + 1):  # W_s applies to columns older than s
-            sel = slots[times < s]
+        order = np.argsort(times, kind="stable")
+        slots, times = slots[order], times[order]
+        edges = self._cedge[slots]
+        sub = np.asfortranarray(self._cache[:, slots])
+        for s in range(int(times[0]) + 1, self.t + 1):  # W_s applies to columns older than s: a prefix of sub
+            p = int(np.searchsorted(times, s))
             w = self._w(s)
-            sub = np.asfortranarray(self._cache[:, sel])
-            sub = blas.dgemm(-1.0, w, w[self._cedge[sel]], trans_b=1, beta=1.0, c=sub, overwrite_c=1)
-            self._cache[:, sel] = sub
-            self.counters["catch_up"] += len(sel)
-            self.counters["madds"] += float(len(sel)) * self.n * w.shape[1]
+            out = blas.dgemm(-1.0, w, w[edges[:p]], trans_b=1, beta=1.0, c=sub[:, :p], overwrite_c=1)
+            if not np.shares_memory(out, sub):  # (never: an F-contiguous prefix is updated in place)
+                sub[:, :p] = out
+            self.counters["catch_up"] += p
+            self.counters["madds"] += float(p) * self.n * w.shape[1]
+        self._cache[:, slots] = sub
         self._ctime[slots] = self.t
 
     def _drop(self, slots: np.ndarray) -> None:

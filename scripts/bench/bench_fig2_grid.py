@@ -120,6 +120,12 @@ def main() -> None:
     ap.add_argument("--cold", action="store_true", help="start from an empty compute cache in RUNS/.compute-cache")
     ap.add_argument("--out", default=None, help="markdown report (default: print only)")
     ap.add_argument(
+        "--references",
+        default=None,
+        help="a reference book (scripts/bench/fig2_references.py) imported into the compute cache before the timing",
+    )
+    ap.add_argument("--json", default=None, help="also write the timing's numbers to this JSON file")
+    ap.add_argument(
         "--setup-only",
         action="store_true",
         help="run no grid: time each route's set-up computed and loaded (private cache RUNS/.setup-cache, emptied)",
@@ -153,6 +159,11 @@ def main() -> None:
         cache = runs / ".compute-cache"
         shutil.rmtree(cache, ignore_errors=True)
         os.environ["EVROUTE_COMPUTE_CACHE"] = str(cache)
+    imported = 0
+    if args.references:
+        from evroute.experiments.reference_book import import_references
+
+        imported = import_references(args.references)
     load0 = os.getloadavg()
     w0, c0, s0 = time.perf_counter(), _children_cpu(), _self_cpu()
     run_sweep(cfgs, runs, executor="process", workers=args.workers)  # type: ignore[arg-type]
@@ -177,7 +188,8 @@ def main() -> None:
         "",
         f"Grid: {len(args.envs)} environments x {len(args.routes)} routes x {len(args.methods)} methods x "
         f"{args.seeds} seeds, T = {args.horizon}, {args.workers} worker processes, compute cache "
-        f"{'cold (emptied first)' if args.cold else 'as found'}.",
+        f"{'cold (emptied first)' if args.cold else 'as found'}"
+        + (f", {imported} regret references imported from `{args.references}` first." if args.references else "."),
         "",
         f"* wall {wall:.0f} s; CPU {pool_cpu + own_cpu:.0f} s (pool {pool_cpu:.0f} s + this process {own_cpu:.0f} s); "
         f"load average (1, 5, 15 min) before {load0[0]:.1f}, {load0[1]:.1f}, {load0[2]:.1f}, after "
@@ -196,6 +208,22 @@ def main() -> None:
     print(text)
     if args.out:
         atomic_write_text(Path(args.out), text)
+    if args.json:
+        numbers = {
+            "command": cmd,
+            "machine": machine_line(),
+            "grid": {"envs": args.envs, "routes": args.routes, "methods": args.methods, "seeds": args.seeds},
+            "horizon": args.horizon,
+            "workers": args.workers,
+            "cold": bool(args.cold),
+            "references_imported": imported,
+            "wall_s": wall,
+            "cpu_s": pool_cpu + own_cpu,
+            "load_before": list(load0),
+            "load_after": list(load1),
+            "cells": {f"{e}/{m}": {"cpu_s": v, "setup_cpu_s": setup[(e, m)]} for (e, m), v in sorted(cell.items())},
+        }
+        atomic_write_text(Path(args.json), json.dumps(numbers, indent=1) + "\n")
 
 
 if __name__ == "__main__":
