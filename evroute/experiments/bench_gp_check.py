@@ -104,6 +104,10 @@ def check(network: str, policy: str, rounds: int, route: str, environment: str, 
         "new_method": m_new.method,
         "old_method": m_old.method,
         "counters": getattr(m_new._post, "counters", {}),
+        # the last posterior's (since the last refit) multiply-adds and CPU seconds by kind of work
+        "madds_by": dict(getattr(m_new._post, "madds_by", {})),
+        "cpu_by": dict(getattr(m_new._post, "cpu_by", {})),
+        "conditioned": int(getattr(m_new._post, "t", 0)),
         "load": (load0, os.getloadavg()[0]),
     }
 

@@ -37,6 +37,8 @@ Model units (the caller scales by ``sigma0``), NumPy float64, CPU.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 from scipy.linalg import blas
 
@@ -81,6 +83,16 @@ class IncrementalPosterior(LowRankPosterior):
         # work done: columns computed fresh, found cached, caught up (per missed round), snapshots, dropped columns,
         # and the multiply-adds of the dense kernels (BLAS / LAPACK) of all of it
         self.counters = {"fresh": 0, "hits": 0, "catch_up": 0, "snapshots": 0, "dropped": 0, "madds": 0.0}
+        # the multiply-adds by kind of work (they sum to "madds"): snapshots, fresh columns, catch-ups, rank-k steps
+        self.madds_by = {"snapshot": 0.0, "fresh": 0.0, "catch_up": 0.0, "step": 0.0}
+        # CPU seconds by the same kinds, and of whole conditioning steps (benchmarks: the rate each kind ran at)
+        self.cpu_by = {"snapshot": 0.0, "fresh": 0.0, "catch_up": 0.0, "step": 0.0, "condition": 0.0}
+
+    def _count(self, kind: str, madds: float, cpu0: float) -> None:
+        """Count ``madds`` multiply-adds of ``kind`` and the CPU time since ``cpu0`` (``time.process_time``)."""
+        self.counters["madds"] += madds
+        self.madds_by[kind] += madds
+        self.cpu_by[kind] += time.process_time() - cpu0
 
     # ----------------------------------------------------------------------------------------- snapshot
     @property
@@ -98,11 +110,12 @@ class IncrementalPosterior(LowRankPosterior):
 
     def _snapshot(self) -> None:
         """``chol(A)`` and the exact mean from the statistics; the history restarts for fresh columns."""
+        cpu0 = time.process_time()
         self._factor()
         self._t0, self._debt = self.t, 0.0
         m = len(self.edges)
         self.counters["snapshots"] += 1
-        self.counters["madds"] += m**3 / 3.0 + 2.0 * m * m + self.n * m
+        self._count("snapshot", m**3 / 3.0 + 2.0 * m * m + self.n * m, cpu0)
 
     def _trim(self) -> None:
         """Drop cached columns whose catch-up would cost more than a fresh column (or over ``history_max``), then
@@ -128,6 +141,7 @@ class IncrementalPosterior(LowRankPosterior):
 
     def _fresh(self, f: np.ndarray) -> np.ndarray:
         """``Sigma_t[:, f]`` ``(E, len(f))`` (Fortran) from the snapshot and the history (edges already in ``U``)."""
+        cpu0 = time.process_time()
         c = self._kxu_cols(self._slot[f])
         m0 = self.m0
         if m0:
@@ -139,7 +153,7 @@ class IncrementalPosterior(LowRankPosterior):
             c = blas.dgemm(-1.0, w, w[f], trans_b=1, beta=1.0, c=c, overwrite_c=1)
         self._debt += float(len(f)) * self.n * self._h
         self.counters["fresh"] += len(f)
-        self.counters["madds"] += float(len(f)) * (self.n * (m0 + self._h) + m0 * m0)
+        self._count("fresh", float(len(f)) * (self.n * (m0 + self._h) + m0 * m0), cpu0)
         return c
 
     # -------------------------------------------------------------------------------------------- cache
@@ -152,6 +166,7 @@ class IncrementalPosterior(LowRankPosterior):
         ``dgemm`` shapes along ``k``, as when it is updated alone."""
         if not len(slots):
             return
+        cpu0 = time.process_time()
         times = self._ctime[slots]
         order = np.argsort(times, kind="stable")
         slots, times = slots[order], times[order]
@@ -164,7 +179,8 @@ class IncrementalPosterior(LowRankPosterior):
             if not np.shares_memory(out, sub):  # (never: an F-contiguous prefix is updated in place)
                 sub[:, :p] = out
             self.counters["catch_up"] += p
-            self.counters["madds"] += float(p) * self.n * w.shape[1]
+            self._count("catch_up", float(p) * self.n * w.shape[1], cpu0)
+            cpu0 = time.process_time()
         self._cache[:, slots] = sub
         self._ctime[slots] = self.t
 
@@ -224,15 +240,17 @@ class IncrementalPosterior(LowRankPosterior):
     # ------------------------------------------------------------------------------------------- update
     def condition(self, edges: np.ndarray, y: np.ndarray) -> None:
         """Condition on ``k`` observations ``y`` ``(k,)`` of ``edges`` ``(k,)`` (repeats allowed)."""
+        cpu_in = time.process_time()
         edges = np.asarray(edges, np.int64)
         self._add_edges(edges)
         c = self.columns(edges)  # (E, k) = Sigma_t[:, R], Fortran (a copy)
+        cpu0 = time.process_time()
         l_r = jittered_cholesky(c[edges] + self.noise * np.eye(len(edges)))
         w = blas.dtrsm(1.0, l_r, c, side=1, lower=1, trans_a=1, overwrite_b=1)  # C L_R^-T in place (E k^2)
         self.mu += w @ solve_lower(l_r, y - self.mu[edges])
         self.var -= np.einsum("ij,ij->i", w, w)
         k = w.shape[1]
-        self.counters["madds"] += self.n * (k * k / 2.0 + 2.0 * k) + k**3 / 3.0
+        self._count("step", self.n * (k * k / 2.0 + 2.0 * k) + k**3 / 3.0, cpu0)
         self._hist.append(w)
         self._kc.append(self._kc[-1] + k)
         self.t += 1
@@ -244,3 +262,4 @@ class IncrementalPosterior(LowRankPosterior):
         if self._debt >= m**3 / 3.0 + self.n * m or self.n * self._h > self.history_max:
             self._snapshot()
         self._trim()
+        self.cpu_by["condition"] += time.process_time() - cpu_in

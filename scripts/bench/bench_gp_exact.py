@@ -93,7 +93,15 @@ def child(
         if prof is not None and on:
             prof.disable()
         post = getattr(m, "_post", None)  # the exact model's posterior: its work counters (cumulative per object)
-        work.append({"object": id(post), **getattr(post, "counters", {}), "visited": len(getattr(m, "order", []))})
+        work.append(
+            {
+                "object": id(post),
+                **getattr(post, "counters", {}),
+                "madds_by": dict(getattr(post, "madds_by", {})),
+                "cpu_by": dict(getattr(post, "cpu_by", {})),
+                "visited": len(getattr(m, "order", [])),
+            }
+        )
         if i == 0:
             cpu_setup1 = time.process_time() - cpu0  # everything from the line graph's load through round 1
     share = (time.process_time() - c0) / max(time.perf_counter() - w0, 1e-9)
