@@ -119,7 +119,7 @@ def build(
 DRAW_VERSION = 2  # 2: sparse draws (above dense_max edges, even nu) by sparse Cholesky solves, not SuperLU
 #: BLAS threads of the prior draw: a fixed count, so that a seed's draw does not depend on the BLAS thread count of the
 #: process that makes it (another count sums in another order: other last bits), and one thread because more are
-#: slower on a loaded 2-core machine (``docs/benchmark_gp.md``).
+#: slower on a loaded 2-core machine (``docs/benchmark_gp_history.md``).
 DRAW_BLAS_THREADS = 1
 #: The parameters the unit-variance draw depends on (not the outputscale or noise fractions, which only scale it).
 _DRAW_FIELDS = (
