@@ -15,8 +15,9 @@ from evroute.errors import ParameterError
 
 #: BLAS threads of a seed's run (``EVROUTE_BLAS_THREADS`` overrides; ``0`` leaves them as they are).  One: two made
 #: every measured policy slower or no faster on a loaded 2-core machine (``docs/benchmark_gp_history.md``,
-#: "Threads"), sweeps parallelise over processes, and a fixed count makes a seed's numbers independent of the executor, of the order in which a pool
-#: worker ran its jobs and of the machine's core count (another count sums in another order: other last bits).
+#: "Threads"), sweeps parallelise over processes, and a fixed count makes a seed's numbers independent of the
+#: executor, of the order in which a pool worker ran its jobs and of the machine's core count (another count sums in
+#: another order: other last bits).
 RUN_BLAS_THREADS = 1
 
 
