@@ -97,6 +97,14 @@ def blas_rates(n: int, m0: int, k: int, fresh: int, catch: int, repeats: int = 7
     ell = np.linalg.cholesky(np.eye(k) * k + np.ones((k, k)))
     s = best(lambda: blas.dtrsm(1.0, ell, c, side=1, lower=1, trans_a=1, overwrite_b=0))
     out[f"step C L_R^-T (E x {k}, dtrsm)"] = {"shape": [n, k, k], "ms": 1e3 * s, "gflops": n * k * k / s / 1e9}
+    b = np.asfortranarray(rng.standard_normal((m0, fresh)))
+    big = np.linalg.cholesky(np.eye(m0) * m0 + np.ones((m0, m0)))
+    s = best(lambda: blas.dtrsm(1.0, big, blas.dtrsm(1.0, big, b, lower=1), lower=1, trans_a=1))
+    out[f"fresh solves L0^-T L0^-1 B ({m0} x {m0}, {fresh} columns, dtrsm)"] = {
+        "shape": [m0, m0, fresh],
+        "ms": 1e3 * s,
+        "gflops": 2.0 * m0 * m0 * fresh / s / 1e9,
+    }
     return out
 
 
@@ -185,7 +193,13 @@ def _shape_rates(d: dict[str, Any]) -> dict[str, float]:
     """The best GFLOP/s each kind of work's kernel shape reached in the run's kernel measurements (snapshots: the
     square product's, an upper bound for their Cholesky and triangular solves)."""
     rates = [r for r in (d.get("blas_rates"), d.get("blas_rates_before"), d.get("blas_rates_after")) if r]
-    prefix = {"fresh": "fresh", "catch_up": "catch-up", "step": "step", "snapshot": "peak"}
+    prefix = {
+        "fresh_solve": "fresh solves",
+        "fresh": "fresh columns",
+        "catch_up": "catch-up",
+        "step": "step",
+        "snapshot": "peak",
+    }
     return {k: max(v["gflops"] for r in rates for n, v in r.items() if n.startswith(p)) for k, p in prefix.items()}
 
 
@@ -194,14 +208,20 @@ def _bound(name: str, goal: float, measured: float, work: tuple[dict, dict, int]
     CPU seconds by kind summed over its rounds, and their number), the rest of the round (``rest`` ms, median) and the
     kernel rates measured in the same run (``d``)."""
     madds_by, cpu_by, n = work
-    kinds = ("fresh", "catch_up", "step", "snapshot")
+    kinds = ("fresh_solve", "fresh", "catch_up", "step", "snapshot")
     mm = {k: madds_by.get(k, 0.0) / n for k in kinds}
     cpu = {k: 1e3 * cpu_by.get(k, 0.0) / n for k in kinds}
     total_m, total_ms = sum(mm.values()), sum(cpu.values())
     peak, shape = _peak(d), _shape_rates(d)
     floor = 2e3 * total_m / (peak * 1e9)
     at_shapes = sum(2e3 * mm[k] / (shape[k] * 1e9) for k in kinds)
-    label = {"fresh": "fresh columns", "catch_up": "catch-ups", "step": "rank-k steps", "snapshot": "snapshots"}
+    label = {
+        "fresh_solve": "fresh columns' solves",
+        "fresh": "fresh columns' products",
+        "catch_up": "catch-ups",
+        "step": "rank-k steps",
+        "snapshot": "snapshots",
+    }
     parts = ", ".join(
         f"{label[k]} {mm[k] / 1e6:.0f} M in {cpu[k]:.1f} ms ({2e-6 * mm[k] / max(cpu[k], 1e-9):.1f} GFLOP/s)"
         for k in kinds
@@ -218,7 +238,10 @@ def _bound(name: str, goal: float, measured: float, work: tuple[dict, dict, int]
     else:
         verdict = (
             f"at the rates the kernels reach on these shapes by themselves ({rates} GFLOP/s) it would take "
-            f"{at_shapes:.1f} ms: the rest of the gap is overhead between the kernels (gathers, copies, Python)"
+            f"{at_shapes:.1f} ms, {at_shapes + rest:.1f} ms with the rest of the round: the other "
+            f"{total_ms - at_shapes:.1f} ms of the update are time outside these kernels (gathering and copying "
+            "columns, Python) or kernels running slower inside the update than by themselves, not measured apart "
+            "here"
         )
     return (
         f"* **{name}: {measured:.1f} ms against {goal:.0f} ms: missed.**  What bounds it: the exact update's work per "
