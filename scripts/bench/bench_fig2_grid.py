@@ -98,6 +98,18 @@ def setup_table(cfgs: dict[str, object], seed: int) -> list[str]:
     ]
 
 
+def _commit() -> str:
+    """The checked-out commit (and whether evroute/ differs from it), for the JSON record."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "evroute"], capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head.stdout.strip() + (" (evroute/ modified)" if dirty.strip() else "")
+
+
 def _children_cpu() -> float:
     ru = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ru.ru_utime + ru.ru_stime
@@ -211,6 +223,7 @@ def main() -> None:
     if args.json:
         numbers = {
             "command": cmd,
+            "commit": _commit(),
             "machine": machine_line(),
             "grid": {"envs": args.envs, "routes": args.routes, "methods": args.methods, "seeds": args.seeds},
             "horizon": args.horizon,
