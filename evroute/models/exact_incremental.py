@@ -92,6 +92,8 @@ class IncrementalPosterior(LowRankPosterior):
             "fresh": 0.0,
             "catch_up": 0.0,
             "step": 0.0,
+            "copies": 0.0,  # gathering / scattering covariance columns (cache, K_(.U), the route's C)
+            "kernel": 0.0,  # prior kernel columns of newly visited edges
             "condition": 0.0,
         }
 
@@ -100,6 +102,12 @@ class IncrementalPosterior(LowRankPosterior):
         self.counters["madds"] += madds
         self.madds_by[kind] += madds
         self.cpu_by[kind] += time.process_time() - cpu0
+
+    def _spent(self, kind: str, cpu0: float) -> float:
+        """Add the CPU time since ``cpu0`` to ``kind`` (work without multiply-adds); returns the time now."""
+        now = time.process_time()
+        self.cpu_by[kind] += now - cpu0
+        return now
 
     # ----------------------------------------------------------------------------------------- snapshot
     @property
@@ -150,6 +158,7 @@ class IncrementalPosterior(LowRankPosterior):
         """``Sigma_t[:, f]`` ``(E, len(f))`` (Fortran) from the snapshot and the history (edges already in ``U``)."""
         cpu0 = time.process_time()
         c = self._kxu_cols(self._slot[f])
+        cpu0 = self._spent("copies", cpu0)
         m0 = self.m0
         if m0:
             assert self._l is not None
@@ -181,6 +190,7 @@ class IncrementalPosterior(LowRankPosterior):
         slots, times = slots[order], times[order]
         edges = self._cedge[slots]
         sub = np.asfortranarray(self._cache[:, slots])
+        cpu0 = self._spent("copies", cpu0)
         for s in range(int(times[0]) + 1, self.t + 1):  # W_s applies to columns older than s: a prefix of sub
             p = int(np.searchsorted(times, s))
             w = self._w(s)
@@ -192,6 +202,7 @@ class IncrementalPosterior(LowRankPosterior):
             cpu0 = time.process_time()
         self._cache[:, slots] = sub
         self._ctime[slots] = self.t
+        self._spent("copies", cpu0)
 
     def _drop(self, slots: np.ndarray) -> None:
         """Remove the cached columns at ``slots``, moving the last ones into the holes."""
@@ -206,6 +217,7 @@ class IncrementalPosterior(LowRankPosterior):
         self.counters["dropped"] += len(slots)
 
     def _insert(self, f: np.ndarray, cols: np.ndarray) -> None:
+        cpu0 = time.process_time()
         over = self._nc + len(f) - self.cache_columns
         if over > 0:  # memory: drop the least recently used columns not needed now
             lru = np.argsort(self._ctime[: self._nc], kind="stable")
@@ -224,6 +236,7 @@ class IncrementalPosterior(LowRankPosterior):
         self._ctime[sl] = self.t
         self._cslot[f] = np.arange(self._nc, need)
         self._nc = need
+        self._spent("copies", cpu0)
 
     def _ensure_current(self, d: np.ndarray) -> None:
         """Cached, up-to-date columns ``Sigma_t[:, d]`` for distinct edges ``d`` already in ``U``."""
@@ -244,7 +257,10 @@ class IncrementalPosterior(LowRankPosterior):
         """``Sigma_t[:, idx]`` ``(E, k)`` (edges already in ``U``; cached ones brought up to date)."""
         idx = np.asarray(idx, np.int64)
         self._ensure_current(np.unique(idx))
-        return np.asfortranarray(self._cache[:, self._cslot[idx]])
+        cpu0 = time.process_time()
+        out = np.asfortranarray(self._cache[:, self._cslot[idx]])
+        self._spent("copies", cpu0)
+        return out
 
     # ------------------------------------------------------------------------------------------- update
     def condition(self, edges: np.ndarray, y: np.ndarray) -> None:
@@ -252,6 +268,7 @@ class IncrementalPosterior(LowRankPosterior):
         cpu_in = time.process_time()
         edges = np.asarray(edges, np.int64)
         self._add_edges(edges)
+        self._spent("kernel", cpu_in)
         c = self.columns(edges)  # (E, k) = Sigma_t[:, R], Fortran (a copy)
         cpu0 = time.process_time()
         l_r = jittered_cholesky(c[edges] + self.noise * np.eye(len(edges)))
