@@ -248,19 +248,14 @@ def prepare(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehiclePro
     _scenario(linegraph, cfg, v)
 
 
-def build(
-    linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None, seed: int = 0
-) -> SumoLiveEnvironment:
-    """Registry entry: the replay of the scenario (the truth) and the live simulation; ``seed`` is not used (the
-    run's noise stream draws each trip's speed factor)."""
-    from evroute.environments import sumo_replay
+def live_simulation(linegraph: LineGraph, cfg: SumoLiveConfig, vehicle: VehicleProfile | None = None) -> Any:
+    """The :class:`~evroute.sumo.live.LiveSimulation` of a scenario (its saved states built or read from the cache),
+    without the replay: what driving routes live needs."""
     from evroute.sumo.live import LiveSimulation
 
-    cfg = parse_params(params)
     v = vehicle or VehicleProfile()
-    reference = sumo_replay.build(linegraph, cfg.replay_config().to_dict(), vehicle=v, seed=seed)
     net, demand, snaps = _scenario(linegraph, cfg, v)
-    sim = LiveSimulation(
+    return LiveSimulation(
         net,
         demand,
         snaps,
@@ -271,7 +266,19 @@ def build(
         seed=cfg.demand_seed,
         max_trip_s=cfg.max_trip_s,
     )
-    return SumoLiveEnvironment(reference, sim, cfg)
+
+
+def build(
+    linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None, seed: int = 0
+) -> SumoLiveEnvironment:
+    """Registry entry: the replay of the scenario (the truth) and the live simulation; ``seed`` is not used (the
+    run's noise stream draws each trip's speed factor)."""
+    from evroute.environments import sumo_replay
+
+    cfg = parse_params(params)
+    v = vehicle or VehicleProfile()
+    reference = sumo_replay.build(linegraph, cfg.replay_config().to_dict(), vehicle=v, seed=seed)
+    return SumoLiveEnvironment(reference, live_simulation(linegraph, cfg, v), cfg)
 
 
 #: parameter schema of this environment (checked by :mod:`evroute.validation` before a run)

@@ -47,6 +47,10 @@ from evroute.sumo.vehicle import DEFAULT_VTYPE, SUMO_GRAVITY_MPS2, battery_param
 #: ids of the EV and its route inside a trip's simulation (the background's ids are ``bg...`` / the user's)
 EV_ID = "evroute_ev"
 EV_ROUTE_ID = "evroute_ev_route"
+#: metres a run-out must exceed one step's distance by (SUMO's vehicles arrive within 0.1 m of the arrival position)
+ARRIVAL_MARGIN_M = 1.0
+#: at most this many run-out edges after a route's successor (:meth:`LiveSimulation.runout`)
+MAX_RUNOUT_EDGES = 20
 #: SUMO's speed-factor distribution of passenger cars (``normc(1, 0.1, 0.2, 2)``: mean, deviation, bounds)
 SPEED_FACTOR = (1.0, 0.1, 0.2, 2.0)
 
@@ -81,12 +85,28 @@ def connection_directions(net_file: str | os.PathLike[str]) -> dict[tuple[str, s
     return out
 
 
+def edge_lengths_speeds(net_file: str | os.PathLike[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """``(length, speed)``: every normal edge's length (m, its first lane's) and highest lane speed limit (m/s)."""
+    import sumolib
+
+    length: dict[str, float] = {}
+    speed: dict[str, float] = {}
+    for ln in sumolib.xml.parse_fast(str(net_file), "lane", ["id", "length", "speed"]):
+        if ln.id.startswith(":"):
+            continue
+        e = ln.id.rsplit("_", 1)[0]
+        length.setdefault(e, float(ln.length))
+        speed[e] = max(speed.get(e, 0.0), float(ln.speed))
+    return length, speed
+
+
 @dataclass
 class LiveTrip:
     """One EV trip through the live simulation.
 
     Attributes:
-        edges: ``(n,)`` SUMO edge ids driven: ``[pred, route..., succ]``.
+        edges: ``(n,)`` SUMO edge ids asked for: ``[pred, route..., succ]``; runout: the edges driven after ``succ``
+            (:meth:`LiveSimulation.runout`, usually none); the EV arrives at the end of the last of them.
         route_energy_wh: ``(n - 2,)`` energy of each route edge's complete traversal (Wh); NaN where missing.
         route_travel_s: ``(n - 2,)`` travel time of each route edge (s).
         route_reduced_wh: ``(n - 2,)`` reduced energy of each route edge's traversal (Wh): its energy minus its
@@ -100,6 +120,8 @@ class LiveTrip:
             energies); extra: its parts (``start_s``: starting SUMO and loading the state, ``step_s``, ``close_s``,
             ``measure_s``: attribution and traversals).
         failure: why the trip failed (empty when it did not).
+        arrived: the EV arrived (not teleported, not late): ``battery_wh`` is the whole trip's even when ``failure``
+            says that its traversals did not match the route.
     """
 
     edges: list[str]
@@ -115,6 +137,8 @@ class LiveTrip:
     failure: str = ""
     extra: dict[str, float] = field(default_factory=dict)
     route_reduced_wh: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    runout: list[str] = field(default_factory=list)
+    arrived: bool = False
 
     @property
     def ok(self) -> bool:
@@ -174,6 +198,7 @@ class LiveSimulation:
         self._args += list(sumo_args)
         self.graph: LaneGraph = lane_graph(self.net_file)
         self.legal_turns = net_connections(self.net_file)
+        self._length, self._speed = edge_lengths_speeds(self.net_file)
         self._preds: dict[str, list[tuple[int, str]]] = {}
         self._succs: dict[str, list[tuple[int, str]]] = {}
         for (a, b), d in connection_directions(self.net_file).items():
@@ -206,6 +231,31 @@ class LiveSimulation:
             raise ParameterError(f"edge {which!r} has no passenger connection to extend a live trip")
         return min(preds)[1], min(succs)[1]
 
+    def runout(self, last: str, succ: str, speed_factor: float = 1.0) -> list[str]:
+        """Edges driven after ``succ`` so that the traversal of the route's last edge ``last`` is closed.
+
+        That traversal ends at the first step the EV is seen past ``last``.  The EV is seen only at the ends of
+        simulation steps, and not at all in the step it arrives in (SUMO removes it at once): a successor shorter
+        than one step's distance can be entered and driven to its end within a single step, and ``last`` then never
+        gets a complete traversal.  The run-out continues from ``succ`` as :meth:`end_edges` leaves a route
+        (straight on first, no edge twice) until ``succ`` and the run-out together are longer than one step's
+        distance (``step_length * speed_factor`` times the highest speed limit of ``last``, ``succ`` and the run-out,
+        which bounds SUMO's speed there) plus :data:`ARRIVAL_MARGIN_M`: then the first step that ends past ``last``
+        ends before the arrival position.  Empty when ``succ`` alone is long enough; shorter where the net ends (a
+        dead end, at most :data:`MAX_RUNOUT_EDGES` edges), and then :meth:`drive` says if ``last`` was left open.
+        """
+        tail, seen = [succ], {last, succ}
+        for _ in range(MAX_RUNOUT_EDGES):
+            reach = self.step_length * float(speed_factor) * max(self._speed.get(e, 0.0) for e in [last, *tail])
+            if sum(self._length.get(e, 0.0) for e in tail) > reach + ARRIVAL_MARGIN_M:
+                break
+            options = [(rank, b) for rank, b in self._succs.get(tail[-1], []) if b not in seen]
+            if not options:
+                break
+            tail.append(min(options)[1])
+            seen.add(tail[-1])
+        return tail[1:]
+
     def close(self) -> None:
         """Remove the trip's temporary files (the simulation itself is closed after every trip)."""
         self._tmp.cleanup()
@@ -214,7 +264,8 @@ class LiveSimulation:
         """Drive ``edges`` (``[pred, route..., succ]``, SUMO edge ids, at least 3) from snapshot ``snapshot``.
 
         The EV departs at the snapshot's time on the first edge (``departPos=base``, ``departSpeed=max``) with the
-        given speed factor and arrives at the end of the last one.
+        given speed factor and arrives at the end of the last one, or of its :meth:`runout` where ``succ`` is too
+        short to close the last route edge's traversal.
 
         Raises:
             SumoError: SUMO fails to start from the snapshot or during the trip (its first error line).
@@ -227,6 +278,7 @@ class LiveSimulation:
                 raise ParameterError(f"no connection from edge {a!r} to {b!r} in {self.net_file.name}")
         if not 0 <= snapshot < len(self.snapshots):
             raise ParameterError(f"snapshot {snapshot} out of range 0..{len(self.snapshots) - 1}")
+        runout = self.runout(edges[-2], edges[-1], speed_factor)
         ls = self.libsumo
         depart = float(self.snapshot_times_s[snapshot])
         wall0 = time.perf_counter()
@@ -250,7 +302,7 @@ class LiveSimulation:
         try:
             from traci import constants as tc
 
-            ls.route.add(EV_ROUTE_ID, edges)
+            ls.route.add(EV_ROUTE_ID, [*edges, *runout])
             ls.vehicle.add(
                 EV_ID,
                 EV_ROUTE_ID,
@@ -308,6 +360,7 @@ class LiveSimulation:
             time.perf_counter() - wall0,
             failure,
         )
+        trip.runout = runout
         trip.extra = {
             "start_s": wall1 - wall0,
             "step_s": wall2 - wall1,
@@ -337,6 +390,7 @@ class LiveSimulation:
         wall: float,
         failure: str,
     ) -> LiveTrip:
+        arrived = not failure and len(times) > 0  # drive's failures so far: teleported, not inserted, late
         n_route = len(edges) - 2
         energy = np.full(n_route, np.nan)
         travel = np.full(n_route, np.nan)
@@ -356,10 +410,9 @@ class LiveSimulation:
                 per_edge[current] = per_edge.get(current, 0.0) + wh
             tr = steps_to_traversals(t2, v2, l2, e2, legal_turns=self.legal_turns, kinetic_wh=k2)
             if not failure:
-                got = tr["edge"].tolist()
-                if got != edges[1:-1]:
-                    failure = f"traversals {len(got)} do not match the route's {n_route} edges"
-                else:
+                failure = route_mismatch(edges[1:-1], tr["edge"].tolist())
+                if not failure:  # the route's traversals, then those of succ and the run-out
+                    tr, got = tr.iloc[:n_route], edges[1:-1]
                     energy = tr["energy_wh"].to_numpy(dtype=np.float64)
                     travel = tr["travel_s"].to_numpy(dtype=np.float64)
                     rise = np.array([self._rise.get(e, np.nan) for e in got])
@@ -380,15 +433,40 @@ class LiveSimulation:
             wall_s=wall,
             failure=failure,
             route_reduced_wh=reduced,
+            arrived=arrived,
         )
 
 
+def route_mismatch(route: Sequence[str], got: Sequence[str]) -> str:
+    """Why a trip's complete traversals ``got`` (in driving order) do not begin with ``route``; ``""`` when they do.
+
+    The traversals after the route's (of ``succ`` and the run-out) are not checked.  The messages begin with
+    ``"traversals do not match the route"`` and name the first route edge without its traversal.
+    """
+    n = len(route)
+    for k, e in enumerate(route):
+        if k >= len(got):
+            why = (
+                "its traversal was not closed: the EV arrived before it was seen past it"
+                if k == n - 1
+                else f"the trip has {len(got)} complete traversals for the route's {n} edges"
+            )
+            return f"traversals do not match the route: no complete traversal of its edge {k + 1} of {n} ({e}): {why}"
+        if got[k] != e:
+            return f"traversals do not match the route: its edge {k + 1} of {n} is {e}, the traversal {got[k]}"
+    return ""
+
+
 __all__ = [
+    "ARRIVAL_MARGIN_M",
     "EV_ID",
+    "MAX_RUNOUT_EDGES",
     "SPEED_FACTOR",
     "LiveSimulation",
     "LiveTrip",
     "connection_directions",
     "draw_speed_factor",
+    "edge_lengths_speeds",
     "live_snapshots",
+    "route_mismatch",
 ]
