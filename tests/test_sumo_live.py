@@ -343,6 +343,7 @@ def test_bandit_study_trip_row_is_the_simulations_trip(env: SumoLiveEnvironment)
     trip = env.sim.drive(["a", "b", "c", "d", "e"], 3, speed_factor=1.0)
     assert row["ok"] and row["matched"] and row["route_key"] == route_key("b c d") and row["depart_s"] == 900.0
     assert row["exit_edges"] == "e" and trip.runout == []  # e: 500 m, no run-out needed
+    assert row["exit_battery_wh"] == pytest.approx(trip.edge_energy_wh["e"], abs=1e-9)
     assert row["trip_battery_wh"] == pytest.approx(trip.battery_wh, abs=1e-9)  # a b c d e: more than b c d
     assert row["trip_battery_wh"] > row["battery_wh"]
     assert row["battery_wh"] == pytest.approx(float(trip.route_energy_wh.sum()), abs=1e-9)

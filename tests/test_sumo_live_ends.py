@@ -49,9 +49,23 @@ def test_route_before_a_short_edge_has_a_traversal_per_edge(sim: LiveSimulation,
         assert trip.runout == ["d"]
         assert np.all(np.isfinite(trip.route_energy_wh)) and np.all(np.isfinite(trip.route_reduced_wh))
         assert trip.route_energy_wh == pytest.approx([trip.edge_energy_wh["b"], trip.edge_energy_wh["c"]], abs=1e-9)
-        assert trip.route_travel_s == pytest.approx([300 / (SPEED * speed_factor)] * 2, rel=0.25)
+        # no faster than the speed limit times the factor; slower behind the background cars (factor 1)
+        assert np.all(trip.route_travel_s > 0.9 * 300 / (SPEED * speed_factor))
+        assert np.all(trip.route_travel_s < 2 * 300 / SPEED)
         assert sum(trip.edge_energy_wh.values()) == pytest.approx(trip.battery_wh, abs=1e-9)
         assert set(trip.edge_energy_wh) == {"a", "b", "c", "s", "d"}
+
+
+def test_without_the_runout_the_last_edge_is_left_open(sim: LiveSimulation, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cause, shown: arriving at the end of the 2 m successor, the EV is not seen past ``c`` in most trips, and
+    those trips say which edge was left open and why."""
+    monkeypatch.setattr(sim, "runout", lambda *args, **kwargs: [])
+    trips = [sim.drive(["a", "b", "c", "s"], k, speed_factor=f) for k in range(3) for f in (0.8, 1.0, 1.2)]
+    open_ = [t for t in trips if not t.ok]
+    assert len(open_) > len(trips) // 2
+    for t in open_:
+        assert t.arrived and t.runout == [] and np.isnan(t.route_energy_wh).all()
+        assert "no complete traversal of its edge 2 of 2 (c): its traversal was not closed" in t.failure
 
 
 def test_short_edge_inside_and_at_the_start_of_a_route(sim: LiveSimulation) -> None:

@@ -47,7 +47,7 @@ REFERENCES = {"REPLAY-OPT-TURN": "turn", "REPLAY-OPT-EDGE": "edge"}
 FINAL_COLUMNS = ["network", "route", "label", "model", "policy", "arms", "seed", "route_key", "replay_turn_wh"]
 TRIP_COLUMNS = [
     "network", "route_key", "slot", "depart_s", "speed_factor", "ok", "matched", "failure", "trip_battery_wh",
-    "battery_wh", "reduced_wh", "travel_s", "cpu_s", "edges", "exit_edges",
+    "battery_wh", "reduced_wh", "travel_s", "cpu_s", "edges", "exit_edges", "exit_battery_wh",
 ]  # fmt: skip
 
 
@@ -149,7 +149,8 @@ def drive(sim: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any
     ``matched``: the trip has one complete traversal per route edge, in order, each with a finite energy, and then
     ``battery_wh``, ``reduced_wh``, ``travel_s`` are sums over them (NaN otherwise); ``failure``: why not (empty
     when matched); ``cpu_s``: CPU s of this process; ``exit_edges``: the edges driven after the route (``succ`` and
-    the run-out, space-separated)."""
+    the run-out, space-separated) and ``exit_battery_wh`` the battery energy spent on them (part of
+    ``trip_battery_wh``; NaN if the EV did not arrive or an exit edge is also an edge before it)."""
     import time
 
     from evroute.errors import EvrouteError
@@ -163,7 +164,11 @@ def drive(sim: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any
         matched = t.ok and bool(np.all(np.isfinite(t.route_reduced_wh)))
         failure = t.failure or ("" if matched else "a route edge's energy is not finite")
         row |= {"depart_s": t.depart_s, "ok": bool(t.arrived), "matched": matched, "failure": failure}
-        row["exit_edges"] = " ".join([succ, *t.runout])
+        exits = [succ, *t.runout]
+        row["exit_edges"] = " ".join(exits)
+        before = {pred, *route}
+        ok_exit = t.arrived and not before & set(exits)
+        row["exit_battery_wh"] = sum(t.edge_energy_wh.get(e, 0.0) for e in exits) if ok_exit else math.nan
         row["trip_battery_wh"] = float(t.battery_wh) if t.arrived else math.nan
         sums = {"battery_wh": t.route_energy_wh, "reduced_wh": t.route_reduced_wh, "travel_s": t.route_travel_s}
         row |= {k: float(np.sum(v)) if matched else math.nan for k, v in sums.items()}
@@ -173,6 +178,7 @@ def drive(sim: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any
     row["cpu_s"] = round(time.process_time() - cpu0, 3)
     row["edges"] = edges
     row.setdefault("exit_edges", "")
+    row.setdefault("exit_battery_wh", math.nan)
     return row
 
 

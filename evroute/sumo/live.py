@@ -9,19 +9,32 @@ simulation until the EV arrives, and closes SUMO.  Each trip starts from a saved
 each other: the same snapshot, route and speed factor give the same energies, in any order and in any process (a
 killed run resumes exactly).
 
-The route is driven as ``[pred, route..., succ]``: a predecessor and a successor edge (legal turns of the net) are
-added so that every edge of the route is a complete traversal, entered at traffic speed through a junction and
-left through the next one, exactly like the recorded traversals of the replay (:mod:`evroute.sumo.record`, whose
-first and last edges are dropped as partial).  The EV's position, lane and battery charge are read every step;
-each step's energy (the drop of ``device.battery.chargeLevel``, 0.01 Wh resolution, telescoping: the trip's steps
-sum to the battery's total) is split over the lanes covered in the step in proportion to distance
-(:func:`evroute.sumo.attribution.attribute_steps`), and :func:`evroute.sumo.record.steps_to_traversals` cuts the
-steps into edge traversals (the junction after an edge counts to the edge).
+The route is driven as ``[pred, route..., succ]``: a predecessor and a successor edge (legal turns of the net,
+straight on where it allows, :meth:`LiveSimulation.end_edges`) are added so that every edge of the route is a
+complete traversal, entered at traffic speed through a junction and left through the next one, exactly like the
+recorded traversals of the replay (:mod:`evroute.sumo.record`, whose first and last edges are dropped as partial).
+The EV's position, lane and battery charge are read every step; each step's energy (the drop of
+``device.battery.chargeLevel``, 0.01 Wh resolution, telescoping: the trip's steps sum to the battery's total) is
+split over the lanes covered in the step in proportion to distance (:func:`evroute.sumo.attribution.attribute_steps`),
+and :func:`evroute.sumo.record.steps_to_traversals` cuts the steps into edge traversals (the junction after an edge
+counts to the edge).
+
+**Both ends of a route are complete traversals.**  The first route edge's traversal begins at the interpolated
+moment the EV leaves ``pred``: the EV is seen on ``pred`` at least once, in the step it is inserted (at
+``departPos=base``; SUMO inserts after the step's moves).  The last route edge's traversal ends at the first step
+the EV is seen past it, and SUMO removes an arriving vehicle in the step it reaches its arrival position, unseen (its
+battery output has no row for that step either).  A successor shorter than one step's distance (Monaco's route B
+leaves its goal ``843#1`` into a 4.9 m edge: 51 of the 108 trips of ``docs/results/sumo_bandit.md`` were one
+traversal short until this was handled) is then entered and driven to its end within one step, and the last route
+edge was never closed.  So the EV drives on after ``succ`` over a *run-out* (:meth:`LiveSimulation.runout`, straight
+on) until ``succ`` and the run-out are longer than one step at the highest speed limit there: the first step that
+ends past the route then ends before the arrival.  A net that ends sooner (a dead end with no way on) can still
+leave the last edge open; the trip then fails and says so (:func:`route_mismatch`).
 
 A trip *fails* when the EV is teleported (SUMO moves a vehicle stuck for ``--time-to-teleport`` s, or after a
 collision), has not arrived ``max_trip_s`` simulated seconds after its departure time (including time waiting for
-insertion), or when its traversals do not match the route; :attr:`LiveTrip.ok` is then ``False`` and
-:attr:`LiveTrip.failure` says why.
+insertion), or when it has not one complete traversal per route edge, in order; :attr:`LiveTrip.ok` is then
+``False`` and :attr:`LiveTrip.failure` says why (:attr:`LiveTrip.arrived` whether the EV arrived all the same).
 """
 
 from __future__ import annotations
@@ -36,7 +49,7 @@ from pathlib import Path
 import numpy as np
 
 from evroute.energy import VehicleProfile
-from evroute.errors import ParameterError
+from evroute.errors import DataError, ParameterError
 from evroute.network.cachefiles import temp_prefix
 from evroute.sumo.attribution import LaneGraph, attribute_steps, lane_graph
 from evroute.sumo.binaries import SumoError, import_libsumo, sumo_binary
@@ -86,17 +99,24 @@ def connection_directions(net_file: str | os.PathLike[str]) -> dict[tuple[str, s
 
 
 def edge_lengths_speeds(net_file: str | os.PathLike[str]) -> tuple[dict[str, float], dict[str, float]]:
-    """``(length, speed)``: every normal edge's length (m, its first lane's) and highest lane speed limit (m/s)."""
+    """``(length, speed)``: every normal edge's length (m, its first lane's) and highest lane speed limit (m/s).
+
+    Raises:
+        DataError: the net has no lane with a speed and a length.
+    """
     import sumolib
 
     length: dict[str, float] = {}
     speed: dict[str, float] = {}
-    for ln in sumolib.xml.parse_fast(str(net_file), "lane", ["id", "length", "speed"]):
+    # parse_fast matches the attributes in the order SUMO writes them (id, index, allow/disallow, speed, length)
+    for ln in sumolib.xml.parse_fast(str(net_file), "lane", ["id", "speed", "length"]):
         if ln.id.startswith(":"):
             continue
         e = ln.id.rsplit("_", 1)[0]
         length.setdefault(e, float(ln.length))
         speed[e] = max(speed.get(e, 0.0), float(ln.speed))
+    if not length:
+        raise DataError(f"no lane with a speed and a length in {net_file}")
     return length, speed
 
 
