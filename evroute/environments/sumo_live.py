@@ -14,8 +14,10 @@ SUMO seed.  The background day is simulated once and its state saved at ``rounds
   background demand; one EV of the vehicle profile (battery device, speed factor drawn like SUMO's for a
   passenger car from the run's seeded noise stream) drives ``[pred, route..., succ]`` (a predecessor and a
   successor edge make every route edge a complete traversal, like the replay's recorded traversals; the EV comes
-  in and leaves straight on where the net allows, :meth:`evroute.sumo.live.LiveSimulation.end_edges`); SUMO is
-  stepped until the EV arrives and closed (:meth:`evroute.sumo.live.LiveSimulation.drive`);
+  in and leaves straight on where the net allows, :meth:`evroute.sumo.live.LiveSimulation.end_edges`, and drives
+  on over a run-out where the successor is shorter than one step's distance,
+  :meth:`evroute.sumo.live.LiveSimulation.runout`); SUMO is stepped until the EV arrives and closed
+  (:meth:`evroute.sumo.live.LiveSimulation.drive`);
 * **observation**: the *reduced* energy of each route edge, as the replay's: the energy SUMO's battery device
   measured on it (each step's energy split over the lanes covered in it in proportion to distance,
   :mod:`evroute.sumo.attribution`; the junction after an edge counts to the edge) minus its change of kinetic and

@@ -22,14 +22,15 @@ counts to the edge).
 **Both ends of a route are complete traversals.**  The first route edge's traversal begins at the interpolated
 moment the EV leaves ``pred``: the EV is seen on ``pred`` at least once, in the step it is inserted (at
 ``departPos=base``; SUMO inserts after the step's moves).  The last route edge's traversal ends at the first step
-the EV is seen past it, and SUMO removes an arriving vehicle in the step it reaches its arrival position, unseen (its
-battery output has no row for that step either).  A successor shorter than one step's distance (Monaco's route B
-leaves its goal ``843#1`` into a 4.9 m edge: 51 of the 108 trips of ``docs/results/sumo_bandit.md`` were one
-traversal short until this was handled) is then entered and driven to its end within one step, and the last route
-edge was never closed.  So the EV drives on after ``succ`` over a *run-out* (:meth:`LiveSimulation.runout`, straight
-on) until ``succ`` and the run-out are longer than one step at the highest speed limit there: the first step that
-ends past the route then ends before the arrival.  A net that ends sooner (a dead end with no way on) can still
-leave the last edge open; the trip then fails and says so (:func:`route_mismatch`).
+the EV is seen past it, and SUMO removes an arriving vehicle in the step it reaches its arrival position, unseen
+(its battery output has no row for that step either).  A successor shorter than one step's distance is then
+entered and driven to its end within one step, and the last route edge is never closed: Monaco's route B leaves its
+goal ``843#1`` into the 6.4 m edge ``843#2`` at about 22 m/s, and 51 of the 108 trips of
+``docs/results/sumo_bandit.md`` were one traversal short until this was handled.  So the EV drives on after ``succ``
+over a *run-out* (:meth:`LiveSimulation.runout`, straight on) until ``succ`` and the run-out are longer than one
+step at the highest speed limit there: the first step that ends past the route then ends before the arrival.  A
+net that ends sooner (a dead end with no way on) can still leave the last edge open; the trip then fails and says
+so (:func:`route_mismatch`).
 
 A trip *fails* when the EV is teleported (SUMO moves a vehicle stuck for ``--time-to-teleport`` s, or after a
 collision), has not arrived ``max_trip_s`` simulated seconds after its departure time (including time waiting for
