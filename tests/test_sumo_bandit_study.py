@@ -62,12 +62,14 @@ def _trips() -> pd.DataFrame:
         "r3": [150.0, None],
     }
     rows: list[dict[str, object]] = []
-    for r, values in battery.items():
+    for i, (r, values) in enumerate(battery.items()):
         for slot, b in enumerate(values):
+            exit_wh = None if b is None else 7.0 + i + 2 * slot  # left out of the live energy: b is what counts
             rows.append({"network": "m", "route_key": route_key(r), "slot": slot, "ok": b is not None,
-                         "matched": b is not None, "trip_battery_wh": b, "reduced_wh": None if b is None else b - 50.0,
-                         "cpu_s": 1.0, "failure": None if b is not None else "teleported at 9 s", "edges": r,
-                         "exit_edges": "x y" if slot == 1 else "x"})  # fmt: skip
+                         "matched": b is not None, "trip_battery_wh": None if b is None else b + exit_wh,
+                         "reduced_wh": None if b is None else b - 50.0, "cpu_s": 1.0,
+                         "failure": None if b is not None else "teleported at 9 s", "edges": r,
+                         "exit_edges": "x y" if slot == 1 else "x", "exit_battery_wh": exit_wh})  # fmt: skip
     # arrived without a traversal per route edge: no reduced energy
     rows[0] |= {"matched": False, "reduced_wh": None, "failure": "traversals do not match the route: o"}
     rows.append({"network": "m", "route_key": route_key("o"), "slot": 2, "ok": False, "matched": False,
@@ -87,9 +89,10 @@ def test_live_section_numbers_by_hand() -> None:
         "Trips: 9, of which 2 did not arrive (teleported or late) and 1 arrived without one complete traversal" in text
     )
     assert "per route edge (traversals do not match the route: o: 1) (9 CPU s for all trips)." in text
+    # exit energies 7 8 9 10 (slot 0), 9 10 11 (slot 1): mean 64 / 7, pooled variance (5/3 + 1) / 2
     assert (
-        "Edges driven after the route: m A: after `o` `x` (4 trips), `x y` (4 trips), 4 of 8 trips with a run-out."
-        in text
+        "Exit edges: m A: after `o` `x` (4 trips), `x y` (4 trips), 4 of 8 trips with a run-out; their energy 9.1 Wh "
+        "in mean, s.d. 1.2 Wh between the routes driven at one departure time (pooled)." in text
     )
     ok = _trips().assign(matched=lambda t: t["ok"])
     assert "and every trip that arrived has one complete traversal per route edge (9 CPU s" in "\n".join(

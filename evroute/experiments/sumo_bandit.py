@@ -19,8 +19,10 @@ a driver pays).
   (what the driver pays) and reduced (battery minus the change of kinetic and potential energy: the replay's unit)
   over the route's complete traversals.
 
-A route's live energy is the battery energy of its whole trip (``trip_battery_wh``), averaged over the slots where
-the EV arrived; a seed's paired difference with another route uses the slots both arrived in.  The reduced energy of
+A route's live energy is the battery energy of its trip from the EV's insertion on the entry edge to the end of the
+route (:func:`route_end_wh`: the whole trip's minus that of the exit edges, which the EV drives only so that the
+route's last edge is seen complete), averaged over the slots where the EV arrived; a seed's paired difference with
+another route uses the slots both arrived in.  The reduced energy of
 the route's traversals (the replay's unit) is averaged over the slots whose trips have one complete traversal per
 route edge (:func:`drive`'s ``matched``; the trip's run-out makes this so wherever the net allows,
 :meth:`evroute.sumo.live.LiveSimulation.runout`).
@@ -217,25 +219,29 @@ def live_section(
     lines = [
         "## Final routes driven live (sumo-live)",
         "",
-        f"Command: `{meta['command']}` (data: [`data/{FINALS}`](data/{FINALS}), [`data/{TRIPS}`](data/{TRIPS})).  "
+        f"Command: `{meta['command']}` (data: [`data/{FINALS}`](data/{FINALS}), [`data/{TRIPS}`](data/{TRIPS}), "
+        f"set-up [`data/{LIVE_META}`](data/{LIVE_META})).  "
         "Each run's final route is the route it drove in round T (what the learner drives after T - 1 "
         "observations, exploration included).  Every distinct route, and the exact optima of the replay's turn and "
         f"edge means, is driven in `sumo-live` in the runs' scenario at the {meta['slots']} departure times of the "
         "live environment's clock (`rounds_per_day = "
         f"{meta['slots']}`: {', '.join(meta['departures'])}), at each time with one speed factor shared by every "
         "route (seeded, drawn like SUMO's), so routes are compared in the same traffic "
-        "(`evroute/experiments/sumo_bandit.py`).  A route's live energy is the battery energy of the whole trip "
-        "(one entry edge, the route, one exit edge and, where the exit edge is shorter than the EV can drive in one "
-        "step, a run-out of further edges so that the EV is seen past the route's last edge before it arrives: "
-        "the same for every route of a start and goal, `evroute/sumo/live.py`), averaged over the departure times "
-        "the EV arrived at; its live reduced energy (the replay's unit) sums the route's complete traversals, one "
-        "per route edge, averaged over the trips that have them.  "
+        "(`evroute/experiments/sumo_bandit.py`).  A route's live energy is the battery energy of the trip from the "
+        "EV's insertion on the entry edge (one for every route of a start and goal) to the end of the route (the "
+        "junction after its last edge included), averaged over the departure times the EV arrived at.  After the "
+        "route the EV drives on over one exit edge and, where that is shorter than the EV can drive in one step, a "
+        "run-out of further edges, so that it is seen past the route's last edge before it arrives "
+        "(`evroute/sumo/live.py`); the energy of these exit edges is left out: it is the same drive for every route "
+        "of a goal, and it is not part of the route.  The live reduced energy (the replay's unit) sums the route's "
+        "complete traversals, one per route edge, averaged over the trips that have them.  "
         f"Trips: {len(trips)}, of which {int((~ok).sum())} did not arrive (teleported or late) and "
         f"{_unmatched_text(trips)} ({int(trips['cpu_s'].sum())} CPU s for all trips).  "
         f"{_exit_text(finals, trips)}".rstrip(),
         "",
     ]
-    battery, reduced = _slot_values(trips, "trip_battery_wh"), _slot_values(trips, "reduced_wh")
+    trips = trips.assign(to_goal_wh=route_end_wh(trips))
+    battery, reduced = _slot_values(trips, "to_goal_wh"), _slot_values(trips, "reduced_wh")
     for (network, route), g in finals.groupby(["network", "route"], sort=False):
         refs = g[g["label"].isin(list(REFERENCES))].set_index("label")
         runs = g[~g["label"].isin(list(REFERENCES))]
@@ -310,6 +316,14 @@ def live_section(
     return lines
 
 
+def route_end_wh(trips: pd.DataFrame) -> pd.Series:
+    """Per trip, the battery energy to the end of the route: ``trip_battery_wh - exit_battery_wh`` (NaN where either
+    is; a table without ``exit_battery_wh``: the whole trip's)."""
+    if "exit_battery_wh" not in trips.columns:
+        return trips["trip_battery_wh"].astype(float)
+    return trips["trip_battery_wh"].astype(float) - trips["exit_battery_wh"].astype(float)
+
+
 def _unmatched_text(trips: pd.DataFrame) -> str:
     """How many arrived trips lack one complete traversal per route edge, and why (the trips' failure texts)."""
     bad = trips[trips["ok"].astype(bool) & ~trips["matched"].astype(bool)]
@@ -335,8 +349,16 @@ def _exit_text(finals: pd.DataFrame, trips: pd.DataFrame) -> str:
         runout = int((ends.str.split().str.len() > 1).sum())
         counts = sorted(ends.value_counts().items(), key=lambda ek: (-ek[1], ek[0]))
         kinds = ", ".join(f"`{e}` ({k} trips)" for e, k in counts)
-        parts.append(f"{network} {route}: after `{goal}` {kinds}, {runout} of {len(ends)} trips with a run-out")
-    return ("Edges driven after the route: " + "; ".join(parts) + ".") if parts else ""
+        text = f"{network} {route}: after `{goal}` {kinds}, {runout} of {len(ends)} trips with a run-out"
+        if "exit_battery_wh" in t.columns and t["exit_battery_wh"].notna().any():
+            x = t.dropna(subset=["exit_battery_wh"])
+            sd = float(np.sqrt(x.groupby("slot")["exit_battery_wh"].var(ddof=1).mean()))
+            text += (
+                f"; their energy {x['exit_battery_wh'].mean():.1f} Wh in mean, s.d. {sd:.1f} Wh between the routes "
+                "driven at one departure time (pooled)"
+            )
+        parts.append(text)
+    return ("Exit edges: " + "; ".join(parts) + ".") if parts else ""
 
 
 def _pairs(runs: pd.DataFrame) -> list[tuple[str, str, str]]:
