@@ -64,12 +64,13 @@ def _trips() -> pd.DataFrame:
     rows: list[dict[str, object]] = []
     for i, (r, values) in enumerate(battery.items()):
         for slot, b in enumerate(values):
-            exit_wh = None if b is None else 7.0 + i + 2 * slot  # left out of the live energy: b is what counts
+            exit_wh = 7.0 + i + 2 * slot  # left out of the live energy: b is what counts
             rows.append({"network": "m", "route_key": route_key(r), "slot": slot, "ok": b is not None,
                          "matched": b is not None, "trip_battery_wh": None if b is None else b + exit_wh,
                          "reduced_wh": None if b is None else b - 50.0, "cpu_s": 1.0,
                          "failure": None if b is not None else "teleported at 9 s", "edges": r,
-                         "exit_edges": "x y" if slot == 1 else "x", "exit_battery_wh": exit_wh})  # fmt: skip
+                         "exit_edges": "x y" if slot == 1 else "x",
+                         "exit_battery_wh": None if b is None else exit_wh})  # fmt: skip
     # arrived without a traversal per route edge: no reduced energy
     rows[0] |= {"matched": False, "reduced_wh": None, "failure": "traversals do not match the route: o"}
     rows.append({"network": "m", "route_key": route_key("o"), "slot": 2, "ok": False, "matched": False,
