@@ -62,14 +62,20 @@ def _trips() -> pd.DataFrame:
         "r3": [150.0, None],
     }
     rows: list[dict[str, object]] = []
-    for r, values in battery.items():
+    for i, (r, values) in enumerate(battery.items()):
         for slot, b in enumerate(values):
+            exit_wh = 7.0 + i + 2 * slot  # left out of the live energy: b is what counts
             rows.append({"network": "m", "route_key": route_key(r), "slot": slot, "ok": b is not None,
-                         "matched": b is not None, "trip_battery_wh": b, "reduced_wh": None if b is None else b - 50.0,
-                         "cpu_s": 1.0})  # fmt: skip
-    rows[0] |= {"matched": False, "reduced_wh": None}  # arrived, traversals not matched: no reduced energy
+                         "matched": b is not None, "trip_battery_wh": None if b is None else b + exit_wh,
+                         "reduced_wh": None if b is None else b - 50.0, "cpu_s": 1.0,
+                         "failure": None if b is not None else "teleported at 9 s", "edges": r,
+                         "exit_edges": "x y" if slot == 1 else "x",
+                         "exit_battery_wh": None if b is None else exit_wh})  # fmt: skip
+    # arrived without a traversal per route edge: no reduced energy
+    rows[0] |= {"matched": False, "reduced_wh": None, "failure": "traversals do not match the route: o"}
     rows.append({"network": "m", "route_key": route_key("o"), "slot": 2, "ok": False, "matched": False,
-                 "trip_battery_wh": None, "reduced_wh": None, "cpu_s": 1.0})  # fmt: skip
+                 "trip_battery_wh": None, "reduced_wh": None, "cpu_s": 1.0, "failure": "not arrived", "edges": "o",
+                 "exit_edges": None})  # fmt: skip
     return pd.DataFrame(rows)
 
 
@@ -80,8 +86,19 @@ def test_live_section_numbers_by_hand() -> None:
     [-31.0, -2.3]; turn - edge [-20, 40, 30]: +16.7 +- 18.6, interval contains 0."""
     meta = {"command": "python x", "slots": 2, "departures": ["08:00:00", "08:30:00"]}
     text = "\n".join(live_section(_finals(), _trips(), meta))
-    assert "Trips: 9, of which 2 did not arrive (teleported or late) and 1 arrived with traversals not matching" in text
-    assert "the route (9 CPU s for all trips)" in text
+    assert (
+        "Trips: 9, of which 2 did not arrive (teleported or late) and 1 arrived without one complete traversal" in text
+    )
+    assert "per route edge (traversals do not match the route: o: 1) (9 CPU s for all trips)." in text
+    # exit energies 7 8 9 10 (slot 0), 9 10 11 (slot 1): mean 64 / 7, pooled variance (5/3 + 1) / 2
+    assert (
+        "Exit edges: m A: after `o` `x` (4 trips), `x y` (4 trips), 4 of 8 trips with a run-out; their energy 9.1 Wh "
+        "in mean, s.d. 1.2 Wh between the routes driven at one departure time (pooled)." in text
+    )
+    ok = _trips().assign(matched=lambda t: t["ok"])
+    assert "and every trip that arrived has one complete traversal per route edge (9 CPU s" in "\n".join(
+        live_section(_finals(), ok, meta)
+    )
     assert "| BI-TS | 3 | 2 | 0 | 1.0 +- 0.0 | 71.7 +- 3.3 | 121.7 +- 3.3 | +16.7 +- 3.3 | [+2.3, +31.0] |" in text
     assert "| GP-EXACT-TS | 3 | 1 | 3 | 1.0 +- 0.0 | 60.0 +- 0.0 | 105.0 +- 0.0 | +0.0 +- 0.0 |" in text
     assert "| BI-TS-TURN | 3 | 2 | 1 | 1.0 +- 0.0 | 86.7 +- 13.3 | 135.0 +- 15.0 | +33.3 +- 16.7 |" in text

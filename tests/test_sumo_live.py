@@ -339,14 +339,16 @@ def test_bandit_study_trip_row_is_the_simulations_trip(env: SumoLiveEnvironment)
 
     from evroute.experiments.sumo_bandit import drive, route_key
 
-    row = drive(env, "b c d", 3, 1.0)
+    row = drive(env.sim, "b c d", 3, 1.0)
     trip = env.sim.drive(["a", "b", "c", "d", "e"], 3, speed_factor=1.0)
     assert row["ok"] and row["matched"] and row["route_key"] == route_key("b c d") and row["depart_s"] == 900.0
+    assert row["exit_edges"] == "e" and trip.runout == []  # e: 500 m, no run-out needed
+    assert row["exit_battery_wh"] == pytest.approx(trip.edge_energy_wh["e"], abs=1e-9)
     assert row["trip_battery_wh"] == pytest.approx(trip.battery_wh, abs=1e-9)  # a b c d e: more than b c d
     assert row["trip_battery_wh"] > row["battery_wh"]
     assert row["battery_wh"] == pytest.approx(float(trip.route_energy_wh.sum()), abs=1e-9)
     assert row["reduced_wh"] == pytest.approx(float(trip.route_reduced_wh.sum()), abs=1e-9)
     assert row["travel_s"] == pytest.approx(float(trip.route_travel_s.sum()), abs=1e-9)
-    failed = drive(env, "b c d", 0, 1.0)
+    failed = drive(env.sim, "b c d", 0, 1.0)
     assert not failed["ok"] and not failed["matched"] and "teleported" in failed["failure"]
     assert math.isnan(failed["trip_battery_wh"]) and math.isnan(failed["battery_wh"])

@@ -14,8 +14,10 @@ SUMO seed.  The background day is simulated once and its state saved at ``rounds
   background demand; one EV of the vehicle profile (battery device, speed factor drawn like SUMO's for a
   passenger car from the run's seeded noise stream) drives ``[pred, route..., succ]`` (a predecessor and a
   successor edge make every route edge a complete traversal, like the replay's recorded traversals; the EV comes
-  in and leaves straight on where the net allows, :meth:`evroute.sumo.live.LiveSimulation.end_edges`); SUMO is
-  stepped until the EV arrives and closed (:meth:`evroute.sumo.live.LiveSimulation.drive`);
+  in and leaves straight on where the net allows, :meth:`evroute.sumo.live.LiveSimulation.end_edges`, and drives
+  on over a run-out where the successor is shorter than one step's distance,
+  :meth:`evroute.sumo.live.LiveSimulation.runout`); SUMO is stepped until the EV arrives and closed
+  (:meth:`evroute.sumo.live.LiveSimulation.drive`);
 * **observation**: the *reduced* energy of each route edge, as the replay's: the energy SUMO's battery device
   measured on it (each step's energy split over the lanes covered in it in proportion to distance,
   :mod:`evroute.sumo.attribution`; the junction after an edge counts to the edge) minus its change of kinetic and
@@ -248,19 +250,14 @@ def prepare(linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehiclePro
     _scenario(linegraph, cfg, v)
 
 
-def build(
-    linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None, seed: int = 0
-) -> SumoLiveEnvironment:
-    """Registry entry: the replay of the scenario (the truth) and the live simulation; ``seed`` is not used (the
-    run's noise stream draws each trip's speed factor)."""
-    from evroute.environments import sumo_replay
+def live_simulation(linegraph: LineGraph, cfg: SumoLiveConfig, vehicle: VehicleProfile | None = None) -> Any:
+    """The :class:`~evroute.sumo.live.LiveSimulation` of a scenario (its saved states built or read from the cache),
+    without the replay: what driving routes live needs."""
     from evroute.sumo.live import LiveSimulation
 
-    cfg = parse_params(params)
     v = vehicle or VehicleProfile()
-    reference = sumo_replay.build(linegraph, cfg.replay_config().to_dict(), vehicle=v, seed=seed)
     net, demand, snaps = _scenario(linegraph, cfg, v)
-    sim = LiveSimulation(
+    return LiveSimulation(
         net,
         demand,
         snaps,
@@ -271,7 +268,19 @@ def build(
         seed=cfg.demand_seed,
         max_trip_s=cfg.max_trip_s,
     )
-    return SumoLiveEnvironment(reference, sim, cfg)
+
+
+def build(
+    linegraph: LineGraph, params: dict[str, Any], *, vehicle: VehicleProfile | None = None, seed: int = 0
+) -> SumoLiveEnvironment:
+    """Registry entry: the replay of the scenario (the truth) and the live simulation; ``seed`` is not used (the
+    run's noise stream draws each trip's speed factor)."""
+    from evroute.environments import sumo_replay
+
+    cfg = parse_params(params)
+    v = vehicle or VehicleProfile()
+    reference = sumo_replay.build(linegraph, cfg.replay_config().to_dict(), vehicle=v, seed=seed)
+    return SumoLiveEnvironment(reference, live_simulation(linegraph, cfg, v), cfg)
 
 
 #: parameter schema of this environment (checked by :mod:`evroute.validation` before a run)

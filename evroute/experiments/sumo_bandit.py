@@ -19,9 +19,13 @@ a driver pays).
   (what the driver pays) and reduced (battery minus the change of kinetic and potential energy: the replay's unit)
   over the route's complete traversals.
 
-A route's live energy is the battery energy of its whole trip (``trip_battery_wh``), averaged over the slots where
-the EV arrived; a seed's paired difference with another route uses the slots both arrived in.  The reduced energy of
-the route's traversals (the replay's unit) is averaged over the slots whose traversals matched the route.
+A route's live energy is the battery energy of its trip from the EV's insertion on the entry edge to the end of the
+route (:func:`route_end_wh`: the whole trip's minus that of the exit edges, which the EV drives only so that the
+route's last edge is seen complete), averaged over the slots where the EV arrived; a seed's paired difference with
+another route uses the slots both arrived in.  The reduced energy of
+the route's traversals (the replay's unit) is averaged over the slots whose trips have one complete traversal per
+route edge (:func:`drive`'s ``matched``; the trip's run-out makes this so wherever the net allows,
+:meth:`evroute.sumo.live.LiveSimulation.runout`).
 """
 
 from __future__ import annotations
@@ -38,12 +42,14 @@ from evroute.stats import format_mean_se, mean_se, paired_differences, t_interva
 
 FINALS = "sumo_bandit_live_routes.csv"
 TRIPS = "sumo_bandit_live_trips.csv"
+#: the live scoring's set-up (command, slots, departure times, speed-factor seed), next to the two tables
+LIVE_META = "sumo_bandit_live_meta.json"
 #: reference labels -> arm kind of the replay truth whose exact optimum they are
 REFERENCES = {"REPLAY-OPT-TURN": "turn", "REPLAY-OPT-EDGE": "edge"}
 FINAL_COLUMNS = ["network", "route", "label", "model", "policy", "arms", "seed", "route_key", "replay_turn_wh"]
 TRIP_COLUMNS = [
     "network", "route_key", "slot", "depart_s", "speed_factor", "ok", "matched", "failure", "trip_battery_wh",
-    "battery_wh", "reduced_wh", "travel_s", "cpu_s", "edges",
+    "battery_wh", "reduced_wh", "travel_s", "cpu_s", "edges", "exit_edges", "exit_battery_wh",
 ]  # fmt: skip
 
 
@@ -124,21 +130,29 @@ def slot_speed_factor(seed: int, slot: int) -> float:
     return draw_speed_factor(np.random.default_rng([int(seed), int(slot)]))
 
 
-def live_environment(linegraph: Any, env_params: dict[str, Any], vehicle: Any, slots: int) -> Any:
-    """The ``sumo-live`` environment of a replay scenario with ``slots`` departure times (saved states, cached)."""
+def live_simulation(linegraph: Any, env_params: dict[str, Any], vehicle: Any, slots: int) -> Any:
+    """The :class:`~evroute.sumo.live.LiveSimulation` of a replay scenario with ``slots`` departure times (saved
+    states, cached), and the departure times (s since midnight): the ``sumo-live`` environment's own clock with
+    ``rounds_per_day = slots``, without its replay (driving needs none)."""
     from evroute.environments import sumo_live
 
-    return sumo_live.build(linegraph, {**env_params, "rounds_per_day": int(slots)}, vehicle=vehicle)
+    cfg = sumo_live.parse_params({**env_params, "rounds_per_day": int(slots)})
+    return sumo_live.live_simulation(linegraph, cfg, vehicle), cfg.departure_times_s()
 
 
-def drive(env: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any]:
-    """Drive ``edges`` (space-separated SUMO ids) in ``env.sim`` from slot ``slot``: one :data:`TRIP_COLUMNS` row.
+def drive(sim: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any]:
+    """Drive ``edges`` (space-separated SUMO ids) in ``sim`` (a :class:`~evroute.sumo.live.LiveSimulation`) from
+    slot ``slot``: one :data:`TRIP_COLUMNS` row.
 
     ``ok``: the EV arrived (not teleported, in time); ``trip_battery_wh``: the battery energy of the whole trip
-    ``[pred, route..., succ]`` (Wh; the ends are the same two edges for every route between the same start and goal
-    edges, :meth:`~evroute.sumo.live.LiveSimulation.end_edges`, so trips of one origin-destination pair compare);
-    ``matched``: the trip's traversals matched the route edge by edge, and then ``battery_wh``, ``reduced_wh``,
-    ``travel_s`` are sums over the route's complete traversals (NaN otherwise); ``cpu_s``: CPU s of this process."""
+    ``[pred, route..., succ]`` and its run-out (Wh; the ends are the same for every route between the same start and
+    goal edges, :meth:`~evroute.sumo.live.LiveSimulation.end_edges` and
+    :meth:`~evroute.sumo.live.LiveSimulation.runout`, so trips of one origin-destination pair compare);
+    ``matched``: the trip has one complete traversal per route edge, in order, each with a finite energy, and then
+    ``battery_wh``, ``reduced_wh``, ``travel_s`` are sums over them (NaN otherwise); ``failure``: why not (empty
+    when matched); ``cpu_s``: CPU s of this process; ``exit_edges``: the edges driven after the route (``succ`` and
+    the run-out, space-separated) and ``exit_battery_wh`` the battery energy spent on them (part of
+    ``trip_battery_wh``; NaN if the EV did not arrive or an exit edge is also an edge before it)."""
     import time
 
     from evroute.errors import EvrouteError
@@ -147,13 +161,17 @@ def drive(env: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any
     cpu0 = time.process_time()
     row: dict[str, Any] = {"route_key": route_key(edges), "slot": int(slot), "speed_factor": float(speed_factor)}
     try:
-        pred, succ = env.sim.end_edges(route[0], route[-1])
-        t = env.sim.drive([pred, *route, succ], int(slot), speed_factor=float(speed_factor))
+        pred, succ = sim.end_edges(route[0], route[-1])
+        t = sim.drive([pred, *route, succ], int(slot), speed_factor=float(speed_factor))
         matched = t.ok and bool(np.all(np.isfinite(t.route_reduced_wh)))
-        # the EV arrived unless teleported / late: LiveSimulation.drive's only other failure is the traversal match
-        arrived = matched or t.failure.startswith("traversals")
-        row |= {"depart_s": t.depart_s, "ok": arrived, "matched": matched, "failure": t.failure}
-        row["trip_battery_wh"] = float(t.battery_wh) if arrived else math.nan
+        failure = t.failure or ("" if matched else "a route edge's energy is not finite")
+        row |= {"depart_s": t.depart_s, "ok": bool(t.arrived), "matched": matched, "failure": failure}
+        exits = [succ, *t.runout]
+        row["exit_edges"] = " ".join(exits)
+        before = {pred, *route}
+        ok_exit = t.arrived and not before & set(exits)
+        row["exit_battery_wh"] = sum(t.edge_energy_wh.get(e, 0.0) for e in exits) if ok_exit else math.nan
+        row["trip_battery_wh"] = float(t.battery_wh) if t.arrived else math.nan
         sums = {"battery_wh": t.route_energy_wh, "reduced_wh": t.route_reduced_wh, "travel_s": t.route_travel_s}
         row |= {k: float(np.sum(v)) if matched else math.nan for k, v in sums.items()}
     except EvrouteError as exc:  # SUMO failing to start or during the trip
@@ -161,6 +179,8 @@ def drive(env: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any
         row |= dict.fromkeys(("trip_battery_wh", "battery_wh", "reduced_wh", "travel_s"), math.nan)
     row["cpu_s"] = round(time.process_time() - cpu0, 3)
     row["edges"] = edges
+    row.setdefault("exit_edges", "")
+    row.setdefault("exit_battery_wh", math.nan)
     return row
 
 
@@ -199,23 +219,29 @@ def live_section(
     lines = [
         "## Final routes driven live (sumo-live)",
         "",
-        f"Command: `{meta['command']}` (data: [`data/{FINALS}`](data/{FINALS}), [`data/{TRIPS}`](data/{TRIPS})).  "
+        f"Command: `{meta['command']}` (data: [`data/{FINALS}`](data/{FINALS}), [`data/{TRIPS}`](data/{TRIPS}), "
+        f"set-up [`data/{LIVE_META}`](data/{LIVE_META})).  "
         "Each run's final route is the route it drove in round T (what the learner drives after T - 1 "
         "observations, exploration included).  Every distinct route, and the exact optima of the replay's turn and "
         f"edge means, is driven in `sumo-live` in the runs' scenario at the {meta['slots']} departure times of the "
         "live environment's clock (`rounds_per_day = "
         f"{meta['slots']}`: {', '.join(meta['departures'])}), at each time with one speed factor shared by every "
         "route (seeded, drawn like SUMO's), so routes are compared in the same traffic "
-        "(`evroute/experiments/sumo_bandit.py`).  A route's live energy is the battery energy of the whole trip "
-        "(the route between one entry and one exit edge, the same two for every route of a start and goal), "
-        "averaged over the departure times the EV arrived at; its live reduced energy (the replay's unit) averages "
-        "the trips whose traversals matched the route edge by edge.  "
+        "(`evroute/experiments/sumo_bandit.py`).  A route's live energy is the battery energy of the trip from the "
+        "EV's insertion on the entry edge (one for every route of a start and goal) to the end of the route (the "
+        "junction after its last edge included), averaged over the departure times the EV arrived at.  After the "
+        "route the EV drives on over one exit edge and, where that is shorter than the EV can drive in one step, a "
+        "run-out of further edges, so that it is seen past the route's last edge before it arrives "
+        "(`evroute/sumo/live.py`); the energy of these exit edges is left out: it is the same drive for every route "
+        "of a goal, and it is not part of the route.  The live reduced energy (the replay's unit) sums the route's "
+        "complete traversals, one per route edge, averaged over the trips that have them.  "
         f"Trips: {len(trips)}, of which {int((~ok).sum())} did not arrive (teleported or late) and "
-        f"{int((ok & ~trips['matched'].astype(bool)).sum())} arrived with traversals not matching the route "
-        f"({int(trips['cpu_s'].sum())} CPU s for all trips).",
+        f"{_unmatched_text(trips)} ({int(trips['cpu_s'].sum())} CPU s for all trips).  "
+        f"{_exit_text(finals, trips)}".rstrip(),
         "",
     ]
-    battery, reduced = _slot_values(trips, "trip_battery_wh"), _slot_values(trips, "reduced_wh")
+    trips = trips.assign(to_goal_wh=route_end_wh(trips))
+    battery, reduced = _slot_values(trips, "to_goal_wh"), _slot_values(trips, "reduced_wh")
     for (network, route), g in finals.groupby(["network", "route"], sort=False):
         refs = g[g["label"].isin(list(REFERENCES))].set_index("label")
         runs = g[~g["label"].isin(list(REFERENCES))]
@@ -290,6 +316,51 @@ def live_section(
     return lines
 
 
+def route_end_wh(trips: pd.DataFrame) -> pd.Series:
+    """Per trip, the battery energy to the end of the route: ``trip_battery_wh - exit_battery_wh`` (NaN where either
+    is; a table without ``exit_battery_wh``: the whole trip's)."""
+    if "exit_battery_wh" not in trips.columns:
+        return trips["trip_battery_wh"].astype(float)
+    return trips["trip_battery_wh"].astype(float) - trips["exit_battery_wh"].astype(float)
+
+
+def _unmatched_text(trips: pd.DataFrame) -> str:
+    """How many arrived trips lack one complete traversal per route edge, and why (the trips' failure texts)."""
+    bad = trips[trips["ok"].astype(bool) & ~trips["matched"].astype(bool)]
+    if bad.empty:
+        return "every trip that arrived has one complete traversal per route edge"
+    why = (bad["failure"] if "failure" in bad.columns else pd.Series("", index=bad.index)).fillna("").value_counts()
+    reasons = "; ".join(f"{k or 'no reason given'}: {v}" for k, v in sorted(why.items(), key=lambda w: (-w[1], w[0])))
+    return f"{len(bad)} arrived without one complete traversal per route edge ({reasons})"
+
+
+def _exit_text(finals: pd.DataFrame, trips: pd.DataFrame) -> str:
+    """The edges driven after each start-goal pair's routes (``exit_edges`` of the trips), with the trips that drove
+    a run-out (more than the exit edge)."""
+    if "exit_edges" not in trips.columns:
+        return ""
+    parts = []
+    for (network, route), g in finals.groupby(["network", "route"], sort=False):
+        t = trips[(trips["network"] == network) & trips["route_key"].isin(set(g["route_key"]))]
+        ends = t["exit_edges"].dropna().astype(str)
+        if ends.empty:
+            continue
+        goal = str(t["edges"].iloc[0]).split()[-1]
+        runout = int((ends.str.split().str.len() > 1).sum())
+        counts = sorted(ends.value_counts().items(), key=lambda ek: (-ek[1], ek[0]))
+        kinds = ", ".join(f"`{e}` ({k} trips)" for e, k in counts)
+        text = f"{network} {route}: after `{goal}` {kinds}, {runout} of {len(ends)} trips with a run-out"
+        if "exit_battery_wh" in t.columns and t["exit_battery_wh"].notna().any():
+            x = t.dropna(subset=["exit_battery_wh"])
+            sd = float(np.sqrt(x.groupby("slot")["exit_battery_wh"].var(ddof=1).mean()))
+            text += (
+                f"; their energy {x['exit_battery_wh'].mean():.1f} Wh in mean, s.d. {sd:.1f} Wh between the routes "
+                "driven at one departure time (pooled)"
+            )
+        parts.append(text)
+    return ("Exit edges: " + "; ".join(parts) + ".") if parts else ""
+
+
 def _pairs(runs: pd.DataFrame) -> list[tuple[str, str, str]]:
     """``(a, b, kind)``: GP - BI under the same policy and arms (the first model as the base), turn - edge arms."""
     labels = list(dict.fromkeys(runs["label"]))
@@ -305,12 +376,15 @@ def _pairs(runs: pd.DataFrame) -> list[tuple[str, str, str]]:
     return out
 
 
-def read_live(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame] | None:
-    """``(finals, trips)`` from ``data_dir`` (None when either file is missing)."""
-    f, t = data_dir / FINALS, data_dir / TRIPS
-    if not (f.is_file() and t.is_file()):
+def read_live(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]] | None:
+    """``(finals, trips, set-up)`` from ``data_dir`` (None when any of :data:`FINALS`, :data:`TRIPS`,
+    :data:`LIVE_META` is missing)."""
+    import json
+
+    f, t, m = data_dir / FINALS, data_dir / TRIPS, data_dir / LIVE_META
+    if not (f.is_file() and t.is_file() and m.is_file()):
         return None
-    return pd.read_csv(f), pd.read_csv(t)
+    return pd.read_csv(f), pd.read_csv(t), json.loads(m.read_text())
 
 
 TIMING = "sumo_bandit_luxembourg_timing"  # .csv (per-seed rows of the timed runs) and .json (their set-up)

@@ -1,33 +1,46 @@
 """Driving one EV through a running SUMO simulation with background traffic (the ``sumo-live`` environment).
 
 The background day is simulated once with ``sumo`` and its full state (every vehicle, traffic light and random
-number generator) is saved at a grid of departure times (:func:`live_snapshots`, cached by content hash like the
-demand).  A trip (:meth:`LiveSimulation.drive`) starts SUMO as a library (``libsumo``, in this process: there is no
-child process to leak) from the snapshot of its departure time with the remaining background demand, inserts one
-EV of the vehicle profile with SUMO's battery device on the route, steps the simulation until the EV arrives, and
-closes SUMO.  Each trip starts from a saved state, so trips do not depend on each other: the same snapshot, route
-and speed factor give the same energies, in any order and in any process (a killed run resumes exactly).
+number generator) is saved at a grid of departure times (:func:`evroute.sumo.snapshots.live_snapshots`, cached by
+content hash like the demand).  A trip (:meth:`LiveSimulation.drive`) starts SUMO as a library (``libsumo``, in
+this process: there is no child process to leak) from the snapshot of its departure time with the remaining
+background demand, inserts one EV of the vehicle profile with SUMO's battery device on the route, steps the
+simulation until the EV arrives, and closes SUMO.  Each trip starts from a saved state, so trips do not depend on
+each other: the same snapshot, route and speed factor give the same energies, in any order and in any process (a
+killed run resumes exactly).
 
-The route is driven as ``[pred, route..., succ]``: a predecessor and a successor edge (legal turns of the net) are
-added so that every edge of the route is a complete traversal, entered at traffic speed through a junction and
-left through the next one, exactly like the recorded traversals of the replay (:mod:`evroute.sumo.record`, whose
-first and last edges are dropped as partial).  The EV's position, lane and battery charge are read every step;
-each step's energy (the drop of ``device.battery.chargeLevel``, 0.01 Wh resolution, telescoping: the trip's steps
-sum to the battery's total) is split over the lanes covered in the step in proportion to distance
-(:func:`evroute.sumo.attribution.attribute_steps`), and :func:`evroute.sumo.record.steps_to_traversals` cuts the
-steps into edge traversals (the junction after an edge counts to the edge).
+The route is driven as ``[pred, route..., succ]``: a predecessor and a successor edge (legal turns of the net,
+straight on where it allows, :meth:`LiveSimulation.end_edges`) are added so that every edge of the route is a
+complete traversal, entered at traffic speed through a junction and left through the next one, exactly like the
+recorded traversals of the replay (:mod:`evroute.sumo.record`, whose first and last edges are dropped as partial).
+The EV's position, lane and battery charge are read every step; each step's energy (the drop of
+``device.battery.chargeLevel``, 0.01 Wh resolution, telescoping: the trip's steps sum to the battery's total) is
+split over the lanes covered in the step in proportion to distance (:func:`evroute.sumo.attribution.attribute_steps`),
+and :func:`evroute.sumo.record.steps_to_traversals` cuts the steps into edge traversals (the junction after an edge
+counts to the edge).
+
+**Both ends of a route are complete traversals.**  The first route edge's traversal begins at the interpolated
+moment the EV leaves ``pred``: the EV is seen on ``pred`` at least once, in the step it is inserted (at
+``departPos=base``; SUMO inserts after the step's moves).  The last route edge's traversal ends at the first step
+the EV is seen past it, and SUMO removes an arriving vehicle in the step it reaches its arrival position, unseen
+(its battery output has no row for that step either).  A successor shorter than one step's distance is then
+entered and driven to its end within one step, and the last route edge is never closed: Monaco's route B leaves its
+goal ``843#1`` into the 6.4 m edge ``843#2`` at about 22 m/s, and 51 of the 108 trips of
+``docs/results/sumo_bandit.md`` were one traversal short until this was handled.  So the EV drives on after ``succ``
+over a *run-out* (:meth:`LiveSimulation.runout`, straight on) until ``succ`` and the run-out are longer than one
+step at the highest speed limit there: the first step that ends past the route then ends before the arrival.  A
+net that ends sooner (a dead end with no way on) can still leave the last edge open; the trip then fails and says
+so (:func:`route_mismatch`).
 
 A trip *fails* when the EV is teleported (SUMO moves a vehicle stuck for ``--time-to-teleport`` s, or after a
 collision), has not arrived ``max_trip_s`` simulated seconds after its departure time (including time waiting for
-insertion), or when its traversals do not match the route; :attr:`LiveTrip.ok` is then ``False`` and
-:attr:`LiveTrip.failure` says why.
+insertion), or when it has not one complete traversal per route edge, in order; :attr:`LiveTrip.ok` is then
+``False`` and :attr:`LiveTrip.failure` says why (:attr:`LiveTrip.arrived` whether the EV arrived all the same).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
-import shutil
 import tempfile
 import time
 from collections.abc import Sequence
@@ -38,17 +51,20 @@ import numpy as np
 
 from evroute.energy import VehicleProfile
 from evroute.errors import DataError, ParameterError
-from evroute.network.cachefiles import cached, clean_stale_temps, temp_prefix
-from evroute.network.registry import file_sha256
+from evroute.network.cachefiles import temp_prefix
 from evroute.sumo.attribution import LaneGraph, attribute_steps, lane_graph
-from evroute.sumo.binaries import SumoError, import_libsumo, run_sumo_program, sumo_binary
+from evroute.sumo.binaries import SumoError, import_libsumo, sumo_binary
 from evroute.sumo.record import edge_rise_m, kinetic_steps, net_connections, steps_to_traversals, write_vtype_file
-from evroute.sumo.scenario import cache_key, sumo_cache_dir, sumo_version
-from evroute.sumo.vehicle import DEFAULT_VTYPE, SUMO_GRAVITY_MPS2, battery_params, effective_mass_kg, energy_fields
+from evroute.sumo.snapshots import base_args, live_snapshots
+from evroute.sumo.vehicle import DEFAULT_VTYPE, SUMO_GRAVITY_MPS2, battery_params, effective_mass_kg
 
 #: ids of the EV and its route inside a trip's simulation (the background's ids are ``bg...`` / the user's)
 EV_ID = "evroute_ev"
 EV_ROUTE_ID = "evroute_ev_route"
+#: metres a run-out must exceed one step's distance by (SUMO's vehicles arrive within 0.1 m of the arrival position)
+ARRIVAL_MARGIN_M = 1.0
+#: at most this many run-out edges after a route's successor (:meth:`LiveSimulation.runout`)
+MAX_RUNOUT_EDGES = 20
 #: SUMO's speed-factor distribution of passenger cars (``normc(1, 0.1, 0.2, 2)``: mean, deviation, bounds)
 SPEED_FACTOR = (1.0, 0.1, 0.2, 2.0)
 
@@ -60,138 +76,6 @@ def draw_speed_factor(rng: np.random.Generator) -> float:
         x = float(rng.normal(mean, dev))
         if lo <= x <= hi:
             return x
-
-
-def _base_args(net_file: Path, vtype_file: Path, step_length: float, seed: int) -> list[str]:
-    return [
-        "-n",
-        str(net_file),
-        "--additional-files",
-        str(vtype_file),
-        "--step-length",
-        f"{step_length:g}",
-        "--seed",
-        str(int(seed)),
-        "--no-step-log",
-        "true",
-        "--no-warnings",
-        "true",
-        "--ignore-route-errors",
-        "true",
-        "--duration-log.disable",
-        "true",
-    ]
-
-
-def live_snapshots(
-    net_file: str | os.PathLike[str],
-    route_files: Sequence[str | os.PathLike[str]],
-    times_s: Sequence[float] | np.ndarray,
-    *,
-    vehicle: VehicleProfile | None = None,
-    model: str = "Energy",
-    step_length: float = 1.0,
-    seed: int = 0,
-    begin_s: float = 0.0,
-    cache_dir: str | os.PathLike[str] | None = None,
-    timeout_s: float = 3600.0,
-) -> list[Path]:
-    """Saved SUMO states of the background traffic at ``times_s`` (one ``sumo`` run from ``begin_s``); cached.
-
-    Args:
-        net_file, route_files: the network and the background demand (its vehicles are EVs of the profile).
-        times_s: ``(K,)`` increasing simulation times (s since midnight, multiples of ``step_length``).
-        vehicle, model: the EV type (:func:`evroute.sumo.vehicle.ev_vtype_xml`), as in the recorded day.
-        step_length, seed: SUMO's step (s) and random seed (the replay's day uses the demand seed).
-
-    Returns:
-        ``K`` state files (``.xml.gz``, random number generators included), in the order of ``times_s``.
-
-    Raises:
-        SumoError: SUMO missing or failing; DataError: an input file missing.
-    """
-    net = Path(net_file)
-    routes = [Path(p) for p in route_files]
-    for p in [net, *routes]:
-        if not p.is_file():
-            raise DataError(f"file not found: {p}")
-    times = np.asarray(times_s, dtype=np.float64)
-    if len(times) == 0 or np.any(np.diff(times) <= 0) or times[0] < begin_s:
-        raise ParameterError("snapshot times must be increasing and not before the simulation's begin")
-    v = vehicle or VehicleProfile()
-    physics = energy_fields(v)
-    params = {
-        "kind": "live-snapshots",
-        "routes": [hashlib.sha256(p.read_bytes()).hexdigest() for p in routes],
-        "times": times.tolist(),
-        "vehicle": physics,
-        "model": model,
-        "step_length": float(step_length),
-        "seed": int(seed),
-        "begin": float(begin_s),
-    }
-    out_dir = Path(cache_dir) if cache_dir is not None else sumo_cache_dir()
-    stem = net.name.removesuffix(".gz").removesuffix(".xml").removesuffix(".net")
-    folder = out_dir / f"{stem}-live-{cache_key(net, params)}"
-    names = [f"state_{k:05d}.xml.gz" for k in range(len(times))]
-    inputs = {"kind": "live-snapshots", "net_sha256": file_sha256(net), "params": params, "sumo": sumo_version()}
-    clean_stale_temps([out_dir])  # temporary files of interrupted runs (a missing folder is skipped)
-
-    def build(dest: Path) -> None:
-        _save_states(net, routes, times, names, dest, v, model, step_length, seed, begin_s, timeout_s)
-
-    cached(folder, inputs, build, "SUMO states")
-    return [folder / n for n in names]
-
-
-def _save_states(
-    net: Path,
-    routes: list[Path],
-    times: np.ndarray,
-    names: list[str],
-    folder: Path,
-    v: VehicleProfile,
-    model: str,
-    step_length: float,
-    seed: int,
-    begin_s: float,
-    timeout_s: float,
-) -> None:
-    """One ``sumo`` run saving the states ``names`` at ``times`` into a temporary folder moved to ``folder``."""
-    out_dir = folder.parent
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=temp_prefix(".live-"), dir=out_dir))
-    try:
-        vt = write_vtype_file(tmp / "ev.add.xml", v, model=model)
-        tmp_files = [tmp / n for n in names]
-        args = [
-            *_base_args(net, vt, step_length, seed),
-            "-r",
-            ",".join(str(p) for p in routes),
-            "-b",
-            f"{begin_s:g}",
-            "-e",
-            f"{times[-1] + step_length:g}",
-            "--save-state.times",
-            ",".join(f"{t:g}" for t in times),
-            "--save-state.files",
-            ",".join(str(f) for f in tmp_files),
-            "--save-state.rng",
-            "true",
-        ]
-        run_sumo_program([sumo_binary("sumo"), *args], f"sumo (background states of {net.name})", timeout_s=timeout_s)
-        missing = [f.name for f in tmp_files if not f.is_file()]
-        if missing:
-            raise SumoError(f"sumo saved no state {missing[0]} (of {len(missing)} missing)")
-        (tmp / "ev.add.xml").unlink()
-        for f in tmp_files:
-            os.chmod(f, 0o644)
-        os.chmod(tmp, 0o755)
-        if folder.exists():  # an incomplete folder of an earlier, killed run
-            shutil.rmtree(folder, ignore_errors=True)
-        os.replace(tmp, folder)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _direction_rank(direction: str) -> int:
@@ -215,12 +99,35 @@ def connection_directions(net_file: str | os.PathLike[str]) -> dict[tuple[str, s
     return out
 
 
+def edge_lengths_speeds(net_file: str | os.PathLike[str]) -> tuple[dict[str, float], dict[str, float]]:
+    """``(length, speed)``: every normal edge's length (m, its first lane's) and highest lane speed limit (m/s).
+
+    Raises:
+        DataError: the net has no lane with a speed and a length.
+    """
+    import sumolib
+
+    length: dict[str, float] = {}
+    speed: dict[str, float] = {}
+    # parse_fast matches the attributes in the order SUMO writes them (id, index, allow/disallow, speed, length)
+    for ln in sumolib.xml.parse_fast(str(net_file), "lane", ["id", "speed", "length"]):
+        if ln.id.startswith(":"):
+            continue
+        e = ln.id.rsplit("_", 1)[0]
+        length.setdefault(e, float(ln.length))
+        speed[e] = max(speed.get(e, 0.0), float(ln.speed))
+    if not length:
+        raise DataError(f"no lane with a speed and a length in {net_file}")
+    return length, speed
+
+
 @dataclass
 class LiveTrip:
     """One EV trip through the live simulation.
 
     Attributes:
-        edges: ``(n,)`` SUMO edge ids driven: ``[pred, route..., succ]``.
+        edges: ``(n,)`` SUMO edge ids asked for: ``[pred, route..., succ]``; runout: the edges driven after ``succ``
+            (:meth:`LiveSimulation.runout`, usually none); the EV arrives at the end of the last of them.
         route_energy_wh: ``(n - 2,)`` energy of each route edge's complete traversal (Wh); NaN where missing.
         route_travel_s: ``(n - 2,)`` travel time of each route edge (s).
         route_reduced_wh: ``(n - 2,)`` reduced energy of each route edge's traversal (Wh): its energy minus its
@@ -234,6 +141,8 @@ class LiveTrip:
             energies); extra: its parts (``start_s``: starting SUMO and loading the state, ``step_s``, ``close_s``,
             ``measure_s``: attribution and traversals).
         failure: why the trip failed (empty when it did not).
+        arrived: the EV arrived (not teleported, not late): ``battery_wh`` is the whole trip's even when ``failure``
+            says that its traversals did not match the route.
     """
 
     edges: list[str]
@@ -249,6 +158,8 @@ class LiveTrip:
     failure: str = ""
     extra: dict[str, float] = field(default_factory=dict)
     route_reduced_wh: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    runout: list[str] = field(default_factory=list)
+    arrived: bool = False
 
     @property
     def ok(self) -> bool:
@@ -302,12 +213,13 @@ class LiveSimulation:
         self.mass_kg = (vehicle or VehicleProfile()).mass_kg
         self.effective_mass_kg = effective_mass_kg(vehicle)
         self._rise = edge_rise_m(self.net_file)
-        self._args = [str(sumo_binary("sumo")), *_base_args(self.net_file, self.vtype_file, step_length, seed)]
+        self._args = [str(sumo_binary("sumo")), *base_args(self.net_file, self.vtype_file, step_length, seed)]
         if self.route_files:
             self._args += ["-r", ",".join(str(p) for p in self.route_files)]
         self._args += list(sumo_args)
         self.graph: LaneGraph = lane_graph(self.net_file)
         self.legal_turns = net_connections(self.net_file)
+        self._length, self._speed = edge_lengths_speeds(self.net_file)
         self._preds: dict[str, list[tuple[int, str]]] = {}
         self._succs: dict[str, list[tuple[int, str]]] = {}
         for (a, b), d in connection_directions(self.net_file).items():
@@ -340,6 +252,31 @@ class LiveSimulation:
             raise ParameterError(f"edge {which!r} has no passenger connection to extend a live trip")
         return min(preds)[1], min(succs)[1]
 
+    def runout(self, last: str, succ: str, speed_factor: float = 1.0) -> list[str]:
+        """Edges driven after ``succ`` so that the traversal of the route's last edge ``last`` is closed.
+
+        That traversal ends at the first step the EV is seen past ``last``.  The EV is seen only at the ends of
+        simulation steps, and not at all in the step it arrives in (SUMO removes it at once): a successor shorter
+        than one step's distance can be entered and driven to its end within a single step, and ``last`` then never
+        gets a complete traversal.  The run-out continues from ``succ`` as :meth:`end_edges` leaves a route
+        (straight on first, no edge twice) until ``succ`` and the run-out together are longer than one step's
+        distance (``step_length * speed_factor`` times the highest speed limit of ``last``, ``succ`` and the run-out,
+        which bounds SUMO's speed there) plus :data:`ARRIVAL_MARGIN_M`: then the first step that ends past ``last``
+        ends before the arrival position.  Empty when ``succ`` alone is long enough; shorter where the net ends (a
+        dead end, at most :data:`MAX_RUNOUT_EDGES` edges), and then :meth:`drive` says if ``last`` was left open.
+        """
+        tail, seen = [succ], {last, succ}
+        for _ in range(MAX_RUNOUT_EDGES):
+            reach = self.step_length * float(speed_factor) * max(self._speed.get(e, 0.0) for e in [last, *tail])
+            if sum(self._length.get(e, 0.0) for e in tail) > reach + ARRIVAL_MARGIN_M:
+                break
+            options = [(rank, b) for rank, b in self._succs.get(tail[-1], []) if b not in seen]
+            if not options:
+                break
+            tail.append(min(options)[1])
+            seen.add(tail[-1])
+        return tail[1:]
+
     def close(self) -> None:
         """Remove the trip's temporary files (the simulation itself is closed after every trip)."""
         self._tmp.cleanup()
@@ -348,7 +285,8 @@ class LiveSimulation:
         """Drive ``edges`` (``[pred, route..., succ]``, SUMO edge ids, at least 3) from snapshot ``snapshot``.
 
         The EV departs at the snapshot's time on the first edge (``departPos=base``, ``departSpeed=max``) with the
-        given speed factor and arrives at the end of the last one.
+        given speed factor and arrives at the end of the last one, or of its :meth:`runout` where ``succ`` is too
+        short to close the last route edge's traversal.
 
         Raises:
             SumoError: SUMO fails to start from the snapshot or during the trip (its first error line).
@@ -361,6 +299,7 @@ class LiveSimulation:
                 raise ParameterError(f"no connection from edge {a!r} to {b!r} in {self.net_file.name}")
         if not 0 <= snapshot < len(self.snapshots):
             raise ParameterError(f"snapshot {snapshot} out of range 0..{len(self.snapshots) - 1}")
+        runout = self.runout(edges[-2], edges[-1], speed_factor)
         ls = self.libsumo
         depart = float(self.snapshot_times_s[snapshot])
         wall0 = time.perf_counter()
@@ -384,7 +323,7 @@ class LiveSimulation:
         try:
             from traci import constants as tc
 
-            ls.route.add(EV_ROUTE_ID, edges)
+            ls.route.add(EV_ROUTE_ID, [*edges, *runout])
             ls.vehicle.add(
                 EV_ID,
                 EV_ROUTE_ID,
@@ -442,6 +381,7 @@ class LiveSimulation:
             time.perf_counter() - wall0,
             failure,
         )
+        trip.runout = runout
         trip.extra = {
             "start_s": wall1 - wall0,
             "step_s": wall2 - wall1,
@@ -471,6 +411,7 @@ class LiveSimulation:
         wall: float,
         failure: str,
     ) -> LiveTrip:
+        arrived = not failure and len(times) > 0  # drive's failures so far: teleported, not inserted, late
         n_route = len(edges) - 2
         energy = np.full(n_route, np.nan)
         travel = np.full(n_route, np.nan)
@@ -490,10 +431,9 @@ class LiveSimulation:
                 per_edge[current] = per_edge.get(current, 0.0) + wh
             tr = steps_to_traversals(t2, v2, l2, e2, legal_turns=self.legal_turns, kinetic_wh=k2)
             if not failure:
-                got = tr["edge"].tolist()
-                if got != edges[1:-1]:
-                    failure = f"traversals {len(got)} do not match the route's {n_route} edges"
-                else:
+                failure = route_mismatch(edges[1:-1], tr["edge"].tolist())
+                if not failure:  # the route's traversals, then those of succ and the run-out
+                    tr, got = tr.iloc[:n_route], edges[1:-1]
                     energy = tr["energy_wh"].to_numpy(dtype=np.float64)
                     travel = tr["travel_s"].to_numpy(dtype=np.float64)
                     rise = np.array([self._rise.get(e, np.nan) for e in got])
@@ -514,15 +454,40 @@ class LiveSimulation:
             wall_s=wall,
             failure=failure,
             route_reduced_wh=reduced,
+            arrived=arrived,
         )
 
 
+def route_mismatch(route: Sequence[str], got: Sequence[str]) -> str:
+    """Why a trip's complete traversals ``got`` (in driving order) do not begin with ``route``; ``""`` when they do.
+
+    The traversals after the route's (of ``succ`` and the run-out) are not checked.  The messages begin with
+    ``"traversals do not match the route"`` and name the first route edge without its traversal.
+    """
+    n = len(route)
+    for k, e in enumerate(route):
+        if k >= len(got):
+            why = (
+                "its traversal was not closed: the EV arrived before it was seen past it"
+                if k == n - 1
+                else f"the trip has {len(got)} complete traversals for the route's {n} edges"
+            )
+            return f"traversals do not match the route: no complete traversal of its edge {k + 1} of {n} ({e}): {why}"
+        if got[k] != e:
+            return f"traversals do not match the route: its edge {k + 1} of {n} is {e}, the traversal {got[k]}"
+    return ""
+
+
 __all__ = [
+    "ARRIVAL_MARGIN_M",
     "EV_ID",
+    "MAX_RUNOUT_EDGES",
     "SPEED_FACTOR",
     "LiveSimulation",
     "LiveTrip",
     "connection_directions",
     "draw_speed_factor",
+    "edge_lengths_speeds",
     "live_snapshots",
+    "route_mismatch",
 ]

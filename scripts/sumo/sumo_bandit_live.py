@@ -2,13 +2,17 @@
 
 Reads the study's raw runs (``--runs``, as written by ``scripts/sumo/sumo_bandit_study.py``): every completed seed's
 final route (the route driven in round T) and the exact optima of the replay's turn and edge means, into
-``--data``/``sumo_bandit_live_routes.csv``; drives every distinct route in ``sumo-live`` (the runs' scenario) at
-``--slots`` departure times, appending each trip to ``--data``/``sumo_bandit_live_trips.csv`` (a rerun drives only
-the trips not stored); records this command in the study's ``--meta``.  The section "Final routes driven live" of
+``--data``/``sumo_bandit_live_routes.csv``; or, with ``--from-data`` and no raw runs, the same rows as committed there
+(each route by its key; its edges from the stored trips of ``sumo_bandit_live_trips.csv``, checked against the key).
+Drives every distinct route in ``sumo-live`` (the runs' scenario, :func:`evroute.experiments.sumo_bandit.
+live_simulation`) at ``--slots`` departure times, appending each trip to ``--data``/``sumo_bandit_live_trips.csv`` (a
+rerun drives only the trips not stored; ``--redrive`` drives every trip again, each replacing its stored row), and
+records this command in ``--data``/``sumo_bandit_live_meta.json``.  The section "Final routes driven live" of
 ``docs/results/sumo_bandit.md`` is then rebuilt from these files by the study's ``--report-only`` (method:
 :mod:`evroute.experiments.sumo_bandit`)::
 
     nice -n 10 python scripts/sumo/sumo_bandit_live.py --runs results/sumo-rerun --network monaco --routes A B
+    nice -n 10 python scripts/sumo/sumo_bandit_live.py --from-data --redrive --network monaco --routes A B --slots 6
     python scripts/sumo/sumo_bandit_study.py --report-only
 """
 
@@ -28,11 +32,12 @@ import pandas as pd
 from evroute.experiments.sumo_bandit import (
     FINAL_COLUMNS,
     FINALS,
+    LIVE_META,
     REFERENCES,
     TRIP_COLUMNS,
     TRIPS,
     drive,
-    live_environment,
+    live_simulation,
     route_key,
     slot_speed_factor,
 )
@@ -85,6 +90,29 @@ def final_rows(network: str, route: str, folders: list[Path]) -> tuple[list[dict
     return rows, cfgs[0], edges_of
 
 
+def stored_rows(network: str, routes: list[str], data: Path) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """The committed rows of :data:`FINAL_COLUMNS` of ``routes`` in ``data`` and the edges of every route key (from
+    the stored trips; each checked against its key)."""
+    if not (data / FINALS).is_file() or not (data / TRIPS).is_file():
+        _fail(f"--from-data needs {data / FINALS} and {data / TRIPS}")
+    finals = pd.read_csv(data / FINALS)
+    finals = finals[(finals["network"] == network) & finals["route"].isin(routes)]
+    missing = sorted(set(routes) - set(finals["route"]))
+    if missing:
+        _fail(f"no final routes of {network} {missing[0]} in {data / FINALS}")
+    trips = pd.read_csv(data / TRIPS)
+    trips = trips[trips["network"] == network].drop_duplicates("route_key").set_index("route_key")
+    edges_of: dict[str, str] = {}
+    for key in dict.fromkeys(finals["route_key"].astype(str)):
+        if key not in trips.index:
+            _fail(f"route {key} has no stored trip in {data / TRIPS}: its edges are unknown (drive it from --runs)")
+        edges = str(trips.loc[key, "edges"])
+        if route_key(edges) != key:
+            _fail(f"the stored edges of route {key} do not hash to its key")
+        edges_of[key] = edges
+    return finals.to_dict("records"), edges_of
+
+
 def merge(path: Path, new: pd.DataFrame, key: list[str]) -> None:
     """Rows of ``new`` replace those of ``path`` with the same ``key``; the rest are kept."""
     if path.is_file():
@@ -97,11 +125,13 @@ def merge(path: Path, new: pd.DataFrame, key: list[str]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", default="results/sumo-rerun", help="the study's raw runs folder")
+    ap.add_argument("--from-data", action="store_true", help="the final routes stored in --data, not --runs")
+    ap.add_argument("--redrive", action="store_true", help="drive every trip again (each replaces its stored row)")
     ap.add_argument("--network", default="monaco")
     ap.add_argument("--routes", nargs="+", default=["A", "B"])
     ap.add_argument("--slots", type=int, default=4, help="departure times over the scenario's window")
     ap.add_argument("--seed", type=int, default=0, help="seed of the speed factor of each departure time")
-    ap.add_argument("--data", default="docs/results/data", help="folder of the two tables")
+    ap.add_argument("--data", default="docs/results/data", help="folder of the live-scoring tables")
     ap.add_argument("--meta", default="docs/results/data/sumo_bandit_meta.json", help="the study's set-up (JSON)")
     ap.add_argument("--limit", type=int, default=0, help="drive at most this many new trips (timing probe)")
     args = ap.parse_args()
@@ -110,38 +140,41 @@ def main() -> None:
         _fail("--slots must be >= 1 and --limit >= 0")
     if not meta_path.is_file():
         _fail(f"no study set-up at {meta_path} (run scripts/sumo/sumo_bandit_study.py first)")
-    folders = {r: run_folders(runs, args.network, r) for r in args.routes}
-    empty = [r for r, f in folders.items() if not f]
-    if empty:
-        _fail(f"no runs under {runs}/{args.network}-{empty[0]} (run the study into --runs first)")
-    rows: list[dict[str, Any]] = []
-    edges_of: dict[str, str] = {}
-    cfg0: Any = None
-    for r, f in folders.items():
-        rr, cfg, e = final_rows(args.network, r, f)
-        rows, cfg0 = rows + rr, cfg0 or cfg
-        edges_of |= e
-        if cfg.environment != cfg0.environment:
-            _fail(f"route {r}'s runs have other environment parameters than route {args.routes[0]}'s")
-    data.mkdir(parents=True, exist_ok=True)
-    merge(data / FINALS, pd.DataFrame(rows, columns=FINAL_COLUMNS), ["network", "route", "label", "seed"])
+    from evroute.experiments import ExperimentConfig
+
+    study = json.loads(meta_path.read_text())
+    if args.from_data:  # the scenario of the study's runs: its environment parameters, the default vehicle
+        rows, edges_of = stored_rows(args.network, args.routes, data)
+        cfg0: Any = ExperimentConfig(network=args.network, env="sumo-replay", environment=study["env_params"])
+    else:
+        folders = {r: run_folders(runs, args.network, r) for r in args.routes}
+        empty = [r for r, f in folders.items() if not f]
+        if empty:
+            _fail(f"no runs under {runs}/{args.network}-{empty[0]} (run the study into --runs first)")
+        rows, edges_of, cfg0 = [], {}, None
+        for r, f in folders.items():
+            rr, cfg, e = final_rows(args.network, r, f)
+            rows, cfg0 = rows + rr, cfg0 or cfg
+            edges_of |= e
+            if cfg.environment != cfg0.environment:
+                _fail(f"route {r}'s runs have other environment parameters than route {args.routes[0]}'s")
+        data.mkdir(parents=True, exist_ok=True)
+        merge(data / FINALS, pd.DataFrame(rows, columns=FINAL_COLUMNS), ["network", "route", "label", "seed"])
     from evroute.energy import VehicleProfile
     from evroute.experiments.runner import load_linegraph
 
     lg = load_linegraph(cfg0.network, cfg0.data_dir, cfg0.dem, cfg0.loader)
-    env = live_environment(lg, dict(cfg0.environment), VehicleProfile.load(cfg0.vehicle), args.slots)
-    departures = env.config.departure_times_s()
-    meta = json.loads(meta_path.read_text())
-    meta["live"] = {
+    sim, departures = live_simulation(lg, dict(cfg0.environment), VehicleProfile.load(cfg0.vehicle), args.slots)
+    live_meta = {
         "command": "python scripts/sumo/sumo_bandit_live.py " + shlex.join(sys.argv[1:]),
         "slots": args.slots,
         "speed_seed": args.seed,
         "departures": [time.strftime("%H:%M:%S", time.gmtime(float(t))) for t in departures],
     }
-    atomic_write_text(meta_path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(data / LIVE_META, json.dumps(live_meta, indent=1, sort_keys=True) + "\n")
     done: set[tuple[str, int]] = set()
     trips_path = data / TRIPS
-    if trips_path.is_file():
+    if trips_path.is_file() and not args.redrive:
         t = pd.read_csv(trips_path)
         t = t[t["network"] == args.network]
         done = set(zip(t["route_key"], t["slot"].astype(int), strict=True))
@@ -151,13 +184,17 @@ def main() -> None:
     print(f"{len(edges_of)} distinct routes, {len(todo)} trips to drive ({len(done)} stored)", flush=True)
     cpu0 = time.process_time()
     for n, (k, s) in enumerate(todo, 1):
-        row = {"network": args.network, **drive(env, edges_of[k], s, slot_speed_factor(args.seed, s))}
-        pd.DataFrame([row], columns=TRIP_COLUMNS).to_csv(
-            trips_path, mode="a", header=not trips_path.is_file(), index=False, lineterminator="\n"
+        row = pd.DataFrame(
+            [{"network": args.network, **drive(sim, edges_of[k], s, slot_speed_factor(args.seed, s))}],
+            columns=TRIP_COLUMNS,
         )
+        if args.redrive:  # the stored row of this trip replaced (the file keeps every route's edges meanwhile)
+            merge(trips_path, row, ["network", "route_key", "slot"])
+        else:
+            row.to_csv(trips_path, mode="a", header=not trips_path.is_file(), index=False, lineterminator="\n")
         if n % 10 == 0 or n == len(todo):
             print(f"{n} trips, CPU {time.process_time() - cpu0:.0f} s", flush=True)
-    env.sim.close()
+    sim.close()
 
 
 if __name__ == "__main__":

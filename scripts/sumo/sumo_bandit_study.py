@@ -357,9 +357,9 @@ def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None
     text = report(df, meta, data.name, meta_path.name)
     extra = data.parent if extra is None else extra
     live = read_live(extra)  # the final routes driven live (scripts/sumo/sumo_bandit_live.py), when scored
-    if live is not None and "live" in meta:
+    if live is not None:
         order = {k: list(r.get("methods", [])) for k, r in meta["routes"].items()}
-        text += "\n".join(["", *live_section(*live, meta["live"], order)])
+        text += "\n".join(["", *live_section(*live, order)])
     timing = read_timing(extra)  # one seed of the dearest methods timed on a network not run
     if timing is not None:
         text += "\n".join(["", *timing_lines(*timing, df, int(meta["seeds"]))])
