@@ -45,6 +45,12 @@ import pandas as pd
 DATA = Path("docs/results/data")
 DOC = Path("docs/results/sumo_live_routes.md")
 TRIPS, TRAV, ARMS = "sumo_live_routes_trips.csv", "sumo_live_routes_traversals.csv.gz", "sumo_live_routes_arms.csv"
+CORR = "sumo_live_routes_correlation.csv"
+#: a turn arm with this many replay traversals has a mean and variance of its own (fewer: its edge's)
+TURN_MIN = 2
+#: the within-trip correlation fits written by ``arms`` (:mod:`evroute.sumo.trip_interval`): one rho for every
+#: pair of a trip's traversals (0), and one per lag up to this many places apart next to one beyond (a diagnostic)
+CORR_LAGS = (0, 10)
 #: the replay scenario of each network: the whole recorded day on Monaco, the 7-9 h peak on Luxembourg (the bandit
 #: study's, ``docs/results/sumo_bandit.md``)
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -347,12 +353,65 @@ def arms(args: argparse.Namespace) -> None:
         out["turn_n"] = st["n"].fillna(0).to_numpy(dtype=np.int64)
     for name, fields in VARIANTS.items():
         out[f"eq8_{name}_wh"] = reduced_prior_wh(lg.network, replace(_vehicle(), **fields))[e]
-    path = data / ARMS
+    _replace_network_rows(data / ARMS, out, args.network)
+    print(f"{args.network}: {len(pairs)} arms written to {data / ARMS}")
+    corr = correlation_rows(day, args.network)
+    _replace_network_rows(data / CORR, corr, args.network)
+    print(f"{args.network}: within-trip correlations written to {data / CORR}")
+
+
+def _replace_network_rows(path: Path, out: pd.DataFrame, network: str) -> None:
+    """Write ``out`` as the rows of ``network`` in the CSV ``path`` (the other networks' rows kept)."""
     if path.is_file():
         old = pd.read_csv(path)
-        out = pd.concat([old[old["network"] != args.network], out], ignore_index=True)
+        out = pd.concat([old[old["network"] != network], out], ignore_index=True)
     out.to_csv(path, index=False, float_format="%.6g")
-    print(f"{args.network}: {len(pairs)} arms written to {path}")
+
+
+def correlation_rows(day: pd.DataFrame, network: str) -> pd.DataFrame:
+    """The within-trip correlation of the replay's traversal errors (:func:`evroute.sumo.trip_interval.
+    fit_day_correlation`) for edge and turn arms and each of :data:`CORR_LAGS`: one row per estimate (``lag`` 0:
+    every pair farther apart than ``max_lag``, i.e. every pair when ``max_lag`` is 0)."""
+    from evroute.sumo.trip_interval import fit_day_correlation
+
+    rows = []
+    for kind in ("edge", "turn"):
+        for max_lag in CORR_LAGS:
+            f = fit_day_correlation(day, kind, turn_min_samples=TURN_MIN, max_lag=max_lag)
+            est = [*zip(range(1, max_lag + 1), f.rho_lag, f.se_lag, f.pairs_lag, strict=True)]
+            for lag, rho, se, n_pairs in [*est, (0, f.rho_far, f.se_far, f.pairs_far)]:
+                rows.append(
+                    {
+                        "network": network,
+                        "arms": kind,
+                        "max_lag": max_lag,
+                        "lag": lag,
+                        "rho": rho,
+                        "se": se,
+                        "pairs": n_pairs,
+                        "trips": f.trips,
+                        "traversals": f.traversals,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def correlation_of(corr: pd.DataFrame, network: str, kind: str, max_lag: int) -> Any:
+    """The :class:`evroute.sumo.trip_interval.TripCorrelation` stored by :func:`correlation_rows`."""
+    from evroute.sumo.trip_interval import TripCorrelation
+
+    c = corr[(corr["network"] == network) & (corr["arms"] == kind) & (corr["max_lag"] == max_lag)]
+    lags, far = c[c["lag"] > 0].sort_values("lag"), c[c["lag"] == 0].iloc[0]
+    return TripCorrelation(
+        rho_lag=tuple(lags["rho"].astype(float)),
+        rho_far=float(far["rho"]),
+        se_lag=tuple(lags["se"].astype(float)),
+        se_far=float(far["se"]),
+        pairs_lag=tuple(int(x) for x in lags["pairs"]),
+        pairs_far=int(far["pairs"]),
+        trips=int(far["trips"]),
+        traversals=int(far["traversals"]),
+    )
 
 
 # ----------------------------------------------------------------------------------------------------- the report
@@ -373,9 +432,10 @@ def _fit(live: np.ndarray, pred: np.ndarray, sd: np.ndarray | None = None) -> di
     return out
 
 
-def load_tables(data: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(trips, traversals)`` of the successful trips, each traversal joined with its arm's replay statistics."""
-    missing = [str(data / f) for f in (TRIPS, TRAV, ARMS) if not (data / f).is_file()]
+def load_tables(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(trips, traversals, correlations)``: the trips, their traversals each joined with its arm's replay
+    statistics, and the within-trip correlations fitted on the replay (:func:`correlation_rows`)."""
+    missing = [str(data / f) for f in (TRIPS, TRAV, ARMS, CORR) if not (data / f).is_file()]
     if missing:
         print(f"evroute: error: --data {data}: missing {', '.join(missing)}", file=sys.stderr)
         sys.exit(2)
@@ -384,22 +444,40 @@ def load_tables(data: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     arms_ = pd.read_csv(data / ARMS)
     trav = trav.merge(trips[["trip", "network"]], on="trip")
     trav = trav.merge(arms_, on=["network", "edge", "next_edge"], how="left", validate="many_to_one")
-    return trips, trav
+    return trips, trav, pd.read_csv(data / CORR)
 
 
-def route_predictions(trips: pd.DataFrame, trav: pd.DataFrame) -> pd.DataFrame:
-    """Per successful trip: live reduced energy and every prediction (sums over the route's arms) with its sd."""
+def route_predictions(trips: pd.DataFrame, trav: pd.DataFrame, corr: pd.DataFrame) -> pd.DataFrame:
+    """Per successful trip: live reduced energy and every prediction (sums over the route's arms) with its variance
+    with arms independent (``edge_var``, ``turn_var``) and its sd with the replay's within-trip correlation
+    (``{edge,turn}_sd_lag{max_lag}``, :func:`evroute.sumo.trip_interval.route_sd` over the route's arms in driving
+    order)."""
+    from evroute.sumo.trip_interval import route_sd
+
     ok = trips[trips["ok"].astype(bool)].set_index("trip")
     t = trav[trav["trip"].isin(ok.index)].copy()
     t["edge_var"] = t["replay_var_wh2"] * (1.0 + 1.0 / t["replay_n"].clip(lower=1))
-    has_turn = t["turn_n"] >= 2
+    has_turn = t["turn_n"] >= TURN_MIN
     t["turn_pred"] = np.where(has_turn, t["turn_mean_wh"], t["replay_mean_wh"])  # fallback: the edge arm
     t["turn_var"] = np.where(has_turn, t["turn_var_wh2"] * (1.0 + 1.0 / t["turn_n"].clip(lower=1)), t["edge_var"])
     cols = {"live": "reduced_wh", "edge": "replay_mean_wh", "edge_var": "edge_var", "turn": "turn_pred"}
     cols |= {"turn_var": "turn_var", **{f"eq8_{k}": f"eq8_{k}_wh" for k in VARIANTS}}
     g = t.groupby("trip")
     out = pd.DataFrame({k: g[c].sum() for k, c in cols.items()})
-    out["turn_share"] = g["turn_n"].apply(lambda x: float(np.mean(x >= 2)))
+    out["turn_share"] = g["turn_n"].apply(lambda x: float(np.mean(x >= TURN_MIN)))
+    t["turn_sd1"] = np.sqrt(np.where(has_turn, t["turn_var_wh2"], t["replay_var_wh2"]))  # one traversal's sd
+    t["turn_cnt"] = np.where(has_turn, t["turn_n"], t["replay_n"])
+    t["edge_sd1"] = np.sqrt(t["replay_var_wh2"])
+    net_of = ok["network"]
+    for kind, sd_col, n_col in (("edge", "edge_sd1", "replay_n"), ("turn", "turn_sd1", "turn_cnt")):
+        for max_lag in CORR_LAGS:
+            fits = {n: correlation_of(corr, n, kind, max_lag) for n in net_of.unique()}
+            out[f"{kind}_sd_lag{max_lag}"] = pd.Series(
+                {
+                    trip: route_sd(r[sd_col].to_numpy(), r[n_col].to_numpy(), fits[net_of[trip]])
+                    for trip, r in t.sort_values(["trip", "k"]).groupby("trip")
+                }
+            )
     out["live_sum_check"] = ok.loc[out.index, "reduced_wh"]
     return out.join(ok[["network", "od", "kinds", "route", "slot", "battery_wh", "travel_s"]])
 
@@ -407,8 +485,8 @@ def route_predictions(trips: pd.DataFrame, trav: pd.DataFrame) -> pd.DataFrame:
 def report(args: argparse.Namespace) -> None:
 
     data = Path(args.data)
-    trips, trav = load_tables(data)
-    rp = route_predictions(trips, trav)
+    trips, trav, corr = load_tables(data)
+    rp = route_predictions(trips, trav, corr)
     lines = [
         "# Does the replay predict live SUMO trips? (generated)",
         "",
@@ -540,8 +618,8 @@ def report(args: argparse.Namespace) -> None:
         )
         if turn_ok > 0:
             lines.append(
-                f"* Turn arms with >= 2 replay traversals: {100 * turn_ok:.1f} % of the arms driven (the rest use "
-                "the edge arm's mean and variance)."
+                f"* Turn arms with >= {TURN_MIN} replay traversals: {100 * turn_ok:.1f} % of the arms driven (the rest "
+                "use the edge arm's mean and variance)."
             )
         lines.append("")
         summary.append((net, d, tr))
