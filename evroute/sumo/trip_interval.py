@@ -202,6 +202,110 @@ def fit_day_correlation(
     )
 
 
+def holdout_coverage(
+    day: pd.DataFrame,
+    arms: str = "turn",
+    *,
+    window: int = 20,
+    level: float = 0.9,
+    turn_min_samples: int = 2,
+    seed: int = 0,
+) -> dict[str, float]:
+    """Coverage of the interval on the recorded day's own trips, held out: a check of the model without live data.
+
+    The day's vehicles are split at random (``seed``) into two halves; each half in turn is the training day (arm
+    means, variances, counts and one ``rho``, :func:`fit_trip_correlation`) and the other half's trips are predicted:
+    the first ``window`` consecutive traversals of every trip that has that many, all of arms (:func:`day_arm_labels`
+    over the whole day) with at least 2 training traversals.  The prediction is the sum of the training means, the
+    interval :func:`route_interval` with the fitted ``rho`` and with ``rho = 0`` (arms independent).
+
+    Returns:
+        ``windows`` (trips predicted, both halves), ``cover`` and ``cover_independent`` (shares inside the
+        interval), ``rho_min`` and ``rho_max`` (the two halves' fits).
+    """
+    if "vehicle" not in day.columns:
+        raise DataError("the recorded day has no vehicle ids (recorded before day format 2): record it again")
+    if int(window) < 1:
+        raise ParameterError(f"window must be >= 1, got {window}")
+    d = day[np.isfinite(day["reduced_wh"].to_numpy(dtype=np.float64))]
+    nxt = d["next_edge"].to_numpy() if "next_edge" in d.columns else np.full(len(d), -1)
+    x = np.maximum(d["reduced_wh"].to_numpy(dtype=np.float64), 0.0)
+    lab = day_arm_labels(d["edge"].to_numpy(), nxt, arms, turn_min_samples)
+    veh, _ = pd.factorize(d["vehicle"].to_numpy())
+    half = np.random.default_rng(seed).integers(0, 2, int(veh.max()) + 1 if len(veh) else 0)[veh]
+    entry = d["entry_s"].to_numpy(dtype=np.float64)
+    hits = {"cover": 0, "cover_independent": 0}
+    rhos, n = [], 0
+    for h in (0, 1):
+        tr = half == h
+        fit = fit_trip_correlation(x[tr], lab[tr], veh[tr], entry[tr])
+        rhos.append(fit.rho_far)
+        mom = arm_moments(x[tr], lab[tr])
+        mom = mom[mom["n"] >= 2]
+        te = pd.DataFrame({"x": x[~tr], "a": lab[~tr], "v": veh[~tr], "t": entry[~tr]}).sort_values(["v", "t"])
+        te = te[te.groupby("v").cumcount() < int(window)]
+        te = te[te.groupby("v")["x"].transform("size") == int(window)]
+        known = te["a"].isin(mom.index)
+        te = te[known.groupby(te["v"]).transform("all").to_numpy(dtype=bool)]
+        for _, g in te.groupby("v"):
+            m = mom.loc[g["a"].to_numpy()]
+            sd, cnt = np.sqrt(m["var"].to_numpy()), m["n"].to_numpy()
+            for key, corr in (("cover", fit), ("cover_independent", 0.0)):
+                lo, hi = route_interval(float(m["mean"].sum()), sd, cnt, corr, level)
+                hits[key] += int(lo <= float(g["x"].sum()) <= hi)
+            n += 1
+    return {
+        "windows": float(n),
+        "cover": hits["cover"] / n if n else math.nan,
+        "cover_independent": hits["cover_independent"] / n if n else math.nan,
+        "rho_min": float(min(rhos)),
+        "rho_max": float(max(rhos)),
+    }
+
+
+#: columns of :func:`correlation_table`
+CORRELATION_COLUMNS = ("arms", "max_lag", "lag", "rho", "se", "pairs", "trips", "traversals")
+
+
+def correlation_table(
+    day: pd.DataFrame,
+    arms: tuple[str, ...] = ("edge", "turn"),
+    lags: tuple[int, ...] = (0,),
+    *,
+    turn_min_samples: int = 2,
+) -> pd.DataFrame:
+    """:func:`fit_day_correlation` for each kind of ``arms`` and each ``max_lag`` in ``lags``, as a table to store:
+    one row per estimate (:data:`CORRELATION_COLUMNS`; ``lag`` 1..max_lag, and ``lag`` 0 for ``rho_far``, every
+    pair farther apart than ``max_lag``); :func:`correlation_from_table` reads a fit back."""
+    rows = []
+    for kind in arms:
+        for max_lag in lags:
+            f = fit_day_correlation(day, kind, turn_min_samples=turn_min_samples, max_lag=max_lag)
+            est = [*zip(range(1, max_lag + 1), f.rho_lag, f.se_lag, f.pairs_lag, strict=True)]
+            for lag, rho, se, pairs in [*est, (0, f.rho_far, f.se_far, f.pairs_far)]:
+                rows.append((kind, max_lag, lag, rho, se, pairs, f.trips, f.traversals))
+    return pd.DataFrame(rows, columns=list(CORRELATION_COLUMNS))
+
+
+def correlation_from_table(table: pd.DataFrame, arms: str, max_lag: int) -> TripCorrelation:
+    """The :class:`TripCorrelation` of ``arms`` and ``max_lag`` stored by :func:`correlation_table` (DataError if
+    the table does not hold it)."""
+    c = table[(table["arms"] == arms) & (table["max_lag"] == max_lag)]
+    lags, far = c[c["lag"] > 0].sort_values("lag"), c[c["lag"] == 0]
+    if len(far) != 1 or len(lags) != max_lag:
+        raise DataError(f"the correlation table holds no single fit of {arms} arms with max_lag {max_lag}")
+    return TripCorrelation(
+        rho_lag=tuple(float(x) for x in lags["rho"]),
+        rho_far=float(far["rho"].iloc[0]),
+        se_lag=tuple(float(x) for x in lags["se"]),
+        se_far=float(far["se"].iloc[0]),
+        pairs_lag=tuple(int(x) for x in lags["pairs"]),
+        pairs_far=int(far["pairs"].iloc[0]),
+        trips=int(far["trips"].iloc[0]),
+        traversals=int(far["traversals"].iloc[0]),
+    )
+
+
 def _ratio(a: np.ndarray, b: np.ndarray, pairs: np.ndarray) -> tuple[float, float, int]:
     """``(sum a / sum b, its cluster standard error, pairs)``; ``(nan, nan, 0)`` without pairs."""
     bs = float(b.sum())
@@ -254,11 +358,15 @@ def route_interval(
 
 
 __all__ = [
+    "CORRELATION_COLUMNS",
     "TripCorrelation",
+    "correlation_from_table",
+    "correlation_table",
     "arm_moments",
     "day_arm_labels",
     "fit_day_correlation",
     "fit_trip_correlation",
+    "holdout_coverage",
     "route_interval",
     "route_sd",
 ]
