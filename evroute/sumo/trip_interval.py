@@ -33,6 +33,12 @@ in a route's variance).  Its standard error is the ratio estimator's with trips 
 fewer than ``min_arm_samples`` traversals (no variance) add nothing.  What the estimator leaves out: two traversals of
 one trip on the same arm (a loop: a biased pair, rare), and the traversals of one other trip driving both arms of a
 pair (its correlation enters the means' errors, a term of relative size at most ``1 / n``).
+
+The interval takes the normal quantile (a route's energy sums many traversals).  :func:`holdout_coverage` checks
+the whole model without live data: it fits on half of a day's vehicles and covers the other half's trips.  On the
+recorded Monaco and Luxembourg days of ``docs/results/sumo_live_routes.md`` (one rho 0.15 and 0.75) it covers about
+91 % of held-out 20-traversal trips, and 92-93 % of the live SUMO trips there with turn arms (arms independent:
+51-79 %).
 """
 
 from __future__ import annotations
