@@ -18,6 +18,7 @@ from evroute.environments.sumo_replay import SumoReplayEnvironment
 from evroute.linegraph import build_line_graph
 from evroute.network.sumo import load_sumo_net
 from evroute.sumo.replay import record_day
+from evroute.sumo.trip_interval import fit_day_correlation
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +71,29 @@ def test_turn_truth_is_the_mean_of_the_traversals_that_took_the_turn(day) -> Non
         else:
             edge_pool = set(np.round(env.samples_wh[env.offsets[key[0]] : env.offsets[key[0] + 1]], 9))
             assert set(np.round(ys, 9)) <= edge_pool
+
+
+def test_the_day_keeps_each_traversal_s_vehicle(day, monkeypatch) -> None:  # noqa: ANN001
+    """Day format 2: every traversal names its SUMO vehicle, so a trip's traversals can be told apart (the
+    within-trip correlation of :mod:`evroute.sumo.trip_interval`); a new format is a new cache key."""
+    env, data, cache = day
+    assert (data["vehicle"].str.startswith("probe") == data["probe"]).all()
+    background = data[~data["probe"]].sort_values(["vehicle", "entry_s"])
+    assert set(background["vehicle"]) == {f"v{k}" for k in range(8)}  # the demand's vehicles, 2 traversals each
+    for _, g in background.groupby("vehicle"):  # consecutive traversals of one trip: the next edge, entered at once
+        assert g["next_edge"].to_numpy()[:-1].tolist() == g["edge"].to_numpy()[1:].tolist()
+        np.testing.assert_allclose((g["entry_s"] + g["travel_s"]).to_numpy()[:-1], g["entry_s"].to_numpy()[1:])
+    assert background.groupby("vehicle").size().min() == 2
+    assert data[data["probe"]].groupby("vehicle").size().max() == 1  # a probe trip completes one traversal
+    assert fit_day_correlation(data, "edge").trips == 8
+    import evroute.sumo.replay as replay
+
+    before = sorted(p.name for p in Path(cache, "sumo").glob("*-day-*.parquet"))
+    monkeypatch.setenv("EVROUTE_CACHE", str(cache))
+    monkeypatch.setattr(replay, "DAY_FORMAT_VERSION", 1)  # a day of another format is recorded anew, not reused
+    record_day(env.linegraph, env.config.day_spec())
+    after = sorted(p.name for p in Path(cache, "sumo").glob("*-day-*.parquet"))
+    assert len(before) == 1 and len(after) == 2
 
 
 @pytest.mark.parametrize("model", ["bi", "gp-exact"])

@@ -8,7 +8,8 @@ graph's largest strongly connected component with fewer than ``min_samples`` tra
 every turn ``edge -> successor`` short of ``min_samples`` traversals gets them, for turn arms), departing at seeded
 random times of the simulated window, and the day is simulated again with background and probes together (so probes meet
 the same traffic); this repeats up to ``max_probe_rounds`` times. The result is cached as Parquet (key: network bytes,
-edge set, demand, vehicle, model, SUMO version), so a day is simulated once per machine.
+edge set, demand, vehicle, model, SUMO version, the table's :data:`DAY_FORMAT_VERSION`), so a day is simulated once
+per machine.
 """
 
 from __future__ import annotations
@@ -35,6 +36,10 @@ from evroute.network.registry import file_sha256
 from evroute.sumo.record import ATTRIBUTION_VERSION, record_traversals
 from evroute.sumo.scenario import background_demand, cache_key, check_route_file, sumo_cache_dir, sumo_version
 from evroute.sumo.vehicle import ENERGY_MODELS, energy_fields
+
+#: version of the recorded day's table, part of its cache key (2: the SUMO vehicle id of every traversal, column
+#: ``vehicle``, so that the traversals of one trip can be told apart: :mod:`evroute.sumo.trip_interval`)
+DAY_FORMAT_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -203,7 +208,9 @@ def record_day(
         ``(traversals, meta)``: traversals with columns ``edge`` (line-graph index), ``next_edge`` (the edge driven
         next, the turn ``edge -> next_edge`` taken; -1 when it lies outside the largest SCC), ``entry_s``, ``travel_s``,
         ``energy_wh`` (battery), ``kinetic_wh``, ``potential_wh``, ``reduced_wh`` (Wh, see
-        :mod:`evroute.sumo.record`), ``probe`` (bool); ``meta`` with the counts, probe rounds, edges still short of
+        :mod:`evroute.sumo.record`), ``probe`` (bool), ``vehicle`` (SUMO's vehicle id: one trip of the background
+        demand, or one probe trip; a vehicle's traversals in ``entry_s`` order are its consecutive complete
+        traversals, less any dropped at a teleport); ``meta`` with the counts, probe rounds, edges still short of
         samples and the reduced energies below 0 (count, minimum).
     """
     spec = spec or DaySpec()
@@ -216,6 +223,7 @@ def record_day(
         "spec": asdict(spec),
         "vehicle": physics,
         "attribution": ATTRIBUTION_VERSION,
+        "day_format": DAY_FORMAT_VERSION,
         "edges": hashlib.sha256("\n".join(ids.tolist()).encode()).hexdigest(),
         "route_file": None
         if spec.route_file is None
@@ -298,6 +306,7 @@ def _record(
             "potential_wh": tr["potential_wh"].to_numpy(),
             "reduced_wh": tr["reduced_wh"].to_numpy(),
             "probe": tr["vehicle"].str.startswith("probe").to_numpy(),
+            "vehicle": tr["vehicle"].astype(str).to_numpy(),
         }
     )
     short = np.flatnonzero(counts < spec.min_samples)
@@ -330,4 +339,12 @@ def _record(
     os.replace(tmp_name, data_path)
 
 
-__all__ = ["DaySpec", "probe_routes", "probe_turn_routes", "record_day", "sumo_net_file", "write_probe_routes"]
+__all__ = [
+    "DAY_FORMAT_VERSION",
+    "DaySpec",
+    "probe_routes",
+    "probe_turn_routes",
+    "record_day",
+    "sumo_net_file",
+    "write_probe_routes",
+]

@@ -18,7 +18,11 @@ energy, travel time); a rerun skips the trips already stored::
 ``arms``: the replay-trained arm statistics of every (edge, next edge) the live trips drove, from the replay's
 recorded day of the same scenario (mean, sample variance and count of the edge's reduced energies; of the turn's
 when the recording stores each traversal's next edge, column ``next_edge``, else NaN), with Eq. 8's reduced prior
-of the edge in each variant of :data:`evroute.energy.PRIOR_VARIANTS`: ``sumo_live_routes_arms.csv``::
+of the edge in each variant of :data:`evroute.energy.PRIOR_VARIANTS`: ``sumo_live_routes_arms.csv``; and, from the
+same day's whole trips (its vehicle ids), the within-trip correlation of the traversal errors for edge and turn
+arms (:func:`evroute.sumo.trip_interval.correlation_table`: ``sumo_live_routes_correlation.csv``) and the
+interval's coverage of held-out replay trips (:func:`evroute.sumo.trip_interval.holdout_coverage`:
+``sumo_live_routes_holdout.csv``)::
 
     python scripts/sumo/sumo_live_routes.py arms --network monaco
 
@@ -45,6 +49,17 @@ import pandas as pd
 DATA = Path("docs/results/data")
 DOC = Path("docs/results/sumo_live_routes.md")
 TRIPS, TRAV, ARMS = "sumo_live_routes_trips.csv", "sumo_live_routes_traversals.csv.gz", "sumo_live_routes_arms.csv"
+CORR, HOLDOUT = "sumo_live_routes_correlation.csv", "sumo_live_routes_holdout.csv"
+#: traversals of the replay's held-out trip windows the interval is checked on without live data (live routes: ~20)
+HOLDOUT_WINDOW = 20
+#: a turn arm with this many replay traversals has a mean and variance of its own (fewer: its edge's)
+TURN_MIN = 2
+#: the within-trip correlation fits written by ``arms`` (:mod:`evroute.sumo.trip_interval`): one rho for every
+#: pair of a trip's traversals (0), and one per lag up to this many places apart next to one beyond (a diagnostic)
+CORR_LAGS = (0, 10)
+ROW_EDGE_RHO = "edge arms, trip-correlated interval (one rho)"
+ROW_TURN_RHO = "turn arms, trip-correlated interval (one rho)"
+ROW_TURN_LAG = "turn arms, trip-correlated interval (rho by lag)"
 #: the replay scenario of each network: the whole recorded day on Monaco, the 7-9 h peak on Luxembourg (the bandit
 #: study's, ``docs/results/sumo_bandit.md``)
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -347,12 +362,31 @@ def arms(args: argparse.Namespace) -> None:
         out["turn_n"] = st["n"].fillna(0).to_numpy(dtype=np.int64)
     for name, fields in VARIANTS.items():
         out[f"eq8_{name}_wh"] = reduced_prior_wh(lg.network, replace(_vehicle(), **fields))[e]
-    path = data / ARMS
+    _replace_network_rows(data / ARMS, out, args.network)
+    print(f"{args.network}: {len(pairs)} arms written to {data / ARMS}")
+    from evroute.sumo.trip_interval import correlation_table
+
+    corr = correlation_table(day, arms=("edge", "turn"), lags=CORR_LAGS, turn_min_samples=TURN_MIN)
+    corr.insert(0, "network", args.network)
+    _replace_network_rows(data / CORR, corr, args.network)
+    print(f"{args.network}: within-trip correlations written to {data / CORR}")
+    from evroute.sumo.trip_interval import holdout_coverage
+
+    ho = [
+        {"network": args.network, "arms": kind, "window": HOLDOUT_WINDOW}
+        | holdout_coverage(day, kind, window=HOLDOUT_WINDOW, turn_min_samples=TURN_MIN)
+        for kind in ("edge", "turn")
+    ]
+    _replace_network_rows(data / HOLDOUT, pd.DataFrame(ho), args.network)
+    print(f"{args.network}: coverage of held-out replay trips written to {data / HOLDOUT}")
+
+
+def _replace_network_rows(path: Path, out: pd.DataFrame, network: str) -> None:
+    """Write ``out`` as the rows of ``network`` in the CSV ``path`` (the other networks' rows kept)."""
     if path.is_file():
         old = pd.read_csv(path)
-        out = pd.concat([old[old["network"] != args.network], out], ignore_index=True)
+        out = pd.concat([old[old["network"] != network], out], ignore_index=True)
     out.to_csv(path, index=False, float_format="%.6g")
-    print(f"{args.network}: {len(pairs)} arms written to {path}")
 
 
 # ----------------------------------------------------------------------------------------------------- the report
@@ -373,9 +407,21 @@ def _fit(live: np.ndarray, pred: np.ndarray, sd: np.ndarray | None = None) -> di
     return out
 
 
-def load_tables(data: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """``(trips, traversals)`` of the successful trips, each traversal joined with its arm's replay statistics."""
-    missing = [str(data / f) for f in (TRIPS, TRAV, ARMS) if not (data / f).is_file()]
+def _binomial_interval(share: float, n: int) -> str:
+    """Clopper-Pearson 95 % interval of a share of ``n`` trials, as ``"a-b %"``."""
+    from scipy.stats import beta
+
+    k = round(share * n)
+    lo = beta.ppf(0.025, k, n - k + 1) if k > 0 else 0.0
+    hi = beta.ppf(0.975, k + 1, n - k) if k < n else 1.0
+    return f"{100 * lo:.1f}-{100 * hi:.1f} %"
+
+
+def load_tables(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """``(trips, traversals, correlations)``: the trips, their traversals each joined with its arm's replay
+    statistics, and the within-trip correlations fitted on the replay (``arms`` step), each row joined with its
+    network's and arms' held-out check (:func:`evroute.sumo.trip_interval.holdout_coverage`)."""
+    missing = [str(data / f) for f in (TRIPS, TRAV, ARMS, CORR, HOLDOUT) if not (data / f).is_file()]
     if missing:
         print(f"evroute: error: --data {data}: missing {', '.join(missing)}", file=sys.stderr)
         sys.exit(2)
@@ -384,22 +430,53 @@ def load_tables(data: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     arms_ = pd.read_csv(data / ARMS)
     trav = trav.merge(trips[["trip", "network"]], on="trip")
     trav = trav.merge(arms_, on=["network", "edge", "next_edge"], how="left", validate="many_to_one")
-    return trips, trav
+    corr = pd.read_csv(data / CORR).merge(
+        pd.read_csv(data / HOLDOUT), on=["network", "arms"], how="left", validate="many_to_one"
+    )
+    return trips, trav, corr
 
 
-def route_predictions(trips: pd.DataFrame, trav: pd.DataFrame) -> pd.DataFrame:
-    """Per successful trip: live reduced energy and every prediction (sums over the route's arms) with its sd."""
+def correlation_of(corr: pd.DataFrame, network: str, kind: str, max_lag: int) -> Any:
+    """The network's :class:`evroute.sumo.trip_interval.TripCorrelation` of ``kind`` arms and ``max_lag`` in the
+    table the ``arms`` step wrote."""
+    from evroute.sumo.trip_interval import correlation_from_table
+
+    return correlation_from_table(corr[corr["network"] == network], kind, max_lag)
+
+
+def route_predictions(trips: pd.DataFrame, trav: pd.DataFrame, corr: pd.DataFrame) -> pd.DataFrame:
+    """Per successful trip: live reduced energy and every prediction (sums over the route's arms) with its variance
+    with arms independent (``edge_var``, ``turn_var``) and its sd with the replay's within-trip correlation
+    (``{edge,turn}_sd_lag{max_lag}``, :func:`evroute.sumo.trip_interval.route_sd` over the route's arms in driving
+    order)."""
+    from evroute.sumo.trip_interval import route_sd
+
     ok = trips[trips["ok"].astype(bool)].set_index("trip")
     t = trav[trav["trip"].isin(ok.index)].copy()
     t["edge_var"] = t["replay_var_wh2"] * (1.0 + 1.0 / t["replay_n"].clip(lower=1))
-    has_turn = t["turn_n"] >= 2
+    has_turn = t["turn_n"] >= TURN_MIN
     t["turn_pred"] = np.where(has_turn, t["turn_mean_wh"], t["replay_mean_wh"])  # fallback: the edge arm
     t["turn_var"] = np.where(has_turn, t["turn_var_wh2"] * (1.0 + 1.0 / t["turn_n"].clip(lower=1)), t["edge_var"])
     cols = {"live": "reduced_wh", "edge": "replay_mean_wh", "edge_var": "edge_var", "turn": "turn_pred"}
     cols |= {"turn_var": "turn_var", **{f"eq8_{k}": f"eq8_{k}_wh" for k in VARIANTS}}
     g = t.groupby("trip")
     out = pd.DataFrame({k: g[c].sum() for k, c in cols.items()})
-    out["turn_share"] = g["turn_n"].apply(lambda x: float(np.mean(x >= 2)))
+    out["turn_share"] = g["turn_n"].apply(lambda x: float(np.mean(x >= TURN_MIN)))
+    t["turn_sd1"] = np.sqrt(np.where(has_turn, t["turn_var_wh2"], t["replay_var_wh2"]))  # one traversal's sd
+    t["turn_cnt"] = np.where(has_turn, t["turn_n"], t["replay_n"])
+    t["edge_sd1"] = np.sqrt(t["replay_var_wh2"])
+    net_of = ok["network"]
+    for kind, sd_col, n_col in (("edge", "edge_sd1", "replay_n"), ("turn", "turn_sd1", "turn_cnt")):
+        for max_lag in CORR_LAGS:
+            fits = {n: correlation_of(corr, n, kind, max_lag) for n in net_of.unique()}
+            by_trip = list(t.sort_values(["trip", "k"]).groupby("trip"))
+            out[f"{kind}_sd_lag{max_lag}"] = pd.Series(
+                {trip: route_sd(r[sd_col].to_numpy(), r[n_col].to_numpy(), fits[net_of[trip]]) for trip, r in by_trip}
+            )
+            # the model's spread of one trip alone, without the error of the replay's means
+            out[f"{kind}_trip_sd_lag{max_lag}"] = pd.Series(
+                {trip: route_sd(r[sd_col].to_numpy(), np.zeros(len(r)), fits[net_of[trip]]) for trip, r in by_trip}
+            )
     out["live_sum_check"] = ok.loc[out.index, "reduced_wh"]
     return out.join(ok[["network", "od", "kinds", "route", "slot", "battery_wh", "travel_s"]])
 
@@ -407,19 +484,27 @@ def route_predictions(trips: pd.DataFrame, trav: pd.DataFrame) -> pd.DataFrame:
 def report(args: argparse.Namespace) -> None:
 
     data = Path(args.data)
-    trips, trav = load_tables(data)
-    rp = route_predictions(trips, trav)
+    trips, trav, corr = load_tables(data)
+    rp = route_predictions(trips, trav, corr)
     lines = [
         "# Does the replay predict live SUMO trips? (generated)",
         "",
         f"Generated by `python scripts/sumo/sumo_live_routes.py --report-only` from [`{TRIPS}`](data/{TRIPS}), "
-        f"[`{TRAV}`](data/{TRAV}) and [`{ARMS}`](data/{ARMS}) in `docs/results/data/` (how they were made: the "
+        f"[`{TRAV}`](data/{TRAV}), [`{ARMS}`](data/{ARMS}), [`{CORR}`](data/{CORR}) and [`{HOLDOUT}`](data/{HOLDOUT}) "
+        "in `docs/results/data/` (how they were made: the "
         "script's docstring and "
         "`docs/results/index.md`).  Energies are *reduced* (battery minus the change of kinetic and potential "
         "energy, `evroute/sumo/record.py`) over a route's complete traversals; a prediction is the sum of the "
         "route's arm values; bias = mean(prediction - live), R^2 = 1 - SSE / SST of the live values (no refit); "
-        "the 90 % interval is prediction +- 1.645 sd with sd^2 the sum over the route's arms of the replay's sample "
-        "variance of one traversal times (1 + 1/n) (arms independent: a new traversal plus the mean's error). "
+        "the 90 % interval is prediction +- 1.645 sd. With arms independent, sd^2 is the sum over the route's arms "
+        "of the replay's sample variance of one traversal times (1 + 1/n) (a new traversal plus the mean's error). "
+        "The trip-correlated interval (`evroute/sumo/trip_interval.py`) lets the errors of one trip's traversals "
+        "share the trip's clock time and driver: sd^2 = sum s_a^2 + sum over pairs a != b of the route of "
+        "rho(|a - b|) s_a s_b + sum s_a^2 / n_a (s_a, n_a: the arm's replay s.d. of one traversal and count), "
+        "with rho fitted by moments on the whole trips of the replay's recorded day (the consecutive traversals of "
+        "each background vehicle; a probe trip completes one traversal and informs its arm's mean and variance "
+        "only; the live trips are not used): one rho for every pair of a trip's traversals, or one per lag up to "
+        f"{CORR_LAGS[-1]} places apart and one beyond. "
         "The diagnostic row adds the pooled within-route variance of the live trips themselves (routes driven at "
         "more than one clock time): an interval that knows how much one route varies live, not a prediction.",
         "",
@@ -452,8 +537,12 @@ def report(args: argparse.Namespace) -> None:
         fits = {"Eq. 8 (paper), prior alone": _fit(live, d["eq8_paper"].to_numpy())}
         fits["edge arms (replay means)"] = _fit(live, d["edge"].to_numpy(), np.sqrt(d["edge_var"].to_numpy()))
         turn_ok = float(d["turn_share"].mean())
+        lag = CORR_LAGS[-1]
+        fits[ROW_EDGE_RHO] = _fit(live, d["edge"].to_numpy(), d["edge_sd_lag0"].to_numpy())
         if turn_ok > 0:
             fits["turn arms (replay turn means)"] = _fit(live, d["turn"].to_numpy(), np.sqrt(d["turn_var"].to_numpy()))
+            fits[ROW_TURN_RHO] = _fit(live, d["turn"].to_numpy(), d["turn_sd_lag0"].to_numpy())
+            fits[ROW_TURN_LAG] = _fit(live, d["turn"].to_numpy(), d[f"turn_sd_lag{lag}"].to_numpy())
         # bound: the spread of one route's live energies over clock times and speed factors (pooled within routes)
         k = d.groupby("route")["live"].transform("size")
         rep = d[k > 1]
@@ -486,15 +575,22 @@ def report(args: argparse.Namespace) -> None:
             )
         if turn_ok == 0:
             lines.append("| turn arms (replay turn means) | -- | -- | -- | -- | -- | -- |")
-        best = fits.get("turn arms (replay turn means)", fits["edge arms (replay means)"])
-        which = "turn arms" if turn_ok > 0 else "edge arms (turn arms: the recording has no next edge)"
+        best_row = ROW_TURN_RHO if turn_ok > 0 else ROW_EDGE_RHO
+        best = fits[best_row]
+        which = (
+            "turn arms and the trip-correlated interval (one rho)"
+            if turn_ok > 0
+            else "edge arms (turn arms: the recording has no next edge) and the trip-correlated interval (one rho)"
+        )
         r2_ok, cov_ok = best["r2"] >= 0.9, 0.85 <= best["cover"] <= 0.95
         bias_share = best["bias"] ** 2 / best["rmse"] ** 2
         lines += [
             "",
             f"* Goal (route-level R^2 >= 0.9 and 85-95 % coverage) with {which}: R^2 {best['r2']:.3f} "
-            f"({'met' if r2_ok else 'missed'}), coverage {100 * best['cover']:.1f} % "
-            f"({'met' if cov_ok else ('too narrow' if best['cover'] < 0.85 else 'too wide')}).",
+            f"({'met' if r2_ok else 'missed'}), coverage {100 * best['cover']:.1f} % of {int(best['n'])} trips "
+            f"({'met' if cov_ok else ('too narrow' if best['cover'] < 0.85 else 'too wide')}; 95 % binomial interval "
+            f"{_binomial_interval(best['cover'], int(best['n']))}, trips taken as independent, though a route driven "
+            "twice shares its means' error).",
             (
                 f"* What bounds R^2: the same route driven at different clock times and speed factors varies with a "
                 f"pooled within-route s.d. of {np.sqrt(wv):.1f} Wh ({rep['route'].nunique()} routes driven more than "
@@ -513,7 +609,9 @@ def report(args: argparse.Namespace) -> None:
             ),
             f"* The squared bias is {100 * bias_share:.0f} % of the mean squared error ({best['bias']:+.1f} Wh); the "
             f"interval's sd is {np.median(np.sqrt(d['turn_var' if turn_ok > 0 else 'edge_var'])):.1f} Wh in median "
-            f"against an RMSE of {best['rmse']:.1f} Wh.",
+            f"with arms independent, {np.median(d[('turn' if turn_ok > 0 else 'edge') + '_sd_lag0']):.1f} Wh "
+            f"trip-correlated (one rho), against an RMSE of {best['rmse']:.1f} Wh.",
+            *correlation_lines(corr, str(net), d, wv, dof, best, turn_ok > 0),
         ]
         t = trav[(trav["network"] == net) & trav["trip"].isin(d.index)]
         by = t.assign(diff=t["reduced_wh"] - t["replay_mean_wh"]).groupby("direction")["diff"]
@@ -540,14 +638,71 @@ def report(args: argparse.Namespace) -> None:
         )
         if turn_ok > 0:
             lines.append(
-                f"* Turn arms with >= 2 replay traversals: {100 * turn_ok:.1f} % of the arms driven (the rest use "
-                "the edge arm's mean and variance)."
+                f"* Turn arms with >= {TURN_MIN} replay traversals: {100 * turn_ok:.1f} % of the arms driven (the rest "
+                "use the edge arm's mean and variance)."
             )
         lines.append("")
         summary.append((net, d, tr))
     lines += eq8_section(summary, trav)
     Path(args.doc).write_text("\n".join(lines) + "\n")
     print(f"wrote {args.doc}")
+
+
+def correlation_lines(
+    corr: pd.DataFrame, net: str, d: pd.DataFrame, wv: float, dof: int, best: dict[str, float], turn: bool
+) -> list[str]:
+    """The fitted within-trip correlations and, when the coverage goal is missed, what bounds it (from the tables)."""
+    kind = "turn" if turn else "edge"
+    lag = CORR_LAGS[-1]
+    one = correlation_of(corr, net, kind, 0)
+    by = correlation_of(corr, net, kind, lag)
+    edge_one = correlation_of(corr, net, "edge", 0)
+    shown = [k for k in (1, 2, 3, 5, lag) if k <= lag]
+    lines = [
+        f"* Within-trip correlation fitted on the replay's recorded day ({kind} arms): one rho = {one.rho_far:.3f} "
+        f"(s.e. {one.se_far:.3f}; {one.trips} trips with two or more traversals of arms with a variance, "
+        f"{one.pairs_far} pairs; edge arms: {edge_one.rho_far:.3f}); by lag: "
+        + ", ".join(f"{k} apart {by.rho_lag[k - 1]:.3f}" for k in shown)
+        + f", more than {lag} apart {by.rho_far:.3f} (s.e. at most "
+        f"{max((*by.se_lag, by.se_far)):.3f}).",
+    ]
+    ho = corr[(corr["network"] == net) & (corr["arms"] == kind)].iloc[0]
+    lines.append(
+        f"* Check without live data: the replay's vehicles split at random in two halves, each half fitted (means, "
+        f"variances, one rho: {ho['rho_min']:.3f}-{ho['rho_max']:.3f}) and the other half's trips predicted over "
+        f"their first {int(ho['window'])} traversals ({kind} arms; the {int(ho['windows'])} trips with that many, "
+        "every one of an arm with 2 or more traversals in the fitted half): the trip-correlated "
+        f"interval (one rho) covers {100 * ho['cover']:.1f} % of them, the independent one "
+        f"{100 * ho['cover_independent']:.1f} %."
+    )
+    if 0.85 <= best["cover"] <= 0.95:
+        return lines
+    err = (d["turn" if turn else "edge"] - d["live"]).abs().to_numpy()
+    trip_sd = float(np.median(d[f"{kind}_trip_sd_lag0"]))
+    sd = d[f"{kind}_sd_lag0"].to_numpy()
+    mean_sd = float(np.median(np.sqrt(np.maximum(sd**2 - d[f"{kind}_trip_sd_lag0"].to_numpy() ** 2, 0.0))))
+    text = (
+        f"* What bounds the coverage: a 90 % interval of these errors needs a half-width of "
+        f"{np.quantile(err, 0.9):.1f} Wh (the 90 % quantile of |prediction - live|); the trip-correlated one (one rho) "
+        f"has {Z90 * float(np.median(sd)):.1f} Wh in median. Its sd splits into the spread of one trip, "
+        f"{trip_sd:.1f} Wh in median, and the error of the replay's means (sum s^2 / n), {mean_sd:.1f} Wh in median"
+    )
+    mse = best["rmse"] ** 2
+    if dof and np.isfinite(wv):
+        rest = mse - wv
+        text += (
+            f"; live, the same route driven at different clock times and speed factors varies with a pooled "
+            f"within-route s.d. of {np.sqrt(wv):.1f} Wh"
+            + (
+                f", and the rest of the mean squared error, the route means' error, is {np.sqrt(rest):.1f} Wh "
+                f"(root of MSE {mse:.0f} Wh^2 - within-route variance {wv:.0f} Wh^2)."
+                if rest > 0
+                else f", as much as the RMSE ({best['rmse']:.1f} Wh) or more: the error is all trip-to-trip spread."
+            )
+        )
+    else:
+        text += "."
+    return lines + [text]
 
 
 def eq8_section(summary: list[tuple[str, pd.DataFrame, pd.DataFrame]], trav: pd.DataFrame) -> list[str]:
