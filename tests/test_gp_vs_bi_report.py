@@ -52,3 +52,26 @@ def test_committed_data_pairs_every_comparison_by_seed() -> None:
         assert (r["init"] == "oracle-v1") == r["run"].endswith("-ORACLE-V1")  # the earlier oracle is named apart
     for seeds in seen.values():
         assert len(seeds) == len(set(seeds)), "a seed is recorded twice for one run"
+
+
+def test_merge_replaces_a_rerun_seed_and_keeps_the_design_order(tmp_path: Path) -> None:
+    from evroute.experiments.gp_vs_bi import FIELDS, merge, read_csv, write_csv
+
+    def row(route: str, run: str, seed: int, final: str) -> dict[str, object]:
+        return {"route": route, "run": run, "seed": seed, "final_regret_wh": final}
+
+    old = [row("monaco:A", "GP-EXACT-TS", 1, "5"), row("monaco:A", "BI-TS", 0, "3"), row("new:X", "BI-TS", 0, "9")]
+    new = [row("monaco:A", "GP-EXACT-TS", 1, "4"), row("synthetic:2000:0:A", "BI-TS", 2, "1")]
+    merged = merge(old, new)
+    assert [(r["route"], r["run"], r["seed"], r["final_regret_wh"]) for r in merged] == [
+        ("synthetic:2000:0:A", "BI-TS", 2, "1"),  # routes in ROUTES order, unknown routes last
+        ("monaco:A", "BI-TS", 0, "3"),  # variants in VARIANTS order
+        ("monaco:A", "GP-EXACT-TS", 1, "4"),  # the re-run seed replaces the stored one
+        ("new:X", "BI-TS", 0, "9"),
+    ]
+    assert {r["max_cv"] for r in merged} == {"1"}  # filled in from the variant where a row lacks it
+    path = tmp_path / "finals.csv"
+    write_csv(path, merged)
+    back = read_csv(path)
+    assert list(back[0]) == list(FIELDS) and len(back) == 4
+    assert back[2]["final_regret_wh"] == "4" and back[2]["refit_first"] == ""
