@@ -283,7 +283,8 @@ def eq8_section(summary: list[tuple[str, pd.DataFrame, pd.DataFrame]], trav: pd.
         "",
         "Reduced prior `E_det - m g dz` (`evroute/environments/sumo_replay.py`) of each variant "
         "(`VARIANTS` in `evroute/experiments/sumo_live_routes.py`; profile fields on top of `sumo_ev`). "
-        "Edge rows: the edges driven live, each once, against the replay's mean of the edge and against the mean of its live traversals; route rows: "
+        "Edge rows: the edges driven live, each once, against the replay's mean of the edge and against the mean of "
+        "its live traversals; route rows: "
         "the sum over the route against the replay's sum (edge arms) and against the live trip. "
         "The last column: paired difference of the absolute route error against the paper's Eq. 8 "
         "(variant - paper, mean and 95 % t-interval over the live trips; negative: the variant is closer).",
