@@ -198,8 +198,14 @@ def sample_prior_function_and_variance(
         phi = matern_rff(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32)  # single-precision cosines
         block = 64
         g_sq = np.zeros(n)
-        # blocks drawn in order (SuperLU: their solves on a thread pool, the same numbers as graph.sample per block)
-        for j, g in zip(range(0, cfg.n_features, block), graph.sample_blocks(cfg.n_features, block, rng), strict=True):
+        # blocks drawn in order (SuperLU: their solves on a thread pool, the same numbers as graph.sample per block;
+        # sparse Cholesky: lazily into two reused buffers, the same numbers: nothing draws from rng in this loop)
+        blocks = (
+            graph.sample_blocks(cfg.n_features, block, rng, lazy=True)
+            if isinstance(graph, CholeskyMaternSampler)
+            else graph.sample_blocks(cfg.n_features, block, rng)
+        )
+        for j, g in zip(range(0, cfg.n_features, block), blocks, strict=True):
             g_sq += np.einsum("ij,ij->i", g, g)
             f += np.einsum("ij,ij->i", phi[:, j : j + block], g)
         scale = w / (float(g_sq.sum()) / (n * cfg.n_features))
