@@ -50,7 +50,7 @@ def _rff_whole(x: np.ndarray, n_features: int, rng: np.random.Generator, ls: flo
     u = rng.chisquare(5.0, size=n_features)
     w = g * np.sqrt(5.0 / u)[None, :]
     b = rng.uniform(0.0, 2.0 * np.pi, size=n_features)
-    arg = (x / ls @ w + b).astype(dtype, copy=False)
+    arg: np.ndarray = (x / ls @ w + b).astype(dtype, copy=False)
     return np.cos(arg, out=arg) * np.asarray(np.sqrt(2.0 / n_features), dtype=dtype)
 
 

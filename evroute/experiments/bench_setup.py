@@ -68,7 +68,9 @@ def network_digest(net: Any) -> str:
     )
 
 
-def measure(network: str, seed: int = 0, route: str = "A", environment: str = "consistent") -> dict[str, Any]:
+def measure(
+    network: str, seed: int = 0, route: str = "A", environment: str = "consistent", *, collect: bool = True
+) -> dict[str, Any]:
     """CPU and wall seconds of each set-up stage (:data:`STAGES`) of one BI-TS run, with nothing cached in the
     process (the runner's per-process caches are cleared first; on-disk caches are as the environment says:
     ``EVROUTE_COMPUTE_CACHE``), and digests of what each stage made.
@@ -84,7 +86,8 @@ def measure(network: str, seed: int = 0, route: str = "A", environment: str = "c
 
     R._load_linegraph.cache_clear()
     R._environment.cache_clear()
-    gc.collect()
+    if collect:  # the previous run's garbage is not this run's cost
+        gc.collect()
     cfg = ExperimentConfig(
         network=network, route=route, model="bi", policy="ts", env=environment, potential="elevation", seeds=(seed,)
     )
@@ -125,6 +128,67 @@ def measure(network: str, seed: int = 0, route: str = "A", environment: str = "c
         ),
     }
     return out
+
+
+#: Functions whose CPU time the profile table shows (label -> (file suffix, function name, "tottime"|"cumtime")).
+PROFILE_ROWS: dict[str, tuple[str, str, str]] = {
+    "generate the synthetic city": ("network/synthetic.py", "synthetic_city", "cumtime"),
+    "load the city from the compute cache": ("network/netstore.py", "network_from_arrays", "cumtime"),
+    "RoadNetwork checks (construction)": ("network/road_network.py", "__post_init__", "cumtime"),
+    "line graph": ("evroute/linegraph.py", "build_line_graph", "cumtime"),
+    "incidence Laplacian": ("evroute/linegraph.py", "laplacian", "cumtime"),
+    "route resolution": ("evroute/routes.py", "resolve_route", "cumtime"),
+    "environment draw (all)": ("environments/paper.py", "sample_prior_function_and_variance", "cumtime"),
+    "sparse Cholesky factorisation (cholespy)": ("kernels/sparse_cholesky.py", "__init__", "cumtime"),
+    "triangular solves (cholespy, 512 columns)": (
+        "~",
+        "<method 'solve' of 'cholespy.CholeskySolverD' objects>",
+        "tottime",
+    ),
+    "normals (Generator.standard_normal)": (
+        "~",
+        "<method 'standard_normal' of 'numpy.random._generator.Generator' objects>",
+        "tottime",
+    ),
+    "random Fourier features (matern_rff, 2x)": ("kernels/matern.py", "matern_rff", "cumtime"),
+    "einsum (draw sums and variances)": ("numpy/_core/einsumfunc.py", "einsum", "cumtime"),
+    "bandit: model, regret reference": ("experiments/runner.py", "make_bandit", "cumtime"),
+    "round 1": ("evroute/bandit.py", "step", "cumtime"),
+}
+
+
+def profile(network: str, seed: int = 0, top: int = 20) -> dict[str, Any]:
+    """:func:`measure` under :mod:`cProfile` in CPU time (``time.process_time``): the CPU seconds of
+    :data:`PROFILE_ROWS` and the ``top`` functions by own time (labels relative to the package folders)."""
+    import cProfile
+    import pstats
+
+    prof = cProfile.Profile(time.process_time)
+    gc.collect()
+    prof.enable()
+    res = measure(network, seed, collect=False)
+    prof.disable()
+    stats = pstats.Stats(prof).stats  # type: ignore[attr-defined]
+
+    def label(key: tuple[str, int, str]) -> str:
+        file, line, fn = key
+        for marker in ("site-packages/", "/evroute/"):
+            if marker in file:
+                file = ("evroute/" if marker == "/evroute/" else "") + file.rsplit(marker, 1)[1]
+                break
+        return f"{file}:{line}({fn})" if file != "~" else fn
+
+    rows: dict[str, float] = {}
+    for name, (suffix, fn, col) in PROFILE_ROWS.items():
+        total = 0.0
+        for key, (_cc, _nc, tt, ct, _callers) in stats.items():
+            if key[2] == fn and (suffix == "~" or key[0].endswith(suffix)):
+                total += tt if col == "tottime" else ct
+        rows[name] = total
+    by_own = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
+    res["profile"] = rows
+    res["profile_top"] = [[label(k), int(v[1]), float(v[2]), float(v[3])] for k, v in by_own]
+    return res
 
 
 def git_root() -> Path:
@@ -215,6 +279,7 @@ def measure_fresh(root: Path, network: str, seed: int, env: dict[str, str]) -> d
     proc = subprocess.run(
         [sys.executable, "-c", _CHILD, str(Path(__file__).resolve()), network, str(seed)],
         env=child_env,
+        cwd=root,  # ``python -c`` puts the working folder first on the path
         capture_output=True,
         text=True,
         check=False,
@@ -251,6 +316,7 @@ def check(
     warm_repeats: int = 2,
     seed: int = 0,
     warmup_network: str = "synthetic:2000:0",
+    profiled: bool = True,
     log: Any = print,
 ) -> dict[str, Any]:
     """The set-up of the ``baseline`` commit's ``evroute`` and of the current one, side by side (see the module doc).
@@ -261,7 +327,9 @@ def check(
       caches are cleared before each run), after one untimed warm-up run of each on ``warmup_network`` (imports);
     * ``warm``: in this process, with a compute cache in a new temporary folder filled by one untimed run of each
       (the environment draw, and where the code caches it, the generated network, are loaded from disk);
-    * ``fresh``: ``EVROUTE_COMPUTE_CACHE=off`` in a fresh process each (imports and first-call costs included).
+    * ``fresh``: ``EVROUTE_COMPUTE_CACHE=off`` in a fresh process each (imports and first-call costs included);
+
+    and (``profiled``) one cold run of each under :func:`profile` (series ``profile``; not in the timings).
 
     Returns the raw numbers (every run's stages, digests and load averages) as a JSON-able dict.
     """
@@ -289,8 +357,10 @@ def check(
                 res = measure(network, seed)
             res.update(series=series, code=name, repeat=rep)
             result["runs"].append(res)
-            log(f"{series:5s} {name:8s} rep {rep}: {res['cpu_total_s']:.2f} s CPU, {res['wall_total_s']:.2f} s wall, "
-                f"load {res['load_before']:.1f}")
+            log(
+                f"{series:5s} {name:8s} rep {rep}: {res['cpu_total_s']:.2f} s CPU, {res['wall_total_s']:.2f} s wall, "
+                f"load {res['load_before']:.1f}"
+            )
 
         def order(rep: int) -> tuple[str, str]:
             return ("baseline", "current") if rep % 2 == 0 else ("current", "baseline")
@@ -302,6 +372,12 @@ def check(
             for rep in range(repeats):
                 for name in order(rep):
                     one("cold", name, rep)
+            for name in order(0) if profiled else ():
+                with trees[name].active():
+                    res = profile(network, seed)
+                res.update(series="profile", code=name, repeat=0)
+                result["runs"].append(res)
+                log(f"profile {name:8s}: {res['cpu_total_s']:.2f} s CPU under cProfile")
         if warm_repeats:
             with _env(EVROUTE_COMPUTE_CACHE=str(Path(tmp) / "compute")):
                 for name in trees:  # fills the cache (not timed)
@@ -315,12 +391,16 @@ def check(
                 res = measure_fresh(trees[name].root, network, seed, {"EVROUTE_COMPUTE_CACHE": "off"})
                 res.update(series="fresh", code=name, repeat=rep)
                 result["runs"].append(res)
-                log(f"fresh {name:8s} rep {rep}: {res['cpu_total_s']:.2f} s CPU set-up, {res['process_cpu_s']:.2f} s "
-                    f"CPU process, load {res['load_before']:.1f}")
-    digests = {(r["series"], r["code"]): json.dumps(r["digest"], sort_keys=True) for r in result["runs"]}
+                log(
+                    f"fresh {name:8s} rep {rep}: {res['cpu_total_s']:.2f} s CPU set-up, {res['process_cpu_s']:.2f} s "
+                    f"CPU process, load {res['load_before']:.1f}"
+                )
+    digests: dict[tuple[str, str], set[str]] = {}
+    for r in result["runs"]:
+        digests.setdefault((r["series"], r["code"]), set()).add(json.dumps(r["digest"], sort_keys=True))
     result["identical"] = {
-        s: digests.get((s, "baseline")) == digests.get((s, "current"))
-        for s in ("cold", "warm", "fresh")
-        if (s, "baseline") in digests
+        s: len(digests[s, "baseline"] | digests[s, "current"]) == 1
+        for s in ("cold", "warm", "fresh", "profile")
+        if (s, "baseline") in digests and (s, "current") in digests
     }
     return result

@@ -214,8 +214,8 @@ def matern_rff(
     w = g * np.sqrt(2.0 * nu / u)[None, :]
     b = rng.uniform(0.0, 2.0 * np.pi, size=n_features)
     xs = _scaled(x, lengthscale)
-    scale = np.asarray(np.sqrt(2.0 / n_features), dtype=dtype)
-    out = np.empty((n, n_features), dtype=dtype)
+    scale: np.ndarray = np.asarray(np.sqrt(2.0 / n_features), dtype=dtype)
+    out: np.ndarray = np.empty((n, n_features), dtype=dtype)
     for r in range(0, n, RFF_ROWS):
         arg: np.ndarray = (xs[r : r + RFF_ROWS] @ w + b).astype(dtype, copy=False)
         np.multiply(np.cos(arg, out=arg), scale, out=out[r : r + RFF_ROWS])

@@ -79,7 +79,8 @@ class CholeskyMaternSampler:
         bufs: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray | None]] = {}
         for m in sizes:
             if m not in bufs:  # at most two sizes: ``block`` and the rest
-                bufs[m] = (np.empty((self.n, m)), np.empty((self.n, m)), np.empty((self.n, m)) if self.power > 1 else None)
+                work = np.empty((self.n, m)) if self.power > 1 else None
+                bufs[m] = (np.empty((self.n, m)), np.empty((self.n, m)), work)
             z, out, work = bufs[m]
             rng.standard_normal(out=z)  # fills ``z`` in C order: the numbers of ``rng.standard_normal((n, m))``
             yield self.colour(z, out, work)

@@ -42,11 +42,11 @@ from evroute.network.cachefiles import cached, clean_stale_temps, discard
 from evroute.network.dem import DemSpec, drape
 from evroute.network.inclines import SMOOTH_LENGTH_M, smooth_elevations, warn_steep
 from evroute.network.netconvert import netconvert_options, netconvert_version, osm_to_sumo
+from evroute.network.netstore import load_synthetic
 from evroute.network.osm import load_osm
 from evroute.network.pbf import PBF_SUFFIX, pbf_to_osm
 from evroute.network.road_network import RoadNetwork
 from evroute.network.sumo import load_sumo_net
-from evroute.network.netstore import load_synthetic
 
 
 @dataclass(frozen=True)
