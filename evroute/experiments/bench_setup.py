@@ -319,7 +319,7 @@ def check(
     seed: int = 0,
     warmup_network: str = "synthetic:2000:0",
     profiled: bool = True,
-    log: Any = print,
+    log: Any = None,
 ) -> dict[str, Any]:
     """The set-up of the ``baseline`` commit's ``evroute`` and of the current one, side by side (see the module doc).
 
@@ -335,6 +335,11 @@ def check(
 
     Returns the raw numbers (every run's stages, digests and load averages) as a JSON-able dict.
     """
+    if log is None:
+
+        def log(line: str) -> None:
+            print(line, flush=True)
+
     base_commit = commit_of(baseline)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=git_root(), capture_output=True, text=True, check=True)
     dirty = subprocess.run(

@@ -74,8 +74,10 @@ def render(data: dict[str, Any], json_path: str, command: str) -> str:
         "of the process); wall time next to it.",
         "",
         "* **cold**: in one process, the two implementations alternately (order swapped every repeat), "
-        "`EVROUTE_COMPUTE_CACHE=off` (nothing read from or written to disk caches), the runner's per-process caches "
-        "cleared before every run; imports warmed by one untimed run of each on a 2,000-edge city first.",
+        "`EVROUTE_COMPUTE_CACHE=off` (no compute-cache entry read or written: neither the environment draw nor, in "
+        "the current code, the generated city), the runner's per-process caches cleared before every run; imports "
+        "warmed by one untimed run of each on a 2,000-edge city first.  (The operating system's file cache, which "
+        "holds the Python modules, is warm in every series.)",
         "* **fresh**: `EVROUTE_COMPUTE_CACHE=off`, each run in a new Python process (imports and first calls "
         "included in the process total): what one `evroute run` pays.",
         "* **warm**: in one process, the compute cache in a new folder filled by one untimed run of each: the "
@@ -140,6 +142,23 @@ def render(data: dict[str, Any], json_path: str, command: str) -> str:
             b = prof["baseline"][0]["profile"].get(name, 0.0)
             c = prof["current"][0]["profile"][name]
             lines.append(f"| {name} | {b:.2f} | {c:.2f} |")
+        cur, tot = prof["current"][0]["profile"], prof["current"][0]["cpu_total_s"]
+        parts = [
+            cur.get("draw: sparse Cholesky factorisation (cholespy)", 0.0),
+            cur.get("draw: 512 graph draws' triangular solves (cholespy)", 0.0),
+            cur.get("draw: their normals (51M)", 0.0),
+        ]
+        lines += [
+            "",
+            f"**What bounds it now:** of the current set-up's {tot:.2f} s under the profiler, {sum(parts):.2f} s "
+            f"({100 * sum(parts) / max(tot, 1e-9):.0f} %) are the graph draws' sparse Cholesky factorisation "
+            f"({parts[0]:.2f} s), "
+            f"their 512 triangular solves ({parts[1]:.2f} s) and their normals ({parts[2]:.2f} s).  Same seed, same "
+            "numbers keeps all three as they are: the draws carry the rounding of this factor and these solves "
+            "(cholespy's CHOLMOD, its AMD ordering and the reference BLAS it ships), and of this stream of normals, so "
+            "a faster solver or BLAS, another ordering or fewer solves would change the environment in its last bits "
+            f"(and its version, `DRAW_VERSION`).  The rest is {tot - sum(parts):.2f} s.",
+        ]
         for code in CODES:
             lines += [
                 "",
@@ -162,6 +181,15 @@ def render(data: dict[str, Any], json_path: str, command: str) -> str:
             f"| {r['series']} | {r['code']} | {r['repeat']} | {r['cpu_total_s']:.2f} | {r['wall_total_s']:.2f} | "
             f"{r['load_before']:.1f} / {r['load_after']:.1f} |"
         )
+    lines += [
+        "",
+        "## Earlier measurements",
+        "",
+        "The baseline above is the sparse-Cholesky code whose profile `docs/benchmark_gp.md` gave as 12.8 s CPU on "
+        "2026-11-25 (at load 21).  The page this one replaces, the SuperLU draws measured at commit `7595c62` "
+        "(14.2 s CPU), is archived as "
+        "[`results/archive/bench_env_setup_superlu.md`](results/archive/bench_env_setup_superlu.md).",
+    ]
     notes = data.get("notes")
     if notes:
         lines += ["", "## Notes", "", *notes]
