@@ -12,7 +12,9 @@ CPU time next to wall time and the load average) of the ``evroute`` package of `
 fresh processes, and one cProfile run of each; it checks that both make the same network, draw and round 1 bit for
 bit, writes the raw numbers to ``--json`` and the page ``--out`` rendered from them
 (:mod:`evroute.experiments.bench_setup`, :mod:`evroute.experiments.bench_setup_report`).
-``--profile`` prints the CPU-time profile of one cold set-up with the current code.
+``--report-only`` renders the page from the JSON (and refreshes its derived fields ``goal_cpu_s`` and ``summary``,
+which ``scripts/bench/benchmark_gp_goals.py`` reads).  ``--profile`` prints the CPU-time profile of one cold set-up
+with the current code.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from pathlib import Path
 
 from evroute.experiments.bench import machine_line
 from evroute.experiments.bench_setup import check, profile
-from evroute.experiments.bench_setup_report import render
+from evroute.experiments.bench_setup_report import goal_summary, render
 from evroute.io import atomic_write_text
 
 #: The commit before the set-up work of issue 21 item 5 (BI-TS set-up on 100k edges <= 10 s CPU).
@@ -71,7 +73,11 @@ def main() -> None:
         data["date"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
         data["machine"] = machine_line()
         json_path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(json_path, json.dumps(data, indent=1) + "\n")
+    else:
+        data = json.loads(json_path.read_text())
+    derived = goal_summary(data)  # recomputed from the runs, also by --report-only
+    if args.check or any(data.get(k) != v for k, v in derived.items()):
+        atomic_write_text(json_path, json.dumps({**data, **derived}, indent=1) + "\n")
     data = json.loads(json_path.read_text())
     page = render(data, args.json, command)
     atomic_write_text(Path(args.out), page)
