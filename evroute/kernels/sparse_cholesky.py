@@ -64,8 +64,9 @@ class CholeskyMaternSampler:
         :meth:`~evroute.kernels.graph_matern.GraphMaternKernel.sample_blocks` (up front, block by block), so the
         generator ``rng`` is left in the same state and later draws from it are unchanged.
 
-        ``lazy=True``: the same numbers with two ``(E, block)`` buffers instead of ``n_samples / block`` of each kind
-        (100k edges, 512 samples: ~100 MB instead of ~800 MB, and no page faults for the rest): each block's normals
+        ``lazy=True``: the same numbers with two ``(E, block)`` buffers (three for ``nu >= 4``) instead of all the
+        blocks' normals at once and a new array per solve (100k edges, 512 samples: ~100 MB instead of ~460 MB, and
+        far fewer page faults): each block's normals
         are drawn just before its solve, and the array yielded is overwritten by the next block.  The caller must use
         each block before asking for the next and must not draw from ``rng`` in between (then the stream, and so
         every number, is the same as with ``lazy=False``).
