@@ -13,8 +13,8 @@ fresh processes, and one cProfile run of each; it checks that both make the same
 bit, writes the raw numbers to ``--json`` and the page ``--out`` rendered from them
 (:mod:`evroute.experiments.bench_setup`, :mod:`evroute.experiments.bench_setup_report`).
 ``--report-only`` renders the page from the JSON (and refreshes its derived fields ``goal_cpu_s`` and ``summary``,
-which ``scripts/bench/benchmark_gp_goals.py`` reads).  ``--profile`` prints the CPU-time profile of one cold set-up
-with the current code.
+which the generated goals page ``docs/benchmark_gp.md`` reads).  ``--profile`` prints the CPU-time profile of one
+cold set-up with the current code.
 """
 
 from __future__ import annotations
