@@ -54,7 +54,7 @@ def test_code_tree_swaps_the_package_and_restores_it(tmp_path: Path) -> None:
         import evroute.routes as swapped
 
         assert getattr(swapped, "BENCH_MARKER", None) == "other"
-        assert Path(sys.modules["evroute"].__file__).resolve().is_relative_to(other.resolve())
+        assert Path(str(sys.modules["evroute"].__file__)).resolve().is_relative_to(other.resolve())
     assert sys.modules["evroute.routes"] is evroute.routes
     assert not hasattr(sys.modules["evroute.routes"], "BENCH_MARKER")
     with tree.active():  # its modules are kept between activations
