@@ -205,14 +205,17 @@ def render(data: dict[str, Any], json_path: str, command: str) -> str:
             f"| {r['series']} | {r['code']} | {r['repeat']} | {r['cpu_total_s']:.2f} | {r['wall_total_s']:.2f} | "
             f"{r['load_before']:.1f} / {r['load_after']:.1f} |"
         )
+    base_prof = prof["baseline"][0]["cpu_total_s"] if prof.get("baseline") else float("nan")
     lines += [
         "",
         "## Earlier measurements",
         "",
         "The baseline above is the sparse-Cholesky code whose profile `docs/benchmark_gp.md` gave as 12.8 s CPU on "
-        "2026-11-25 (at load 21).  The page this one replaces, the SuperLU draws measured at commit `7595c62` "
-        "(14.2 s CPU), is archived as "
-        "[`results/archive/bench_env_setup_superlu.md`](results/archive/bench_env_setup_superlu.md).",
+        "2026-11-25, under cProfile at load average 21; measured here beside the current code it took "
+        f"{h.get('fresh baseline', float('nan')):.2f} s in a fresh process and {base_prof:.2f} s under the profiler "
+        f"(load {lo:.1f}-{hi:.1f}): CPU time is inflated by the profiler's per-call cost and by a machine that "
+        "busy.  The page this one replaces, the SuperLU draws measured at commit `7595c62` (14.2 s CPU), is "
+        "archived as [`results/archive/bench_env_setup_superlu.md`](results/archive/bench_env_setup_superlu.md).",
     ]
     notes = data.get("notes")
     if notes:
