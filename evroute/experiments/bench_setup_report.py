@@ -213,8 +213,8 @@ def render(data: dict[str, Any], json_path: str, command: str) -> str:
         "The baseline above is the sparse-Cholesky code whose profile `docs/benchmark_gp.md` gave as 12.8 s CPU on "
         "2026-11-25, under cProfile at load average 21; measured here beside the current code it took "
         f"{h.get('fresh baseline', float('nan')):.2f} s in a fresh process and {base_prof:.2f} s under the profiler "
-        f"(load {lo:.1f}-{hi:.1f}): CPU time is inflated by the profiler's per-call cost and by a machine that "
-        "busy.  The page this one replaces, the SuperLU draws measured at commit `7595c62` (14.2 s CPU), is "
+        f"(load {lo:.1f}-{hi:.1f}): CPU time is inflated by the profiler's per-call cost and by a busy "
+        "machine.  The page this one replaces, the SuperLU draws measured at commit `7595c62` (14.2 s CPU), is "
         "archived as [`results/archive/bench_env_setup_superlu.md`](results/archive/bench_env_setup_superlu.md).",
     ]
     notes = data.get("notes")
