@@ -100,15 +100,20 @@ def edge_midpoints(geometry: list[np.ndarray]) -> np.ndarray:
     """``(E, 2)`` mean of each edge's polyline points (``geometry``: ``E`` arrays ``(k_i, 2)``, lon/lat degrees).
 
     Vectorised per point count ``k`` (a network has a few dozen distinct counts): the polylines of ``k`` points are
-    stacked into one ``(m, k, 2)`` array and averaged over its second axis, the same reduction as ``g.mean(axis=0)``
+    gathered into one ``(m, k, 2)`` array and averaged over its second axis, the same reduction as ``g.mean(axis=0)``
     per polyline (bit-identical: checked on the synthetic, Monaco and Luxembourg networks), without a Python call per
-    edge (100k edges: milliseconds instead of seconds).
+    edge (100k edges: milliseconds instead of seconds).  The gather indexes one concatenation of all the polylines
+    (in float64, as the mean computes), not a stack of per-edge arrays.
     """
     out = np.zeros((len(geometry), 2))
-    counts = np.fromiter((len(g) for g in geometry), dtype=np.int64, count=len(geometry))
-    for k in np.unique(counts):
+    if not len(geometry):
+        return out
+    counts = np.fromiter(map(len, geometry), dtype=np.int64, count=len(geometry))
+    xy = np.concatenate(geometry).astype(np.float64, copy=False).reshape(-1, 2)
+    starts = np.cumsum(counts) - counts
+    for k in np.unique(counts).tolist():
         idx = np.flatnonzero(counts == k)
-        out[idx] = np.stack([geometry[i] for i in idx.tolist()]).astype(np.float64, copy=False).mean(axis=1)
+        out[idx] = xy[starts[idx, None] + np.arange(k)].mean(axis=1)
     return out
 
 

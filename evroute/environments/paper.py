@@ -34,10 +34,11 @@ import numpy as np
 from evroute.energy import VehicleProfile, network_energy_wh
 from evroute.environments.base import EnergyEnvironment, config_from_params
 from evroute.errors import ParameterError, check_positive
-from evroute.kernels import GraphMaternKernel, matern_rff
+from evroute.kernels import GraphMaternKernel
 from evroute.kernels.edge import EdgeKernel, GraphKernel, Points, edge_kernel
 from evroute.kernels.graph_gram import dense_graph_gram
 from evroute.kernels.linalg import geometric_jitters, jittered_cholesky
+from evroute.kernels.matern import rff_blocks
 from evroute.kernels.sparse_cholesky import CholeskyMaternSampler
 from evroute.linegraph import LineGraph
 
@@ -195,20 +196,37 @@ def sample_prior_function_and_variance(
     f = np.zeros(n)
     var = np.zeros(n)
     if w > 0:
-        phi = matern_rff(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32)  # single-precision cosines
+        # single-precision cosines; each row's sum of squares (float64) while its block is in cache
+        phi = np.empty((n, cfg.n_features), dtype=np.float32)
+        phi_sq = np.empty(n)
+        for r, rows in rff_blocks(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32):
+            phi[r : r + len(rows)] = rows
+            phi_sq[r : r + len(rows)] = np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
         block = 64
         g_sq = np.zeros(n)
-        # blocks drawn in order (SuperLU: their solves on a thread pool, the same numbers as graph.sample per block)
-        for j, g in zip(range(0, cfg.n_features, block), graph.sample_blocks(cfg.n_features, block, rng), strict=True):
+        # blocks drawn in order (SuperLU: their solves on a thread pool, the same numbers as graph.sample per block;
+        # sparse Cholesky: lazily into two reused buffers, the same numbers: nothing draws from rng in this loop)
+        blocks = (
+            graph.sample_blocks(cfg.n_features, block, rng, lazy=True)
+            if isinstance(graph, CholeskyMaternSampler)
+            else graph.sample_blocks(cfg.n_features, block, rng)
+        )
+        for j, g in zip(range(0, cfg.n_features, block), blocks, strict=True):
             g_sq += np.einsum("ij,ij->i", g, g)
             f += np.einsum("ij,ij->i", phi[:, j : j + block], g)
+        del phi
         scale = w / (float(g_sq.sum()) / (n * cfg.n_features))
         f *= np.sqrt(scale)
-        var += scale * (g_sq / cfg.n_features) * np.einsum("ij,ij->i", phi, phi, dtype=np.float64)
+        var += scale * (g_sq / cfg.n_features) * phi_sq
     if w < 1:
-        phi2 = matern_rff(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32)
-        f += np.sqrt(1.0 - w) * (phi2 @ rng.standard_normal(cfg.n_features))
-        var += (1.0 - w) * np.einsum("ij,ij->i", phi2, phi2, dtype=np.float64)
+        # the additive term row block by row block (no (E, n_features) matrix): the random features' draws, then
+        # the weights' normals, as when the whole matrix was made first
+        rows2 = rff_blocks(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32)
+        z = rng.standard_normal(cfg.n_features)
+        for r, rows in rows2:
+            part = slice(r, r + len(rows))
+            f[part] += np.sqrt(1.0 - w) * (rows @ z)
+            var[part] += (1.0 - w) * np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
     return f, var
 
 

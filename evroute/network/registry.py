@@ -3,7 +3,7 @@
 Specs understood by :func:`load_network`:
 
 * ``synthetic``, ``synthetic:EDGES``, ``synthetic:EDGES:SEED`` -- :func:`~evroute.network.synthetic.synthetic_city`
-  (default 1000 edges, seed 0);
+  (default 1000 edges, seed 0), kept in the compute cache (:func:`~evroute.network.netstore.load_synthetic`);
 * ``monaco``, ``luxembourg`` -- the OSM files of the MoST / LuST scenarios, converted with netconvert
   (:func:`~evroute.network.netconvert.osm_to_sumo`) so that edge ids are SUMO ids, then read with
   :func:`~evroute.network.sumo.load_sumo_net`;
@@ -42,11 +42,11 @@ from evroute.network.cachefiles import cached, clean_stale_temps, discard
 from evroute.network.dem import DemSpec, drape
 from evroute.network.inclines import SMOOTH_LENGTH_M, smooth_elevations, warn_steep
 from evroute.network.netconvert import netconvert_options, netconvert_version, osm_to_sumo
+from evroute.network.netstore import load_synthetic
 from evroute.network.osm import load_osm
 from evroute.network.pbf import PBF_SUFFIX, pbf_to_osm
 from evroute.network.road_network import RoadNetwork
 from evroute.network.sumo import load_sumo_net
-from evroute.network.synthetic import synthetic_city
 
 
 @dataclass(frozen=True)
@@ -391,7 +391,7 @@ def _parse_synthetic(spec: str) -> RoadNetwork:
         seed = int(parts[2]) if len(parts) > 2 else 0
     except ValueError:
         raise ParameterError(f"bad network spec {spec!r}: EDGES and SEED must be integers") from None
-    return synthetic_city(n_edges, seed)
+    return load_synthetic(n_edges, seed)
 
 
 def load_network(

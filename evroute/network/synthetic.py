@@ -14,6 +14,8 @@ Everything is vectorised with numpy: 200,000 edges take a few seconds.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from evroute.errors import ParameterError, check_positive
@@ -159,6 +161,61 @@ def _build(
     )
 
 
+def synthetic_params(
+    n_edges: int = 1000,
+    seed: int = 0,
+    *,
+    oneway_fraction: float = 0.3,
+    removal_fraction: float = 0.08,
+    diagonal_fraction: float = 0.04,
+    curved_fraction: float = 0.15,
+    max_elevation_m: float = 150.0,
+    max_incline: float = 0.09,
+    origin_lonlat: tuple[float, float] = (6.1, 49.6),
+) -> dict[str, Any]:
+    """The checked parameters of :func:`synthetic_city` (``name`` aside), with ``n_edges`` and ``seed`` as ``int``,
+    ``max_elevation_m`` as returned by the check and ``origin_lonlat`` as a tuple of two floats: everything the
+    generated city depends on (the key of its cache entry, :mod:`evroute.network.netstore`).
+
+    Raises:
+        ParameterError: for an invalid parameter.
+    """
+    try:
+        n_req = int(n_edges)
+        seed_i = int(seed)
+    except (TypeError, ValueError):
+        raise ParameterError(f"n_edges and seed must be integers, got {n_edges!r} and {seed!r}") from None
+    if n_req != n_edges or not 20 <= n_req <= 5_000_000:
+        raise ParameterError(f"n_edges must be an integer in 20..5000000, got {n_edges!r}")
+    if seed_i < 0:
+        raise ParameterError(f"seed must be >= 0, got {seed!r}")
+    for pname, val, hi in (
+        ("oneway_fraction", oneway_fraction, 1.0),
+        ("removal_fraction", removal_fraction, 0.5),
+        ("diagonal_fraction", diagonal_fraction, 1.0),
+        ("curved_fraction", curved_fraction, 1.0),
+        ("max_incline", max_incline, 0.5),
+    ):
+        if check_positive(pname, val, allow_zero=True) > hi:
+            raise ParameterError(f"{pname} must be in [0, {hi}], got {val!r}")
+    max_elev = check_positive("max_elevation_m", max_elevation_m, allow_zero=True)
+    lon0, lat0 = (float(v) for v in origin_lonlat)
+    if not (np.isfinite(lon0) and np.isfinite(lat0) and -180 <= lon0 <= 180 and -85 <= lat0 <= 85):
+        raise ParameterError(f"origin_lonlat must be (lon, lat) with |lat| <= 85, got {origin_lonlat!r}")
+
+    return {
+        "n_edges": n_req,
+        "seed": seed_i,
+        "oneway_fraction": float(oneway_fraction),
+        "removal_fraction": float(removal_fraction),
+        "diagonal_fraction": float(diagonal_fraction),
+        "curved_fraction": float(curved_fraction),
+        "max_elevation_m": max_elev,
+        "max_incline": float(max_incline),
+        "origin_lonlat": (lon0, lat0),
+    }
+
+
 def synthetic_city(
     n_edges: int = 1000,
     seed: int = 0,
@@ -193,28 +250,19 @@ def synthetic_city(
     Raises:
         ParameterError: for an invalid parameter.
     """
-    try:
-        n_req = int(n_edges)
-        seed_i = int(seed)
-    except (TypeError, ValueError):
-        raise ParameterError(f"n_edges and seed must be integers, got {n_edges!r} and {seed!r}") from None
-    if n_req != n_edges or not 20 <= n_req <= 5_000_000:
-        raise ParameterError(f"n_edges must be an integer in 20..5000000, got {n_edges!r}")
-    if seed_i < 0:
-        raise ParameterError(f"seed must be >= 0, got {seed!r}")
-    for pname, val, hi in (
-        ("oneway_fraction", oneway_fraction, 1.0),
-        ("removal_fraction", removal_fraction, 0.5),
-        ("diagonal_fraction", diagonal_fraction, 1.0),
-        ("curved_fraction", curved_fraction, 1.0),
-        ("max_incline", max_incline, 0.5),
-    ):
-        if check_positive(pname, val, allow_zero=True) > hi:
-            raise ParameterError(f"{pname} must be in [0, {hi}], got {val!r}")
-    max_elev = check_positive("max_elevation_m", max_elevation_m, allow_zero=True)
-    lon0, lat0 = (float(v) for v in origin_lonlat)
-    if not (np.isfinite(lon0) and np.isfinite(lat0) and -180 <= lon0 <= 180 and -85 <= lat0 <= 85):
-        raise ParameterError(f"origin_lonlat must be (lon, lat) with |lat| <= 85, got {origin_lonlat!r}")
+    p = synthetic_params(
+        n_edges,
+        seed,
+        oneway_fraction=oneway_fraction,
+        removal_fraction=removal_fraction,
+        diagonal_fraction=diagonal_fraction,
+        curved_fraction=curved_fraction,
+        max_elevation_m=max_elevation_m,
+        max_incline=max_incline,
+        origin_lonlat=origin_lonlat,
+    )
+    n_req, seed_i, max_elev = p["n_edges"], p["seed"], p["max_elevation_m"]
+    lon0, lat0 = p["origin_lonlat"]
 
     # calibrate the grid size: a few deterministic attempts, keep the one closest to the request
     n_nodes = n_req / _EDGES_PER_NODE
@@ -257,7 +305,8 @@ def synthetic_city(
     lonlat = np.column_stack(
         [lon0 + np.degrees(xy[:, 0] / (EARTH_RADIUS_M * coslat)), lat0 + np.degrees(xy[:, 1] / EARTH_RADIUS_M)]
     )
-    geometry = np.split(lonlat, ends[:-1])
+    # one view per edge, as ``np.split(lonlat, ends[:-1])`` gave, without its per-piece overhead (100k edges: ~1 s)
+    geometry = list(map(lonlat.__getitem__, map(slice, starts.tolist(), ends.tolist())))
     cls = res["seg_cls"][seg]
     speed = np.asarray(CLASS_SPEEDS_KMH)[cls] / 3.6
     label = name or f"synthetic:{n_req}:{seed_i}"

@@ -1,0 +1,69 @@
+"""Generated synthetic cities kept on disk: content-addressed, self-verifying, rebuilt when corrupt.
+
+:func:`load_synthetic` is :func:`~evroute.network.synthetic.synthetic_city` through the compute cache
+(:mod:`evroute.network.computecache`, kind ``synthetic-network``), as the netconvert cache keeps converted OSM
+networks: the key is the SHA-256 of everything the city depends on (its parameters, :data:`SYNTHETIC_VERSION`, the
+numpy/scipy versions), the entry is checksummed on every load (a truncated, corrupted or edited entry is removed and
+rebuilt with one warning), built under a file lock, and ``EVROUTE_COMPUTE_CACHE=off`` generates afresh and writes
+nothing.  A loaded city equals a generated one array for array, bit for bit (``tests/test_netstore.py``).
+
+The entry is a pickle of plain arrays (:func:`network_arrays`): the geometry as one ``(P, 2)`` array and the point
+count of each edge, rebuilt as views into it (a list of 100k small arrays would pickle and load slowly).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from evroute.network.road_network import RoadNetwork
+
+__all__ = ["SYNTHETIC_VERSION", "load_synthetic", "network_arrays", "network_from_arrays"]
+
+#: Version of the synthetic city generator's output; part of the cache key: bump it whenever
+#: :func:`~evroute.network.synthetic.synthetic_city` makes a different network for the same parameters.
+SYNTHETIC_VERSION = 1
+_FIELDS = ("edge_ids", "from_node", "to_node", "length_m", "speed_mps", "z_from_m", "z_to_m", "turns")
+
+
+def network_arrays(net: RoadNetwork) -> dict[str, Any]:
+    """The network as a dict of arrays (and its name and ``meta``) that :func:`network_from_arrays` turns back."""
+    counts = np.fromiter(map(len, net.geometry), dtype=np.int64, count=len(net.geometry))
+    xy = np.concatenate(net.geometry) if len(net.geometry) else np.zeros((0, 2))
+    return {
+        "name": net.name,
+        **{f: getattr(net, f) for f in _FIELDS},
+        "geometry_xy": np.ascontiguousarray(xy, dtype=np.float64),
+        "geometry_counts": counts,
+        "meta": net.meta,
+    }
+
+
+def network_from_arrays(data: dict[str, Any]) -> RoadNetwork:
+    """The :class:`RoadNetwork` of :func:`network_arrays` (checked as every network is on construction)."""
+    ends = np.cumsum(data["geometry_counts"])
+    starts = ends - data["geometry_counts"]
+    xy = data["geometry_xy"]
+    geometry = list(map(xy.__getitem__, map(slice, starts.tolist(), ends.tolist())))
+    return RoadNetwork(name=data["name"], **{f: data[f] for f in _FIELDS}, geometry=geometry, meta=data["meta"])
+
+
+def load_synthetic(n_edges: int = 1000, seed: int = 0, **options: Any) -> RoadNetwork:
+    """:func:`~evroute.network.synthetic.synthetic_city` ``(n_edges, seed, **options)``, from the compute cache when
+    it holds a verified entry (see the module docstring); the parameters are checked before anything is read."""
+    from evroute.network.computecache import cache_enabled, cached_compute
+    from evroute.network.synthetic import synthetic_city, synthetic_params
+
+    name = options.pop("name", None)
+    params = synthetic_params(n_edges, seed, **options)
+    if not cache_enabled():
+        return synthetic_city(n_edges, seed, name=name, **options)
+    data = cached_compute(
+        "synthetic-network",
+        {"params": params, "name": name, "version": SYNTHETIC_VERSION},
+        lambda: network_arrays(synthetic_city(n_edges, seed, name=name, **options)),
+        what="synthetic network",
+        blas=False,
+    )
+    return network_from_arrays(data)
