@@ -237,9 +237,7 @@ class CodeTree:
     @classmethod
     def current(cls) -> CodeTree:
         """The package this process imported (its modules stay where they are)."""
-        import evroute
-
-        root = Path(evroute.__file__).resolve().parents[1]
+        root = Path(__file__).resolve().parents[2]  # the folder holding this evroute package
         return cls(root, {k: v for k, v in sys.modules.items() if _is_evroute(k)})
 
     @contextlib.contextmanager
