@@ -328,7 +328,9 @@ def partial_network_lines(
     ``df``), the CPU per seed measured on this network (``cpu_s``, mean over its completed seeds, both routes) and its
     ratio to the same methods' CPU per seed on the complete networks, and the CPU the missing seeds would cost: per
     seed the CPU measured here, else the timed run's, else the method's CPU per seed on the complete networks times
-    that ratio.  Before any row of that network: :func:`~evroute.experiments.sumo_bandit.timing_lines`."""
+    the ratio of its model's methods that have a CPU per seed on this network (measured or timed; all methods
+    measured here when its model has none).  Before any row of that network:
+    :func:`~evroute.experiments.sumo_bandit.timing_lines`."""
     from evroute.experiments.sumo_bandit import TIMING, timing_lines
 
     net = str(timed["network"].iloc[0])
@@ -344,6 +346,12 @@ def partial_network_lines(
     ran = list(dict.fromkeys(here["route"]))
     both = [lab for lab in methods if lab in cpu.index and lab in cpu_ref.index]
     ratio = float(cpu[both].sum() / cpu_ref[both].sum()) if both else float("nan")
+    model_of = dict(zip(df["label"], df["model"], strict=False))
+    lux = {**timed_cpu.to_dict(), **cpu.to_dict()}  # CPU per seed on this network: measured here, else timed
+    factor: dict[str, float] = {}
+    for model in dict.fromkeys(model_of.values()):
+        labs = [lab for lab in lux if model_of.get(lab) == model and lab in cpu_ref.index]
+        factor[model] = sum(lux[lab] for lab in labs) / float(cpu_ref[labs].sum()) if labs else ratio
     done, missing = [], []
     remaining, sources = 0.0, {"here": 0, "timed": 0, "scaled": 0}
     scaled: list[str] = []
@@ -359,7 +367,7 @@ def partial_network_lines(
             elif lab in timed_cpu.index:
                 per, src = float(timed_cpu[lab]), "timed"
             else:
-                per, src = ratio * float(cpu_ref.get(lab, float("nan"))), "scaled"
+                per, src = factor[model_of[lab]] * float(cpu_ref.get(lab, float("nan"))), "scaled"
                 scaled.append(lab)
             remaining += k * per
             sources[src] += k
@@ -376,23 +384,36 @@ def partial_network_lines(
     return [
         f"**{net} A/B: partly done.** Seeds completed (T = {int(meta['horizon'])}, the environment parameters above, "
         f"the commands at the top; the section(s) {' and '.join(f'{net} {r}' for r in ran)} above) of the {seeds} "
-        f"asked: {'; '.join(done)}.  CPU per seed measured here (the data's `cpu_s`, set-up included, defined as "
-        f"for {', '.join(others)}; mean over the completed seeds of both routes; in brackets the ratio to the same "
+        f"asked: {'; '.join(done)}.  CPU per seed measured here (the data's `cpu_s`, defined as for "
+        f"{', '.join(others)}: the seed's CPU, not the process's one-off loading of network and recorded day; mean "
+        "over the completed seeds of both routes; in brackets the ratio to the same "
         f"method's CPU per seed on {', '.join(others)}): {per_seed}; together {ratio:.1f} times their CPU per seed "
         f"on {', '.join(others)}.",
         "",
-        f"**Not done: {net}** (seeds missing of the {seeds}): {'; '.join(missing)}.  They would cost about "
-        f"{remaining / 60:.0f} CPU-minutes: {sources['here']} seed-runs at the CPU per seed measured here, "
-        f"{sources['timed']} at that of one seed timed on {net} {timed['route'].iloc[0]} (`{timed_meta['command']}`; "
-        f"data [`data/{TIMING}.csv`](data/{TIMING}.csv), [`data/{TIMING}.json`](data/{TIMING}.json): {cells}"
-        + (f"; asked there but stopped before completing a seed: {', '.join(stopped)}" if stopped else "")
-        + ")"
+        f"**Not done: {net}** (seeds missing of the {seeds}): {'; '.join(missing)}.  "
         + (
-            f", {sources['scaled']} ({', '.join(dict.fromkeys(scaled))}) at their CPU per seed on "
-            f"{', '.join(others)} times the factor {ratio:.1f} above"
-            if sources["scaled"]
+            f"They would cost about {remaining / 60:.0f} CPU-minutes: "
+            + ", ".join(
+                part
+                for part in (
+                    f"{sources['here']} seed-runs at the CPU per seed measured here" if sources["here"] else "",
+                    f"{sources['timed']} at that of the one seed timed (below)" if sources["timed"] else "",
+                    f"{sources['scaled']} ({', '.join(dict.fromkeys(scaled))}) at their CPU per seed on "
+                    f"{', '.join(others)} times the ratio of their model's methods with a CPU per seed on {net} ("
+                    + ", ".join(f"{mod} {factor[mod]:.1f}x" for mod in dict.fromkeys(model_of[lab] for lab in scaled))
+                    + ")"
+                    if sources["scaled"]
+                    else "",
+                )
+                if part
+            )
+            + ".  "
+            if remaining
             else ""
         )
+        + f"One seed timed on {net} {timed['route'].iloc[0]} before this study (`{timed_meta['command']}`; "
+        f"data [`data/{TIMING}.csv`](data/{TIMING}.csv), [`data/{TIMING}.json`](data/{TIMING}.json)): {cells}"
+        + (f"; asked there but stopped before completing a seed: {', '.join(stopped)}" if stopped else "")
         + f".  Recording the day once (SUMO, {m['probe_trips']:,} probe trips, {m['traversals']:,} traversals) cost "
         f"{m['record_cpu_s']:.0f} CPU s ({m['record_wall_s']:.0f} s wall).  The final routes of the {net} runs are not "
         "driven live.",
