@@ -217,8 +217,12 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
             "",
             f"Recorded day: {m['traversals']:,} traversals of the {m['network_edges']:,} edges, "
             f"{m['probe_trips']:,} probe trips; {m['eq8_edges']} edge(s) never traversed take Eq. 8's energy; "
-            f"{m['clipped_traversals']:,} traversals had a reduced energy below 0 (together {m['clipped_wh']:.1f} Wh) "
-            "and enter the means clipped to 0 (`evroute/environments/sumo_replay.py`).",
+            + (
+                f"{m['clipped_traversals']:,} traversals had a reduced energy below 0 (together "
+                f"{m['clipped_wh']:.1f} Wh) and enter the means clipped to 0 (`evroute/environments/sumo_replay.py`)."
+                if m["clipped_traversals"]
+                else "no traversal had a reduced energy below 0 (none clipped, `evroute/environments/sumo_replay.py`)."
+            ),
             "",
             "Regret reference: "
             + (
@@ -307,6 +311,116 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
     return "\n".join(lines)
 
 
+def _by_count(counts: dict[str, int]) -> str:
+    """``"BI-TS, BI-UCB 10; GP-EXACT-TS 3"``: methods grouped by their number of seeds, most seeds first."""
+    groups: dict[int, list[str]] = {}
+    for lab, k in counts.items():
+        groups.setdefault(k, []).append(lab)
+    return "; ".join(f"{', '.join(labs)} {k}" for k, labs in sorted(groups.items(), reverse=True))
+
+
+def partial_network_lines(
+    df: pd.DataFrame, meta: dict[str, Any], timed: pd.DataFrame, timed_meta: dict[str, Any]
+) -> list[str]:
+    """The "not done" paragraph of the network timed in ``timed`` (one seed of its dearest methods,
+    :func:`~evroute.experiments.sumo_bandit.read_timing`), once the study has rows of that network: per route, the
+    seeds completed of the ``meta["seeds"]`` asked for every method of the complete networks (the other networks in
+    ``df``), the CPU per seed measured on this network (``cpu_s``, mean over its completed seeds, both routes) and its
+    ratio to the same methods' CPU per seed on the complete networks, and the CPU the missing seeds would cost: per
+    seed the CPU measured here, else the timed run's, else the method's CPU per seed on the complete networks times
+    the ratio of its model's methods that have a CPU per seed on this network (measured or timed; all methods
+    measured here when its model has none).  Before any row of that network:
+    :func:`~evroute.experiments.sumo_bandit.timing_lines`."""
+    from evroute.experiments.sumo_bandit import TIMING, timing_lines
+
+    net = str(timed["network"].iloc[0])
+    seeds = int(meta["seeds"])
+    here, ref = df[df["network"] == net], df[df["network"] != net]
+    if here.empty or ref.empty:
+        return timing_lines(timed, timed_meta, df, seeds)
+    methods = list(dict.fromkeys([*ref["label"], *here["label"]]))
+    routes = list(dict.fromkeys(ref["route"]))
+    cpu = here.groupby("label")["cpu_s"].mean()
+    cpu_ref = ref.groupby("label")["cpu_s"].mean()
+    timed_cpu = timed.groupby("label", sort=False)["cpu_s"].mean()
+    ran = list(dict.fromkeys(here["route"]))
+    both = [lab for lab in methods if lab in cpu.index and lab in cpu_ref.index]
+    ratio = float(cpu[both].sum() / cpu_ref[both].sum()) if both else float("nan")
+    model_of = dict(zip(df["label"], df["model"], strict=False))
+    lux = {**timed_cpu.to_dict(), **cpu.to_dict()}  # CPU per seed on this network: measured here, else timed
+    factor: dict[str, float] = {}
+    for model in dict.fromkeys(model_of.values()):
+        labs = [lab for lab in lux if model_of.get(lab) == model and lab in cpu_ref.index]
+        factor[model] = sum(lux[lab] for lab in labs) / float(cpu_ref[labs].sum()) if labs else ratio
+    done, missing = [], []
+    remaining, sources = 0.0, {"here": 0, "timed": 0, "scaled": 0}
+    scaled: list[str] = []
+    for route in routes:
+        g = here[here["route"] == route]
+        counts = {lab: int((g["label"] == lab).sum()) for lab in methods}
+        done.append(f"{net} {route}: " + (_by_count({k: v for k, v in counts.items() if v}) or "none"))
+        short = {lab: seeds - k for lab, k in counts.items() if k < seeds}
+        missing.append(f"{net} {route}: " + (_by_count(short) if short else "none"))
+        for lab, k in short.items():
+            if lab in cpu.index:
+                per, src = float(cpu[lab]), "here"
+            elif lab in timed_cpu.index:
+                per, src = float(timed_cpu[lab]), "timed"
+            else:
+                per, src = factor[model_of[lab]] * float(cpu_ref.get(lab, float("nan"))), "scaled"
+                scaled.append(lab)
+            remaining += k * per
+            sources[src] += k
+    per_seed = ", ".join(
+        f"{lab} {cpu[lab]:.1f} s" + (f" ({cpu[lab] / cpu_ref[lab]:.1f}x)" if lab in cpu_ref.index else "")
+        for lab in methods
+        if lab in cpu.index
+    )
+    m = meta["routes"].get(f"{net}-{routes[0]}", timed_meta["routes"][next(iter(timed_meta["routes"]))])
+    cells = ", ".join(f"{lab} {timed_cpu[lab]:.0f} CPU s" for lab in timed_cpu.index)
+    stopped = [lab for lab in timed_meta["routes"][next(iter(timed_meta["routes"]))].get("methods", [])]
+    stopped = [lab for lab in stopped if lab not in timed_cpu.index]
+    others = sorted(set(ref["network"]))
+    return [
+        f"**{net} A/B: partly done.** Seeds completed (T = {int(meta['horizon'])}, the environment parameters above, "
+        f"the commands at the top; the section(s) {' and '.join(f'{net} {r}' for r in ran)} above) of the {seeds} "
+        f"asked: {'; '.join(done)}.  CPU per seed measured here (the data's `cpu_s`, defined as for "
+        f"{', '.join(others)}: the seed's CPU, not the process's one-off loading of network and recorded day; mean "
+        "over the completed seeds of both routes; in brackets the ratio to the same "
+        f"method's CPU per seed on {', '.join(others)}): {per_seed}; together {ratio:.1f} times their CPU per seed "
+        f"on {', '.join(others)}.",
+        "",
+        f"**Not done: {net}** (seeds missing of the {seeds}): {'; '.join(missing)}.  "
+        + (
+            f"They would cost about {remaining / 60:.0f} CPU-minutes: "
+            + ", ".join(
+                part
+                for part in (
+                    f"{sources['here']} seed-runs at the CPU per seed measured here" if sources["here"] else "",
+                    f"{sources['timed']} at that of the one seed timed (below)" if sources["timed"] else "",
+                    f"{sources['scaled']} ({', '.join(dict.fromkeys(scaled))}) at their CPU per seed on "
+                    f"{', '.join(others)} times the ratio of their model's methods with a CPU per seed on {net} ("
+                    + ", ".join(f"{mod} {factor[mod]:.1f}x" for mod in dict.fromkeys(model_of[lab] for lab in scaled))
+                    + ")"
+                    if sources["scaled"]
+                    else "",
+                )
+                if part
+            )
+            + ".  "
+            if remaining
+            else ""
+        )
+        + f"One seed timed on {net} {timed['route'].iloc[0]} before this study (`{timed_meta['command']}`; "
+        f"data [`data/{TIMING}.csv`](data/{TIMING}.csv), [`data/{TIMING}.json`](data/{TIMING}.json)): {cells}"
+        + (f"; asked there but stopped before completing a seed: {', '.join(stopped)}" if stopped else "")
+        + f".  Recording the day once (SUMO, {m['probe_trips']:,} probe trips, {m['traversals']:,} traversals) cost "
+        f"{m['record_cpu_s']:.0f} CPU s ({m['record_wall_s']:.0f} s wall).  The final routes of the {net} runs are not "
+        "driven live.",
+        "",
+    ]
+
+
 def _machine() -> str:
     import os
     import platform
@@ -339,7 +453,11 @@ def write_data(
         old = json.loads(meta_path.read_text())
         checks = {**old.get("rerun_check", {}), **({meta["command"]: check} if check and check["compared"] else {})}
         commands = list(dict.fromkeys([*old.get("commands", [old["command"]]), meta["command"]]))
-        meta = {**old, **meta, "routes": {**old["routes"], **meta["routes"]}, "commands": commands}
+        routes = dict(old["routes"])
+        for key, r in meta["routes"].items():  # a route run by several invocations: every method asked is kept
+            asked = [*routes.get(key, {}).get("methods", []), *r.get("methods", [])]
+            routes[key] = {**routes.get(key, {}), **r, "methods": list(dict.fromkeys(asked))}
+        meta = {**old, **meta, "routes": routes, "commands": commands}
         meta["command"], meta["rerun_check"] = commands[0], checks
     else:
         df = new
@@ -350,7 +468,7 @@ def write_data(
 def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None = None) -> None:
     """Rebuild ``out`` from the committed data alone; ``extra``: the folder of the live-scoring and timing tables
     (default: ``data``'s folder)."""
-    from evroute.experiments.sumo_bandit import live_section, read_live, read_timing, timing_lines
+    from evroute.experiments.sumo_bandit import live_section, read_live, read_timing
 
     df = pd.read_csv(data)
     meta = json.loads(meta_path.read_text())
@@ -362,7 +480,7 @@ def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None
         text += "\n".join(["", *live_section(*live, order)])
     timing = read_timing(extra)  # one seed of the dearest methods timed on a network not run
     if timing is not None:
-        text += "\n".join(["", *timing_lines(*timing, df, int(meta["seeds"]))])
+        text += "\n".join(["", *partial_network_lines(df, meta, *timing)])
     atomic_write_text(out, text)
 
 
