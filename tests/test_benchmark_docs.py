@@ -44,4 +44,4 @@ def test_a_changed_measurement_changes_the_page_and_missing_data_is_one_error(tm
     assert out.read_text() != DOC.read_text()
     (data / "rounds.json").unlink()
     res = _report(data, tmp_path / "none.md")
-    assert res.returncode == 2 and len(res.stdout.strip().splitlines()) == 1 and not (tmp_path / "none.md").exists()
+    assert res.returncode == 2 and len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "none.md").exists()

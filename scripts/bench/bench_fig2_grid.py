@@ -23,6 +23,7 @@ import json
 import os
 import resource
 import shutil
+import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -146,6 +147,15 @@ def main() -> None:
     cmd = R.command_line()
     runs = Path(args.runs)
     cfgs = configs(args)
+    if args.references:
+        from evroute.errors import ParameterError
+        from evroute.experiments.reference_book import load_book
+
+        try:
+            load_book(args.references)  # checked before anything is removed or written
+        except ParameterError as exc:
+            print(f"bench_fig2_grid: error: {exc}", file=sys.stderr)
+            raise SystemExit(2) from None
     if args.setup_only:
         os.environ["EVROUTE_COMPUTE_CACHE"] = str(runs / ".setup-cache")
         shutil.rmtree(runs / ".setup-cache", ignore_errors=True)

@@ -478,7 +478,10 @@ def main() -> None:
     else:
         data = Path(args.data)
         if not (data / "rounds.json").exists():
-            print(f"benchmark_gp_goals: error: {data / 'rounds.json'} is missing (run the measurements first)")
+            print(
+                f"benchmark_gp_goals: error: {data / 'rounds.json'} is missing (run the measurements first)",
+                file=sys.stderr,
+            )
             sys.exit(2)
         report(out, data)
 
