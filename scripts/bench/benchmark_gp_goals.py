@@ -385,8 +385,8 @@ def report_grid(d: dict[str, Any], book: dict[str, Any] | None) -> tuple[list[st
             f"* The reference book (`scripts/bench/fig2_references.py`, [data](data/fig2_paper_references.json)): "
             f"{len(book['records'])} references of the paper environment that need the negative-cycle search, "
             f"computed once: {sum(cpu):.0f} s CPU in all ({min(cpu):.0f}-{max(cpu):.0f} s per (route, seed), the "
-            "environment draw included; measured while other jobs ran, CPU time).  A fresh machine imports them in "
-            "well under a second; without the book the grid would first spend that CPU time."
+            "environment draw included; measured while other jobs ran, CPU time).  The grid above imported them; "
+            "without the book it would first spend that CPU time."
         )
     lines += [
         "",
