@@ -336,7 +336,14 @@ def report_large(d: dict[str, Any]) -> tuple[list[str], list[tuple[str, float, f
         "## synthetic:100000:0: exact GP-TS per round and set-up",
         "",
         f"Measured by {_when(d)}; the benchmark child: `scripts/bench/bench_gp_exact.py --child` (route A, seed 0, "
-        "consistent environment, the stand-in reference route, the exact GP's defaults).",
+        "consistent environment, the stand-in reference route, the exact GP's defaults).  Set-up with the compute "
+        "cache as found: the environment draw "
+        + (
+            f"was loaded from it ({st['environment']:.1f} s)"
+            if st["environment"] < 1.0
+            else f"was computed ({st['environment']:.1f} s)"
+        )
+        + ".",
         "",
         "| edges | route edges (median) | distinct edges | **CPU ms / round (median, rounds 10-60)** | p90 | "
         "**CPU s through round 1** | of which line graph / environment / route / model set-up / round 1 | "
