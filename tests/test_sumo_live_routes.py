@@ -11,13 +11,16 @@ import pandas as pd
 import scipy.sparse as sp
 
 from evroute.experiments.sumo_live_routes import (
+    CORR_LAGS,
     TRAV,
     TRIPS,
+    VARIANTS,
     append_rows,
     missing_tables,
     next_edges,
     prediction_fit,
     replace_network_rows,
+    route_predictions,
 )
 
 
@@ -61,3 +64,44 @@ def test_prediction_fit_bias_rmse_r2_and_coverage() -> None:
     assert f["n"] == 4 and f["bias"] == 1.0 and f["rmse"] == 1.0
     assert f["r2"] == 1.0 - 4.0 / 5.0 and f["cover"] == 0.5
     assert np.isnan(prediction_fit(live, live)["cover"])
+
+
+def _tables(with_slope: bool) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """Two live trips of two and three arms on network ``n`` (turn arms with enough traversals), every table column
+    :func:`route_predictions` reads, and a correlation table of rho 0.5 for every lag."""
+    trips = pd.DataFrame(
+        {
+            "network": "n", "trip": ["a", "b"], "od": 0, "kinds": "shortest", "route": ["r1", "r2"], "slot": 0,
+            "ok": True, "speed_factor": [1.2, 0.9], "reduced_wh": [30.0, 50.0], "battery_wh": [31.0, 52.0],
+            "travel_s": [60.0, 90.0],
+        }
+    )  # fmt: skip
+    trav = pd.DataFrame(
+        {
+            "trip": ["a", "a", "b", "b", "b"], "k": [0, 1, 0, 1, 2], "network": "n", "edge": list("xyxyz"),
+            "next_edge": list("y-yz-"), "reduced_wh": [10.0, 20.0, 12.0, 18.0, 20.0],
+            "replay_mean_wh": [11.0, 19.0, 11.0, 19.0, 21.0], "replay_var_wh2": 4.0, "replay_n": 10,
+            "turn_mean_wh": [10.5, 19.5, 10.5, 19.0, 21.5], "turn_var_wh2": 1.0, "turn_n": 5,
+        }
+    )  # fmt: skip
+    for name in VARIANTS:
+        trav[f"eq8_{name}_wh"] = trav["replay_mean_wh"]
+    if with_slope:
+        trav["eq8_dsf_wh"] = [5.0, 7.0, 5.0, 7.0, 9.0]
+    corr = pd.DataFrame(
+        [
+            {"network": "n", "arms": kind, "max_lag": m, "lag": lag, "rho": 0.5, "se": 0.01, "pairs": 100,
+             "trips": 10, "traversals": 50}
+            for kind in ("edge", "turn") for m in CORR_LAGS for lag in range(m + 1)
+        ]
+    )  # fmt: skip
+    return trips, trav, corr
+
+
+def test_the_drivers_prediction_moves_the_turn_means_along_the_slope() -> None:
+    """By hand: trip a (speed factor 1.2) 10.5 + 19.5 + 0.2 x (5 + 7) = 32.4 Wh; trip b (0.9) 10.5 + 19.0 + 21.5
+    - 0.1 x (5 + 7 + 9) = 48.9 Wh; without the slope column there is no driver's prediction."""
+    out = route_predictions(*_tables(with_slope=True))
+    assert np.allclose(out.loc[["a", "b"], "turn"], [30.0, 51.0])
+    assert np.allclose(out.loc[["a", "b"], "turn_driver"], [32.4, 48.9])
+    assert "turn_driver" not in route_predictions(*_tables(with_slope=False)).columns

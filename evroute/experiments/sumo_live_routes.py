@@ -51,6 +51,12 @@ VARIANTS: dict[str, dict[str, float]] = {
     "aux_corner": {"auxiliary_power_w": 100.0, "radial_drag_m": 0.1},
     "aux_corner_regen": {"auxiliary_power_w": 100.0, "radial_drag_m": 0.1, "max_regen_power_kw": 20.0},
 }
+#: the Eq. 8 variant whose slope in the driver's speed factor (``eq8_dsf_wh`` of the arms table: d/ds of the edge's
+#: reduced prior with every speed scaled by s, at s = 1, Wh per unit of s) turns a route's replay prediction into one
+#: for a driver of known speed factor (SUMO's ``speedFactor``: the ratio of the driver's speed to the limit)
+DRIVER_VARIANT = "aux"
+#: the relative step of the central difference of that slope
+DRIVER_STEP = 0.01
 Z90 = 1.6448536269514722  # two-sided 90 % normal quantile
 TRIP_COLUMNS = (
     "network", "trip", "od", "kinds", "route", "slot", "speed_factor", "command", "pred", "succ", "depart_s",
@@ -153,7 +159,9 @@ def correlation_of(corr: pd.DataFrame, network: str, kind: str, max_lag: int) ->
 
 def route_predictions(trips: pd.DataFrame, trav: pd.DataFrame, corr: pd.DataFrame) -> pd.DataFrame:
     """Per successful trip: live reduced energy and every prediction (sums over the route's arms) with its variance
-    with arms independent (``edge_var``, ``turn_var``) and its sd with the replay's within-trip correlation
+    with arms independent (``edge_var``, ``turn_var``), the turn arms' prediction for the trip's driver
+    (``turn_driver``: ``turn + (s - 1) sum eq8_dsf_wh`` with ``s`` the trip's speed factor; only where the arms
+    table has the slope, :data:`DRIVER_VARIANT`) and its sd with the replay's within-trip correlation
     (``{edge,turn}_sd_lag{max_lag}``, :func:`evroute.sumo.trip_interval.route_sd` over the route's arms in driving
     order)."""
     from evroute.sumo.trip_interval import route_sd
@@ -168,6 +176,9 @@ def route_predictions(trips: pd.DataFrame, trav: pd.DataFrame, corr: pd.DataFram
     cols |= {"turn_var": "turn_var", **{f"eq8_{k}": f"eq8_{k}_wh" for k in VARIANTS}}
     g = t.groupby("trip")
     out = pd.DataFrame({k: g[c].sum() for k, c in cols.items()})
+    if "eq8_dsf_wh" in t.columns:  # the driver's speed factor known: the replay's means (drivers of mean factor
+        # about 1) moved along Eq. 8's slope to the trip's factor
+        out["turn_driver"] = out["turn"] + (ok.loc[out.index, "speed_factor"] - 1.0) * g["eq8_dsf_wh"].sum()
     out["turn_share"] = g["turn_n"].apply(lambda x: float(np.mean(x >= TURN_MIN)))
     t["turn_sd1"] = np.sqrt(np.where(has_turn, t["turn_var_wh2"], t["replay_var_wh2"]))  # one traversal's sd
     t["turn_cnt"] = np.where(has_turn, t["turn_n"], t["replay_n"])

@@ -18,6 +18,7 @@ from evroute.experiments.sumo_live_routes import (
     ARMS,
     CORR,
     CORR_LAGS,
+    DRIVER_VARIANT,
     HOLDOUT,
     SCENARIOS,
     TRAV,
@@ -37,6 +38,8 @@ from evroute.stats import mean_se, t_interval
 ROW_EDGE_RHO = "edge arms, trip-correlated interval (one rho)"
 ROW_TURN_RHO = "turn arms, trip-correlated interval (one rho)"
 ROW_TURN_LAG = "turn arms, trip-correlated interval (rho by lag)"
+#: the turn arms moved to the trip's driver (speed factor known, Eq. 8's slope), with the one-rho interval
+ROW_TURN_DRIVER = "turn arms for the trip's driver (speed factor known), trip-correlated interval (one rho)"
 
 
 def report_lines(trips: pd.DataFrame, trav: pd.DataFrame, corr: pd.DataFrame) -> list[str]:
@@ -129,6 +132,9 @@ def network_lines(net: str, d: pd.DataFrame, trips: pd.DataFrame, trav: pd.DataF
         fits["turn arms, interval + live between-run spread (diagnostic)"] = prediction_fit(
             live, d["turn"].to_numpy(), sd
         )
+    driver = turn_ok > 0 and "turn_driver" in d.columns
+    if driver:
+        fits[ROW_TURN_DRIVER] = prediction_fit(live, d["turn_driver"].to_numpy(), d["turn_sd_lag0"].to_numpy())
     n_edges = trav[trav["network"] == net].groupby("trip").size().mean()
     lines += [
         f"## {net}",
@@ -137,8 +143,8 @@ def network_lines(net: str, d: pd.DataFrame, trips: pd.DataFrame, trav: pd.DataF
         f"trips ({int((~tr['ok'].astype(bool)).sum())} failed: teleport, late or unmatched; left out), "
         f"{len(d)} compared; live reduced route energy {live.mean():.1f} Wh in mean (s.d. "
         f"{live.std(ddof=1):.1f}), live battery {d['battery_wh'].mean():.1f} Wh; {n_edges:.1f} edges per route. "
-        f"Cost of a trip (SUMO in the worker process, `nice -n 10`, 2 workers on a shared 2-core machine at "
-        f"load 12-20): median {tr['cpu_s'].median():.2f} s CPU, {tr['wall_s'].median():.1f} s wall "
+        "Cost of a trip (SUMO in a worker process, niced, on a shared 2-core machine running other studies): "
+        f"median {tr['cpu_s'].median():.2f} s CPU, {tr['wall_s'].median():.1f} s wall "
         f"({tr['cpu_s'].sum() / 60:.0f} CPU minutes in all).",
         "",
         "| predictor | trips | bias (Wh) | RMSE (Wh) | R^2 | 90 % interval coverage | median interval width (Wh) |",
@@ -187,6 +193,7 @@ def network_lines(net: str, d: pd.DataFrame, trips: pd.DataFrame, trav: pd.DataF
         f"with arms independent, {np.median(d[('turn' if turn_ok > 0 else 'edge') + '_sd_lag0']):.1f} Wh "
         f"trip-correlated (one rho), against an RMSE of {best['rmse']:.1f} Wh.",
         *correlation_lines(corr, str(net), d, wv, dof, best, turn_ok > 0),
+        *(driver_lines(d, tr, fits[ROW_TURN_DRIVER], best, rep, dof) if driver else []),
     ]
     t = trav[(trav["network"] == net) & trav["trip"].isin(d.index)]
     by = t.assign(diff=t["reduced_wh"] - t["replay_mean_wh"]).groupby("direction")["diff"]
@@ -217,6 +224,35 @@ def network_lines(net: str, d: pd.DataFrame, trips: pd.DataFrame, trav: pd.DataF
         )
     lines.append("")
     return lines
+
+
+def driver_lines(
+    d: pd.DataFrame, tr: pd.DataFrame, fit: dict[str, float], best: dict[str, float], rep: pd.DataFrame, dof: int
+) -> list[str]:
+    """What knowing the trip's driver (its speed factor) adds to the turn arms' prediction, from the tables."""
+    sf = tr.set_index("trip").loc[d.index, "speed_factor"].to_numpy()
+    res = d["live"] - d["turn"]
+    slope = float(np.polyfit(sf - 1.0, res.to_numpy(), 1)[0])  # Wh per unit of speed factor, fitted (a check)
+    term = d["turn_driver"] - d["turn"]
+    model = float(np.nanmean(term.to_numpy() / np.where(sf != 1.0, sf - 1.0, np.nan)))  # Eq. 8's, mean over trips
+    text = (
+        f"* Knowing the driver: the live route energies rise with the trip's speed factor (SUMO's `speedFactor`, "
+        f"{sf.min():.2f}-{sf.max():.2f} here); the residual live - turn prediction grows by {slope:+.0f} Wh per unit "
+        f"of speed factor (least squares), Eq. 8 (`{DRIVER_VARIANT}`) predicts {model:+.0f} Wh per unit from the "
+        "routes' speeds alone. With the speed factor known (here the trip's drawn value; an app would estimate it "
+        f"from the driver's own trips) and the replay's turn means moved along Eq. 8's slope, R^2 is {fit['r2']:.3f} "
+        f"({'met' if fit['r2'] >= 0.9 else 'missed'}; {best['r2']:.3f} without), RMSE {fit['rmse']:.1f} Wh "
+        f"({best['rmse']:.1f} without), coverage {100 * fit['cover']:.1f} %"
+    )
+    if dof:
+        k = rep.index
+        rest = (d.loc[k, "live"] - term.loc[k]).groupby(rep["route"]).transform(lambda x: x - x.mean())
+        wv2 = float((rest**2).sum() / dof)
+        text += (
+            f"; the within-route spread left once the driver's term is taken out is {np.sqrt(wv2):.1f} Wh, a bound "
+            f"on R^2 of about {1.0 - wv2 / float(d['live'].var(ddof=1)):.3f}"
+        )
+    return [text + "."]
 
 
 def correlation_lines(

@@ -18,11 +18,12 @@ energy, travel time); a rerun skips the trips already stored::
 ``arms``: the replay-trained arm statistics of every (edge, next edge) the live trips drove, from the replay's
 recorded day of the same scenario (mean, sample variance and count of the edge's reduced energies; of the turn's
 when the recording stores each traversal's next edge, column ``next_edge``, else NaN), with Eq. 8's reduced prior
-of the edge in each variant of :data:`evroute.energy.PRIOR_VARIANTS`: ``sumo_live_routes_arms.csv``; and, from the
-same day's whole trips (its vehicle ids), the within-trip correlation of the traversal errors for edge and turn
-arms (:func:`evroute.sumo.trip_interval.correlation_table`: ``sumo_live_routes_correlation.csv``) and the
-interval's coverage of held-out replay trips (:func:`evroute.sumo.trip_interval.holdout_coverage`:
-``sumo_live_routes_holdout.csv``)::
+of the edge in each variant of :data:`~evroute.experiments.sumo_live_routes.VARIANTS` and its slope in the driver's
+speed factor (``eq8_dsf_wh``, variant :data:`~evroute.experiments.sumo_live_routes.DRIVER_VARIANT`):
+``sumo_live_routes_arms.csv``; and, from the same day's whole trips (its vehicle ids), the within-trip correlation
+of the traversal errors for edge and turn arms (:func:`evroute.sumo.trip_interval.correlation_table`:
+``sumo_live_routes_correlation.csv``) and the interval's coverage of held-out replay trips
+(:func:`evroute.sumo.trip_interval.holdout_coverage`: ``sumo_live_routes_holdout.csv``)::
 
     python scripts/sumo/sumo_live_routes.py arms --network monaco
 
@@ -50,6 +51,8 @@ from evroute.experiments.sumo_live_routes import (
     ARMS,
     CORR,
     CORR_LAGS,
+    DRIVER_STEP,
+    DRIVER_VARIANT,
     HOLDOUT,
     HOLDOUT_WINDOW,
     KINDS,
@@ -330,6 +333,11 @@ def arms(args: argparse.Namespace) -> None:
         out["turn_n"] = st["n"].fillna(0).to_numpy(dtype=np.int64)
     for name, fields in VARIANTS.items():
         out[f"eq8_{name}_wh"] = reduced_prior_wh(lg.network, replace(sumo_vehicle(), **fields))[e]
+    # d/ds of the reduced prior at s = 1 with every speed s times the limit (central difference): the driver's term
+    driver = replace(sumo_vehicle(), **VARIANTS[DRIVER_VARIANT])
+    net, h = lg.network, DRIVER_STEP
+    hi, lo = (reduced_prior_wh(replace(net, speed_mps=net.speed_mps * (1.0 + d)), driver) for d in (h, -h))
+    out["eq8_dsf_wh"] = ((hi - lo) / (2.0 * h))[e]
     replace_network_rows(data / ARMS, out, args.network)
     print(f"{args.network}: {len(pairs)} arms written to {data / ARMS}")
     from evroute.sumo.trip_interval import correlation_table
