@@ -6,7 +6,14 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from evroute.experiments.sumo_bandit import live_section, merge_rows, rerun_lines, route_key, timing_lines
+from evroute.experiments.sumo_bandit import (
+    live_networks,
+    live_section,
+    merge_rows,
+    rerun_lines,
+    route_key,
+    timing_lines,
+)
 
 COLS = ["network", "route", "label", "seed", "final_regret_wh", "cpu_s"]
 
@@ -138,3 +145,20 @@ def test_rerun_and_timing_paragraphs_by_hand() -> None:
     assert "alone would take 107 CPU-minutes and the other 1 methods about 2 more" in text
     assert "108 CPU-minutes in all" in text
     assert "Asked but stopped before completing their seed: GP-EXACT-BUCB-TURN." in text
+
+
+def test_live_set_up_per_network_and_the_older_single_form() -> None:
+    """The older file (one set-up) names its network by the command's ``--network`` (default monaco); with two
+    networks the section lists both commands, and each network's clock when they differ."""
+    one = {"command": "python s.py --runs r --network lux --slots 2", "slots": 2, "departures": ["08:00:00"]}
+    assert list(live_networks(one)) == ["lux"]
+    assert list(live_networks({"command": "python s.py", "slots": 1, "departures": []})) == ["monaco"]
+    both = {"networks": {"m": {"command": "python a", "slots": 2, "departures": ["08:00:00", "08:30:00"]},
+                         "l": {"command": "python b", "slots": 2, "departures": ["08:00:00", "08:30:00"]}}}  # fmt: skip
+    text = "\n".join(live_section(_finals(), _trips(), both))
+    assert "Commands: `python a`; `python b` (data:" in text
+    assert "at the 2 departure times of the live environment's clock (`rounds_per_day = 2`: 08:00:00, 08:30:00)" in text
+    both["networks"]["l"] = {"command": "python b", "slots": 1, "departures": ["07:00:00"]}
+    text = "\n".join(live_section(_finals(), _trips(), both))
+    assert "at the 2/1 (m/l) departure times" in text
+    assert "`rounds_per_day = 2/1`: m: 08:00:00, 08:30:00; l: 07:00:00" in text

@@ -216,16 +216,26 @@ def live_section(
     optimum, and the paired GP - BI and turn - edge differences (every sentence generated from the table).
     ``order``: ``"network-route"`` -> method labels in the study's order (others after them, as stored)."""
     ok = trips["ok"].astype(bool)
+    nets = live_networks(meta)
+    commands = "; ".join(f"`{m['command']}`" for m in nets.values())
+    clocks = {(int(m["slots"]), ", ".join(m["departures"])) for m in nets.values()}
+    if len(clocks) == 1:
+        (n_slots, departures), whose = next(iter(clocks)), ""
+        slots = str(n_slots)
+    else:  # networks driven at other times: each network's slots and departures
+        slots = "/".join(str(int(m["slots"])) for m in nets.values())
+        departures = "; ".join(f"{n}: {', '.join(m['departures'])}" for n, m in nets.items())
+        whose = f" ({'/'.join(nets)})"
     lines = [
         "## Final routes driven live (sumo-live)",
         "",
-        f"Command: `{meta['command']}` (data: [`data/{FINALS}`](data/{FINALS}), [`data/{TRIPS}`](data/{TRIPS}), "
-        f"set-up [`data/{LIVE_META}`](data/{LIVE_META})).  "
+        f"Command{'s' if len(nets) > 1 else ''}: {commands} (data: [`data/{FINALS}`](data/{FINALS}), "
+        f"[`data/{TRIPS}`](data/{TRIPS}), set-up [`data/{LIVE_META}`](data/{LIVE_META})).  "
         "Each run's final route is the route it drove in round T (what the learner drives after T - 1 "
         "observations, exploration included).  Every distinct route, and the exact optima of the replay's turn and "
-        f"edge means, is driven in `sumo-live` in the runs' scenario at the {meta['slots']} departure times of the "
+        f"edge means, is driven in `sumo-live` in the runs' scenario at the {slots}{whose} departure times of the "
         "live environment's clock (`rounds_per_day = "
-        f"{meta['slots']}`: {', '.join(meta['departures'])}), at each time with one speed factor shared by every "
+        f"{slots}`: {departures}), at each time with one speed factor shared by every "
         "route (seeded, drawn like SUMO's), so routes are compared in the same traffic "
         "(`evroute/experiments/sumo_bandit.py`).  A route's live energy is the battery energy of the trip from the "
         "EV's insertion on the entry edge (one for every route of a start and goal) to the end of the route (the "
@@ -374,6 +384,19 @@ def _pairs(runs: pd.DataFrame) -> list[tuple[str, str, str]]:
                 out.append((lab, base, "model"))
     out += [(lab, lab[: -len("-TURN")], "arms") for lab in labels if lab.endswith("-TURN") and lab[:-5] in labels]
     return out
+
+
+def live_networks(meta: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Network -> its live-scoring set-up (``command``, ``slots``, ``speed_seed``, ``departures``) from the
+    :data:`LIVE_META` file: ``{"networks": {...}}``, or one set-up of a single network (the older form, its network
+    read from the command's ``--network``, default ``monaco`` as in ``scripts/sumo/sumo_bandit_live.py``)."""
+    if "networks" in meta:
+        return dict(meta["networks"])
+    import shlex
+
+    args = shlex.split(str(meta["command"]))
+    net = args[args.index("--network") + 1] if "--network" in args[:-1] else "monaco"
+    return {net: {k: meta[k] for k in ("command", "slots", "speed_seed", "departures") if k in meta}}
 
 
 def read_live(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any]] | None:

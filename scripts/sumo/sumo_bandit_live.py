@@ -7,9 +7,9 @@ final route (the route driven in round T) and the exact optima of the replay's t
 Drives every distinct route in ``sumo-live`` (the runs' scenario, :func:`evroute.experiments.sumo_bandit.
 live_simulation`) at ``--slots`` departure times, appending each trip to ``--data``/``sumo_bandit_live_trips.csv`` (a
 rerun drives only the trips not stored; ``--redrive`` drives every trip again, each replacing its stored row), and
-records this command in ``--data``/``sumo_bandit_live_meta.json``.  The section "Final routes driven live" of
-``docs/results/sumo_bandit.md`` is then rebuilt from these files by the study's ``--report-only`` (method:
-:mod:`evroute.experiments.sumo_bandit`)::
+records this command in ``--data``/``sumo_bandit_live_meta.json`` (one set-up per network).  The section "Final
+routes driven live" of ``docs/results/sumo_bandit.md`` is then rebuilt from these files by the study's
+``--report-only`` (method: :mod:`evroute.experiments.sumo_bandit`)::
 
     nice -n 10 python scripts/sumo/sumo_bandit_live.py --runs results/sumo-rerun --network monaco --routes A B
     nice -n 10 python scripts/sumo/sumo_bandit_live.py --from-data --redrive --network monaco --routes A B --slots 6
@@ -37,6 +37,7 @@ from evroute.experiments.sumo_bandit import (
     TRIP_COLUMNS,
     TRIPS,
     drive,
+    live_networks,
     live_simulation,
     route_key,
     slot_speed_factor,
@@ -165,13 +166,15 @@ def main() -> None:
 
     lg = load_linegraph(cfg0.network, cfg0.data_dir, cfg0.dem, cfg0.loader)
     sim, departures = live_simulation(lg, dict(cfg0.environment), VehicleProfile.load(cfg0.vehicle), args.slots)
-    live_meta = {
+    meta_file = data / LIVE_META
+    live_meta = {"networks": live_networks(json.loads(meta_file.read_text())) if meta_file.is_file() else {}}
+    live_meta["networks"][args.network] = {  # this network's set-up, the other networks' kept
         "command": "python scripts/sumo/sumo_bandit_live.py " + shlex.join(sys.argv[1:]),
         "slots": args.slots,
         "speed_seed": args.seed,
         "departures": [time.strftime("%H:%M:%S", time.gmtime(float(t))) for t in departures],
     }
-    atomic_write_text(data / LIVE_META, json.dumps(live_meta, indent=1, sort_keys=True) + "\n")
+    atomic_write_text(meta_file, json.dumps(live_meta, indent=1, sort_keys=True) + "\n")
     done: set[tuple[str, int]] = set()
     trips_path = data / TRIPS
     if trips_path.is_file() and not args.redrive:
