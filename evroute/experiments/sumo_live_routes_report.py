@@ -178,8 +178,8 @@ def network_lines(net: str, d: pd.DataFrame, trips: pd.DataFrame, trav: pd.DataF
             f"once); for a predictor that knows the route but not the clock time or the driver this spread "
             f"limits R^2 to about 1 - within / total variance = {r2_max:.3f} on these trips"
             + (
-                f" (the measured R^2 {best['r2']:.3f} exceeds this estimate: the spread is estimated from "
-                f"{rep['route'].nunique()} of {d['route'].nunique()} routes, each at {int(k.max())} "
+                f" (the measured R^2 {best['r2']:.4f} exceeds this estimate, {r2_max:.4f}: the spread is itself "
+                f"estimated, from {rep['route'].nunique()} of {d['route'].nunique()} routes at {int(k.max())} "
                 "clock times at most)."
                 if best["r2"] > r2_max
                 else "."
