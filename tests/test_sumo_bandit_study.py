@@ -3,6 +3,7 @@ and the report section of final routes driven live, on hand-made tables with han
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -162,3 +163,31 @@ def test_live_set_up_per_network_and_the_older_single_form() -> None:
     text = "\n".join(live_section(_finals(), _trips(), both))
     assert "at the 2/1 (m/l) departure times" in text
     assert "`rounds_per_day = 2/1`: m: 08:00:00, 08:30:00; l: 07:00:00" in text
+
+
+def test_exit_energy_of_a_goal_whose_successor_is_on_the_route() -> None:
+    """Route a b c left into b again (a loop back): the exit energy is b's energy after its route traversal (27 - 20)
+    plus the run-out x (3), so the battery to the end of the route is the trip's 95 less 10; NaN where that cannot be
+    told apart (the entry edge also an exit edge; the route's traversals not matched) or the EV did not arrive."""
+    import math
+    from types import SimpleNamespace
+
+    from evroute.experiments.sumo_bandit import drive
+
+    trip = SimpleNamespace(
+        ok=True, arrived=True, failure="", depart_s=0.0, runout=["x"], battery_wh=95.0,
+        route_energy_wh=np.array([10.0, 20.0, 30.0]), route_reduced_wh=np.array([9.0, 19.0, 29.0]),
+        route_travel_s=np.array([1.0, 2.0, 3.0]), edge_energy_wh={"p": 25.0, "a": 10.0, "b": 27.0, "c": 30.0, "x": 3.0},
+    )  # fmt: skip
+    sim = SimpleNamespace(end_edges=lambda first, last: ("p", "b"), drive=lambda edges, slot, speed_factor: trip)
+    row = drive(sim, "a b c", 0, 1.0)
+    assert row["exit_edges"] == "b x" and row["exit_battery_wh"] == pytest.approx(10.0)
+    assert row["trip_battery_wh"] - row["exit_battery_wh"] == pytest.approx(85.0)  # p a b c: 25 + 10 + 20 + 30
+    trip.route_reduced_wh = np.array([9.0, np.nan, 29.0])  # b's route traversal unmatched: b's split is unknown
+    assert math.isnan(drive(sim, "a b c", 0, 1.0)["exit_battery_wh"])
+    trip.route_reduced_wh = np.array([9.0, 19.0, 29.0])
+    sim.end_edges = lambda first, last: ("x", "b")  # entered from x, which the run-out drives again
+    assert math.isnan(drive(sim, "a b c", 0, 1.0)["exit_battery_wh"])
+    sim.end_edges = lambda first, last: ("p", "y")  # an exit off the route: its energy whatever the matching
+    trip.edge_energy_wh |= {"y": 4.0}
+    assert drive(sim, "a b c", 0, 1.0)["exit_battery_wh"] == pytest.approx(7.0)

@@ -105,3 +105,17 @@ def test_the_drivers_prediction_moves_the_turn_means_along_the_slope() -> None:
     assert np.allclose(out.loc[["a", "b"], "turn"], [30.0, 51.0])
     assert np.allclose(out.loc[["a", "b"], "turn_driver"], [32.4, 48.9])
     assert "turn_driver" not in route_predictions(*_tables(with_slope=False)).columns
+
+
+def test_leave_one_pair_out_scales_the_slope_without_the_pairs_own_trips() -> None:
+    """Slope terms x = (1, 2, 1, 3) and residuals r = live - turn = (2, 4, 1, 6) on pairs (0, 0, 1, 2): pair 0's
+    factor from pairs 1 and 2 alone is (1 + 18) / (1 + 9) = 1.9, pair 1's (2 + 8 + 18) / (1 + 4 + 9) = 2, pair 2's
+    (2 + 8 + 1) / (1 + 4 + 1) = 11 / 6; a pair's prediction is turn + its factor x."""
+    from evroute.experiments.sumo_live_routes_report import leave_one_pair_out_driver
+
+    turn = np.array([10.0, 20.0, 30.0, 40.0])
+    x, r = np.array([1.0, 2.0, 1.0, 3.0]), np.array([2.0, 4.0, 1.0, 6.0])
+    d = pd.DataFrame({"od": [0, 0, 1, 2], "turn": turn, "turn_driver": turn + x, "live": turn + r})
+    pred, scales = leave_one_pair_out_driver(d)
+    np.testing.assert_allclose(scales, [1.9, 2.0, 11.0 / 6.0])
+    np.testing.assert_allclose(pred, turn + np.array([1.9, 1.9, 2.0, 11.0 / 6.0]) * x)

@@ -140,6 +140,22 @@ def live_simulation(linegraph: Any, env_params: dict[str, Any], vehicle: Any, sl
     return sumo_live.live_simulation(linegraph, cfg, vehicle), cfg.departure_times_s()
 
 
+def _exit_energy_wh(trip: Any, pred: str, route: list[str], exits: list[str], matched: bool) -> float:
+    """Battery energy (Wh) the trip spent on its ``exits`` (the goal's successor and the run-out): each exit edge's
+    energy in ``trip.edge_energy_wh`` (every visit of an edge summed) less the complete traversals of the same edge
+    as a route edge (a goal whose successor the route also drives, e.g. one reached by a loop).  NaN if the EV did not
+    arrive, if the entry edge is also an exit edge, or if an exit edge is a route edge and the route's traversals are
+    not all matched."""
+    if not trip.arrived or pred in exits:
+        return math.nan
+    on_route = set(exits) & set(route)
+    if on_route and not matched:
+        return math.nan
+    energy = np.asarray(trip.route_energy_wh, dtype=np.float64)
+    own = {e: float(energy[[i for i, r in enumerate(route) if r == e]].sum()) for e in on_route}
+    return float(sum(trip.edge_energy_wh.get(e, 0.0) - own.get(e, 0.0) for e in exits))
+
+
 def drive(sim: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any]:
     """Drive ``edges`` (space-separated SUMO ids) in ``sim`` (a :class:`~evroute.sumo.live.LiveSimulation`) from
     slot ``slot``: one :data:`TRIP_COLUMNS` row.
@@ -152,7 +168,7 @@ def drive(sim: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any
     ``battery_wh``, ``reduced_wh``, ``travel_s`` are sums over them (NaN otherwise); ``failure``: why not (empty
     when matched); ``cpu_s``: CPU s of this process; ``exit_edges``: the edges driven after the route (``succ`` and
     the run-out, space-separated) and ``exit_battery_wh`` the battery energy spent on them (part of
-    ``trip_battery_wh``; NaN if the EV did not arrive or an exit edge is also an edge before it)."""
+    ``trip_battery_wh``; :func:`_exit_energy_wh`)."""
     import time
 
     from evroute.errors import EvrouteError
@@ -168,9 +184,7 @@ def drive(sim: Any, edges: str, slot: int, speed_factor: float) -> dict[str, Any
         row |= {"depart_s": t.depart_s, "ok": bool(t.arrived), "matched": matched, "failure": failure}
         exits = [succ, *t.runout]
         row["exit_edges"] = " ".join(exits)
-        before = {pred, *route}
-        ok_exit = t.arrived and not before & set(exits)
-        row["exit_battery_wh"] = sum(t.edge_energy_wh.get(e, 0.0) for e in exits) if ok_exit else math.nan
+        row["exit_battery_wh"] = _exit_energy_wh(t, pred, route, exits, matched)
         row["trip_battery_wh"] = float(t.battery_wh) if t.arrived else math.nan
         sums = {"battery_wh": t.route_energy_wh, "reduced_wh": t.route_reduced_wh, "travel_s": t.route_travel_s}
         row |= {k: float(np.sum(v)) if matched else math.nan for k, v in sums.items()}

@@ -40,6 +40,11 @@ ROW_TURN_RHO = "turn arms, trip-correlated interval (one rho)"
 ROW_TURN_LAG = "turn arms, trip-correlated interval (rho by lag)"
 #: the turn arms moved to the trip's driver (speed factor known, Eq. 8's slope), with the one-rho interval
 ROW_TURN_DRIVER = "turn arms for the trip's driver (speed factor known), trip-correlated interval (one rho)"
+#: the same with Eq. 8's slope scaled by a factor fitted on the live trips of the other origin-destination pairs
+ROW_TURN_DRIVER_CAL = (
+    "turn arms for the trip's driver, slope scaled on the other pairs' live trips (leave one pair out), "
+    "trip-correlated interval (one rho)"
+)
 
 
 def report_lines(trips: pd.DataFrame, trav: pd.DataFrame, corr: pd.DataFrame) -> list[str]:
@@ -135,6 +140,8 @@ def network_lines(net: str, d: pd.DataFrame, trips: pd.DataFrame, trav: pd.DataF
     driver = turn_ok > 0 and "turn_driver" in d.columns
     if driver:
         fits[ROW_TURN_DRIVER] = prediction_fit(live, d["turn_driver"].to_numpy(), d["turn_sd_lag0"].to_numpy())
+        scaled, scales = leave_one_pair_out_driver(d)
+        fits[ROW_TURN_DRIVER_CAL] = prediction_fit(live, scaled.to_numpy(), d["turn_sd_lag0"].to_numpy())
     n_edges = trav[trav["network"] == net].groupby("trip").size().mean()
     lines += [
         f"## {net}",
@@ -193,7 +200,7 @@ def network_lines(net: str, d: pd.DataFrame, trips: pd.DataFrame, trav: pd.DataF
         f"with arms independent, {np.median(d[('turn' if turn_ok > 0 else 'edge') + '_sd_lag0']):.1f} Wh "
         f"trip-correlated (one rho), against an RMSE of {best['rmse']:.1f} Wh.",
         *correlation_lines(corr, str(net), d, wv, dof, best, turn_ok > 0),
-        *(driver_lines(d, tr, fits[ROW_TURN_DRIVER], best, rep, dof) if driver else []),
+        *(driver_lines(d, tr, fits, best, rep, dof, scaled, scales) if driver else []),
     ]
     t = trav[(trav["network"] == net) & trav["trip"].isin(d.index)]
     by = t.assign(diff=t["reduced_wh"] - t["replay_mean_wh"]).groupby("direction")["diff"]
@@ -226,10 +233,31 @@ def network_lines(net: str, d: pd.DataFrame, trips: pd.DataFrame, trav: pd.DataF
     return lines
 
 
+def leave_one_pair_out_driver(d: pd.DataFrame) -> tuple[pd.Series, np.ndarray]:
+    """Per trip, the turn arms' prediction for its driver with Eq. 8's slope term ``x = turn_driver - turn`` scaled
+    by ``c = sum x r / sum x^2`` (``r = live - turn``; least squares through 0) fitted on the trips of every other
+    origin-destination pair of the network, so no trip's own live energy (nor its route's) enters its prediction;
+    and the factors ``c`` (one per pair)."""
+    x, r = d["turn_driver"] - d["turn"], d["live"] - d["turn"]
+    sxr, sxx = (x * r).groupby(d["od"]).sum(), (x * x).groupby(d["od"]).sum()
+    c = (sxr.sum() - sxr) / (sxx.sum() - sxx)  # every pair's fit without that pair
+    return d["turn"] + d["od"].map(c) * x, c.to_numpy()
+
+
 def driver_lines(
-    d: pd.DataFrame, tr: pd.DataFrame, fit: dict[str, float], best: dict[str, float], rep: pd.DataFrame, dof: int
+    d: pd.DataFrame,
+    tr: pd.DataFrame,
+    fits: dict[str, dict[str, float]],
+    best: dict[str, float],
+    rep: pd.DataFrame,
+    dof: int,
+    scaled: pd.Series,
+    scales: np.ndarray,
 ) -> list[str]:
-    """What knowing the trip's driver (its speed factor) adds to the turn arms' prediction, from the tables."""
+    """What knowing the trip's driver (its speed factor) adds to the turn arms' prediction, from the tables
+    (``scaled``, ``scales``: the prediction with Eq. 8's slope scaled and the factors, leave one pair out,
+    :func:`leave_one_pair_out_driver`)."""
+    fit, cal = fits[ROW_TURN_DRIVER], fits[ROW_TURN_DRIVER_CAL]
     sf = tr.set_index("trip").loc[d.index, "speed_factor"].to_numpy()
     res = d["live"] - d["turn"]
     slope = float(np.polyfit(sf - 1.0, res.to_numpy(), 1)[0])  # Wh per unit of speed factor, fitted (a check)
@@ -242,15 +270,18 @@ def driver_lines(
         "routes' speeds alone. With the speed factor known (here the trip's drawn value; an app would estimate it "
         f"from the driver's own trips) and the replay's turn means moved along Eq. 8's slope, R^2 is {fit['r2']:.3f} "
         f"({'met' if fit['r2'] >= 0.9 else 'missed'}; {best['r2']:.3f} without), RMSE {fit['rmse']:.1f} Wh "
-        f"({best['rmse']:.1f} without), coverage {100 * fit['cover']:.1f} %"
+        f"({best['rmse']:.1f} without), coverage {100 * fit['cover']:.1f} %.  Eq. 8's slope scaled by a factor "
+        f"fitted on the live trips of the other origin-destination pairs (least squares, leave one pair out: "
+        f"{scales.min():.2f}-{scales.max():.2f}), a calibration that a fleet's logs would allow: R^2 {cal['r2']:.3f} "
+        f"({'met' if cal['r2'] >= 0.9 else 'missed'}), RMSE {cal['rmse']:.1f} Wh"
     )
-    if dof:
+    if dof:  # the live spread of one route once each trip's driver term (scaled, leave one pair out) is removed
         k = rep.index
-        rest = (d.loc[k, "live"] - term.loc[k]).groupby(rep["route"]).transform(lambda x: x - x.mean())
-        wv2 = float((rest**2).sum() / dof)
+        left = d.loc[k, "live"] - (scaled.loc[k] - d.loc[k, "turn"])
+        rest = left.groupby(rep["route"]).transform(lambda x: x - x.mean())
         text += (
-            f"; the within-route spread left once the driver's term is taken out is {np.sqrt(wv2):.1f} Wh, a bound "
-            f"on R^2 of about {1.0 - wv2 / float(d['live'].var(ddof=1)):.3f}"
+            f"; the within-route spread left once that scaled driver's term is taken out is "
+            f"{np.sqrt(float((rest**2).sum() / dof)):.1f} Wh (pooled, as above)"
         )
     return [text + "."]
 
