@@ -13,7 +13,7 @@ routes driven live" of ``docs/results/sumo_bandit.md`` is then rebuilt from thes
 
     nice -n 10 python scripts/sumo/sumo_bandit_live.py --runs results/sumo-rerun --network monaco --routes A B
     nice -n 10 python scripts/sumo/sumo_bandit_live.py --from-data --redrive --network monaco --routes A B --slots 6
-    nice -n 10 python scripts/sumo/sumo_bandit_live.py --runs results/sumo-lux --network luxembourg --routes A B --slots 6
+    nice python scripts/sumo/sumo_bandit_live.py --runs results/sumo-lux --network luxembourg --routes A B --slots 6
     python scripts/sumo/sumo_bandit_study.py --report-only
 """
 
