@@ -40,6 +40,12 @@ def _ci(a: str, b: str, fa: dict[int, float], fb: dict[int, float]) -> tuple[str
     return cell, sentence
 
 
+def _resolved(finals: dict[str, dict[int, float]], pairs: list[tuple[str, str]]) -> tuple[int, int]:
+    """How many paired differences ``a - b`` have their 95 % interval below 0 and how many above 0."""
+    diffs = [paired_differences(finals[a], finals[b]) for a, b in pairs]
+    return sum(p.high < 0 for p in diffs), sum(p.low > 0 for p in diffs)
+
+
 def _finals(df: pd.DataFrame, column: str) -> dict[str, dict[int, float]]:
     return {lab: dict(zip(g["seed"], g[column], strict=True)) for lab, g in df.groupby("label", sort=False)}
 
@@ -152,16 +158,14 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
         lines += ["", "Generated from the table above (turn truth):", "", *sentences, ""]
         gp = [(a, b) for a, b, k in pairs if k == "model"]
         if gp:
-            below = sum(paired_differences(turn[a], turn[b]).high < 0 for a, b in gp)
-            above = sum(paired_differences(turn[a], turn[b]).low > 0 for a, b in gp)
+            below, above = _resolved(turn, gp)
             lines.append(
                 f"Model: of {len(gp)} paired comparisons {', '.join(models[1:])} - {models[0]}, {below} resolve lower "
                 f"regret, {above} higher regret, not resolved at 95 %: {len(gp) - below - above}."
             )
         arm_pairs = [(a, b) for a, b, k in pairs if k == "arms"]
         if arm_pairs:
-            below = sum(paired_differences(turn[a], turn[b]).high < 0 for a, b in arm_pairs)
-            above = sum(paired_differences(turn[a], turn[b]).low > 0 for a, b in arm_pairs)
+            below, above = _resolved(turn, arm_pairs)
             lines.append(
                 f"Arms: of {len(arm_pairs)} paired comparisons turn - edge, {below} resolve lower regret with turn "
                 f"arms, {above} higher regret, not resolved at 95 %: {len(arm_pairs) - below - above}."

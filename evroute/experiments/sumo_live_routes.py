@@ -160,7 +160,8 @@ def correlation_of(corr: pd.DataFrame, network: str, kind: str, max_lag: int) ->
 def route_predictions(trips: pd.DataFrame, trav: pd.DataFrame, corr: pd.DataFrame) -> pd.DataFrame:
     """Per successful trip: live reduced energy and every prediction (sums over the route's arms) with its variance
     with arms independent (``edge_var``, ``turn_var``), the turn arms' prediction for the trip's driver
-    (``turn_driver``: ``turn + (s - 1) sum eq8_dsf_wh`` with ``s`` the trip's speed factor; only where the arms
+    (``turn_driver``: ``turn + (s - 1) driver_slope_wh`` with ``s`` the trip's speed factor and
+    ``driver_slope_wh = sum eq8_dsf_wh`` over the route; only where the arms
     table has the slope, :data:`DRIVER_VARIANT`) and its sd with the replay's within-trip correlation
     (``{edge,turn}_sd_lag{max_lag}``, :func:`evroute.sumo.trip_interval.route_sd` over the route's arms in driving
     order)."""
@@ -178,7 +179,8 @@ def route_predictions(trips: pd.DataFrame, trav: pd.DataFrame, corr: pd.DataFram
     out = pd.DataFrame({k: g[c].sum() for k, c in cols.items()})
     if "eq8_dsf_wh" in t.columns:  # the driver's speed factor known: the replay's means (drivers of mean factor
         # about 1) moved along Eq. 8's slope to the trip's factor
-        out["turn_driver"] = out["turn"] + (ok.loc[out.index, "speed_factor"] - 1.0) * g["eq8_dsf_wh"].sum()
+        out["driver_slope_wh"] = g["eq8_dsf_wh"].sum()  # Wh per unit of speed factor along the route
+        out["turn_driver"] = out["turn"] + (ok.loc[out.index, "speed_factor"] - 1.0) * out["driver_slope_wh"]
     out["turn_share"] = g["turn_n"].apply(lambda x: float(np.mean(x >= TURN_MIN)))
     t["turn_sd1"] = np.sqrt(np.where(has_turn, t["turn_var_wh2"], t["replay_var_wh2"]))  # one traversal's sd
     t["turn_cnt"] = np.where(has_turn, t["turn_n"], t["replay_n"])

@@ -261,8 +261,7 @@ def driver_lines(
     sf = tr.set_index("trip").loc[d.index, "speed_factor"].to_numpy()
     res = d["live"] - d["turn"]
     slope = float(np.polyfit(sf - 1.0, res.to_numpy(), 1)[0])  # Wh per unit of speed factor, fitted (a check)
-    term = d["turn_driver"] - d["turn"]
-    model = float(np.nanmean(term.to_numpy() / np.where(sf != 1.0, sf - 1.0, np.nan)))  # Eq. 8's, mean over trips
+    model = float(d["driver_slope_wh"].mean())  # Eq. 8's, mean over trips
     text = (
         f"* Knowing the driver: the live route energies rise with the trip's speed factor (SUMO's `speedFactor`, "
         f"{sf.min():.2f}-{sf.max():.2f} here); the residual live - turn prediction grows by {slope:+.0f} Wh per unit "
