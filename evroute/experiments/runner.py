@@ -5,7 +5,8 @@ Results directory layout (every file written atomically)::
     OUT/config.json            the ExperimentConfig
     OUT/meta.json              versions, network statistics, route, start time
     OUT/seed_<s>/rounds.csv    one row per completed round (RoundRecord fields), appended as it runs
-    OUT/seed_<s>/checkpoint.pkl  bandit state after the last checkpointed round
+    OUT/seed_<s>/checkpoint.npz  bandit state after the last checkpointed round (data only, no pickle:
+                               :mod:`evroute.experiments.checkpoint`)
     OUT/seed_<s>/model.npz     the seed's final edge model (BI, exact GP; :mod:`evroute.models.store`)
     OUT/seed_<s>/summary.json  written when the seed is complete
     OUT/summary.json           final cumulative regret per seed, mean and standard error
@@ -24,7 +25,6 @@ import functools
 import io
 import json
 import os
-import pickle
 import platform
 import sys
 import time
@@ -46,7 +46,14 @@ from evroute.experiments.config import ExperimentConfig
 from evroute.experiments.output import check_same_experiment, check_same_network, claim, output_lock, read_rounds
 from evroute.experiments.registry import is_learner, make_learner, make_model
 from evroute.experiments.threads import run_blas_threads, run_threads
-from evroute.io import atomic_pickle, atomic_write_json, atomic_write_text
+from evroute.experiments.checkpoint import (
+    CHECKPOINT_NAME,
+    LEGACY_NAME,
+    restore_checkpoint,
+    run_binding,
+    save_checkpoint,
+)
+from evroute.io import atomic_write_json, atomic_write_text
 from evroute.linegraph import LineGraph, build_line_graph
 from evroute.models.store import network_hash
 from evroute.oracle import EXACT_METHODS
@@ -226,11 +233,13 @@ def _run_seed(
     cpu0 = time.process_time()
     bandit = make_bandit(cfg, build_problem(cfg, seed), seed)
     setup_cpu = time.process_time() - cpu0
-    ckpt = seed_dir / "checkpoint.pkl"
+    ckpt = seed_dir / CHECKPOINT_NAME
     rounds_path = seed_dir / "rounds.csv"
+    binding = run_binding(cfg.to_dict(), network_hash(bandit.env.linegraph), seed)
+    if (seed_dir / LEGACY_NAME).exists():  # never unpickled: refused with how to rerun
+        restore_checkpoint(seed_dir / LEGACY_NAME, bandit, binding, cfg.horizon)
     if ckpt.exists():
-        with ckpt.open("rb") as fh:
-            bandit.load_state(pickle.load(fh))
+        restore_checkpoint(ckpt, bandit, binding, cfg.horizon)
     # keep exactly the rounds covered by the checkpoint (later ones are replayed identically)
     rows = read_rounds(rounds_path, RECORD_FIELDS, bandit.t)
     if len(rows) != bandit.t:  # the checkpoint is ahead of the saved rows: start the seed again
@@ -252,7 +261,7 @@ def _run_seed(
                 bar.set_postfix(regret=f"{rec.cumulative_regret_wh:.1f}Wh")
             if bandit.t % checkpoint_every == 0 or bandit.t == cfg.horizon:
                 fh.flush()
-                atomic_pickle(ckpt, bandit.state())
+                save_checkpoint(ckpt, bandit, binding)
     if bar is not None:
         bar.close()
     ref = bandit.optimal
