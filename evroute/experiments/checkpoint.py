@@ -10,7 +10,7 @@ Loading (:func:`restore_checkpoint`) builds on the learner the runner has just m
   ``checkpoint_classes()``) can be named by the file; nothing is imported, no code of the file runs;
 * the header must name this format, config, network and seed;
 * the state must have the learner's shape (:func:`check_like`): the same keys and classes where both have an
-  object, arrays of the same dtype and number of dimensions, of the same length along every axis that is not empty
+  object (or members their class declares), arrays of the same dtype and number of dimensions, of the same length along every axis that is not empty
   in a new learner (histories start empty and grow), the round in ``[0, horizon]`` and a finite regret;
 * the random generator states must be accepted by numpy.
 
@@ -106,7 +106,8 @@ def check_like(got: Any, ref: Any, where: str = "state") -> None:  # noqa: C901,
         raise ValueError(f"{where}: a {type(got).__name__} where a {type(ref).__name__} belongs")
     gs, rs = _state(got), _state(ref)
     if isinstance(rs, dict) and isinstance(gs, dict):
-        extra = sorted(set(gs) - set(rs), key=str)
+        declared = {k for c in type(ref).__mro__ for k in c.__dict__.get("__annotations__", {})}
+        extra = sorted(set(gs) - set(rs) - declared, key=str)  # a member the class declares may be set later
         if extra:
             raise ValueError(f"{where}: unknown member {extra[0]!r} of {type(ref).__name__}")
         for k in rs.keys() & gs.keys():

@@ -103,6 +103,7 @@ class GPEdgeModel(EdgeModel):
     """
 
     _adam: torch.optim.Adam  # set by _make_optimizers (hyperparameter / inducing-point optimiser)
+    _ngd: gpytorch.optim.NGD  # set by _make_optimizers (natural-gradient step of the variational distribution)
 
     @classmethod
     def checkpoint_classes(cls) -> tuple[type, ...]:
