@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-import evroute.experiments.runner as runner
+import evroute.experiments.checkpoint as runner  # where the runner's checkpoint functions live
 from evroute.cli import main
 from evroute.errors import DataError
 from evroute.experiments import ExperimentConfig, load_rounds, run_experiment
@@ -182,6 +182,48 @@ def test_a_checkpoint_of_another_run_or_shape_is_one_line(tmp_path, monkeypatch,
     with pytest.raises(DataError, match=why) as exc:
         run_experiment(cfg, out, progress=False, checkpoint_every=3)
     assert "\n" not in str(exc.value) and "checkpoint" in str(exc.value)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "why"),
+    [
+        ("meta.json", "[]", "not a JSON object"),
+        ("meta.json", '{"network_hash": 5}', "network_hash is not 64 hex digits"),
+        ("config.json", "[" * 100000 + "]" * 100000, "nested too deeply"),
+        ("config.json", "{'x': 1}", "not JSON"),
+        ("seed_0/summary.json", "[]", "not a JSON object"),
+        ("seed_0/summary.json", "{}", "not the summary of seed 0 after 9 rounds"),
+        ("seed_0/summary.json", '{"seed": 0, "rounds": 9, "final_cumulative_regret_wh": NaN, "optimal_wh": 1}', "NaN"),
+        ("seed_0/rounds.csv", None, "row 2: expected_wh 'lots' is not a number"),
+    ],
+)
+def test_malformed_run_folder_files_are_one_line(tmp_path, monkeypatch, capsys, name, text, why):
+    out = tmp_path / "run"
+    if name == "seed_0/rounds.csv":  # a resumable folder whose kept rows were edited
+        out = _interrupted(_cfg(), out, 6, monkeypatch)
+        csv = (out / name).read_text().splitlines()
+        cols = csv[0].split(",")
+        row = csv[2].split(",")
+        row[cols.index("expected_wh")] = "lots"
+        csv[2] = ",".join(row)
+        (out / name).write_text("\n".join(csv) + "\n")
+        capsys.readouterr()
+        assert main([*ARGS, "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+    else:
+        assert main([*ARGS, "--out", str(out)]) == 0
+        (out / name).write_text(text)
+        if name != "seed_0/summary.json":
+            (out / "seed_0" / "summary.json").unlink()
+        err = _resume_fails(out, capsys) if name != "seed_0/summary.json" else _summary_fails(out, capsys)
+    assert err.count("\n") == 1 and why in err and str(out / name) in err
+
+
+def _summary_fails(out: Path, capsys) -> str:
+    (out / "summary.json").unlink(missing_ok=True)
+    capsys.readouterr()
+    assert main([*ARGS, "--out", str(out)]) == 2
+    return capsys.readouterr().err
 
 
 def test_check_like_accepts_grown_histories_and_refuses_fixed_lengths():

@@ -169,3 +169,79 @@ def _check_header(header: dict[str, Any], binding: dict[str, Any]) -> None:
     for key, what in (("config_sha256", "another config"), ("network_hash", "another network"), ("seed", "seed")):
         if header.get(key) != binding[key]:
             raise ValueError(f"it was made for {what}" + (f" {header.get(key)!r}" if key == "seed" else ""))
+
+
+# ------------------------------------------------------------------------------------------ run folder files
+def _corrupt(path: Path, why: str) -> DataError:
+    return DataError(f"{path} is corrupt ({why}); remove the results directory or pass --overwrite")
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """The JSON object in ``path`` (a run folder's ``config.json``, ``meta.json``, ``summary.json``); one-line
+    :class:`DataError` when it is unreadable, not JSON (``NaN`` included), nested too deeply or not an object."""
+    try:
+        obj = json.loads(path.read_text(encoding="utf-8"), parse_constant=_no_constant)
+    except RecursionError:
+        raise _corrupt(path, "nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _corrupt(path, f"not JSON: {str(exc).splitlines()[0][:80]}") from None
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not isinstance(obj, dict):
+        raise _corrupt(path, "not a JSON object")
+    return obj
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def check_run_meta(out: Path) -> None:
+    """``OUT/config.json`` must be a JSON object and ``OUT/meta.json`` (when present: older folders lack it) one whose
+    ``network_hash`` is 64 hex digits and ``network`` an object; one-line :class:`DataError` otherwise."""
+    import re
+
+    if (out / "config.json").is_file():
+        read_json_object(out / "config.json")
+    if not (out / "meta.json").exists():
+        return
+    meta = read_json_object(out / "meta.json")
+    h = meta.get("network_hash")
+    if h is not None and not (isinstance(h, str) and re.fullmatch(r"[0-9a-f]{64}", h)):
+        raise _corrupt(out / "meta.json", "network_hash is not 64 hex digits")
+    if not isinstance(meta.get("network", {}), dict):
+        raise _corrupt(out / "meta.json", "network is not an object")
+
+
+def read_seed_summary(path: Path, seed: int, horizon: int) -> dict[str, Any]:
+    """A finished seed's ``summary.json``, checked: this seed, ``horizon`` rounds, finite regret and optimum, a
+    ``regret_reference`` object with a boolean ``exact``; one-line :class:`DataError` otherwise."""
+    s = read_json_object(path)
+
+    def number(key: str) -> bool:
+        v = s.get(key)
+        return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+
+    if s.get("seed") != seed or s.get("rounds") != horizon:
+        raise _corrupt(path, f"not the summary of seed {seed} after {horizon} rounds")
+    if not number("final_cumulative_regret_wh") or not number("optimal_wh"):
+        raise _corrupt(path, "its regret and optimum are not finite numbers")
+    ref = s.get("regret_reference", {"exact": False})
+    if not isinstance(ref, dict) or not isinstance(ref.get("exact"), bool):
+        raise _corrupt(path, "regret_reference is not an object with a boolean 'exact'")
+    return s
+
+
+def check_rounds(rows: list[dict[str, str]], path: Path) -> None:
+    """The rows a resumed seed keeps from ``rounds.csv``: every field but ``route`` a number (``round`` and
+    ``route_edges`` integers, the energies finite); one-line :class:`DataError` naming the first bad row."""
+    for i, row in enumerate(rows, start=1):
+        for key, text in row.items():
+            if key == "route":
+                continue
+            try:
+                v = int(text) if key in ("round", "route_edges") else float(text)
+            except (TypeError, ValueError):
+                raise _corrupt(path, f"row {i}: {key} {str(text)[:20]!r} is not a number") from None
+            if key.endswith("_wh") and not math.isfinite(v):
+                raise _corrupt(path, f"row {i}: {key} is not finite")

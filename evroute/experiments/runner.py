@@ -46,13 +46,7 @@ from evroute.experiments.config import ExperimentConfig
 from evroute.experiments.output import check_same_experiment, check_same_network, claim, output_lock, read_rounds
 from evroute.experiments.registry import is_learner, make_learner, make_model
 from evroute.experiments.threads import run_blas_threads, run_threads
-from evroute.experiments.checkpoint import (
-    CHECKPOINT_NAME,
-    LEGACY_NAME,
-    restore_checkpoint,
-    run_binding,
-    save_checkpoint,
-)
+from evroute.experiments import checkpoint as ckpts  # data checkpoints, run folder checks
 from evroute.io import atomic_write_json, atomic_write_text
 from evroute.linegraph import LineGraph, build_line_graph
 from evroute.models.store import network_hash
@@ -220,7 +214,7 @@ def run_seed(
     seed_dir = Path(out_dir) / f"seed_{seed}"
     summary_path = seed_dir / "summary.json"
     if summary_path.exists():
-        return json.loads(summary_path.read_text())
+        return ckpts.read_seed_summary(summary_path, seed, cfg.horizon)
     seed_dir.mkdir(parents=True, exist_ok=True)
     with run_threads():
         return _run_seed(cfg, seed, seed_dir, progress, checkpoint_every)
@@ -233,15 +227,16 @@ def _run_seed(
     cpu0 = time.process_time()
     bandit = make_bandit(cfg, build_problem(cfg, seed), seed)
     setup_cpu = time.process_time() - cpu0
-    ckpt = seed_dir / CHECKPOINT_NAME
+    ckpt = seed_dir / ckpts.CHECKPOINT_NAME
     rounds_path = seed_dir / "rounds.csv"
-    binding = run_binding(cfg.to_dict(), network_hash(bandit.env.linegraph), seed)
-    if (seed_dir / LEGACY_NAME).exists():  # never unpickled: refused with how to rerun
-        restore_checkpoint(seed_dir / LEGACY_NAME, bandit, binding, cfg.horizon)
+    binding = ckpts.run_binding(cfg.to_dict(), network_hash(bandit.env.linegraph), seed)
+    if (seed_dir / ckpts.LEGACY_NAME).exists():  # never unpickled: refused with how to rerun
+        ckpts.restore_checkpoint(seed_dir / ckpts.LEGACY_NAME, bandit, binding, cfg.horizon)
     if ckpt.exists():
-        restore_checkpoint(ckpt, bandit, binding, cfg.horizon)
+        ckpts.restore_checkpoint(ckpt, bandit, binding, cfg.horizon)
     # keep exactly the rounds covered by the checkpoint (later ones are replayed identically)
     rows = read_rounds(rounds_path, RECORD_FIELDS, bandit.t)
+    ckpts.check_rounds(rows, rounds_path)
     if len(rows) != bandit.t:  # the checkpoint is ahead of the saved rows: start the seed again
         bandit, rows = make_bandit(cfg, build_problem(cfg, seed), seed), []
         ckpt.unlink(missing_ok=True)
@@ -261,7 +256,7 @@ def _run_seed(
                 bar.set_postfix(regret=f"{rec.cumulative_regret_wh:.1f}Wh")
             if bandit.t % checkpoint_every == 0 or bandit.t == cfg.horizon:
                 fh.flush()
-                save_checkpoint(ckpt, bandit, binding)
+                ckpts.save_checkpoint(ckpt, bandit, binding)
     if bar is not None:
         bar.close()
     ref = bandit.optimal
@@ -335,6 +330,7 @@ def prepare_output(cfg: ExperimentConfig, out_dir: str | Path, *, overwrite: boo
         atomic_write_json(staging / "config.json", cfg.to_dict())
 
     if not claim(out, write, overwrite=overwrite):
+        ckpts.check_run_meta(out)  # malformed config.json / meta.json: one line, before they are compared
         check_same_experiment(cfg, out)
         check_same_network(lg, out)
     return out
