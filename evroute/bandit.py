@@ -361,8 +361,8 @@ def _cached_search(
 
 
 def check_route_dict(got: Any, n_edges: int, start: int, goal: int) -> None:
-    """Raise :class:`ValueError` unless ``got`` is a cached route (:func:`_route_dict`): keys ``edges`` (int64 line-graph
-    nodes in ``[0, n_edges)`` from ``start`` to ``goal``), ``cost`` (finite) and ``method`` (a string)."""
+    """Raise :class:`ValueError` unless ``got`` is a cached route (:func:`_route_dict`): keys ``edges`` (int64
+    line-graph nodes in ``[0, n_edges)`` from ``start`` to ``goal``), ``cost`` (finite) and ``method`` (a string)."""
     if not isinstance(got, dict) or set(got) != {"edges", "cost", "method"}:
         raise ValueError("a route entry has the keys edges, cost and method")
     e = got["edges"]

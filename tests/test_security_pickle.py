@@ -155,7 +155,7 @@ def _edit_checkpoint(path: Path, edit) -> None:
     arrays["__header__"] = np.frombuffer(json.dumps(header).encode(), np.uint8)
     arrays["__tree__"] = np.frombuffer(json.dumps(tree).encode(), np.uint8)
     buf = io.BytesIO()
-    np.savez(buf, **arrays)
+    np.savez(buf, **arrays)  # type: ignore[arg-type]
     path.write_bytes(buf.getvalue())
 
 

@@ -41,16 +41,19 @@ def _xxe_osm(tmp_path: Path) -> Path:
     dtd.write_text(
         "<!ELEMENT osm ANY><!ELEMENT node ANY><!ELEMENT way ANY><!ELEMENT nd ANY><!ELEMENT tag ANY>\n"
         "<!ATTLIST osm version CDATA #IMPLIED><!ATTLIST node id CDATA #IMPLIED lat CDATA #IMPLIED lon CDATA #IMPLIED>\n"
-        "<!ATTLIST way id CDATA #IMPLIED><!ATTLIST nd ref CDATA #IMPLIED><!ATTLIST tag k CDATA #IMPLIED v CDATA #IMPLIED>\n"
+        "<!ATTLIST way id CDATA #IMPLIED><!ATTLIST nd ref CDATA #IMPLIED>\n"
+        "<!ATTLIST tag k CDATA #IMPLIED v CDATA #IMPLIED>\n"
         f'<!ENTITY % f SYSTEM "file://{secret}"><!ENTITY % e "<!ENTITY v \'%f;\'>">%e;\n'  # v: the file's text
     )
     osm = tmp_path / "evil.osm"
-    osm.write_text(f'<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE osm SYSTEM "{dtd}">\n' + BODY.format(value="&v;"))
+    osm.write_text(
+        f'<?xml version="1.0" encoding="UTF-8"?>\n<!DOCTYPE osm SYSTEM "{dtd}">\n' + BODY.format(value="&v;")
+    )
     return osm
 
 
 def _laughs(levels: int = 9) -> str:
-    ents = ['<!ENTITY lol0 "lol">'] + [f'<!ENTITY lol{i} "{("&lol%d;" % (i - 1)) * 10}">' for i in range(1, levels + 1)]
+    ents = ['<!ENTITY lol0 "lol">'] + [f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10}">' for i in range(1, levels + 1)]
     return '<?xml version="1.0"?>\n<!DOCTYPE osm [\n' + "\n".join(ents) + "\n]>\n" + BODY.format(value=f"&lol{levels};")
 
 
@@ -59,7 +62,9 @@ def _files_text(folder: Path) -> str:
     for p in folder.rglob("*"):
         if p.is_file():
             data = p.read_bytes()
-            out.append(gzip.decompress(data).decode(errors="replace") if data[:2] == b"\x1f\x8b" else data.decode("latin-1"))
+            out.append(
+                gzip.decompress(data).decode(errors="replace") if data[:2] == b"\x1f\x8b" else data.decode("latin-1")
+            )
     return "\n".join(out)
 
 
@@ -164,7 +169,7 @@ def test_route_fcd_and_gpx_files_with_a_doctype_are_refused(tmp_path):
     ("data", "why"),
     [
         ('<?xml version="1.0"?><!DOCTYPE osm [<!ENTITY a "b">]><osm/>'.encode("utf-16"), "UTF-16"),
-        ('<?xml version="1.0" encoding="UTF-16"?><osm/>'.encode(), "encoding 'UTF-16'"),
+        (b'<?xml version="1.0" encoding="UTF-16"?><osm/>', "encoding 'UTF-16'"),
         (b"\xfd7zXZ\x00 not xml", "not an XML file"),
         (b"", "empty"),
     ],
@@ -191,12 +196,8 @@ BOMB_MB = 40
 def _bomb(path: Path) -> Path:
     """``BOMB_MB`` MB of whitespace inside an <osm> element, compressed (gzip or bzip2 by the suffix): ~40 kB."""
     blank = b" " * (1 << 20)
-    if path.suffix == ".bz2":
-        c = bz2.BZ2Compressor(9)
-        parts = [c.compress(b"<osm>")] + [c.compress(blank) for _ in range(BOMB_MB)] + [c.compress(b"</osm>"), c.flush()]
-    else:
-        c = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip container
-        parts = [c.compress(b"<osm>")] + [c.compress(blank) for _ in range(BOMB_MB)] + [c.compress(b"</osm>"), c.flush()]
+    c = bz2.BZ2Compressor(9) if path.suffix == ".bz2" else zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: gzip
+    parts = [c.compress(b"<osm>")] + [c.compress(blank) for _ in range(BOMB_MB)] + [c.compress(b"</osm>"), c.flush()]
     path.write_bytes(b"".join(parts))
     assert path.stat().st_size < (BOMB_MB << 20) / 200  # a real bomb: over 200-fold
     return path

@@ -10,8 +10,9 @@ Loading (:func:`restore_checkpoint`) builds on the learner the runner has just m
   ``checkpoint_classes()``) can be named by the file; nothing is imported, no code of the file runs;
 * the header must name this format, config, network and seed;
 * the state must have the learner's shape (:func:`check_like`): the same keys and classes where both have an
-  object (or members their class declares), arrays of the same dtype and number of dimensions, of the same length along every axis that is not empty
-  in a new learner (histories start empty and grow), the round in ``[0, horizon]`` and a finite regret;
+  object (or members their class declares), arrays of the same dtype and number of dimensions, of the same length
+  along every axis that is not empty in a new learner (histories start empty and grow), the round in
+  ``[0, horizon]`` and a finite regret;
 * the random generator states must be accepted by numpy.
 
 Any failure is one :class:`~evroute.errors.DataError` line naming the file and telling how to rerun.  A checkpoint of

@@ -42,11 +42,11 @@ from evroute.bandit import RoundRecord, RoutingBandit, rebase_regret
 from evroute.energy import VehicleProfile, elevation_potential_wh
 from evroute.environments import EnergyEnvironment
 from evroute.errors import DataError
+from evroute.experiments import checkpoint as ckpts  # data checkpoints, run folder checks
 from evroute.experiments.config import ExperimentConfig
 from evroute.experiments.output import check_same_experiment, check_same_network, claim, output_lock, read_rounds
 from evroute.experiments.registry import is_learner, make_learner, make_model
 from evroute.experiments.threads import run_blas_threads, run_threads
-from evroute.experiments import checkpoint as ckpts  # data checkpoints, run folder checks
 from evroute.io import atomic_write_json, atomic_write_text
 from evroute.linegraph import LineGraph, build_line_graph
 from evroute.models.store import network_hash

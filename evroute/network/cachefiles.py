@@ -10,10 +10,11 @@ removed and rebuilt with one :class:`UserWarning` line, never used.
 
 What the key defends: someone who can write the cache folder but cannot read the key file (a shared or restored
 cache folder, a cache archive handed over) cannot make an entry that is used.  What it cannot defend: anyone who can
-read the key file (the user's own account) can forge entries; keep it private (it is created ``0600``).  A build runs under a lock
-(:mod:`filelock`, ``<entry>.lock``), so concurrent processes build an entry once and never read one half-written;
-the entry is moved into place before its manifest is written, so a run killed in between leaves an entry without a
-manifest, which the next run rebuilds.
+read the key file (the user's own account) can forge entries; keep it private (it is created ``0600``).
+
+A build runs under a lock (:mod:`filelock`, ``<entry>.lock``), so concurrent processes build an entry once and never
+read one half-written; the entry is moved into place before its manifest is written, so a run killed in between
+leaves an entry without a manifest, which the next run rebuilds.
 
 **Temporary files.**  Temporary files and folders carry the id of the process that made them
 (:func:`temp_prefix`: ``...pid<PID>-...``).  :func:`clean_stale_temps` removes those of processes that no longer

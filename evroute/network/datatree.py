@@ -106,7 +106,13 @@ class _Encoder:
         if _is_namedtuple(o):
             return {"$": "ntuple", "cls": _qualname(type(o)), "v": [self.node(v) for v in o]}
         if isinstance(o, dict) and type(o) in (dict, collections.OrderedDict, collections.defaultdict):
-            kind = {dict: "dict", collections.OrderedDict: "odict", collections.defaultdict: "ddict"}[type(o)]
+            kind = (
+                "odict"
+                if type(o) is collections.OrderedDict
+                else "ddict"
+                if type(o) is collections.defaultdict
+                else "dict"
+            )
             if kind == "ddict" and o.default_factory not in (dict, list, int, float):  # type: ignore[attr-defined]
                 raise DataTreeError("a defaultdict with another factory than dict/list/int/float cannot be saved")
             items = [[self.node(k), self.node(v)] for k, v in o.items()]
@@ -209,7 +215,7 @@ def tree_bytes(obj: Any, header: Mapping[str, Any]) -> bytes:
     members["__header__"] = np.frombuffer(json.dumps(dict(header), allow_nan=False).encode(), dtype=np.uint8)
     members["__tree__"] = np.frombuffer(json.dumps(tree, allow_nan=False).encode(), dtype=np.uint8)
     buf = io.BytesIO()
-    np.savez(buf, allow_pickle=False, **members)  # type: ignore[arg-type]
+    np.savez(buf, allow_pickle=False, **members)
     return buf.getvalue()
 
 
@@ -423,7 +429,7 @@ def _dec_obj(d: _Decoder, n: dict[str, Any]) -> Any:
     if not isinstance(cls, type):
         raise DataTreeError(f"class {n.get('cls')!r} is not one this run uses")
     try:
-        obj = d.keep(n, cls.__new__(cls))
+        obj = d.keep(n, cls.__new__(cls))  # type: ignore[call-overload]  # as pickle's copyreg.__newobj__
     except TypeError as exc:
         raise DataTreeError(f"class {n.get('cls')!r} cannot be rebuilt from data ({exc})") from None
     state = d.node(n.get("state"))
@@ -498,8 +504,10 @@ def read_npz(path: str | Path, max_bytes: int | None = None) -> dict[str, np.nda
                     version = np.lib.format.read_magic(fh)
                     if version not in ((1, 0), (2, 0)):
                         raise DataTreeError(f"member {m.group(1)} has .npy format {version}")
-                    read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else (
-                        np.lib.format.read_array_header_2_0
+                    read_header = (
+                        np.lib.format.read_array_header_1_0
+                        if version == (1, 0)
+                        else (np.lib.format.read_array_header_2_0)
                     )
                     shape, _fortran, dtype = read_header(fh)
                     if dtype.hasobject:
@@ -512,7 +520,9 @@ def read_npz(path: str | Path, max_bytes: int | None = None) -> dict[str, np.nda
     except DataTreeError:
         raise
     except (OSError, EOFError, ValueError, zipfile.BadZipFile, zipfile.LargeZipFile, KeyError) as exc:
-        raise DataTreeError(f"not a readable data archive ({str(exc).splitlines()[0] if str(exc) else exc!r})") from None
+        raise DataTreeError(
+            f"not a readable data archive ({str(exc).splitlines()[0] if str(exc) else exc!r})"
+        ) from None
     return out
 
 

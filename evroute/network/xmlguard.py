@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, BinaryIO
+from typing import IO, BinaryIO, cast
 
 from evroute.errors import DataError, ParameterError
 
@@ -122,7 +122,7 @@ class _Counting:
 class LimitedReader:
     """Decompressed bytes of a file, refusing (:class:`DataError`) to produce more than its :class:`Limits` allow."""
 
-    def __init__(self, path: Path, raw: _Counting, stream: IO[bytes] | None, limits: Limits) -> None:
+    def __init__(self, path: Path, raw: _Counting, stream: gzip.GzipFile | bz2.BZ2File | None, limits: Limits) -> None:
         self.path, self.raw, self.stream, self.limits, self.out = path, raw, stream, limits, 0
 
     def read(self, size: int = CHUNK) -> bytes:
@@ -170,11 +170,11 @@ def open_limited(path: str | os.PathLike[str], limits: Limits | None = None) -> 
         kind = compression(fh.read(4))
         fh.seek(0)
         raw = _Counting(fh)
-        stream: IO[bytes] | None = None
+        stream: gzip.GzipFile | bz2.BZ2File | None = None
         if kind == "gzip":
-            stream = gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[arg-type]
+            stream = gzip.GzipFile(fileobj=cast(BinaryIO, raw), mode="rb")
         elif kind == "bzip2":
-            stream = bz2.BZ2File(raw, mode="rb")  # type: ignore[arg-type]
+            stream = bz2.BZ2File(cast(BinaryIO, raw), mode="rb")
         try:
             yield LimitedReader(p, raw, stream, lim)
         finally:
