@@ -23,7 +23,8 @@ from evroute.cli import main
 from evroute.errors import DataError
 from evroute.experiments import ExperimentConfig, load_rounds, run_experiment
 from evroute.experiments.checkpoint import CHECKPOINT_NAME, check_like
-from evroute.network import datatree as dt
+from evroute.network import datafile as dt
+from evroute.network.datatree import DataTreeError
 
 PACKAGE = Path(__file__).resolve().parent.parent / "evroute"
 ARGS = ["run", "--network", "synthetic:200:1", "--horizon", "9", "--seeds", "1", "--no-progress"]
@@ -305,7 +306,7 @@ def test_crafted_npz_headers_cannot_exhaust_memory(tmp_path):
     with zipfile.ZipFile(p, "w") as z:  # a header announcing 10^12 float64 and no data
         with z.open("a0.npy", "w") as fh:
             np.lib.format.write_array_header_1_0(fh, {"descr": "<f8", "fortran_order": False, "shape": (10**12,)})
-    with pytest.raises(dt.DataTreeError, match="more than"):
+    with pytest.raises(DataTreeError, match="more than"):
         dt.read_npz(p, max_bytes=1 << 20)
 
 

@@ -51,7 +51,7 @@ def run_binding(config: dict[str, Any], network_hash: str, seed: int) -> dict[st
 
 def save_checkpoint(path: Path, bandit: Any, binding: dict[str, Any]) -> Path:
     """Write ``bandit.state()`` to ``path`` atomically (see the module docstring)."""
-    from evroute.network.datatree import tree_bytes
+    from evroute.network.datafile import tree_bytes
 
     header = {"format": FORMAT, "version": FORMAT_VERSION, **binding, "t": int(bandit.t)}
     return atomic_write_bytes(path, tree_bytes(bandit.state(), header))
@@ -139,7 +139,8 @@ def _object_table(bandit: Any) -> dict[str, Any]:
 def restore_checkpoint(path: Path, bandit: Any, binding: dict[str, Any], horizon: int) -> None:
     """Load the checkpoint at ``path`` into ``bandit`` (just made from the run's config) after the checks of the
     module docstring; :class:`DataError` (one line) when any fails.  A legacy ``checkpoint.pkl`` is refused unread."""
-    from evroute.network.datatree import DataTreeError, read_tree
+    from evroute.network.datafile import read_tree
+    from evroute.network.datatree import DataTreeError
 
     if path.name == LEGACY_NAME:
         raise DataError(

@@ -117,7 +117,7 @@ ENTRY_HEADER = {"format": "evroute-cache-entry", "version": 1}
 def save_tree(value: Any, path: Path) -> None:
     """Write a data entry: ``value`` (dicts, lists, arrays, numbers, strings) in the :mod:`~evroute.network.datatree`
     format."""
-    from evroute.network.datatree import tree_bytes
+    from evroute.network.datafile import tree_bytes
 
     with open(path, "wb") as fh:
         fh.write(tree_bytes(value, ENTRY_HEADER))
@@ -126,7 +126,8 @@ def save_tree(value: Any, path: Path) -> None:
 def load_tree(path: Path) -> Any:
     """The value of a data entry; :class:`~evroute.network.datatree.DataTreeError` when it is not one (no class or
     function can be named by the file)."""
-    from evroute.network.datatree import DataTreeError, read_tree
+    from evroute.network.datafile import read_tree
+    from evroute.network.datatree import DataTreeError
 
     header, value = read_tree(path)
     if header != ENTRY_HEADER:

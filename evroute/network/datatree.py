@@ -16,28 +16,21 @@ freshly built object of the same kind: the classes and functions the caller's ow
 it refuses the file.  Nothing named by the file is imported or called besides ``cls.__new__`` and the class's own
 ``__setstate__``.  Shared references (an optimizer's parameters, a model held by a policy) are kept as references.
 
-:func:`read_npz` reads any ``.npz`` with every member's header checked first (no object dtype, at most
-``max_bytes`` in all, the decompression limit of :mod:`evroute.network.xmlguard` by default), so a crafted archive
-can neither run code nor exhaust memory.
+Files: :func:`evroute.network.datafile.tree_bytes` writes a tree and its arrays as one ``.npz``;
+:func:`evroute.network.datafile.read_tree` reads it back with every member's header checked first.
 """
 
 from __future__ import annotations
 
 import collections
-import io
-import json
 import math
-import re
-import zipfile
 from collections.abc import Callable, Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["DataTreeError", "decode", "encode", "object_table", "read_npz", "read_tree", "tree_bytes"]
+__all__ = ["DataTreeError", "decode", "encode", "object_table"]
 
-_MEMBER = re.compile(r"^(__header__|__tree__|a\d+)\.npy$")
 _TORCH_DTYPES = ("float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool")
 
 
@@ -206,17 +199,6 @@ def encode(obj: Any) -> tuple[Any, list[np.ndarray]]:
     """``(tree, arrays)`` of ``obj``: a JSON-able tree and the arrays it refers to by index."""
     enc = _Encoder()
     return enc.node(obj), enc.arrays
-
-
-def tree_bytes(obj: Any, header: Mapping[str, Any]) -> bytes:
-    """The ``.npz`` bytes of ``obj`` with the JSON ``header`` (see the module docstring)."""
-    tree, arrays = encode(obj)
-    members: dict[str, np.ndarray] = {f"a{i}": a for i, a in enumerate(arrays)}
-    members["__header__"] = np.frombuffer(json.dumps(dict(header), allow_nan=False).encode(), dtype=np.uint8)
-    members["__tree__"] = np.frombuffer(json.dumps(tree, allow_nan=False).encode(), dtype=np.uint8)
-    buf = io.BytesIO()
-    np.savez(buf, allow_pickle=False, **members)
-    return buf.getvalue()
 
 
 # ----------------------------------------------------------------------------------------------------- decoding
@@ -481,71 +463,3 @@ def decode(tree: Any, arrays: Mapping[str, np.ndarray], table: Mapping[str, Any]
         return _Decoder(arrays, table or {}).node(tree)
     except RecursionError:
         raise DataTreeError("the tree is nested too deeply") from None
-
-
-# ----------------------------------------------------------------------------------------------------- files
-def read_npz(path: str | Path, max_bytes: int | None = None) -> dict[str, np.ndarray]:
-    """The arrays of an ``.npz`` (or of ``.npz`` bytes), every member's header checked before its data is read:
-    plain ``.npy`` members with the names of :func:`tree_bytes`, no object dtype, at most ``max_bytes`` in all
-    (default: the decompression limit).  Raises :class:`DataTreeError`."""
-    if max_bytes is None:
-        from evroute.network.xmlguard import decompression_limits
-
-        max_bytes = decompression_limits().max_bytes
-    out: dict[str, np.ndarray] = {}
-    total = 0
-    try:
-        with zipfile.ZipFile(path) as z:
-            for info in z.infolist():
-                m = _MEMBER.match(info.filename)
-                if m is None:
-                    raise DataTreeError(f"unexpected member {info.filename[:40]!r}")
-                with z.open(info) as fh:
-                    version = np.lib.format.read_magic(fh)
-                    if version not in ((1, 0), (2, 0)):
-                        raise DataTreeError(f"member {m.group(1)} has .npy format {version}")
-                    read_header = (
-                        np.lib.format.read_array_header_1_0
-                        if version == (1, 0)
-                        else (np.lib.format.read_array_header_2_0)
-                    )
-                    shape, _fortran, dtype = read_header(fh)
-                    if dtype.hasobject:
-                        raise DataTreeError(f"member {m.group(1)} holds Python objects")
-                    total += int(np.prod(shape, dtype=np.float64)) * dtype.itemsize
-                    if total > max_bytes:
-                        raise DataTreeError(f"more than {max_bytes} bytes of arrays (EVROUTE_MAX_DECOMPRESSED)")
-                with z.open(info) as fh:
-                    out[m.group(1)] = np.lib.format.read_array(fh, allow_pickle=False)
-    except DataTreeError:
-        raise
-    except (OSError, EOFError, ValueError, zipfile.BadZipFile, zipfile.LargeZipFile, KeyError) as exc:
-        raise DataTreeError(
-            f"not a readable data archive ({str(exc).splitlines()[0] if str(exc) else exc!r})"
-        ) from None
-    return out
-
-
-def _json_member(arrays: Mapping[str, np.ndarray], name: str) -> Any:
-    a = arrays.get(name)
-    if a is None or a.dtype != np.uint8 or a.ndim != 1:
-        raise DataTreeError(f"no {name.strip('_')} record")
-    try:
-        return json.loads(a.tobytes().decode("utf-8"), parse_constant=_no_constant)
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise DataTreeError(f"its {name.strip('_')} record is not JSON ({exc})") from None
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def read_tree(
-    path: str | Path, table: Mapping[str, Any] | None = None, max_bytes: int | None = None
-) -> tuple[dict[str, Any], Any]:
-    """``(header, object)`` of a file written from :func:`tree_bytes`.  Raises :class:`DataTreeError`."""
-    arrays = read_npz(path, max_bytes)
-    header = _json_member(arrays, "__header__")
-    if not isinstance(header, dict):
-        raise DataTreeError("its header is not a JSON object")
-    return header, decode(_json_member(arrays, "__tree__"), arrays, table)
