@@ -18,7 +18,7 @@ import pytest
 
 from evroute.cli import main
 from evroute.errors import DataError, ParameterError
-from evroute.network.xmlguard import Limits, check_xml_file, decompress_to, decompression_limits
+from evroute.network.xmlguard import Limits, check_xml_file, decompress_to, decompression_limits, open_limited
 
 SECRET = "s3cr3t-marker-root:x:0:0"
 
@@ -219,6 +219,10 @@ def test_osm_bomb_stops_at_the_size_limit_in_bounded_memory(tmp_path, cache, mon
     finally:
         tracemalloc.stop()
     assert str(bomb) in str(exc.value)
+    with open_limited(bomb) as reader, pytest.raises(DataError):
+        while reader.read():
+            pass
+    assert reader.out == (4 << 20) + 1  # stopped one byte past the limit (40 MB would come out at f62f65a)
     # the scan holds one 1 MiB chunk (plus the window); 40 MB would be read at f62f65a
     assert peak < 8 << 20, peak
     assert sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")) == []  # nothing left behind

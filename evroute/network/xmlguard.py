@@ -128,8 +128,8 @@ class LimitedReader:
     def read(self, size: int = CHUNK) -> bytes:
         if self.stream is None:  # plain file: nothing to limit
             return self.raw.read(size)
-        try:
-            data = self.stream.read(size)
+        try:  # never more than one byte past the size limit: the bomb stops within it
+            data = self.stream.read(max(1, min(size, self.limits.max_bytes + 1 - self.out)))
         except (OSError, EOFError, ValueError) as exc:
             raise DataError(f"{self.path}: cannot decompress ({exc})") from None
         self.out += len(data)
