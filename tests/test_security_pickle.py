@@ -353,3 +353,19 @@ def test_no_module_of_the_package_unpickles_anything():
                 found.append(f"{where} atomic_pickle")
     assert not found, found
     assert "pickle.load" not in (PACKAGE / "experiments" / "runner.py").read_text()
+
+
+def test_entries_signed_with_another_users_key_are_rebuilt_and_the_key_is_private(tmp_path, monkeypatch):
+    """A cache folder copied from elsewhere (another key) is rebuilt, never used; the key file is created 0600."""
+    from evroute.network.cachefiles import cache_key_path
+    from evroute.network.computecache import cached_compute
+
+    monkeypatch.setenv("EVROUTE_COMPUTE_CACHE", str(tmp_path / "cc"))
+    monkeypatch.setenv("EVROUTE_CACHE_KEY_FILE", str(tmp_path / "alice" / "cache.key"))
+    cached_compute("demo", {"k": 1}, lambda: {"v": np.ones(3)}, what="demo", blas=False)
+    assert cache_key_path().stat().st_mode & 0o777 == 0o600
+    monkeypatch.setenv("EVROUTE_CACHE_KEY_FILE", str(tmp_path / "bob" / "cache.key"))
+    with pytest.warns(UserWarning, match="cache key"):
+        got = cached_compute("demo", {"k": 1}, lambda: {"v": np.zeros(3)}, what="demo", blas=False)
+    np.testing.assert_array_equal(got["v"], np.zeros(3))  # bob's own value, not alice's entry
+    assert (tmp_path / "alice" / "cache.key").read_bytes() != (tmp_path / "bob" / "cache.key").read_bytes()
