@@ -349,8 +349,29 @@ def _cached_search(
     from evroute.network.computecache import cached_compute
 
     inputs = reference_cache_inputs(env, start, goal, potential_wh)
-    got = cached_compute("regret-reference", inputs, lambda: _route_dict(search()), what="regret reference", blas=False)
+    n_edges = int(env.linegraph.n_nodes)
+
+    def check(got: Any) -> None:
+        check_route_dict(got, n_edges, start, goal)
+
+    got = cached_compute(
+        "regret-reference", inputs, lambda: _route_dict(search()), what="regret reference", blas=False, check=check
+    )
     return Route(np.asarray(got["edges"], dtype=np.int64), float(got["cost"]), str(got["method"]))
+
+
+def check_route_dict(got: Any, n_edges: int, start: int, goal: int) -> None:
+    """Raise :class:`ValueError` unless ``got`` is a cached route (:func:`_route_dict`): keys ``edges`` (int64
+    line-graph nodes in ``[0, n_edges)`` from ``start`` to ``goal``), ``cost`` (finite) and ``method`` (a string)."""
+    if not isinstance(got, dict) or set(got) != {"edges", "cost", "method"}:
+        raise ValueError("a route entry has the keys edges, cost and method")
+    e = got["edges"]
+    if not isinstance(e, np.ndarray) or e.dtype != np.int64 or e.ndim != 1 or len(e) == 0:
+        raise ValueError("a route's edges are a non-empty int64 vector")
+    if e.min() < 0 or e.max() >= n_edges or int(e[0]) != int(start) or int(e[-1]) != int(goal):
+        raise ValueError("a route's edges are not a route of this network from its start to its goal")
+    if not isinstance(got["cost"], float) or not math.isfinite(got["cost"]) or not isinstance(got["method"], str):
+        raise ValueError("a route's cost is a finite float and its method a string")
 
 
 def _route_dict(route: Route) -> dict[str, Any]:

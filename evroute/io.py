@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -56,7 +55,3 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
     return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
-
-
-def atomic_pickle(path: str | os.PathLike[str], obj: Any) -> Path:
-    return atomic_write_bytes(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))

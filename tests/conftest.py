@@ -20,3 +20,7 @@ def _compute_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """The tests' compute cache (:mod:`evroute.network.computecache`) is a fresh folder, not the user's."""
     if "EVROUTE_COMPUTE_CACHE" not in os.environ:
         os.environ["EVROUTE_COMPUTE_CACHE"] = str(tmp_path_factory.mktemp("compute-cache"))
+    if (
+        "EVROUTE_CACHE_KEY_FILE" not in os.environ
+    ):  # the cache manifests' key (evroute.network.cachefiles), not the user's
+        os.environ["EVROUTE_CACHE_KEY_FILE"] = str(tmp_path_factory.mktemp("cache-key") / "cache.key")

@@ -28,7 +28,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _entries(folder: Path, kind: str) -> list[Path]:
-    return sorted(p for p in (folder / kind).glob("*") if p.suffix in (".npy", ".pkl"))
+    return sorted(p for p in (folder / kind).glob("*") if p.suffix in (".npy", ".npz"))
 
 
 def _negative_cycle_case():  # noqa: ANN202

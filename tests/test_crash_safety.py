@@ -68,7 +68,7 @@ def test_sigkill_at_random_moments_then_resume_equals_uninterrupted(tmp_path):
     # one folder killed again and again: when seed files appear, then at random moments of the whole run
     out = tmp_path / "killed"
     _kill_when(out, lambda o: (o / "seed_0" / "rounds.csv").exists(), 0.0, env)
-    _kill_when(out, lambda o: (o / "seed_0" / "checkpoint.pkl").exists(), rng.uniform(0.0, 0.05), env)
+    _kill_when(out, lambda o: (o / "seed_0" / "checkpoint.npz").exists(), rng.uniform(0.0, 0.05), env)
     _kill_when(out, lambda o: (o / "seed_1" / "rounds.csv").exists(), 0.0, env)
     for _ in range(4):
         _kill_when(out, lambda o: True, rng.uniform(0.0, t_full), env)

@@ -26,7 +26,7 @@ def test_results_layout_and_reproducibility(tmp_path):
     s2 = run_experiment(_cfg(), tmp_path / "b", progress=False)
     for name in ("config.json", "meta.json", "summary.json", "seed_0/rounds.csv", "seed_1/summary.json"):
         assert (tmp_path / "a" / name).exists()
-    assert not (tmp_path / "a" / "seed_0" / "checkpoint.pkl").exists()
+    assert not (tmp_path / "a" / "seed_0" / "checkpoint.npz").exists()
     pd.testing.assert_frame_equal(_rounds(tmp_path / "a"), _rounds(tmp_path / "b"))
     assert s1["final_cumulative_regret_wh"] == s2["final_cumulative_regret_wh"]
     df = _rounds(tmp_path / "a")
@@ -55,7 +55,7 @@ def test_killed_run_resumes_to_identical_results(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         run_experiment(cfg, tmp_path / "resumed", progress=False, checkpoint_every=5)
     assert len(pd.read_csv(tmp_path / "resumed/seed_0/rounds.csv")) == 17
-    assert (tmp_path / "resumed/seed_0/checkpoint.pkl").exists()
+    assert (tmp_path / "resumed/seed_0/checkpoint.npz").exists()
     monkeypatch.setattr(RoutingBandit, "step", original)
     run_experiment(cfg, tmp_path / "resumed", progress=False, checkpoint_every=5)
     pd.testing.assert_frame_equal(_rounds(tmp_path / "full"), _rounds(tmp_path / "resumed"))

@@ -25,7 +25,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _entries(folder: Path) -> list[Path]:
-    return sorted((folder / KIND).glob("*.pkl"))
+    return sorted((folder / KIND).glob("*.npz"))
 
 
 def assert_same_network(a: RoadNetwork, b: RoadNetwork) -> None:

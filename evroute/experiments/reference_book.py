@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +85,7 @@ def import_references(path: str | os.PathLike[str]) -> int:
     """Write the references of the book at ``path`` into the compute cache (entries already there and verified are
     kept); returns the number of records.  Does nothing (returns 0) when the compute cache is switched off."""
     from evroute.network.cachefiles import cached
-    from evroute.network.computecache import cache_enabled, compute_cache_dir
+    from evroute.network.computecache import cache_enabled, compute_cache_dir, save_tree
 
     records = load_book(path)
     if not cache_enabled():
@@ -101,13 +100,12 @@ def import_references(path: str | os.PathLike[str]) -> int:
         def build(entry: Path, value: dict[str, Any] = value) -> None:
             tmp = entry.with_name(f".{entry.name}.pid{os.getpid()}-.tmp")
             try:
-                with open(tmp, "wb") as fh:
-                    pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+                save_tree(value, tmp)  # data, as the compute cache writes it (evroute.network.datatree)
                 os.replace(tmp, entry)
             finally:
                 tmp.unlink(missing_ok=True)
 
-        cached(compute_cache_dir() / KIND / f"{rec['key']}.pkl", rec["inputs"], build, "regret reference")
+        cached(compute_cache_dir() / KIND / f"{rec['key']}.npz", rec["inputs"], build, "regret reference")
     return len(records)
 
 

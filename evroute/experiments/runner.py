@@ -5,7 +5,8 @@ Results directory layout (every file written atomically)::
     OUT/config.json            the ExperimentConfig
     OUT/meta.json              versions, network statistics, route, start time
     OUT/seed_<s>/rounds.csv    one row per completed round (RoundRecord fields), appended as it runs
-    OUT/seed_<s>/checkpoint.pkl  bandit state after the last checkpointed round
+    OUT/seed_<s>/checkpoint.npz  bandit state after the last checkpointed round (data only, no pickle:
+                               :mod:`evroute.experiments.checkpoint`)
     OUT/seed_<s>/model.npz     the seed's final edge model (BI, exact GP; :mod:`evroute.models.store`)
     OUT/seed_<s>/summary.json  written when the seed is complete
     OUT/summary.json           final cumulative regret per seed, mean and standard error
@@ -24,7 +25,6 @@ import functools
 import io
 import json
 import os
-import pickle
 import platform
 import sys
 import time
@@ -42,11 +42,12 @@ from evroute.bandit import RoundRecord, RoutingBandit, rebase_regret
 from evroute.energy import VehicleProfile, elevation_potential_wh
 from evroute.environments import EnergyEnvironment
 from evroute.errors import DataError
+from evroute.experiments import checkpoint as ckpts  # data checkpoints, run folder checks
 from evroute.experiments.config import ExperimentConfig
 from evroute.experiments.output import check_same_experiment, check_same_network, claim, output_lock, read_rounds
 from evroute.experiments.registry import is_learner, make_learner, make_model
 from evroute.experiments.threads import run_blas_threads, run_threads
-from evroute.io import atomic_pickle, atomic_write_json, atomic_write_text
+from evroute.io import atomic_write_json, atomic_write_text
 from evroute.linegraph import LineGraph, build_line_graph
 from evroute.models.store import network_hash
 from evroute.oracle import EXACT_METHODS
@@ -213,7 +214,7 @@ def run_seed(
     seed_dir = Path(out_dir) / f"seed_{seed}"
     summary_path = seed_dir / "summary.json"
     if summary_path.exists():
-        return json.loads(summary_path.read_text())
+        return ckpts.read_seed_summary(summary_path, seed, cfg.horizon)
     seed_dir.mkdir(parents=True, exist_ok=True)
     with run_threads():
         return _run_seed(cfg, seed, seed_dir, progress, checkpoint_every)
@@ -226,13 +227,16 @@ def _run_seed(
     cpu0 = time.process_time()
     bandit = make_bandit(cfg, build_problem(cfg, seed), seed)
     setup_cpu = time.process_time() - cpu0
-    ckpt = seed_dir / "checkpoint.pkl"
+    ckpt = seed_dir / ckpts.CHECKPOINT_NAME
     rounds_path = seed_dir / "rounds.csv"
+    binding = ckpts.run_binding(cfg.to_dict(), network_hash(bandit.env.linegraph), seed)
+    if (seed_dir / ckpts.LEGACY_NAME).exists():  # never unpickled: refused with how to rerun
+        ckpts.restore_checkpoint(seed_dir / ckpts.LEGACY_NAME, bandit, binding, cfg.horizon)
     if ckpt.exists():
-        with ckpt.open("rb") as fh:
-            bandit.load_state(pickle.load(fh))
+        ckpts.restore_checkpoint(ckpt, bandit, binding, cfg.horizon)
     # keep exactly the rounds covered by the checkpoint (later ones are replayed identically)
     rows = read_rounds(rounds_path, RECORD_FIELDS, bandit.t)
+    ckpts.check_rounds(rows, rounds_path)
     if len(rows) != bandit.t:  # the checkpoint is ahead of the saved rows: start the seed again
         bandit, rows = make_bandit(cfg, build_problem(cfg, seed), seed), []
         ckpt.unlink(missing_ok=True)
@@ -252,7 +256,7 @@ def _run_seed(
                 bar.set_postfix(regret=f"{rec.cumulative_regret_wh:.1f}Wh")
             if bandit.t % checkpoint_every == 0 or bandit.t == cfg.horizon:
                 fh.flush()
-                atomic_pickle(ckpt, bandit.state())
+                ckpts.save_checkpoint(ckpt, bandit, binding)
     if bar is not None:
         bar.close()
     ref = bandit.optimal
@@ -326,6 +330,7 @@ def prepare_output(cfg: ExperimentConfig, out_dir: str | Path, *, overwrite: boo
         atomic_write_json(staging / "config.json", cfg.to_dict())
 
     if not claim(out, write, overwrite=overwrite):
+        ckpts.check_run_meta(out)  # malformed config.json / meta.json: one line, before they are compared
         check_same_experiment(cfg, out)
         check_same_network(lg, out)
     return out

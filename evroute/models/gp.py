@@ -103,6 +103,27 @@ class GPEdgeModel(EdgeModel):
     """
 
     _adam: torch.optim.Adam  # set by _make_optimizers (hyperparameter / inducing-point optimiser)
+    _ngd: gpytorch.optim.NGD  # set by _make_optimizers (natural-gradient step of the variational distribution)
+
+    @classmethod
+    def checkpoint_classes(cls) -> tuple[type, ...]:
+        """Classes a checkpoint of this model may hold besides those of a new model: the SVGP, its variational
+        parts, optimisers and cached distributions, all made on the first update (see
+        :mod:`evroute.experiments.checkpoint`)."""
+        from linear_operator import operators as lo
+
+        return (
+            _SVGP,
+            gpytorch.distributions.MultivariateNormal,
+            gpytorch.optim.NGD,
+            gpytorch.variational.NaturalVariationalDistribution,
+            gpytorch.variational.VariationalStrategy,
+            lo.CholLinearOperator,
+            lo.DenseLinearOperator,
+            lo.DiagLinearOperator,
+            lo.TriangularLinearOperator,
+            torch.optim.Adam,
+        )
 
     def __init__(
         self,

@@ -1,13 +1,20 @@
 """Caches that heal: checksummed cache entries and the clean-up of temporary files left by interrupted runs.
 
 **Entries.**  Every cached artefact (a file or a folder) has a manifest next to it, ``<entry>.manifest.json``:
-the SHA-256 of the entry's content (a folder: of its files' relative paths and contents) and the inputs that made
-it (a JSON object: input checksums, parameters, program versions).  :func:`cached` returns an entry only when its
-manifest matches both; an entry that is missing its manifest, truncated, corrupted, edited or made from other
-inputs is removed and rebuilt with one :class:`UserWarning` line, never used.  A build runs under a lock
-(:mod:`filelock`, ``<entry>.lock``), so concurrent processes build an entry once and never read one half-written;
-the entry is moved into place before its manifest is written, so a run killed in between leaves an entry without a
-manifest, which the next run rebuilds.
+the SHA-256 of the entry's content (a folder: of its files' relative paths and contents), the inputs that made
+it (a JSON object: input checksums, parameters, program versions) and an HMAC-SHA256 of the entry's name, content
+digest and inputs under this user's **cache key** (:func:`cache_key`).  :func:`cached` returns an entry only when
+its manifest matches all three; an entry that is missing its manifest, truncated, corrupted, edited, made from other
+inputs, or whose manifest was written without the key (rewritten by someone else, copied from another machine) is
+removed and rebuilt with one :class:`UserWarning` line, never used.
+
+What the key defends: someone who can write the cache folder but cannot read the key file (a shared or restored
+cache folder, a cache archive handed over) cannot make an entry that is used.  What it cannot defend: anyone who can
+read the key file (the user's own account) can forge entries; keep it private (it is created ``0600``).
+
+A build runs under a lock (:mod:`filelock`, ``<entry>.lock``), so concurrent processes build an entry once and never
+read one half-written; the entry is moved into place before its manifest is written, so a run killed in between
+leaves an entry without a manifest, which the next run rebuilds.
 
 **Temporary files.**  Temporary files and folders carry the id of the process that made them
 (:func:`temp_prefix`: ``...pid<PID>-...``).  :func:`clean_stale_temps` removes those of processes that no longer
@@ -18,9 +25,11 @@ under a lock on the folder so that two cleaners do not race.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import shutil
 import tempfile
 import time
@@ -30,8 +39,10 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST_SUFFIX = ".manifest.json"
-#: Version of the manifest format.
-MANIFEST_VERSION = 1
+#: Version of the manifest format (2: authenticated with the cache key).
+MANIFEST_VERSION = 2
+#: Bytes of a new cache key.
+KEY_BYTES = 32
 #: Age (s) after which a temporary entry without a pid in its name (made by an older evroute) is removed.
 LEGACY_TEMP_AGE_S = 24 * 3600.0
 _PID = re.compile(r"pid(\d+)[-.]")
@@ -130,6 +141,53 @@ def content_sha256(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
+def cache_key_path() -> Path:
+    """The cache key file: ``$EVROUTE_CACHE_KEY_FILE``, else ``cache.key`` in the user config folder of evroute
+    (:mod:`platformdirs`; outside every cache folder, so that whoever can write a cache cannot read the key)."""
+    if os.environ.get("EVROUTE_CACHE_KEY_FILE"):
+        return Path(os.environ["EVROUTE_CACHE_KEY_FILE"]).expanduser()
+    import platformdirs
+
+    return platformdirs.user_config_path("evroute", appauthor=False) / "cache.key"
+
+
+_KEYS: dict[Path, bytes] = {}
+
+
+def cache_key() -> bytes:
+    """This user's secret cache key (:data:`KEY_BYTES` random bytes), created ``0600`` on first use.  When the file
+    cannot be read or created, a key of this process only is used (its entries are rebuilt by the next process)."""
+    path = cache_key_path()
+    if path in _KEYS:
+        return _KEYS[path]
+    try:
+        key = path.read_bytes()
+    except FileNotFoundError:
+        key = b""
+    except OSError:
+        key = secrets.token_bytes(KEY_BYTES)
+        _KEYS[path] = key
+        return key
+    if len(key) < KEY_BYTES:
+        key = secrets.token_bytes(KEY_BYTES)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(key)
+        except FileExistsError:  # another process made it meanwhile (or a short file: used as it is)
+            key = path.read_bytes() or key
+        except OSError:
+            pass  # a read-only config folder: this process's key
+    _KEYS[path] = key
+    return key
+
+
+def _mac(entry: Path, sha: str, inputs: Any) -> str:
+    text = json.dumps([entry.name, sha, inputs], sort_keys=True, separators=(",", ":"))
+    return hmac.new(cache_key(), text.encode(), hashlib.sha256).hexdigest()
+
+
 def manifest_path(entry: str | os.PathLike[str]) -> Path:
     """``<entry>.manifest.json``."""
     e = Path(entry)
@@ -153,8 +211,10 @@ def write_manifest(
     from evroute.io import atomic_write_json
 
     sha = _entry_sha256(Path(entry), companions)
+    canon = _canonical(inputs)
     return atomic_write_json(
-        manifest_path(entry), {"version": MANIFEST_VERSION, "sha256": sha, "inputs": _canonical(inputs)}
+        manifest_path(entry),
+        {"version": MANIFEST_VERSION, "sha256": sha, "inputs": canon, "hmac": _mac(Path(entry), sha, canon)},
     )
 
 
@@ -180,10 +240,13 @@ def check_entry(
     if man.get("inputs") != _canonical(inputs):
         return "it was made from other inputs"
     try:
-        if _entry_sha256(e, companions) != man.get("sha256"):
-            return "its content does not match its checksum (truncated, corrupted or edited)"
+        sha = _entry_sha256(e, companions)
     except OSError as exc:
         return f"it cannot be read ({exc.strerror or exc})"
+    if sha != man.get("sha256"):
+        return "its content does not match its checksum (truncated, corrupted or edited)"
+    if not hmac.compare_digest(str(man.get("hmac", "")), _mac(e, sha, man["inputs"])):
+        return "its checksum record was not written with this user's cache key (rewritten, or made elsewhere)"
     return None
 
 

@@ -6,9 +6,14 @@ versions and the BLAS thread counts of the computing process (another count sums
 last bits).  Same inputs, same key, same value: a cached value equals a recomputed one bit for bit.
 
 Entries live in ``compute_cache_dir()/<kind>/<key><suffix>`` and are handled by :func:`evroute.network.cachefiles
-.cached`: checksummed (a truncated, corrupted or edited entry is removed and rebuilt with one warning), built under a
-file lock (concurrent processes of a sweep compute an entry once; the others wait and load it) and moved into place
-atomically.
+.cached`: checksummed and authenticated (a truncated, corrupted or edited entry, or one whose manifest was rewritten
+without this user's cache key, is removed and rebuilt with one warning), built under a file lock (concurrent
+processes of a sweep compute an entry once; the others wait and load it) and moved into place atomically.
+
+Entries are data, never pickles: one array as ``.npy``, anything else (dicts of arrays, numbers and strings) in the
+data-only ``.npz`` format of :mod:`evroute.network.datatree`, which can name no class or function, read with
+``allow_pickle=False``.  A caller may pass ``check``, the schema of its value (keys, dtypes, shapes, ranges); an
+entry that cannot be read or fails its check is removed and rebuilt with one warning.
 
 Opt-out: ``EVROUTE_COMPUTE_CACHE=off`` (or ``0``, ``no``, ``false``) computes everything afresh and writes nothing;
 ``EVROUTE_COMPUTE_CACHE=<folder>`` moves the cache.  Default folder: ``$EVROUTE_CACHE/compute`` when
@@ -21,7 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import pickle
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -101,18 +106,33 @@ def full_inputs(kind: str, inputs: dict[str, Any], *, blas: bool = True) -> dict
 
 
 def entry_path(kind: str, inputs: dict[str, Any], *, array: bool = False, blas: bool = True) -> Path:
-    """Where the entry of ``inputs`` lives (``compute_cache_dir()/<kind>/<key>.npy|.pkl``)."""
-    return compute_cache_dir() / kind / f"{key_of(full_inputs(kind, inputs, blas=blas))}{'.npy' if array else '.pkl'}"
+    """Where the entry of ``inputs`` lives (``compute_cache_dir()/<kind>/<key>.npy|.npz``)."""
+    return compute_cache_dir() / kind / f"{key_of(full_inputs(kind, inputs, blas=blas))}{'.npy' if array else '.npz'}"
 
 
-def _save_pickle(value: Any, path: Path) -> None:
+#: Header of a data entry (:func:`save_tree`).
+ENTRY_HEADER = {"format": "evroute-cache-entry", "version": 1}
+
+
+def save_tree(value: Any, path: Path) -> None:
+    """Write a data entry: ``value`` (dicts, lists, arrays, numbers, strings) in the :mod:`~evroute.network.datatree`
+    format."""
+    from evroute.network.datafile import tree_bytes
+
     with open(path, "wb") as fh:
-        pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        fh.write(tree_bytes(value, ENTRY_HEADER))
 
 
-def _load_pickle(path: Path) -> Any:
-    with open(path, "rb") as fh:
-        return pickle.load(fh)  # our own checksummed entry
+def load_tree(path: Path) -> Any:
+    """The value of a data entry; :class:`~evroute.network.datatree.DataTreeError` when it is not one (no class or
+    function can be named by the file)."""
+    from evroute.network.datafile import read_tree
+    from evroute.network.datatree import DataTreeError
+
+    header, value = read_tree(path)
+    if header != ENTRY_HEADER:
+        raise DataTreeError("not a compute-cache entry")
+    return value
 
 
 def _save_npy(value: np.ndarray, path: Path) -> None:
@@ -132,6 +152,7 @@ def cached_compute(
     what: str,
     array: bool = False,
     blas: bool = True,
+    check: Callable[[Any], None] | None = None,
 ) -> T:
     """``compute()``, or its cached value for the same ``inputs`` (see the module docstring).
 
@@ -141,8 +162,10 @@ def cached_compute(
             thread counts (added here): array checksums (:func:`array_digest`), parameters, code version constants.
         compute: makes the value (called at most once, and not at all when a verified entry exists).
         what: words for the rebuild warning, e.g. ``"regret reference"``.
-        array: the value is one numpy array (stored as ``.npy``, no pickle); else it is pickled.
+        array: the value is one numpy array (stored as ``.npy``); else a data tree (``.npz``); never a pickle.
         blas: the value depends on BLAS reductions (dense linear algebra): the BLAS thread counts join the key.
+        check: raises :class:`ValueError` (or :class:`TypeError`, :class:`KeyError`) when a loaded value does not
+            have the value's schema; such an entry is removed and rebuilt with one warning.
 
     Returns:
         The value: computed in this call, or loaded from a verified entry (equal to a recomputed one).
@@ -153,8 +176,8 @@ def cached_compute(
 
     full = full_inputs(kind, inputs, blas=blas)
     entry = entry_path(kind, inputs, array=array, blas=blas)
-    save: Callable[[Any, Path], None] = _save_npy if array else _save_pickle
-    load: Callable[[Path], Any] = _load_npy if array else _load_pickle
+    save: Callable[[Any, Path], None] = _save_npy if array else save_tree
+    load: Callable[[Path], Any] = _load_npy if array else load_tree
     made: list[Any] = []
 
     def build(path: Path) -> None:
@@ -174,6 +197,16 @@ def cached_compute(
     if made:
         return made[0]
     try:
-        return load(entry)
-    except (OSError, ValueError, EOFError, pickle.UnpicklingError):  # removed or replaced after the check
+        value = load(entry)
+        if check is not None:
+            check(value)
+        return value
+    except (ValueError, TypeError, KeyError, EOFError) as exc:  # DataTreeError is a ValueError
+        from evroute.network.cachefiles import discard
+
+        msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        warnings.warn(f"cached {what} {entry} not used ({msg}): rebuilding it", UserWarning, stacklevel=2)
+        discard(entry)
+        return cached_compute(kind, inputs, compute, what=what, array=array, blas=blas, check=check)
+    except OSError:  # removed after the check
         return compute()

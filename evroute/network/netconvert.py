@@ -12,8 +12,6 @@ With netconvert 1.28 it reproduces the reference counts of the project's data fi
 
 from __future__ import annotations
 
-import bz2
-import gzip
 import importlib.util
 import os
 import shutil
@@ -47,13 +45,16 @@ def structure_way_edges(osm_path: str | os.PathLike[str]) -> list[str]:
     """
     import xml.etree.ElementTree as ET
 
+    from defusedxml.ElementTree import iterparse
+
     from evroute.network.elevation import is_structure
+    from evroute.network.xmlguard import open_limited
 
     p = Path(osm_path)
     ids: list[str] = []
     try:
-        with gzip.open(p, "rb") if p.suffix.lower() == ".gz" else p.open("rb") as fh:
-            for _, el in ET.iterparse(fh, events=("end",)):
+        with open_limited(p) as fh:  # plain, gzip or bzip2, within the decompression limits
+            for _, el in iterparse(fh, events=("end",), forbid_dtd=True):
                 if el.tag == "way":
                     tags = {t.get("k", ""): t.get("v", "") for t in el.iter("tag")}
                     if "highway" in tags and is_structure(tags):
@@ -63,7 +64,7 @@ def structure_way_edges(osm_path: str | os.PathLike[str]) -> list[str]:
                     el.clear()
                 elif el.tag in ("node", "relation"):
                     el.clear()
-    except (ET.ParseError, OSError, EOFError):
+    except (ET.ParseError, OSError, EOFError, ValueError, DataError):  # defusedxml's refusals are ValueErrors
         return []
     return ids
 
@@ -159,20 +160,21 @@ def error_line(output: str) -> str:
 
 
 def _complete_net(path: Path) -> bool:
-    """Whether a SUMO network file is whole: its XML ends with ``</net>`` (a gzip file must also decompress)."""
-    import gzip
+    """Whether a SUMO network file is whole: its XML ends with ``</net>`` (a gzip file must also decompress, within
+    the decompression limits)."""
+    from evroute.network.xmlguard import open_limited
 
     try:
         if path.suffix == ".gz":
             tail = b""
-            with gzip.open(path, "rb") as fh:
+            with open_limited(path) as fh:
                 while chunk := fh.read(1 << 20):
                     tail = (tail + chunk)[-64:]
         else:
             with path.open("rb") as fh:
                 fh.seek(max(0, path.stat().st_size - 64))
                 tail = fh.read()
-    except (OSError, EOFError):
+    except (OSError, EOFError, DataError):
         return False
     return tail.rstrip().endswith(b"</net>")
 
@@ -221,15 +223,15 @@ def osm_to_sumo(
     tmp_in: Path | None = None
     keep_file: Path | None = None
     try:
-        if src.suffix.lower() == ".bz2":  # netconvert reads plain and gzip XML, not bzip2
+        from evroute.network.xmlguard import check_xml_file, decompress_to, is_compressed
+
+        if is_compressed(src):  # netconvert reads no bzip2, and would inflate gzip without any limit
             fd, name = tempfile.mkstemp(prefix=temp_prefix(".evroute-"), suffix=".osm", dir=out.parent)
             os.close(fd)
             tmp_in = Path(name)
-            try:
-                with bz2.open(src, "rb") as fin, open(tmp_in, "wb") as fout:
-                    shutil.copyfileobj(fin, fout, 1 << 20)
-            except (OSError, EOFError) as exc:
-                raise DataError(f"cannot decompress {src}: {exc}") from None
+            decompress_to(src, tmp_in, "OpenStreetMap file")  # checked (no DTD, limits) as it is written
+        else:
+            check_xml_file(src, "OpenStreetMap file")  # no DOCTYPE / ENTITY ever reaches netconvert's Xerces
         keep = structure_way_edges(tmp_in or src)
         if keep:
             fd, name = tempfile.mkstemp(prefix=temp_prefix(".evroute-keep-"), suffix=".txt", dir=out.parent)
@@ -246,6 +248,8 @@ def osm_to_sumo(
             *opts,
             "-o",
             str(tmp_out),
+            "--xml-validation",  # never fetch or read a schema an input names (the output does not depend on it)
+            "never",
         ]
         try:
             proc = subprocess.run(

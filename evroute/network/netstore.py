@@ -7,8 +7,10 @@ numpy/scipy versions), the entry is checksummed on every load (a truncated, corr
 rebuilt with one warning), built under a file lock, and ``EVROUTE_COMPUTE_CACHE=off`` generates afresh and writes
 nothing.  A loaded city equals a generated one array for array, bit for bit (``tests/test_netstore.py``).
 
-The entry is a pickle of plain arrays (:func:`network_arrays`): the geometry as one ``(P, 2)`` array and the point
-count of each edge, rebuilt as views into it (a list of 100k small arrays would pickle and load slowly).
+The entry is data, not a pickle (:mod:`evroute.network.datatree`): the plain arrays of :func:`network_arrays` (the
+geometry as one ``(P, 2)`` array and the point count of each edge, rebuilt as views into it: a list of 100k small
+arrays would save and load slowly), checked on load by :func:`check_network_arrays` and by the
+:class:`RoadNetwork` constructor; an entry that fails is rebuilt.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from evroute.errors import DataError
 from evroute.network.road_network import RoadNetwork
 
-__all__ = ["SYNTHETIC_VERSION", "load_synthetic", "network_arrays", "network_from_arrays"]
+__all__ = ["SYNTHETIC_VERSION", "check_network_arrays", "load_synthetic", "network_arrays", "network_from_arrays"]
 
 #: Version of the synthetic city generator's output; part of the cache key: bump it whenever
 #: :func:`~evroute.network.synthetic.synthetic_city` makes a different network for the same parameters.
@@ -38,6 +41,23 @@ def network_arrays(net: RoadNetwork) -> dict[str, Any]:
         "geometry_counts": counts,
         "meta": net.meta,
     }
+
+
+def check_network_arrays(data: Any) -> None:
+    """Raise :class:`ValueError` unless ``data`` has the keys and array kinds of :func:`network_arrays` and its
+    geometry counts add up (the :class:`RoadNetwork` constructor checks the rest: lengths, ranges, turns)."""
+    keys = {"name", *_FIELDS, "geometry_xy", "geometry_counts", "meta"}
+    if not isinstance(data, dict) or set(data) != keys:
+        raise ValueError(f"a network entry has the keys {sorted(keys)}")
+    if not all(isinstance(data[f], np.ndarray) for f in (*_FIELDS, "geometry_xy", "geometry_counts")):
+        raise ValueError("a network entry's fields are arrays")
+    xy, counts = data["geometry_xy"], data["geometry_counts"]
+    if xy.dtype != np.float64 or xy.ndim != 2 or xy.shape[1] != 2 or counts.dtype != np.int64 or counts.ndim != 1:
+        raise ValueError("a network entry's geometry is (P, 2) float64 with int64 counts")
+    if len(counts) != len(data["edge_ids"]) or (counts < 0).any() or int(counts.sum()) != len(xy):
+        raise ValueError("a network entry's geometry counts do not match its edges and points")
+    if not isinstance(data["meta"], dict) or not isinstance(data["name"], str):
+        raise ValueError("a network entry's name is a string and its meta a mapping")
 
 
 def network_from_arrays(data: dict[str, Any]) -> RoadNetwork:
@@ -59,11 +79,21 @@ def load_synthetic(n_edges: int = 1000, seed: int = 0, **options: Any) -> RoadNe
     params = synthetic_params(n_edges, seed, **options)
     if not cache_enabled():
         return synthetic_city(n_edges, seed, name=name, **options)
+    built: list[RoadNetwork] = []
+
+    def check(d: Any) -> None:  # the schema, then the network's own checks (a DataError is a bad entry too)
+        check_network_arrays(d)
+        try:
+            built.append(network_from_arrays(d))
+        except DataError as exc:
+            raise ValueError(str(exc)) from None
+
     data = cached_compute(
         "synthetic-network",
         {"params": params, "name": name, "version": SYNTHETIC_VERSION},
         lambda: network_arrays(synthetic_city(n_edges, seed, name=name, **options)),
         what="synthetic network",
         blas=False,
+        check=check,
     )
-    return network_from_arrays(data)
+    return built[-1] if built else network_from_arrays(data)

@@ -188,6 +188,9 @@ def load_osm(
         raise ParameterError(f"network_type must be one of {', '.join(NETWORK_TYPES)}; got {network_type!r}")
     if not p.is_file():
         raise DataError(f"OSM file not found: {p}")
+    from evroute.network.xmlguard import check_xml_file
+
+    check_xml_file(p, "OpenStreetMap file")  # no DTD, no bomb reaches osmnx's parser (evroute.network.xmlguard)
     d = read_dem(dem) if dem is not None else None
     try:
         with _extra_osmnx_tags(), warnings.catch_warnings():

@@ -47,6 +47,7 @@ from evroute.network.osm import load_osm
 from evroute.network.pbf import PBF_SUFFIX, pbf_to_osm
 from evroute.network.road_network import RoadNetwork
 from evroute.network.sumo import load_sumo_net
+from evroute.network.xmlguard import check_xml_file
 
 
 @dataclass(frozen=True)
@@ -358,6 +359,7 @@ def load_osm_file(
     label = name or src.name.split(".")[0]
     clean_stale_temps()
     osm = _osm_xml(src)
+    check_xml_file(osm, "OpenStreetMap file")  # refused before any cache lookup, converter or parser
     if loader == "osmnx":
         net = load_osm(osm, dem=dem, name=label)
     else:

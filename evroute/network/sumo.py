@@ -28,6 +28,10 @@ from evroute.network.road_network import RoadNetwork
 def _read_net(path: Path):  # noqa: ANN202 - sumolib.net.Net
     import sumolib
 
+    from evroute.network.xmlguard import check_xml_file
+
+    check_xml_file(path, "SUMO network file")  # no DTD, no bomb reaches sumolib (evroute.network.xmlguard)
+
     try:
         return sumolib.net.readNet(str(path), withInternal=False, withPrograms=False, withFoes=False, maxcache=0)
     except Exception as exc:  # noqa: BLE001 - lxml/sax/KeyError/ValueError from a malformed file
@@ -49,7 +53,8 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
         metres (``meta["crs"] == "local-metres"``).
 
     Raises:
-        DataError: if the file is missing or malformed, or holds no edge for ``vclass``.
+        DataError: if the file is missing or malformed, declares a DTD or entity, decompresses beyond the limits of
+            :mod:`evroute.network.xmlguard`, or holds no edge for ``vclass``.
     """
     p = Path(path)
     if not p.is_file():

@@ -141,6 +141,10 @@ def lane_graph(net_file: str | os.PathLike[str]) -> LaneGraph:
     """The :class:`LaneGraph` of a SUMO ``.net.xml[.gz]`` (via sumolib's fast parser)."""
     import sumolib
 
+    from evroute.network.xmlguard import check_xml_file
+
+    check_xml_file(net_file, "SUMO network file")  # no DTD, no bomb (evroute.network.xmlguard)
+
     length = {ln.id: float(ln.length) for ln in sumolib.xml.parse_fast(str(net_file), "lane", ["id", "length"])}
     succ: dict[str, list[str]] = {}
     for c in sumolib.xml.parse_fast(

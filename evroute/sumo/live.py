@@ -88,6 +88,10 @@ def connection_directions(net_file: str | os.PathLike[str]) -> dict[tuple[str, s
     normal edges that passenger cars may use (both edges allow them), via sumolib."""
     import sumolib
 
+    from evroute.network.xmlguard import check_xml_file
+
+    check_xml_file(net_file, "SUMO network file")  # no DTD, no bomb (evroute.network.xmlguard)
+
     net = sumolib.net.readNet(str(net_file))
     out: dict[tuple[str, str], str] = {}
     for edge in net.getEdges():
@@ -106,6 +110,10 @@ def edge_lengths_speeds(net_file: str | os.PathLike[str]) -> tuple[dict[str, flo
         DataError: the net has no lane with a speed and a length.
     """
     import sumolib
+
+    from evroute.network.xmlguard import check_xml_file
+
+    check_xml_file(net_file, "SUMO network file")  # no DTD, no bomb (evroute.network.xmlguard)
 
     length: dict[str, float] = {}
     speed: dict[str, float] = {}
@@ -201,7 +209,9 @@ class LiveSimulation:
             raise ParameterError("one snapshot time per snapshot file, at least one")
         if max_trip_s <= 0:
             raise ParameterError(f"max_trip_s must be > 0, got {max_trip_s}")
-        self.net_file = Path(net_file)
+        from evroute.network.xmlguard import check_xml_file
+
+        self.net_file = check_xml_file(net_file, "SUMO network file")  # before sumo's Xerces reads it
         self.route_files = [Path(p) for p in route_files]
         self.snapshots = [Path(p) for p in snapshots]
         self.snapshot_times_s = np.asarray(snapshot_times_s, dtype=np.float64)

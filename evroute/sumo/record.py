@@ -226,6 +226,10 @@ def net_connections(net_file: str | os.PathLike[str]) -> set[tuple[str, str]]:
     """All ``(from_edge, to_edge)`` connections between normal edges of a SUMO net (via sumolib)."""
     import sumolib
 
+    from evroute.network.xmlguard import check_xml_file
+
+    check_xml_file(net_file, "SUMO network file")  # no DTD, no bomb (evroute.network.xmlguard)
+
     out: set[tuple[str, str]] = set()
     for c in sumolib.xml.parse_fast(str(net_file), "connection", ["from", "to"]):
         if not c.attr_from.startswith(":") and not c.to.startswith(":"):

@@ -109,7 +109,9 @@ def sumo_net_file(linegraph: LineGraph) -> Path:
             f"network {net.name!r} was not read from a SUMO .net.xml: the SUMO environments need monaco, "
             "luxembourg or a .net.xml[.gz] network"
         )
-    return Path(src)
+    from evroute.network.xmlguard import check_xml_file
+
+    return check_xml_file(src, "SUMO network file")  # before sumo's Xerces reads it
 
 
 def probe_routes(

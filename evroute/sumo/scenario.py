@@ -167,9 +167,12 @@ def check_route_file(path: str | os.PathLike[str]) -> Path:
     """A user's own demand file: must exist and parse as SUMO routes with at least one vehicle, trip or flow."""
     import sumolib
 
+    from evroute.network.xmlguard import check_xml_file
+
     p = Path(path)
     if not p.is_file():
         raise DataError(f"route file not found: {p}")
+    check_xml_file(p, "SUMO route file")  # no DTD / entity / bomb reaches sumolib or sumo's Xerces
     try:
         n = sum(1 for _ in sumolib.xml.parse_fast(str(p), "vehicle", ["id"]))
         n += sum(1 for _ in sumolib.xml.parse_fast(str(p), "trip", ["id"]))

@@ -63,9 +63,12 @@ def read_trace_gpx(path: str | Path, *, require_soc: bool = True, name: str | No
     import gpxpy
     import gpxpy.gpx
 
+    from evroute.network.xmlguard import check_xml_file
+
     p = Path(path)
     if not p.is_file():
         raise DataError(f"trip log {p} not found")
+    check_xml_file(p, "GPX trip log")  # no DTD, no entity, no bomb reaches gpxpy's parser
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -115,6 +118,9 @@ def read_trace_gpx(path: str | Path, *, require_soc: bool = True, name: str | No
 
 def _scan_xml(path: Path, tag: str, handle: Callable[[int, float, dict[str, str]], None]) -> None:
     """Call ``handle(line, time, attributes)`` for every ``<vehicle>`` of every ``<timestep>`` of a SUMO output."""
+    from evroute.network.xmlguard import check_xml_file
+
+    check_xml_file(path, f"SUMO {tag} output")  # no DTD, no entity, no bomb reaches expat
     state = {"time": math.nan}
     parser = xml.parsers.expat.ParserCreate()
 
