@@ -60,3 +60,43 @@ def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
 
 def atomic_pickle(path: str | os.PathLike[str], obj: Any) -> Path:
     return atomic_write_bytes(path, pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+
+
+def parse_json(text: str | bytes, what: str) -> Any:
+    """``json.loads(text)`` for JSON a user handed over: malformed JSON, JSON nested too deeply for the parser (a
+    ``RecursionError`` at about 1,000 levels on CPython) and bytes that are not UTF-8 are one-line
+    :class:`~evroute.errors.DataError` naming ``what`` (e.g. the file), never a traceback."""
+    from evroute.errors import DataError
+
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise DataError(f"{what}: JSON nested too deeply to read") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{what}: not valid JSON ({' '.join(str(exc).split())[:100]})") from None
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` with every non-finite float (``nan``, ``inf``, also numpy floats) replaced by ``None`` and numpy
+    scalars / arrays made plain Python, so that ``json.dumps(..., allow_nan=False)`` writes strict JSON (``null``,
+    never ``NaN`` / ``Infinity``, which JSON does not have)."""
+    import math
+
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return json_safe(obj.tolist())
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def dumps_strict(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps`` of :func:`json_safe` ``(obj)`` with ``allow_nan=False``: strict JSON (non-finite -> ``null``)."""
+    return json.dumps(json_safe(obj), allow_nan=False, **kwargs)
