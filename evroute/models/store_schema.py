@@ -19,7 +19,7 @@ Two stages:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import numpy as np
 
@@ -71,11 +71,11 @@ def _fail(path: str | Path, text: str) -> DataError:
     return DataError(f"{path}: {text}")
 
 
-def _int(value: Any) -> bool:
+def _int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and bool(np.isfinite(value))
 
 
