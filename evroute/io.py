@@ -55,7 +55,8 @@ def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
 
 
 def atomic_write_json(path: str | os.PathLike[str], obj: Any) -> Path:
-    return atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    """Strict JSON (:func:`dumps_strict`: a non-finite number is written ``null``, never ``NaN``)."""
+    return atomic_write_text(path, dumps_strict(obj, indent=2, sort_keys=True, default=str) + "\n")
 
 
 def atomic_pickle(path: str | os.PathLike[str], obj: Any) -> Path:
@@ -100,3 +101,36 @@ def json_safe(obj: Any) -> Any:
 def dumps_strict(obj: Any, **kwargs: Any) -> str:
     """``json.dumps`` of :func:`json_safe` ``(obj)`` with ``allow_nan=False``: strict JSON (non-finite -> ``null``)."""
     return json.dumps(json_safe(obj), allow_nan=False, **kwargs)
+
+
+def lock_path(path: str | os.PathLike[str]) -> Path:
+    """The advisory lock file of ``path``: ``<path>.lock`` beside it (removed when released)."""
+    p = Path(path)
+    return p.with_name(p.name + ".lock")
+
+
+def file_lock(path: str | os.PathLike[str], *, what: str = "") -> Any:
+    """A context manager holding the advisory lock of ``path`` (:func:`lock_path`, :mod:`filelock`) while a command
+    reads, changes and writes ``path``: two commands that write the same file (two ``evroute learn --model m.npz``, two
+    ``--save-vehicle`` or ``plot`` runs) run one after the other, the second reading what the first wrote.  When
+    another process holds the lock, one line ``evroute: waiting for <what> (locked by another evroute command)`` goes
+    to stderr and the call blocks until the lock is free."""
+    import contextlib
+    import sys
+
+    from filelock import FileLock, Timeout
+
+    @contextlib.contextmanager
+    def held() -> Any:
+        lock = FileLock(str(lock_path(path)), mode=umask_mode(0o666))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            print(f"evroute: waiting for {what or path} (locked by another evroute command)", file=sys.stderr)
+            lock.acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    return held()
