@@ -62,11 +62,9 @@ def add_learn_parser(sub: Any) -> None:
     g.add_argument("--soc-step", type=float, default=None, help="gauge step in %% (default: seen in each log)")
     g.add_argument("--gps-sigma-m", type=float, default=10.0, help="GPS error s.d. in m (default: %(default)s)")
     g.add_argument("--save-every", type=int, default=50, help="save the model every N files (default: %(default)s)")
-    from evroute.cliargs import workers_int
-
     g.add_argument(
         "--workers",
-        type=workers_int,
+        type=int,
         default=1,
         help="processes that read, match and reduce the logs; the model is the same for any count (default: 1)",
     )
@@ -166,8 +164,12 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         raise ParameterError(f"--kind must be bi or gp-exact, got {args.kind!r}")
     if args.save_every < 1:
         raise ParameterError(f"--save-every must be >= 1, got {args.save_every}")
+    from evroute.cliargs import MAX_WORKERS
+
     if args.workers < 1:
         raise ParameterError(f"--workers must be >= 1, got {args.workers}")
+    if args.workers > MAX_WORKERS:
+        raise ParameterError(f"--workers must be at most {MAX_WORKERS} processes, got {args.workers}")
     if not (args.noise_frac > 0 and args.noise_frac < 1e3):
         raise ParameterError(f"--noise-frac must be > 0, got {args.noise_frac}")
     if args.soc_step is not None and not args.soc_step > 0:
@@ -208,7 +210,15 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
                     save()
 
             report = learn_logs(
-                model, workers, files, vehicle, columns=columns, done=done, soc_step=args.soc_step, on_file=on_file
+                model,
+                workers,
+                files,
+                vehicle,
+                columns=columns,
+                done=done,
+                soc_step=args.soc_step,
+                on_file=on_file,
+                warn=False,  # the check above read every log and showed its warnings
             )
             bar.update(report.files_skipped)
             bar.close()

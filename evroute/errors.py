@@ -88,8 +88,10 @@ def warning_line(message: Warning | str) -> str:
 
 def install_warning_format() -> object:
     """Show every Python warning (``warnings.warn``: evroute's, numpy's, a library's) as :func:`warning_line` on
-    stderr -- no category, source file or source line.  Returns the previous ``warnings.showwarning`` (to restore
-    it; the CLI entry point does, so a program that calls :func:`evroute.cli.main` keeps its own handler)."""
+    stderr -- no category, source file or source line -- except deprecation notices, which are for developers and
+    reach the previous handler (Python hides them by default outside ``__main__``).  Returns the previous
+    ``warnings.showwarning`` (to restore it; the CLI entry point does, so a program that calls
+    :func:`evroute.cli.main` keeps its own handler)."""
     import sys
     import warnings
 
@@ -103,6 +105,9 @@ def install_warning_format() -> object:
         file: TextIO | None = None,
         line: str | None = None,
     ) -> None:
+        if issubclass(category, DeprecationWarning | PendingDeprecationWarning):  # for developers: as Python shows
+            previous(message, category, filename, lineno, file, line)  # them (when its filters let them through)
+            return
         print(warning_line(message), file=file if file is not None else sys.stderr)
 
     warnings.showwarning = show
