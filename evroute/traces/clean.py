@@ -25,11 +25,11 @@ Row checks, thresholds (module constants; generous, so that no real drive trips 
 Charging (:func:`split_charging`): the state of charge cannot rise while driving except by recuperation, which
 gives back a fraction of the potential and kinetic energy lost.  A rise of more than :data:`SOC_RISE_PCT` = 3 %
 above the lowest reading since the start of the segment (a charging stop, a log that spans a charge, a gauge reset)
-ends the segment at that lowest reading; the next segment starts where the rise ends (the highest reading before the
-charge falls again).  Each segment is its own trace (named ``<name>#1``, ``#2``, ...), the rise between them is
-left out, and a warning says where.  Recuperation on a long descent can exceed 3 % of a small battery (a
-Twizy's 6.1 kWh: a 150 m descent); such a trip is split too, which costs the windows across the descent, never a
-negative energy learned as driving.
+ends the segment at the foot of that rise (the first row of the strictly increasing run of readings that ends above
+the threshold); the next segment starts at its top (the first highest reading).  Each segment is its own trace
+(named ``<name>#1``, ``#2``, ...), the rise between them is left out, and a warning says where.  Recuperation on a
+long descent can exceed 3 % of a small battery (a Twizy's 6.1 kWh: a 150 m descent); such a trip is split too,
+which costs the windows across the descent, never a negative energy learned as driving.
 """
 
 from __future__ import annotations
@@ -177,8 +177,11 @@ def charging_segments(soc_pct: np.ndarray, rise_pct: float = SOC_RISE_PCT) -> li
         if s[i] < s[low_i]:
             low_i = i
         elif s[i] - s[low_i] > rise_pct:
-            out.append((lo, low_i + 1))
-            while i + 1 < n and s[i + 1] >= s[i]:  # to the top of the rise
+            foot = i  # s[i - 1] < s[i] (else the rise had passed the threshold at i - 1)
+            while foot > lo and s[foot - 1] < s[foot]:  # back to the foot of the rise
+                foot -= 1
+            out.append((lo, foot + 1))
+            while i + 1 < n and s[i + 1] > s[i]:  # on to the top of the rise
                 i += 1
             lo = low_i = i
         i += 1
