@@ -219,8 +219,8 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
                     raise _BadRow(f"column {cols.time!r} time does not increase")
                 day += 86400.0  # a time of day that passed midnight
                 t += 86400.0
-        except _BadRow as bad:
-            dropped.setdefault(bad.reason, []).append(line)
+        except _BadRow as exc:
+            dropped.setdefault(exc.reason, []).append(line)
             continue
         values.append((t, *v[1:]))
         lines.append(line)
@@ -234,7 +234,7 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
             bad |= mask
     a = a[~bad]
     if len(a) < 2:
-        why = f"; {', '.join(f'{k}: {len(v)}' for k, v in dropped.items())} dropped" if dropped else ""
+        why = f"; {', '.join(f'{k}: {len(r)}' for k, r in dropped.items())} dropped" if dropped else ""
         raise DataError(f"{p}: needs at least 2 usable samples, got {len(a)} of {n_rows} rows{why}")
     warn_dropped(str(p), dropped, n_rows)
     return Trace(
