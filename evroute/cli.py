@@ -462,8 +462,15 @@ def _os_error_text(exc: OSError) -> str:
     what = exc.strerror or str(exc) or type(exc).__name__
     name = exc.filename if exc.filename is not None else None
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        where = f" writing {name}" if name else ""
-        return f"disk full{where}: {what} (free some space and run the same command again)"
+        if name:
+            return f"disk full writing {name}: {what} (free some space and run the same command again)"
+        from evroute.network.computecache import compute_cache_dir
+        from evroute.network.registry import net_cache_dir
+
+        return (
+            f"disk full: {what} (the system did not say which file; besides the output files, evroute writes caches "
+            f"under {net_cache_dir()} and {compute_cache_dir()}; free some space and run the same command again)"
+        )
     return f"{what}: {name}" if name else what
 
 

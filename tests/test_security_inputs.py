@@ -166,3 +166,156 @@ def test_valid_model_still_loads_with_the_same_posterior(models) -> None:
     back, header = load_model(models["bi"], lg)
     assert header["observations"] == 60
     assert np.array_equal(back.count, m.count) and np.array_equal(back.total, m.total)
+
+
+# --- tracebacks on absurd flags and deeply nested JSON ----------------------------------------------------------------
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    ("argv", "match"),
+    [
+        (["learn", "LOG", "--network", NET, "--model", "m.npz", "--workers", "100000000000"], "--workers must be at"),
+        (["demo", "--horizon", "2", "--workers", "100000000000", "--out", "d"], "--workers: must be at most 1024"),
+        (["run", "--network", NET, "--horizon", "2", "--workers", "100000000000"], "--workers: must be at most"),
+        (["sweep", "GRID", "--out", "s", "--workers", "100000000000"], "--workers: must be at most 1024"),
+        (["run", "--config", "DEEP", "--horizon", "2", "--out", "r"], "nested too deeply"),
+        (["sweep", "DEEP", "--out", "s"], "nested too deeply"),
+        (["learn", "LOG", "--vehicle", "DEEP"], "nested too deeply"),
+        (["route", "--network", NET, "--from", "a", "--to", "b", "--vehicle", "DEEP"], "nested too deeply"),
+        (["run", "--network", NET, "--model-param", f"x={DEEP}", "--out", "r"], "--model-param x: value nested"),
+        (["route", "--network", NET, "--from", "a", "--to", "b", "--charge", "80"], "for 80 percent write 80%"),
+        (["plot", "RESULTS", "--prefix", "../../X"], "--prefix must be a file-name prefix without a folder"),
+    ],
+)
+def test_hostile_flags_and_files_are_one_line(tmp_path, monkeypatch, capsys, argv, match) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "deep.json").write_text(DEEP)
+    (tmp_path / "grid.json").write_text(json.dumps({"base": {"network": NET, "horizon": 2}, "grid": {"seeds": [[0]]}}))
+    (tmp_path / "log.csv").write_text("time,speed_kmh,altitude_m,soc_pct,lat,lon\n0,1,0,80,0,0\n1,1,0,79,0,0\n")
+    results = tmp_path / "res"
+    results.mkdir()
+    (results / "config.json").write_text("{}")
+    subst = {"LOG": "log.csv", "DEEP": "deep.json", "GRID": "grid.json", "RESULTS": str(results)}
+    argv = [subst.get(a, a) for a in argv]
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's one-line error for a flag's value
+        code = exc.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("evroute: error:") and match in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before  # nothing written
+    assert not (tmp_path.parent / "X").exists()
+
+
+def test_disk_full_without_a_file_name_names_the_cache_folders(monkeypatch, capsys) -> None:
+    """ENOSPC raised where the system gives no file name (a write to an open handle): the line still says where
+    evroute writes."""
+    import errno
+
+    import evroute.cli as cli
+    from evroute.network.computecache import compute_cache_dir
+
+    def full(args: Any) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(cli, "_cmd_info", full)
+    assert main(["info"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("evroute: error: disk full: No space left on device") and str(compute_cache_dir()) in err
+    assert len(err.strip().splitlines()) == 1
+
+
+# --- warnings as one line, strict JSON out ----------------------------------------------------------------------------
+
+
+def test_every_warning_is_one_clean_line(monkeypatch, capsys) -> None:
+    """A warning raised inside any command (evroute's own, a library's UserWarning or RuntimeWarning) prints as
+    ``evroute: warning: <text>`` on one line: no category, no file, no source line; the handler is restored."""
+    import warnings
+
+    import evroute.cli as cli
+
+    before = warnings.showwarning
+
+    def noisy(args: Any) -> int:
+        warnings.warn("cached network x.net.xml not used\n(bad header): rebuilding it", UserWarning, stacklevel=1)
+        warnings.warn(RuntimeWarning("invalid value encountered in divide"), stacklevel=1)
+        print("done")
+        return 0
+
+    monkeypatch.setattr(cli, "_cmd_info", noisy)
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        assert main(["info"]) == 0
+    out, err = capsys.readouterr()
+    assert out == "done\n"
+    assert err.splitlines() == [
+        "evroute: warning: cached network x.net.xml not used (bad header): rebuilding it",
+        "evroute: warning: invalid value encountered in divide",
+    ]
+    assert warnings.showwarning is before
+
+
+def _reject_constant(c: str) -> None:
+    raise ValueError(f"non-standard JSON constant {c}")
+
+
+def test_learn_json_is_strict_json(tmp_path, capsys) -> None:
+    """A trip whose gauge never moves has measured energy 0, so its error % is undefined: ``null``, not ``NaN``
+    (which ``json.loads(..., parse_constant=...)`` refuses, as every strict JSON reader does)."""
+    log = tmp_path / "flat.csv"
+    rows = ["time,speed_kmh,altitude_m,soc_pct,lat,lon"] + [f"{t},36,0,80,50,{10 + t * 1.4e-4:.6f}" for t in range(60)]
+    log.write_text("\n".join(rows) + "\n")
+    assert main(["learn", str(log), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out, parse_constant=_reject_constant)
+    trip = out["trips"][0]
+    assert trip["measured_wh"] == 0 and trip["error_pct"] is None and trip["predicted_wh"] > 0
+
+
+def test_json_files_written_are_strict(tmp_path) -> None:
+    from evroute.io import atomic_write_json, dumps_strict
+
+    obj = {"a": float("nan"), "b": [np.float64("inf"), 1.5], "c": np.array([1.0, -np.inf]), "d": (np.int64(3),)}
+    atomic_write_json(tmp_path / "x.json", obj)
+    back = json.loads((tmp_path / "x.json").read_text(), parse_constant=_reject_constant)
+    assert back == {"a": None, "b": [None, 1.5], "c": [1.0, None], "d": [3]}
+    assert json.loads(dumps_strict(obj), parse_constant=_reject_constant) == back
+
+
+# --- plot: a garbage rounds row, a prefix with a folder -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def run_folder(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("run") / "r"
+    assert main(["run", "--network", NET, "--horizon", "4", "--out", str(out), "--no-progress"]) == 0
+    return out
+
+
+def test_plot_drops_a_garbage_last_row_with_a_warning(tmp_path, capsys, run_folder) -> None:
+    import shutil
+
+    from evroute.experiments import load_rounds
+    from evroute.viz import usable_rounds
+
+    folder = tmp_path / "r"
+    shutil.copytree(run_folder, folder)
+    rounds_csv = folder / "seed_0" / "rounds.csv"
+    good = rounds_csv.read_text()
+    last = good.splitlines()[-1].split(",")
+    last[0] = "5"
+    last[-6] = "1e300"  # a cumulative regret that is not the running sum (a torn or edited row)
+    rounds_csv.write_text(good + ",".join(last) + "\n" + "garbage,,x\n")
+    assert main(["plot", str(folder), "--no-html", "--into", str(tmp_path / "fig")]) == 0
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        f"evroute: warning: {rounds_csv}: 2 of 6 rows dropped (not the next round, a non-finite regret, a "
+        "cumulative regret that is not the running sum, or no route)"
+    ]
+    kept = usable_rounds(load_rounds(run_folder), run_folder)
+    assert kept["round"].tolist() == [1, 2, 3, 4]
+    assert (tmp_path / "fig" / "regret.png").is_file()

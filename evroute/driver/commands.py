@@ -29,7 +29,11 @@ def parse_soc(text: str | None, flag: str) -> float | None:
     except ValueError:
         raise ParameterError(f"{flag} must be a percentage like 80% or a fraction like 0.8, got {text!r}") from None
     if not 0.0 <= value <= 1.0:
-        raise ParameterError(f"{flag} must be between 0% and 100%, got {text!r}")
+        hint = f"; for {text} percent write {text.strip()}%" if not m and 1.0 < value <= 100.0 else ""
+        raise ParameterError(
+            f"{flag} must be between 0% and 100% (a percentage like 80% or a fraction like 0.8: a bare number is "
+            f"read as a fraction of the battery), got {text!r}{hint}"
+        )
     return value
 
 
