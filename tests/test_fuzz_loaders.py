@@ -158,12 +158,23 @@ ARRAY = st.one_of(
 
 @FAST
 @given(
-    header_edits=st.lists(st.tuples(st.sampled_from(["network", "vehicle", "hyperparameters", "meta",
-                                                     "observations", "kind"]), JSON), max_size=3),
-    nested_edits=st.lists(st.tuples(st.sampled_from(["network", "vehicle", "hyperparameters", "meta"]),
-                                    st.text(max_size=10), JSON), max_size=3),
-    array_edits=st.lists(st.tuples(st.sampled_from(["prior_mean_wh", "edges", "counts", "sum_y", "sum_y2",
-                                                    "lengthscale_f", "lengthscale_f2", "x"]), ARRAY), max_size=3),
+    header_edits=st.lists(
+        st.tuples(st.sampled_from(["network", "vehicle", "hyperparameters", "meta", "observations", "kind"]), JSON),
+        max_size=3,
+    ),
+    nested_edits=st.lists(
+        st.tuples(st.sampled_from(["network", "vehicle", "hyperparameters", "meta"]), st.text(max_size=10), JSON),
+        max_size=3,
+    ),
+    array_edits=st.lists(
+        st.tuples(
+            st.sampled_from(
+                ["prior_mean_wh", "edges", "counts", "sum_y", "sum_y2", "lengthscale_f", "lengthscale_f2", "x"]
+            ),
+            ARRAY,
+        ),
+        max_size=3,
+    ),
 )
 def test_model_loader_on_mutated_headers_and_arrays(tmp_path, model_file, header_edits, nested_edits, array_edits):
     """A valid exact-GP model file with header fields, nested header keys and arrays replaced by arbitrary values:
@@ -203,8 +214,14 @@ def test_vehicle_profile_from_any_json(tmp_path, value):
 
 
 @FAST
-@given(value=JSON, base=st.dictionaries(st.sampled_from(["network", "horizon", "seeds", "model", "policy",
-                                                           "model_params", "env", "route"]), JSON, max_size=4))
+@given(
+    value=JSON,
+    base=st.dictionaries(
+        st.sampled_from(["network", "horizon", "seeds", "model", "policy", "model_params", "env", "route"]),
+        JSON,
+        max_size=4,
+    ),
+)
 def test_experiment_config_and_grid_from_any_json(tmp_path, value, base):
     from evroute.experiments import ExperimentConfig
     from evroute.experiments.sweep import load_grid

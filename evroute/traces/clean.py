@@ -14,13 +14,20 @@ Row checks, thresholds (module constants; generous, so that no real drive trips 
   midnight);
 * ``speed`` above :data:`MAX_SPEED_MPS` (250 km/h: above any road EV's top speed);
 * ``altitude`` outside :data:`ALTITUDE_RANGE_M` (-500 m, below the Dead Sea shore; 9,000 m, above any road);
-* an isolated **spike** (:func:`spikes`) -- a row implausible against both neighbours while the neighbours are
-  plausible against each other -- in speed (a change faster than :data:`MAX_ACCEL_MPS2` = 12 m/s^2, above any
-  car's braking, plus :data:`SPEED_SLACK_MPS` = 2 m/s of logging resolution), position (a **GPS teleport**: a
-  jump faster than :data:`MAX_GPS_SPEED_MPS` = 100 m/s plus :data:`GPS_SLACK_M` = 100 m of GPS error) or state of
-  charge (a change faster than :data:`MAX_SOC_RATE_PCT_S` = 1 %/s, five times a 350 kW charger on a 50 kWh
-  battery, plus :data:`SOC_SLACK_PCT` = 2 % of gauge steps).  Longer runs of bad positions are left to the map
-  matcher, which matches the trace in pieces around them (:mod:`evroute.traces.mapmatch`).
+* a **glitch** (:func:`glitches`) -- a run of at most :data:`MAX_RUN` = 5 rows that jumps away from the row before
+  it and back to the row after it, while those two rows are plausible together (at an end of the trace: a run that
+  jumps against a consistent rest) -- in speed (a change faster than :data:`MAX_ACCEL_MPS2` = 12 m/s^2, above any
+  car's braking, plus :data:`SPEED_SLACK_MPS` = 2 m/s of logging resolution), position (a **GPS teleport**: a jump
+  faster than :data:`MAX_GPS_SPEED_MPS` = 100 m/s plus :data:`GPS_SLACK_M` = 100 m of GPS error) or state of charge
+  (a change faster than :data:`MAX_SOC_RATE_PCT_S` = 1 %/s, five times a 350 kW charger on a 50 kWh battery, plus
+  :data:`SOC_SLACK_PCT` = 2 % of gauge steps).  A jump that does not come back (a GPS fix that was stale for a few
+  seconds, then catches up) drops nothing; longer runs of bad positions are left to the map matcher, which matches
+  the trace in pieces around them (:mod:`evroute.traces.mapmatch`).
+
+Distance (:func:`distance_mismatch`, a warning, nothing dropped): the distance driven by the speed column and by the
+positions must agree within a factor :data:`DISTANCE_RATIO` = 1.5 on a trace of more than :data:`DISTANCE_MIN_M` =
+500 m by GPS, the positions taken every :data:`DISTANCE_STEP_S` = 30 s (a speed logged in mph read as km/h is a
+factor 1.61; GPS noise adds a few %, chords across turns take a few % off).
 
 Charging (:func:`split_charging`): the state of charge cannot rise while driving except by recuperation, which
 gives back a fraction of the potential and kinetic energy lost.  A rise of more than :data:`SOC_RISE_PCT` = 3 %
@@ -35,7 +42,7 @@ which costs the windows across the descent, never a negative energy learned as d
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -52,6 +59,10 @@ GPS_SLACK_M = 100.0
 MAX_SOC_RATE_PCT_S = 1.0
 SOC_SLACK_PCT = 2.0
 SOC_RISE_PCT = 3.0
+MAX_RUN = 5
+DISTANCE_RATIO = 1.5
+DISTANCE_MIN_M = 500.0
+DISTANCE_STEP_S = 30.0
 
 _EARTH_RADIUS_M = 6_371_008.8
 
@@ -62,17 +73,38 @@ def _haversine_m(lat1: np.ndarray, lon1: np.ndarray, lat2: np.ndarray, lon2: np.
     return np.asarray(2 * _EARTH_RADIUS_M * np.arcsin(np.sqrt(np.clip(a, 0.0, 1.0))))
 
 
-def spikes(jump: np.ndarray, jump2: np.ndarray) -> np.ndarray:
-    """``(n,)`` rows that are isolated spikes: ``jump (n - 1,)`` says whether consecutive rows ``i, i + 1`` are
-    implausible together, ``jump2 (n - 2,)`` whether rows ``i, i + 2`` are.  Row ``i`` is a spike when it jumps
-    against both neighbours while they do not jump against each other; the first (last) row when it jumps against
-    the second (second to last) and that one does not jump against the third (third to last)."""
-    n = len(jump) + 1
+def glitches(jumps: Callable[[np.ndarray, np.ndarray], np.ndarray], n: int, max_run: int = 5) -> np.ndarray:
+    """``(n,)`` rows inside a **glitch**: a run of at most ``max_run`` consecutive rows that jumps away from the row
+    before it and back to the row after it, while those two rows do not jump against each other.  At either end of
+    the trace, a run of at most ``max_run`` rows that jumps against a consistent rest (the next two rows do not jump)
+    is a glitch too.
+
+    Args:
+        jumps: ``jumps(i, k)`` for index arrays ``i < k``: whether rows ``i`` and ``k`` are implausible together.
+        n: rows.
+        max_run: longest run (rows).
+    """
     out = np.zeros(n, dtype=bool)
-    if n >= 3:
-        out[1:-1] = jump[:-1] & jump[1:] & ~jump2
-        out[0] = jump[0] and not jump[1]
-        out[-1] = jump[-1] and not jump[-2]
+    if n < 3:
+        return out
+    steps = np.flatnonzero(jumps(np.arange(n - 1), np.arange(1, n)))  # step j: rows j, j + 1
+    if not len(steps):
+        return out
+    inner = [(a, b) for a, b in zip(steps[:-1], steps[1:], strict=True) if b - a <= max_run]
+    explained: set[int] = set()  # steps that bound a glitch inside the trace
+    if inner:
+        a, b = (np.array(x) for x in zip(*inner, strict=True))
+        ok = ~jumps(a, b + 1)
+        for lo, hi in zip(a[ok], b[ok], strict=True):
+            out[lo + 1 : hi + 1] = True
+            explained.update((int(lo), int(hi)))
+    first, last = int(steps[0]), int(steps[-1])
+    if first not in explained and first < max_run and first + 2 < n:
+        if not jumps(np.array([first + 1]), np.array([first + 2]))[0]:
+            out[: first + 1] = True
+    if last not in explained and n - 1 - last <= max_run and last >= 1:
+        if not jumps(np.array([last - 1]), np.array([last]))[0]:
+            out[last + 1 :] = True
     return out
 
 
@@ -98,24 +130,24 @@ def implausible_rows(
     if len(idx) < 3:
         return out
     t, v, s, la, lo = t_s[idx], speed_mps[idx], soc_pct[idx], lat[idx], lon[idx]
-    dt, dt2 = np.diff(t), t[2:] - t[:-2]
+
+    def speed_jump(i: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return np.abs(v[k] - v[i]) > MAX_ACCEL_MPS2 * (t[k] - t[i]) + SPEED_SLACK_MPS
+
+    def teleport(i: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return _haversine_m(la[i], lo[i], la[k], lo[k]) > MAX_GPS_SPEED_MPS * (t[k] - t[i]) + GPS_SLACK_M
+
+    def soc_jump(i: np.ndarray, k: np.ndarray) -> np.ndarray:
+        return np.abs(s[k] - s[i]) > MAX_SOC_RATE_PCT_S * (t[k] - t[i]) + SOC_SLACK_PCT
+
     checks = {
-        "speed spike (isolated jump faster than 12 m/s^2)": (
-            np.abs(np.diff(v)) > MAX_ACCEL_MPS2 * dt + SPEED_SLACK_MPS,
-            np.abs(v[2:] - v[:-2]) > MAX_ACCEL_MPS2 * dt2 + SPEED_SLACK_MPS,
-        ),
-        "GPS teleport (isolated jump faster than 100 m/s)": (
-            _haversine_m(la[:-1], lo[:-1], la[1:], lo[1:]) > MAX_GPS_SPEED_MPS * dt + GPS_SLACK_M,
-            _haversine_m(la[:-2], lo[:-2], la[2:], lo[2:]) > MAX_GPS_SPEED_MPS * dt2 + GPS_SLACK_M,
-        ),
-        "state-of-charge spike (isolated jump faster than 1 %/s)": (
-            np.abs(np.diff(s)) > MAX_SOC_RATE_PCT_S * dt + SOC_SLACK_PCT,
-            np.abs(s[2:] - s[:-2]) > MAX_SOC_RATE_PCT_S * dt2 + SOC_SLACK_PCT,
-        ),
+        "speed glitch (a jump faster than 12 m/s^2 and back)": speed_jump,
+        "GPS teleport (a jump faster than 100 m/s and back)": teleport,
+        "state-of-charge glitch (a jump faster than 1 %/s and back)": soc_jump,
     }
-    for reason, (jump, jump2) in checks.items():
+    for reason, jumps in checks.items():
         mask = np.zeros(n, dtype=bool)
-        mask[idx] = spikes(jump, jump2)
+        mask[idx] = glitches(jumps, len(idx), MAX_RUN)
         out[reason] = mask
     return out
 
@@ -210,8 +242,36 @@ def split_charging(trace: Trace, source: str, rise_pct: float = SOC_RISE_PCT) ->
     return [select(trace, np.arange(lo, hi), f"{trace.name}#{k + 1}") for k, (lo, hi) in enumerate(kept)]
 
 
+def distance_mismatch(trace: Trace) -> tuple[float, float] | None:
+    """``(from speed, from GPS)`` distances driven (m) when they disagree by more than :data:`DISTANCE_RATIO` (either
+    way) on a trace whose GPS distance exceeds :data:`DISTANCE_MIN_M`; ``None`` when they agree.  A disagreement
+    means a wrong ``speed_unit`` or a speed column that is not the vehicle's (GPS noise adds a few % at most)."""
+    if len(trace) < 2:
+        return None
+    by_speed = trace.distance_m
+    # positions every DISTANCE_STEP_S seconds (and the last): the sum of 1 s steps would add up the GPS noise
+    k = np.unique(np.append(np.searchsorted(trace.t_s, np.arange(0.0, trace.t_s[-1], DISTANCE_STEP_S)), len(trace) - 1))
+    la, lo = trace.lat[k], trace.lon[k]
+    by_gps = float(_haversine_m(la[:-1], lo[:-1], la[1:], lo[1:]).sum())
+    if by_gps < DISTANCE_MIN_M:
+        return None
+    ratio = by_speed / by_gps if by_gps > 0 else float("inf")
+    return (by_speed, by_gps) if not 1 / DISTANCE_RATIO <= ratio <= DISTANCE_RATIO else None
+
+
 def split_all(traces: Sequence[Trace], source: str) -> list[Trace]:
-    """:func:`split_charging` of each trace (a SUMO FCD file holds several)."""
+    """:func:`split_charging` of each trace (a SUMO FCD file holds several), after a warning for a trace whose speed
+    and positions disagree on the distance driven (:func:`distance_mismatch`)."""
+    for tr in traces:
+        bad = distance_mismatch(tr)
+        if bad is not None:
+            warnings.warn(
+                DataWarning(
+                    f"{source}: trace {tr.name}: the speed column gives {bad[0] / 1000:.3g} km, the positions "
+                    f"{bad[1] / 1000:.3g} km (more than a factor {DISTANCE_RATIO:g} apart: a wrong speed unit?)"
+                ),
+                stacklevel=2,
+            )
     return [seg for tr in traces for seg in split_charging(tr, source)]
 
 
@@ -220,17 +280,22 @@ __all__ = [
     "GPS_SLACK_M",
     "MAX_ACCEL_MPS2",
     "MAX_GPS_SPEED_MPS",
+    "MAX_RUN",
     "MAX_SOC_RATE_PCT_S",
     "MAX_SPEED_MPS",
     "SOC_RISE_PCT",
     "SOC_SLACK_PCT",
     "SPEED_SLACK_MPS",
+    "DISTANCE_MIN_M",
+    "DISTANCE_RATIO",
+    "DISTANCE_STEP_S",
     "charging_segments",
+    "distance_mismatch",
     "clean_trace",
     "drop_text",
     "implausible_rows",
     "select",
-    "spikes",
+    "glitches",
     "split_all",
     "split_charging",
     "warn_dropped",

@@ -168,7 +168,7 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
     the row has the header's number of fields; every value is a finite number (time: see :class:`TraceColumns`);
     speed >= 0; state of charge in [0, 100]; latitude in [-90, 90] and longitude in [-180, 180]; time increases
     over the last kept row (a time of day may wrap past midnight); then the plausibility checks of
-    :mod:`evroute.traces.clean` (speed, altitude, isolated spikes of speed, position and charge).  Blank lines are
+    :mod:`evroute.traces.clean` (speed, altitude, short glitches of speed, position and charge).  Blank lines are
     skipped.
 
     Args:
@@ -250,10 +250,11 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
 
 def read_traces(paths: Sequence[str | Path], columns: TraceColumns | None = None) -> list[Trace]:
     """Read several trip logs (all validated before any is returned); a log that spans a charging stop becomes
-    one trace per segment (:func:`evroute.traces.clean.split_charging`)."""
-    from evroute.traces.clean import split_charging
+    one trace per segment, and a speed column that disagrees with the positions is warned about
+    (:func:`evroute.traces.clean.split_all`)."""
+    from evroute.traces.clean import split_all
 
-    return [seg for p in paths for seg in split_charging(read_trace_csv(p, columns), str(p))]
+    return [seg for p in paths for seg in split_all([read_trace_csv(p, columns)], str(p))]
 
 
 def write_trace_csv(trace: Trace, path: str | Path) -> Path:
