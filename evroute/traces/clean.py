@@ -26,7 +26,7 @@ Row checks, thresholds (module constants; generous, so that no real drive trips 
 
 Distance (:func:`distance_mismatch`, a warning, nothing dropped): the distance driven by the speed column and by the
 positions must agree within a factor :data:`DISTANCE_RATIO` = 1.5 on a trace of more than :data:`DISTANCE_MIN_M` =
-500 m by GPS, the positions taken every :data:`DISTANCE_STEP_S` = 30 s (a speed logged in mph read as km/h is a
+500 m by GPS, the positions taken every :data:`DISTANCE_STEP_S` = 10 s (a speed logged in mph read as km/h is a
 factor 1.61; GPS noise adds a few %, chords across turns take a few % off).
 
 Charging (:func:`split_charging`): the state of charge cannot rise while driving except by recuperation, which
@@ -62,7 +62,7 @@ SOC_RISE_PCT = 3.0
 MAX_RUN = 5
 DISTANCE_RATIO = 1.5
 DISTANCE_MIN_M = 500.0
-DISTANCE_STEP_S = 30.0
+DISTANCE_STEP_S = 10.0
 
 _EARTH_RADIUS_M = 6_371_008.8
 
