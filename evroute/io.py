@@ -6,6 +6,7 @@ write (full disk, read-only folder) removes its temp file and leaves the target 
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import pickle
@@ -24,8 +25,12 @@ def umask_mode(mode: int = 0o666) -> int:
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
     """Write ``data`` to ``path`` atomically; returns the path.
 
-    An :class:`OSError` (full disk, read-only folder) names ``path``, never the internal temp file."""
+    An :class:`OSError` (full disk, read-only folder) names ``path``, never the internal temp file.  A ``path`` that
+    is a device, FIFO or socket (``/dev/null``, ``/dev/full``) is refused, not replaced by a regular file (which a
+    command run as root would otherwise do)."""
     p = Path(path)
+    if p.exists() and not p.is_file() and not p.is_dir():  # a device, FIFO or socket: never replaced by a file
+        raise OSError(errno.EPERM, "not a regular file (a device, pipe or socket is never replaced)", str(p))
     try:
         return _atomic_write_bytes(p, data)
     except OSError as exc:
@@ -104,7 +109,8 @@ def dumps_strict(obj: Any, **kwargs: Any) -> str:
 
 
 def lock_path(path: str | os.PathLike[str]) -> Path:
-    """The advisory lock file of ``path``: ``<path>.lock`` beside it (removed when released)."""
+    """The advisory lock file of ``path``: ``<path>.lock`` beside it (it stays after release: deleting a lock file
+    races with a process about to lock it; it holds no data)."""
     p = Path(path)
     return p.with_name(p.name + ".lock")
 
@@ -122,7 +128,10 @@ def file_lock(path: str | os.PathLike[str], *, what: str = "") -> Any:
 
     @contextlib.contextmanager
     def held() -> Any:
-        lock = FileLock(str(lock_path(path)), mode=umask_mode(0o666))
+        lf = lock_path(path)
+        with open(lf, "a"):  # a folder that is missing or not writable: that OSError now, not a wait forever
+            pass
+        lock = FileLock(str(lf), mode=umask_mode(0o666))
         try:
             lock.acquire(timeout=0)
         except Timeout:

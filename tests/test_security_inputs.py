@@ -319,3 +319,27 @@ def test_plot_drops_a_garbage_last_row_with_a_warning(tmp_path, capsys, run_fold
     kept = usable_rounds(load_rounds(run_folder), run_folder)
     assert kept["round"].tolist() == [1, 2, 3, 4]
     assert (tmp_path / "fig" / "regret.png").is_file()
+
+
+def test_an_output_that_is_a_pipe_or_device_is_refused_not_replaced(tmp_path, capsys) -> None:
+    """``--save-vehicle`` (or any output) naming a FIFO or a device: one line, the special file left as it was (at
+    f62f65a the atomic write replaced it by a regular file -- as root, ``/dev/full`` or ``/dev/null`` too)."""
+    import os
+    import stat
+
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    log = tmp_path / "log.csv"
+    log.write_text("time,speed_kmh,altitude_m,soc_pct,lat,lon\n0,1,0,80,0,0\n1,1,0,79,0,0\n")
+    assert main(["learn", str(log), "--save-vehicle", str(fifo)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("evroute: error: not a regular file") and str(fifo) in err and err.count("\n") == 1
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+def test_a_lock_in_a_folder_that_cannot_hold_it_is_an_error_not_a_wait(tmp_path) -> None:
+    from evroute.io import file_lock
+
+    with pytest.raises(OSError) as exc, file_lock(tmp_path / "missing" / "m.npz"):
+        pass
+    assert "m.npz.lock" in str(exc.value)
