@@ -109,10 +109,22 @@ def dumps_strict(obj: Any, **kwargs: Any) -> str:
 
 
 def lock_path(path: str | os.PathLike[str]) -> Path:
-    """The advisory lock file of ``path``: ``<path>.lock`` beside it (it stays after release: deleting a lock file
-    races with a process about to lock it; it holds no data)."""
-    p = Path(path)
-    return p.with_name(p.name + ".lock")
+    """The advisory lock file of ``path``: ``<lock folder>/<sha256 of path's absolute, resolved name>.lock``, the lock
+    folder ``$EVROUTE_LOCKS``, else ``locks`` in the user cache (``$XDG_CACHE_HOME/evroute``), so no lock file lands
+    beside a user's model or figures.  Processes of one user on one machine share it (two users, or two machines on
+    a network share, are not serialized).  The file stays after release (deleting a lock file races with a process
+    about to lock it); it holds no data."""
+    import hashlib
+
+    root = os.environ.get("EVROUTE_LOCKS", "").strip()
+    if root:
+        folder = Path(root).expanduser()
+    else:
+        import platformdirs
+
+        folder = platformdirs.user_cache_path("evroute", appauthor=False) / "locks"
+    digest = hashlib.sha256(str(Path(path).expanduser().resolve()).encode()).hexdigest()[:32]
+    return folder / f"{digest}.lock"
 
 
 def file_lock(path: str | os.PathLike[str], *, what: str = "") -> Any:
@@ -128,8 +140,12 @@ def file_lock(path: str | os.PathLike[str], *, what: str = "") -> Any:
 
     @contextlib.contextmanager
     def held() -> Any:
-        lf = lock_path(path)
-        with open(lf, "a"):  # a folder that is missing or not writable: that OSError now, not a wait forever
+        target = Path(path)
+        if not target.parent.is_dir():  # the write would fail: say so now, not after the wait
+            raise OSError(errno.ENOENT, "No such file or directory", str(target.parent))
+        lf = lock_path(target)
+        lf.parent.mkdir(parents=True, exist_ok=True)
+        with open(lf, "a"):  # a lock folder that is not writable: that OSError now, not a wait forever
             pass
         lock = FileLock(str(lf), mode=umask_mode(0o666))
         try:
