@@ -38,6 +38,9 @@ from evroute.cliargs import (
 from evroute.cliargs import (
     split_negative_values as _split_negative_values,
 )
+from evroute.cliargs import (
+    workers_int as _workers,
+)
 from evroute.clitext import regret_reference_text, regret_text, sumo_pairing_text
 from evroute.errors import EvrouteError, ParameterError
 
@@ -64,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--policies", default="ts,bucb,ucb,greedy", help="comma-separated policies (default: %(default)s)")
     p.add_argument("--model", default="bi", help="edge model (default: %(default)s)")
     p.add_argument("--out", default="results/demo", help="results folder (default: %(default)s)")
-    p.add_argument("--workers", type=_positive_int, default=1, help="processes for the seeds (default: %(default)s)")
+    p.add_argument("--workers", type=_workers, default=1, help="processes for the seeds (default: %(default)s)")
     p.add_argument("--overwrite", action="store_true", help="replace earlier demo results in --out")
     p.add_argument("--no-progress", action="store_true", help="hide progress bars (shown only on a terminal)")
 
@@ -127,7 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
         "becomes its file name and a short hash)",
     )
     p.add_argument(
-        "--workers", type=_positive_int, default=1, help="processes (or Ray CPUs) for the seeds (default: %(default)s)"
+        "--workers", type=_workers, default=1, help="processes (or Ray CPUs) for the seeds (default: %(default)s)"
     )
     _add_executor_args(p, default=None)
     p.add_argument("--overwrite", action="store_true", help="replace an existing results folder")
@@ -141,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="run a grid of experiments from a JSON grid file, resumable")
     p.add_argument("grid", help='JSON file {"base": {config fields}, "grid": {field: [values, ...]}}')
     p.add_argument("--out", required=True, help="results folder (one sub-folder per grid point)")
-    p.add_argument("--workers", type=_positive_int, default=None, help="processes or Ray CPUs (default: all cores)")
+    p.add_argument("--workers", type=_workers, default=None, help="processes or Ray CPUs (default: all cores)")
     _add_executor_args(p, default="process")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
@@ -459,8 +462,15 @@ def _os_error_text(exc: OSError) -> str:
     what = exc.strerror or str(exc) or type(exc).__name__
     name = exc.filename if exc.filename is not None else None
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        where = f" writing {name}" if name else ""
-        return f"disk full{where}: {what} (free some space and run the same command again)"
+        if name:
+            return f"disk full writing {name}: {what} (free some space and run the same command again)"
+        from evroute.network.computecache import compute_cache_dir
+        from evroute.network.registry import net_cache_dir
+
+        return (
+            f"disk full: {what} (the system did not say which file; besides the output files, evroute writes caches "
+            f"under {net_cache_dir()} and {compute_cache_dir()}; free some space and run the same command again)"
+        )
     return f"{what}: {name}" if name else what
 
 
@@ -482,6 +492,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "config": _cmd_config,
         "learn": cmd_learn,
     }
+    import warnings
+
+    from evroute.errors import install_warning_format
+
+    previous = install_warning_format()
     try:
         return handlers[args.command](args)
     except EvrouteError as exc:
@@ -495,6 +510,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             "evroute: interrupted (completed rounds are saved; run the same command again to resume)", file=sys.stderr
         )
         return 130
+    except RecursionError:  # json.loads of input nested ~1,000 levels deep (a vehicle file, a config, a grid)
+        print("evroute: error: input nested too deeply to read (JSON with ~1,000 nested levels?)", file=sys.stderr)
+        return 2
+    except OverflowError as exc:  # a number too large for the quantity it sets (e.g. a count of processes)
+        print(f"evroute: error: a number is too large: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+    finally:
+        warnings.showwarning = previous  # type: ignore[assignment]
 
 
 if __name__ == "__main__":  # pragma: no cover

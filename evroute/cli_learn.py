@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -93,7 +92,7 @@ def cmd_learn(args: argparse.Namespace) -> int:
     if args.network is not None or args.model is not None:
         return _cmd_learn_network(args, _columns(args))
     from evroute.energy import VehicleProfile
-    from evroute.io import atomic_write_json
+    from evroute.io import atomic_write_json, file_lock
     from evroute.traces import FIT_PARAMETERS, calibrate, read_traces, score_trip
 
     if not args.window_s > 0 or args.window_s != args.window_s:
@@ -125,8 +124,9 @@ def cmd_learn(args: argparse.Namespace) -> int:
         for s in scores
     ]
     if args.json:
-        json.dump({"vehicle": vehicle.to_dict(), "fitted": values, "trips": rows}, sys.stdout, indent=2)
-        print()
+        from evroute.io import dumps_strict
+
+        print(dumps_strict({"vehicle": vehicle.to_dict(), "fitted": values, "trips": rows}, indent=2))
     else:
         print(f"vehicle {vehicle.name}" + (" (calibrated on these logs: in-sample errors)" if args.calibrate else ""))
         for k, v in values.items():
@@ -138,7 +138,8 @@ def cmd_learn(args: argparse.Namespace) -> int:
                 f"{r['error_pct']:>+8.1f}"
             )
     if args.save_vehicle is not None:
-        atomic_write_json(args.save_vehicle, vehicle.to_dict())
+        with file_lock(args.save_vehicle):
+            atomic_write_json(args.save_vehicle, vehicle.to_dict())
         print(f"wrote {args.save_vehicle}", file=sys.stderr)
     return 0
 
@@ -151,6 +152,7 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
     from evroute.energy import VehicleProfile
     from evroute.errors import DataError
     from evroute.experiments.trip_learning import LogWorkers, check_logs, learn_logs, open_model, validate_logs
+    from evroute.io import file_lock
     from evroute.linegraph import build_line_graph
     from evroute.models.store import save_model
     from evroute.network.registry import load_network
@@ -162,8 +164,12 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         raise ParameterError(f"--kind must be bi or gp-exact, got {args.kind!r}")
     if args.save_every < 1:
         raise ParameterError(f"--save-every must be >= 1, got {args.save_every}")
+    from evroute.cliargs import MAX_WORKERS
+
     if args.workers < 1:
         raise ParameterError(f"--workers must be >= 1, got {args.workers}")
+    if args.workers > MAX_WORKERS:
+        raise ParameterError(f"--workers must be at most {MAX_WORKERS} processes, got {args.workers}")
     if not (args.noise_frac > 0 and args.noise_frac < 1e3):
         raise ParameterError(f"--noise-frac must be > 0, got {args.noise_frac}")
     if args.soc_step is not None and not args.soc_step > 0:
@@ -172,6 +178,10 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
     target = Path(args.model)
     if target.is_dir() or not target.parent.is_dir():
         raise ParameterError(f"--model {target}: not a file path in an existing folder")
+    if target.is_file():
+        from evroute.models.store import read_header
+
+        read_header(target)  # a bad model file fails before the logs are read and the network loads
     vehicle = VehicleProfile.load(args.vehicle)
     files = check_logs(args.logs, args.battery)
     check = tqdm(total=len(files), desc="check", unit="log", disable=None)
@@ -183,25 +193,38 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         if args.workers > 1:
             workers.validate(files, columns, check.update)  # the same reads, on the workers; still nothing written
         check.close()
-        model, done, meta = open_model(target, lg, args.kind, vehicle, noise_frac=args.noise_frac, offsets=args.offsets)
-        bar = tqdm(total=len(files), desc="learn", unit="log", disable=None)
+        # the model is read, changed and written under its lock: a second run into the same file waits, then reads
+        # this run's model and adds its own logs (no lost update)
+        with file_lock(target, what=f"model {target}"):
+            model, done, meta = open_model(
+                target, lg, args.kind, vehicle, noise_frac=args.noise_frac, offsets=args.offsets
+            )
+            bar = tqdm(total=len(files), desc="learn", unit="log", disable=None)
 
-        def save() -> None:
-            save_model(target, model, lg, vehicle=vehicle, meta={**meta, "logs": done})
+            def save() -> None:
+                save_model(target, model, lg, vehicle=vehicle, meta={**meta, "logs": done})
 
-        def on_file(path: Path, report: Any) -> None:
-            bar.update(1)
-            if report.files_learned % args.save_every == 0:
-                save()
+            def on_file(path: Path, report: Any) -> None:
+                bar.update(1)
+                if report.files_learned % args.save_every == 0:
+                    save()
 
-        report = learn_logs(
-            model, workers, files, vehicle, columns=columns, done=done, soc_step=args.soc_step, on_file=on_file
-        )
-    bar.update(report.files_skipped)
-    bar.close()
-    if report.files_learned and report.readings == 0 and not done:
-        raise DataError("no log gave a usable energy reading (unmatched, or no charge change)")
-    save()
+            report = learn_logs(
+                model,
+                workers,
+                files,
+                vehicle,
+                columns=columns,
+                done=done,
+                soc_step=args.soc_step,
+                on_file=on_file,
+                warn=False,  # the check above read every log and showed its warnings
+            )
+            bar.update(report.files_skipped)
+            bar.close()
+            if report.files_learned and report.readings == 0 and not done:
+                raise DataError("no log gave a usable energy reading (unmatched, or no charge change)")
+            save()
     cpu = report.cpu_s
     print(
         f"learned {report.files_learned} log(s) ({report.files_skipped} already in the model), {report.traces} trace(s)"

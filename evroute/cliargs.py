@@ -20,6 +20,19 @@ def positive_int(text: str) -> int:
     return n
 
 
+#: the most worker processes a command accepts: far above any machine's cores, and small enough that a typo
+#: (``--workers 100000000000``) is one line instead of an ``OverflowError`` deep in multiprocessing
+MAX_WORKERS = 1024
+
+
+def workers_int(text: str) -> int:
+    """A count of worker processes in ``1..MAX_WORKERS``."""
+    n = positive_int(text)
+    if n > MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"must be at most {MAX_WORKERS} processes, got {n}")
+    return n
+
+
 def positive_metres(text: str) -> float:
     """A finite distance > 0 in metres (``inf`` / ``nan`` would let any point on Earth snap to the network)."""
     try:
@@ -68,6 +81,8 @@ def parse_params(items: Sequence[str] | None, flag: str) -> dict[str, Any]:
             out[k.strip()] = json.loads(v, parse_constant=lambda c: c)
         except json.JSONDecodeError:
             out[k.strip()] = v
+        except RecursionError:
+            raise ParameterError(f"{flag} {k.strip()}: value nested too deeply to read") from None
     return out
 
 

@@ -8,6 +8,8 @@ that line and exits non-zero; it never shows a traceback for these.
 
 from __future__ import annotations
 
+from typing import TextIO
+
 
 class EvrouteError(Exception):
     """Base class of all user-facing evroute errors (one-line message)."""
@@ -72,3 +74,41 @@ def check_range(
             bound = f"<= {high:g}"
         raise ParameterError(f"{name} must be {bound}, got {value!r}")
     return v
+
+
+class DataWarning(UserWarning):
+    """Input was repaired or partly dropped (implausible rows of a trip log, a charging stop split off): the result
+    is still computed, and the warning says what was left out, per file."""
+
+
+def warning_line(message: Warning | str) -> str:
+    """The one line a warning is shown as on the command line: ``evroute: warning: <message on one line>``."""
+    return f"evroute: warning: {' '.join(str(message).split())}"
+
+
+def install_warning_format() -> object:
+    """Show every Python warning (``warnings.warn``: evroute's, numpy's, a library's) as :func:`warning_line` on
+    stderr -- no category, source file or source line -- except deprecation notices, which are for developers and
+    reach the previous handler (Python hides them by default outside ``__main__``).  Returns the previous
+    ``warnings.showwarning`` (to restore it; the CLI entry point does, so a program that calls
+    :func:`evroute.cli.main` keeps its own handler)."""
+    import sys
+    import warnings
+
+    previous = warnings.showwarning
+
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        if issubclass(category, DeprecationWarning | PendingDeprecationWarning):  # for developers: as Python shows
+            previous(message, category, filename, lineno, file, line)  # them (when its filters let them through)
+            return
+        print(warning_line(message), file=file if file is not None else sys.stderr)
+
+    warnings.showwarning = show
+    return previous

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from evroute.energy import VehicleProfile, edge_energy_wh
-from evroute.errors import DataError, ParameterError
+from evroute.errors import DataError, DataWarning, ParameterError
 from evroute.traces import (
     TWIZY_COLUMNS,
     Trace,
@@ -74,18 +74,12 @@ def test_reader_time_of_day_wraps_past_midnight(tmp_path):
     ("rows", "message"),
     [
         (["time,speed_kmh,altitude_m,lat,lon", "0,1,1,1,1", "1,1,1,1,1"], "missing column(s) 'soc_pct'"),
-        ([HEADER, "0,abc,10,80,1,1", "1,1,1,80,1,1"], ":2: column 'speed_kmh': not a number: 'abc'"),
-        ([HEADER, "0,1,10,80,1,1", "1,-5,1,80,1,1"], ":3: column 'speed_kmh': negative speed"),
-        ([HEADER, "0,1,10,80,1,1", "1,1,1,100.5,1,1"], ":3: column 'soc_pct': state of charge 100.5 outside"),
-        ([HEADER, "0,1,10,80,1,1", "0,1,1,80,1,1"], ":3: column 'time': time does not increase"),
-        ([HEADER, "0,1,10,80,1,1", "1,1,nan,80,1,1"], ":3: column 'altitude_m': not finite"),
-        ([HEADER, "0,1,10,80,1,1", "1,1,1,80,91,1"], ":3: columns 'lat'/'lon': position outside"),
-        ([HEADER, "0,1,10,80,1,1", "1,1,1,80,1"], ":3: 5 fields, the header has 6"),
-        ([HEADER, "0,1,10,80,1,1"], "needs at least 2 samples, got 1"),
-        ([HEADER, "yesterday,1,10,80,1,1", "1,1,1,80,1,1"], ":2: column 'time': not seconds or an ISO 8601 time"),
+        ([HEADER, "0,1,10,80,1,1"], "needs at least 2 usable samples, got 1 of 1 rows"),
+        ([HEADER, "0,abc,10,80,1,1", "1,1,1,80,1,1"], "got 1 of 2 rows; column 'speed_kmh' not a number: 1 dropped"),
     ],
 )
-def test_reader_bad_input_is_one_line_naming_file_line_and_column(tmp_path, rows, message):
+def test_reader_bad_file_is_one_line_naming_the_file(tmp_path, rows, message):
+    """A file that cannot be a log (a column missing, fewer than two usable rows) is refused with one line."""
     p = _write(tmp_path, rows)
     with pytest.raises(DataError) as exc:
         read_trace_csv(p)
@@ -93,6 +87,32 @@ def test_reader_bad_input_is_one_line_naming_file_line_and_column(tmp_path, rows
     assert message in text
     assert "\n" not in text
     assert str(p) in text
+
+
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ("1,abc,10,80,1,1", "column 'speed_kmh' not a number"),
+        ("1,-5,1,80,1,1", "column 'speed_kmh' negative speed"),
+        ("1,1,1,100.5,1,1", "column 'soc_pct' state of charge outside [0, 100]"),
+        ("0,1,1,80,1,1", "column 'time' time does not increase"),
+        ("1,1,nan,80,1,1", "column 'altitude_m' not finite"),
+        ("1,1,1,80,91,1", "columns 'lat'/'lon' position outside WGS 84 range"),
+        ("1,1,1,80,1", "wrong number of fields"),
+        ("yesterday,1,10,80,1,1", "column 'time' not seconds or an ISO 8601 time"),
+        ("1,1000000,10,80,1,1", "speed above 250 km/h"),
+        ("1,1,20000,80,1,1", "altitude outside [-500, 9000] m"),
+    ],
+)
+def test_reader_drops_a_bad_row_with_one_warning_naming_file_reason_and_line(tmp_path, bad, reason):
+    """One bad row (line 3 of 4) is dropped, the other rows kept, and one warning says what and where; at f62f65a
+    the whole log was refused (and with it every log of a batch)."""
+    p = _write(tmp_path, [HEADER, "0,1,10,80,1,1", bad, "2,1,10,80,1,1"])
+    with pytest.warns(DataWarning) as rec:
+        tr = read_trace_csv(p)
+    assert len(rec) == 1
+    assert str(rec[0].message) == f"{p}: dropped 1 of 3 rows: {reason} (1, first at line 3)"
+    np.testing.assert_array_equal(tr.t_s, [0.0, 2.0])
 
 
 def test_reader_missing_file_and_bad_unit(tmp_path):
@@ -206,7 +226,8 @@ def _synthetic_trips(truth: VehicleProfile, seed: int, k: int = 3) -> list[Trace
     out = []
     for j in range(k):
         n = 1800
-        speed = np.clip(np.cumsum(rng.normal(0, 0.8, n)) % 25, 0, None)
+        # a random walk reflected into [0, 25] m/s (continuous: a physical drive, no 90 km/h -> 0 in one second)
+        speed = 25.0 - np.abs(np.cumsum(rng.normal(0, 0.8, n)) % 50.0 - 25.0)
         speed[:5] = speed[-5:] = 0.0
         alt = np.cumsum(rng.normal(0, 0.05, n))
         tr = _trace(speed, alt)

@@ -6,7 +6,6 @@ the cli level (it loads networks through :mod:`evroute.experiments`).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from evroute.errors import ParameterError
+from evroute.io import dumps_strict
 
 _PERCENT = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*%\s*$")
 
@@ -29,7 +29,11 @@ def parse_soc(text: str | None, flag: str) -> float | None:
     except ValueError:
         raise ParameterError(f"{flag} must be a percentage like 80% or a fraction like 0.8, got {text!r}") from None
     if not 0.0 <= value <= 1.0:
-        raise ParameterError(f"{flag} must be between 0% and 100%, got {text!r}")
+        hint = f"; for {text} percent write {text.strip()}%" if not m and 1.0 < value <= 100.0 else ""
+        raise ParameterError(
+            f"{flag} must be between 0% and 100% (a percentage like 80% or a fraction like 0.8: a bare number is "
+            f"read as a fraction of the battery), got {text!r}{hint}"
+        )
     return value
 
 
@@ -168,7 +172,7 @@ def cmd_route(args: argparse.Namespace) -> int:
                 "certified": risk.certified,
                 "paths_listed": risk.paths,
             }
-        sys.stdout.write(json.dumps(out, indent=2) + "\n")
+        sys.stdout.write(dumps_strict(out, indent=2) + "\n")
     else:
         _print_table(net, s, g, vehicle, source, battery, answers, risk, args.delta)
     _write_outputs(args, lg, routes, answers, s, g, vehicle, battery)
@@ -281,7 +285,7 @@ def cmd_reach(args: argparse.Namespace) -> int:
             }
             for e in idx
         ]
-        atomic_write_text(args.geojson, json.dumps({"type": "FeatureCollection", "features": feats}))
+        atomic_write_text(args.geojson, dumps_strict({"type": "FeatureCollection", "features": feats}))
         print(f"GeoJSON: {args.geojson}")
     if args.html:
         from evroute.maps import reach_map_html
@@ -297,7 +301,7 @@ def cmd_model(args: argparse.Namespace) -> int:
     from evroute.models.store import read_header
 
     if args.model_command == "show":
-        sys.stdout.write(json.dumps(read_header(args.path), indent=2, sort_keys=True) + "\n")
+        sys.stdout.write(dumps_strict(read_header(args.path), indent=2, sort_keys=True) + "\n")
         return 0
     from evroute.energy import VehicleProfile
     from evroute.experiments.runner import load_linegraph
@@ -308,7 +312,10 @@ def cmd_model(args: argparse.Namespace) -> int:
     vehicle = VehicleProfile.load(args.vehicle)
     lg = load_linegraph(args.network, args.data_dir, _dem(args), args.loader)
     model = prior_model(args.kind, lg, vehicle)
-    save_model(args.out, model, lg, vehicle=vehicle, meta={"source": "physics prior", "network": args.network})
+    from evroute.io import file_lock
+
+    with file_lock(args.out, what=f"model {args.out}"):
+        save_model(args.out, model, lg, vehicle=vehicle, meta={"source": "physics prior", "network": args.network})
     print(f"{args.kind} prior model of {lg.network.name} ({lg.n_nodes} edges, vehicle {vehicle.name}): {args.out}")
     return 0
 

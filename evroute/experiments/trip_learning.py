@@ -84,6 +84,7 @@ def learn_logs(
     done: dict[str, str] | None = None,
     soc_step: float | None = None,
     on_file: Callable[[Path, LearnReport], None] | None = None,
+    warn: bool = True,
 ) -> LearnReport:
     """Learn every log file not in ``done`` (digest -> name; updated in place) into ``model``.
 
@@ -92,10 +93,11 @@ def learn_logs(
     is the same bit for bit.  ``on_file(path, report)`` runs after each file (progress, periodic saves).  A file
     listed twice is learned once.  A trace matched in pieces is learned piece by piece (the windows across a break
     dropped); traces with no usable window (unmatched, less than a few metres, no charge change inside a piece) are
-    counted as unusable, not learned.
+    counted as unusable, not learned.  ``warn``: show the reads' warnings (rows dropped, charging split off;
+    ``False`` when :func:`validate_logs` read the same files and showed them).
     """
     params = LearnParams(
-        columns, (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh, model.noise_var, soc_step
+        columns, (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh, model.noise_var, soc_step, warn
     )
     report = LearnReport()
     done = {} if done is None else done

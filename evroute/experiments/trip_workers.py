@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -34,9 +35,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
-from evroute.errors import ParameterError
+from evroute.errors import DataWarning, ParameterError, install_warning_format
 from evroute.experiments.threads import run_blas_threads, run_threads
 from evroute.models.linear_obs import ReadingBatch, reading_batch
+from evroute.traces.clean import clean_trace, split_all
 from evroute.traces.formats import read_sumo_fcd, read_trace_gpx
 from evroute.traces.mapmatch import MatchIndex
 from evroute.traces.observations import trace_readings
@@ -73,24 +75,31 @@ class LogOutcome:
 class LearnParams:
     """What the per-log work needs besides the index: ``columns`` of CSV logs, the usable battery capacity
     ``capacity_wh`` (Wh per 100 % of charge), the driving noise of one edge traversal ``edge_noise_var`` (Wh^2) and
-    the gauge step ``soc_step`` (%, ``None``: seen in each log)."""
+    the gauge step ``soc_step`` (%, ``None``: seen in each log); ``warn``: show the warnings of the reads (rows
+    dropped, charging split off; ``False`` when :func:`validate_logs` has shown them already)."""
 
     columns: TraceColumns | None
     capacity_wh: float
     edge_noise_var: float
     soc_step: float | None = None
+    warn: bool = True
 
 
 def read_log(path: Path, battery: Path | None, columns: TraceColumns | None = None) -> list[Trace]:
-    """The traces of one log file (a CSV or GPX file is one trace; a SUMO FCD file one per vehicle)."""
+    """The traces of one log file (a CSV or GPX file is one trace; a SUMO FCD file one per vehicle), implausible rows
+    dropped and charging stops split off, with a warning per file (:mod:`evroute.traces.clean`)."""
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return [read_trace_csv(path, columns)]
-    if suffix == ".gpx":
-        return [read_trace_gpx(path)]
-    if battery is None:
-        raise ParameterError(f"SUMO FCD file {path} needs its battery output (--battery)")
-    return read_sumo_fcd(path, battery)
+        traces = [read_trace_csv(path, columns)]  # the reader drops bad rows with their line numbers
+    else:
+        if suffix == ".gpx":
+            raw = [read_trace_gpx(path)]
+        elif battery is None:
+            raise ParameterError(f"SUMO FCD file {path} needs its battery output (--battery)")
+        else:
+            raw = read_sumo_fcd(path, battery)
+        traces = [c for c in (clean_trace(t, str(path)) for t in raw) if c is not None]
+    return split_all(traces, str(path))
 
 
 def validate_logs(
@@ -109,7 +118,10 @@ def validate_logs(
 def learn_log(path: Path, battery: Path | None, index: MatchIndex, params: LearnParams) -> LogOutcome:
     """Read one log file, match each trace and reduce its charge readings to a :class:`ReadingBatch`."""
     t0 = time.process_time()
-    traces = read_log(path, battery, params.columns)
+    with warnings.catch_warnings():
+        if not params.warn:
+            warnings.simplefilter("ignore", DataWarning)
+        traces = read_log(path, battery, params.columns)
     cpu = {"read": time.process_time() - t0, "match": 0.0, "learn": 0.0}
     out: list[TraceOutcome] = []
     for tr in traces:
@@ -143,6 +155,7 @@ def _init_worker(parent: int, index: MatchIndex, blas_threads: int) -> None:
 
     die_with_parent(parent)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    install_warning_format()  # a dropped row is one line `evroute: warning: ...`, as in the parent
     if blas_threads > 0:
         import scipy.linalg  # noqa: F401  (a limit reaches the libraries already loaded only)
         from threadpoolctl import threadpool_limits

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import json
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -51,7 +50,7 @@ import numpy as np
 
 from evroute.energy import VehicleProfile, network_energy_wh
 from evroute.errors import DataError, ParameterError
-from evroute.io import atomic_write_bytes
+from evroute.io import atomic_write_bytes, dumps_strict
 from evroute.linegraph import LineGraph
 from evroute.models.base import EdgeModel
 
@@ -167,33 +166,54 @@ def save_model(
     }
     buf = io.BytesIO()
     # dict[str, Any]: mypy would match a **dict[str, ndarray] against savez_compressed's allow_pickle: bool
-    payload: dict[str, Any] = {"header": np.array(json.dumps(header, sort_keys=True)), **arrays}
+    payload: dict[str, Any] = {"header": np.array(dumps_strict(header, sort_keys=True)), **arrays}
     np.savez_compressed(buf, **payload)
     return atomic_write_bytes(path, buf.getvalue())
 
 
+#: the most bytes a model file may unpack to (all arrays together): far above any model of a road network (a
+#: Luxembourg gp-exact model is a few MB), so a crafted archive cannot exhaust memory
+MAX_MODEL_BYTES = 2 << 30
+
+
 def _open(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """``(header, arrays)`` of a model file, checked against the schema of :mod:`evroute.models.store_schema`
+    (everything but the network binding); any problem is one :class:`DataError` line naming the file."""
+    import zipfile
+    import zlib
+
+    from evroute.io import parse_json
+    from evroute.models.store_schema import check_content
+
     p = Path(path)
     if not p.is_file():
         raise DataError(f"model file {str(path)!r} not found")
     try:
+        with zipfile.ZipFile(p) as zf:
+            unpacked = sum(i.file_size for i in zf.infolist())
+        if unpacked > MAX_MODEL_BYTES:
+            raise DataError(f"{path}: unpacks to {unpacked} bytes, more than the limit {MAX_MODEL_BYTES}")
         with np.load(p, allow_pickle=False) as z:
             arrays = {k: z[k] for k in z.files}
-        header = json.loads(str(arrays.pop("header")))
-    except (OSError, ValueError, KeyError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError) as exc:
         raise DataError(f"{path} is not an evroute model file ({' '.join(str(exc).split())[:80]})") from None
+    raw = arrays.pop("header", None)
+    if raw is None or raw.dtype.kind != "U" or raw.ndim != 0:
+        raise DataError(f"{path} is not an evroute model file (no JSON header string)")
+    header = parse_json(str(raw), f"{path}: header")
     if not isinstance(header, dict) or header.get("format") != FORMAT:
-        raise DataError(f"{path} is not an evroute model file (format {header.get('format')!r})")
+        what = header.get("format") if isinstance(header, dict) else type(header).__name__
+        raise DataError(f"{path} is not an evroute model file (format {what!r})")
     version = header.get("format_version")
     if version != FORMAT_VERSION:
         raise DataError(f"{path} has model format version {version}; this evroute reads version {FORMAT_VERSION}")
     if header.get("kind") not in KINDS:
         raise DataError(f"{path} holds a model of unknown kind {header.get('kind')!r}")
-    return header, arrays
+    return header, check_content(path, header, arrays)
 
 
 def read_header(path: str | Path) -> dict[str, Any]:
-    """The JSON header of a model file (checked: format, version, kind)."""
+    """The JSON header of a model file (the whole file checked against the schema, all but the network binding)."""
     return _open(path)[0]
 
 
@@ -205,15 +225,13 @@ def load_model(path: str | Path, linegraph: LineGraph, *, serve: bool = False) -
             build; entry-wise kernel error below ``graph_tol``) instead of the saved method.
 
     Raises:
-        DataError: not a model file, another format version, or a model of another network.
+        DataError: not a model file, another format version, a model of another network, or any key, dtype, shape
+            or range that does not match the schema (:mod:`evroute.models.store_schema`).
     """
+    from evroute.models.store_schema import check_binding
+
     header, a = _open(path)
-    net = header.get("network", {})
-    if net.get("hash") != network_hash(linegraph):
-        raise DataError(
-            f"model {path} was learned on network {net.get('name')!r} ({net.get('n_edges')} edges), not on "
-            f"{linegraph.network.name!r} ({linegraph.n_nodes} edges): the network content differs"
-        )
+    check_binding(path, header, a, linegraph, network_hash(linegraph))
     try:
         if header["kind"] == "bi":
             from evroute.models.bi import BayesianEdgeModel
@@ -225,8 +243,8 @@ def load_model(path: str | Path, linegraph: LineGraph, *, serve: bool = False) -
         if header["kind"] == "linear":
             return _load_linear(a, header["hyperparameters"], linegraph), header
         return _load_exact(a, header["hyperparameters"], linegraph, serve), header
-    except KeyError as exc:
-        raise DataError(f"model file {path} lacks {exc}") from None
+    except (KeyError, ParameterError) as exc:  # after the schema check: a combination no model accepts
+        raise DataError(f"model file {path}: {' '.join(str(exc).split())}") from None
 
 
 def _load_exact(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGraph, serve: bool) -> EdgeModel:

@@ -156,11 +156,11 @@ class TripScore:
 
     @property
     def error_pct(self) -> float:
-        return 100.0 * self.error_wh / self.measured_wh
+        return 100.0 * self.error_wh / self.measured_wh if self.measured_wh != 0 else float("nan")
 
     @property
     def error_wh_per_km(self) -> float:
-        return self.error_wh / self.distance_km
+        return self.error_wh / self.distance_km if self.distance_km != 0 else float("nan")
 
 
 def score_trip(
@@ -173,5 +173,5 @@ def score_trip(
         distance_km=trace.distance_m / 1000.0,
         measured_wh=float(measured_energy_wh(trace, vehicle)[-1]),
         predicted_wh=trace_energy(trace, vehicle, options).total_wh,
-        window_rmse_wh=float(np.sqrt(np.mean((pred - meas) ** 2))),
+        window_rmse_wh=float(np.sqrt(np.mean((pred - meas) ** 2))) if len(pred) else float("nan"),  # no window
     )

@@ -2,8 +2,10 @@
 
 A log is a CSV file with one row per sample.  Which column holds what is given by a :class:`TraceColumns`
 mapping (the defaults are the project's documented schema; :data:`TWIZY_COLUMNS` maps the RSK Twizy data set's
-analysed logs).  Every value is validated as it is read: a problem raises :class:`~evroute.errors.DataError` with
-one line naming the file, the line number and the column, so a driver's log either loads completely or not at all.
+analysed logs).  Every value is validated as it is read: a file that cannot be a log (missing, not CSV, a column
+missing, fewer than two usable rows) raises :class:`~evroute.errors.DataError` with one line naming the file; a bad
+row is dropped and counted, with one warning per file naming the reasons and their first lines
+(:mod:`evroute.traces.clean`), so one bad GPS fix never aborts a batch of logs.
 """
 
 from __future__ import annotations
@@ -98,43 +100,76 @@ class Trace:
         return float(np.sum(0.5 * (self.speed_mps[1:] + self.speed_mps[:-1]) * np.diff(self.t_s)))
 
 
-def _number(path: Path, line: int, column: str, text: str) -> float:
+class _BadRow(Exception):
+    """A row that fails a value check: ``reason`` counts it (:mod:`evroute.traces.clean`)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _number(column: str, text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise DataError(f"{path}:{line}: column {column!r}: not a number: {text!r}") from None
+        raise _BadRow(f"column {column!r} not a number") from None
     if not math.isfinite(value):
-        raise DataError(f"{path}:{line}: column {column!r}: not finite: {text!r}")
+        raise _BadRow(f"column {column!r} not finite")
     return value
 
 
-def _parse_time(path: Path, line: int, cols: TraceColumns, text: str) -> float:
+def _parse_time(cols: TraceColumns, text: str) -> float:
     """Seconds: a number, ISO 8601, or ``time_format`` (a time of day when the format has no date)."""
     if cols.time_format is None:
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
-            pass
-        try:
-            return datetime.fromisoformat(text).timestamp()
-        except ValueError:
-            raise DataError(f"{path}:{line}: column {cols.time!r}: not seconds or an ISO 8601 time: {text!r}") from None
+            try:
+                return datetime.fromisoformat(text).timestamp()
+            except (ValueError, OverflowError, OSError):
+                raise _BadRow(f"column {cols.time!r} not seconds or an ISO 8601 time") from None
+        if not math.isfinite(value):
+            raise _BadRow(f"column {cols.time!r} not finite")
+        return value
     try:
         stamp = datetime.strptime(text, cols.time_format)
     except ValueError:
-        raise DataError(f"{path}:{line}: column {cols.time!r}: {text!r} does not match {cols.time_format!r}") from None
+        raise _BadRow(f"column {cols.time!r} does not match {cols.time_format!r}") from None
     if stamp.year == 1900:  # no date in the format: a time of day
         return float(stamp.hour * 3600 + stamp.minute * 60 + stamp.second + stamp.microsecond * 1e-6)
-    return stamp.timestamp()
+    try:
+        return stamp.timestamp()
+    except (OverflowError, OSError, ValueError):
+        raise _BadRow(f"column {cols.time!r} out of range") from None
+
+
+def _parse_row(row: list[str], idx: dict[str, int], cols: TraceColumns) -> tuple[float, ...]:
+    """``(time, speed, altitude, soc, lat, lon)`` of one row, in the log's units; :class:`_BadRow` on a value that
+    fails a check (not a number, negative speed, state of charge outside [0, 100], position outside WGS 84)."""
+    t = _parse_time(cols, row[idx[cols.time]].strip())
+    speed, alt, soc, lat, lon = (
+        _number(c, row[idx[c]].strip()) for c in (cols.speed, cols.altitude, cols.soc, cols.lat, cols.lon)
+    )
+    if speed < 0:
+        raise _BadRow(f"column {cols.speed!r} negative speed")
+    if not 0.0 <= soc <= 100.0:
+        raise _BadRow(f"column {cols.soc!r} state of charge outside [0, 100]")
+    if abs(lat) > 90 or abs(lon) > 180:
+        raise _BadRow(f"columns {cols.lat!r}/{cols.lon!r} position outside WGS 84 range")
+    return t, speed, alt, soc, lat, lon
 
 
 def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, name: str | None = None) -> Trace:
-    """Read one trip log (CSV with a header row) into a :class:`Trace`.
+    """Read one trip log (CSV with a header row) into a :class:`Trace`, dropping implausible rows.
 
-    Checks: the file exists and is UTF-8 CSV; every mapped column is present; every value is a finite number
-    (time: see :class:`TraceColumns`); speed >= 0; state of charge in [0, 100]; latitude in [-90, 90] and
-    longitude in [-180, 180]; time strictly increasing (a time of day may wrap past midnight); at least two rows.
-    Any violation raises :class:`~evroute.errors.DataError` naming ``file:line`` and the column.
+    File checks (a failure raises :class:`~evroute.errors.DataError` naming the file): the file exists and is UTF-8
+    CSV, every mapped column is in the header, at least two usable rows.  Row checks (a failing row is **dropped**,
+    and one :class:`~evroute.errors.DataWarning` per file counts the drops per reason with the first line of each):
+    the row has the header's number of fields; every value is a finite number (time: see :class:`TraceColumns`);
+    speed >= 0; state of charge in [0, 100]; latitude in [-90, 90] and longitude in [-180, 180]; time increases
+    over the last kept row (a time of day may wrap past midnight); then the plausibility checks of
+    :mod:`evroute.traces.clean` (speed, altitude, short glitches of speed, position and charge).  Blank lines are
+    skipped.
 
     Args:
         path: the CSV file.
@@ -144,6 +179,8 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
     Returns:
         The trace, time shifted to start at 0.
     """
+    from evroute.traces.clean import implausible_rows, warn_dropped
+
     cols = columns or TraceColumns()
     p = Path(path)
     if not p.is_file():
@@ -152,58 +189,72 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
         with p.open(newline="", encoding="utf-8") as fh:
             rows = list(csv.reader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise DataError(f"cannot read trip log {p}: {exc}") from None
+        raise DataError(f"cannot read trip log {p}: {' '.join(str(exc).split())[:120]}") from None
     if not rows:
         raise DataError(f"{p}: empty file (expected a header row)")
     header = [h.strip() for h in rows[0]]
     missing = [c for c in cols.required() if c not in header]
     if missing:
-        raise DataError(f"{p}: missing column(s) {', '.join(map(repr, missing))} (header: {', '.join(header)})")
+        shown = ", ".join(header)[:200]
+        raise DataError(f"{p}: missing column(s) {', '.join(map(repr, missing))} (header: {shown})")
     idx = {c: header.index(c) for c in cols.required()}
-    data = rows[1:]
-    if len(data) < 2:
-        raise DataError(f"{p}: needs at least 2 samples, got {len(data)}")
-    n = len(data)
-    t = np.empty(n)
-    vals = {k: np.empty(n) for k in ("speed", "altitude", "soc", "lat", "lon")}
-    factor = _SPEED_FACTORS[cols.speed_unit]
+    dropped: dict[str, list[int]] = {}
+    values: list[tuple[float, ...]] = []
+    lines: list[int] = []
     day = 0.0
-    for i, row in enumerate(data):
+    n_rows = 0
+    wraps = cols.time_format is not None and "%d" not in cols.time_format
+    for i, row in enumerate(rows[1:]):
         line = i + 2
-        if len(row) != len(header):
-            raise DataError(f"{p}:{line}: {len(row)} fields, the header has {len(header)}")
-        ti = _parse_time(p, line, cols, row[idx[cols.time]].strip()) + day
-        if i and ti <= t[i - 1]:
-            if cols.time_format is not None and "%d" not in cols.time_format and ti + 86400 > t[i - 1]:
+        if not row:
+            continue
+        n_rows += 1
+        try:
+            if len(row) != len(header):
+                raise _BadRow("wrong number of fields")
+            v = _parse_row(row, idx, cols)
+            t = v[0] + day
+            if values and t <= values[-1][0]:
+                if not (wraps and t + 86400 > values[-1][0]):
+                    raise _BadRow(f"column {cols.time!r} time does not increase")
                 day += 86400.0  # a time of day that passed midnight
-                ti += 86400.0
-            else:
-                raise DataError(f"{p}:{line}: column {cols.time!r}: time does not increase ({row[idx[cols.time]]!r})")
-        t[i] = ti
-        for key, col in (("speed", cols.speed), ("altitude", cols.altitude), ("soc", cols.soc)):
-            vals[key][i] = _number(p, line, col, row[idx[col]].strip())
-        for key, col in (("lat", cols.lat), ("lon", cols.lon)):
-            vals[key][i] = _number(p, line, col, row[idx[col]].strip())
-        if vals["speed"][i] < 0:
-            raise DataError(f"{p}:{line}: column {cols.speed!r}: negative speed {vals['speed'][i]}")
-        if not 0.0 <= vals["soc"][i] <= 100.0:
-            raise DataError(f"{p}:{line}: column {cols.soc!r}: state of charge {vals['soc'][i]} outside [0, 100]")
-        if abs(vals["lat"][i]) > 90 or abs(vals["lon"][i]) > 180:
-            raise DataError(f"{p}:{line}: columns {cols.lat!r}/{cols.lon!r}: position outside WGS 84 range")
+                t += 86400.0
+        except _BadRow as exc:
+            dropped.setdefault(exc.reason, []).append(line)
+            continue
+        values.append((t, *v[1:]))
+        lines.append(line)
+    a = np.array(values, dtype=np.float64).reshape(-1, 6)
+    a[:, 1] *= _SPEED_FACTORS[cols.speed_unit]
+    masks = implausible_rows(a[:, 0], a[:, 1], a[:, 2], a[:, 3], a[:, 4], a[:, 5])
+    bad = np.zeros(len(a), dtype=bool)
+    for reason, mask in masks.items():
+        if mask.any():
+            dropped[reason] = [lines[j] for j in np.flatnonzero(mask)]
+            bad |= mask
+    a = a[~bad]
+    if len(a) < 2:
+        why = f"; {', '.join(f'{k}: {len(r)}' for k, r in dropped.items())} dropped" if dropped else ""
+        raise DataError(f"{p}: needs at least 2 usable samples, got {len(a)} of {n_rows} rows{why}")
+    warn_dropped(str(p), dropped, n_rows)
     return Trace(
-        t_s=t - t[0],
-        speed_mps=vals["speed"] * factor,
-        altitude_m=vals["altitude"],
-        soc_pct=vals["soc"],
-        lat=vals["lat"],
-        lon=vals["lon"],
+        t_s=a[:, 0] - a[0, 0],
+        speed_mps=a[:, 1],
+        altitude_m=a[:, 2],
+        soc_pct=a[:, 3],
+        lat=a[:, 4],
+        lon=a[:, 5],
         name=name or p.stem,
     )
 
 
 def read_traces(paths: Sequence[str | Path], columns: TraceColumns | None = None) -> list[Trace]:
-    """Read several trip logs (all validated before any is returned)."""
-    return [read_trace_csv(p, columns) for p in paths]
+    """Read several trip logs (all validated before any is returned); a log that spans a charging stop becomes
+    one trace per segment, and a speed column that disagrees with the positions is warned about
+    (:func:`evroute.traces.clean.split_all`)."""
+    from evroute.traces.clean import split_all
+
+    return [seg for p in paths for seg in split_all([read_trace_csv(p, columns)], str(p))]
 
 
 def write_trace_csv(trace: Trace, path: str | Path) -> Path:
