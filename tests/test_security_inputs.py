@@ -53,7 +53,7 @@ def _parts(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     return json.loads(str(arrays.pop("header"))), arrays
 
 
-def _write(path: Path, header: Any, arrays: dict[str, np.ndarray]) -> Path:
+def _write(path: Path, header: Any, arrays: dict[str, Any]) -> Path:
     buf = io.BytesIO()
     np.savez(buf, header=np.array(json.dumps(header)), **arrays)
     path.write_bytes(buf.getvalue())
@@ -138,7 +138,8 @@ def test_unreadable_model_file_on_route_reach_learn(tmp_path, capsys, models, na
     elif content == "deep":
         header, arrays = _parts(models["bi"])
         buf = io.BytesIO()
-        np.savez(buf, header=np.array("[" * 100_000 + "]" * 100_000), **arrays)
+        extra: dict[str, Any] = dict(arrays)
+        np.savez(buf, header=np.array("[" * 100_000 + "]" * 100_000), **extra)
         path.write_bytes(buf.getvalue())
     else:
         path.write_bytes(content)
@@ -163,6 +164,7 @@ def test_unreadable_model_file_on_route_reach_learn(tmp_path, capsys, models, na
 def test_valid_model_still_loads_with_the_same_posterior(models) -> None:
     """The schema accepts what save_model writes (no false refusal), counts and totals unchanged."""
     m, lg = _observed("bi")
+    back: Any
     back, header = load_model(models["bi"], lg)
     assert header["observations"] == 60
     assert np.array_equal(back.count, m.count) and np.array_equal(back.total, m.total)
@@ -200,6 +202,7 @@ def test_hostile_flags_and_files_are_one_line(tmp_path, monkeypatch, capsys, arg
     subst = {"LOG": "log.csv", "DEEP": "deep.json", "GRID": "grid.json", "RESULTS": str(results)}
     argv = [subst.get(a, a) for a in argv]
     before = sorted(p.name for p in tmp_path.rglob("*"))
+    code: int | str | None
     try:
         code = main(argv)
     except SystemExit as exc:  # argparse's one-line error for a flag's value
