@@ -105,7 +105,8 @@ MUTATIONS: list[tuple[str, str, Callable[[dict[str, Any], dict[str, np.ndarray]]
 
 
 @pytest.mark.parametrize(("name", "kind", "mutate"), MUTATIONS, ids=[m[0] for m in MUTATIONS])
-def test_bad_model_file_is_one_line_on_route(tmp_path, capsys, models, name, kind, mutate) -> None:
+def test_bad_model_file_is_one_line_on_route(tmp_path, monkeypatch, capsys, models, name, kind, mutate) -> None:
+    monkeypatch.chdir(tmp_path)  # "x.json" is looked for where it would be written, not in the caller's folder
     bad = _mutated(models[kind], tmp_path / f"{name}.npz", mutate)
     lg = load_linegraph(NET)
     a, b = (str(x) for x in lg.network.edge_ids[[0, 10]])
