@@ -517,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"evroute: error: a number is too large: {' '.join(str(exc).split())}", file=sys.stderr)
         return 2
     finally:
-        warnings.showwarning = previous  # type: ignore[assignment]
+        warnings.formatwarning = previous  # type: ignore[assignment]
 
 
 if __name__ == "__main__":  # pragma: no cover

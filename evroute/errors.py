@@ -8,8 +8,6 @@ that line and exits non-zero; it never shows a traceback for these.
 
 from __future__ import annotations
 
-from typing import TextIO
-
 
 class EvrouteError(Exception):
     """Base class of all user-facing evroute errors (one-line message)."""
@@ -87,28 +85,22 @@ def warning_line(message: Warning | str) -> str:
 
 
 def install_warning_format() -> object:
-    """Show every Python warning (``warnings.warn``: evroute's, numpy's, a library's) as :func:`warning_line` on
-    stderr -- no category, source file or source line -- except deprecation notices, which are for developers and
-    reach the previous handler (Python hides them by default outside ``__main__``).  Returns the previous
-    ``warnings.showwarning`` (to restore it; the CLI entry point does, so a program that calls
-    :func:`evroute.cli.main` keeps its own handler)."""
-    import sys
+    """Format every Python warning (``warnings.warn``: evroute's, numpy's, a library's) as :func:`warning_line` -- no
+    category, source file or source line -- except deprecation notices, which are for developers and keep the
+    previous format (Python hides them by default outside ``__main__``).  Replaces ``warnings.formatwarning``, which
+    the standard ``warnings.showwarning`` writes to stderr with (a program or test that records warnings, e.g.
+    ``pytest.warns``, still receives them).  Returns the previous formatter (the CLI entry point restores it, so a
+    program that calls :func:`evroute.cli.main` keeps its own)."""
     import warnings
 
-    previous = warnings.showwarning
+    previous = warnings.formatwarning
 
-    def show(
-        message: Warning | str,
-        category: type[Warning],
-        filename: str,
-        lineno: int,
-        file: TextIO | None = None,
-        line: str | None = None,
-    ) -> None:
-        if issubclass(category, DeprecationWarning | PendingDeprecationWarning):  # for developers: as Python shows
-            previous(message, category, filename, lineno, file, line)  # them (when its filters let them through)
-            return
-        print(warning_line(message), file=file if file is not None else sys.stderr)
+    def fmt(
+        message: Warning | str, category: type[Warning], filename: str, lineno: int, line: str | None = None
+    ) -> str:
+        if issubclass(category, DeprecationWarning | PendingDeprecationWarning):
+            return previous(message, category, filename, lineno, line)
+        return warning_line(message) + "\n"
 
-    warnings.showwarning = show
+    warnings.formatwarning = fmt
     return previous

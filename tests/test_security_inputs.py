@@ -236,32 +236,49 @@ def test_disk_full_without_a_file_name_names_the_cache_folders(monkeypatch, caps
 # --- warnings as one line, strict JSON out ----------------------------------------------------------------------------
 
 
-def test_every_warning_is_one_clean_line(monkeypatch, capsys) -> None:
+def test_every_warning_is_one_clean_line(tmp_path) -> None:
     """A warning raised inside any command (evroute's own, a library's UserWarning or RuntimeWarning) prints as
-    ``evroute: warning: <text>`` on one line: no category, no file, no source line; the handler is restored."""
+    ``evroute: warning: <text>`` on one line: no category, no file, no source line (a real process: pytest records
+    warnings instead of printing them); a deprecation notice keeps Python's format; the formatter is restored."""
+    import subprocess
+    import sys
+
+    script = """
+import sys, warnings
+import evroute.cli as cli
+def noisy(args):
+    warnings.warn("cached network x.net.xml not used\\n(bad header): rebuilding it", UserWarning, stacklevel=1)
+    warnings.warn(RuntimeWarning("invalid value encountered in divide"), stacklevel=1)
+    print("done")
+    return 0
+cli._cmd_info = noisy
+before = warnings.formatwarning
+code = cli.main(["info"])
+assert warnings.formatwarning is before
+sys.exit(code)
+"""
+    res = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout == "done\n"
+    assert res.stderr.splitlines() == [
+        "evroute: warning: cached network x.net.xml not used (bad header): rebuilding it",
+        "evroute: warning: invalid value encountered in divide",
+    ]
+
+
+def test_recorded_warnings_still_reach_a_caller_of_main(monkeypatch) -> None:
+    """``pytest.warns`` (or any ``catch_warnings(record=True)``) around :func:`evroute.cli.main` still records."""
     import warnings
 
     import evroute.cli as cli
 
-    before = warnings.showwarning
-
     def noisy(args: Any) -> int:
-        warnings.warn("cached network x.net.xml not used\n(bad header): rebuilding it", UserWarning, stacklevel=1)
-        warnings.warn(RuntimeWarning("invalid value encountered in divide"), stacklevel=1)
-        print("done")
+        warnings.warn("something odd", UserWarning, stacklevel=1)
         return 0
 
     monkeypatch.setattr(cli, "_cmd_info", noisy)
-    with warnings.catch_warnings():
-        warnings.simplefilter("always")
+    with pytest.warns(UserWarning, match="something odd"):
         assert main(["info"]) == 0
-    out, err = capsys.readouterr()
-    assert out == "done\n"
-    assert err.splitlines() == [
-        "evroute: warning: cached network x.net.xml not used (bad header): rebuilding it",
-        "evroute: warning: invalid value encountered in divide",
-    ]
-    assert warnings.showwarning is before
 
 
 def _reject_constant(c: str) -> None:
@@ -314,10 +331,12 @@ def test_plot_drops_a_garbage_last_row_with_a_warning(tmp_path, capsys, run_fold
     last[0] = "5"
     last[-6] = "1e300"  # a cumulative regret that is not the running sum (a torn or edited row)
     rounds_csv.write_text(good + ",".join(last) + "\n" + "garbage,,x\n")
-    assert main(["plot", str(folder), "--no-html", "--into", str(tmp_path / "fig")]) == 0
-    err = capsys.readouterr().err
-    assert err.splitlines() == [
-        f"evroute: warning: {rounds_csv}: 2 of 6 rows dropped (not the next round, a non-finite regret, a "
+    from evroute.errors import DataWarning
+
+    with pytest.warns(DataWarning) as rec:
+        assert main(["plot", str(folder), "--no-html", "--into", str(tmp_path / "fig")]) == 0
+    assert [str(w.message) for w in rec if w.category is DataWarning] == [
+        f"{rounds_csv}: 2 of 6 rows dropped (not the next round, a non-finite regret, a "
         "cumulative regret that is not the running sum, or no route)"
     ]
     kept = usable_rounds(load_rounds(run_folder), run_folder)
