@@ -45,14 +45,16 @@ def test_every_results_row_names_a_command() -> None:
         if command.startswith("written with "):  # a figure or data file written by the command of a listed table
             assert re.fullmatch(r"written with `([^`]+)`", command) and command[14:-1] in listed, line
         elif not command.startswith("the same command"):  # else: the previous row's command with one change
-            assert re.search(r"`[^`]*(python|bash) scripts/|`evroute ", command), line
+            assert re.search(r"`[^`]*(python -m studies\.|bash studies/)|`evroute ", command), line
 
 
-def test_scripts_cited_by_the_results_index_exist() -> None:
-    cited = set(re.findall(r"scripts/[\w/]+\.(?:py|sh)", INDEX.read_text()))
-    assert cited  # the index cites the study scripts by path
+def test_study_commands_cited_by_the_results_index_exist() -> None:
+    text = INDEX.read_text()
+    cited = {m.replace(".", "/") + ".py" for m in re.findall(r"python -m (studies(?:\.\w+)+)", text)}
+    cited |= set(re.findall(r"(?<![\w/.-])studies/[\w/]+\.(?:py|sh)", text))
+    assert len(cited) >= 10  # the index cites the study commands (``python -m studies.<study>.<name>``)
     missing = sorted(s for s in cited if not (ROOT / s).is_file())
-    assert not missing, f"docs/results/index.md cites scripts that do not exist: {missing}"
+    assert not missing, f"docs/results/index.md cites study commands that do not exist: {missing}"
 
 
 def test_readme_sections_included_by_the_user_guide_exist() -> None:

@@ -9,10 +9,10 @@ import pytest
 
 from evroute.bo.timevarying import clock as clock_module
 from evroute.bo.timevarying.clock import RealTimeClock, SimulatedClock, make_clock
-from evroute.bo.timevarying.experiment import Protocol, RunSpec, run_path, run_protocol
 from evroute.bo.timevarying.problems import PROBLEMS, REFERENCE_VERSION, get_problem
-from evroute.bo.timevarying.report import load_runs, ranking_comparison, summary_table
 from evroute.errors import ParameterError
+from studies.bo.tv_experiment import Protocol, RunSpec, run_path, run_protocol
+from studies.bo.tv_report import load_runs, ranking_comparison, summary_table
 
 # Table 2 of the paper: (d + 1, noise variance, cost in seconds)
 TABLE2 = {
