@@ -14,7 +14,7 @@ The one convention used by every table, figure and summary of evroute and of ``s
   seeds" counts the strictly negative differences.
 
 This module sits below every other evroute layer (it imports NumPy and SciPy only), so models, the BO stack,
-experiments, the CLI and the scripts all use it.
+experiments, the CLI and the studies all use it.
 """
 
 from __future__ import annotations

@@ -177,8 +177,10 @@ def imports_of(path: Path, root: Path = ROOT) -> list[Import]:
             if target.split(".")[0] in ours:
                 for a in node.names:  # ``from evroute.x import y`` may import the module evroute.x.y
                     sub = f"{target}.{a.name}"
-                    named = (sub, None) if _is_module(root, sub) else (target, a.name)
-                    out.append(Import(*named, node.lineno, type_only))
+                    if _is_module(root, sub):
+                        out.append(Import(sub, None, node.lineno, type_only))
+                    else:
+                        out.append(Import(target, a.name, node.lineno, type_only))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             m = _STRING_IMPORT.match(node.value)
             if m:
