@@ -64,3 +64,19 @@ def test_readme_sections_included_by_the_user_guide_exist() -> None:
             start, end = f"<!-- --8<-- [start:{name}] -->", f"<!-- --8<-- [end:{name}] -->"
             assert readme.count(start) == 1 and readme.count(end) == 1, f"{page.name}: README section {name!r}"
             assert readme.index(start) < readme.index(end)
+
+
+def test_the_fast_tier_exists_and_ci_runs_everything() -> None:
+    """``dev.sh test-fast`` deselects the tests marked slow, ``dev.sh test`` (what CI runs) deselects nothing, the
+    README documents both, and the slow marker is registered and used."""
+    dev = (ROOT / "scripts" / "dev.sh").read_text()
+    fast = re.search(r"^\s*test-fast\) exec python -m pytest (.*?);;", dev, re.M)
+    full = re.search(r"^\s*test\) exec python -m pytest (.*?);;", dev, re.M)
+    assert fast and '-m "not slow"' in fast.group(1), "dev.sh test-fast must run pytest -m 'not slow'"
+    assert full and "-m " not in full.group(1), "dev.sh test (CI) must run every test"
+    assert re.search(r"^bash scripts/dev\.sh test$", (ROOT / ".ci" / "run").read_text(), re.M)
+    readme = (ROOT / "README.md").read_text()
+    assert "bash scripts/dev.sh test-fast" in readme and "@pytest.mark.slow" in readme
+    assert '"slow: ' in (ROOT / "pyproject.toml").read_text()
+    marked = sum(p.read_text().count("@pytest.mark.slow") for p in (ROOT / "tests").rglob("test_*.py"))
+    assert marked >= 50, f"only {marked} tests marked slow"

@@ -310,21 +310,25 @@ def test_every_module_has_a_layer():
     assert not found, f"modules in no layer (add them to LAYERS in {Path(__file__).name}): {found}"
 
 
+@pytest.mark.slow
 def test_no_module_imports_a_higher_layer():
     found = upward_imports()
     assert not found, "lower layers import higher ones:\n" + "\n".join(found)
 
 
+@pytest.mark.slow
 def test_no_import_circle():
     found = circles()
     assert not found, "import circles (move the shared piece down):\n" + "\n".join(found)
 
 
+@pytest.mark.slow
 def test_type_only_imports_only_type_and_nothing_imports_the_studies():
     found = type_only_misuse()
     assert not found, "\n".join(found)
 
 
+@pytest.mark.slow
 def test_no_private_cross_module_imports():
     found = private_imports()
     assert not found, "private cross-module imports:\n" + "\n".join(found)

@@ -92,6 +92,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+@pytest.mark.slow
 def test_the_wheel_holds_every_evroute_file_and_no_study(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert not study_files(names), f"study code in the wheel: {study_files(names)}"
@@ -118,6 +119,7 @@ def test_the_listing_check_is_not_vacuous() -> None:
     assert study_files(_shipped(ROOT)) == []  # the package itself holds no study module
 
 
+@pytest.mark.slow
 def test_wheel_installs_outside_the_checkout_and_runs_the_demo(wheel: Path, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # a checkout on the path would shadow the wheel
     env.update(PIP_DISABLE_PIP_VERSION_CHECK="1", OMP_NUM_THREADS="1")

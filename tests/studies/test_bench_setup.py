@@ -29,6 +29,7 @@ def _git_ok() -> bool:
 needs_git = pytest.mark.skipif(not _git_ok(), reason="needs a git checkout")
 
 
+@pytest.mark.slow
 def test_measure_times_every_stage_and_digests_what_it_made(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVROUTE_COMPUTE_CACHE", "off")
     a = bench_setup.measure("synthetic:300:1")
@@ -61,6 +62,7 @@ def test_code_tree_swaps_the_package_and_restores_it(tmp_path: Path) -> None:
         assert sys.modules["evroute.routes"] is swapped
 
 
+@pytest.mark.slow
 @needs_git
 def test_check_against_head_finds_the_same_numbers() -> None:
     lines: list[str] = []

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 STUDIES = ROOT / "studies"
 #: every study module with a command line (an ``argparse`` parser run under ``__main__``), as a dotted name
@@ -103,6 +105,7 @@ def test_scripts_keeps_only_tooling_and_studies_are_grouped() -> None:
     assert not hacks, f"study commands with path hacks or private imports: {hacks}"
 
 
+@pytest.mark.slow
 def test_every_command_help_runs() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(

@@ -27,6 +27,7 @@ def _without_command(text: str) -> list[str]:
     return [line for line in text.splitlines() if not line.startswith("Command: `")]
 
 
+@pytest.mark.slow
 def test_report_rebuilds_from_committed_per_seed_data(tmp_path: Path) -> None:
     out = tmp_path / "gp_vs_bi.md"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

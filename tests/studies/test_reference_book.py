@@ -28,6 +28,7 @@ def _case():  # noqa: ANN202
     return route, env
 
 
+@pytest.mark.slow
 def test_an_imported_reference_is_loaded_without_a_search_and_equals_a_recomputed_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

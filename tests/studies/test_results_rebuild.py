@@ -281,12 +281,14 @@ def test_every_data_file_feeds_a_rebuilt_or_pending_result() -> None:
                 assert f"(data/{Path(a).name})" in (RESULTS / rel).read_text(), f"{rel} does not link its data {a}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rel", sorted(REBUILT))
 def test_results_file_is_rebuilt_byte_for_byte_from_committed_data(rel: str, tmp_path: Path) -> None:
     diff = differences(RESULTS / rel, rebuild(rel, tmp_path))
     assert not diff, f"{rel} differs from what its report-only command builds from docs/results/data/:\n{diff}"
 
 
+@pytest.mark.slow
 def test_the_checks_fail_on_a_tampered_copy(tmp_path: Path) -> None:
     """The checker is not vacuous: a changed digit, an unlisted file and a headerless archive file are all caught."""
     rel = "twizy_trace_energy.md"  # the cheapest to rebuild
@@ -315,6 +317,7 @@ def test_the_checks_fail_on_a_tampered_copy(tmp_path: Path) -> None:
     assert any(b == f"{rel}: listed in REBUILT but missing" for b in problems(tree, REBUILT, PENDING))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rel", sorted(REBUILT))
 def test_report_only_without_its_data_is_one_error_line(rel: str, tmp_path: Path) -> None:
     argv = list(REBUILT[rel])
