@@ -1,6 +1,6 @@
 """Summary statistics over seeds: mean, standard error, paired differences with a t-interval, "k of n" counts.
 
-The one convention used by every table, figure and summary of evroute and of ``scripts/``:
+The one convention used by every table, figure and summary of evroute and of ``studies/``:
 
 * the **standard error** of ``n`` values is the sample standard deviation with Bessel's correction (``ddof = 1``)
   divided by ``sqrt(n)``;
@@ -14,7 +14,7 @@ The one convention used by every table, figure and summary of evroute and of ``s
   seeds" counts the strictly negative differences.
 
 This module sits below every other evroute layer (it imports NumPy and SciPy only), so models, the BO stack,
-experiments, the CLI and the scripts all use it.
+experiments, the CLI and the studies all use it.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # One-command set-up and entry points.  Usage:
 #   bash scripts/dev.sh demo    # create .venv with pinned dependencies, then run `evroute demo`
-#   bash scripts/dev.sh test    # create .venv with pinned dependencies, then run the whole test suite
+#   bash scripts/dev.sh test    # create .venv with pinned dependencies, then run the whole test suite (as CI does)
+#   bash scripts/dev.sh test-fast  # the inner loop: every test not marked slow (pytest -m "not slow"), ~2 minutes
 #   bash scripts/dev.sh lint    # create .venv, then ruff check, ruff format --check and mypy (pyproject settings)
 #   bash scripts/dev.sh docs    # create .venv with pinned dependencies, then build the documentation site (strict) into site/
 #   bash scripts/dev.sh setup   # only create/refresh .venv
@@ -31,10 +32,11 @@ case "$cmd" in
   setup) ;;
   demo) exec evroute demo "$@" ;;
   test) exec python -m pytest -q -n 2 "$@" ;;
+  test-fast) exec python -m pytest -q -n 2 -m "not slow" "$@" ;;  # slow: @pytest.mark.slow (over ~5 s each)
   lint)
     ruff check .
     ruff format --check .
     exec mypy "$@" ;;  # files, plugins and options from pyproject.toml [tool.mypy]
   docs) NO_MKDOCS_2_WARNING=1 exec python -m mkdocs build --strict "$@" ;;
-  *) echo "unknown command: $cmd (use demo, test, lint, docs or setup)" >&2; exit 2 ;;
+  *) echo "unknown command: $cmd (use demo, test, test-fast, lint, docs or setup)" >&2; exit 2 ;;
 esac

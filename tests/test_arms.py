@@ -163,6 +163,7 @@ def test_arc_kernel_is_psd_reduces_to_the_edge_kernel_and_torch_agrees() -> None
     np.testing.assert_allclose(kt_torch(p, p).numpy(), k, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_arc_gp_equals_edge_gp_without_turn_term_and_learns_a_turn_term() -> None:
     env = make_environment(LG, "consistent", seed=0)
     arms = make_arms(LG, "turn")

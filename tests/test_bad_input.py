@@ -357,6 +357,7 @@ def test_rerun_with_a_good_value_after_a_rejected_one(bad, good, tmp_path, monke
     assert len(list((root / "results").iterdir())) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", ["gp-exact", "gp"])
 def test_seed_model_parameter_runs(model, tmp_path, monkeypatch, capsys):
     """``--model-param seed=1`` (issue 25: a traceback, ``call_checked() got multiple values for keyword argument

@@ -1,5 +1,5 @@
 """Benchmark pages generated from committed measurements: ``docs/benchmark_gp.md`` is what
-``scripts/bench/benchmark_gp_goals.py report`` writes from ``docs/data/benchmark_gp/`` (and
+``studies/bench/benchmark_gp_goals.py report`` writes from ``docs/data/benchmark_gp/`` (and
 ``docs/data/bench_env_setup.json``), byte for byte, so a number edited by hand or a sentence that no longer follows
 from its data fails; a tampered measurement changes the page."""
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not DOC.is_file(), reason="needs the source chec
 
 
 def _report(data: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "scripts/bench/benchmark_gp_goals.py", "report", "--data", str(data), "--out", str(out)]
+    cmd = [sys.executable, "studies/bench/benchmark_gp_goals.py", "report", "--data", str(data), "--out", str(out)]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
 
 

@@ -126,6 +126,7 @@ def _grid_osm(path: Path, n: int = BIG_OSM_NODES) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_run_killed_mid_conversion_leaves_nothing_the_next_run_trusts(cache: Path, tmp_path: Path) -> None:
     """SIGKILL a loader (and its netconvert) while netconvert writes; the next run cleans up and converts."""
     osm = _grid_osm(tmp_path / "grid.osm")
@@ -203,6 +204,7 @@ def test_stale_temps_are_cleaned_and_live_ones_kept(cache: Path, tmp_path: Path)
     assert gone == [f".demand-pid{live.pid}-y1", f"evroute-sumo-pid{live.pid}-y2"]
 
 
+@pytest.mark.slow
 def test_concurrent_first_loads_build_once(cache: Path, tmp_path: Path) -> None:
     """Three processes load the same network into an empty cache at once: all succeed, one entry, no temp left."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "EVROUTE_CACHE": str(cache), "TMPDIR": str(tmp_path / "systmp")}
@@ -220,6 +222,7 @@ def test_concurrent_first_loads_build_once(cache: Path, tmp_path: Path) -> None:
     assert not [p for p in cache.iterdir() if p.name.startswith(".") and not p.name.endswith(".lock")]
 
 
+@pytest.mark.slow
 def test_damaged_demand_is_regenerated(tmp_path: Path) -> None:
     from evroute.network.netconvert import osm_to_sumo
     from evroute.sumo.scenario import background_demand

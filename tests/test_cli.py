@@ -105,6 +105,7 @@ def test_run_and_demo_write_results(tmp_path, capsys):
     assert "BI-TS" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_console_script_has_help_everywhere():
     exe = os.path.join(os.path.dirname(sys.executable), "evroute")
     for args in ([], ["demo"], ["run"], ["route"], ["info"], ["data"], ["data", "fetch"]):
@@ -126,6 +127,7 @@ def test_data_convert(tmp_path, capsys):
     assert not (tmp_path / "x.net.xml").exists()
 
 
+@pytest.mark.slow
 def test_sweep_command_runs_a_grid_and_resumes(tmp_path, capsys):
     grid = tmp_path / "grid.json"
     grid.write_text(

@@ -29,6 +29,7 @@ def test_python_dash_m_and_help():
     assert res.stdout.startswith("evroute ")
 
 
+@pytest.mark.slow
 def test_no_progress_bars_when_stderr_is_not_a_terminal(tmp_path):
     res = subprocess.run(
         [
@@ -51,6 +52,7 @@ def test_no_progress_bars_when_stderr_is_not_a_terminal(tmp_path):
     assert res.returncode == 0 and res.stderr == ""
 
 
+@pytest.mark.slow
 def test_demo_overwrite(tmp_path, capsys):
     out = str(tmp_path / "demo")
     args = ["demo", "--network", NET, "--seeds", "1", "--policies", "ts", "--out", out]

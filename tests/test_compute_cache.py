@@ -52,6 +52,7 @@ def _uncached_reference(env, start: int, goal: int):  # noqa: ANN001, ANN202
             os.environ["EVROUTE_COMPUTE_CACHE"] = old
 
 
+@pytest.mark.slow
 def test_cached_reference_equals_a_recomputed_one(cache: Path) -> None:
     _, route, env = _negative_cycle_case()
     fresh = _uncached_reference(env, route.start, route.goal)
@@ -66,6 +67,7 @@ def test_cached_reference_equals_a_recomputed_one(cache: Path) -> None:
     assert _entries(cache, "regret-reference") == [entry]
 
 
+@pytest.mark.slow
 def test_a_corrupted_entry_is_rebuilt_with_one_warning(cache: Path) -> None:
     _, route, env = _negative_cycle_case()
     first = regret_reference_route(env, route.start, route.goal, "auto")

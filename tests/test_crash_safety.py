@@ -52,6 +52,7 @@ def _kill_when(out: Path, ready, extra_s: float, env: dict) -> None:
     assert not out.exists() or (out / "config.json").is_file()
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_then_resume_equals_uninterrupted(tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     full = tmp_path / "full"
@@ -83,6 +84,7 @@ def test_sigkill_at_random_moments_then_resume_equals_uninterrupted(tmp_path):
     assert [p.name for p in tmp_path.glob(".*")] == []  # no staged claim folder left
 
 
+@pytest.mark.slow
 def test_second_run_into_a_locked_folder_is_refused(tmp_path, capsys):
     out = tmp_path / "o"
     cfg = ExperimentConfig(network=NET, horizon=3)
@@ -150,6 +152,7 @@ def test_stale_temp_files_are_removed_on_resume(tmp_path):
     assert not list(out.rglob("*.tmp"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("moment", ["starting", "running"])
 def test_pool_workers_die_with_their_parent(tmp_path, moment):
     """Kill the sweep's parent while its workers start (they must not pick up the queued jobs) or run seeds."""

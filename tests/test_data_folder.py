@@ -106,6 +106,7 @@ def test_trip_log_follows_the_documented_schema():
     assert len(trace) == len(rows) and trace.t_s[-1] == len(rows) - 1
 
 
+@pytest.mark.slow
 def test_trip_log_sample_is_what_its_script_makes(tmp_path):
     """``make_sample.py`` is deterministic: running it again gives the committed file byte for byte."""
     import shutil

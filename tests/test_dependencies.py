@@ -22,6 +22,8 @@ from collections.abc import Iterator
 from importlib.metadata import packages_distributions
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 #: modules that exist only for type checkers (typeshed's helpers; imported under ``TYPE_CHECKING``)
 TYPE_CHECKER_ONLY = {"_typeshed"}
@@ -109,6 +111,7 @@ def undeclared(files: list[Path], local: set[str], hard: set[str], soft: set[str
     return bad
 
 
+@pytest.mark.slow
 def test_package_imports_are_declared_dependencies() -> None:
     hard, extras, _ = _declared()
     optional = set().union(*(v for k, v in extras.items() if k != "test"))
@@ -117,6 +120,7 @@ def test_package_imports_are_declared_dependencies() -> None:
     assert undeclared(files, {"evroute"}, hard, optional) == []
 
 
+@pytest.mark.slow
 def test_test_imports_are_declared() -> None:
     hard, extras, build = _declared()
     tests = ROOT / "tests"

@@ -45,14 +45,16 @@ def test_every_results_row_names_a_command() -> None:
         if command.startswith("written with "):  # a figure or data file written by the command of a listed table
             assert re.fullmatch(r"written with `([^`]+)`", command) and command[14:-1] in listed, line
         elif not command.startswith("the same command"):  # else: the previous row's command with one change
-            assert re.search(r"`[^`]*(python|bash) scripts/|`evroute ", command), line
+            assert re.search(r"`[^`]*(python -m studies\.|bash studies/)|`evroute ", command), line
 
 
-def test_scripts_cited_by_the_results_index_exist() -> None:
-    cited = set(re.findall(r"scripts/[\w/]+\.(?:py|sh)", INDEX.read_text()))
-    assert cited  # the index cites the study scripts by path
+def test_study_commands_cited_by_the_results_index_exist() -> None:
+    text = INDEX.read_text()
+    cited = {m.replace(".", "/") + ".py" for m in re.findall(r"python -m (studies(?:\.\w+)+)", text)}
+    cited |= set(re.findall(r"(?<![\w/.-])studies/[\w/]+\.(?:py|sh)", text))
+    assert len(cited) >= 10  # the index cites the study commands (``python -m studies.<study>.<name>``)
     missing = sorted(s for s in cited if not (ROOT / s).is_file())
-    assert not missing, f"docs/results/index.md cites scripts that do not exist: {missing}"
+    assert not missing, f"docs/results/index.md cites study commands that do not exist: {missing}"
 
 
 def test_readme_sections_included_by_the_user_guide_exist() -> None:
@@ -62,3 +64,19 @@ def test_readme_sections_included_by_the_user_guide_exist() -> None:
             start, end = f"<!-- --8<-- [start:{name}] -->", f"<!-- --8<-- [end:{name}] -->"
             assert readme.count(start) == 1 and readme.count(end) == 1, f"{page.name}: README section {name!r}"
             assert readme.index(start) < readme.index(end)
+
+
+def test_the_fast_tier_exists_and_ci_runs_everything() -> None:
+    """``dev.sh test-fast`` deselects the tests marked slow, ``dev.sh test`` (what CI runs) deselects nothing, the
+    README documents both, and the slow marker is registered and used."""
+    dev = (ROOT / "scripts" / "dev.sh").read_text()
+    fast = re.search(r"^\s*test-fast\) exec python -m pytest (.*?);;", dev, re.M)
+    full = re.search(r"^\s*test\) exec python -m pytest (.*?);;", dev, re.M)
+    assert fast and '-m "not slow"' in fast.group(1), "dev.sh test-fast must run pytest -m 'not slow'"
+    assert full and "-m " not in full.group(1), "dev.sh test (CI) must run every test"
+    assert re.search(r"^bash scripts/dev\.sh test$", (ROOT / ".ci" / "run").read_text(), re.M)
+    readme = (ROOT / "README.md").read_text()
+    assert "bash scripts/dev.sh test-fast" in readme and "@pytest.mark.slow" in readme
+    assert '"slow: ' in (ROOT / "pyproject.toml").read_text()
+    marked = sum(p.read_text().count("@pytest.mark.slow") for p in (ROOT / "tests").rglob("test_*.py"))
+    assert marked >= 50, f"only {marked} tests marked slow"

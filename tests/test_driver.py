@@ -70,6 +70,7 @@ def test_bi_route_variance_is_sum_of_variances() -> None:
     assert np.array_equal(b.cov(r), np.diag(b.var[r]))
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), negative=st.booleans())
 def test_path_listing_is_in_cost_order_and_complete(seed: int, negative: bool) -> None:
@@ -91,6 +92,7 @@ def test_path_listing_is_in_cost_order_and_complete(seed: int, negative: bool) -
     assert len({tuple(p) for _, p in listed}) == len(listed)
 
 
+@pytest.mark.slow
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),

@@ -138,6 +138,7 @@ def test_osm_tunnel_is_interpolated_not_draped(tmp_path: Path) -> None:
     assert np.all(np.abs(net.z_to_m - net.z_from_m) <= net.length_m)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.skipif(not os.environ.get("EVROUTE_DATA"), reason="needs EVROUTE_DATA with monaco.osm")
 def test_monaco_needs_no_clipping_and_has_no_negative_reduced_cost() -> None:

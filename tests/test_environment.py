@@ -40,6 +40,7 @@ def exact_covariance(lg, cfg):
     return cfg.product_weight * kg * kf + (1 - cfg.product_weight) * kf
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["dense", "sparse"])
 def test_prior_draws_have_the_paper_covariance(lg, method):
     cfg = EnvironmentConfig(method=method, n_features=256, lengthscale=1.0)

@@ -22,6 +22,7 @@ def _brute_force_best(lg, f: np.ndarray, start: int, goal: int) -> float:
     return min(float(f[p].sum()) for p in nx.all_simple_paths(g, start, goal))
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None)
 @given(
     net_seed=st.integers(0, 10_000),

@@ -92,6 +92,7 @@ def test_other_experiment_in_same_directory_is_refused(tmp_path):
         run_experiment(_cfg(horizon=6, seeds=(0,)), tmp_path / "o", progress=False)
 
 
+@pytest.mark.slow
 def test_thompson_sampling_regret_grows_sublinearly(tmp_path):
     cfg = _cfg(network="synthetic:600:1", horizon=150, seeds=(0, 1, 2))
     run_experiment(cfg, tmp_path / "ts", progress=False)

@@ -165,6 +165,7 @@ def test_jittered_cholesky_adds_the_first_jitter_that_works() -> None:
 
 
 # --------------------------------------------------------------------------------------------------- posterior
+@pytest.mark.slow
 def test_posterior_subsets_samples_and_units() -> None:
     rng = np.random.default_rng(2)
     b = rng.standard_normal((5, 5))

@@ -79,6 +79,7 @@ def test_rank_k_updates_equal_from_scratch_exact_solve_after_hundreds_of_rounds(
     assert _rel(full, sigma_ref) < 1e-8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("params", [{"graph_solver": "global"}, {"graph_tol": 1e-12}])
 def test_lowrank_path_equals_dense_path(env, params):
     """The no-E x E formulation (global sparse-solve or tight local graph columns) gives the dense path's posterior."""
@@ -95,6 +96,7 @@ def test_lowrank_path_equals_dense_path(env, params):
     assert not hasattr(ml._post, "sigma")
 
 
+@pytest.mark.slow
 def test_lowrank_local_columns_within_the_propagated_bound(env):
     """Default local columns (entry-wise graph-kernel error eps = s1 tol (1 + max K_G)): the posterior moves by at most
     the first-order perturbation bound |d mu_i| <= eps ||alpha||_1 (1 + ||P_i||_1), |d var_i| <= eps (1 + ||P_i||_1)^2,
@@ -229,6 +231,7 @@ def test_bandit_run_deterministic_and_resumes_bit_identically(env):
     assert a.model.hyperparameters()["outputscale_prod"] != 0.5  # refits happened (rounds 8, 16)
 
 
+@pytest.mark.slow
 def test_joint_thompson_sample_has_the_posterior_mean_and_covariance(env):
     """Matheron draws: sample mean and covariance of 3000 draws match mu and Sigma within 5 standard errors."""
     m = make_model("gp-exact", env, refit_first=0, ts_joint=True)

@@ -63,6 +63,7 @@ def _kappa(m, k_max):
     return max(cond_a, 1.0 + k_max * float(np.max(k.diag())) / m.hyper.noise)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "method, params",
     [

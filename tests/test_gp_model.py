@@ -39,6 +39,7 @@ def test_gp_registered_and_prior_matches_environment(env):
     np.testing.assert_allclose(post.noise_var, env.noise_var)
 
 
+@pytest.mark.slow
 def test_update_moves_posterior_toward_observations_and_shrinks_variance(env):
     m = make_model("gp", env, steps=5)
     post0 = m.posterior()

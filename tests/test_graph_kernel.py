@@ -58,6 +58,7 @@ def test_matern52_closed_form_and_rff():
     assert np.abs(phi @ phi.T - matern52(pts)).max() < 0.05
 
 
+@pytest.mark.slow
 def test_diag_probing_converges_to_the_exact_diagonal():
     """Distance-colouring probes: the error is the kernel between same-coloured edges, shrinking with the hops."""
     from evroute.linegraph import build_line_graph

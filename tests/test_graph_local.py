@@ -26,6 +26,7 @@ def exact(raw):
     return raw / np.mean(np.diag(raw))  # normalised to unit mean variance
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("nu", [1, 2, 3])
 def test_residual_bound_holds_and_is_tight_for_single_columns(lap, nu):
     """e_nu bounds the entry-wise truncation error of A^-nu e_i at every radius, within a factor ~10 of it."""
@@ -43,6 +44,7 @@ def test_residual_bound_holds_and_is_tight_for_single_columns(lap, nu):
         assert np.all(x <= raw[:, cols] + 1e-15)  # M-matrix: the truncated column under-estimates
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tol", [1e-3, 1e-6])
 def test_local_columns_and_variances_within_the_stated_bound(lap, exact, tol):
     k = LocalGraphMatern(lap, 2.0, 1.0, tol=tol, hops=2)
@@ -63,6 +65,7 @@ def test_local_columns_and_variances_within_the_stated_bound(lap, exact, tol):
     assert np.abs(tighter - exact[:, [10, 900]]).max() < 1e-3 * tol * (1.0 + exact.max())
 
 
+@pytest.mark.slow
 @settings(max_examples=8, deadline=None)
 @given(st.lists(st.integers(0, 1525), min_size=1, max_size=6, unique=True))
 def test_columns_do_not_depend_on_the_batch(lap, exact, idx):

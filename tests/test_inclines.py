@@ -269,6 +269,7 @@ def test_cli_info_lists_steep_edges(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert err.strip() == "evroute: error: --steep-grade must be a positive percentage; got -1.0"
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.skipif(not os.environ.get("EVROUTE_DATA"), reason="needs EVROUTE_DATA with monaco.osm")
 def test_monaco_steepest_edges_are_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

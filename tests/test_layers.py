@@ -20,21 +20,37 @@ module no layer names fails the test, so a new package is placed deliberately.
   8   policies                                  index policies over an edge posterior
   9   bandit, routeset                          the learning loops
  10   experiments                               composition root: model registry, runner, sweeps
- 11   cli, cli_learn, driver, maps, viz, evroute user-facing entry points (driver answers, package root)
+ 11   cli, cli_learn, cliargs, clitext,         user-facing entry points (driver answers, package root;
+      driver, maps, viz, evroute                ``evroute`` places only ``evroute/__init__.py``)
 ====  ========================================  ===========================================================
 
-Every import counts: module level, inside functions, under ``TYPE_CHECKING``, and ``"module:attr"`` strings (the
-lazy registry entries of :mod:`evroute.experiments.registry`).  A second rule: no module imports another module's
-private name (``from evroute.x import _y``) or a private module of another package; the exceptions are listed in
-:data:`PRIVATE_ALLOWED` with their reason.
+Every import counts: module level, inside functions and ``"module:attr"`` strings (the lazy registry entries of
+:mod:`evroute.experiments.registry`).  The checks:
+
+* **placed**: every module has a layer; the bare ``"evroute"`` entry places only ``evroute/__init__.py``.
+* **direction**: no import of a higher layer, nor of another entry of an independent layer.
+* **no circle**: the graph of runtime imports between modules (a package's ``__init__`` is a node; inside a layer
+  too) has no cycle; a lazy import inside a function is an edge like any other, so it cannot hide a circle.
+* **type-only imports** (under ``if TYPE_CHECKING:``) are exempt from the direction rule and are no edge of the
+  circle graph, because they never run; in exchange they may only type: the module has
+  ``from __future__ import annotations`` (annotations are never evaluated) and every name such an import binds is
+  used only inside annotations (a runtime use, e.g. ``isinstance``, is reported).  So ``energy`` may type its
+  ``network`` parameters with a type-only import of :mod:`evroute.network` while ``network`` imports ``energy``.
+* **studies**: no module of ``evroute`` imports ``studies`` (the studies beside the package, not in the wheel),
+  type-only or not.
+* **private**: no module imports another module's private name (``from evroute.x import _y``) or a private module
+  of another package; the exceptions are listed in :data:`PRIVATE_ALLOWED` with their reason.
 """
 
 from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
+import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent / "evroute"
@@ -59,6 +75,8 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
         (
             "evroute.cli",
             "evroute.cli_learn",
+            "evroute.cliargs",
+            "evroute.clitext",
             "evroute.driver",
             "evroute.maps",
             "evroute.viz",
@@ -74,7 +92,21 @@ PRIVATE_ALLOWED: dict[tuple[str, str, str], str] = {
     ("evroute.models.gp_exact", "evroute.models.exact_posterior", "_chol"): "GP core refactor replaces it",
 }
 
-_STRING_IMPORT = re.compile(r"^(evroute(?:\.\w+)*):\w+$")
+_STRING_IMPORT = re.compile(r"^((?:evroute|studies)(?:\.\w+)*):\w+$")
+#: the package whose bare layer entry places only its ``__init__``
+PACKAGE = "evroute"
+#: the studies beside the package: never imported by it
+STUDIES = "studies"
+
+
+class Import(NamedTuple):
+    """One import of an evroute (or studies) module: the module, the name imported from it (None for the module
+    itself), the line, and whether it sits under ``if TYPE_CHECKING:``."""
+
+    target: str
+    name: str | None
+    line: int
+    type_only: bool = False
 
 
 def module_name(path: Path, root: Path = ROOT) -> str:
@@ -84,12 +116,19 @@ def module_name(path: Path, root: Path = ROOT) -> str:
     return ".".join(parts)
 
 
+def modules(root: Path = ROOT) -> list[tuple[Path, str]]:
+    """``(path, module name)`` of every module under ``root``, sorted by path."""
+    return [(p, module_name(p, root)) for p in sorted(root.rglob("*.py"))]
+
+
 def position(module: str) -> tuple[int, str] | None:
-    """``(layer index, entry)`` of the longest entry that is a prefix (at a dot) of ``module``; None if none is."""
+    """``(layer index, entry)`` of the longest entry that is a prefix (at a dot) of ``module``; None if none is.  The
+    bare package entry (``"evroute"``) matches only the package itself."""
     best: tuple[int, str] | None = None
     for i, (entries, _) in enumerate(LAYERS):
         for e in entries:
-            if (module == e or module.startswith(e + ".")) and (best is None or len(e) > len(best[1])):
+            inside = e != PACKAGE and module.startswith(e + ".")
+            if (module == e or inside) and (best is None or len(e) > len(best[1])):
                 best = (i, e)
     return best
 
@@ -99,45 +138,147 @@ def _is_module(root: Path, dotted: str) -> bool:
     return (root.parent / f"{rel}.py").exists() or (root.parent / rel / "__init__.py").exists()
 
 
-def imports_of(path: Path, root: Path = ROOT) -> list[tuple[str, str | None, int]]:
-    """``(module, imported name or None, line)`` of every evroute import in ``path`` (see the module docstring)."""
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _walk(node: ast.AST, type_only: bool = False) -> Iterator[tuple[ast.AST, bool]]:
+    """Every node under ``node`` with whether it lies in the body of an ``if TYPE_CHECKING:``."""
+    for child in ast.iter_child_nodes(node):
+        yield child, type_only
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            for stmt in child.body:
+                yield stmt, True
+                yield from _walk(stmt, True)
+            for stmt in child.orelse:
+                yield stmt, type_only
+                yield from _walk(stmt, type_only)
+        else:
+            yield from _walk(child, type_only)
+
+
+def imports_of(path: Path, root: Path = ROOT) -> list[Import]:
+    """Every evroute and studies import in ``path`` (see the module docstring)."""
     module = module_name(path, root)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out: list[tuple[str, str | None, int]] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    ours = (root.name, STUDIES)
+    out: list[Import] = []
+    for node, type_only in _walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            out += [(a.name, None, node.lineno) for a in node.names if a.name.split(".")[0] == "evroute"]
+            out += [Import(a.name, None, node.lineno, type_only) for a in node.names if a.name.split(".")[0] in ours]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            if target.split(".")[0] == "evroute":
+            if target.split(".")[0] in ours:
                 for a in node.names:  # ``from evroute.x import y`` may import the module evroute.x.y
                     sub = f"{target}.{a.name}"
-                    out.append((sub, None, node.lineno) if _is_module(root, sub) else (target, a.name, node.lineno))
+                    if _is_module(root, sub):
+                        out.append(Import(sub, None, node.lineno, type_only))
+                    else:
+                        out.append(Import(target, a.name, node.lineno, type_only))
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
             m = _STRING_IMPORT.match(node.value)
             if m:
-                out.append((m.group(1), node.value.partition(":")[2], node.lineno))
+                out.append(Import(m.group(1), node.value.partition(":")[2], node.lineno, type_only))
     return out
 
 
+def unplaced(root: Path = ROOT) -> list[str]:
+    """The modules under ``root`` that no layer places."""
+    return [m for _, m in modules(root) if position(m) is None]
+
+
 def upward_imports(root: Path = ROOT) -> list[str]:
-    """Every import of a higher layer under ``root``, as ``importer:line imports target (layer i > j)``."""
+    """Every runtime import of a higher layer (or of another entry of an independent layer) under ``root``, as
+    ``importer:line imports target (layer i > j)``; type-only imports are exempt (module docstring)."""
     found = []
-    for path in sorted(root.rglob("*.py")):
-        importer = module_name(path, root)
+    for path, importer in modules(root):
         own = position(importer)
-        for target, _, line in imports_of(path, root):
-            theirs = position(target)
-            if own is None or theirs is None:
+        for imp in imports_of(path, root):
+            theirs = position(imp.target)
+            if own is None or theirs is None or imp.type_only:
                 continue
             if theirs[0] > own[0]:
-                found.append(f"{importer}:{line} imports {target} (layer {theirs[0]} > {own[0]})")
+                found.append(f"{importer}:{imp.line} imports {imp.target} (layer {theirs[0]} > {own[0]})")
             elif theirs[0] == own[0] and LAYERS[own[0]][1] and theirs[1] != own[1]:
-                found.append(f"{importer}:{line} imports {target} (independent of {own[1]} in layer {own[0]})")
+                found.append(f"{importer}:{imp.line} imports {imp.target} (independent of {own[1]} in layer {own[0]})")
+    return found
+
+
+def import_graph(root: Path = ROOT) -> nx.DiGraph:
+    """The runtime imports between the modules under ``root``: an edge ``a -> b`` (attribute ``line``) when ``a``
+    imports ``b`` anywhere (module level, in a function, a registry string), not under ``TYPE_CHECKING``."""
+    g = nx.DiGraph()
+    for path, importer in modules(root):
+        g.add_node(importer)
+        for imp in imports_of(path, root):
+            if not imp.type_only and imp.target != importer and imp.target.split(".")[0] == root.name:
+                g.add_edge(importer, imp.target, line=imp.line)
+    return g
+
+
+def circles(root: Path = ROOT) -> list[str]:
+    """Each import circle under ``root`` (a strongly connected set of modules), as ``a:line -> b:line -> ... -> a``
+    along one of its cycles."""
+    g = import_graph(root)
+    found = []
+    for comp in sorted(sorted(c) for c in nx.strongly_connected_components(g) if len(c) > 1):
+        cycle = next(nx.simple_cycles(g.subgraph(comp)))
+        steps = [f"{a}:{g.edges[a, b]['line']}" for a, b in zip(cycle, cycle[1:] + cycle[:1], strict=True)]
+        found.append(" -> ".join([*steps, cycle[0]]) + f"  ({len(comp)} modules: {', '.join(comp)})")
+    return found
+
+
+def _annotation_nodes(tree: ast.AST) -> set[int]:
+    """The ids of every node inside an annotation (arguments, returns, annotated assignments)."""
+    roots: list[ast.AST] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            roots.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            roots.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            roots.append(node.annotation)
+    return {id(n) for r in roots for n in ast.walk(r)}
+
+
+def _ours(module: str, root: Path) -> bool:
+    return module.split(".")[0] in (root.name, STUDIES)
+
+
+def type_only_misuse(root: Path = ROOT) -> list[str]:
+    """Type-only imports of evroute modules that do more than type: in a module without ``from __future__ import
+    annotations``, or whose bound name is used outside annotations; and every import of ``studies``, type-only or
+    not.  (Type-only imports of other packages, e.g. a lazily imported dependency, are not layers' business.)"""
+    found = []
+    for path, importer in modules(root):
+        tree = ast.parse(path.read_text(), str(path))
+        bound: dict[str, int] = {}
+        for node, type_only in _walk(tree):
+            if type_only and isinstance(node, ast.Import):
+                bound |= {a.asname or a.name.split(".")[0]: node.lineno for a in node.names if _ours(a.name, root)}
+            elif type_only and isinstance(node, ast.ImportFrom) and (node.level or _ours(node.module or "", root)):
+                bound |= {a.asname or a.name: node.lineno for a in node.names}
+        for imp in imports_of(path, root):
+            if imp.target.split(".")[0] == STUDIES:
+                found.append(f"{importer}:{imp.line} imports {imp.target} (evroute never imports the studies)")
+        if not bound:
+            continue
+        future = any(
+            isinstance(n, ast.ImportFrom) and n.module == "__future__" and any(a.name == "annotations" for a in n.names)
+            for n in tree.body
+        )
+        if not future:
+            found.append(f"{importer}: type-only imports without `from __future__ import annotations`")
+        skip = _annotation_nodes(tree) | {id(n) for n, t in _walk(tree) if t}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in bound and id(node) not in skip:
+                found.append(f"{importer}:{node.lineno} uses the type-only name {node.id} at runtime")
     return found
 
 
@@ -153,9 +294,8 @@ def _private_package(module: str) -> str | None:
 def private_imports(root: Path = ROOT) -> list[str]:
     """Private names of other modules and private modules of other packages imported under ``root``."""
     found = []
-    for path in sorted(root.rglob("*.py")):
-        importer = module_name(path, root)
-        for target, name, line in imports_of(path, root):
+    for path, importer in modules(root):
+        for target, name, line, _ in imports_of(path, root):
             owner = _private_package(target)
             if owner is not None and not (importer == owner or importer.startswith(owner + ".")):
                 found.append(f"{importer}:{line} imports the private module {target}")
@@ -166,15 +306,29 @@ def private_imports(root: Path = ROOT) -> list[str]:
 
 
 def test_every_module_has_a_layer():
-    unplaced = [module_name(p) for p in sorted(ROOT.rglob("*.py")) if position(module_name(p)) is None]
-    assert not unplaced, f"modules in no layer (add them to LAYERS in {Path(__file__).name}): {unplaced}"
+    found = unplaced()
+    assert not found, f"modules in no layer (add them to LAYERS in {Path(__file__).name}): {found}"
 
 
+@pytest.mark.slow
 def test_no_module_imports_a_higher_layer():
     found = upward_imports()
     assert not found, "lower layers import higher ones:\n" + "\n".join(found)
 
 
+@pytest.mark.slow
+def test_no_import_circle():
+    found = circles()
+    assert not found, "import circles (move the shared piece down):\n" + "\n".join(found)
+
+
+@pytest.mark.slow
+def test_type_only_imports_only_type_and_nothing_imports_the_studies():
+    found = type_only_misuse()
+    assert not found, "\n".join(found)
+
+
+@pytest.mark.slow
 def test_no_private_cross_module_imports():
     found = private_imports()
     assert not found, "private cross-module imports:\n" + "\n".join(found)
@@ -190,6 +344,10 @@ def _tree(root: Path, files: dict[str, str]) -> Path:
     for d in [pkg, *(p for p in pkg.rglob("*") if p.is_dir())]:
         (d / "__init__.py").touch()
     return pkg
+
+
+def _all_checks(root: Path) -> list[str]:
+    return unplaced(root) + upward_imports(root) + circles(root) + type_only_misuse(root) + private_imports(root)
 
 
 @pytest.mark.parametrize(
@@ -216,6 +374,83 @@ def test_the_check_reports_upward_imports(tmp_path, source, expected):
         assert found == []
     else:
         assert len(found) == 1 and found[0].startswith(expected), found
+
+
+def test_the_check_reports_an_unplaced_module(tmp_path):
+    """A new package no layer names is reported, though the bare ``evroute`` entry is a prefix of it."""
+    root = _tree(tmp_path, {"newthing/core.py": "", "models/ok.py": ""})
+    assert unplaced(root) == ["evroute.newthing", "evroute.newthing.core"]
+    assert position("evroute") == (len(LAYERS) - 1, "evroute") and position("evroute.newthing") is None
+
+
+def test_the_check_reports_a_circle_inside_a_layer(tmp_path):
+    """Two models modules importing each other (one of them lazily, inside a function) form a circle."""
+    root = _tree(
+        tmp_path,
+        {
+            "models/a.py": "from evroute.models.b import g\n\ndef f():\n    return g()\n",
+            "models/b.py": "def g():\n    from evroute.models import a\n    return a\n",
+            "models/c.py": "from evroute.models.a import f\n",
+        },
+    )
+    assert upward_imports(root) == []  # one layer: the direction rule cannot see it
+    (found,) = circles(root)
+    assert "evroute.models.a:1 -> evroute.models.b:2 -> evroute.models.a" in found or (
+        "evroute.models.b:2 -> evroute.models.a:1 -> evroute.models.b" in found
+    ), found
+    assert found.endswith("(2 modules: evroute.models.a, evroute.models.b)")
+
+
+def test_the_check_reports_a_circle_through_a_package_init(tmp_path):
+    """A module importing its own package's ``__init__``, which imports the module, is a circle."""
+    root = _tree(tmp_path, {"network/x.py": "from evroute.network import load\n"})
+    (tmp_path / "evroute" / "network" / "__init__.py").write_text("from evroute.network.x import y\n")
+    assert len(circles(root)) == 1
+
+
+def test_type_only_imports_may_point_up_but_only_type(tmp_path):
+    """``energy`` types its network parameter with a type-only import of ``network``, which imports ``energy``: no
+    upward import, no circle.  A runtime use of the type-only name, a module without postponed annotations and an
+    import of the studies are reported."""
+    typed = (
+        "from __future__ import annotations\n\nfrom typing import TYPE_CHECKING\n\n"
+        "if TYPE_CHECKING:\n    from evroute.network.road import RoadNetwork\n\n"
+        "def energy(net: RoadNetwork) -> float:\n    x: RoadNetwork = net\n    return 1.0\n"
+    )
+    files = {"energy.py": typed, "network/road.py": "from evroute.energy import energy\n"}
+    assert _all_checks(_tree(tmp_path / "ok", files)) == []
+    misuse = typed + "\ndef check(x: object) -> bool:\n    return isinstance(x, RoadNetwork)\n"
+    root = _tree(tmp_path / "bad", {**files, "energy.py": misuse, "stats.py": "import studies.common.report\n"})
+    assert type_only_misuse(root) == [
+        "evroute.energy:13 uses the type-only name RoadNetwork at runtime",
+        "evroute.stats:1 imports studies.common.report (evroute never imports the studies)",
+    ]
+    eager = typed.replace("from __future__ import annotations\n", "")
+    assert type_only_misuse(_tree(tmp_path / "eager", {**files, "energy.py": eager})) == [
+        "evroute.energy: type-only imports without `from __future__ import annotations`"
+    ]
+    runtime = typed.replace("if TYPE_CHECKING:\n    from", "if True:\n    from")
+    bad = _all_checks(_tree(tmp_path / "runtime", {**files, "energy.py": runtime}))
+    assert any("imports evroute.network.road (layer 2 > 1)" in b for b in bad), bad
+    assert any(
+        b.startswith("evroute.energy:6 -> evroute.network.road:1") or "evroute.network.road:1 -> evroute.energy:6" in b
+        for b in bad
+    ), bad
+
+
+def test_a_well_layered_tree_passes(tmp_path):
+    """Downward imports at module level, in functions and in registry strings, inside and across layers: clean."""
+    root = _tree(
+        tmp_path,
+        {
+            "errors.py": "class E(Exception):\n    pass\n",
+            "network/road.py": "from evroute.errors import E\n",
+            "network/load.py": "from evroute.network.road import E\n\ndef f():\n    from evroute import errors\n",
+            "models/bi.py": "from evroute.network import road\nREG = 'evroute.network.load:f'\n",
+            "cli.py": "from evroute.models.bi import road\n",
+        },
+    )
+    assert _all_checks(root) == []
 
 
 def test_the_check_reports_private_imports(tmp_path):

@@ -40,6 +40,7 @@ def _summary(stdout: str) -> str:
     return stdout.strip().splitlines()[-1].split("; CPU s")[0]
 
 
+@pytest.mark.slow
 def test_two_workers_give_the_serial_model_bit_for_bit_and_resume_alike(tmp_path):
     # CSV logs and a SUMO FCD file (one log, eight vehicles): all of the shipped SUMO-generated logs
     out = {}
@@ -62,6 +63,7 @@ def test_two_workers_give_the_serial_model_bit_for_bit_and_resume_alike(tmp_path
     assert (tmp_path / "resume1.npz").read_bytes() == (tmp_path / "resume2.npz").read_bytes()
 
 
+@pytest.mark.slow
 def test_a_bad_log_is_reported_as_in_the_serial_path_and_nothing_is_written(tmp_path):
     bad = tmp_path / "broken.csv"
     text = (LOGS / "trip_1.csv").read_text().splitlines()

@@ -153,6 +153,7 @@ def city():
     return lg, out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("route", ["A", "B"])
 def test_map_renders_with_basemap(browser, tmp_path, city, route):
     lg, routes = city
@@ -173,6 +174,7 @@ def test_map_renders_offline(browser, tmp_path, city):
     assert [c for c in res["console"] if c[0] == "error" and TILE_HOST not in c[2]] == []
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_luxembourg_map_shows_start_and_goal(browser, tmp_path):
     from evroute.network.registry import dataset_path

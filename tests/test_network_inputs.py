@@ -63,6 +63,7 @@ def test_name_and_path_give_the_same_network(tmp_path):
     assert load_network("monaco", data_dir=data).edge_ids.tolist() != by_name.edge_ids.tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.skipif(not SHARED or not (Path(SHARED or ".") / "monaco.osm").is_file(), reason="needs EVROUTE_DATA")
 def test_monaco_name_and_path_agree(monkeypatch):

@@ -190,6 +190,7 @@ def luxembourg(net_cache):
     return net, [str(w.message) for w in rec]
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_monaco_counts_and_elevation(monaco):
     assert (monaco.n_edges, monaco.n_turns) == (2675, 6606)
@@ -215,6 +216,7 @@ def test_monaco_conversion_is_cached(monaco, net_cache, monkeypatch):
     assert np.array_equal(again.edge_ids, monaco.edge_ids)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_luxembourg_counts_flat_warning_and_paper_ids(luxembourg):
     net, messages = luxembourg
@@ -228,6 +230,7 @@ def test_luxembourg_counts_flat_warning_and_paper_ids(luxembourg):
     assert {"-31118#0", "-30436#0", "-30946"} <= ids  # the other paper ids' ways, split differently
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_luxembourg_with_dem(net_cache, tmp_path):
     import rasterio
@@ -264,6 +267,7 @@ def test_fetch_verifies_real_checksums(tmp_path):
         assert hashlib.sha256(got.read_bytes()).hexdigest() == DATASETS[name].sha256
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_monaco_osm_loader(net_cache):
     from evroute.network import load_osm

@@ -196,6 +196,7 @@ def test_city_generation_is_vectorised():
     assert 100 < small and large < 2 * small
 
 
+@pytest.mark.slow
 def test_large_city_has_the_requested_size():
     net = synthetic_city(200_000, seed=0)
     assert abs(net.n_edges - 200_000) <= 20_000

@@ -26,11 +26,13 @@ def _execute(tmp_path: Path, monkeypatch, network: str, horizon: int, timeout_s:
     return "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
 
 
+@pytest.mark.slow
 def test_walkthrough_notebook_executes(tmp_path, monkeypatch):
     text = _execute(tmp_path, monkeypatch, "synthetic:150:1", 4, 300)
     assert "GP-TS: final cumulative regret" in text and "regret reference:" in text
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.skipif(not os.environ.get("EVROUTE_DATA"), reason="EVROUTE_DATA not set (needs monaco.osm)")
 def test_walkthrough_notebook_on_monaco(tmp_path, monkeypatch):

@@ -55,6 +55,7 @@ def _within(q: np.ndarray, expected: float, k: float = 4.0) -> bool:
     return bool(abs(q.mean() - expected) <= k * q.std(ddof=1) / np.sqrt(len(q)))
 
 
+@pytest.mark.slow
 def test_oracle_prior_variance_is_the_variance_of_the_environments_draws(lg, draws):
     f, env = draws
     prior = model_prior(env, "oracle")

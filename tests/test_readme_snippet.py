@@ -22,6 +22,7 @@ def _snippet() -> str:
     return found.group(1)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not README.is_file(), reason="needs the source checkout")
 def test_readme_snippet_equals_cli_default(tmp_path, capsys):
     ns: dict = {}

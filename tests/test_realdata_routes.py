@@ -22,6 +22,7 @@ def _need(name: str) -> None:
         pytest.skip(f"{name}.osm is not in EVROUTE_DATA={data}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["monaco", "luxembourg"])
 def test_named_routes_resolve_in_the_largest_scc(name):
     _need(name)
@@ -33,6 +34,7 @@ def test_named_routes_resolve_in_the_largest_scc(name):
         assert spec.start != spec.goal and entry["why"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["monaco", "luxembourg"])
 def test_short_bi_ts_run(name, tmp_path):
     _need(name)

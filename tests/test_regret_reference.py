@@ -52,6 +52,7 @@ def test_rebase_regret_hand_computed():
     assert ref == 5.0 and cum == pytest.approx(5.0 - 1.0 + 1.0)
 
 
+@pytest.mark.slow
 def test_cli_states_the_reference(tmp_path, capsys):
     from evroute.cli import main
 
@@ -114,6 +115,7 @@ def test_run_without_exact_optimum_reports_against_the_best_known_or_driven_rout
     assert df["regret_wh"].min() >= -1e-9
 
 
+@pytest.mark.slow
 def test_auto_reference_does_not_depend_on_the_clock(monkeypatch):
     """The certification budget is work (cut rounds, nodes), not seconds: a slow machine gets the same reference."""
 

@@ -157,6 +157,7 @@ def test_mmpevem_is_selectable_and_close_to_eq8(road: Path, tmp_path: Path) -> N
     assert mm == pytest.approx(eq8, rel=0.1) and abs(mm - en) > 1e-3 * en
 
 
+@pytest.mark.slow
 def test_background_demand_is_seeded_and_cached(road: Path, tmp_path: Path) -> None:
     rates = hourly_rates(100.0)
     assert len(rates) == 24 and int(np.argmax(rates)) in (7, 8)  # the morning peak (8:00) is the busiest

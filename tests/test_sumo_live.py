@@ -332,12 +332,12 @@ def test_time_of_day_bins_follow_the_replay(road: Path, cache: Path) -> None:
 
 
 def test_bandit_study_trip_row_is_the_simulations_trip(env: SumoLiveEnvironment) -> None:
-    """The live scoring of the SUMO bandit study's final routes (:func:`evroute.experiments.sumo_bandit.drive`): a
+    """The live scoring of the SUMO bandit study's final routes (:func:`studies.sumo_bandit.runner.drive`): a
     row sums the route's complete traversals of the same trip (a trip from a saved state is deterministic); a
     teleported trip (0 s: behind the stopped car) is a failed row with NaN energies, not an error."""
     import math
 
-    from evroute.experiments.sumo_bandit import drive, route_key
+    from studies.sumo_bandit.runner import drive, route_key
 
     row = drive(env.sim, "b c d", 3, 1.0)
     trip = env.sim.drive(["a", "b", "c", "d", "e"], 3, speed_factor=1.0)

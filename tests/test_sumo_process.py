@@ -64,6 +64,7 @@ def test_sumo_dies_with_a_killed_recording(tmp_path: Path) -> None:
     _kill_and_check(proc, [sumo])
 
 
+@pytest.mark.slow
 def test_tool_and_its_children_die_with_the_parent(tmp_path: Path) -> None:
     """A Python tool (like randomTrips.py, which starts duarouter) dies with its parent, and so does its child."""
     tool = tmp_path / "tool.py"

@@ -30,6 +30,7 @@ def test_expand_grid_names():
     assert g["gp-ts"].model == "gp" and g["gp-ts"].seeds == (0, 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("executor", "numpy_blas_threads"), [("process", None), ("process", 1), ("ray", None)])
 def test_executor_equals_serial(tmp_path, executor, numpy_blas_threads):
     """A process pool and Ray (a local instance here; a cluster address for users) give the serial numbers, also

@@ -276,6 +276,7 @@ def _write_trip(tmp_path: Path, truth: VehicleProfile, seed: int) -> Path:
     return _write(tmp_path, rows, name=f"trip{seed}.csv")
 
 
+@pytest.mark.slow
 def test_learn_calibrates_and_saves_a_loadable_profile(tmp_path):
     truth = VehicleProfile(propulsion_efficiency=0.8, auxiliary_power_w=400.0)
     logs = [str(_write_trip(tmp_path, truth, s)) for s in (1, 2)]
@@ -292,6 +293,7 @@ def test_learn_calibrates_and_saves_a_loadable_profile(tmp_path):
     assert all(abs(t["error_pct"]) < 0.05 for t in trips)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

@@ -93,6 +93,7 @@ def test_a_known_rho_is_recovered() -> None:
     assert g.pairs_lag[0] > g.pairs_lag[1] > 0 and g.trips == 2000
 
 
+@pytest.mark.slow
 def test_simulated_trips_are_covered_near_nominal() -> None:
     """A day drawn from the model (rho = 0.3, about 50 traversals per arm), fitted; then 500 new routes of 20 arms,
     4 trips each: the 90 % interval covers 2,000 new trips at 90 % within 3 points (binomial s.d. 0.7 points; the
@@ -120,6 +121,7 @@ def test_simulated_trips_are_covered_near_nominal() -> None:
     assert hits["independent"] / total < 0.70
 
 
+@pytest.mark.slow
 def test_holdout_coverage_on_a_simulated_day() -> None:
     """The check on held-out trips of the recorded day: on a day drawn from the model (rho = 0.3) the fitted interval
     covers about 90 % of the held-out windows of 10 traversals (about 900 windows: binomial s.d. 1 point, tolerance

@@ -331,6 +331,7 @@ def _learn(args: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "evroute", "learn", *args], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_learn_on_sumo_logs_creates_then_resumes_a_model(tmp_path):
     from evroute.models.store import load_model, read_header
 
@@ -348,6 +349,7 @@ def test_learn_on_sumo_logs_creates_then_resumes_a_model(tmp_path):
     assert np.all(np.isfinite(post.mean)) and post.variance.min() >= 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("extra", "message"),
     [

@@ -73,6 +73,7 @@ def test_turn_truth_is_the_mean_of_the_traversals_that_took_the_turn(day) -> Non
             assert set(np.round(ys, 9)) <= edge_pool
 
 
+@pytest.mark.slow
 def test_the_day_keeps_each_traversal_s_vehicle(day, monkeypatch) -> None:  # noqa: ANN001
     """Day format 2: every traversal names its SUMO vehicle, so a trip's traversals can be told apart (the
     within-trip correlation of :mod:`evroute.sumo.trip_interval`); a new format is a new cache key."""
@@ -148,6 +149,7 @@ def test_probe_turns_cover_every_turn(grid: Path, tmp_path: Path, monkeypatch) -
     assert env.counts.min() >= 2  # covering the turns covers the edges
 
 
+@pytest.mark.slow
 def test_cli_turn_arms_live(road: Path, tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001, F811
     """`--env sumo-live --arms turn`: each round's route is driven live (one observation per edge = per arm played);
     regret against the replay's turn truths of the same scenario."""

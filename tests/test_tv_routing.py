@@ -64,6 +64,7 @@ def test_environment_params_are_validated(lg) -> None:
     assert exp.env_config()[0].noise_frac == 0.1
 
 
+@pytest.mark.slow
 def test_reference_route_follows_the_truth(lg, env) -> None:
     model = make_model("bi", env)
     bandit = RoutingBandit(env, model, make_policy("ts"), 0, lg.n_nodes - 1, seed=0)
@@ -87,6 +88,7 @@ def test_static_environment_never_advances(lg) -> None:
     assert not isinstance(static, DriftingEnvironment) and static.advance(5) is False
 
 
+@pytest.mark.slow
 def test_data_cap_holds_and_model_pickles(lg, env) -> None:
     model = make_model("gp-tv", env, n_max=60, compute_scale=200.0)
     assert isinstance(model, TimeVaryingGPEdgeModel)
@@ -99,6 +101,7 @@ def test_data_cap_holds_and_model_pickles(lg, env) -> None:
     np.testing.assert_allclose(clone.posterior().mean, model.posterior().mean)
 
 
+@pytest.mark.slow
 def test_w2_scores_match_downdate(lg, env) -> None:
     """The closed form equals the exact mean-part difference (+ variance bound) computed by refitting."""
     model = make_model("gp-tv", env, compute_scale=0.0)
@@ -131,6 +134,7 @@ def _post_at(model, t: float) -> tuple[np.ndarray, np.ndarray]:
     return p.mean / model.scale, p.var / model.scale**2
 
 
+@pytest.mark.slow
 def test_time_aware_model_follows_a_change_static_misses(lg) -> None:
     """Edge energies jump from +sigma0 to -sigma0 around the prior: gp-tv follows, the static GP stays stuck."""
     env = make_environment(lg, "paper", {}, seed=0)
@@ -150,6 +154,7 @@ def test_time_aware_model_follows_a_change_static_misses(lg) -> None:
     assert err_tv < 0.4 * sigma0 and err_st > 0.8 * sigma0  # static: ~ the average of +-sigma0
 
 
+@pytest.mark.slow
 def test_route_set_learner_follows_the_drifting_truth(lg) -> None:
     """The route-set baseline advances the environment's clock too: its regret is against the current optimum."""
     from evroute.bandit import regret_reference_route

@@ -44,6 +44,7 @@ from evroute.errors import DataError, ParameterError
 from evroute.kernels.linalg import jittered_cholesky, solve_lower
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_posterior import KernelSource
+from evroute.models.state import prior_state
 
 
 class DiagonalKernel:
@@ -382,8 +383,6 @@ def linear_model_from(
     ``model``: a :class:`~evroute.models.bi.BayesianEdgeModel` (independent edges; per-edge noise variances) or an
     :class:`~evroute.models.gp_exact.ExactGPEdgeModel` (its kernel source and hyperparameters, as they are now).
     """
-    from evroute.models.store import prior_state
-
     if isinstance(model, LinearObsEdgeModel):
         return model
     out = _linear_of(model)

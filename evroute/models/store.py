@@ -42,7 +42,7 @@ from __future__ import annotations
 
 import hashlib
 import io
-from dataclasses import asdict, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,7 @@ from evroute.errors import DataError, ParameterError
 from evroute.io import atomic_write_bytes, dumps_strict
 from evroute.linegraph import LineGraph
 from evroute.models.base import EdgeModel
+from evroute.models.state import base_state, prior_state  # below linear_obs too (no import circle)
 
 FORMAT = "evroute-model"
 FORMAT_VERSION = 1
@@ -100,35 +101,7 @@ def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]
         extra = {"lin_basis": lin.basis[0], "lin_basis_sd": lin.basis[1]} if lin.basis is not None else {}
         out = {**base_arrays, **extra, **lin.stats.arrays()}
         return kind, {**hyper, "base": base_kind}, out, int(lin.stats.readings)
-    if kind == "bi":
-        arrays: dict[str, np.ndarray] = {
-            k: np.asarray(getattr(model, k), dtype=np.float64) for k in ("prior_var", "noise_var", "total")
-        }
-        arrays["prior_mean_wh"] = np.asarray(model.prior_mean, dtype=np.float64)  # type: ignore[attr-defined]
-        arrays["count"] = np.asarray(model.count, dtype=np.int64)  # type: ignore[attr-defined]
-        return kind, {}, arrays, int(arrays["count"].sum())
-    m: Any = model
-    s = float(m.scale)
-    e = np.asarray(m.order, dtype=np.int64)
-    arrays = {
-        "prior_mean_wh": np.asarray(m.prior_mean_wh, dtype=np.float64),
-        "edges": e,
-        "counts": np.asarray(m.counts[e], dtype=np.int64),
-        "sum_y": np.asarray(m.sum_y[e], dtype=np.float64) * s,
-        "sum_y2": np.asarray(m.sum_y2[e], dtype=np.float64) * s * s,
-        "lengthscale_f": np.asarray(m.hyper.ls1, dtype=np.float64),
-        "lengthscale_f2": np.asarray(m.hyper.ls2, dtype=np.float64),
-    }
-    hyper = {
-        "prior_var": s * s,
-        "noise_var": float(m.hyper.noise) * s * s,
-        "outputscale_prod": float(m.hyper.s1),
-        "outputscale_add": float(m.hyper.s2),
-        "graph_nu": float(m.graph_nu),
-        "graph_kappa": float(m.graph_kappa),
-        "config": asdict(m.config),
-    }
-    return kind, hyper, arrays, int(arrays["counts"].sum())
+    return (kind, *base_state(model, kind))
 
 
 def save_model(
@@ -281,20 +254,6 @@ def _load_exact(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGra
         model.sum_y2[e] = a["sum_y2"] / s2  # the scatter (only hyperparameter refits use it)
     model.config = saved if not serve else replace(saved, method="lowrank", graph_solver="local", ts_joint=False)
     return model
-
-
-def prior_state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]]:
-    """``(kind, hyperparameters, arrays)`` of ``model``'s prior alone (its saved state with the observations removed):
-    what a ``"linear"`` model file keeps of its base model."""
-    kind, hyper, arrays, _ = _state(model)
-    if kind == "bi":
-        arrays = {**arrays, "count": np.zeros_like(arrays["count"]), "total": np.zeros_like(arrays["total"])}
-    elif kind == "gp-exact":
-        empty = {"edges": np.zeros(0, np.int64), "counts": np.zeros(0, np.int64)}
-        arrays = {**arrays, **empty, "sum_y": np.zeros(0), "sum_y2": np.zeros(0)}
-    else:
-        raise ParameterError("a linear-reading model has no further base model")
-    return kind, hyper, arrays
 
 
 def _load_linear(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGraph) -> EdgeModel:

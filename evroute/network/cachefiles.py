@@ -101,7 +101,7 @@ def clean_stale_temps(folders: Iterable[str | os.PathLike[str]] | None = None) -
     from filelock import FileLock, Timeout
 
     if folders is None:
-        from evroute.network.registry import net_cache_dir
+        from evroute.paths import net_cache_dir
 
         folders = [net_cache_dir(), net_cache_dir() / "sumo"]
     now = time.time()

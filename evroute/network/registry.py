@@ -48,6 +48,7 @@ from evroute.network.pbf import PBF_SUFFIX, pbf_to_osm
 from evroute.network.road_network import RoadNetwork
 from evroute.network.sumo import load_sumo_net
 from evroute.network.xmlguard import check_xml_file
+from evroute.paths import cache_home, net_cache_dir  # net_cache_dir: below the cache files (no import circle)
 
 
 @dataclass(frozen=True)
@@ -121,28 +122,13 @@ LOADERS = ("netconvert", "osmnx")
 DEFAULT_LOADER = "netconvert"
 
 
-def _cache_home() -> Path:
-    """The user cache folder of evroute (:mod:`platformdirs`: ``$XDG_CACHE_HOME/evroute`` or ``~/.cache/evroute``
-    on Linux, ``~/Library/Caches/evroute`` on macOS, ``%LOCALAPPDATA%\\evroute\\Cache`` on Windows)."""
-    import platformdirs
-
-    return platformdirs.user_cache_path("evroute", appauthor=False)
-
-
 def default_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
     """The data directory: ``data_dir`` if given, else ``$EVROUTE_DATA``, else ``~/.cache/evroute/data``."""
     if data_dir is not None:
         return Path(data_dir).expanduser()
     if os.environ.get("EVROUTE_DATA"):
         return Path(os.environ["EVROUTE_DATA"]).expanduser()
-    return _cache_home() / "data"
-
-
-def net_cache_dir() -> Path:
-    """Where converted SUMO networks are cached: ``$EVROUTE_CACHE`` or ``~/.cache/evroute/nets``."""
-    if os.environ.get("EVROUTE_CACHE"):
-        return Path(os.environ["EVROUTE_CACHE"]).expanduser()
-    return _cache_home() / "nets"
+    return cache_home() / "data"
 
 
 def file_sha256(path: str | os.PathLike[str]) -> str:

@@ -187,7 +187,7 @@ class LiveSimulation:
         max_trip_s: simulated seconds after the departure time by which the EV must have arrived.
         sumo_args: further ``sumo`` options for every trip (e.g. an output file for a test).
         backend: ``"libsumo"`` (SUMO in this process, the default) or ``"traci"`` (a ``sumo`` child process per
-            trip, driven over a socket; same API, for the benchmark ``scripts/sumo/sumo_live_bench.py``).
+            trip, driven over a socket; same API, for the benchmark ``studies/sumo/sumo_live_bench.py``).
     """
 
     def __init__(

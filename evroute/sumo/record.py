@@ -12,7 +12,7 @@ into edge traversals.  Two backends give the same steps:
   its battery's charge (``device.battery.chargeLevel``, 0.01 Wh resolution, differenced per step: the net energy
   drawn) through subscriptions.
 
-``scripts/bench/bench_sumo_recording.py`` measures both on the same demand: they agree to 0.01 Wh and the Parquet output
+``studies/bench/bench_sumo_recording.py`` measures both on the same demand: they agree to 0.01 Wh and the Parquet output
 was faster in median, within the noise of the shared machine (``docs/results/archive/sumo_benchmark.md``).
 
 A traversal of edge ``e`` starts at the first step the vehicle is on ``e`` and ends at the first step it is on

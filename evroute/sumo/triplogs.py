@@ -1,6 +1,6 @@
 """Trip logs with a known truth: SUMO drives given routes with the EV's battery device, its FCD (geo) and battery
 outputs are the exact log, and :func:`degrade` makes it a realistic one (GPS noise, a coarser sampling period, a state
-of charge rounded to the gauge's step).  Used by the known-truth study (``scripts/logs/known_truth.py``) and the
+of charge rounded to the gauge's step).  Used by the known-truth study (``studies/trip_logs/known_truth.py``) and the
 tiny sample log in ``data/trip-log-sumo/``.
 """
 

@@ -37,6 +37,7 @@ def test_attains_documented_minimum(fn: BenchmarkFunction) -> None:
     assert fn.objective(fn.x_min[0]) == pytest.approx(fn.f_max_objective, abs=1e-6 * max(1.0, abs(fn.f_min)))
 
 
+@pytest.mark.slow
 def test_minimum_is_global(fn: BenchmarkFunction) -> None:
     """Dense random search plus local polishing of the best samples never beats the documented minimum."""
     rng = np.random.default_rng(0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from evroute.bo import KRUCB, get_function, run_policy
 
@@ -19,6 +20,7 @@ def _new_points(pol: KRUCB, n0: int) -> int:
     return int(np.unique(pol.X, axis=0).shape[0]) - n0
 
 
+@pytest.mark.slow
 def test_krucb_queries_new_points_on_rosenbrock4() -> None:
     for seed in (0, 1):
         pol, n0 = _run(0.8, seed)

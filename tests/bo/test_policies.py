@@ -173,6 +173,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(CASES))
 @pytest.mark.parametrize("domain", [FINITE, BOX], ids=["finite", "box"])
 def test_policy_finds_optimum_of_easy_function(name: str, domain) -> None:  # noqa: ANN001

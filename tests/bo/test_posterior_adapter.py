@@ -78,6 +78,7 @@ def test_spatiotemporal_posterior_equals_gpytorch() -> None:
     np.testing.assert_allclose(orig.mean, gp.y_mean + gp.y_std * ours.mean, rtol=1e-14)
 
 
+@pytest.mark.slow
 def test_posterior_object_samples_and_acquisitions() -> None:
     cov = np.array([[1.0, 0.8], [0.8, 1.0]])
     post = GaussianPosterior(np.array([0.0, 1.0]), np.diag(cov), cov)
@@ -92,6 +93,7 @@ def test_posterior_object_samples_and_acquisitions() -> None:
         _ = GaussianPosterior(np.zeros(1), np.ones(1)).covariance
 
 
+@pytest.mark.slow
 def test_gpytorch_model_drives_a_policy_through_the_adapter() -> None:
     def f(x: np.ndarray) -> float:
         return float(np.exp(-((x[0] - 0.63) ** 2) / 0.02))

@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 from threadpoolctl import threadpool_limits
 
 from evroute.bo import (
@@ -137,6 +138,7 @@ def tv_mismatches(name: str, recorded: list[list[float]]) -> tuple[list[tuple[in
     return bad, ties
 
 
+@pytest.mark.slow
 def test_policies_reproduce_their_prerefactor_choices() -> None:
     recorded = json.loads(DATA.read_text())
     now = choices()

@@ -56,6 +56,7 @@ def _gp(n: int = 6, seed: int = 0) -> tuple[ExactGP, np.ndarray, np.ndarray, np.
     return gp, x, t, y
 
 
+@pytest.mark.slow
 def test_w2_criterion_matches_numerical_integration() -> None:
     gp, x, t, y = _gp()
     t0 = 2.0

@@ -9,10 +9,10 @@ import pytest
 
 from evroute.bo.timevarying import clock as clock_module
 from evroute.bo.timevarying.clock import RealTimeClock, SimulatedClock, make_clock
-from evroute.bo.timevarying.experiment import Protocol, RunSpec, run_path, run_protocol
 from evroute.bo.timevarying.problems import PROBLEMS, REFERENCE_VERSION, get_problem
-from evroute.bo.timevarying.report import load_runs, ranking_comparison, summary_table
 from evroute.errors import ParameterError
+from studies.bo.tv_experiment import Protocol, RunSpec, run_path, run_protocol
+from studies.bo.tv_report import load_runs, ranking_comparison, summary_table
 
 # Table 2 of the paper: (d + 1, noise variance, cost in seconds)
 TABLE2 = {
@@ -105,6 +105,7 @@ def test_problems_match_table2_and_vary_in_time(name: str) -> None:
     assert np.var(y) == pytest.approx(noise, rel=0.25)
 
 
+@pytest.mark.slow
 def test_best_reward_bounds_random_points() -> None:
     p = get_problem("hartmann3")
     times, maximisers = p.maximiser_path(n_grid=31, n_random=512)
@@ -113,6 +114,7 @@ def test_best_reward_bounds_random_points() -> None:
     assert np.min(p.regret(maximisers, times)) == pytest.approx(0.0, abs=1e-9)
 
 
+@pytest.mark.slow
 def test_run_protocol_saves_resumes_and_reports(tmp_path: Path) -> None:
     p = get_problem("hartmann3")
     times, xs = p.maximiser_path(n_grid=31, n_random=512)

@@ -35,6 +35,7 @@ def _run(policy: TimeVaryingGPUCB, horizon: float, seed: int = 0) -> tuple[np.nd
     return np.asarray(regrets), sizes
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(ALGORITHMS))
 def test_each_algorithm_tracks_a_slowly_moving_optimum(name: str) -> None:
     horizon = 110.0
@@ -70,6 +71,7 @@ def test_bolt_keeps_the_data_set_at_n_star_and_removes_the_w2_argmin() -> None:
     assert sizes[19:] == [20] * (45 - 19)
 
 
+@pytest.mark.slow
 def test_bolt_n_star_follows_growing_response_time() -> None:
     policy = BOLT(BoxDomain([0.0], [1.0]), seed=0, **FAST)
     clock, rng = SimulatedClock(compute_scale=0.0), np.random.default_rng(0)
@@ -85,6 +87,7 @@ def test_bolt_n_star_follows_growing_response_time() -> None:
     assert policy.dataset_size <= max(expected, 70 - 15)
 
 
+@pytest.mark.slow
 def test_wdbo_budget_removes_observations() -> None:
     policy = make_policy("w-dbo", BoxDomain([0.0], [1.0]), seed=0, **FAST)
     _, sizes = _run(policy, 80.0)

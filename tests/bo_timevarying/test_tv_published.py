@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from evroute.bo import BoxDomain, FiniteDomain
 from evroute.bo.timevarying.bolt import exact_integrated_w2_removal, integrated_w2_removal
@@ -34,6 +35,7 @@ def test_threshold_is_the_union_bound_over_time() -> None:
     assert trig.threshold_factor(500) > trig.threshold_factor(1)
 
 
+@pytest.mark.slow
 def test_etgpucb_never_resets_on_a_static_function() -> None:
     for seed in (0, 1):
         pol, rng = _etgpucb(seed), np.random.default_rng(seed)
@@ -45,6 +47,7 @@ def test_etgpucb_never_resets_on_a_static_function() -> None:
         assert pol.dataset_size == 500
 
 
+@pytest.mark.slow
 def test_etgpucb_resets_promptly_after_an_abrupt_change() -> None:
     pol, rng = _etgpucb(0), np.random.default_rng(0)
     for step in range(300):
@@ -68,6 +71,7 @@ def test_exact_w2_is_below_the_bound_and_agrees_on_clear_cases() -> None:
     assert int(np.argmin(bound)) == int(np.argmin(exact)) == 0
 
 
+@pytest.mark.slow
 def test_bolt_dataset_follows_a_falling_n_star() -> None:
     policy = BOLT(BoxDomain([0.0], [1.0]), seed=0, n_raw=64, n_restarts=1, fit_iters=5)
     clock, rng = SimulatedClock(compute_scale=0.0), np.random.default_rng(0)

@@ -1,4 +1,5 @@
-"""Time-varying Bayesian optimisation: BOLT and the TVBO baselines, clocks, benchmarks and the Table 3 experiment.
+"""Time-varying Bayesian optimisation: BOLT and the TVBO baselines, clocks and benchmarks (the Table 3 experiment is
+the study ``studies/bo/`` runs: ``studies.bo.tv_experiment``).
 
 See ``docs/tvbo.md``.  The policies use the ask/tell interface of :mod:`evroute.bo` (maximisation), with the current
 time ``t`` in seconds passed to ``ask(t)`` and ``tell(x, y, t)``.

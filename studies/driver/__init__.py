@@ -1,0 +1,1 @@
+"""Driver answers: calibration of route intervals, latency of risk-aware routes and reachable areas."""

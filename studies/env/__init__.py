@@ -1,0 +1,1 @@
+"""The environments: negative-energy cycles and regret references, the consistent environment, inclines."""

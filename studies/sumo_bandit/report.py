@@ -1,0 +1,323 @@
+"""The SUMO bandit study's page (``docs/results/sumo_bandit.md``) from its committed tables alone.
+
+:func:`report` turns the per-seed final regrets (``studies/sumo_bandit/run.py --data``) and the study's set-up
+(``--meta``) into the Markdown page: per network and route the recorded day, the exact regret reference and its checks,
+every method's final regret and the paired GP - BI and turn - edge differences.  :func:`report_from_files` adds the
+final routes driven live (:func:`~studies.sumo_bandit.runner.live_section`) and, for a network run after the
+others, what ran there and its CPU (:func:`partial_network_lines`).  It never runs SUMO or a learner; every number
+and sentence comes from the tables.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from evroute.io import atomic_write_text
+from evroute.stats import format_mean_se, mean_se, paired_differences
+from studies.sumo_bandit.runner import rerun_lines
+
+
+def _ci(a: str, b: str, fa: dict[int, float], fb: dict[int, float]) -> tuple[str, str]:
+    """Table cells and a generated sentence for the paired differences ``fa - fb`` of methods ``a`` and ``b``."""
+    p = paired_differences(fa, fb)
+    cell = (
+        f"{format_mean_se(p.mean, p.se, signed=True)} | [{p.low:+.1f}, {p.high:+.1f}] | {p.k_lower} / {p.n}"
+        if p.n >= 2
+        else f"{p.mean:+.1f} | -- | {p.k_lower} / {p.n}"
+    )
+    if p.n < 2:
+        sentence = f"{a} - {b}: one seed, no interval"
+    elif p.high < 0:
+        sentence = f"{a} has lower regret than {b}: the 95 % interval lies below 0 ({p.k_lower} of {p.n} seeds lower)"
+    elif p.low > 0:
+        sentence = f"{a} has higher regret than {b}: the 95 % interval lies above 0 ({p.k_lower} of {p.n} seeds lower)"
+    else:
+        sentence = f"{a} - {b} is not resolved: the 95 % interval contains 0 ({p.k_lower} of {p.n} seeds lower)"
+    return cell, sentence
+
+
+def _resolved(finals: dict[str, dict[int, float]], pairs: list[tuple[str, str]]) -> tuple[int, int]:
+    """How many paired differences ``a - b`` have their 95 % interval below 0 and how many above 0."""
+    diffs = [paired_differences(finals[a], finals[b]) for a, b in pairs]
+    return sum(p.high < 0 for p in diffs), sum(p.low > 0 for p in diffs)
+
+
+def _finals(df: pd.DataFrame, column: str) -> dict[str, dict[int, float]]:
+    return {lab: dict(zip(g["seed"], g[column], strict=True)) for lab, g in df.groupby("label", sort=False)}
+
+
+def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: str) -> str:
+    """The study's Markdown page from the per-seed data and the set-up alone (every sentence from the tables)."""
+    T = int(meta["horizon"])
+    lines = [
+        "# Bandit study on SUMO energy (sumo-replay), exact regret reference: BI and exact GP, edge and turn arms",
+        "",
+        "Commands (raw runs under the ignored `results/`; the per-seed data and the set-up are committed, and "
+        "`--report-only` rebuilds this page from them alone):",
+        "",
+        *(f"    {c}" for c in meta.get("commands", [meta["command"]])),
+        "    python -m studies.sumo_bandit.run --report-only --data docs/results/data/"
+        f"{data_name} --meta docs/results/data/{meta_name} --extra-data docs/results/data --out "
+        "docs/results/sumo_bandit.md",
+        "",
+        f"Data: per-seed final regrets [`data/{data_name}`](data/{data_name}), set-up and reference checks "
+        f"[`data/{meta_name}`](data/{meta_name}).  Environment parameters: "
+        + ", ".join(f"`{k}={json.dumps(v)}`" for k, v in meta["env_params"].items())
+        + f"; T = {T} rounds; potential: none (the replay's energies are already reduced: battery energy minus the "
+        "change of kinetic and potential energy, `docs/arms.md`).  "
+        f"Machine: {meta['machine']}; run CPU time (all runs, set-up included) {df['cpu_s'].sum():.0f} s.",
+        "",
+        *rerun_lines(meta.get("rerun_check", {})),
+    ]
+    for (network, route), g in df.groupby(["network", "route"], sort=False):
+        m = meta["routes"][f"{network}-{route}"]
+        e, t = m["arms"]["edge"], m["arms"]["turn"]
+        exact = bool(g["reference_exact"].all())
+        lines += [
+            f"## {network} {route} ({m['start']} -> {m['goal']})",
+            "",
+            f"Recorded day: {m['traversals']:,} traversals of the {m['network_edges']:,} edges, "
+            f"{m['probe_trips']:,} probe trips; {m['eq8_edges']} edge(s) never traversed take Eq. 8's energy; "
+            + (
+                f"{m['clipped_traversals']:,} traversals had a reduced energy below 0 (together "
+                f"{m['clipped_wh']:.1f} Wh) and enter the means clipped to 0 (`evroute/environments/sumo_replay.py`)."
+                if m["clipped_traversals"]
+                else "no traversal had a reduced energy below 0 (none clipped, `evroute/environments/sumo_replay.py`)."
+            ),
+            "",
+            "Regret reference: "
+            + (
+                "exact in every run (Dijkstra on the mean reduced energies)"
+                if exact
+                else f"NOT exact in {int((~g['reference_exact']).sum())} run(s)"
+            )
+            + f".  Check: edge arms {e['negative_means']} of {e['n']:,} means below 0 (minimum {e['min_mean_wh']:.4f} "
+            f"Wh), turn arms {t['negative_means']} of {t['n']:,} (minimum {t['min_mean_wh']:.4f} Wh); negative "
+            f"cycle reachable: {'yes' if m['negative_cycle_reachable'] else 'no'}.  Optimum: {e['optimum_wh']:.1f} Wh "
+            f"with edge means, {t['optimum_wh']:.1f} Wh with turn means; the edge-mean optimum costs "
+            f"{m['edge_optimum_turn_truth_wh']:.1f} Wh under the turn means, "
+            f"{m['edge_optimum_turn_truth_wh'] - t['optimum_wh']:.2f} Wh above the turn optimum (the regret per round, "
+            "under the turn truth, of an edge-arm learner that has found its own optimum).",
+            "",
+            "Final cumulative regret (Wh, mean +- s.e. over seeds): against the run's own truth (edge arms: edge "
+            "means; turn arms: turn means), and with the run's driven routes scored by the turn truth (one yardstick "
+            "for both kinds of arm):",
+            "",
+            "| method | seeds | regret, own truth | per round | regret, turn truth | per round |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        own, turn = _finals(g, "final_regret_wh"), _finals(g, "final_regret_turn_truth_wh")
+        for lab in own:
+            mo, so = mean_se(list(own[lab].values()))
+            mt, st = mean_se(list(turn[lab].values()))
+            lines.append(
+                f"| {lab} | {len(own[lab])} | {format_mean_se(mo, so)} | {mo / T:.2f} | {format_mean_se(mt, st)} | "
+                f"{mt / T:.2f} |"
+            )
+        short = {lab: len(v) for lab, v in own.items() if len(v) < int(meta["seeds"])}
+        absent = [lab for lab in m.get("methods", []) if lab not in own]
+        if absent:
+            lines += [
+                "",
+                "Asked but without a completed seed (not run before the study was stopped): " + ", ".join(absent) + ".",
+            ]
+        if short:  # a study stopped (seed-major) before every method had all its seeds
+            lines += [
+                "",
+                f"Seeds completed below the {meta['seeds']} asked (the study was stopped there): "
+                + ", ".join(f"{lab} {n}" for lab, n in short.items())
+                + "; paired differences use the seeds both methods completed.",
+            ]
+        models = list(dict.fromkeys(g["model"]))
+        pairs: list[tuple[str, str, str]] = []
+        labels = set(own)
+        for lab in own:  # GP - BI: same policy and arms, the first model as the base
+            row = g[g["label"] == lab].iloc[0]
+            if row["model"] != models[0]:
+                base = lab.replace(str(row["model"]).upper(), str(models[0]).upper(), 1)
+                if base in labels:
+                    pairs.append((lab, base, "model"))
+        pairs += [(lab, lab[: -len("-TURN")], "arms") for lab in own if lab.endswith("-TURN") and lab[:-5] in labels]
+        lines += [
+            "",
+            "Paired per-seed differences of the final regret under the turn truth (Wh; negative: the first method "
+            "has lower regret), with 95 % t-intervals:",
+            "",
+            "| difference | kind | mean +- s.e. | 95 % interval | seeds lower / seeds |",
+            "|---|---|---:|---:|---:|",
+        ]
+        sentences = []
+        for a, b, kind in pairs:
+            cell, sentence = _ci(a, b, turn[a], turn[b])
+            lines.append(f"| {a} - {b} | {kind} | {cell} |")
+            sentences.append(f"- {sentence}.")
+        lines += ["", "Generated from the table above (turn truth):", "", *sentences, ""]
+        gp = [(a, b) for a, b, k in pairs if k == "model"]
+        if gp:
+            below, above = _resolved(turn, gp)
+            lines.append(
+                f"Model: of {len(gp)} paired comparisons {', '.join(models[1:])} - {models[0]}, {below} resolve lower "
+                f"regret, {above} higher regret, not resolved at 95 %: {len(gp) - below - above}."
+            )
+        arm_pairs = [(a, b) for a, b, k in pairs if k == "arms"]
+        if arm_pairs:
+            below, above = _resolved(turn, arm_pairs)
+            lines.append(
+                f"Arms: of {len(arm_pairs)} paired comparisons turn - edge, {below} resolve lower regret with turn "
+                f"arms, {above} higher regret, not resolved at 95 %: {len(arm_pairs) - below - above}."
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _by_count(counts: dict[str, int]) -> str:
+    """``"BI-TS, BI-UCB 10; GP-EXACT-TS 3"``: methods grouped by their number of seeds, most seeds first."""
+    groups: dict[int, list[str]] = {}
+    for lab, k in counts.items():
+        groups.setdefault(k, []).append(lab)
+    return "; ".join(f"{', '.join(labs)} {k}" for k, labs in sorted(groups.items(), reverse=True))
+
+
+def partial_network_lines(
+    df: pd.DataFrame,
+    meta: dict[str, Any],
+    timed: pd.DataFrame,
+    timed_meta: dict[str, Any],
+    driven: frozenset[str] = frozenset(),
+) -> list[str]:
+    """The "not done" paragraph of the network timed in ``timed`` (``driven``: the networks whose final routes are
+    driven live; a complete network gets one paragraph of what ran and its CPU) (one seed of its dearest methods,
+    :func:`~studies.sumo_bandit.runner.read_timing`), once the study has rows of that network: per route, the
+    seeds completed of the ``meta["seeds"]`` asked for every method of the complete networks (the other networks in
+    ``df``), the CPU per seed measured on this network (``cpu_s``, mean over its completed seeds, both routes) and its
+    ratio to the same methods' CPU per seed on the complete networks, and the CPU the missing seeds would cost: per
+    seed the CPU measured here, else the timed run's, else the method's CPU per seed on the complete networks times
+    the ratio of its model's methods that have a CPU per seed on this network (measured or timed; all methods
+    measured here when its model has none).  Before any row of that network:
+    :func:`~studies.sumo_bandit.runner.timing_lines`."""
+    from studies.sumo_bandit.runner import TIMING, timing_lines
+
+    net = str(timed["network"].iloc[0])
+    seeds = int(meta["seeds"])
+    here, ref = df[df["network"] == net], df[df["network"] != net]
+    if here.empty or ref.empty:
+        return timing_lines(timed, timed_meta, df, seeds)
+    methods = list(dict.fromkeys([*ref["label"], *here["label"]]))
+    routes = list(dict.fromkeys(ref["route"]))
+    cpu = here.groupby("label")["cpu_s"].mean()
+    cpu_ref = ref.groupby("label")["cpu_s"].mean()
+    timed_cpu = timed.groupby("label", sort=False)["cpu_s"].mean()
+    ran = list(dict.fromkeys(here["route"]))
+    both = [lab for lab in methods if lab in cpu.index and lab in cpu_ref.index]
+    ratio = float(cpu[both].sum() / cpu_ref[both].sum()) if both else float("nan")
+    model_of = dict(zip(df["label"], df["model"], strict=False))
+    lux = {**timed_cpu.to_dict(), **cpu.to_dict()}  # CPU per seed on this network: measured here, else timed
+    factor: dict[str, float] = {}
+    for model in dict.fromkeys(model_of.values()):
+        labs = [lab for lab in lux if model_of.get(lab) == model and lab in cpu_ref.index]
+        factor[model] = sum(lux[lab] for lab in labs) / float(cpu_ref[labs].sum()) if labs else ratio
+    done, missing = [], []
+    remaining, sources = 0.0, {"here": 0, "timed": 0, "scaled": 0}
+    scaled: list[str] = []
+    for route in routes:
+        g = here[here["route"] == route]
+        counts = {lab: int((g["label"] == lab).sum()) for lab in methods}
+        done.append(f"{net} {route}: " + (_by_count({k: v for k, v in counts.items() if v}) or "none"))
+        short = {lab: seeds - k for lab, k in counts.items() if k < seeds}
+        missing.append(f"{net} {route}: " + (_by_count(short) if short else "none"))
+        for lab, k in short.items():
+            if lab in cpu.index:
+                per, src = float(cpu[lab]), "here"
+            elif lab in timed_cpu.index:
+                per, src = float(timed_cpu[lab]), "timed"
+            else:
+                per, src = factor[model_of[lab]] * float(cpu_ref.get(lab, float("nan"))), "scaled"
+                scaled.append(lab)
+            remaining += k * per
+            sources[src] += k
+    per_seed = ", ".join(
+        f"{lab} {cpu[lab]:.1f} s" + (f" ({cpu[lab] / cpu_ref[lab]:.1f}x)" if lab in cpu_ref.index else "")
+        for lab in methods
+        if lab in cpu.index
+    )
+    m = meta["routes"].get(f"{net}-{routes[0]}", timed_meta["routes"][next(iter(timed_meta["routes"]))])
+    cells = ", ".join(f"{lab} {timed_cpu[lab]:.0f} CPU s" for lab in timed_cpu.index)
+    stopped = [lab for lab in timed_meta["routes"][next(iter(timed_meta["routes"]))].get("methods", [])]
+    stopped = [lab for lab in stopped if lab not in timed_cpu.index]
+    others = sorted(set(ref["network"]))
+    complete = all(m.endswith(": none") for m in missing)
+    timing = (
+        f"One seed timed on {net} {timed['route'].iloc[0]} before this study (`{timed_meta['command']}`; "
+        f"data [`data/{TIMING}.csv`](data/{TIMING}.csv), [`data/{TIMING}.json`](data/{TIMING}.json)): {cells}"
+        + (f"; asked there but stopped before completing a seed: {', '.join(stopped)}" if stopped else "")
+        + f".  Recording the day once (SUMO, {m['probe_trips']:,} probe trips, {m['traversals']:,} traversals) cost "
+        f"{m['record_cpu_s']:.0f} CPU s ({m['record_wall_s']:.0f} s wall)."
+        + ("" if net in driven else f"  The final routes of the {net} runs are not driven live.")
+    )
+    seeds_text = (
+        f"{seeds} seeds of each of the {len(methods)} methods on {' and '.join(f'{net} {r}' for r in routes)}"
+        if complete
+        else f"Seeds completed of the {seeds} asked: {'; '.join(done)}"
+    )
+    lines = [
+        f"**{net} A/B: {'complete' if complete else 'partly done'}.** {seeds_text} (T = {int(meta['horizon'])}, the "
+        "environment parameters above, the commands at the top; the section(s) "
+        f"{' and '.join(f'{net} {r}' for r in ran)} above).  CPU per seed measured here (the data's `cpu_s`, defined "
+        f"as for {', '.join(others)}: the seed's CPU, not the process's one-off loading of network and recorded day; "
+        "mean over the completed seeds of both routes; in brackets the ratio to the same "
+        f"method's CPU per seed on {', '.join(others)}): {per_seed}; together {ratio:.1f} times their CPU per seed "
+        f"on {', '.join(others)}." + (f"  {timing}" if complete else ""),
+        "",
+    ]
+    if complete:
+        return lines
+    return [
+        *lines,
+        f"**Not done: {net}** (seeds missing of the {seeds}): {'; '.join(missing)}.  "
+        + (
+            f"They would cost about {remaining / 60:.0f} CPU-minutes: "
+            + ", ".join(
+                part
+                for part in (
+                    f"{sources['here']} seed-runs at the CPU per seed measured here" if sources["here"] else "",
+                    f"{sources['timed']} at that of the one seed timed (below)" if sources["timed"] else "",
+                    f"{sources['scaled']} ({', '.join(dict.fromkeys(scaled))}) at their CPU per seed on "
+                    f"{', '.join(others)} times the ratio of their model's methods with a CPU per seed on {net} ("
+                    + ", ".join(f"{mod} {factor[mod]:.1f}x" for mod in dict.fromkeys(model_of[lab] for lab in scaled))
+                    + ")"
+                    if sources["scaled"]
+                    else "",
+                )
+                if part
+            )
+            + ".  "
+            if remaining
+            else ""
+        )
+        + timing,
+        "",
+    ]
+
+
+def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None = None) -> None:
+    """Rebuild ``out`` from the committed data alone; ``extra``: the folder of the live-scoring and timing tables
+    (default: ``data``'s folder)."""
+    from studies.sumo_bandit.runner import live_section, read_live, read_timing
+
+    df = pd.read_csv(data)
+    meta = json.loads(meta_path.read_text())
+    text = report(df, meta, data.name, meta_path.name)
+    extra = data.parent if extra is None else extra
+    live = read_live(extra)  # the final routes driven live (studies/sumo_bandit/live.py), when scored
+    if live is not None:
+        order = {k: list(r.get("methods", [])) for k, r in meta["routes"].items()}
+        text += "\n".join(["", *live_section(*live, order)])
+    timing = read_timing(extra)  # one seed of the dearest methods timed on a network not run
+    if timing is not None:
+        driven = frozenset(live[1]["network"]) if live is not None else frozenset()
+        text += "\n".join(["", *partial_network_lines(df, meta, *timing, driven=driven)])
+    atomic_write_text(out, text)

@@ -1,0 +1,1 @@
+"""The live-routes study (``docs/results/sumo_live_routes.md``): ``python -m studies.sumo_live_routes.run``."""

@@ -1,0 +1,384 @@
+"""Known-truth study of learning from trip logs (issue 23): SUMO trips on a network written as degraded logs,
+map-matched and learned; map-matching accuracy and held-out route-energy prediction error of the prior, BI and the
+exact GP.
+
+Protocol (all seeded):
+
+1. ``--train + --test`` trips between random pairs of edges (seed 0), each the shortest legal path by length and at
+   least ``--min-route-m`` long, driven once by SUMO with the EV (``sumo_ev``, battery device), departing 20 s apart
+   (``evroute.sumo.triplogs.simulate_trips``).  SUMO's exact FCD + battery outputs are the truth: the route driven
+   and the battery energy of each trip.
+2. Per condition (sampling period, GPS noise s.d., gauge step in % of capacity), every training trip is degraded
+   (``degrade``, seed 1000 + trip) and map-matched; its charge readings become linear observations.  Matching
+   accuracy: the share of the true route's edges in the matched path (recall) and of the matched path's edges in the
+   true route (precision), per trip.  Matcher: ``MatchOptions(sigma_m=max(noise, 5), beta_m=10 (1 s) or 30 (10 s))``
+   with the default thinning at 4 sigma, which a pilot on the matching precision of 30 of the training trips (15 m
+   noise, 1 Hz) preferred to Newson & Krumm's 2 sigma (0.88 vs 0.65); no held-out trip was used for it.
+3. For N in ``--ns`` and each seed, N training trips drawn at random (seed) are learned by BI and by the exact GP
+   (``evroute.models.store.prior_model`` priors: physics mean Eq. 8, the paper's kernel and prior variance
+   ``(0.25 sigma_det)^2``).  Two choices are made per fit by the log marginal likelihood of the training readings
+   alone (never the held-out trips): the noise of one traversal, ``(f sigma_det)^2`` with ``f`` in ``NOISE_FRACS``,
+   and whether to add shared per-metre and per-edge offsets of the physics mean
+   (``evroute.models.linear_obs.offset_basis``: prior s.d. 0.05 Wh/m and 10 Wh).  The held-out trips' energy is
+   predicted as the sum of the posterior means over their true routes.  Error per held-out trip = predicted -
+   SUMO's battery energy (Wh): RMSE and bias over the held-out trips; the prior alone
+   (N = 0) is the physics model.
+
+Where the prior's bias comes from (``bias.csv``, training trips, SUMO's exact logs; no fit, no held-out trip): each
+trip's SUMO energy minus the prior's, split by :func:`bias_rows` into the driven speed profile, SUMO's rotating mass,
+its auxiliary power and a remainder.
+
+Resumable: the simulation and each (condition, N, seed) row are kept in ``--out`` (``sim/``, ``rows.csv``,
+``matching.csv``, ``coverage.csv``, ``bias.csv``, and ``command.txt``: the latest command); a rerun skips what is
+there.  One study folder per network; ``studies/trip_logs/known_truth_report.py --collect FOLDER ...`` copies them into
+the committed CSV files (``docs/results/data/trip_logs_known_truth*``) and writes the report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+CONDITIONS = {  # name: (period_s, gps_sigma_m, soc_step_pct); "exact": SUMO's own log (the bound of log quality)
+    "exact": (1.0, 0.0, 1e-6),
+    "1s_5m_0.1pct": (1.0, 5.0, 0.1),
+    "10s_15m_0.1pct": (10.0, 15.0, 0.1),
+    "1s_15m_1pct": (1.0, 15.0, 1.0),
+}
+NOISE_FRACS = (0.1, 0.25, 0.5, 1.0)
+ROW_FIELDS = [
+    "network",
+    "condition",
+    "n_train",
+    "seed",
+    "model",
+    "rmse_wh",
+    "bias_wh",
+    "n_test",
+    "mean_energy_wh",
+    "noise_frac",
+    "offsets",
+    "log_ml",
+    "unusable",
+]
+BIAS_FIELDS = [
+    "network",
+    "trip",
+    "length_m",
+    "edges",
+    "duration_s",
+    "freeflow_s",
+    "sumo_wh",
+    "prior_wh",
+    "speed_profile_wh",
+    "rotating_mass_wh",
+    "auxiliary_wh",
+    "rest_wh",
+]
+MATCH_FIELDS = ["network", "condition", "trip", "samples", "recall", "precision", "cpu_s"]
+
+
+def _append(path: Path, fields: list[str], rows: list[dict]) -> None:
+    new = not path.is_file()
+    with path.open("a", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
+        if new:
+            w.writeheader()
+        w.writerows(rows)
+
+
+def _command(argv: list[str]) -> str:
+    """The study command as the report quotes it (``python -m studies.trip_logs.known_truth ARGS``)."""
+    import shlex
+
+    return " ".join(["python", "studies/trip_logs/known_truth.py", *(shlex.quote(a) for a in argv)])
+
+
+def bias_rows(network: str, train: list[str], traces: dict, truth: dict, net, vehicle, energy: dict) -> list[dict]:
+    """Per training trip, SUMO's battery energy minus the prior's (Eq. 8 summed over the true route, Wh) split into
+    what the constant-speed prior leaves out, from SUMO's exact log alone (no held-out trip, no fit):
+
+    * ``speed_profile_wh``: the trace model (:func:`evroute.traces.energy.trace_energy`, Eq. 8 second by second with
+      the kinetic term, SUMO's own altitude ``z``) along SUMO's driven speeds, minus Eq. 8 at the speed limits;
+    * ``rotating_mass_wh``: the same with SUMO's rotating mass (``SUMO_ONLY_DEFAULTS``) added to the kinetic term;
+    * ``auxiliary_wh``: SUMO's constant power intake times the trip's duration (the profile sets none);
+    * ``rest_wh``: what remains, i.e. what the trace model does not reproduce of SUMO's Energy model (e.g. its radial
+      drag, g = 9.81, its integration step; not separated).
+    """
+    import dataclasses
+
+    from evroute.sumo.vehicle import SUMO_ONLY_DEFAULTS
+    from evroute.traces.energy import TraceModelOptions, trace_energy
+
+    aux_w = vehicle.auxiliary_power_w
+    aux_w = SUMO_ONLY_DEFAULTS["constantPowerIntake"] if aux_w is None else aux_w
+    bare = dataclasses.replace(vehicle, auxiliary_power_w=None)
+    rot = TraceModelOptions(rotating_mass_kg=SUMO_ONLY_DEFAULTS["rotatingMass"])
+    from evroute.energy import network_energy_wh
+
+    e_det = network_energy_wh(net, vehicle)
+    out = []
+    for n in train:
+        tr, route = traces[n], truth[n]
+        plain = trace_energy(tr, bare, altitude_m=tr.altitude_m).total_wh
+        spun = trace_energy(tr, bare, rot, altitude_m=tr.altitude_m).total_wh
+        duration = float(tr.t_s[-1] - tr.t_s[0])
+        aux = aux_w * duration / 3600.0
+        prior = float(e_det[route].sum())
+        out.append(
+            dict(
+                network=network,
+                trip=n,
+                length_m=f"{net.length_m[route].sum():.1f}",
+                edges=len(route),
+                duration_s=f"{duration:.0f}",
+                freeflow_s=f"{(net.length_m[route] / net.speed_mps[route]).sum():.1f}",
+                sumo_wh=f"{energy[n]:.3f}",
+                prior_wh=f"{prior:.3f}",
+                speed_profile_wh=f"{plain - prior:.3f}",
+                rotating_mass_wh=f"{spun - plain:.3f}",
+                auxiliary_wh=f"{aux:.3f}",
+                rest_wh=f"{energy[n] - spun - aux:.3f}",
+            )
+        )
+    return out
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (SUMO), user + system."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _read(path: Path) -> list[dict]:
+    return list(csv.DictReader(path.open())) if path.is_file() else []
+
+
+def run(args: argparse.Namespace) -> int:
+    from evroute.energy import VehicleProfile, network_energy_wh
+    from evroute.linegraph import build_line_graph
+    from evroute.models.linear_obs import (
+        LinearStatistics,
+        kernel_factor,
+        linear_model_from,
+        linear_posterior,
+        offset_basis,
+    )
+    from evroute.models.store import prior_model
+    from evroute.network.registry import load_network
+    from evroute.sumo.replay import sumo_net_file
+    from evroute.sumo.triplogs import degrade, random_routes, simulate_trips
+    from evroute.traces.formats import read_sumo_fcd
+    from evroute.traces.mapmatch import MatchIndex, MatchOptions
+    from evroute.traces.observations import trace_readings
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    vehicle = VehicleProfile.load("sumo_ev")
+    lg = build_line_graph(load_network(args.network))
+    net = lg.network
+    index_of = {str(e): i for i, e in enumerate(net.edge_ids)}
+    sim = out / "sim"
+    routes = random_routes(lg, args.train + args.test, args.min_route_m, np.random.default_rng(0))
+    if not (sim / "battery.xml").is_file():
+        t0 = _cpu()
+        simulate_trips(sumo_net_file(lg), routes, sim, vehicle=vehicle, depart_gap_s=20.0)
+        print(f"simulated {len(routes)} trips ({_cpu() - t0:.1f} CPU s incl. SUMO)", file=sys.stderr)
+    traces = {t.name: t for t in read_sumo_fcd(sim / "fcd.xml", sim / "battery.xml")}
+    usable = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
+    names = [n for n in routes if n in traces]
+    train, test = names[: args.train], names[args.train : args.train + args.test]
+    truth = {n: np.array([index_of[e] for e in routes[n]]) for n in names}
+    energy = {n: float(traces[n].soc_pct[0] - traces[n].soc_pct[-1]) / 100.0 * usable for n in names}
+    e_det = network_energy_wh(net, vehicle)
+    y_test = np.array([energy[n] for n in test])
+    rows_csv, match_csv = out / "rows.csv", out / "matching.csv"
+    (out / "command.txt").write_text(_command(args.argv) + "\n")  # the latest command: it completes the design
+    if not (out / "bias.csv").is_file():
+        _append(out / "bias.csv", BIAS_FIELDS, bias_rows(args.network, train, traces, truth, net, vehicle, energy))
+    have_cov = {(int(r["n_train"]), int(r["seed"])) for r in _read(out / "coverage.csv")}
+    test_edges = np.concatenate([truth[n] for n in test])  # share of held-out route edges the N training trips drove
+    cov_rows = []
+    for n_train in args.ns:
+        for seed in range(args.seeds):
+            if (n_train, seed) not in have_cov:
+                pick = np.random.default_rng(seed).choice(len(train), size=min(n_train, len(train)), replace=False)
+                seen = np.unique(np.concatenate([truth[train[i]] for i in pick]))
+                cov_rows.append(
+                    dict(
+                        network=args.network,
+                        n_train=n_train,
+                        seed=seed,
+                        coverage=f"{np.isin(test_edges, seen).mean():.4f}",
+                    )
+                )
+    if cov_rows:
+        _append(out / "coverage.csv", ["network", "n_train", "seed", "coverage"], cov_rows)
+    done = {(r["condition"], int(r["n_train"]), int(r["seed"])) for r in _read(rows_csv)}
+    prior_done = any(int(r["n_train"]) == 0 for r in _read(rows_csv))
+    if not prior_done:
+        pred = np.array([e_det[truth[n]].sum() for n in test])
+        err = pred - y_test
+        _append(
+            rows_csv,
+            ROW_FIELDS,
+            [
+                dict(
+                    network=args.network,
+                    condition="-",
+                    n_train=0,
+                    seed=0,
+                    model="prior",
+                    rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
+                    bias_wh=f"{err.mean():.3f}",
+                    n_test=len(test),
+                    mean_energy_wh=f"{y_test.mean():.3f}",
+                )
+            ],
+        )
+    # the priors once (the kernel does not depend on the noise, which only enters the readings' covariance)
+    extra = {"learn_hyper": False}
+    bases = {k: prior_model(k, lg, vehicle, **(extra if k == "gp-exact" else {})) for k in ("bi", "gp-exact")}
+    var_det = float(np.var(e_det))
+    for cond in args.conditions:
+        period, sigma, step = CONDITIONS[cond]
+        index = MatchIndex(lg, MatchOptions(sigma_m=max(sigma, 5.0), beta_m=10.0 if period <= 1 else 30.0))
+        basis, basis_sd = offset_basis(index.length_m)
+        todo = [(n, seed) for n in args.ns for seed in range(args.seeds) if (cond, n, seed) not in done]
+        have_match = {r["trip"] for r in _read(match_csv) if r["condition"] == cond}
+        if not todo and have_match >= set(train):
+            continue
+        matched = {}
+        matched_rows = []
+        for k, name in enumerate(train):
+            log = degrade(
+                traces[name], np.random.default_rng(1000 + k), gps_sigma_m=sigma, period_s=period, soc_step_pct=step
+            )
+            t0 = time.process_time()
+            m = index.match(log.lat, log.lon)
+            cpu = time.process_time() - t0
+            true_set, got = set(truth[name].tolist()), set(m.path.tolist())
+            if name not in have_match:
+                matched_rows.append(
+                    dict(
+                        network=args.network,
+                        condition=cond,
+                        trip=name,
+                        samples=len(log),
+                        recall=f"{len(true_set & got) / len(true_set):.4f}",
+                        precision=f"{len(true_set & got) / max(len(got), 1):.4f}",
+                        cpu_s=f"{cpu:.4f}",
+                    )
+                )
+            matched[name] = (log, m)
+        if matched_rows:
+            _append(match_csv, MATCH_FIELDS, matched_rows)
+        cache: dict[tuple[str, float], Any] = {}  # (trip, noise fraction) -> its readings (None: unusable)
+
+        for n_train, seed in todo:
+            pick = np.random.default_rng(seed).choice(len(train), size=min(n_train, len(train)), replace=False)
+            t0 = _cpu()
+            # per noise fraction the readings' statistics are the same for both models and both mean choices (only
+            # the prior kernel differs): built once, shared; per model and mean choice the kernel's factor over the
+            # touched edges is the same for every noise fraction (the touched edges do not depend on the noise):
+            # computed once.  The best log marginal likelihood wins, the first in (f, offsets) order on a tie.
+            stats_of, unusable_of = [], []
+            for frac in NOISE_FRACS:
+                stats = LinearStatistics(len(e_det))
+                unusable = 0
+                for i in pick:
+                    key = (train[i], frac)
+                    if key not in cache:
+                        log, m = matched[train[i]]
+                        cache[key] = (
+                            trace_readings(log, m, index.length_m, usable, frac**2 * var_det, soc_step=step)
+                            if m.pieces == 1
+                            else None
+                        )
+                    r = cache[key]
+                    if r is None:
+                        unusable += 1
+                        continue
+                    stats.add(r.edges, r.a, r.y, r.noise_cov)
+                stats_of.append(stats)
+                unusable_of.append(unusable)
+            touched = stats_of[0].touched()
+            assert all(np.array_equal(st.touched(), touched) for st in stats_of)
+            best: dict[str, tuple[float, float, bool, np.ndarray, int]] = {}
+            for kind in ("bi", "gp-exact"):
+                cand = []
+                for offsets in (False, True):
+                    kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
+                    model = linear_model_from(bases[kind], **kw)  # noise_var only enters the readings (above)
+                    factor = kernel_factor(model.kernel, model.scale2, touched) if len(touched) else None
+                    for f_i, (frac, stats) in enumerate(zip(NOISE_FRACS, stats_of, strict=True)):
+                        mu, _, _, log_ml = linear_posterior(
+                            model.kernel, model.scale2, model.prior_mean, stats, factor=factor, with_variance=False
+                        )
+                        cand.append(((f_i, offsets), (log_ml, frac, offsets, mu, unusable_of[f_i])))
+                for _, c in sorted(cand, key=lambda t: t[0]):
+                    if kind not in best or c[0] > best[kind][0]:
+                        best[kind] = c
+            rows = []
+            for kind in ("bi", "gp-exact"):
+                log_ml, frac, offsets, mu, unusable = best[kind]
+                err = np.array([mu[truth[n]].sum() for n in test]) - y_test
+                rows.append(
+                    dict(
+                        network=args.network,
+                        condition=cond,
+                        n_train=n_train,
+                        seed=seed,
+                        model=kind,
+                        rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
+                        bias_wh=f"{err.mean():.3f}",
+                        n_test=len(test),
+                        mean_energy_wh=f"{y_test.mean():.3f}",
+                        noise_frac=frac,
+                        offsets=int(offsets),
+                        log_ml=f"{log_ml:.2f}",
+                        unusable=unusable,
+                    )
+                )
+            _append(rows_csv, ROW_FIELDS, rows)
+            print(
+                f"{cond} N={n_train} seed={seed}: "
+                + ", ".join(f"{r['model']} {r['rmse_wh']}" for r in rows)
+                + f" ({_cpu() - t0:.1f} CPU s)",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--network", default="monaco")
+    p.add_argument("--out", default="results/trip_logs_known_truth", help="study folder (resumable)")
+    p.add_argument("--train", type=int, default=200, help="training pool size (trips)")
+    p.add_argument("--test", type=int, default=40, help="held-out trips")
+    p.add_argument("--ns", default="10,100", help="numbers of training trips learned")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--min-route-m", type=float, default=1000.0)
+    p.add_argument("--conditions", default=",".join(CONDITIONS), help=f"among {', '.join(CONDITIONS)}")
+    args = p.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)
+    args.ns = [int(x) for x in args.ns.split(",") if x]
+    args.conditions = [c for c in args.conditions.split(",") if c]
+    bad = [c for c in args.conditions if c not in CONDITIONS]
+    if bad or not args.ns or min(args.ns) < 1 or args.train < max(args.ns) or args.test < 2:
+        print("evroute: error: unknown condition, or --ns must be >= 1 and <= --train, --test >= 2", file=sys.stderr)
+        return 2
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
