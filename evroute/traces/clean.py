@@ -44,11 +44,14 @@ from __future__ import annotations
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from evroute.errors import DataWarning
-from evroute.traces.reader import Trace
+
+if TYPE_CHECKING:  # annotations only: reader calls split_all, so a runtime import would be a circle
+    from evroute.traces.reader import Trace
 
 MAX_SPEED_MPS = 250 / 3.6
 ALTITUDE_RANGE_M = (-500.0, 9000.0)
