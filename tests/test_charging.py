@@ -102,7 +102,7 @@ def _table(rng: np.random.Generator, n_chargers: int, two_routes: bool) -> LegTa
             for kind in range(1 + two_routes):
                 mean = d * total * rng.uniform(0.9, 1.1) * (0.85 if kind else 1.0)
                 time = d * 3600.0 * rng.uniform(0.9, 1.1) * (1.2 if kind else 1.0)
-                rows.append((i, j, kind, time, mean, (0.05 * mean) ** 2))
+                rows.append((i, j, kind, time, mean, (rng.uniform(0.02, 0.12) * mean) ** 2))
     a = np.asarray(rows)
     sites = Sites(
         edge=np.arange(n),
@@ -146,6 +146,24 @@ def test_search_is_optimal_against_brute_force(seed, n_chargers, two_routes, cha
         assert got.risk <= delta * (1 + 1e-9)
     else:
         assert np.all(got.arrive_mean >= 0.05 + buffer - 1e-9)
+
+
+def test_risk_is_a_resource_of_the_labels() -> None:
+    """Two routes to one charger, the faster one risky (eps 0.045): with the last leg's eps 0.01 only the slower,
+    safer one keeps the total within delta 0.05; a search that let the cheaper label dominate regardless of risk
+    would answer "no plan"."""
+    sites = Sites(np.arange(3), np.array([np.nan, 150.0, np.nan]), np.zeros(3), np.zeros(3), np.zeros(3),
+                  ["origin", "c", "destination"])
+    z45, z1 = norm.ppf(0.955), norm.ppf(0.99)
+    src, dst, kind = np.array([0, 0, 1, 0]), np.array([1, 1, 2, 2]), np.array([0, 1, 0, 0])
+    mean = np.array([3000.0, 3000.0, 8000.0, 11000.0])
+    sd = np.array([1500.0 / z45, 300.0, 1500.0 / z1, 100.0])
+    t = LegTable(sites, src, dst, kind, np.array([100.0, 200.0, 100.0, 150.0]), np.ones(4), mean, sd**2, mean,
+                 sd, 0.0)
+    p = PlanProblem(t, CURVE, PlanSettings(10_000.0, 0.5, 0.05, delta=0.05, max_stops=1, step=0.05))
+    plan = plan_search(p)
+    assert plan.feasible and plan.legs == [1, 2] and plan.targets == [pytest.approx(1.0)]
+    assert plan.risk == pytest.approx(0.01, rel=1e-3) and plan.cost == pytest.approx(brute_force(p).cost)
 
 
 def test_grid_bound_holds_against_a_finer_grid() -> None:

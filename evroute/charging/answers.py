@@ -7,8 +7,9 @@ departure charges ``d_k``) when ``E_k <= (d_k - r) C`` for every leg: a multivar
 (:func:`joint_probability`), at least ``1 - sum eps`` by the union bound the search uses.
 
 Charge along the route.  Along each leg the charge after the first ``i`` driven edges is ``d_k - (prefix energy) /
-C`` with the prefix's variance from the same covariance (:func:`charge_profile`); ``reserve_hit_km`` of the direct
-route says where its mean charge would fall below the reserve without charging.
+C`` with the prefix's variance from the same covariance (:func:`charge_profile`); ``reserve_hit_km`` says where
+the mean charge would fall below the reserve on the direct route (the least-cost leg from origin to destination)
+without charging.
 """
 
 from __future__ import annotations
@@ -120,6 +121,8 @@ def plan_dict(plan: Plan, problem: PlanProblem, belief: RouteBelief, lg: Any, ch
         )
     drive = float(t.time_s[plan.legs].sum())
     profile = charge_profile(plan, problem, belief, lg)
+    direct = [int(i) for i in problem.by_src.get(0, []) if int(t.dst[i]) == t.sites.dest]
+    no_charging = problem.make_plan([min(direct, key=lambda i: problem.leg_cost[i])], [], certified=True)
     return {
         "feasible": plan.feasible,
         "certified": plan.certified,
@@ -142,7 +145,7 @@ def plan_dict(plan: Plan, problem: PlanProblem, belief: RouteBelief, lg: Any, ch
         "stops": stops,
         "legs": legs,
         "charge_profile": {k: np.round(v, 5).tolist() for k, v in profile.items()},
-        "reserve_hit_km": reserve_hit_km(profile, s.reserve),
+        "reserve_hit_km": reserve_hit_km(charge_profile(no_charging, problem, belief, lg), s.reserve),
     }
 
 

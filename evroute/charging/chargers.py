@@ -174,14 +174,16 @@ def read_geojson(path: str | Path) -> Chargers:
         raise DataError(f"{p}: not a GeoJSON FeatureCollection")
     rows = []
     for i, ft in enumerate(doc["features"]):
-        where = f"feature {i}"
-        geom = ft.get("geometry") if isinstance(ft, dict) else None
-        if not isinstance(geom, dict) or geom.get("type") != "Point" or len(geom.get("coordinates") or []) < 2:
-            raise DataError(f"{p}: {where}: the geometry must be a Point [lon, lat]")
+        if not isinstance(ft, dict) or not isinstance(ft.get("properties") or {}, dict):
+            raise DataError(f"{p}: feature {i}: not a GeoJSON Feature with properties")
         props = dict(ft.get("properties") or {})
         props.setdefault("id", ft.get("id"))
+        where = f"feature {i}" + (f" (id {props['id']})" if props.get("id") is not None else "")
+        geom = ft.get("geometry")
+        if not isinstance(geom, dict) or geom.get("type") != "Point" or len(geom.get("coordinates") or []) < 2:
+            raise DataError(f"{p}: {where}: the geometry must be a Point [lon, lat]")
         props["lon"], props["lat"] = geom["coordinates"][:2]
-        rows.append((where + (f" (id {props['id']})" if props.get("id") is not None else ""), props))
+        rows.append((where, props))
     return _from_records(rows, str(p))
 
 
