@@ -45,8 +45,15 @@ def _chargers(tmp_path: Path, n: int = 8, seed: int = 0) -> Path:
     mid = edge_midpoints(lg.network.geometry)
     e = np.random.default_rng(seed).choice(lg.n_nodes, n, replace=False)
     rows = [
-        {"id": f"c{i}", "lon": mid[k, 0], "lat": mid[k, 1] + 1e-4, "power_kw": 50.0, "connector": "ccs",
-         "capacity": 2, "availability": 0.9}
+        {
+            "id": f"c{i}",
+            "lon": mid[k, 0],
+            "lat": mid[k, 1] + 1e-4,
+            "power_kw": 50.0,
+            "connector": "ccs",
+            "capacity": 2,
+            "availability": 0.9,
+        }
         for i, k in enumerate(e)
     ]
     return _write_csv(tmp_path / "ch.csv", rows)
@@ -93,12 +100,25 @@ def test_bad_csv_row_is_one_line_naming_it(tmp_path, row, message) -> None:
 
 def test_bad_geojson_and_header(tmp_path) -> None:
     p = tmp_path / "x.geojson"
-    p.write_text(json.dumps({"type": "FeatureCollection", "features": [
-        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [6.1, 49.6]},
-         "properties": {"id": "a", "power_kw": 22}},
-        {"type": "Feature", "geometry": {"type": "LineString", "coordinates": [[6.1, 49.6], [6.2, 49.6]]},
-         "properties": {"id": "b", "power_kw": 22}},
-    ]}))
+    p.write_text(
+        json.dumps(
+            {
+                "type": "FeatureCollection",
+                "features": [
+                    {
+                        "type": "Feature",
+                        "geometry": {"type": "Point", "coordinates": [6.1, 49.6]},
+                        "properties": {"id": "a", "power_kw": 22},
+                    },
+                    {
+                        "type": "Feature",
+                        "geometry": {"type": "LineString", "coordinates": [[6.1, 49.6], [6.2, 49.6]]},
+                        "properties": {"id": "b", "power_kw": 22},
+                    },
+                ],
+            }
+        )
+    )
     with pytest.raises(DataError, match="feature 1 \\(id b\\): the geometry must be a Point"):
         read_chargers(p)
     q = tmp_path / "y.csv"
@@ -116,10 +136,12 @@ def test_osm_stations_with_sockets_units_and_ways(tmp_path) -> None:
   <node id="1" lat="49.60" lon="6.10"><tag k="amenity" v="charging_station"/>
     <tag k="socket:type2:output" v="22 kW"/><tag k="socket:type2_combo:output" v="150kW"/><tag k="socket:type2" v="2"/>
     <tag k="socket:type2_combo" v="1"/><tag k="capacity" v="3"/></node>
-  <node id="2" lat="49.61" lon="6.11"><tag k="amenity" v="charging_station"/><tag k="socket:schuko:output" v="3700 W"/></node>
+  <node id="2" lat="49.61" lon="6.11"><tag k="amenity" v="charging_station"/>
+    <tag k="socket:schuko:output" v="3700 W"/></node>
   <node id="3" lat="49.62" lon="6.12"><tag k="amenity" v="charging_station"/></node>
   <node id="4" lat="49.63" lon="6.13"/><node id="5" lat="49.65" lon="6.15"/>
-  <way id="9"><nd ref="4"/><nd ref="5"/><tag k="amenity" v="charging_station"/><tag k="charging_station:output" v="50"/></way>
+  <way id="9"><nd ref="4"/><nd ref="5"/><tag k="amenity" v="charging_station"/>
+    <tag k="charging_station:output" v="50"/></way>
   <node id="6" lat="49.64" lon="6.14"><tag k="amenity" v="parking"/></node>
 </osm>"""
     p = tmp_path / "c.osm"
@@ -156,8 +178,19 @@ def _plan(tmp_path, capsys, *extra: str) -> tuple[int, str, str]:
 
 
 def test_plan_answers_in_text_json_geojson_and_html(tmp_path, capsys) -> None:
-    rc, out, _ = _plan(tmp_path, capsys, "--charge", "1.5%", "--reserve", "1%", "--json", "--geojson",
-                       str(tmp_path / "p.geojson"), "--html", str(tmp_path / "p.html"))
+    rc, out, _ = _plan(
+        tmp_path,
+        capsys,
+        "--charge",
+        "1.5%",
+        "--reserve",
+        "1%",
+        "--json",
+        "--geojson",
+        str(tmp_path / "p.geojson"),
+        "--html",
+        str(tmp_path / "p.html"),
+    )
     assert rc == 0
     d = json.loads(out)
     assert d["feasible"] and d["certified"] and len(d["stops"]) >= 1
@@ -190,8 +223,14 @@ def test_no_feasible_plan_names_the_farthest_reachable_charger() -> None:
     from evroute.charging.legs import LegTable, Sites
     from evroute.charging.search import PlanProblem, PlanSettings, plan_search
 
-    sites = Sites(np.arange(4), np.array([np.nan, 50.0, 50.0, np.nan]), np.zeros(4), np.zeros(4), np.zeros(4),
-                  ["origin", "c1", "c2", "destination"])
+    sites = Sites(
+        np.arange(4),
+        np.array([np.nan, 50.0, 50.0, np.nan]),
+        np.zeros(4),
+        np.zeros(4),
+        np.zeros(4),
+        ["origin", "c1", "c2", "destination"],
+    )
     src, dst = np.array([0, 0, 1, 1, 2, 0]), np.array([1, 2, 2, 3, 3, 3])
     mean = np.array([2000.0, 9000.0, 3000.0, 20000.0, 15000.0, 25000.0])  # Wh; battery 10 kWh
     time = np.array([600.0, 2000.0, 800.0, 4000.0, 3000.0, 5000.0])
@@ -215,8 +254,19 @@ def test_no_feasible_plan_names_the_farthest_reachable_charger() -> None:
 def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, args, message) -> None:
     out_geo = tmp_path / "never.geojson"
     s, g = _ends()
-    base = ["plan", "--network", NET, f"--from={s}", f"--to={g}", "--chargers", str(_chargers(tmp_path)),
-            "--charge", "20%", "--geojson", str(out_geo)]
+    base = [
+        "plan",
+        "--network",
+        NET,
+        f"--from={s}",
+        f"--to={g}",
+        "--chargers",
+        str(_chargers(tmp_path)),
+        "--charge",
+        "20%",
+        "--geojson",
+        str(out_geo),
+    ]
     rc = main(base + args)
     err = capsys.readouterr().err
     assert rc == 2 and err.startswith("evroute: error:") and message in err and err.count("\n") == 1
@@ -226,7 +276,8 @@ def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, args, me
 def test_bad_charger_file_fails_before_the_network_loads(tmp_path, capsys) -> None:
     bad = tmp_path / "bad.csv"
     bad.write_text("id,lon,lat,power_kw\na,6.1,49.6,lots\n")
-    rc = main(["plan", "--network", "no-such-network", "--from", "x", "--to", "y", "--chargers", str(bad),
-               "--charge", "20%"])
+    rc = main(
+        ["plan", "--network", "no-such-network", "--from", "x", "--to", "y", "--chargers", str(bad), "--charge", "20%"]
+    )
     err = capsys.readouterr().err
     assert rc == 2 and "line 2: power_kw 'lots' is not a number" in err and err.count("\n") == 1

@@ -299,8 +299,23 @@ def test_charging_plan_map_from_cli_renders(browser, tmp_path, city, capsys):
         w.writerow(["id", "lon", "lat", "power_kw"])
         w.writerows([[f"c{i}", mid[k, 0], mid[k, 1] + 1e-4, 50] for i, k in enumerate(e)])
     out = tmp_path / "plan.html"
-    argv = ["plan", "--network", "synthetic:600:2", "--from", r.start_id, "--to", r.goal_id, "--chargers",
-            str(chargers), "--charge", "1.1%", "--reserve", "1%", "--html", str(out)]
+    argv = [
+        "plan",
+        "--network",
+        "synthetic:600:2",
+        "--from",
+        r.start_id,
+        "--to",
+        r.goal_id,
+        "--chargers",
+        str(chargers),
+        "--charge",
+        "1.1%",
+        "--reserve",
+        "1%",
+        "--html",
+        str(out),
+    ]
     assert main(argv) == 0 and f"map: {out}" in capsys.readouterr().out
     points = [lg.network.geometry[x].mean(axis=0).tolist() for x in (r.start, r.goal)]
     res = _open(browser, out, points, tiles="offline")

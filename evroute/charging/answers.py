@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from scipy.stats import multivariate_normal, norm
 
-from evroute.charging.legs import KINDS, LegTable, leg_covariance
+from evroute.charging.legs import KINDS, leg_covariance
 from evroute.charging.search import Plan, PlanProblem
 from evroute.driver.answers import Z90
 from evroute.driver.belief import RouteBelief
@@ -219,10 +219,18 @@ def plan_geojson(d: dict[str, Any], lg: Any) -> dict[str, Any]:
     for n, leg in enumerate(d["legs"]):
         coords = np.concatenate([net.geometry[net.index_of(e)] for e in leg["edges"]])
         props = {k: v for k, v in leg.items() if k != "edges"} | {"kind": "leg", "leg": n + 1}
-        feats.append({"type": "Feature", "geometry": {"type": "LineString", "coordinates": coords.tolist()}, "properties": props})
+        feats.append(
+            {"type": "Feature", "geometry": {"type": "LineString", "coordinates": coords.tolist()}, "properties": props}
+        )
     for n, st in enumerate(d["stops"]):
         props = dict(st) | {"kind": "stop", "stop": n + 1}
-        feats.append({"type": "Feature", "geometry": {"type": "Point", "coordinates": [st["lon"], st["lat"]]}, "properties": props})
+        feats.append(
+            {
+                "type": "Feature",
+                "geometry": {"type": "Point", "coordinates": [st["lon"], st["lat"]]},
+                "properties": props,
+            }
+        )
     return {"type": "FeatureCollection", "features": feats}
 
 

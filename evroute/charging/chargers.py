@@ -240,10 +240,10 @@ def read_osm(path: str | Path) -> Chargers:
         raise DataError(f"cannot read OSM file {p}: {exc}") from None
     rows, skipped = [], 0
     for sid, tags, refs, pos in found:
-        outs = [parse_power_kw(v) for k, v in tags.items() if k.startswith("socket:") and k.endswith(":output")]
-        outs = [o for o in outs if o]
-        if not outs and tags.get("charging_station:output"):
-            outs = [o for o in [parse_power_kw(tags["charging_station:output"])] if o]
+        parsed = [parse_power_kw(v) for k, v in tags.items() if k.startswith("socket:") and k.endswith(":output")]
+        if not any(parsed):
+            parsed = [parse_power_kw(tags.get("charging_station:output", ""))]
+        outs = [o for o in parsed if o is not None and o > 0]
         if pos is None and refs:
             pts = np.asarray([coords[r] for r in refs if r in coords])
             pos = (float(pts[:, 0].mean()), float(pts[:, 1].mean())) if len(pts) else None

@@ -29,19 +29,38 @@ def add_plan_parser(sub: Any, add_network_args: Callable[[argparse.ArgumentParse
     p.add_argument("--chargers", required=True, help="charging stations: .csv, .geojson or .osm (docs/charging.md)")
     p.add_argument("--charge", required=True, help="battery charge at the start, e.g. 15%%")
     p.add_argument("--reserve", default=None, help="charge to keep on every arrival, e.g. 10%% (default: min_soc)")
-    p.add_argument("--delta", type=float, default=0.05, help="allowed P(some arrival below the reserve) (default: 0.05)")
+    p.add_argument(
+        "--delta", type=float, default=0.05, help="allowed P(some arrival below the reserve) (default: 0.05)"
+    )
     p.add_argument("--max-stops", type=int, default=3, help="most charging stops (default: %(default)s)")
     p.add_argument("--step", default="1%", help="grid of charge-to levels (default: %(default)s)")
-    p.add_argument("--energy-weight", type=float, default=0.0, metavar="S_PER_KWH",
-                   help="blend: seconds one kWh is worth (default: 0, least time)")
+    p.add_argument(
+        "--energy-weight",
+        type=float,
+        default=0.0,
+        metavar="S_PER_KWH",
+        help="blend: seconds one kWh is worth (default: 0, least time)",
+    )
     p.add_argument("--stop-min", type=float, default=3.0, help="minutes a stop takes besides charging (default: 3)")
-    p.add_argument("--trip-rho", type=float, default=0.0,
-                   help="trip-level correlation of traversal noise in [0, 1] (default: 0; docs/charging.md)")
-    p.add_argument("--min-availability", type=float, default=0.0,
-                   help="leave out chargers less likely to be free than this (default: 0)")
+    p.add_argument(
+        "--trip-rho",
+        type=float,
+        default=0.0,
+        help="trip-level correlation of traversal noise in [0, 1] (default: 0; docs/charging.md)",
+    )
+    p.add_argument(
+        "--min-availability",
+        type=float,
+        default=0.0,
+        help="leave out chargers less likely to be free than this (default: 0)",
+    )
     p.add_argument("--max-snap-m", type=float, default=250.0, help="snapping limit of LON,LAT ends (default: 250 m)")
-    p.add_argument("--charger-snap-m", type=float, default=250.0,
-                   help="chargers farther than this from every road are left out (default: 250 m)")
+    p.add_argument(
+        "--charger-snap-m",
+        type=float,
+        default=250.0,
+        help="chargers farther than this from every road are left out (default: 250 m)",
+    )
     p.add_argument("--model", default=None, help="saved model (default: the physics prior)")
     p.add_argument("--vehicle", default=None, help="vehicle profile (default: the model's, else sumo_ev)")
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
@@ -55,7 +74,10 @@ def _check(args: argparse.Namespace) -> None:
         raise ParameterError(f"--delta must be in (0, 0.5), got {args.delta}")
     if args.max_stops < 0 or args.max_stops > 10:
         raise ParameterError(f"--max-stops must be in 0..10, got {args.max_stops}")
-    for flag, v, lo, hi in (("--trip-rho", args.trip_rho, 0.0, 1.0), ("--min-availability", args.min_availability, 0.0, 1.0)):
+    for flag, v, lo, hi in (
+        ("--trip-rho", args.trip_rho, 0.0, 1.0),
+        ("--min-availability", args.min_availability, 0.0, 1.0),
+    ):
         if not lo <= v <= hi:
             raise ParameterError(f"{flag} must be in [{lo:g}, {hi:g}], got {v}")
     if not (args.energy_weight >= 0 and args.stop_min >= 0 and args.max_snap_m > 0 and args.charger_snap_m > 0):
@@ -104,8 +126,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     d = plan_dict(plan, problem, belief, lg, chargers)
     net = lg.network
     source = f"model {args.model} ({header['kind']})" if header else "physics prior"
-    d |= {"network": net.name, "vehicle": vehicle.name, "source": source, "chargers_used": len(chargers),
-          "chargers_outside": outside, "trip_rho": args.trip_rho}
+    d |= {
+        "network": net.name,
+        "vehicle": vehicle.name,
+        "source": source,
+        "chargers_used": len(chargers),
+        "chargers_outside": outside,
+        "trip_rho": args.trip_rho,
+    }
     far = None if plan.feasible else farthest_text(plan, problem)
     d["farthest_reachable"] = far
     info = sys.stderr if args.json else sys.stdout

@@ -93,7 +93,11 @@ class ChargingCurve:
         return np.minimum(np.interp(soc, self.soc, self.kw), min(self.dc_max_kw, charger_kw))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"dc_max_kw": self.dc_max_kw, "curve": np.column_stack([self.soc, self.kw]).tolist(), "source": self.source}
+        return {
+            "dc_max_kw": self.dc_max_kw,
+            "curve": np.column_stack([self.soc, self.kw]).tolist(),
+            "source": self.source,
+        }
 
 
 def charging_curve(vehicle: Any) -> ChargingCurve:

@@ -191,31 +191,26 @@ def build_legs(
     vals = np.column_stack([time, net.length_m, belief.mean, belief.var, belief.noise_var, noise_sd, potential_wh])
     graphs = {"fastest": _arc_graph(lg, time), "energy": PathEnumerator(lg, belief.mean, h0, exact=False).graph}
     preds, sums = {}, {}
-    for kind, g in graphs.items():
+    for name, g in graphs.items():
         _, pred = dijkstra(g, directed=True, indices=sources, return_predecessors=True)
-        preds[kind] = pred
-        sums[kind] = tree_sums(pred, vals)
-    src_i, dst_j = np.meshgrid(src_sites, np.arange(1, sites.n), indexing="ij")
-    src_i, dst_j = src_i.ravel(), dst_j.ravel()
-    pair = src_i != dst_j
-    src_i, dst_j = src_i[pair], dst_j[pair]
+        preds[name] = pred
+        sums[name] = tree_sums(pred, vals)
+    grid_i, grid_j = np.meshgrid(src_sites, np.arange(1, sites.n), indexing="ij")
+    pair = grid_i.ravel() != grid_j.ravel()
+    src_i, dst_j = grid_i.ravel()[pair], grid_j.ravel()[pair]
     v = sites.edge[dst_j]
     s0 = int(sources[0])
     first = np.where(src_i == 0, 1.0, 0.0)[:, None] * vals[s0][None, :]  # the origin edge is paid for too
     blocks = []
-    for k_i, kind in enumerate(KINDS):
-        pred, tot = preds[kind], sums[kind]
+    for k_i, name in enumerate(KINDS):
+        pred, tot = preds[name], sums[name]
         reach = (v == sources[src_i]) | (pred[src_i, v] >= 0)
         row = tot[src_i, v] + first
-        blocks.append(
-            np.column_stack([src_i, dst_j, np.full(len(v), k_i), row[:, [0, 1, 2, 3, 4, 5, 6]]])[reach]
-        )
+        blocks.append(np.column_stack([src_i, dst_j, np.full(len(v), k_i), row[:, [0, 1, 2, 3, 4, 5, 6]]])[reach])
     a = np.concatenate(blocks)
     if not len(a) or not np.any(a[:, 0] == 0) or not np.any(a[:, 1] == sites.dest):
         ids = net.edge_ids
-        raise UnreachableError(
-            f"destination {ids[sites.edge[-1]]!r} is unreachable from origin {ids[sites.edge[0]]!r}"
-        )
+        raise UnreachableError(f"destination {ids[sites.edge[-1]]!r} is unreachable from origin {ids[sites.edge[0]]!r}")
     src, dst, kind = a[:, 0].astype(np.int64), a[:, 1].astype(np.int64), a[:, 2].astype(np.int64)
     det_s = sites.detour_s[src] + sites.detour_s[dst]
     det_m = sites.detour_m[src] + sites.detour_m[dst]

@@ -65,8 +65,9 @@ def profile_svg(profile: dict[str, Any], reserve: float, stops_km: list[float]) 
     return "".join(parts)
 
 
-def plan_map_html(d: dict[str, Any], lg: Any, path: str | Path, *, title: str = "",
-                  tiles: str | None = "openstreetmap") -> Path:
+def plan_map_html(
+    d: dict[str, Any], lg: Any, path: str | Path, *, title: str = "", tiles: str | None = "openstreetmap"
+) -> Path:
     """Write the map of :func:`evroute.charging.answers.plan_dict`'s answer ``d`` to ``path`` (module doc)."""
     import folium
 
@@ -74,13 +75,17 @@ def plan_map_html(d: dict[str, Any], lg: Any, path: str | Path, *, title: str = 
     if net.meta.get("crs", "EPSG:4326") != "EPSG:4326":
         raise DataError(f"network {net.name!r} has no lon/lat geometry: it cannot be mapped")
     polys = [
-        [(round(float(b), 6), round(float(a), 6)) for a, b in np.concatenate([net.geometry[net.index_of(e)] for e in leg["edges"]])]
+        [
+            (round(float(b), 6), round(float(a), 6))
+            for a, b in np.concatenate([net.geometry[net.index_of(e)] for e in leg["edges"]])
+        ]
         for leg in d["legs"]
     ]
     allpts = np.asarray([p for poly in polys for p in poly] + [(s["lat"], s["lon"]) for s in d["stops"]])
     (south, west), (north, east) = allpts.min(axis=0), allpts.max(axis=0)
-    m = offline_map(location=[float(south + north) / 2, float(west + east) / 2], zoom_start=13, tiles=None,
-                    control_scale=True)
+    m = offline_map(
+        location=[float(south + north) / 2, float(west + east) / 2], zoom_start=13, tiles=None, control_scale=True
+    )
     if tiles is not None:
         url, attribution = TILES[tiles]
         folium.TileLayer(url, attr=attribution, name=tiles, max_zoom=19).add_to(m)
@@ -89,14 +94,17 @@ def plan_map_html(d: dict[str, Any], lg: Any, path: str | Path, *, title: str = 
         colour = ROUTE_COLOURS[n % len(ROUTE_COLOURS)]
         lo, hi = leg["arrival_charge_90"]
         text = (
-            f"leg {n + 1}: {leg['from']} -> {leg['to']}, {leg['length_m'] / 1000:.2f} km, {leg['time_s'] / 60:.1f} min, "
-            f"arrive {100 * leg['arrival_charge']:.1f} % [{100 * lo:.1f}, {100 * hi:.1f}], P(reach) {leg['p_reach']:.4f}"
+            f"leg {n + 1}: {leg['from']} -> {leg['to']}, {leg['length_m'] / 1000:.2f} km, "
+            f"{leg['time_s'] / 60:.1f} min, arrive {100 * leg['arrival_charge']:.1f} % [{100 * lo:.1f}, "
+            f"{100 * hi:.1f}], P(reach) {leg['p_reach']:.4f}"
         )
         folium.PolyLine(poly, color=colour, weight=6, opacity=0.85, tooltip=text).add_to(
             folium.FeatureGroup(name=f"leg {n + 1}").add_to(m)
         )
-        legend.append(f"<div><span style='display:inline-block;width:24px;border-top:5px solid {colour};"
-                      f"vertical-align:middle;margin-right:6px'></span>{html.escape(text)}</div>")
+        legend.append(
+            f"<div><span style='display:inline-block;width:24px;border-top:5px solid {colour};"
+            f"vertical-align:middle;margin-right:6px'></span>{html.escape(text)}</div>"
+        )
     stops = folium.FeatureGroup(name="charging stops").add_to(m)
     for n, st in enumerate(d["stops"]):
         lo, hi = st["arrival_charge_90"]
@@ -105,14 +113,27 @@ def plan_map_html(d: dict[str, Any], lg: Any, path: str | Path, *, title: str = 
             f"[{100 * lo:.1f}, {100 * hi:.1f}], P(reach) {st['p_reach']:.4f}, charge to {100 * st['charge_to']:.0f} %, "
             f"{st['charging_time_s'] / 60:.1f} min"
         )
-        folium.CircleMarker([st["lat"], st["lon"]], radius=8, color="#00441b", weight=2, fill=True,
-                            fill_color="#41ab5d", fill_opacity=1.0, tooltip=tip).add_to(stops)
+        folium.CircleMarker(
+            [st["lat"], st["lon"]],
+            radius=8,
+            color="#00441b",
+            weight=2,
+            fill=True,
+            fill_color="#41ab5d",
+            fill_opacity=1.0,
+            tooltip=tip,
+        ).add_to(stops)
     for label, (lat, lon), fill in (("start", polys[0][0], "#00c000"), ("destination", polys[-1][-1], "#e00000")):
-        folium.CircleMarker([lat, lon], radius=7, color="#333", weight=2, fill=True, fill_color=fill,
-                            fill_opacity=1.0, tooltip=label).add_to(m)
+        folium.CircleMarker(
+            [lat, lon], radius=7, color="#333", weight=2, fill=True, fill_color=fill, fill_opacity=1.0, tooltip=label
+        ).add_to(m)
     folium.LayerControl().add_to(m)
-    ends = np.cumsum([sum(net.length_m[net.index_of(e)] for e in leg["edges"][1 if n else 0:]) / 1000.0
-                      for n, leg in enumerate(d["legs"])])
+    ends = np.cumsum(
+        [
+            sum(net.length_m[net.index_of(e)] for e in leg["edges"][1 if n else 0 :]) / 1000.0
+            for n, leg in enumerate(d["legs"])
+        ]
+    )
     svg = profile_svg(d["charge_profile"], d["reserve"], [float(k) for k in ends[:-1]])
     status = "feasible" if d["feasible"] else "NO FEASIBLE PLAN"
     panel = (
@@ -123,9 +144,15 @@ def plan_map_html(d: dict[str, Any], lg: Any, path: str | Path, *, title: str = 
         f"{d['p_all_reserve']:.4f}</div>{''.join(legend)}<div style='margin-top:4px'>charge along the route "
         f"(mean, 90 % band, reserve dashed, stops green)</div>{svg}</div>"
     )
-    m.get_root().html.add_child(folium.Element(panel))
-    m.fit_bounds([[float(south), float(west)], [float(north), float(east)]], padding_top_left=(40, 40),
-                 padding_bottom_right=(380, 40))
+    page_root = m.get_root()
+    if not isinstance(page_root, folium.Figure):
+        raise TypeError(f"folium map root is a {type(page_root).__name__}, not a Figure")
+    page_root.html.add_child(folium.Element(panel))
+    m.fit_bounds(
+        [[float(south), float(west)], [float(north), float(east)]],
+        padding_top_left=(40, 40),
+        padding_bottom_right=(380, 40),
+    )
     page = m.get_root().render()
     if external_assets(page):
         raise RuntimeError(f"map would load assets from the network: {external_assets(page)[:3]}")

@@ -11,10 +11,11 @@ charge is ``A = d - E / C``; the leg's risk is ``eps = P(A < r) = Phi((mu - (d -
     subject to  sum_legs eps <= delta,    stops <= max_stops
 
 ``stop_s`` is the time a stop takes besides charging (default 3 min: parking, plugging in, paying; it keeps plans
-from stopping where they need not).  ``T_stop`` is the charging time of :mod:`evroute.charging.curves` (0 if ``A_k >= t_k``) and its expectation over
-the Gaussian ``A_k`` is taken by Gauss-Hermite quadrature (:data:`GH_NODES` nodes).  ``w`` (s per kWh) weighs the
-energy; the reduced energy (mean minus the elevation potential, ``>= 0``) differs from the mean energy by a
-constant over all plans with the same ends, so the blend is a blend with the energy itself.
+from stopping where they need not).  ``T_stop`` is the charging time of :mod:`evroute.charging.curves` (0 if
+``A_k >= t_k``) and its expectation over the Gaussian ``A_k`` is taken by Gauss-Hermite quadrature
+(:data:`GH_NODES` nodes).  ``w`` (s per kWh) weighs the energy; the reduced energy (mean minus the elevation
+potential, ``>= 0``) differs from the mean energy by a constant over all plans with the same ends, so the blend is
+a blend with the energy itself.
 
 Why this bounds the probability of arriving.  ``P(some arrival < r) <= sum_legs P(A_k < r) = sum eps <= delta``
 (the union bound: it holds whatever the correlation of the legs, which the trip-level effect and the GP make
@@ -163,7 +164,9 @@ class PlanProblem:
         a = depart - self.mu[legs]
         sd = self.sd[legs]
         with np.errstate(divide="ignore", invalid="ignore"):
-            eps = np.where(sd > 0, norm.cdf((self.s.reserve - a) / np.where(sd > 0, sd, 1.0)), (a < self.s.reserve) * 1.0)
+            eps = np.where(
+                sd > 0, norm.cdf((self.s.reserve - a) / np.where(sd > 0, sd, 1.0)), (a < self.s.reserve) * 1.0
+            )
         return a, eps
 
     def allowed(self, risk: float, a: np.ndarray, eps: np.ndarray) -> np.ndarray:
@@ -233,8 +236,18 @@ def plan_search(problem: PlanProblem) -> Plan:
             g = lab.g[i] + 1
             cost = lab.base[i] + float(times[g])
             if cost + problem.h[site] < best:
-                j = lab.add(site, problem.grid[g], cost, lab.risk[i], lab.stops[i], lab.parent[i], lab.leg[i], times, g,
-                            lab.base[i])
+                j = lab.add(
+                    site,
+                    problem.grid[g],
+                    cost,
+                    lab.risk[i],
+                    lab.stops[i],
+                    lab.parent[i],
+                    lab.leg[i],
+                    times,
+                    g,
+                    lab.base[i],
+                )
                 heapq.heappush(heap, (cost + problem.h[site], j))
         d, c, r, k = lab.depart[i], lab.cost[i], lab.risk[i], lab.stops[i]
         if _dominated(closed.get(site, []), d, c, r, k):
@@ -347,7 +360,7 @@ def brute_force(problem: PlanProblem) -> Plan | None:
 
     t, s = problem.t, problem.s
     chargers = list(range(1, t.sites.n - 1))
-    pair = {}
+    pair: dict[tuple[int, int], list[int]] = {}
     for i in range(len(t)):
         pair.setdefault((int(t.src[i]), int(t.dst[i])), []).append(i)
     best: Plan | None = None
