@@ -53,6 +53,7 @@ REBUILT: dict[str, list[str]] = {
         "--out",
         "{out}",
     ],
+    "charging.md": ["scripts/charging/charging_study.py", "--report-only", "--out", "{out}"],
     "calibration.md": [
         "scripts/driver/calibration.py",
         "--report-only",
