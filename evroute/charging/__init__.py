@@ -8,6 +8,7 @@
 * :mod:`evroute.charging.search` -- the plan: least total time (or a time / energy blend) subject to
   ``P(charge >= reserve at every stop and at the destination) >= 1 - delta`` and a maximum number of stops, by a
   label-setting search over (site, charge) with dominance;
+* :mod:`evroute.charging.planner` -- :func:`~evroute.charging.planner.plan_trip`, one call from a trip to its plan;
 * :mod:`evroute.charging.montecarlo` -- plans driven in worlds sampled from the posterior (stranding rate);
 * :mod:`evroute.charging.answers`, :mod:`evroute.charging.plan_map` -- text, JSON, GeoJSON and the offline HTML map;
 * :mod:`evroute.charging.commands` -- ``evroute plan`` (the cli side).
