@@ -53,7 +53,14 @@ REBUILT: dict[str, list[str]] = {
         "--out",
         "{out}",
     ],
-    "charging.md": ["scripts/charging/charging_study.py", "--report-only", "--out", "{out}"],
+    "charging.md": [
+        "scripts/charging/charging_study.py",
+        "--report-only",
+        "--data",
+        "docs/results/data",
+        "--out",
+        "{out}",
+    ],
     "calibration.md": [
         "scripts/driver/calibration.py",
         "--report-only",
