@@ -294,10 +294,9 @@ def snap_chargers(network: Any, chargers: Chargers, max_snap_m: float = 250.0) -
     from evroute.network.snap import nearest_edges
 
     edge, dist = nearest_edges(network, chargers.lon, chargers.lat)
-    chargers.edge, chargers.snap_m = edge, dist
-    out = chargers.subset(dist <= max_snap_m)
-    out.skipped = chargers.skipped
-    return out
+    snapped = chargers.subset(np.arange(len(chargers)))  # a copy: the stations given stay as they were
+    snapped.edge, snapped.snap_m = edge, dist
+    return snapped.subset(dist <= max_snap_m)
 
 
 __all__ = [

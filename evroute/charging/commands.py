@@ -132,6 +132,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         "source": source,
         "chargers_used": len(chargers),
         "chargers_outside": outside,
+        "chargers_skipped": chargers.skipped,
         "trip_rho": args.trip_rho,
     }
     far = None if plan.feasible else farthest_text(plan, problem)
@@ -142,7 +143,10 @@ def cmd_plan(args: argparse.Namespace) -> int:
     else:
         head = (
             f"{net.name}: {net.edge_ids[s]} -> {net.edge_ids[g]} (vehicle {vehicle.name}, {source}; {len(chargers)} "
-            f"chargers from {args.chargers}" + (f", {outside} off the network" if outside else "") + ")"
+            f"chargers from {args.chargers}"
+            + (f", {outside} off the network" if outside else "")
+            + (f", {chargers.skipped} OSM stations without an output skipped" if chargers.skipped else "")
+            + ")"
         )
         print(plan_text(d, head))
         if far:
