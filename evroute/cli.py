@@ -178,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_route_args(p)
     add_commands(sub, _add_network_args)
+    from evroute.charging.commands import add_plan_parser
+
+    add_plan_parser(sub, _add_network_args)
 
     p = sub.add_parser("plot", help="draw the regret plot and the exploration map of a results folder")
     p.add_argument("results", help="a results folder written by `evroute run`")
@@ -475,6 +478,7 @@ def _os_error_text(exc: OSError) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from evroute.charging.commands import cmd_plan
     from evroute.cli_learn import cmd_learn
 
     parser = build_parser()
@@ -491,6 +495,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "data": _cmd_data,
         "config": _cmd_config,
         "learn": cmd_learn,
+        "plan": cmd_plan,
     }
     import warnings
 

@@ -280,3 +280,51 @@ def test_overlapping_routes_stay_visible_and_legend_values_do_not_wrap(browser, 
     assert len(spans) >= 9 and all(n == 1 for _, n in spans), spans  # every value on one line
     assert legend  # and inside the legend box
     assert any("same route as energy-optimal" in t for t, _ in spans)
+
+
+def test_charging_plan_map_from_cli_renders(browser, tmp_path, city, capsys):
+    """``evroute plan --html`` (issue 36): the legs, the charging stop (green marker), start and destination and
+    the charge-profile chart render offline with no page error; start and destination are in view, not under the
+    panel."""
+    import csv
+
+    from evroute.cli import main
+    from evroute.routes import edge_midpoints
+
+    lg, routes = city
+    r, *_ = routes["A"]
+    mid = edge_midpoints(lg.network.geometry)
+    e = np.random.default_rng(0).choice(lg.n_nodes, 8, replace=False)
+    chargers = tmp_path / "ch.csv"
+    with chargers.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["id", "lon", "lat", "power_kw"])
+        w.writerows([[f"c{i}", mid[k, 0], mid[k, 1] + 1e-4, 50] for i, k in enumerate(e)])
+    out = tmp_path / "plan.html"
+    argv = [
+        "plan",
+        "--network",
+        "synthetic:600:2",
+        "--from",
+        r.start_id,
+        "--to",
+        r.goal_id,
+        "--chargers",
+        str(chargers),
+        "--charge",
+        "1.1%",
+        "--reserve",
+        "1%",
+        "--html",
+        str(out),
+    ]
+    assert main(argv) == 0 and f"map: {out}" in capsys.readouterr().out
+    points = [lg.network.geometry[x].mean(axis=0).tolist() for x in (r.start, r.goal)]
+    res = _open(browser, out, points, tiles="offline")
+    f = res["facts"]
+    assert res["shot"].astype(np.float64).std() > 10 and f["legendVisible"] and all(f["inView"])
+    assert not any(f["underLegend"]) and res["errors"] == []
+    assert f["paths"] >= 4  # at least two legs, one stop, start and destination
+    assert _pixels(res["shot"], "#41ab5d") > 20  # the stop marker
+    assert _pixels(res["shot"], "#08519c") > 20  # the profile's mean line
+    assert [c for c in res["console"] if c[0] == "error" and TILE_HOST not in c[2]] == []

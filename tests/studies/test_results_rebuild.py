@@ -56,6 +56,14 @@ REBUILT: dict[str, list[str]] = {
         "--out",
         "{out}",
     ],
+    "charging.md": [
+        "scripts/charging/charging_study.py",
+        "--report-only",
+        "--data",
+        "docs/results/data",
+        "--out",
+        "{out}",
+    ],
     "calibration.md": [
         "-m",
         "studies.driver.calibration",
