@@ -57,7 +57,8 @@ REBUILT: dict[str, list[str]] = {
         "{out}",
     ],
     "charging.md": [
-        "scripts/charging/charging_study.py",
+        "-m",
+        "studies.charging.charging_study",
         "--report-only",
         "--data",
         "docs/results/data",

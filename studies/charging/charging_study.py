@@ -1,8 +1,8 @@
 """Validation of charging plans (issue 36): stranding in worlds sampled from the posterior, the mean + buffer
 planner, and plan latency on Luxembourg.  Writes docs/results/data/charging_*.csv, then docs/results/charging.md.
 
-    OMP_NUM_THREADS=1 python scripts/charging/charging_study.py   # about 5 min of CPU; needs luxembourg.osm
-    python scripts/charging/charging_study.py --report-only   # the page from the committed data
+    OMP_NUM_THREADS=1 python -m studies.charging.charging_study   # about 5 min of CPU; needs luxembourg.osm
+    python -m studies.charging.charging_study --report-only   # the page from the committed data
 
 Setting.  Luxembourg (LuST OSM), vehicle ``sumo_ev`` (35 kWh, its curve from evroute.charging.curves), the physics
 prior (BI) as the model, the 50 synthetic chargers of data/chargers/luxembourg_synthetic.geojson.  Trips: seeded
@@ -27,7 +27,7 @@ import pandas as pd
 DATA = Path("docs/results/data")
 PAGE = Path("docs/results/charging.md")
 CHARGERS = Path("data/chargers/luxembourg_synthetic.geojson")
-COMMAND = "python scripts/charging/charging_study.py"
+COMMAND = "python -m studies.charging.charging_study"
 RESERVE = 0.05
 WORLDS = 2000
 DELTAS = (0.01, 0.05, 0.1)

@@ -5,7 +5,7 @@ edges of the network (seeded), each 10-80 m off the road in a random direction, 
 (AC, type2), 50 and 150 kW (DC, ccs), 1-4 points and an availability in [0.6, 1].  Every id starts with ``SYN-``
 and every row says ``synthetic`` in its note: they are for tests and docs, not for driving.
 
-    python scripts/charging/make_sample_chargers.py            # needs monaco.osm / luxembourg.osm in $EVROUTE_DATA
+    python -m studies.charging.make_sample_chargers            # needs monaco.osm / luxembourg.osm in $EVROUTE_DATA
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import numpy as np
 
 POWERS = np.array([11.0, 22.0, 50.0, 150.0])
 P_POWER = np.array([0.2, 0.3, 0.35, 0.15])
-NOTE = "synthetic (scripts/charging/make_sample_chargers.py), not a real station"
+NOTE = "synthetic (studies/charging/make_sample_chargers.py), not a real station"
 
 
 def make(network: str, n: int, seed: int) -> list[dict]:
