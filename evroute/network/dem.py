@@ -280,4 +280,5 @@ def drape(network: Any, dem: DemSpec) -> Any:
         geometry=network.geometry,
         turns=network.turns,
         meta=meta,
+        speed_limit_mps=network.speed_limit_mps,
     )

@@ -133,6 +133,7 @@ def smooth_elevations(net: RoadNetwork, length_scale_m: float = SMOOTH_LENGTH_M)
         geometry=net.geometry,
         turns=net.turns,
         meta=meta,
+        speed_limit_mps=net.speed_limit_mps,
     )
 
 

@@ -31,12 +31,16 @@ class RoadNetwork:
         to_node: ``(E,)`` array of ``str``, id of the junction where each edge ends.
         length_m: ``(E,)`` float, edge length in metres (> 0), along the slope, between the same two points as the
             elevations (junction centres; see :mod:`evroute.network.elevation`), so ``|z_to - z_from| <= length``.
-        speed_mps: ``(E,)`` float, speed limit in m/s (> 0).
+        speed_mps: ``(E,)`` float, expected free-flow driving speed in m/s (> 0): the posted limit times the
+            free-flow factor of :func:`evroute.network.speeds.free_flow_factor` for OSM networks (junction and signal
+            delays not included); travel times and the energy prior use it.
         z_from_m: ``(E,)`` float, elevation of the start of the edge in metres.
         z_to_m: ``(E,)`` float, elevation of the end of the edge in metres.
         geometry: list of ``E`` arrays of shape ``(k_i, 2)``: (lon, lat) polyline of each edge, degrees.
         turns: ``(C, 2)`` int array of legal turns ``(e1, e2)``: a vehicle may drive ``e2`` right after ``e1``.
         meta: free-form provenance (source file, loader, warnings).
+        speed_limit_mps: ``(E,)`` float, posted speed limit in m/s, what SUMO's lanes carry;
+            left out (empty) at construction it equals ``speed_mps``.
     """
 
     name: str
@@ -50,12 +54,15 @@ class RoadNetwork:
     geometry: list[np.ndarray]
     turns: np.ndarray
     meta: dict[str, Any] = field(default_factory=dict)
+    speed_limit_mps: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     def __post_init__(self) -> None:
+        if np.size(self.speed_limit_mps) == 0:
+            self.speed_limit_mps = np.array(self.speed_mps, dtype=np.float64, copy=True)
         self.edge_ids = np.asarray(self.edge_ids, dtype=object).astype(str)
         self.from_node = np.asarray(self.from_node).astype(str)
         self.to_node = np.asarray(self.to_node).astype(str)
-        for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m"):
+        for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m", "speed_limit_mps"):
             setattr(self, attr, np.asarray(getattr(self, attr), dtype=np.float64))
         self.turns = np.asarray(self.turns, dtype=np.int64).reshape(-1, 2)
         self._index: dict[str, int] | None = None
@@ -70,19 +77,21 @@ class RoadNetwork:
         n = len(self.edge_ids)
         if n == 0:
             raise DataError(f"network {self.name!r} has no edges")
-        for attr in ("from_node", "to_node", "length_m", "speed_mps", "z_from_m", "z_to_m"):
+        for attr in ("from_node", "to_node", "length_m", "speed_mps", "z_from_m", "z_to_m", "speed_limit_mps"):
             if len(getattr(self, attr)) != n:
                 raise DataError(f"network {self.name!r}: {attr} has {len(getattr(self, attr))} entries, expected {n}")
         if len(self.geometry) != n:
             raise DataError(f"network {self.name!r}: geometry has {len(self.geometry)} entries, expected {n}")
         if len(set(self.edge_ids.tolist())) != n:
             raise DataError(f"network {self.name!r}: edge ids are not unique")
-        for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m"):
+        for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m", "speed_limit_mps"):
             if not np.all(np.isfinite(getattr(self, attr))):
                 raise DataError(f"network {self.name!r}: {attr} contains NaN or inf")
         if np.any(self.length_m <= 0):
             raise DataError(f"network {self.name!r}: edge lengths must be > 0 m")
         if np.any(self.speed_mps <= 0):
+            raise DataError(f"network {self.name!r}: speeds must be > 0 m/s")
+        if np.any(self.speed_limit_mps <= 0):
             raise DataError(f"network {self.name!r}: speed limits must be > 0 m/s")
         if self.turns.size and (self.turns.min() < 0 or self.turns.max() >= n):
             raise DataError(f"network {self.name!r}: a turn refers to an edge index outside 0..{n - 1}")
@@ -135,6 +144,7 @@ class RoadNetwork:
             geometry=[self.geometry[i] for i in edges],
             turns=t,
             meta=dict(self.meta),
+            speed_limit_mps=self.speed_limit_mps[edges],
         )
 
     # ------------------------------------------------------------- conversion
@@ -148,6 +158,7 @@ class RoadNetwork:
                 "to_node": self.to_node,
                 "length_m": self.length_m,
                 "speed_mps": self.speed_mps,
+                "speed_limit_mps": self.speed_limit_mps,
                 "z_from_m": self.z_from_m,
                 "z_to_m": self.z_to_m,
                 "incline": self.incline,
