@@ -319,13 +319,11 @@ def resolve_way_speeds(path: str | os.PathLike[str]) -> dict[str, WaySpeed]:
     return out
 
 
-_SPEED_KEYS = ("maxspeed", "maxspeed:forward", "maxspeed:backward")
-
-
 def write_resolved_osm(
     src: str | os.PathLike[str], dst: str | os.PathLike[str], speeds: dict[str, WaySpeed] | None = None
 ) -> dict[str, WaySpeed]:
-    """Copy OSM XML ``src`` to ``dst`` with the speed tags of every way of a class of :data:`URBAN_SPEEDS_KMH` replaced by its resolved posted speed in
+    """Copy OSM XML ``src`` to ``dst`` with the ``maxspeed*`` tags (netconvert reads ``maxspeed:type`` too) of every
+    way of a class of :data:`URBAN_SPEEDS_KMH` replaced by its resolved posted speed in
     km/h (``maxspeed``, or ``maxspeed:forward`` / ``maxspeed:backward`` when the directions differ), so that
     netconvert needs no defaults of its own.  Returns the resolved speeds (``speeds`` or :func:`resolve_way_speeds`).
     """
@@ -341,7 +339,7 @@ def write_resolved_osm(
                 continue
             ws = speeds.get(el.get("id", "")) if tag == "way" else None
             if ws is not None and ws.highway in URBAN_SPEEDS_KMH:
-                for t in [t for t in el.findall("tag") if t.get("k") in _SPEED_KEYS]:
+                for t in [t for t in el.findall("tag") if t.get("k", "").startswith("maxspeed")]:
                     el.remove(t)
                 pairs = (
                     [("maxspeed", ws.forward_kmh)]
