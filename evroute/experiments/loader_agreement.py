@@ -92,7 +92,13 @@ def loader_agreement(
         except (UnreachableError, ValueError):  # a point off the other loader's largest component
             continue
         trips.append(
-            Trip(o, d, {k: v[0] for k, v in res.items()}, {k: v[1] for k, v in res.items()}, {k: v[2] for k, v in res.items()})
+            Trip(
+                o,
+                d,
+                {k: v[0] for k, v in res.items()},
+                {k: v[1] for k, v in res.items()},
+                {k: v[2] for k, v in res.items()},
+            )
         )
     return trips
 

@@ -213,7 +213,7 @@ def _open(path: Path) -> IO[bytes]:
 
     suffix = path.suffix.lower()
     if suffix == ".gz":
-        return gzip.open(path, "rb")
+        return gzip.open(path, "rb")  # type: ignore[return-value]  # GzipFile reads bytes
     return bz2.open(path, "rb") if suffix == ".bz2" else path.open("rb")
 
 
@@ -295,8 +295,8 @@ def _direction_speed(tags: dict[str, str], key: str) -> tuple[float | None, str]
 
 
 def resolve_way_speeds(path: str | os.PathLike[str]) -> dict[str, WaySpeed]:
-    """Posted speeds of every ``highway`` way of an OSM XML file (plain, ``.gz`` or ``.bz2``), by way id (classes the tables
-    do not know take :data:`FALLBACK_SPEED_KMH` unless tagged)."""
+    """Posted speeds of every ``highway`` way of an OSM XML file (plain, ``.gz`` or ``.bz2``), by way id (classes
+    the tables do not know take :data:`FALLBACK_SPEED_KMH` unless tagged)."""
     nodes, ways = _scan(Path(path))
     urban = urban_ways(nodes, ways)
     out: dict[str, WaySpeed] = {}

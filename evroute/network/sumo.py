@@ -46,8 +46,8 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
         vclass: keep only edges that allow this SUMO vehicle class.
 
     Returns:
-        The network: SUMO edge ids, lengths in m, speed limits and free-flow speeds in m/s, junction elevations in m, lon/lat
-        geometry (``meta["crs"] == "EPSG:4326"``) or, for a net without geo-projection, the net's x/y in
+        The network: SUMO edge ids, lengths in m, speed limits and free-flow speeds in m/s, junction elevations
+        in m, lon/lat geometry (``meta["crs"] == "EPSG:4326"``) or, for a net without geo-projection, the net's x/y in
         metres (``meta["crs"] == "local-metres"``).
 
     Raises:
