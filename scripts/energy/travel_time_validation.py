@@ -13,7 +13,8 @@ per pair is written to ``docs/results/data/travel_time_validation.csv``::
 
     python scripts/energy/travel_time_validation.py collect --network monaco --pairs 30
 
-``report``: ``docs/results/travel_time_validation.md`` from the CSV alone::
+``report``: ``docs/results/travel_time_validation.md`` from the CSV alone (``--data`` / ``--out`` to rebuild it
+elsewhere, as ``tests/test_results_rebuild.py`` does)::
 
     python scripts/energy/travel_time_validation.py report
 """
@@ -153,24 +154,30 @@ def report(df: pd.DataFrame) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = p.add_subparsers(dest="cmd", required=True)
-    c = sub.add_parser("collect")
+    c = sub.add_parser("collect", help="drive the fastest routes of one network in SUMO, then write the page")
     c.add_argument("--network", default="monaco")
     c.add_argument("--pairs", type=int, default=30)
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--min-km", type=float, default=1.0)
-    sub.add_parser("report")
+    r = sub.add_parser("report", help="write the page from the CSV alone")
+    for q in (c, r):
+        q.add_argument("--data", type=Path, default=CSV, help="the CSV (default: %(default)s)")
+        q.add_argument("--out", type=Path, default=PAGE, help="the page (default: %(default)s)")
     a = p.parse_args(argv)
     if a.cmd == "collect":
+        if a.pairs < 1 or a.min_km < 0:
+            print("evroute: error: --pairs must be >= 1 and --min-km >= 0", file=sys.stderr)
+            return 2
         df = collect(a.network, a.pairs, a.seed, a.min_km)
-        if CSV.is_file():
-            old = pd.read_csv(CSV)
+        if a.data.is_file():
+            old = pd.read_csv(a.data)
             df = pd.concat([old[old["network"] != a.network], df], ignore_index=True)
-        CSV.parent.mkdir(parents=True, exist_ok=True)
-        df.to_csv(CSV, index=False)
-    if not CSV.is_file():
-        print(f"evroute: error: {CSV} not found: run `{COMMAND} collect` first", file=sys.stderr)
+        a.data.parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(a.data, index=False)
+    if not a.data.is_file():
+        print(f"evroute: error: {a.data} not found: run `{COMMAND} collect` first", file=sys.stderr)
         return 2
-    PAGE.write_text(report(pd.read_csv(CSV)))
+    a.out.write_text(report(pd.read_csv(a.data, keep_default_na=False, na_values=[""])))
     return 0
 
 
