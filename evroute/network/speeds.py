@@ -188,10 +188,20 @@ def tag_context(tags: dict[str, str]) -> str | None:
     return None
 
 
+def base_class(highway: str) -> str:
+    """The road class of a ``highway`` value: itself, or ``CLASS`` for the ``CLASS_tunnel`` / ``CLASS_bridge`` values
+    some scenario files use (Monaco's MoST file: ``primary_tunnel``, ``motorway_bridge``, ...)."""
+    for suffix in ("_tunnel", "_bridge"):
+        if highway.endswith(suffix) and highway.removesuffix(suffix) in URBAN_SPEEDS_KMH:
+            return highway.removesuffix(suffix)
+    return highway
+
+
 def default_speed_kmh(highway: str, context: str) -> float:
-    """Default posted speed (km/h) of an untagged way of class ``highway`` in ``context`` (``urban`` / ``rural``)."""
+    """Default posted speed (km/h) of an untagged way of class ``highway`` (:func:`base_class`) in ``context``
+    (``urban`` / ``rural``)."""
     table = URBAN_SPEEDS_KMH if context == "urban" else RURAL_SPEEDS_KMH
-    return table.get(highway, FALLBACK_SPEED_KMH)
+    return table.get(base_class(highway), FALLBACK_SPEED_KMH)
 
 
 @dataclass(frozen=True)
@@ -267,7 +277,7 @@ def urban_ways(
     :data:`URBAN_SPEEDS_KMH`."""
     from scipy.spatial import cKDTree
 
-    ways = {w: v for w, v in ways.items() if v[1].get("highway") in URBAN_SPEEDS_KMH}
+    ways = {w: v for w, v in ways.items() if base_class(v[1].get("highway", "")) in URBAN_SPEEDS_KMH}
     use: dict[str, int] = {}
     for refs, _ in ways.values():
         closed = len(refs) > 1 and refs[0] == refs[-1]
@@ -338,7 +348,7 @@ def write_resolved_osm(
                 out.write(f"<{el.tag}{attrs}>\n".encode())
                 continue
             ws = speeds.get(el.get("id", "")) if tag == "way" else None
-            if ws is not None and ws.highway in URBAN_SPEEDS_KMH:
+            if ws is not None and base_class(ws.highway) in URBAN_SPEEDS_KMH:
                 for t in [t for t in el.findall("tag") if t.get("k", "").startswith("maxspeed")]:
                     el.remove(t)
                 pairs = (
@@ -361,11 +371,11 @@ def _quote(v: str) -> str:
 
 
 def road_class(type_or_highway: object) -> str:
-    """The OSM ``highway`` class of a SUMO edge type (``"highway.primary"``, ``"highway.primary|railway.tram"``) or
-    an osmnx ``highway`` attribute (a string or a list of strings: the first); ``""`` when there is none."""
+    """The OSM ``highway`` class (:func:`base_class`) of a SUMO edge type (``"highway.primary"``,
+    ``"highway.primary|railway.tram"``) or an osmnx ``highway`` attribute (a string or a list of strings: the first); ``""`` when there is none."""
     v = type_or_highway[0] if isinstance(type_or_highway, list) and type_or_highway else type_or_highway
     for part in str(v or "").split("|"):
-        cls = part.removeprefix("highway.")
+        cls = base_class(part.removeprefix("highway."))
         if cls in URBAN_SPEEDS_KMH:
             return cls
     return ""

@@ -60,6 +60,7 @@ def collect(network: str, pairs: int, seed: int, min_km: float) -> pd.DataFrame:
         empty.write_text(f'<routes>\n  <trip id="late" depart="86000" from="{e0}" to="{e0}"/>\n</routes>\n')
         cfg = SumoLiveConfig(route_file=str(empty), hours=(8, 9), rounds_per_day=1, min_samples=1)
         sim = live_simulation(lg, cfg, VehicleProfile.load())
+        junction_type = _junction_types(sim.net_file)
         rows = []
         while len(rows) < pairs:
             i, j = (int(x) for x in rng.choice(net.n_edges, size=2, replace=False))
@@ -82,6 +83,7 @@ def collect(network: str, pairs: int, seed: int, min_km: float) -> pd.DataFrame:
                     "length_m": round(float(net.length_m[route].sum()), 1),
                     "evroute_s": round(float(time_s[route].sum()), 2),
                     "limit_s": round(float((net.length_m / net.speed_limit_mps)[route].sum()), 2),
+                    "signals": sum(junction_type.get(e) == "traffic_light" for e in ids),
                     "speed_factor": round(sf, 4),
                     "sumo_s": round(sumo_s, 2),
                     "ok": trip.ok,
@@ -92,6 +94,21 @@ def collect(network: str, pairs: int, seed: int, min_km: float) -> pd.DataFrame:
             print(f"{network} {len(rows)}/{pairs}: {rows[-1]['evroute_s']} s vs SUMO {sumo_s:.1f} s", file=sys.stderr)
         sim.close()
     return pd.DataFrame(rows)
+
+
+def _junction_types(net_file: Path) -> dict[str, str]:
+    """SUMO type of the junction each normal edge of ``net_file`` ends at (``traffic_light``, ``priority``, ...)."""
+    import sumolib
+
+    net = sumolib.net.readNet(str(net_file))
+    return {e.getID(): e.getToNode().getType() for e in net.getEdges(withInternal=False)}
+
+
+def _delay_fit(ok: pd.DataFrame) -> tuple[float, float]:
+    """Least-squares seconds per signalised and per other junction of SUMO's time beyond evroute's (no intercept)."""
+    a = np.column_stack([ok["signals"], ok["edges"] - ok["signals"]]).astype(np.float64)
+    coef, *_ = np.linalg.lstsq(a, (ok["sumo_s"] - ok["evroute_s"]).to_numpy(dtype=np.float64), rcond=None)
+    return float(coef[0]), float(coef[1])
 
 
 def _stats(ratio: np.ndarray) -> dict[str, float]:
@@ -120,7 +137,8 @@ def report(df: pd.DataFrame) -> str:
         "",
         "**The reference: SUMO's driver.**  SUMO's default car-following model (Krauss) drives at the lane speed",
         "limit times the driver's *speed factor* (drawn per trip from SUMO's passenger-car distribution, normal with",
-        "mean 1 and deviation 0.1, truncated to [0.2, 2]; the `speed_factor` column), accelerates at up to 2.6 m/s²",
+        "mean 1 and deviation 0.1, truncated to [0.2, 2]; the `speed_factor` column), with Krauss's random",
+        "dawdling (`sigma` 0.5: short random decelerations), accelerates at up to 2.6 m/s²",
         "and brakes at up to 4.5 m/s² (SUMO's passenger defaults), slows for turns (netconvert limits a turn's",
         "internal lane to the speed its radius allows), stops at red lights (netconvert's guessed fixed-time",
         "programs where OSM tags a signal) and yields or stops at priority and right-before-left junctions.  So",
@@ -143,6 +161,13 @@ def report(df: pd.DataFrame) -> str:
         verdicts.append(f"{name}: median {s['median']:.3f}, {'within' if within else 'outside'} ±{GOAL:.0%}")
         lim = (ok["limit_s"] / ok["sumo_s"]).to_numpy()
         verdicts.append(f"{name}, at the posted limits (free-flow factor 1): median ratio {np.median(lim):.3f}")
+        per_tls, per_other = _delay_fit(ok)
+        verdicts.append(
+            f"{name}: SUMO's extra time fits {per_tls:.1f} s per signalised junction and {per_other:.1f} s per other "
+            f"junction passed (least squares, no intercept; routes pass {ok['signals'].median():.0f} signals and "
+            f"{(ok['edges'] - ok['signals']).median():.0f} other junctions at the median): the delay a junction "
+            "model has to add"
+        )
     lines += ["", "**Result.**", ""] + [f"- {v}" for v in verdicts]
     fails = df[~df["ok"].astype(bool)]
     if len(fails):
