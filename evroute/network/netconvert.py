@@ -10,7 +10,8 @@ Posted speeds are resolved by :mod:`evroute.network.speeds` (tags, zone values, 
 urban/rural context) and handed to netconvert as plain numbers in a copy of the input
 (:func:`~evroute.network.speeds.write_resolved_osm`), so netconvert's own defaults (100 km/h on an untagged
 primary road) never apply.  With netconvert 1.28 it reproduces the reference counts of the project's data files
-(Monaco: 2,675 passenger edges / 6,606 turns; Luxembourg: 5,695 / 16,172).
+(Monaco: 2,687 passenger edges / 6,618 turns, 2,675 / 6,606 with netconvert's own speed defaults, whose equal
+speeds let it join more consecutive ways; Luxembourg: 5,695 / 16,172).
 """
 
 from __future__ import annotations
