@@ -143,7 +143,9 @@ def test_free_flow_factor():
     assert S.road_class("highway.primary|railway.tram") == "primary" and S.road_class(["tertiary", "x"]) == "tertiary"
     assert S.road_class("railway.rail") == "" and S.road_class(None) == ""
     # Monaco's MoST file writes tunnels and bridges into the class: they keep the speeds of their class
-    assert S.road_class("motorway_tunnel") == "motorway" and S.base_class("steps_bridge") == "steps_bridge"  # not a road class
+    assert (
+        S.road_class("motorway_tunnel") == "motorway" and S.base_class("steps_bridge") == "steps_bridge"
+    )  # not a road class
     assert S.default_speed_kmh("primary_bridge", "rural") == S.RURAL_SPEEDS_KMH["primary"]
 
 

@@ -104,10 +104,15 @@ def loader_agreement(
 
 
 def summary(trips: list[Trip]) -> dict[str, float]:
-    """Median and worst absolute relative difference (osmnx / netconvert - 1) of time and energy, and the count."""
+    """Median and worst absolute relative difference (osmnx / netconvert - 1) of time, energy and the route's mean
+    speed (length / time: the speeds alone, whatever route each graph offers), and the count."""
     out: dict[str, float] = {"trips": float(len(trips))}
-    for what in ("time_s", "energy_wh"):
-        rel = np.array([getattr(t, what)["osmnx"] / getattr(t, what)["netconvert"] - 1.0 for t in trips])
+    speed = {ld: np.array([t.length_m[ld] / t.time_s[ld] for t in trips]) for ld in ("osmnx", "netconvert")}
+    for what in ("time_s", "energy_wh", "speed"):
+        if what == "speed":
+            rel = speed["osmnx"] / speed["netconvert"] - 1.0
+        else:
+            rel = np.array([getattr(t, what)["osmnx"] / getattr(t, what)["netconvert"] - 1.0 for t in trips])
         out[f"{what}_median_abs"] = float(np.median(np.abs(rel)))
         out[f"{what}_worst_abs"] = float(np.max(np.abs(rel)))
         out[f"{what}_median"] = float(np.median(rel))

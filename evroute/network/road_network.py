@@ -270,7 +270,7 @@ class RoadNetwork:
         return g
 
     def summary(self) -> dict[str, Any]:
-        """Basic statistics (counts, total length in km, elevation range in m, speed classes in km/h)."""
+        """Basic statistics (counts, total length in km, elevation range in m, posted speed classes in km/h)."""
         z = np.concatenate([self.z_from_m, self.z_to_m])
         return {
             "name": self.name,
@@ -282,7 +282,7 @@ class RoadNetwork:
             "elevation_min_m": float(z.min()),
             "elevation_max_m": float(z.max()),
             "max_abs_incline": float(np.abs(self.incline).max()),
-            "speed_classes_kmh": sorted({round(float(s) * 3.6) for s in np.unique(self.speed_mps)})[:20],
+            "speed_classes_kmh": sorted({round(float(s) * 3.6) for s in np.unique(self.speed_limit_mps)})[:20],
         }
 
     def __repr__(self) -> str:

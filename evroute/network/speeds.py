@@ -372,7 +372,8 @@ def _quote(v: str) -> str:
 
 def road_class(type_or_highway: object) -> str:
     """The OSM ``highway`` class (:func:`base_class`) of a SUMO edge type (``"highway.primary"``,
-    ``"highway.primary|railway.tram"``) or an osmnx ``highway`` attribute (a string or a list of strings: the first); ``""`` when there is none."""
+    ``"highway.primary|railway.tram"``) or an osmnx ``highway`` attribute (a string or a list of strings: the
+    first); ``""`` when there is none."""
     v = type_or_highway[0] if isinstance(type_or_highway, list) and type_or_highway else type_or_highway
     for part in str(v or "").split("|"):
         cls = base_class(part.removeprefix("highway."))

@@ -2,8 +2,8 @@
 
     python scripts/energy/loader_agreement.py --networks monaco,luxembourg --trips 20
 
-One line per network: trips, median and worst |osmnx / netconvert - 1| of time and of energy
-(:mod:`evroute.experiments.loader_agreement`), and Monaco-style fast-road shares of the default loader.
+One line per network: the share of road length posted above 90 km/h on the default loader; trips; median and worst
+|osmnx / netconvert - 1| of time, of energy and of the route's mean speed (:mod:`evroute.experiments.loader_agreement`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
         print(
             f"{name}: road length posted above 90 km/h {fast:.1%}; {int(s['trips'])} trips; "
             f"time |diff| median {s['time_s_median_abs']:.1%} worst {s['time_s_worst_abs']:.1%}; "
-            f"energy |diff| median {s['energy_wh_median_abs']:.1%} worst {s['energy_wh_worst_abs']:.1%}"
+            f"energy |diff| median {s['energy_wh_median_abs']:.1%} worst {s['energy_wh_worst_abs']:.1%}; "
+            f"route mean speed |diff| median {s['speed_median_abs']:.1%} worst {s['speed_worst_abs']:.1%}"
         )
     return 0
 
