@@ -298,6 +298,7 @@ def urban_ways(
 
 
 def _direction_speed(tags: dict[str, str], key: str) -> tuple[float | None, str]:
+    """Speed (km/h) of tag ``key`` and where it came from (``"maxspeed"`` / ``"zone"``), or ``(None, "")``."""
     v = parse_maxspeed(tags.get(key))
     if v is None:
         return None, ""
@@ -322,7 +323,11 @@ def resolve_way_speeds(path: str | os.PathLike[str]) -> dict[str, WaySpeed]:
         oneway = tags.get("oneway", "")
         if oneway in REVERSED_ONEWAY:
             f = b
-        elif oneway in _ONEWAY or tags.get("junction") in ("roundabout", "circular") or tags["highway"] == "motorway":
+        elif (
+            oneway in _ONEWAY
+            or tags.get("junction") in ("roundabout", "circular")
+            or base_class(tags["highway"]) == "motorway"
+        ):
             if oneway != "no":
                 b = f
         out[wid] = WaySpeed(float(f), float(b), source, context, tags["highway"])
