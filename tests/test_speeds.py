@@ -193,3 +193,24 @@ def test_netconvert_loader_speeds(tmp_path):
 
     net = load_sumo_net(osm_to_sumo(FIXTURE, tmp_path / "speeds.net.xml", join_junctions=False))
     _check(_by_pair(net, int), 0.02)
+
+
+def test_speed_limits_travel_with_the_network():
+    """Posted limits survive subnetworks, smoothing and draping; dataclasses.replace resets them to the speeds."""
+    import dataclasses
+
+    from evroute.errors import DataError
+    from evroute.network.inclines import smooth_elevations
+    from evroute.network.osm import load_osm
+
+    net = load_osm(FIXTURE)
+    assert np.any(net.speed_limit_mps > net.speed_mps)  # the rural primary roads (factor 0.85)
+    sub = net.subnetwork(np.array([0, 2]))
+    np.testing.assert_array_equal(sub.speed_limit_mps, net.speed_limit_mps[[0, 2]])
+    np.testing.assert_array_equal(smooth_elevations(net, 50.0).speed_limit_mps, net.speed_limit_mps)
+    fresh = dataclasses.replace(net, speed_mps=net.speed_mps * 0.5)
+    np.testing.assert_array_equal(fresh.speed_limit_mps, fresh.speed_mps)
+    with pytest.raises(DataError, match="shape"):
+        net.with_speed_limits(net.speed_limit_mps[:-1])
+    with pytest.raises(DataError, match="finite and > 0"):
+        net.with_speed_limits(np.zeros(net.n_edges))

@@ -280,5 +280,4 @@ def drape(network: Any, dem: DemSpec) -> Any:
         geometry=network.geometry,
         turns=network.turns,
         meta=meta,
-        speed_limit_mps=network.speed_limit_mps,
-    )
+    ).with_speed_limits(network.speed_limit_mps)

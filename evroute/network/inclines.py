@@ -133,8 +133,7 @@ def smooth_elevations(net: RoadNetwork, length_scale_m: float = SMOOTH_LENGTH_M)
         geometry=net.geometry,
         turns=net.turns,
         meta=meta,
-        speed_limit_mps=net.speed_limit_mps,
-    )
+    ).with_speed_limits(net.speed_limit_mps)
 
 
 def steep_edges(net: RoadNetwork, threshold: float = STEEP_GRADE) -> list[dict[str, Any]]:

@@ -269,5 +269,4 @@ def load_osm(
         geometry=geometry,
         turns=turns,
         meta=meta,
-        speed_limit_mps=limit,
-    )
+    ).with_speed_limits(limit)

@@ -39,8 +39,9 @@ class RoadNetwork:
         geometry: list of ``E`` arrays of shape ``(k_i, 2)``: (lon, lat) polyline of each edge, degrees.
         turns: ``(C, 2)`` int array of legal turns ``(e1, e2)``: a vehicle may drive ``e2`` right after ``e1``.
         meta: free-form provenance (source file, loader, warnings).
-        speed_limit_mps: ``(E,)`` float, posted speed limit in m/s, what SUMO's lanes carry;
-            left out (empty) at construction it equals ``speed_mps``.
+        speed_limit_mps: ``(E,)`` float, posted speed limit in m/s, what SUMO's lanes carry: not a constructor
+            argument; it equals ``speed_mps`` until :meth:`with_speed_limits` sets it (the OSM and SUMO loaders do),
+            so ``dataclasses.replace`` (which may change the edge set) always yields a consistent network.
     """
 
     name: str
@@ -54,15 +55,14 @@ class RoadNetwork:
     geometry: list[np.ndarray]
     turns: np.ndarray
     meta: dict[str, Any] = field(default_factory=dict)
-    speed_limit_mps: np.ndarray = field(default_factory=lambda: np.empty(0))
+    speed_limit_mps: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if np.size(self.speed_limit_mps) == 0:
-            self.speed_limit_mps = np.array(self.speed_mps, dtype=np.float64, copy=True)
+        self.speed_limit_mps = np.array(self.speed_mps, dtype=np.float64, copy=True)
         self.edge_ids = np.asarray(self.edge_ids, dtype=object).astype(str)
         self.from_node = np.asarray(self.from_node).astype(str)
         self.to_node = np.asarray(self.to_node).astype(str)
-        for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m", "speed_limit_mps"):
+        for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m"):
             setattr(self, attr, np.asarray(getattr(self, attr), dtype=np.float64))
         self.turns = np.asarray(self.turns, dtype=np.int64).reshape(-1, 2)
         self._index: dict[str, int] | None = None
@@ -77,24 +77,38 @@ class RoadNetwork:
         n = len(self.edge_ids)
         if n == 0:
             raise DataError(f"network {self.name!r} has no edges")
-        for attr in ("from_node", "to_node", "length_m", "speed_mps", "z_from_m", "z_to_m", "speed_limit_mps"):
+        for attr in ("from_node", "to_node", "length_m", "speed_mps", "z_from_m", "z_to_m"):
             if len(getattr(self, attr)) != n:
                 raise DataError(f"network {self.name!r}: {attr} has {len(getattr(self, attr))} entries, expected {n}")
         if len(self.geometry) != n:
             raise DataError(f"network {self.name!r}: geometry has {len(self.geometry)} entries, expected {n}")
         if len(set(self.edge_ids.tolist())) != n:
             raise DataError(f"network {self.name!r}: edge ids are not unique")
-        for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m", "speed_limit_mps"):
+        for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m"):
             if not np.all(np.isfinite(getattr(self, attr))):
                 raise DataError(f"network {self.name!r}: {attr} contains NaN or inf")
         if np.any(self.length_m <= 0):
             raise DataError(f"network {self.name!r}: edge lengths must be > 0 m")
         if np.any(self.speed_mps <= 0):
             raise DataError(f"network {self.name!r}: speeds must be > 0 m/s")
-        if np.any(self.speed_limit_mps <= 0):
-            raise DataError(f"network {self.name!r}: speed limits must be > 0 m/s")
         if self.turns.size and (self.turns.min() < 0 or self.turns.max() >= n):
             raise DataError(f"network {self.name!r}: a turn refers to an edge index outside 0..{n - 1}")
+
+    def with_speed_limits(self, limit_mps: np.ndarray) -> RoadNetwork:
+        """Set :attr:`speed_limit_mps` (``(E,)`` posted limits, m/s, finite, > 0) and return this network.
+
+        Raises:
+            DataError: for a wrong shape or a non-finite or non-positive limit.
+        """
+        limit = np.asarray(limit_mps, dtype=np.float64)
+        if limit.shape != (self.n_edges,):
+            raise DataError(
+                f"network {self.name!r}: speed_limit_mps has shape {limit.shape}, expected ({self.n_edges},)"
+            )
+        if not np.all(np.isfinite(limit)) or np.any(limit <= 0):
+            raise DataError(f"network {self.name!r}: speed limits must be finite and > 0 m/s")
+        self.speed_limit_mps = limit
+        return self
 
     # -------------------------------------------------------------- accessors
     @property
@@ -144,8 +158,7 @@ class RoadNetwork:
             geometry=[self.geometry[i] for i in edges],
             turns=t,
             meta=dict(self.meta),
-            speed_limit_mps=self.speed_limit_mps[edges],
-        )
+        ).with_speed_limits(self.speed_limit_mps[edges])
 
     # ------------------------------------------------------------- conversion
     def edge_frame(self) -> pd.DataFrame:

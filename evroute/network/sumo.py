@@ -132,5 +132,4 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
         geometry=geometry,
         turns=np.array(turns, dtype=np.int64).reshape(-1, 2),
         meta=meta,
-        speed_limit_mps=limit,
-    )
+    ).with_speed_limits(limit)
