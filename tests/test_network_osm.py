@@ -39,10 +39,13 @@ def test_tiny_osm_edges(tiny):
     # slope length: great-circle horizontal length and the rise between the junctions' ele tags
     assert length["1-2-0"] == pytest.approx(np.hypot(_gc_m(6.1000, 49.6, 6.1010, 49.6), 110.5 - 100.0), rel=1e-6)
     assert length["4-2-0"] == pytest.approx(np.hypot(_gc_m(6.1010, 49.6010, 6.1010, 49.6), 110.5 - 130.0), rel=1e-6)
-    kmh = {k: round(v * 3.6, 6) for k, v in _attr(tiny, "speed_mps").items()}
+    kmh = {k: round(v * 3.6, 6) for k, v in _attr(tiny, "speed_limit_mps").items()}
     assert kmh["1-2-0"] == 50 and kmh["3-2-0"] == 50  # maxspeed tag
     assert kmh["4-2-0"] == 70 and kmh["2-5-0"] == 70
-    assert kmh["3-6-0"] == 40 and kmh["6-3-0"] == 40  # unclassified without maxspeed: highway-type default
+    assert kmh["3-6-0"] == 50 and kmh["6-3-0"] == 50  # unclassified without maxspeed: class default (either context)
+    # free-flow speed: a primary road posted above 64 km/h is a rural single carriageway (factor 0.85), the rest 1
+    ff = {k: round(v * 3.6, 6) for k, v in _attr(tiny, "speed_mps").items()}
+    assert ff["4-2-0"] == pytest.approx(70 * 0.85) and ff["1-2-0"] == 50 and ff["3-6-0"] == 50
 
 
 def test_tiny_osm_elevation_from_ele_tags(tiny):

@@ -135,8 +135,10 @@ def test_osm_to_sumo_tiny(tiny_converted):
     assert z["10#1"] == pytest.approx((110.5, 120.0))  # "120 m" parsed by netconvert
     assert z["20#0"] == pytest.approx((130.0, 110.5))
     assert z["30"] == pytest.approx((120.0, 90.0))
-    speeds = dict(zip(net.edge_ids.tolist(), np.round(net.speed_mps * 3.6).tolist(), strict=True))
-    assert speeds["10#0"] == 50 and speeds["20#1"] == 70
+    speeds = dict(zip(net.edge_ids.tolist(), np.round(net.speed_limit_mps * 3.6).tolist(), strict=True))
+    assert speeds["10#0"] == 50 and speeds["20#1"] == 70 and speeds["30"] == 50  # 30: untagged unclassified
+    free = dict(zip(net.edge_ids.tolist(), (net.speed_mps * 3.6).tolist(), strict=True))
+    assert free["20#1"] == pytest.approx(70 * 0.85, abs=0.05) and free["10#0"] == pytest.approx(50, abs=0.05)
     turns = _turn_ids(net)
     assert {("20#0", "20#1"), ("10#0", "10#1"), ("10#1", "30"), ("-30", "-10#1"), ("20#0", "-10#0")} <= turns
     assert ("20#1", "20#0") not in turns  # one-way street

@@ -280,4 +280,4 @@ def drape(network: Any, dem: DemSpec) -> Any:
         geometry=network.geometry,
         turns=network.turns,
         meta=meta,
-    )
+    ).with_speed_limits(network.speed_limit_mps)

@@ -133,7 +133,7 @@ def smooth_elevations(net: RoadNetwork, length_scale_m: float = SMOOTH_LENGTH_M)
         geometry=net.geometry,
         turns=net.turns,
         meta=meta,
-    )
+    ).with_speed_limits(net.speed_limit_mps)
 
 
 def steep_edges(net: RoadNetwork, threshold: float = STEEP_GRADE) -> list[dict[str, Any]]:

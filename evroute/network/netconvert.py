@@ -6,8 +6,12 @@ Bridges and tunnels (ways tagged ``bridge``, ``tunnel`` or a non-zero ``layer``)
 params and are never joined with the roads before and after them (``--geometry.remove`` alone merges a tunnel
 with its approach roads into one edge carrying the tunnel's tags, so its portals vanish and the DEM is read on the
 terrain above): their edges are listed in ``--geometry.remove.keep-edges.input-file`` (:func:`structure_way_edges`).
-With netconvert 1.28 it reproduces the reference counts of the project's data files
-(Monaco: 2,675 passenger edges / 6,606 turns; Luxembourg: 5,695 / 16,172).
+Posted speeds are resolved by :mod:`evroute.network.speeds` (tags, zone values, defaults by road class and
+urban/rural context) and handed to netconvert as plain numbers in a copy of the input
+(:func:`~evroute.network.speeds.write_resolved_osm`), so netconvert's own defaults (100 km/h on an untagged
+primary road) never apply.  With netconvert 1.28 it reproduces the reference counts of the project's data files
+(Monaco: 2,687 passenger edges / 6,618 turns, 2,675 / 6,606 with netconvert's own speed defaults, whose equal
+speeds let it join more consecutive ways; Luxembourg: 5,695 / 16,172).
 """
 
 from __future__ import annotations
@@ -179,6 +183,25 @@ def _complete_net(path: Path) -> bool:
     return tail.rstrip().endswith(b"</net>")
 
 
+def _speed_resolved_copy(src: Path, folder: Path) -> Path | None:
+    """A temporary copy of OSM XML ``src`` in ``folder`` whose drivable ways carry their resolved posted speeds
+    (:func:`evroute.network.speeds.write_resolved_osm`; the caller deletes it), or None for a file that does not
+    parse (netconvert then names the problem on the original)."""
+    import xml.etree.ElementTree as ET
+
+    from evroute.network.cachefiles import temp_prefix
+    from evroute.network.speeds import write_resolved_osm
+
+    fd, name = tempfile.mkstemp(prefix=temp_prefix(".evroute-speeds-"), suffix=".osm", dir=folder)
+    os.close(fd)
+    try:
+        write_resolved_osm(src, name)
+    except (ET.ParseError, OSError, EOFError, ValueError):
+        Path(name).unlink(missing_ok=True)
+        return None
+    return Path(name)
+
+
 def osm_to_sumo(
     osm_path: str | os.PathLike[str],
     out_path: str | os.PathLike[str],
@@ -222,6 +245,7 @@ def osm_to_sumo(
     tmp_out = Path(tmp_name)
     tmp_in: Path | None = None
     keep_file: Path | None = None
+    resolved: Path | None = None
     try:
         from evroute.network.xmlguard import check_xml_file, decompress_to, is_compressed
 
@@ -232,6 +256,7 @@ def osm_to_sumo(
             decompress_to(src, tmp_in, "OpenStreetMap file")  # checked (no DTD, limits) as it is written
         else:
             check_xml_file(src, "OpenStreetMap file")  # no DOCTYPE / ENTITY ever reaches netconvert's Xerces
+        resolved = _speed_resolved_copy(tmp_in or src, out.parent)
         keep = structure_way_edges(tmp_in or src)
         if keep:
             fd, name = tempfile.mkstemp(prefix=temp_prefix(".evroute-keep-"), suffix=".txt", dir=out.parent)
@@ -244,7 +269,7 @@ def osm_to_sumo(
         cmd = [
             str(exe),
             "--osm-files",
-            str(tmp_in or src),
+            str(resolved or tmp_in or src),
             *opts,
             "-o",
             str(tmp_out),
@@ -270,7 +295,7 @@ def osm_to_sumo(
         os.replace(tmp_out, out)
     finally:
         tmp_out.unlink(missing_ok=True)
-        for tmp in (tmp_in, keep_file):
+        for tmp in (tmp_in, keep_file, resolved):
             if tmp is not None:
                 tmp.unlink(missing_ok=True)
     return out

@@ -6,9 +6,10 @@
   parallel-edge key (``0`` unless two edges join the same pair of junctions), e.g. ``"-107044--107046-0"``.
 * Lengths: the slope length ``sqrt(h^2 + dz^2)`` of osmnx's great-circle ``length`` ``h`` (m) between the two
   junctions whose elevations the edge takes (:mod:`evroute.network.elevation`).
-* Speeds come from ``maxspeed`` tags (osmnx parses ``"50"``, ``"30 mph"``, ...); edges without one get the
-  mean tagged speed of their highway type in the file, else :data:`HIGHWAY_SPEEDS_KMH`, else
-  :data:`FALLBACK_SPEED_KMH`; all converted from km/h to m/s.
+* Speeds: the posted limit (``speed_limit_mps``) is the way's resolved speed of :mod:`evroute.network.speeds`
+  (``maxspeed``, ``maxspeed:forward`` / ``:backward``, zone values, else the default of its road class in its
+  urban/rural context), the same rules the netconvert loader hands netconvert; ``speed_mps`` is the free-flow speed,
+  the limit times :func:`~evroute.network.speeds.free_flow_factor`; both in m/s.
 * Elevations: node ``ele`` tags (metres) when present; nodes without one take the DEM value when a
   DEM is given, else the ``ele`` of the nearest tagged node; with neither tags nor DEM the network
   is flat and a :class:`UserWarning` says so (``meta["elevation"] == "flat"``).  Junctions that only bridge or
@@ -37,28 +38,6 @@ from evroute.network._graph import junction_turns
 from evroute.network.dem import DemSpec, read_dem
 from evroute.network.elevation import interpolate_structures, is_structure, slope_length
 from evroute.network.road_network import RoadNetwork
-
-#: Speed (km/h) of highway types that carry no ``maxspeed`` anywhere in the file.
-HIGHWAY_SPEEDS_KMH: dict[str, float] = {
-    "motorway": 120.0,
-    "motorway_link": 60.0,
-    "trunk": 90.0,
-    "trunk_link": 50.0,
-    "primary": 70.0,
-    "primary_link": 50.0,
-    "secondary": 60.0,
-    "secondary_link": 40.0,
-    "tertiary": 50.0,
-    "tertiary_link": 40.0,
-    "unclassified": 40.0,
-    "residential": 30.0,
-    "living_street": 10.0,
-    "service": 20.0,
-    "road": 40.0,
-    "busway": 30.0,
-}
-#: Speed (km/h) of edges whose highway type is not in :data:`HIGHWAY_SPEEDS_KMH` and never tagged.
-FALLBACK_SPEED_KMH = 30.0
 
 _NOT_DRIVABLE = {
     "abandoned",
@@ -161,6 +140,19 @@ def _fill_from_nearest(
     return out
 
 
+def _set_speed_limits(g: Any, speeds: dict[str, Any]) -> None:
+    """Give every raw (one node pair) osmnx edge ``speed_limit_kph``: its way's resolved posted speed in its direction
+    (osmnx marks the opposite direction of a two-way way ``reversed``; one-way ways carry one speed)."""
+    from evroute.network.speeds import FALLBACK_SPEED_KMH
+
+    for _, _, a in g.edges(data=True):
+        ws = speeds.get(str(a.get("osmid")))
+        if ws is None:
+            a["speed_limit_kph"] = FALLBACK_SPEED_KMH
+        else:
+            a["speed_limit_kph"] = ws.backward_kmh if a.get("reversed") is True else ws.forward_kmh
+
+
 def load_osm(
     path: str | os.PathLike[str],
     *,
@@ -183,6 +175,8 @@ def load_osm(
     """
     import osmnx as ox
 
+    from evroute.network.speeds import free_flow_factor, resolve_way_speeds, road_class
+
     p = Path(path)
     if network_type not in NETWORK_TYPES:
         raise ParameterError(f"network_type must be one of {', '.join(NETWORK_TYPES)}; got {network_type!r}")
@@ -201,6 +195,7 @@ def load_osm(
         raise DataError(f"malformed OSM file {p}: {type(exc).__name__}: {msg}") from None
 
     g.remove_edges_from([(u, v, k) for u, v, k, a in g.edges(keys=True, data=True) if not _keep_edge(a, network_type)])
+    _set_speed_limits(g, resolve_way_speeds(p))
     g.remove_nodes_from([n for n in list(g.nodes) if g.degree(n) == 0])
     if g.number_of_edges() == 0:
         raise DataError(f"OSM file {p} has no {network_type!r} roads")
@@ -209,8 +204,7 @@ def load_osm(
     tag_xyz = tag_xyz[np.isfinite(tag_xyz[:, 2])]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
-        g = ox.simplify_graph(g, edge_attrs_differ=["highway", "maxspeed", "bridge", "tunnel", "layer"])
-        g = ox.routing.add_edge_speeds(g, hwy_speeds=HIGHWAY_SPEEDS_KMH, fallback=FALLBACK_SPEED_KMH)
+        g = ox.simplify_graph(g, edge_attrs_differ=["highway", "speed_limit_kph", "bridge", "tunnel", "layer"])
 
     rows = [(u, v, k, a) for u, v, k, a in g.edges(keys=True, data=True) if float(a.get("length", 0.0)) > 0]
     n_zero = g.number_of_edges() - len(rows)
@@ -265,16 +259,17 @@ def load_osm(
         else:
             geometry.append(np.array([[nx_[f], ny_[f]], [nx_[t], ny_[t]]]))
     turns = junction_turns(fi, ti, n_nodes=len(node_ids))
+    limit = np.array([float(np.mean(a["speed_limit_kph"])) for *_, a in rows]) / 3.6
     return RoadNetwork(
         name=name or p.name.split(".")[0],
         edge_ids=np.array([f"{u}-{v}-{k}" for u, v, k, _ in rows], dtype=object),
         from_node=np.array([node_ids[i] for i in fi], dtype=object),
         to_node=np.array([node_ids[i] for i in ti], dtype=object),
         length_m=slope_length(horizontal, z[ti] - z[fi]),
-        speed_mps=np.array([float(a["speed_kph"]) for *_, a in rows]) / 3.6,
+        speed_mps=limit * free_flow_factor(limit, np.array([road_class(a.get("highway")) for *_, a in rows])),
         z_from_m=z[fi],
         z_to_m=z[ti],
         geometry=geometry,
         turns=turns,
         meta=meta,
-    )
+    ).with_speed_limits(limit)

@@ -256,8 +256,9 @@ def _retrieve(source: str, ds: Dataset, target_dir: Path, name: str) -> str:
 
 
 #: Version of the OSM -> SUMO conversion, part of the network cache key: bump it whenever :func:`osm_to_sumo`'s output
-#: for the same input changes (2: bridges and tunnels kept apart from their approach roads).
-NET_CACHE_VERSION = 2
+#: for the same input changes (2: bridges and tunnels kept apart from their approach roads; 3: posted speeds resolved
+#: by :mod:`evroute.network.speeds` instead of netconvert's defaults).
+NET_CACHE_VERSION = 3
 
 
 def _net_entry(osm_path: str | os.PathLike[str], name: str, **netconvert_kw: Any) -> tuple[Path, dict[str, object]]:

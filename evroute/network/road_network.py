@@ -31,12 +31,17 @@ class RoadNetwork:
         to_node: ``(E,)`` array of ``str``, id of the junction where each edge ends.
         length_m: ``(E,)`` float, edge length in metres (> 0), along the slope, between the same two points as the
             elevations (junction centres; see :mod:`evroute.network.elevation`), so ``|z_to - z_from| <= length``.
-        speed_mps: ``(E,)`` float, speed limit in m/s (> 0).
+        speed_mps: ``(E,)`` float, expected free-flow driving speed in m/s (> 0): the posted limit times the
+            free-flow factor of :func:`evroute.network.speeds.free_flow_factor` for OSM networks (junction and signal
+            delays not included); travel times and the energy prior use it.
         z_from_m: ``(E,)`` float, elevation of the start of the edge in metres.
         z_to_m: ``(E,)`` float, elevation of the end of the edge in metres.
         geometry: list of ``E`` arrays of shape ``(k_i, 2)``: (lon, lat) polyline of each edge, degrees.
         turns: ``(C, 2)`` int array of legal turns ``(e1, e2)``: a vehicle may drive ``e2`` right after ``e1``.
         meta: free-form provenance (source file, loader, warnings).
+        speed_limit_mps: ``(E,)`` float, posted speed limit in m/s, what SUMO's lanes carry: not a constructor
+            argument; it equals ``speed_mps`` until :meth:`with_speed_limits` sets it (the OSM and SUMO loaders do),
+            so ``dataclasses.replace`` (which may change the edge set) always yields a consistent network.
     """
 
     name: str
@@ -50,8 +55,10 @@ class RoadNetwork:
     geometry: list[np.ndarray]
     turns: np.ndarray
     meta: dict[str, Any] = field(default_factory=dict)
+    speed_limit_mps: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.speed_limit_mps = np.array(self.speed_mps, dtype=np.float64, copy=True)
         self.edge_ids = np.asarray(self.edge_ids, dtype=object).astype(str)
         self.from_node = np.asarray(self.from_node).astype(str)
         self.to_node = np.asarray(self.to_node).astype(str)
@@ -83,9 +90,25 @@ class RoadNetwork:
         if np.any(self.length_m <= 0):
             raise DataError(f"network {self.name!r}: edge lengths must be > 0 m")
         if np.any(self.speed_mps <= 0):
-            raise DataError(f"network {self.name!r}: speed limits must be > 0 m/s")
+            raise DataError(f"network {self.name!r}: speeds must be > 0 m/s")
         if self.turns.size and (self.turns.min() < 0 or self.turns.max() >= n):
             raise DataError(f"network {self.name!r}: a turn refers to an edge index outside 0..{n - 1}")
+
+    def with_speed_limits(self, limit_mps: np.ndarray) -> RoadNetwork:
+        """Set :attr:`speed_limit_mps` (``(E,)`` posted limits, m/s, finite, > 0) and return this network.
+
+        Raises:
+            DataError: for a wrong shape or a non-finite or non-positive limit.
+        """
+        limit = np.asarray(limit_mps, dtype=np.float64)
+        if limit.shape != (self.n_edges,):
+            raise DataError(
+                f"network {self.name!r}: speed_limit_mps has shape {limit.shape}, expected ({self.n_edges},)"
+            )
+        if not np.all(np.isfinite(limit)) or np.any(limit <= 0):
+            raise DataError(f"network {self.name!r}: speed limits must be finite and > 0 m/s")
+        self.speed_limit_mps = limit
+        return self
 
     # -------------------------------------------------------------- accessors
     @property
@@ -135,7 +158,7 @@ class RoadNetwork:
             geometry=[self.geometry[i] for i in edges],
             turns=t,
             meta=dict(self.meta),
-        )
+        ).with_speed_limits(self.speed_limit_mps[edges])
 
     # ------------------------------------------------------------- conversion
     def edge_frame(self) -> pd.DataFrame:
@@ -148,6 +171,7 @@ class RoadNetwork:
                 "to_node": self.to_node,
                 "length_m": self.length_m,
                 "speed_mps": self.speed_mps,
+                "speed_limit_mps": self.speed_limit_mps,
                 "z_from_m": self.z_from_m,
                 "z_to_m": self.z_to_m,
                 "incline": self.incline,
@@ -259,7 +283,7 @@ class RoadNetwork:
         return g
 
     def summary(self) -> dict[str, Any]:
-        """Basic statistics (counts, total length in km, elevation range in m, speed classes in km/h)."""
+        """Basic statistics (counts, total length in km, elevation range in m, posted speed classes in km/h)."""
         z = np.concatenate([self.z_from_m, self.z_to_m])
         return {
             "name": self.name,
@@ -271,7 +295,7 @@ class RoadNetwork:
             "elevation_min_m": float(z.min()),
             "elevation_max_m": float(z.max()),
             "max_abs_incline": float(np.abs(self.incline).max()),
-            "speed_classes_kmh": sorted({round(float(s) * 3.6) for s in np.unique(self.speed_mps)})[:20],
+            "speed_classes_kmh": sorted({round(float(s) * 3.6) for s in np.unique(self.speed_limit_mps)})[:20],
         }
 
     def __repr__(self) -> str:

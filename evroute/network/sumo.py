@@ -2,7 +2,9 @@
 
 Edges are the non-internal SUMO edges that allow the ``passenger`` vehicle class; their ids are the
 SUMO edge ids (e.g. ``"-32888#0"``).  Turns are SUMO connections between kept edges, one per
-(from-edge, to-edge) pair whatever the lanes.  Speeds (m/s) are SUMO's lane values.
+(from-edge, to-edge) pair whatever the lanes.  ``speed_limit_mps`` is SUMO's edge speed (the posted limit);
+``speed_mps`` the free-flow driving speed, the limit times
+:func:`~evroute.network.speeds.free_flow_factor` of the edge's OSM class (its SUMO type ``highway.CLASS``).
 Elevation and length describe the same stretch (:mod:`evroute.network.elevation`): each edge takes the ``z`` of
 its start and end junctions (so consecutive edges agree on the height of the junction they share; when the
 junctions carry no ``z`` but the lane shapes are 3-D, a junction takes the mean ``z`` of the shape ends touching
@@ -48,8 +50,8 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
         vclass: keep only edges that allow this SUMO vehicle class.
 
     Returns:
-        The network: SUMO edge ids, lengths in m, speed limits in m/s, junction elevations in m, lon/lat
-        geometry (``meta["crs"] == "EPSG:4326"``) or, for a net without geo-projection, the net's x/y in
+        The network: SUMO edge ids, lengths in m, speed limits and free-flow speeds in m/s, junction elevations
+        in m, lon/lat geometry (``meta["crs"] == "EPSG:4326"``) or, for a net without geo-projection, the net's x/y in
         metres (``meta["crs"] == "local-metres"``).
 
     Raises:
@@ -107,7 +109,10 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
     horizontal = np.where(horizontal > 1e-2, horizontal, lane_length)
     length = slope_length(horizontal, z_to - z_from)
     structures = [e.getID() for e in edges if is_structure(e.getParams())]
-    speed = np.array([e.getSpeed() for e in edges], dtype=np.float64)
+    from evroute.network.speeds import free_flow_factor, road_class
+
+    limit = np.array([e.getSpeed() for e in edges], dtype=np.float64)
+    speed = limit * free_flow_factor(limit, np.array([road_class(e.getType()) for e in edges], dtype=object))
     meta: dict[str, Any] = {
         "source": str(p),
         "loader": "sumo",
@@ -132,4 +137,4 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
         geometry=geometry,
         turns=np.array(turns, dtype=np.int64).reshape(-1, 2),
         meta=meta,
-    )
+    ).with_speed_limits(limit)

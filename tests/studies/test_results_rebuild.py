@@ -159,6 +159,14 @@ REBUILT: dict[str, list[str]] = {
         "--out",
         "{out}",
     ],
+    "travel_time_validation.md": [
+        "scripts/energy/travel_time_validation.py",
+        "report",
+        "--data",
+        "docs/results/data/travel_time_validation.csv",
+        "--out",
+        "{out}",
+    ],
 }
 
 #: Results files that another branch is rewriting now (issue 24's other items); fnmatch patterns relative to

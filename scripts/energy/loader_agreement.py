@@ -1,0 +1,43 @@
+"""Print how far the two OSM loaders disagree on fastest-route time and energy (``docs/speeds.md``).
+
+    python scripts/energy/loader_agreement.py --networks monaco,luxembourg --trips 20
+
+One line per network: the share of road length posted above 90 km/h on the default loader; trips; median and worst
+|osmnx / netconvert - 1| of time, of energy and of the route's mean speed (:mod:`evroute.experiments.loader_agreement`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import warnings
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--networks", default="monaco,luxembourg")
+    p.add_argument("--trips", type=int, default=20)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args(argv)
+    if a.trips < 1:
+        print("evroute: error: --trips must be >= 1", file=sys.stderr)
+        return 2
+    from evroute.experiments.loader_agreement import loader_agreement, summary
+    from evroute.network import load_network
+
+    warnings.simplefilter("ignore", UserWarning)
+    for name in a.networks.split(","):
+        net = load_network(name)
+        fast = net.length_m[net.speed_limit_mps * 3.6 > 90.05].sum() / net.length_m.sum()
+        s = summary(loader_agreement(name, a.trips, seed=a.seed))
+        print(
+            f"{name}: road length posted above 90 km/h {fast:.1%}; {int(s['trips'])} trips; "
+            f"time |diff| median {s['time_s_median_abs']:.1%} worst {s['time_s_worst_abs']:.1%}; "
+            f"energy |diff| median {s['energy_wh_median_abs']:.1%} worst {s['energy_wh_worst_abs']:.1%}; "
+            f"route mean speed |diff| median {s['speed_median_abs']:.1%} worst {s['speed_worst_abs']:.1%}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
