@@ -41,7 +41,7 @@ def test_loaders_agree_on_time_and_energy(name):
     of time and of energy (default prior) is within 10 % (measured: Monaco 4.7 % / 2.2 %, Luxembourg 1.6 % / 1.8 %;
     single trips differ more where the graphs offer other routes: turn restrictions, Monaco's tunnels)."""
     _need(name)
-    from evroute.experiments.loader_agreement import loader_agreement, summary
+    from studies.energy_validation.agreement import loader_agreement, summary
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

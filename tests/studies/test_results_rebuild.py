@@ -160,7 +160,8 @@ REBUILT: dict[str, list[str]] = {
         "{out}",
     ],
     "travel_time_validation.md": [
-        "scripts/energy/travel_time_validation.py",
+        "-m",
+        "studies.energy_validation.travel_time_validation",
         "report",
         "--data",
         "docs/results/data/travel_time_validation.csv",

@@ -11,12 +11,12 @@ prediction is a free-flow time) and the driver's speed factor drawn like SUMO dr
 traversals (each from entering the edge to entering the next, the junction after an edge counted to it).  One row
 per pair is written to ``docs/results/data/travel_time_validation.csv``::
 
-    python scripts/energy/travel_time_validation.py collect --network monaco --pairs 30
+    python -m studies.energy_validation.travel_time_validation collect --network monaco --pairs 30
 
 ``report``: ``docs/results/travel_time_validation.md`` from the CSV alone (``--data`` / ``--out`` to rebuild it
 elsewhere, as ``tests/test_results_rebuild.py`` does)::
 
-    python scripts/energy/travel_time_validation.py report
+    python -m studies.energy_validation.travel_time_validation report
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[2]
 CSV = ROOT / "docs" / "results" / "data" / "travel_time_validation.csv"
 PAGE = ROOT / "docs" / "results" / "travel_time_validation.md"
-COMMAND = "python scripts/energy/travel_time_validation.py"
+COMMAND = "python -m studies.energy_validation.travel_time_validation"
 GOAL = 0.15
 
 

@@ -6,7 +6,7 @@ The same OSM file loaded with ``--loader netconvert`` and ``--loader osmnx`` giv
 In each network a point snaps to its nearest edge and that edge's reverse twin (the same road the other way), and
 the trip is the fastest route (Dijkstra on travel time, turns as the network allows them) over the four start/goal
 combinations; its time (s) and energy (Wh, the default prior :func:`evroute.energy.network_energy_wh` with the
-default vehicle) are compared.  ``scripts/energy/loader_agreement.py`` prints the summary;
+default vehicle) are compared.  ``studies/energy_validation/loader_agreement.py`` prints the summary;
 ``tests/test_speeds_realdata.py`` asserts it.
 """
 

@@ -1,9 +1,9 @@
 """Print how far the two OSM loaders disagree on fastest-route time and energy (``docs/speeds.md``).
 
-    python scripts/energy/loader_agreement.py --networks monaco,luxembourg --trips 20
+    python -m studies.energy_validation.loader_agreement --networks monaco,luxembourg --trips 20
 
 One line per network: the share of road length posted above 90 km/h on the default loader; trips; median and worst
-|osmnx / netconvert - 1| of time, of energy and of the route's mean speed (:mod:`evroute.experiments.loader_agreement`).
+|osmnx / netconvert - 1| of time, of energy and of the route's mean speed (:mod:`studies.energy_validation.agreement`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ def main(argv: list[str] | None = None) -> int:
     if a.trips < 1:
         print("evroute: error: --trips must be >= 1", file=sys.stderr)
         return 2
-    from evroute.experiments.loader_agreement import loader_agreement, summary
     from evroute.network import load_network
+    from studies.energy_validation.agreement import loader_agreement, summary
 
     warnings.simplefilter("ignore", UserWarning)
     for name in a.networks.split(","):
