@@ -12,9 +12,10 @@ with ``v_p = v_c`` when ``d_a + d_b <= L``, else the peak ``v_p^2 = (2 a b L + b
 the wheels need ``P(v) = (m_eff dv/dt + m g sin + m g C_r cos + 1/2 rho C_d A v^2) v`` (W) and the battery pays
 ``P / (eta+ eta_m(P))`` when ``P >= 0`` and ``max(P eta- eta_m(P), -P_regen)`` when braking (what the motor cannot
 recover is lost in the friction brakes), plus the auxiliaries ``P_aux`` (:func:`battery_power_w`).  The battery energy
-of a constant-acceleration phase is ``int P_batt(v) dv / |dv/dt|``, computed by Gauss-Legendre quadrature (8 nodes) on
-the speed interval split where ``P`` changes sign (exact for constant efficiencies and no power cap: the integrand
-is then a polynomial of degree 3 on each piece); the cruise phase is ``P_batt(v_p) d_c / v_p``.
+of a constant-acceleration phase is ``int P_batt(v) dv / |dv/dt|``, computed by composite Gauss-Legendre quadrature
+(4 panels of 4 nodes) on the speed interval split where ``P`` changes sign (exact for constant efficiencies and no
+power cap: the integrand is then a polynomial of degree 3 on each piece; the cap and the motor map's breakpoints are
+kinks, integrated to about 0.1 %); the cruise phase is ``P_batt(v_p) d_c / v_p``.
 
 With ``v_in = v_out = v_c`` the profile is a constant speed and the energy is Eq. 8 with the same efficiencies
 (:func:`evroute.energy.eq8.edge_energy_wh`).  :mod:`evroute.energy.prior` turns junctions into entry and exit speeds.
@@ -29,7 +30,12 @@ import numpy as np
 from evroute.energy.vehicle import VehicleProfile
 from evroute.errors import DataError, ParameterError, check_positive
 
-_GX, _GW = np.polynomial.legendre.leggauss(8)
+#: composite Gauss-Legendre rule on [-1, 1]: ``_PANELS`` equal panels of ``_NODES`` nodes each (exact for cubics on
+#: each panel; a kink of the integrand (the regeneration cap, the motor map's breakpoints) costs O(h^2))
+_PANELS, _NODES = 4, 4
+_gx, _gw = np.polynomial.legendre.leggauss(_NODES)
+_GX = np.concatenate([-1 + (2 * k + 1 + _gx) / _PANELS for k in range(_PANELS)])
+_GW = np.tile(_gw / _PANELS, _PANELS)
 
 
 @dataclass(frozen=True)
