@@ -11,7 +11,8 @@ observation noise), the arrival state of charge is ``c1 = c0 - E / C ~ N(c0 - mu
 A battery cannot be charged above ``max_soc`` (``c_max``): energy recovered into a full battery is lost (the
 battery management cuts regeneration off).  Along the route the expected charge is followed edge by edge,
 ``c_k = min(c_max, c_{k-1} - mu_k / C)`` (the edges' posterior means ``mu_k``); the energy that does not fit,
-``L`` (Wh), is added to the trip energy (``mu + L``), and the arrival charge and its interval are clipped at ``c_max``
+``L`` (Wh, :attr:`RouteAnswer.lost_wh`), is drawn from the arrival charge (``c0 - (mu + L) / C``; the route's
+energy stays the model's ``mu``), and the arrival charge and its interval are clipped at ``c_max``
 (:attr:`RouteAnswer.capped` says when either happened).
 
 Assumptions: the energy is Gaussian (the models' posterior and noise are); the battery's usable window is
@@ -92,6 +93,7 @@ class RouteAnswer:
     arrival_soc_hi: float  # 95 % quantile
     p_reserve: float  # P(arrival state of charge >= reserve)
     capped: bool = False  # the battery was expected full on the way (energy lost) or the interval hit max_charge
+    lost_wh: float = 0.0  # expected energy recovered into a full battery, hence lost (Wh)
 
     def to_dict(self, edge_ids: np.ndarray | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -105,6 +107,7 @@ class RouteAnswer:
             "arrival_soc_90": [self.arrival_soc_lo, self.arrival_soc_hi],
             "p_arrival_above_reserve": self.p_reserve,
             "arrival_soc_capped": self.capped,
+            "lost_to_full_battery_wh": self.lost_wh,
             "n_edges": len(self.edges),
         }
         if edge_ids is not None:
@@ -151,13 +154,12 @@ def answer_route(
     """The :class:`RouteAnswer` of route ``edges`` (line-graph indices) on ``network`` (the line graph's
     :class:`~evroute.network.road_network.RoadNetwork`); travel time from ``edge_time_s`` (``(E,)`` s, the prior's
     expected times, :func:`evroute.energy.edge_prior`), else at the speed limits.  Energy recovered into a full
-    battery is lost (:func:`full_battery_loss_wh`): it is added to the route's energy."""
+    battery is lost (:func:`full_battery_loss_wh`): it lowers the arrival charge."""
     e = np.asarray(edges, dtype=np.int64)
     mean, var_f = belief.route_moments(e, trip=False)
     lost = full_battery_loss_wh(belief.mean[e], battery)
-    mean += lost
     sd_trip = float(np.sqrt(var_f + belief.noise_var[e].sum()))
-    soc, lo, hi, p = arrival(mean, sd_trip, battery)
+    soc, lo, hi, p = arrival(mean + lost, sd_trip, battery)
     times = network.length_m[e] / network.speed_mps[e] if edge_time_s is None else np.asarray(edge_time_s)[e]
     return RouteAnswer(
         name=name,
@@ -172,6 +174,7 @@ def answer_route(
         arrival_soc_hi=hi,
         p_reserve=p,
         capped=bool(lost > 0 or hi >= battery.max_charge),
+        lost_wh=lost,
     )
 
 

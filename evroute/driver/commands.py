@@ -249,7 +249,7 @@ def _print_table(net, s, g, vehicle, source, battery, answers, risk, delta) -> N
     if any(a.capped for a in answers.values()):
         print(
             f"* capped at the full battery ({100 * battery.max_charge:g} %): energy recovered into a full battery "
-            "is lost (counted in the energy)"
+            "is lost (drawn from the arrival charge)"
         )
     if risk is not None:
         what = "certified optimal" if risk.certified else f"best of {risk.paths} routes listed (not certified)"
