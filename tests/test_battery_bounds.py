@@ -39,9 +39,7 @@ def _brute_loss(edges_wh, cap_wh, c0, c_max):
 def test_full_battery_loss_matches_brute_force(edges, c0, c_max):
     c0 = min(c0, c_max)
     bat = BatteryState(2000.0, c0, 0.0, c_max)
-    assert full_battery_loss_wh(np.array(edges), bat) == pytest.approx(
-        _brute_loss(edges, 2000.0, c0, c_max), abs=1e-9
-    )
+    assert full_battery_loss_wh(np.array(edges), bat) == pytest.approx(_brute_loss(edges, 2000.0, c0, c_max), abs=1e-9)
 
 
 @settings(max_examples=200, deadline=None)
@@ -56,7 +54,8 @@ def test_arrival_never_above_the_full_battery(mean, sd, c0):
 def test_start_below_the_reserve_is_an_error(capsys):
     with pytest.raises(ParameterError, match="below the reserve"):
         BatteryState.from_vehicle(VehicleProfile.load("chevrolet_bolt_2020"), 0.1, 0.2)
-    code = main(["route", "--network", NET, "--from", "@EDGE0", "--to", "@EDGE1", "--charge", "10%", "--reserve", "20%"])
+    argv = ["route", "--network", NET, "--from", "@EDGE0", "--to", "@EDGE1", "--charge", "10%", "--reserve", "20%"]
+    code = main(argv)
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("evroute: error:") and "below the reserve" in err
     assert len(err.strip().splitlines()) == 1

@@ -94,7 +94,12 @@ def test_energy_conservation_with_ideal_drivetrain(length, v_c, fin, fout, sin_a
 
 
 @settings(max_examples=40, deadline=None)
-@given(length=st.floats(5.0, 2000.0), v=st.floats(1.0, 40.0), sin_a=st.floats(-0.2, 0.2), name=st.sampled_from(vehicle_names()))
+@given(
+    length=st.floats(5.0, 2000.0),
+    v=st.floats(1.0, 40.0),
+    sin_a=st.floats(-0.2, 0.2),
+    name=st.sampled_from(vehicle_names()),
+)
 def test_constant_speed_limit_equals_eq8(length, v, sin_a, name):
     """Entry = exit = cruise speed (no acceleration or braking distance): Eq. 8 with the same efficiencies, motor map,
     auxiliaries and regeneration cap, for every shipped vehicle."""
@@ -131,7 +136,8 @@ def test_regeneration_cap_sends_the_rest_to_the_friction_brakes():
     v_k = 1000 * cap_kw / (m * b * eta)
     recovered_j = (m * b * eta * v_k**2 / 2 + 1000 * cap_kw * (v0 - v_k)) / b
     assert r.battery_wh[0] * 3600 == pytest.approx(-recovered_j, rel=2e-3)
-    uncapped = profile_energy([long], [v0], [v0], [0.0], [0.0], VehicleProfile(**{**veh.to_dict(), "max_regen_power_kw": None}), DrivingStyle(1.0, b))
+    free = VehicleProfile(**{**veh.to_dict(), "max_regen_power_kw": None})
+    uncapped = profile_energy([long], [v0], [v0], [0.0], [0.0], free, DrivingStyle(1.0, b))
     assert uncapped.battery_wh[0] * 3600 == pytest.approx(-0.5 * m * v0**2 * eta, rel=1e-9)
 
 
@@ -199,7 +205,8 @@ def test_junction_cases_by_hand():
     speeds = np.full(12, 13.9)
     speeds[[3, 9]] = 8.3  # C-W and W-C slower: W-C is a minor approach to C
     net = _grid_net(speeds)
-    case = dict(zip(net.edge_ids.tolist(), junction_cases(net.from_node, net.to_node, net.speed_mps).tolist()))
+    cases = junction_cases(net.from_node, net.to_node, net.speed_mps).tolist()
+    case = dict(zip(net.edge_ids.tolist(), cases, strict=True))
     assert case["ND"] == 0  # dead end
     assert case["CN"] == 1 and case["CE"] == 1 and case["E2E"] == 1  # N and E join two roads: pass-through
     assert case["WC"] == 2 and case["NC"] == 3 and case["SC"] == 3  # minor and major approaches to the crossing

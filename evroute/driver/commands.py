@@ -1,5 +1,6 @@
 """Command-line side of the driver features: ``evroute route`` (with ``--model``, ``--charge``, ``--reserve``,
-``--json``, ``--prior``), ``evroute reach``, ``evroute model prior`` and ``evroute vehicles``.  :mod:`evroute.cli` registers them; this module sits at
+``--json``, ``--prior``), ``evroute reach``, ``evroute model prior`` and
+``evroute vehicles``.  :mod:`evroute.cli` registers them; this module sits at
 the cli level (it loads networks through :mod:`evroute.experiments`).
 """
 
@@ -82,7 +83,9 @@ def add_commands(sub: Any, add_network_args: Callable[[argparse.ArgumentParser],
     q = msub.add_parser("prior", help="a model from the physics prior alone (no observation)")
     add_network_args(q)
     q.add_argument("--kind", default="bi", choices=["bi", "gp-exact"], help="model kind (default: %(default)s)")
-    q.add_argument("--vehicle", default=DEFAULT_VEHICLE, help="vehicle profile name or JSON file (default: %(default)s)")
+    q.add_argument(
+        "--vehicle", default=DEFAULT_VEHICLE, help="vehicle profile name or JSON file (default: %(default)s)"
+    )
     q.add_argument("--out", required=True, help="model file to write (.npz)")
     _add_prior_arg(q)
     q = msub.add_parser("show", help="print a model file's header")
@@ -99,9 +102,7 @@ def cmd_vehicles(args: argparse.Namespace) -> int:
         v = VehicleProfile.load(name)
         top = "-" if v.top_speed_kmh is None else f"{v.top_speed_kmh:g}"
         mark = " (default)" if name == DEFAULT_VEHICLE else ""
-        print(
-            f"{name:<24} {v.mass_kg:>9g} {v.battery_capacity_wh / 1000:>13g} {top:>10}  {v.description}{mark}"
-        )
+        print(f"{name:<24} {v.mass_kg:>9g} {v.battery_capacity_wh / 1000:>13g} {top:>10}  {v.description}{mark}")
     return 0
 
 

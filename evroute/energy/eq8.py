@@ -37,6 +37,7 @@ import numpy as np
 from evroute.energy.vehicle import VehicleProfile
 from evroute.errors import DataError, ParameterError
 
+
 def edge_energy_wh(
     length_m: np.ndarray,
     speed_mps: np.ndarray,
@@ -110,9 +111,7 @@ def battery_energy_wh(wheel_j: np.ndarray, duration_s: np.ndarray, vehicle: Vehi
         dt = np.asarray(duration_s, dtype=np.float64)
         eta_m = v.motor_efficiency(np.divide(wheel_j, dt, out=np.zeros_like(wheel_j), where=dt > 0))
     wh = (
-        np.where(
-            wheel_j >= 0, wheel_j / (v.propulsion_efficiency * eta_m), wheel_j * v.recuperation_efficiency * eta_m
-        )
+        np.where(wheel_j >= 0, wheel_j / (v.propulsion_efficiency * eta_m), wheel_j * v.recuperation_efficiency * eta_m)
         / 3600.0
     )
     if v.auxiliary_power_w is None and v.max_regen_power_kw is None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from evroute.energy.vehicle import VehicleProfile
 from evroute.errors import DataError, ParameterError, check_positive
@@ -87,9 +88,7 @@ def battery_power_w(wheel_w: np.ndarray, vehicle: VehicleProfile) -> np.ndarray:
     :func:`evroute.energy.eq8.battery_energy_wh`)."""
     p = np.asarray(wheel_w, dtype=np.float64)
     eta_m = vehicle.motor_efficiency(p)
-    out = np.where(
-        p >= 0, p / (vehicle.propulsion_efficiency * eta_m), p * vehicle.recuperation_efficiency * eta_m
-    )
+    out = np.where(p >= 0, p / (vehicle.propulsion_efficiency * eta_m), p * vehicle.recuperation_efficiency * eta_m)
     if vehicle.max_regen_power_kw is not None:
         out = np.maximum(out, -1000.0 * vehicle.max_regen_power_kw)
     return out + vehicle.aux_w
@@ -119,11 +118,11 @@ def _phase_j(
 
 
 def profile_energy(
-    length_m: np.ndarray,
-    v_in_mps: np.ndarray,
-    v_cruise_mps: np.ndarray,
-    v_out_mps: np.ndarray,
-    incline: np.ndarray,
+    length_m: ArrayLike,
+    v_in_mps: ArrayLike,
+    v_cruise_mps: ArrayLike,
+    v_out_mps: ArrayLike,
+    incline: ArrayLike,
     vehicle: VehicleProfile,
     style: DrivingStyle | None = None,
 ) -> ProfileEnergy:
@@ -141,7 +140,7 @@ def profile_energy(
     st = style or DrivingStyle()
     a, b = st.acceleration_mps2, st.deceleration_mps2
     arrays = [np.asarray(x, dtype=np.float64) for x in (length_m, v_in_mps, v_cruise_mps, v_out_mps, incline)]
-    length, v_in, v_c, v_out, sin_a = np.broadcast_arrays(*arrays)
+    length, v_in, v_c, v_out, sin_a = (np.array(x, ndmin=1) for x in np.broadcast_arrays(*arrays))
     if not all(np.all(np.isfinite(x)) for x in (length, v_in, v_c, v_out, sin_a)):
         raise DataError("speed-profile input contains NaN or inf")
     if np.any(length <= 0) or np.any(v_c <= 0) or np.any(v_in < 0) or np.any(v_out < 0):
