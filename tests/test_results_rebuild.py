@@ -61,7 +61,14 @@ REBUILT: dict[str, list[str]] = {
         "--out",
         "{out}",
     ],
-    "energy_validation.md": ["scripts/energy/energy_validation.py", "--report-only", "--out", "{out}"],
+    "energy_validation.md": [
+        "scripts/energy/energy_validation.py",
+        "--report-only",
+        "--data",
+        "docs/results/data",
+        "--out",
+        "{out}",
+    ],
     "gp_vs_bi.md": [
         "scripts/paper/gp_vs_bi.py",
         "--report-only",

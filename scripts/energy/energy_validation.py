@@ -229,9 +229,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="docs/results/energy_validation.md")
     ap.add_argument("--data-dir", default=os.environ.get("EVROUTE_DATA"), help="folder holding ev-logs/rsk-twizy/")
+    ap.add_argument("--data", default=str(DATA), help="folder of the data files (default: %(default)s)")
     ap.add_argument("--report-only", action="store_true", help="rebuild --out from the committed data files only")
     args = ap.parse_args()
-    cyc_csv, tw_csv = DATA / "energy_validation_cycles.csv", DATA / "energy_validation_twizy.csv"
+    data = Path(args.data)
+    cyc_csv, tw_csv = data / "energy_validation_cycles.csv", data / "energy_validation_twizy.csv"
     if args.report_only:
         if not cyc_csv.is_file():
             ap.exit(2, f"evroute: error: no data at {cyc_csv} (run without --report-only)\n")
@@ -240,7 +242,7 @@ def main() -> None:
             import fastsim  # noqa: F401
         except ImportError:
             ap.exit(2, "evroute: error: fastsim is not installed (pip install 'evroute[validation]')\n")
-        DATA.mkdir(parents=True, exist_ok=True)
+        data.mkdir(parents=True, exist_ok=True)
         run_cycles().to_csv(cyc_csv, index=False, float_format="%.6g")
         logs = Path(args.data_dir) / "ev-logs" / "rsk-twizy" if args.data_dir else None
         if logs is not None and sorted(logs.glob("T*.csv")):
