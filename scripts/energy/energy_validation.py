@@ -141,8 +141,8 @@ def build_report(cycles: pd.DataFrame, twizy: pd.DataFrame | None) -> list[str]:
         "",
         "Reference: FASTSim 3.1.0 (NREL) with its own vehicle file, the unadjusted cycle, battery chemical energy "
         "(`res.energy_out_chemical_joules`). evroute: the shipped profile of the same car "
-        "(`evroute/resources/vehicles/`, every value taken from the same FASTSim file, its `sources` field says "
-        "which; nothing fitted to these or any cycle). Three ways of driving the cycle:",
+        "(`evroute/resources/vehicles/`, every energy parameter taken from the same FASTSim file, as its `sources` "
+        "field says; nothing fitted to these or any cycle). Three ways of driving the cycle:",
         "",
         "* **trace**: the cycle second by second through `evroute.traces.trace_energy` (kinetic term with the "
         "wheels' inertia, motor efficiency map, auxiliaries, regeneration cap);",
@@ -150,8 +150,8 @@ def build_report(cycles: pd.DataFrame, twizy: pd.DataFrame | None) -> list[str]:
         "speed-profile model (`evroute.energy.profile_energy`, the junction model's stop branch: 1.0 m/s^2 up, "
         "1.2 m/s^2 down, `DrivingStyle` defaults, not fitted) at the constant cruise speed that gives the "
         "micro-trip's moving time (the cycle's average speed), plus the auxiliaries while idling;",
-        "* **eq8**: the same edges at their average speeds with Eq. 8 (same vehicle, same efficiencies, no "
-        "acceleration, no stops): what the paper's model says.",
+        "* **eq8**: the same edges at their average speeds with Eq. 8 (same vehicle, same motor map and "
+        "auxiliaries, no acceleration, no stops): the paper's constant-speed model with this car's drivetrain.",
         "",
         f"Error = evroute / FASTSim - 1. Goal: within +-{GOAL_PCT:g} %.",
         "",
