@@ -163,7 +163,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="a LON,LAT point farther than this from every edge (true geometry) is an error (default: %(default)s m)",
     )
     p.add_argument(
-        "--vehicle", default=None, help="vehicle profile name or JSON file (default: the model's, else sumo_ev)"
+        "--vehicle",
+        default=None,
+        help="vehicle profile name or JSON file (default: the model's, else chevrolet_bolt_2020; `evroute vehicles`)",
     )
     p.add_argument("--geojson", default=None, help="write the three routes to this GeoJSON file")
     p.add_argument("--html", default=None, help="write an interactive map of the three routes (works offline)")
@@ -384,6 +386,12 @@ def _cmd_model(args: argparse.Namespace) -> int:
     return cmd_model(args)
 
 
+def _cmd_vehicles(args: argparse.Namespace) -> int:
+    from evroute.driver.commands import cmd_vehicles
+
+    return cmd_vehicles(args)
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
     from evroute.viz import plot_results
 
@@ -490,6 +498,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "route": _cmd_route,
         "reach": _cmd_reach,
         "model": _cmd_model,
+        "vehicles": _cmd_vehicles,
         "info": _cmd_info,
         "plot": _cmd_plot,
         "data": _cmd_data,

@@ -32,8 +32,11 @@ def _small(seed: int = 1):
 
 
 def _learned(kind: str, lg, seed: int, n_obs: int = 60, **gp):
-    """A model of ``kind`` after ``n_obs`` noisy observations of random edges (a correlated posterior for the GP)."""
-    m = prior_model(kind, lg, VehicleProfile(), **gp)
+    """A model of ``kind`` after ``n_obs`` noisy observations of random edges (a correlated posterior for the GP).
+
+    On the paper's prior (Eq. 8, ``sumo_ev``) by name: these tests check the posterior algebra, whose margins (e.g. the
+    correlation's share of a route's variance) were set on that prior's spread of edge energies."""
+    m = prior_model(kind, lg, VehicleProfile(), prior="eq8", **gp)
     rng = np.random.default_rng(seed)
     e = rng.integers(0, lg.n_nodes, n_obs)
     m.update(e, m.posterior().mean[e] + rng.normal(0.0, 2.0, n_obs))

@@ -11,7 +11,7 @@ import pytest
 
 from evroute.cli import main
 from evroute.driver.belief import RouteBelief
-from evroute.energy import VehicleProfile
+from evroute.energy import DEFAULT_VEHICLE, VehicleProfile
 from evroute.errors import DataError, ParameterError
 from evroute.experiments.runner import load_linegraph
 from evroute.models.store import load_model, prior_model, read_header, save_model
@@ -107,8 +107,10 @@ def test_reach_cli_writes_geojson_and_map(tmp_path, capsys) -> None:
     argv = ["reach", "--network", NET, "--from", a, "--charge", "0.2%", "--reserve", "0%"]
     assert main([*argv, "--geojson", str(gj), "--html", str(html)]) == 0
     feats = json.loads(gj.read_text())["features"]
-    assert 0 < len(feats) < lg.n_nodes  # 70 Wh reach part of the city
-    assert all(f["properties"]["quantile_energy_wh"] <= 70.0 + 1e-9 for f in feats)
+    # 0.2 % of the default vehicle's battery (the Chevrolet Bolt's 66 kWh: 132 Wh) reaches part of the city
+    budget = 0.002 * VehicleProfile.load(DEFAULT_VEHICLE).battery_capacity_wh
+    assert 0 < len(feats) < lg.n_nodes
+    assert all(f["properties"]["quantile_energy_wh"] <= budget + 1e-9 for f in feats)
     assert html.read_text().count("reachable") >= 1
     # more charge reaches a superset
     assert main([*argv[:-4], "--charge", "0.4%", "--reserve", "0%", "--geojson", str(tmp_path / "b.geojson")]) == 0

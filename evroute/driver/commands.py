@@ -1,5 +1,6 @@
 """Command-line side of the driver features: ``evroute route`` (with ``--model``, ``--charge``, ``--reserve``,
-``--json``), ``evroute reach`` and ``evroute model prior``.  :mod:`evroute.cli` registers them; this module sits at
+``--json``, ``--prior``), ``evroute reach``, ``evroute model prior`` and
+``evroute vehicles``.  :mod:`evroute.cli` registers them; this module sits at
 the cli level (it loads networks through :mod:`evroute.experiments`).
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from evroute.energy.vehicle import DEFAULT_VEHICLE
 from evroute.errors import ParameterError
 from evroute.io import dumps_strict
 
@@ -49,6 +51,19 @@ def add_route_args(p: argparse.ArgumentParser) -> None:
         help="risk-aware route: allowed probability of arriving below the reserve (default: %(default)s)",
     )
     p.add_argument("--json", action="store_true", help="print the answers as JSON instead of a table")
+    _add_prior_arg(p)
+
+
+def _add_prior_arg(p: argparse.ArgumentParser) -> None:
+    from evroute.energy import PRIORS
+
+    p.add_argument(
+        "--prior",
+        default=PRIORS[0],
+        choices=list(PRIORS),
+        help="physics prior: profile (speed profiles with junction stops, default) or eq8 (the paper's Eq. 8); "
+        "also gives the travel times",
+    )
 
 
 def add_commands(sub: Any, add_network_args: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -63,7 +78,8 @@ def add_commands(sub: Any, add_network_args: Callable[[argparse.ArgumentParser],
     p.add_argument("--reserve", default=None, help="charge to keep on arrival, e.g. 10%% (default: the min_soc)")
     p.add_argument("--delta", type=float, default=0.05, help="allowed probability of arriving below the reserve")
     p.add_argument("--model", default=None, help="saved model (default: the physics prior)")
-    p.add_argument("--vehicle", default=None, help="vehicle profile (default: the model's, else sumo_ev)")
+    p.add_argument("--vehicle", default=None, help=f"vehicle profile (default: the model's, else {DEFAULT_VEHICLE})")
+    _add_prior_arg(p)
     p.add_argument("--geojson", default=None, help="write the reachable segments to this GeoJSON file")
     p.add_argument("--html", default=None, help="write an interactive map of the reachable area (works offline)")
     p = sub.add_parser("model", help="edge models for route answers")
@@ -71,10 +87,27 @@ def add_commands(sub: Any, add_network_args: Callable[[argparse.ArgumentParser],
     q = msub.add_parser("prior", help="a model from the physics prior alone (no observation)")
     add_network_args(q)
     q.add_argument("--kind", default="bi", choices=["bi", "gp-exact"], help="model kind (default: %(default)s)")
-    q.add_argument("--vehicle", default="sumo_ev", help="vehicle profile name or JSON file (default: %(default)s)")
+    q.add_argument(
+        "--vehicle", default=DEFAULT_VEHICLE, help="vehicle profile name or JSON file (default: %(default)s)"
+    )
     q.add_argument("--out", required=True, help="model file to write (.npz)")
+    _add_prior_arg(q)
     q = msub.add_parser("show", help="print a model file's header")
     q.add_argument("path", help="model file (.npz)")
+    sub.add_parser("vehicles", help="list the shipped vehicle profiles (evroute/resources/vehicles)")
+
+
+def cmd_vehicles(args: argparse.Namespace) -> int:
+    """``evroute vehicles``: one line per shipped profile (mass, battery, top speed, what it is)."""
+    from evroute.energy import VehicleProfile, vehicle_names
+
+    print(f"{'name':<24} {'mass (kg)':>9} {'battery (kWh)':>13} {'top (km/h)':>10}  description")
+    for name in vehicle_names():
+        v = VehicleProfile.load(name)
+        top = "-" if v.top_speed_kmh is None else f"{v.top_speed_kmh:g}"
+        mark = " (default)" if name == DEFAULT_VEHICLE else ""
+        print(f"{name:<24} {v.mass_kg:>9g} {v.battery_capacity_wh / 1000:>13g} {top:>10}  {v.description}{mark}")
+    return 0
 
 
 def _dem(args: argparse.Namespace) -> str | list[str] | None:
@@ -102,8 +135,8 @@ def _setup(args: argparse.Namespace, vehicle_arg: str | None):
                 "energy parameters (only the battery fields may differ)"
             )
     else:
-        vehicle = VehicleProfile.load(vehicle_arg or "sumo_ev")
-        model = prior_model("bi", lg, vehicle)
+        vehicle = VehicleProfile.load(vehicle_arg or DEFAULT_VEHICLE)
+        model = prior_model("bi", lg, vehicle, prior=args.prior)
     from evroute.energy import elevation_potential_wh
 
     reduced = (header or {}).get("meta", {}).get("energies", {})
@@ -132,13 +165,15 @@ def cmd_route(args: argparse.Namespace) -> int:
     charge, reserve = parse_soc(args.charge, "--charge"), parse_soc(args.reserve, "--reserve")
     if not 0 < args.delta < 0.5:
         raise ParameterError(f"--delta must be in (0, 0.5), got {args.delta}")
-    vehicle_arg = args.vehicle if args.vehicle is not None or args.model else "sumo_ev"
+    from evroute.energy import edge_prior
+
+    vehicle_arg = args.vehicle if args.vehicle is not None or args.model else DEFAULT_VEHICLE
     lg, belief, vehicle, header = _setup(args, vehicle_arg)
     battery = BatteryState.from_vehicle(vehicle, charge, reserve)
     net = lg.network
     s = resolve_endpoint(lg, args.origin, "start", max_snap_m=args.max_snap_m)
     g = resolve_endpoint(lg, args.dest, "goal", max_snap_m=args.max_snap_m)
-    time_s = net.length_m / net.speed_mps
+    time_s = edge_prior(net, vehicle, args.prior).time_s  # expected times (top speed, junction stops)
     oracle = RouteOracle(lg)
     h0 = potential_h(net, vehicle)
     # least posterior-mean route: Dijkstra on the reduced costs (exact; reduced costs a learned model pushes below
@@ -153,8 +188,8 @@ def cmd_route(args: argparse.Namespace) -> int:
     if charge is not None:
         risk = risk_aware_route(lg, belief, s, g, battery, args.delta, h0=h0, max_paths=200)
         routes["risk-aware"] = risk.edges
-    answers = {k: answer_route(k, e, belief, net, battery) for k, e in routes.items()}
-    source = f"model {args.model} ({header['kind']})" if header else "physics prior"
+    answers = {k: answer_route(k, e, belief, net, battery, time_s) for k, e in routes.items()}
+    source = f"model {args.model} ({header['kind']})" if header else f"physics prior {args.prior}"
     if args.json:
         out = {
             "network": net.name,
@@ -176,7 +211,26 @@ def cmd_route(args: argparse.Namespace) -> int:
     else:
         _print_table(net, s, g, vehicle, source, battery, answers, risk, args.delta)
     _write_outputs(args, lg, routes, answers, s, g, vehicle, battery)
+    _warn_infeasible(answers, risk, battery, args.delta)
     return 0
+
+
+def _warn_infeasible(answers, risk, battery, delta) -> None:
+    """One ``evroute: warning:`` line on stderr when no answer keeps the reserve (the exit status stays 0: the
+    answer is valid, the trip is not)."""
+    if risk is not None and not risk.feasible:
+        best = max(a.p_reserve for a in answers.values())
+        print(
+            f"evroute: warning: infeasible: no route keeps the reserve {100 * battery.reserve:g} % with probability "
+            f">= {1 - delta:g} (best {best:.3f}); charge first",
+            file=sys.stderr,
+        )
+    elif risk is None and all(a.arrival_soc < battery.reserve for a in answers.values()):
+        print(
+            f"evroute: warning: infeasible: every route's expected arrival charge is below the reserve "
+            f"{100 * battery.reserve:g} %",
+            file=sys.stderr,
+        )
 
 
 def _print_table(net, s, g, vehicle, source, battery, answers, risk, delta) -> None:
@@ -192,9 +246,15 @@ def _print_table(net, s, g, vehicle, source, battery, answers, risk, delta) -> N
     for name, a in answers.items():
         energy = f"{a.energy_wh:.1f} +- {a.trip_sd_wh:.1f}"
         soc = f"{100 * a.arrival_soc:.1f} [{100 * a.arrival_soc_lo:.1f}, {100 * a.arrival_soc_hi:.1f}]"
+        soc += "*" if a.capped else ""
         print(
             f"{name:<15} {a.length_m / 1000:>11.3f} {a.time_s / 60:>10.2f} {energy:>17} {len(a.edges):>6} "
             f"{soc:>24} {a.p_reserve:>12.4f}"
+        )
+    if any(a.capped for a in answers.values()):
+        print(
+            f"* capped at the full battery ({100 * battery.max_charge:g} %): energy recovered into a full battery "
+            "is lost (drawn from the arrival charge)"
         )
     if risk is not None:
         what = "certified optimal" if risk.certified else f"best of {risk.paths} routes listed (not certified)"
@@ -222,7 +282,9 @@ def _write_outputs(args, lg, routes, answers, s, g, vehicle, battery) -> None:
         from evroute.maps import route_map_html
 
         labels = {
-            k: f"{k}: {a.length_m / 1000:.2f} km, {a.time_s / 60:.1f} min, {a.energy_wh:.0f} +- {a.trip_sd_wh:.0f} Wh"
+            k: f"{k}: {a.length_m / 1000:.2f} km, {a.time_s / 60:.1f} min, {a.energy_wh:.0f} +- {a.trip_sd_wh:.0f} Wh, "
+            f"arrival {100 * a.arrival_soc:.1f} % [{100 * a.arrival_soc_lo:.1f}, {100 * a.arrival_soc_hi:.1f}]"
+            + (" (capped: full battery)" if a.capped else "")
             for k, a in answers.items()
         }
         route_map_html(lg, routes, args.html, start=s, goal=g, labels=labels, title=f"{net.name}, {vehicle.name}")
@@ -267,8 +329,10 @@ def cmd_reach(args: argparse.Namespace) -> int:
         f"{net.name}: from {net.edge_ids[s]} with {100 * battery.charge:g} % of {battery.capacity_wh / 1000:g} kWh, "
         f"reserve {100 * battery.reserve:g} %: {len(idx)} of {lg.n_nodes} road segments "
         f"({net.length_m[idx].sum() / 1000:.1f} km) reachable with probability >= {1 - args.delta:g} "
-        f"(conservative; {'model ' + header['kind'] if header else 'physics prior'})"
+        f"(conservative; {'model ' + header['kind'] if header else 'physics prior ' + args.prior})"
     )
+    if len(idx) == 0:
+        print("evroute: warning: infeasible: no road segment is reachable keeping the reserve", file=sys.stderr)
     if args.geojson:
         from evroute.io import atomic_write_text
 
@@ -311,13 +375,14 @@ def cmd_model(args: argparse.Namespace) -> int:
         raise ParameterError(f"--out must name a .npz file, got {args.out!r}")
     vehicle = VehicleProfile.load(args.vehicle)
     lg = load_linegraph(args.network, args.data_dir, _dem(args), args.loader)
-    model = prior_model(args.kind, lg, vehicle)
+    model = prior_model(args.kind, lg, vehicle, prior=args.prior)
+    meta = {"source": "physics prior", "prior": args.prior, "network": args.network}
     from evroute.io import file_lock
 
     with file_lock(args.out, what=f"model {args.out}"):
-        save_model(args.out, model, lg, vehicle=vehicle, meta={"source": "physics prior", "network": args.network})
+        save_model(args.out, model, lg, vehicle=vehicle, meta=meta)
     print(f"{args.kind} prior model of {lg.network.name} ({lg.n_nodes} edges, vehicle {vehicle.name}): {args.out}")
     return 0
 
 
-__all__ = ["add_commands", "add_route_args", "cmd_model", "cmd_reach", "cmd_route", "parse_soc"]
+__all__ = ["add_commands", "add_route_args", "cmd_model", "cmd_reach", "cmd_route", "cmd_vehicles", "parse_soc"]

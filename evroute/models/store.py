@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from evroute.energy import VehicleProfile, network_energy_wh
+from evroute.energy import PRIORS, VehicleProfile, edge_prior
 from evroute.errors import DataError, ParameterError
 from evroute.io import atomic_write_bytes, dumps_strict
 from evroute.linegraph import LineGraph
@@ -279,9 +279,11 @@ def prior_model(
     *,
     outputscale_frac: float = 0.25,
     noise_frac: float = 0.1,
+    prior: str = PRIORS[0],
     **gp_params: Any,
 ) -> EdgeModel:
-    """A model from the physics prior alone (no observation): mean Eq. 8 (``E_det``), prior variance
+    """A model from the physics prior alone (no observation): mean the ``prior`` model's edge energies (``E_det``,
+    :func:`evroute.energy.edge_prior`: the speed-profile model by default, ``"eq8"`` the paper's), prior variance
     ``(outputscale_frac sigma_det)^2`` and noise variance ``(noise_frac sigma_det)^2`` with ``sigma_det^2`` the
     variance of ``E_det`` over the edges (the paper's, as every environment hands its models).
 
@@ -291,7 +293,7 @@ def prior_model(
     """
     if kind not in KINDS:
         raise ParameterError(f"unknown model kind {kind!r} (use {' or '.join(KINDS)})")
-    e_det = network_energy_wh(linegraph.network, vehicle)
+    e_det = edge_prior(linegraph.network, vehicle, prior).energy_wh
     sigma_det2 = float(e_det.var())
     if not sigma_det2 > 0:
         raise DataError("every edge has the same physics energy: the prior variance would be 0")

@@ -20,6 +20,12 @@ profile field               SUMO vType attribute / param    note
 ``max_regen_power_kw``      ``maximumRecuperationPower``    ``MMPEVEM`` only (W); SUMO's ``Energy`` model has
                                                             no recuperation power limit
 ``radial_drag_m``           ``radialDragCoefficient``       ``Energy`` only, when set (None: SUMO's 0.1)
+``rotating_mass_kg``        ``rotatingMass``                when set (None: SUMO's 40 kg)
+``top_speed_kmh``           ``maxSpeed`` (attribute, m/s)   when set
+``motor_power_kw``,         none                            SUMO's ``Energy`` model has constant
+``motor_efficiency_map``                                    efficiencies; MMPEVEM has its own loss map
+``charging_curve``,         none                            not energy-model parameters
+``sources``
 ==========================  ==============================  ===============================================
 
 Parameters SUMO has and Eq. 8 lacks keep SUMO's defaults (:data:`SUMO_ONLY_DEFAULTS`; override with ``extra``):
@@ -52,6 +58,8 @@ DEFAULT_VTYPE = "DEFAULT_VEHTYPE"
 #: profile fields that do not change what SUMO records for a trip drawing or recovering less than half the battery
 #: (every trip of a city day): left out of the recorded-day cache keys (:func:`energy_fields`)
 BATTERY_ONLY_FIELDS = ("battery_capacity_wh", "min_soc", "max_soc")
+#: profile fields that change no energy (documentation and charging): left out of the cache keys too
+NON_SIMULATED_FIELDS = ("sources", "charging_curve")
 
 
 def battery_params(vehicle: VehicleProfile) -> tuple[float, float]:
@@ -66,7 +74,7 @@ def energy_fields(vehicle: VehicleProfile) -> dict[str, float | str]:
     """The profile fields that change a recorded SUMO trip's energy (cache keys of recorded days): every field but
     the name, the description, :data:`BATTERY_ONLY_FIELDS` and the optional refinements left unset (None), so
     the keys of days recorded before those fields existed stay the same."""
-    skip = ("name", "description", *BATTERY_ONLY_FIELDS)
+    skip = ("name", "description", *BATTERY_ONLY_FIELDS, *NON_SIMULATED_FIELDS)
     return {k: v for k, v in vehicle.to_dict().items() if k not in skip and v is not None}
 
 
@@ -88,14 +96,17 @@ def profile_params(vehicle: VehicleProfile, model: str = "Energy") -> dict[str, 
         params["radialDragCoefficient"] = float(vehicle.radial_drag_m)
     if vehicle.max_regen_power_kw is not None and model == "MMPEVEM":
         params["maximumRecuperationPower"] = 1000.0 * float(vehicle.max_regen_power_kw)
+    if vehicle.rotating_mass_kg is not None:
+        params["rotatingMass"] = float(vehicle.rotating_mass_kg)
     return params
 
 
 def effective_mass_kg(vehicle: VehicleProfile | None = None, extra: Mapping[str, float] | None = None) -> float:
     """Mass whose kinetic energy SUMO's ``Energy`` model charges, ``mass + rotatingMass`` (kg): the profile's mass
-    plus the vType's rotating mass (:data:`SUMO_ONLY_DEFAULTS`, or ``extra["rotatingMass"]``)."""
+    plus the rotating mass (the profile's ``rotating_mass_kg``, else :data:`SUMO_ONLY_DEFAULTS`;
+    ``extra["rotatingMass"]`` overrides both)."""
     v = vehicle or VehicleProfile()
-    rot = {**SUMO_ONLY_DEFAULTS, **(extra or {})}["rotatingMass"]
+    rot = {**SUMO_ONLY_DEFAULTS, **profile_params(v), **(extra or {})}["rotatingMass"]
     return float(v.mass_kg) + float(rot)
 
 
@@ -138,6 +149,8 @@ def ev_vtype_xml(
         "emissionClass": f"{model}/unknown" if model == "Energy" else "MMPEVEM",
         "mass": f"{v.mass_kg:g}",
     }
+    if v.top_speed_kmh is not None:
+        attrs["maxSpeed"] = f"{v.top_speed_mps:g}"
     attrs.update(attributes or {})
     head = " ".join(f"{k}={quoteattr(str(val))}" for k, val in attrs.items())
     text = {k: f"{val:g}" if isinstance(val, float) else str(val) for k, val in params.items()}
@@ -147,6 +160,7 @@ def ev_vtype_xml(
 
 __all__ = [
     "BATTERY_ONLY_FIELDS",
+    "NON_SIMULATED_FIELDS",
     "DEFAULT_VTYPE",
     "ENERGY_MODELS",
     "SUMO_GRAVITY_MPS2",

@@ -36,17 +36,19 @@ class TraceModelOptions:
     """Options of the trace energy model that are not properties of the vehicle.
 
     Attributes:
-        rotating_mass_kg: equivalent mass of the rotating parts (wheels, motor) added to the kinetic term (kg).
+        rotating_mass_kg: equivalent mass of the rotating parts (wheels, motor) added to the kinetic term (kg);
+            None: the vehicle profile's ``rotating_mass_kg`` (0 when it has none).
         altitude_median_samples: width of the median filter that removes altitude spikes (samples, odd, 1 = off).
         altitude_window_m: width of the distance window over which altitude is averaged (m, 0 = off).
     """
 
-    rotating_mass_kg: float = 0.0
+    rotating_mass_kg: float | None = None
     altitude_median_samples: int = 5
     altitude_window_m: float = 100.0
 
     def __post_init__(self) -> None:
-        check_positive("rotating_mass_kg", self.rotating_mass_kg, allow_zero=True)
+        if self.rotating_mass_kg is not None:
+            check_positive("rotating_mass_kg", self.rotating_mass_kg, allow_zero=True)
         check_positive("altitude_window_m", self.altitude_window_m, allow_zero=True)
         if self.altitude_median_samples < 1 or self.altitude_median_samples % 2 == 0:
             raise ParameterError(
@@ -139,7 +141,8 @@ def trace_energy(
     vbar = 0.5 * (v0 + v1)
     ds = vbar * dt
     m, g = vehicle.mass_kg, vehicle.gravity_mps2
-    kinetic = 0.5 * (m + opt.rotating_mass_kg) * (v1**2 - v0**2)
+    m_rot = (vehicle.rotating_mass_kg or 0.0) if opt.rotating_mass_kg is None else opt.rotating_mass_kg
+    kinetic = 0.5 * (m + m_rot) * (v1**2 - v0**2)
     potential = m * g * np.diff(z)
     rolling = m * g * vehicle.rolling_resistance * ds
     drag = 0.5 * vehicle.air_density_kgpm3 * vehicle.drag_coefficient * vehicle.front_area_m2 * vbar**2 * ds

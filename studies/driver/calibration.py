@@ -86,7 +86,8 @@ def measure(a: argparse.Namespace) -> dict[str, Any]:
     pick = rng.choice(len(ty), size=min(a.train, len(ty)), replace=False)
     obs_e, obs_y = te[pick], ty[pick]
     models = {
-        "prior (paper noise, `evroute route` default)": prior_model("bi", lg, vehicle),
+        # the paper's Eq. 8 prior by name (the `evroute route` default until issue 34; now --prior profile)
+        "prior (paper noise, `evroute route` default)": prior_model("bi", lg, vehicle, prior="eq8"),
         "prior (replay's measured noise: oracle ablation)": make_model("bi", env, init="oracle"),
         "BI after learning": make_model("bi", env),
         "exact GP after learning": make_model("gp-exact", env, refresh_every=1, refit_first=1, fit_iters=30),
@@ -164,6 +165,10 @@ def build_report(d: dict[str, Any]) -> list[str]:
         "",
         "Generated from the per-trip numbers in [`data/calibration.json`](data/calibration.json) (rebuild without "
         "SUMO: `python -m studies.driver.calibration --report-only`).",
+        "",
+        'Prior: the paper\'s Eq. 8 (the script asks for it by name, `prior="eq8"`; on the command line '
+        "`evroute route --prior eq8`). Produced at commit f62f65a, when Eq. 8 was `evroute route`'s default (the row "
+        "so labelled); the default is now the speed-profile prior (`--prior profile`), not measured here.",
         "",
         f"Network {d['network']}: {d['n_edges']} edges; recorded day: {d['traversals']} traversals "
         f"({d['eq8_edges']} edges with none use Eq. 8's energy); measured noise sd "

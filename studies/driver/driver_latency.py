@@ -44,14 +44,16 @@ def main() -> None:
     wanted = a.models.split(",")
     models = {}
     if "bi-prior" in wanted:
-        models["bi-prior"] = prior_model("bi", lg)
+        models["bi-prior"] = prior_model("bi", lg, prior="eq8")
     if "bi-2000obs" in wanted:
-        m = prior_model("bi", lg)
+        m = prior_model("bi", lg, prior="eq8")
         e = rng.integers(0, lg.n_nodes, 2000)
         m.update(e, m.posterior().mean[e] + rng.normal(0, np.sqrt(m.noise_var[0]), len(e)))
         models["bi-2000obs"] = m
     if "gp-exact-500obs" in wanted:
-        gp = prior_model("gp-exact", lg, method="lowrank", graph_solver="local", learn_hyper=False, refresh_every=1)
+        gp = prior_model(
+            "gp-exact", lg, prior="eq8", method="lowrank", graph_solver="local", learn_hyper=False, refresh_every=1
+        )
         e = rng.integers(0, lg.n_nodes, 500)
         gp.update(e, gp.posterior().mean[e] + rng.normal(0, np.sqrt(gp.noise_var), len(e)))
         models["gp-exact-500obs"] = gp

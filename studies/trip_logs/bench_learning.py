@@ -105,7 +105,9 @@ def main(argv: list[str] | None = None) -> int:
     cpu["index (once per network)"] = time.process_time() - t0
     e_det = network_energy_wh(lg.network, vehicle)
     usable = vehicle.battery_capacity_wh
-    models = {k: linear_model_from(prior_model(k, lg, vehicle, noise_frac=0.5)) for k in ("bi", "gp-exact")}
+    models = {
+        k: linear_model_from(prior_model(k, lg, vehicle, noise_frac=0.5, prior="eq8")) for k in ("bi", "gp-exact")
+    }
     rng = np.random.default_rng(args.seed)
     samples, learned, pieces, broken, windows, dropped = 0, 0, 0, 0, 0, 0
     cpu.update({"read CSV": 0.0, "match": 0.0, "readings + statistics": 0.0})

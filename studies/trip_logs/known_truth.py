@@ -245,7 +245,9 @@ def run(args: argparse.Namespace) -> int:
         )
     # the priors once (the kernel does not depend on the noise, which only enters the readings' covariance)
     extra = {"learn_hyper": False}
-    bases = {k: prior_model(k, lg, vehicle, **(extra if k == "gp-exact" else {})) for k in ("bi", "gp-exact")}
+    bases = {
+        k: prior_model(k, lg, vehicle, prior="eq8", **(extra if k == "gp-exact" else {})) for k in ("bi", "gp-exact")
+    }
     var_det = float(np.var(e_det))
     for cond in args.conditions:
         period, sigma, step = CONDITIONS[cond]

@@ -146,7 +146,9 @@ def _network_lines(
         "",
         f"{p['n_test']} held-out trips, mean SUMO energy {float(p['mean_energy_wh']):.1f} Wh.  RMSE and bias "
         "(predicted - SUMO) of their predicted battery energy (Wh; mean over seeds with its 95 % t-interval); "
-        "ratio = RMSE / the prior's RMSE.",
+        "ratio = RMSE / the prior's RMSE.  Prior: the paper's Eq. 8, by name (`prior=\"eq8\"` in "
+        "`scripts/logs/known_truth.py`, `--prior eq8` on the command line), as produced at commit f62f65a; the "
+        "default prior is now the speed-profile model (issue 34), not measured here.",
         "",
         "| condition | N | model | seeds | RMSE (Wh) | bias (Wh) | ratio to prior | noise f chosen | offsets chosen |",
         "|---|---|---|---|---|---|---|---|---|",

@@ -86,6 +86,17 @@ def measure(data_dir: str, window_s: float) -> dict[str, Any]:
     }
 
 
+def _spec_rows() -> list[str]:
+    """One Markdown row per field of the shipped Twizy profile that names its source: field, value, source."""
+    spec = VehicleProfile.load("twizy")
+    rows = []
+    for field, source in (spec.sources or {}).items():
+        value = getattr(spec, field)
+        text = json.dumps(value) if isinstance(value, tuple) else f"{value:g}"
+        rows.append(f"| {field} | {text} | {source} |")
+    return rows
+
+
 def build_report(d: dict[str, Any], command: str) -> list[str]:
     """The Markdown report (lines), every number and sentence computed from ``measure``'s dict ``d``."""
     trips = d["trips"]
@@ -103,25 +114,23 @@ def build_report(d: dict[str, Any], command: str) -> list[str]:
         "altitude, battery state of charge), "
         f"{sum(t['distance_m'] for t in trips) / 1000:.0f} km and "
         f"{sum(t['duration_s'] for t in trips) / 3600:.1f} h in all. "
-        "Model: `evroute.traces.trace_energy` (Eq. 8 plus the kinetic term, second by second, GPS altitude "
+        "Model: `evroute.traces.trace_energy` (Eq. 8 plus the kinetic term with the profile's rotating mass, its motor "
+        "efficiency map and auxiliary power, second by second, GPS altitude "
         "median-filtered over 5 samples and averaged over 100 m of distance driven). Measured energy: the drop of the "
         "logged state of charge times the usable capacity.",
         "",
         "## Specification profile (`evroute/resources/vehicles/twizy.json`)",
         "",
+        "Values and sources as the profile file states them (its `sources` field):",
+        "",
         "| field | value | source |",
         "|---|---|---|",
-        "| mass_kg | 560 | Twizy 80 kerb weight about 474 kg (Renault; the traction battery is ~100 kg of it) plus a "
-        "driver and the logging system (~85 kg, assumed) |",
-        "| battery_capacity_wh | 6100 | Twizy's 6.1 kWh lithium-ion battery (Renault); the logged SoC is taken as % "
-        "of it |",
-        "| front_area_m2 | 1.39 | 0.8 x width 1.19 m x height 1.46 m (Renault dimensions; 0.8 the usual fill factor) |",
-        "| drag_coefficient | 0.6 | assumed: no published value found; open-sided quadricycle |",
-        "| rolling_resistance | 0.012 | assumed: small city-car tyres |",
-        "| propulsion / recuperation efficiency | 0.85 / 0.6 | assumed: battery-to-wheel and wheel-to-battery |",
-        "| max_regen_power_kw | 5 | assumed: well below the 13 kW peak motor power (17 hp) |",
+        *_spec_rows(),
         "",
-        "Every assumed value is what the calibration below adjusts.",
+        "Every assumed value is what the calibration below adjusts. The auxiliary power, motor map, rotating mass "
+        "and top speed came with the vehicle library (issue 34); the profile before them (commit f62f65a) "
+        "under-predicted every trip by 21.7 % on average with no fit (`git show f62f65a:docs/results/"
+        "twizy_trace_energy.md`).",
         "",
     ]
     res = d["soc_resolution_wh"]

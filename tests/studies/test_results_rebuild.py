@@ -74,6 +74,15 @@ REBUILT: dict[str, list[str]] = {
         "--out",
         "{out}",
     ],
+    "energy_validation.md": [
+        "-m",
+        "studies.energy_validation.energy_validation",
+        "--report-only",
+        "--data",
+        "docs/results/data",
+        "--out",
+        "{out}",
+    ],
     "gp_vs_bi.md": [
         "-m",
         "studies.gp_vs_bi.run",

@@ -1,4 +1,4 @@
-"""Physics energy model of an electric vehicle (paper Eq. 8), vectorised over edges.
+"""The reference paper's physics energy model (Eq. 8): every edge at constant speed, vectorised over edges.
 
     E_mech = m g l sin(a) + m g C_r l cos(a) + 0.5 C_d A rho l v^2          [J]
     E      = E_mech / (3600 eta+)   if E_mech >= 0   (propulsion losses)    [Wh]
@@ -32,117 +32,10 @@ enter Eq. 8; it turns route energies into states of charge (:mod:`evroute.driver
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
-from pathlib import Path
-
 import numpy as np
 
-from evroute.errors import DataError, ParameterError, check_positive, check_range
-from evroute.paths import resource
-
-VEHICLE_DIR = resource("vehicles")
-
-
-#: Physically possible ranges of the vehicle fields, ``name -> (low, high, low excluded)``, SI units.  Generous on
-#: purpose (a profile is the user's), but a value outside is a typo, not a vehicle: mass up to 100 t (the heaviest
-#: road-legal trucks are ~60 t), frontal area up to 15 m^2 (a bus or truck ~10 m^2), drag coefficient up to 2 (a flat
-#: plate ~1.2), rolling resistance up to 0.5 (tyres in loose sand ~0.3), gravity up to 25 m/s^2 (Earth 9.78-9.83),
-#: air density up to 3 kg/m^3 (1.2 at sea level, ~1.5 at -40 C), efficiencies at most 1.  Checked when a profile is
-#: built, so absurd values (``mass_kg: 1e300``) are one-line errors before any energy is computed.
-PHYSICAL_RANGES: dict[str, tuple[float, float, bool]] = {
-    "mass_kg": (0.0, 100_000.0, True),
-    "rolling_resistance": (0.0, 0.5, False),
-    "front_area_m2": (0.0, 15.0, True),
-    "drag_coefficient": (0.0, 2.0, False),
-    "propulsion_efficiency": (0.0, 1.0, True),
-    "recuperation_efficiency": (0.0, 1.0, False),
-    "gravity_mps2": (0.0, 25.0, True),
-    "air_density_kgpm3": (0.0, 3.0, False),
-    "battery_capacity_wh": (0.0, 10_000_000.0, True),
-}
-#: ranges of the optional battery-side fields, checked when set: auxiliary power up to 50 kW, regeneration power up
-#: to 1 MW
-OPTIONAL_RANGES: dict[str, tuple[float, float]] = {
-    "auxiliary_power_w": (0.0, 50_000.0),
-    "max_regen_power_kw": (0.0, 1_000.0),
-    "radial_drag_m": (0.0, 10.0),
-}
-
-
-@dataclass(frozen=True)
-class VehicleProfile:
-    """Vehicle and environment parameters of the energy model (SI units)."""
-
-    name: str = "sumo_ev"
-    mass_kg: float = 1830.0
-    rolling_resistance: float = 0.01
-    front_area_m2: float = 2.6
-    drag_coefficient: float = 0.35
-    propulsion_efficiency: float = 0.98
-    recuperation_efficiency: float = 0.96
-    gravity_mps2: float = 9.82
-    air_density_kgpm3: float = 1.2
-    description: str = ""
-    #: battery capacity (Wh); default SUMO's battery device default (35 kWh)
-    battery_capacity_wh: float = 35000.0
-    #: usable window of the state of charge (fractions of the capacity): the battery management keeps the charge
-    #: within ``[min_soc, max_soc]``
-    min_soc: float = 0.0
-    max_soc: float = 1.0
-    #: constant auxiliary power (W); None: not modelled (Eq. 8 adds nothing, SUMO keeps its own 100 W default)
-    auxiliary_power_w: float | None = None
-    #: maximum regeneration power (kW) capping the recovered energy of an edge; None: no limit
-    max_regen_power_kw: float | None = None
-    #: cornering drag coefficient (m; SUMO's ``radialDragCoefficient``): ``c m v theta`` J per heading change
-    #: ``theta`` at speed ``v`` (module doc); None: not modelled (Eq. 8 as in the paper)
-    radial_drag_m: float | None = None
-
-    def __post_init__(self) -> None:
-        for f, (low, high, low_open) in PHYSICAL_RANGES.items():
-            check_range(f, getattr(self, f), low, high, low_open=low_open)
-        for f, (low, high) in OPTIONAL_RANGES.items():
-            if getattr(self, f) is not None:
-                check_range(f, getattr(self, f), low, high, low_open=False)
-        check_positive("min_soc", self.min_soc, allow_zero=True)
-        check_positive("max_soc", self.max_soc)
-        if not self.min_soc < self.max_soc <= 1:
-            raise ParameterError(
-                f"need 0 <= min_soc < max_soc <= 1, got min_soc {self.min_soc}, max_soc {self.max_soc}"
-            )
-
-    @property
-    def aux_w(self) -> float:
-        """Auxiliary power used by Eq. 8 (W): ``auxiliary_power_w`` or 0."""
-        return float(self.auxiliary_power_w or 0.0)
-
-    @classmethod
-    def load(cls, name_or_path: str | Path = "sumo_ev") -> VehicleProfile:
-        """Load a profile by name (``evroute/resources/vehicles/NAME.json``) or from a JSON file path.
-
-        The JSON object is checked against the fields of this class (strict types: ``"mass_kg": true`` is an
-        error, unknown keys too), then their ranges.
-        """
-        from evroute.validation import call_checked, check_params
-
-        p = Path(name_or_path)
-        src = VEHICLE_DIR / f"{name_or_path}.json" if not p.suffix else p
-        if not src.is_file():
-            known = ", ".join(sorted(q.name[:-5] for q in VEHICLE_DIR.iterdir() if q.name.endswith(".json")))
-            what = "is a directory" if p.suffix and p.is_dir() else "not found"
-            raise DataError(f"vehicle profile {str(name_or_path)!r} {what} (known: {known})")
-        try:
-            raw = json.loads(src.read_text())
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise DataError(f"cannot read vehicle profile {src}: {exc}") from None
-        check_params(f"vehicle profile {src}: field", raw, [cls])
-        try:
-            return call_checked(f"vehicle profile {src}", cls, **raw)
-        except ParameterError as exc:
-            raise ParameterError(f"vehicle profile {src}: {exc}") from None
-
-    def to_dict(self) -> dict[str, float | str]:
-        return asdict(self)
+from evroute.energy.vehicle import VehicleProfile
+from evroute.errors import DataError, ParameterError
 
 
 def edge_energy_wh(
@@ -187,25 +80,40 @@ def edge_energy_wh(
         if theta.shape != length_m.shape or not np.all(np.isfinite(theta)) or np.any(theta < 0):
             raise DataError("heading changes must be finite, >= 0 and one per edge")
         mech_j = mech_j + v.radial_drag_m * v.mass_kg * speed_mps * theta
-    if (v.auxiliary_power_w is not None or v.max_regen_power_kw is not None) and np.any(speed_mps <= 0):
-        raise ParameterError("speeds must be > 0 with auxiliary power or a regeneration limit (travel time l / v)")
+    timed = v.auxiliary_power_w is not None or v.max_regen_power_kw is not None or v.motor_efficiency_map is not None
+    if timed and np.any(speed_mps <= 0):
+        raise ParameterError(
+            "speeds must be > 0 with auxiliary power, a regeneration limit or a motor map (travel time l / v)"
+        )
     return battery_energy_wh(mech_j, length_m / speed_mps, v)
 
 
 def battery_energy_wh(wheel_j: np.ndarray, duration_s: np.ndarray, vehicle: VehicleProfile) -> np.ndarray:
     """Battery energy (Wh) that pays for work ``wheel_j`` at the wheels over ``duration_s``: the battery side of
-    Eq. 8, shared by the edge model (:func:`edge_energy_wh`) and the trace model (:mod:`evroute.traces.energy`).
+    Eq. 8, shared by the edge models (:func:`edge_energy_wh`, :mod:`evroute.energy.profile`) and the trace model
+    (:mod:`evroute.traces.energy`).
 
     ``W / eta+`` when ``W >= 0``, ``W eta-`` when recuperating, the latter capped at ``max_regen_power_kw`` over the
-    duration, plus ``auxiliary_power_w`` over the duration.
+    duration, plus ``auxiliary_power_w`` over the duration.  With a motor efficiency map, ``eta+`` and ``eta-`` are
+    multiplied by the motor's efficiency at the mean wheel power ``W / duration``.
 
     Args:
         wheel_j: ``(n,)`` work at the wheels (J).
-        duration_s: ``(n,)`` durations (s); used only with auxiliary power or a regeneration limit.
-        vehicle: the profile (efficiencies, ``auxiliary_power_w``, ``max_regen_power_kw``).
+        duration_s: ``(n,)`` durations (s, > 0 where used); used only with auxiliary power, a regeneration limit or
+            a motor efficiency map.
+        vehicle: the profile (efficiencies, ``auxiliary_power_w``, ``max_regen_power_kw``, the motor map).
     """
     v = vehicle
-    wh = np.where(wheel_j >= 0, wheel_j / v.propulsion_efficiency, wheel_j * v.recuperation_efficiency) / 3600.0
+    wheel_j = np.asarray(wheel_j, dtype=np.float64)
+    if v.motor_efficiency_map is None:
+        eta_m: np.ndarray | float = 1.0
+    else:
+        dt = np.asarray(duration_s, dtype=np.float64)
+        eta_m = v.motor_efficiency(np.divide(wheel_j, dt, out=np.zeros_like(wheel_j), where=dt > 0))
+    wh = (
+        np.where(wheel_j >= 0, wheel_j / (v.propulsion_efficiency * eta_m), wheel_j * v.recuperation_efficiency * eta_m)
+        / 3600.0
+    )
     if v.auxiliary_power_w is None and v.max_regen_power_kw is None:
         return wh
     hours = np.asarray(duration_s, dtype=np.float64) / 3600.0
@@ -273,7 +181,6 @@ def travel_time_s(length_m: np.ndarray, speed_mps: np.ndarray) -> np.ndarray:
 
 
 __all__ = [
-    "VehicleProfile",
     "battery_energy_wh",
     "edge_energy_wh",
     "elevation_potential_wh",

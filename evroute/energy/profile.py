@@ -1,0 +1,181 @@
+"""Energy and time of an edge driven as a speed profile: accelerate, cruise, brake (vectorised over edges).
+
+An edge of length ``L`` (m) is entered at ``v_in``, cruised at ``v_c`` and left at ``v_out`` (m/s, ``v_in, v_out
+<= v_c``).  The driver accelerates at ``a`` and brakes at ``b`` (m/s^2, :class:`DrivingStyle`), so the profile is
+
+    accelerate  v_in -> v_p   over  d_a = (v_p^2 - v_in^2) / (2 a)
+    cruise      v_p           over  d_c = L - d_a - d_b
+    brake       v_p -> v_out  over  d_b = (v_p^2 - v_out^2) / (2 b)
+
+with ``v_p = v_c`` when ``d_a + d_b <= L``, else the peak ``v_p^2 = (2 a b L + b v_in^2 + a v_out^2) / (a + b)``
+(a triangle; an exit speed the edge is too short to reach is moved to the nearest reachable one).  At speed ``v``
+the wheels need ``P(v) = (m_eff dv/dt + m g sin + m g C_r cos + 1/2 rho C_d A v^2) v`` (W) and the battery pays
+``P / (eta+ eta_m(P))`` when ``P >= 0`` and ``max(P eta- eta_m(P), -P_regen)`` when braking (what the motor cannot
+recover is lost in the friction brakes), plus the auxiliaries ``P_aux`` (:func:`battery_power_w`).  The battery energy
+of a constant-acceleration phase is ``int P_batt(v) dv / |dv/dt|``, computed by composite Gauss-Legendre quadrature
+(4 panels of 4 nodes) on the speed interval split where ``P`` changes sign (exact for constant efficiencies and no
+power cap: the integrand is then a polynomial of degree 3 on each piece; the cap and the motor map's breakpoints are
+kinks, integrated to about 0.1 %); the cruise phase is ``P_batt(v_p) d_c / v_p``.
+
+With ``v_in = v_out = v_c`` the profile is a constant speed and the energy is Eq. 8 with the same efficiencies
+(:func:`evroute.energy.eq8.edge_energy_wh`).  :mod:`evroute.energy.prior` turns junctions into entry and exit speeds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from evroute.energy.vehicle import VehicleProfile
+from evroute.errors import DataError, ParameterError, check_positive
+
+#: composite Gauss-Legendre rule on [-1, 1]: ``_PANELS`` equal panels of ``_NODES`` nodes each (exact for cubics on
+#: each panel; a kink of the integrand (the regeneration cap, the motor map's breakpoints) costs O(h^2))
+_PANELS, _NODES = 4, 4
+_gx, _gw = np.polynomial.legendre.leggauss(_NODES)
+_GX = np.concatenate([-1 + (2 * k + 1 + _gx) / _PANELS for k in range(_PANELS)])
+_GW = np.tile(_gw / _PANELS, _PANELS)
+
+
+@dataclass(frozen=True)
+class DrivingStyle:
+    """How the driver changes speed (m/s^2): mean acceleration away from a junction and mean braking into one.
+
+    Defaults: 1.0 and 1.2 m/s^2, the mean acceleration and deceleration of passenger cars at urban junctions
+    (Bokare and Maurya 2017, Transportation Research Procedia 25: 4733-4749, about 1-1.5 m/s^2 from rest, lower at
+    higher speed); not fitted to any data evroute validates on.
+    """
+
+    acceleration_mps2: float = 1.0
+    deceleration_mps2: float = 1.2
+
+    def __post_init__(self) -> None:
+        check_positive("acceleration_mps2", self.acceleration_mps2)
+        check_positive("deceleration_mps2", self.deceleration_mps2)
+
+
+@dataclass(frozen=True)
+class ProfileEnergy:
+    """Energy and time of each edge's speed profile (all ``(E,)``).
+
+    Attributes:
+        battery_wh: battery energy (Wh; negative when the edge recovers more than it uses).
+        time_s: driving time (s).
+        kinetic_j, potential_j, rolling_j, drag_j: the work at the wheels by term (J): ``1/2 m_eff (v_out^2 -
+            v_in^2)``, ``m g L sin``, ``m g C_r L cos`` and ``1/2 rho C_d A int v^2 dx``.
+        peak_mps: the highest speed reached (m/s).
+    """
+
+    battery_wh: np.ndarray
+    time_s: np.ndarray
+    kinetic_j: np.ndarray
+    potential_j: np.ndarray
+    rolling_j: np.ndarray
+    drag_j: np.ndarray
+    peak_mps: np.ndarray
+
+    @property
+    def wheel_j(self) -> np.ndarray:
+        """``(E,)`` total work at the wheels (J)."""
+        return self.kinetic_j + self.potential_j + self.rolling_j + self.drag_j
+
+
+def battery_power_w(wheel_w: np.ndarray, vehicle: VehicleProfile) -> np.ndarray:
+    """Battery power (W) for wheel power ``wheel_w`` (W, any shape): ``P / (eta+ eta_m)`` when ``P >= 0``,
+    ``max(P eta- eta_m, -P_regen)`` when braking, plus the auxiliaries (the power form of
+    :func:`evroute.energy.eq8.battery_energy_wh`)."""
+    p = np.asarray(wheel_w, dtype=np.float64)
+    eta_m = vehicle.motor_efficiency(p)
+    out = np.where(p >= 0, p / (vehicle.propulsion_efficiency * eta_m), p * vehicle.recuperation_efficiency * eta_m)
+    if vehicle.max_regen_power_kw is not None:
+        out = np.maximum(out, -1000.0 * vehicle.max_regen_power_kw)
+    return out + vehicle.aux_w
+
+
+def _phase_j(
+    lo: np.ndarray, hi: np.ndarray, accel: float, force0: np.ndarray, c_drag: float, vehicle: VehicleProfile
+) -> np.ndarray:
+    """``(E,)`` battery energy (J) of a constant-acceleration phase through speeds ``[lo, hi]`` (m/s, ``(E,)``):
+    ``int_lo^hi P_batt(v) dv / |accel|`` with ``P(v) = (m_eff accel + force0 + c_drag v^2) v`` (``accel`` signed,
+    m/s^2; ``force0`` ``(E,)`` grade and rolling force, N)."""
+    m_eff = vehicle.effective_mass_kg
+    f0 = m_eff * accel + force0
+    if c_drag > 0:
+        root2 = -f0 / c_drag
+        root = np.sqrt(np.maximum(root2, 0.0))
+    else:
+        root = np.zeros_like(f0)
+    split = np.clip(root, lo, hi)
+    total = np.zeros_like(lo)
+    for a, b in ((lo, split), (split, hi)):
+        mid, half = 0.5 * (a + b), 0.5 * (b - a)
+        v = mid[:, None] + half[:, None] * _GX[None, :]
+        p = (f0[:, None] + c_drag * v**2) * v
+        total += half * (battery_power_w(p, vehicle) @ _GW)
+    return total / abs(accel)
+
+
+def profile_energy(
+    length_m: ArrayLike,
+    v_in_mps: ArrayLike,
+    v_cruise_mps: ArrayLike,
+    v_out_mps: ArrayLike,
+    incline: ArrayLike,
+    vehicle: VehicleProfile,
+    style: DrivingStyle | None = None,
+) -> ProfileEnergy:
+    """Energy and time of each edge driven as an accelerate-cruise-brake profile (module doc).
+
+    Args:
+        length_m: ``(E,)`` edge lengths (m, > 0).
+        v_in_mps, v_out_mps: ``(E,)`` entry and exit speeds (m/s, >= 0; above the cruise speed they are lowered to
+            it).
+        v_cruise_mps: ``(E,)`` cruise speeds (m/s, > 0).
+        incline: ``(E,)`` sine of the slope angle.
+        vehicle: the profile (its top speed is NOT applied here: :mod:`evroute.energy.prior` caps the cruise speed).
+        style: accelerations (default :class:`DrivingStyle`).
+    """
+    st = style or DrivingStyle()
+    a, b = st.acceleration_mps2, st.deceleration_mps2
+    arrays = [np.asarray(x, dtype=np.float64) for x in (length_m, v_in_mps, v_cruise_mps, v_out_mps, incline)]
+    length, v_in, v_c, v_out, sin_a = (np.array(x, ndmin=1) for x in np.broadcast_arrays(*arrays))
+    if not all(np.all(np.isfinite(x)) for x in (length, v_in, v_c, v_out, sin_a)):
+        raise DataError("speed-profile input contains NaN or inf")
+    if np.any(length <= 0) or np.any(v_c <= 0) or np.any(v_in < 0) or np.any(v_out < 0):
+        raise ParameterError("speed profiles need lengths and cruise speeds > 0 and entry/exit speeds >= 0")
+    if np.any(np.abs(sin_a) > 1):
+        raise ParameterError("incline must be in [-1, 1] (sine of the slope angle)")
+    v_in = np.minimum(v_in, v_c)
+    v_out2 = np.clip(np.minimum(v_out, v_c) ** 2, v_in**2 - 2 * b * length, v_in**2 + 2 * a * length)
+    v_out = np.sqrt(np.maximum(v_out2, 0.0))
+    peak2 = (2 * a * b * length + b * v_in**2 + a * v_out**2) / (a + b)
+    v_p = np.minimum(v_c, np.sqrt(peak2))
+    d_a = (v_p**2 - v_in**2) / (2 * a)
+    d_b = (v_p**2 - v_out**2) / (2 * b)
+    d_c = np.maximum(length - d_a - d_b, 0.0)
+
+    v = vehicle
+    cos_a = np.sqrt(1.0 - sin_a**2)
+    mg = v.mass_kg * v.gravity_mps2
+    force0 = mg * sin_a + mg * v.rolling_resistance * cos_a
+    c_drag = 0.5 * v.air_density_kgpm3 * v.drag_coefficient * v.front_area_m2
+    cruise_w = battery_power_w((force0 + c_drag * v_p**2) * v_p, v)
+    battery_j = (
+        _phase_j(v_in, v_p, a, force0, c_drag, v) + cruise_w * d_c / v_p + _phase_j(v_out, v_p, -b, force0, c_drag, v)
+    )
+    time_s = (v_p - v_in) / a + d_c / v_p + (v_p - v_out) / b
+    drag_j = c_drag * ((v_p**4 - v_in**4) / (4 * a) + v_p**2 * d_c + (v_p**4 - v_out**4) / (4 * b))
+    return ProfileEnergy(
+        battery_wh=battery_j / 3600.0,
+        time_s=time_s,
+        kinetic_j=0.5 * v.effective_mass_kg * (v_out**2 - v_in**2),
+        potential_j=mg * sin_a * length,
+        rolling_j=mg * v.rolling_resistance * cos_a * length,
+        drag_j=drag_j,
+        peak_mps=v_p,
+    )
+
+
+__all__ = ["DrivingStyle", "ProfileEnergy", "battery_power_w", "profile_energy"]

@@ -1,0 +1,200 @@
+"""The vehicle profile: the parameters of the energy models, loaded from ``evroute/resources/vehicles/*.json``.
+
+The paper's fields (mass, resistances, two constant efficiencies, battery) are always present.  Optional fields
+(``None``: not modelled, so a profile without them gives the paper's Eq. 8 unchanged) add what a real car has:
+
+* ``motor_power_kw`` and ``motor_efficiency_map``: the motor's efficiency as a function of the fraction of its peak
+  power, ``[[fraction, efficiency], ...]`` (linear interpolation, clamped at the ends; FASTSim's
+  ``eff_interp_achieved``).  The battery-to-wheel efficiency is then ``propulsion_efficiency * eta_motor(|P| /
+  P_max)`` (``propulsion_efficiency`` holds the rest of the chain: transmission and battery), the wheel-to-battery
+  one ``recuperation_efficiency * eta_motor``;
+* ``auxiliary_power_w`` (W), ``max_regen_power_kw`` (kW), ``rotating_mass_kg`` (equivalent mass of wheels and motor,
+  kg), ``top_speed_kmh`` (a cap on the driving speed of every edge);
+* ``charging_curve``: DC fast-charging power against state of charge, ``[[soc, kW], ...]`` (not used by the energy
+  models; for charging stops);
+* ``sources``: where each value comes from, ``{field: text}``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evroute.errors import DataError, ParameterError, check_positive, check_range
+from evroute.paths import resource
+
+VEHICLE_DIR = resource("vehicles")
+
+#: the vehicle of the driver commands (``evroute route`` / ``reach``) when none is named: a real car.  The learning
+#: studies keep the reference paper's ``sumo_ev`` (their configs name it).
+DEFAULT_VEHICLE = "chevrolet_bolt_2020"
+
+#: Physically possible ranges of the vehicle fields, ``name -> (low, high, low excluded)``, SI units.  Generous on
+#: purpose (a profile is the user's), but a value outside is a typo, not a vehicle: mass up to 100 t (the heaviest
+#: road-legal trucks are ~60 t), frontal area up to 15 m^2 (a bus or truck ~10 m^2), drag coefficient up to 2 (a flat
+#: plate ~1.2), rolling resistance up to 0.5 (tyres in loose sand ~0.3), gravity up to 25 m/s^2 (Earth 9.78-9.83),
+#: air density up to 3 kg/m^3 (1.2 at sea level, ~1.5 at -40 C), efficiencies at most 1.  Checked when a profile is
+#: built, so absurd values (``mass_kg: 1e300``) are one-line errors before any energy is computed.
+PHYSICAL_RANGES: dict[str, tuple[float, float, bool]] = {
+    "mass_kg": (0.0, 100_000.0, True),
+    "rolling_resistance": (0.0, 0.5, False),
+    "front_area_m2": (0.0, 15.0, True),
+    "drag_coefficient": (0.0, 2.0, False),
+    "propulsion_efficiency": (0.0, 1.0, True),
+    "recuperation_efficiency": (0.0, 1.0, False),
+    "gravity_mps2": (0.0, 25.0, True),
+    "air_density_kgpm3": (0.0, 3.0, False),
+    "battery_capacity_wh": (0.0, 10_000_000.0, True),
+}
+#: ranges of the optional fields, checked when set: auxiliary power up to 50 kW, regeneration and motor power up
+#: to 1 MW, rotating mass up to 1 t, top speed up to 500 km/h
+OPTIONAL_RANGES: dict[str, tuple[float, float]] = {
+    "auxiliary_power_w": (0.0, 50_000.0),
+    "max_regen_power_kw": (0.0, 1_000.0),
+    "radial_drag_m": (0.0, 10.0),
+    "motor_power_kw": (0.0, 1_000.0),
+    "rotating_mass_kg": (0.0, 1_000.0),
+    "top_speed_kmh": (0.0, 500.0),
+}
+
+
+def _curve(name: str, value: Any, x_range: tuple[float, float], y_range: tuple[float, float]) -> tuple:
+    """``value`` as a tuple of ``(x, y)`` float pairs, ``x`` strictly increasing in ``x_range``, ``y`` in
+    ``y_range`` (a one-line :class:`ParameterError` otherwise)."""
+    try:
+        pts = tuple((float(x), float(y)) for x, y in value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a list of [x, y] pairs") from None
+    arr = np.asarray(pts, dtype=np.float64).reshape(-1, 2)
+    if len(arr) < 2 or not np.all(np.isfinite(arr)) or np.any(np.diff(arr[:, 0]) <= 0):
+        raise ParameterError(f"{name} needs >= 2 finite points with strictly increasing x")
+    for col, (lo, hi), what in ((0, x_range, "x"), (1, y_range, "y")):
+        if arr[:, col].min() < lo or arr[:, col].max() > hi:
+            raise ParameterError(f"{name}: every {what} must be in [{lo:g}, {hi:g}]")
+    return pts
+
+
+@dataclass(frozen=True)
+class VehicleProfile:
+    """Vehicle and environment parameters of the energy models (SI units; module doc for the optional fields)."""
+
+    name: str = "sumo_ev"
+    mass_kg: float = 1830.0
+    rolling_resistance: float = 0.01
+    front_area_m2: float = 2.6
+    drag_coefficient: float = 0.35
+    propulsion_efficiency: float = 0.98
+    recuperation_efficiency: float = 0.96
+    gravity_mps2: float = 9.82
+    air_density_kgpm3: float = 1.2
+    description: str = ""
+    #: battery capacity (Wh); default SUMO's battery device default (35 kWh)
+    battery_capacity_wh: float = 35000.0
+    #: usable window of the state of charge (fractions of the capacity): the battery management keeps the charge
+    #: within ``[min_soc, max_soc]``
+    min_soc: float = 0.0
+    max_soc: float = 1.0
+    #: constant auxiliary power (W); None: not modelled (Eq. 8 adds nothing, SUMO keeps its own 100 W default)
+    auxiliary_power_w: float | None = None
+    #: maximum regeneration power (kW, at the battery) capping the recovered energy; None: no limit
+    max_regen_power_kw: float | None = None
+    #: cornering drag coefficient (m; SUMO's ``radialDragCoefficient``): ``c m v theta`` J per heading change
+    #: ``theta`` at speed ``v`` (:mod:`evroute.energy.eq8`); None: not modelled (Eq. 8 as in the paper)
+    radial_drag_m: float | None = None
+    #: peak motor power (kW): the reference of ``motor_efficiency_map``'s power fractions
+    motor_power_kw: float | None = None
+    #: ``[[fraction of motor_power_kw, motor efficiency], ...]``; None: constant efficiencies
+    motor_efficiency_map: tuple[tuple[float, float], ...] | None = None
+    #: equivalent mass of the rotating parts (kg), added to the mass in the kinetic terms
+    rotating_mass_kg: float | None = None
+    #: top speed (km/h): no edge is driven faster
+    top_speed_kmh: float | None = None
+    #: DC charging power against state of charge, ``[[soc in 0..1, kW], ...]``
+    charging_curve: tuple[tuple[float, float], ...] | None = None
+    #: ``{field: source}``: where each value comes from (not compared, not hashed)
+    sources: dict[str, str] | None = field(default=None, compare=False, hash=False)
+
+    def __post_init__(self) -> None:
+        for f, (low, high, low_open) in PHYSICAL_RANGES.items():
+            check_range(f, getattr(self, f), low, high, low_open=low_open)
+        for f, (low, high) in OPTIONAL_RANGES.items():
+            if getattr(self, f) is not None:
+                check_range(f, getattr(self, f), low, high, low_open=f in ("motor_power_kw", "top_speed_kmh"))
+        check_positive("min_soc", self.min_soc, allow_zero=True)
+        check_positive("max_soc", self.max_soc)
+        if not self.min_soc < self.max_soc <= 1:
+            raise ParameterError(
+                f"need 0 <= min_soc < max_soc <= 1, got min_soc {self.min_soc}, max_soc {self.max_soc}"
+            )
+        if self.motor_efficiency_map is not None:
+            if self.motor_power_kw is None:
+                raise ParameterError("motor_efficiency_map needs motor_power_kw (its power fractions' reference)")
+            pts = _curve("motor_efficiency_map", self.motor_efficiency_map, (0.0, 10.0), (0.01, 1.0))
+            object.__setattr__(self, "motor_efficiency_map", pts)
+        if self.charging_curve is not None:
+            pts = _curve("charging_curve", self.charging_curve, (0.0, 1.0), (0.0, 10_000.0))
+            object.__setattr__(self, "charging_curve", pts)
+
+    @property
+    def aux_w(self) -> float:
+        """Auxiliary power used by the models (W): ``auxiliary_power_w`` or 0."""
+        return float(self.auxiliary_power_w or 0.0)
+
+    @property
+    def effective_mass_kg(self) -> float:
+        """Mass of the kinetic terms (kg): ``mass_kg + rotating_mass_kg``."""
+        return float(self.mass_kg + (self.rotating_mass_kg or 0.0))
+
+    @property
+    def top_speed_mps(self) -> float:
+        """Top speed (m/s; ``inf`` when not set)."""
+        return float("inf") if self.top_speed_kmh is None else float(self.top_speed_kmh) / 3.6
+
+    def motor_efficiency(self, power_w: np.ndarray) -> np.ndarray:
+        """Motor efficiency at wheel power ``power_w`` (W, any shape; the map at ``|P| / motor_power_kw``), 1 where
+        the profile has no map."""
+        p = np.asarray(power_w, dtype=np.float64)
+        if self.motor_efficiency_map is None or self.motor_power_kw is None:
+            return np.ones_like(p)
+        xs, ys = np.asarray(self.motor_efficiency_map, dtype=np.float64).T
+        return np.interp(np.abs(p) / (1000.0 * self.motor_power_kw), xs, ys)
+
+    @classmethod
+    def load(cls, name_or_path: str | Path = "sumo_ev") -> VehicleProfile:
+        """Load a profile by name (``evroute/resources/vehicles/NAME.json``) or from a JSON file path.
+
+        The JSON object is checked against the fields of this class (strict types: ``"mass_kg": true`` is an
+        error, unknown keys too), then their ranges.
+        """
+        from evroute.validation import call_checked, check_params
+
+        p = Path(name_or_path)
+        src = VEHICLE_DIR / f"{name_or_path}.json" if not p.suffix else p
+        if not src.is_file():
+            known = ", ".join(vehicle_names())
+            what = "is a directory" if p.suffix and p.is_dir() else "not found"
+            raise DataError(f"vehicle profile {str(name_or_path)!r} {what} (known: {known})")
+        try:
+            raw = json.loads(src.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise DataError(f"cannot read vehicle profile {src}: {exc}") from None
+        check_params(f"vehicle profile {src}: field", raw, [cls])
+        try:
+            return call_checked(f"vehicle profile {src}", cls, **raw)
+        except ParameterError as exc:
+            raise ParameterError(f"vehicle profile {src}: {exc}") from None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def vehicle_names() -> list[str]:
+    """Names of the shipped vehicle profiles (``evroute/resources/vehicles/*.json``), sorted."""
+    return sorted(q.name[:-5] for q in VEHICLE_DIR.iterdir() if q.name.endswith(".json"))
+
+
+__all__ = ["DEFAULT_VEHICLE", "OPTIONAL_RANGES", "PHYSICAL_RANGES", "VEHICLE_DIR", "VehicleProfile", "vehicle_names"]
