@@ -28,7 +28,11 @@ OTHER = "synthetic:400:2"
 
 def _observed(kind: str, net: str = NET):
     lg = load_linegraph(net)
-    m = prior_model(kind, lg, VehicleProfile(), **({"learn_hyper": False} if kind == "gp-exact" else {}))
+    m = (
+        prior_model(kind, lg, VehicleProfile(), learn_hyper=False)
+        if kind == "gp-exact"
+        else prior_model(kind, lg, VehicleProfile())
+    )
     rng = np.random.default_rng(0)
     e = rng.integers(0, lg.n_nodes, 60)
     m.update(e, m.posterior().mean[e] + rng.normal(0, 2, 60))

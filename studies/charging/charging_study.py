@@ -60,7 +60,7 @@ def trips(lg, n: int, seed: int = 36) -> list[tuple[int, int]]:
 
     mid = edge_midpoints(lg.network.geometry)
     rng = np.random.default_rng(seed)
-    out = []
+    out: list[tuple[int, int]] = []
     while len(out) < n:
         s, g = (int(x) for x in rng.choice(lg.n_nodes, 2, replace=False))
         dy = (mid[s, 1] - mid[g, 1]) * 111.32

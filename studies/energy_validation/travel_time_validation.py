@@ -61,7 +61,7 @@ def collect(network: str, pairs: int, seed: int, min_km: float) -> pd.DataFrame:
         cfg = SumoLiveConfig(route_file=str(empty), hours=(8, 9), rounds_per_day=1, min_samples=1)
         sim = live_simulation(lg, cfg, VehicleProfile.load())
         junction_type = _junction_types(sim.net_file)
-        rows = []
+        rows: list[dict[str, object]] = []
         while len(rows) < pairs:
             i, j = (int(x) for x in rng.choice(net.n_edges, size=2, replace=False))
             d_km = float(np.hypot((mid[i, 0] - mid[j, 0]) * coslat, mid[i, 1] - mid[j, 1]) * 111.2)
