@@ -62,8 +62,15 @@ def add_plan_parser(sub: Any, add_network_args: Callable[[argparse.ArgumentParse
         help="chargers farther than this from every road are left out (default: 250 m)",
     )
     p.add_argument("--model", default=None, help="saved model (default: the physics prior)")
-    p.add_argument("--vehicle", default=None, help="vehicle profile (default: the model's, else sumo_ev)")
+    p.add_argument(
+        "--vehicle",
+        default=None,
+        help="vehicle profile (default: the model's, else the default vehicle; see `evroute vehicles`)",
+    )
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    from evroute.driver.commands import add_prior_arg
+
+    add_prior_arg(p)
     p.add_argument("--geojson", default=None, help="write the legs and stops to this GeoJSON file")
     p.add_argument("--html", default=None, help="write an offline map of the plan with the charge profile")
 

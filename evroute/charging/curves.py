@@ -15,9 +15,10 @@ more breakpoint), so the integral is exact per piece: ``(s1 - s0) / P`` where ``
 ``ln(P1 / P0) / k`` where ``P = P0 + k (s - s0)``.  :class:`ChargeTimer` tabulates the cumulative ``T(0, s)`` at the
 breakpoints and evaluates it anywhere in closed form.
 
-Where a curve comes from: :func:`charging_curve` takes the vehicle profile's own ``charging`` entry when it has one
-(``{"dc_max_kw": float, "curve": [[soc_fraction, kW], ...], "source": "..."}``, the vehicle library's shape) and
-otherwise :data:`CURVES`, a small table for the shipped profiles, keyed by the profile's name, each with its source.
+Where a curve comes from: :func:`charging_curve` takes the vehicle library's ``charging_curve`` (every real-car
+profile has one, its source in the profile's ``sources``), else a ``charging`` entry
+(``{"dc_max_kw": float, "curve": [[soc_fraction, kW], ...], "source": "..."}``), and otherwise :data:`CURVES`, a
+small sourced table for the two generic profiles (``sumo_ev``, ``compact_ev``) that are no real car.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ import numpy as np
 
 from evroute.errors import DataError, ParameterError
 
-#: Charging curves of the shipped vehicle profiles that have none of their own (``charging`` in the vehicle JSON),
-#: keyed by profile name.  Values are read off published curves of a real car of the same battery size, rounded.
+#: Charging curves of the shipped generic profiles that have none of their own (``charging_curve`` in the vehicle
+#: JSON), keyed by profile name.  Values are read off published curves of a real car of the same battery size, rounded.
 CURVES: dict[str, dict[str, Any]] = {
     "sumo_ev": {  # 35 kWh: a VW e-Golf (35.8 kWh, 2017) on CCS
         "dc_max_kw": 40.0,
@@ -44,12 +45,6 @@ CURVES: dict[str, dict[str, Any]] = {
         "curve": [[0.0, 40.0], [0.1, 45.0], [0.5, 45.0], [0.8, 30.0], [0.9, 20.0], [1.0, 6.0]],
         "source": "Nissan Leaf 40 kWh: nearly 45 kW at optimal battery temperature, decreasing from 50 % "
         "(lecircuitelectrique.com/en/nissan-leaf); taper above 80 % assumed (evroute)",
-    },
-    "twizy": {  # no DC inlet: the 230 V on-board charger
-        "dc_max_kw": 2.2,
-        "curve": [[0.0, 2.2], [0.9, 2.2], [1.0, 1.0]],
-        "source": "Renault Twizy 80: no DC charging; 230 V / 10 A on-board charger, about 2.2 kW, 3.5 h from empty "
-        "(Renault Twizy specifications); taper above 90 % assumed (evroute)",
     },
 }
 
@@ -101,16 +96,25 @@ class ChargingCurve:
 
 
 def charging_curve(vehicle: Any) -> ChargingCurve:
-    """The charging curve of a vehicle profile: its own ``charging`` entry if it has one, else :data:`CURVES`
-    by its name.  :class:`ParameterError` if neither has one."""
-    own = getattr(vehicle, "charging", None)
+    """The charging curve of a vehicle profile: the vehicle library's ``charging_curve`` (``[[soc, kW], ...]``,
+    its source in the profile's ``sources``; :mod:`evroute.energy.vehicle`), else a ``charging`` entry of the shape
+    ``{"dc_max_kw": .., "curve": [[soc, kW], ...], "source": ..}``, else :data:`CURVES` by the profile's name.
+    :class:`ParameterError` if none has one."""
     name = getattr(vehicle, "name", str(vehicle))
+    library = getattr(vehicle, "charging_curve", None)
+    if library is not None and len(library) > 0:
+        sources = getattr(vehicle, "sources", None) or {}
+        source = sources.get("charging_curve", "") if isinstance(sources, Mapping) else ""
+        pts = [[float(s), float(k)] for s, k in library]
+        entry = {"dc_max_kw": max(k for _, k in pts), "curve": pts, "source": str(source)}
+        return ChargingCurve.from_dict(entry, f"vehicle {name!r} charging_curve")
+    own = getattr(vehicle, "charging", None)
     if own is not None:
         return ChargingCurve.from_dict(own if isinstance(own, Mapping) else vars(own), f"vehicle {name!r} charging")
     if name not in CURVES:
         raise ParameterError(
-            f"vehicle {name!r} has no charging curve (add 'charging' to its JSON: "
-            f'{{"dc_max_kw": .., "curve": [[soc, kW], ...], "source": ".."}}; known: {", ".join(sorted(CURVES))})'
+            f"vehicle {name!r} has no charging curve (add 'charging_curve': [[soc, kW], ...] to its JSON, as the "
+            f"vehicle library's profiles have; known without one: {', '.join(sorted(CURVES))})"
         )
     return ChargingCurve.from_dict(CURVES[name], f"charging curve of {name!r}")
 

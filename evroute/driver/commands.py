@@ -51,10 +51,10 @@ def add_route_args(p: argparse.ArgumentParser) -> None:
         help="risk-aware route: allowed probability of arriving below the reserve (default: %(default)s)",
     )
     p.add_argument("--json", action="store_true", help="print the answers as JSON instead of a table")
-    _add_prior_arg(p)
+    add_prior_arg(p)
 
 
-def _add_prior_arg(p: argparse.ArgumentParser) -> None:
+def add_prior_arg(p: argparse.ArgumentParser) -> None:
     from evroute.energy import PRIORS
 
     p.add_argument(
@@ -79,7 +79,7 @@ def add_commands(sub: Any, add_network_args: Callable[[argparse.ArgumentParser],
     p.add_argument("--delta", type=float, default=0.05, help="allowed probability of arriving below the reserve")
     p.add_argument("--model", default=None, help="saved model (default: the physics prior)")
     p.add_argument("--vehicle", default=None, help=f"vehicle profile (default: the model's, else {DEFAULT_VEHICLE})")
-    _add_prior_arg(p)
+    add_prior_arg(p)
     p.add_argument("--geojson", default=None, help="write the reachable segments to this GeoJSON file")
     p.add_argument("--html", default=None, help="write an interactive map of the reachable area (works offline)")
     p = sub.add_parser("model", help="edge models for route answers")
@@ -91,7 +91,7 @@ def add_commands(sub: Any, add_network_args: Callable[[argparse.ArgumentParser],
         "--vehicle", default=DEFAULT_VEHICLE, help="vehicle profile name or JSON file (default: %(default)s)"
     )
     q.add_argument("--out", required=True, help="model file to write (.npz)")
-    _add_prior_arg(q)
+    add_prior_arg(q)
     q = msub.add_parser("show", help="print a model file's header")
     q.add_argument("path", help="model file (.npz)")
     sub.add_parser("vehicles", help="list the shipped vehicle profiles (evroute/resources/vehicles)")
