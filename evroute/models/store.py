@@ -302,6 +302,7 @@ def prior_model(
     *,
     outputscale_frac: float = 0.25,
     noise_frac: float = 0.1,
+    mean_wh: np.ndarray | None = None,
     **gp_params: Any,
 ) -> EdgeModel:
     """A model from the physics prior alone (no observation): mean Eq. 8 (``E_det``), prior variance
@@ -311,6 +312,8 @@ def prior_model(
     Args:
         kind: ``"bi"`` (independent edges) or ``"gp-exact"`` (the paper's kernel: graph Matérn ``nu = 2``,
             ``kappa = 1``, context lengthscale 1, product weight 0.5, unless ``gp_params`` say otherwise).
+        mean_wh: ``(E,)`` prior mean instead of ``E_det`` (e.g. reduced energies,
+            :func:`evroute.traces.mechanical.reduced_prior_wh`); the variances still scale with ``sigma_det``.
     """
     if kind not in KINDS:
         raise ParameterError(f"unknown model kind {kind!r} (use {' or '.join(KINDS)})")
@@ -319,6 +322,11 @@ def prior_model(
     if not sigma_det2 > 0:
         raise DataError("every edge has the same physics energy: the prior variance would be 0")
     prior_var, noise_var = outputscale_frac**2 * sigma_det2, noise_frac**2 * sigma_det2
+    if mean_wh is not None:
+        mean = np.asarray(mean_wh, dtype=np.float64)
+        if mean.shape != e_det.shape or not np.isfinite(mean).all():
+            raise ParameterError(f"prior mean of shape {mean.shape} (finite) needed for {len(e_det)} edges")
+        e_det = mean
     if kind == "bi":
         from evroute.models.bi import BayesianEdgeModel
 
