@@ -14,7 +14,8 @@ with ``np.load(path, allow_pickle=False)``) holding
 
   ``kind = "bi"`` (:class:`~evroute.models.bi.BayesianEdgeModel`): ``prior_mean_wh`` ``(E,)``, ``prior_var``
   ``(E,)`` Wh^2, ``noise_var`` ``(E,)`` Wh^2, ``count`` ``(E,)`` observations per edge, ``total`` ``(E,)`` their sum
-  (Wh).  The posterior is the closed form of that module, so a loaded model's posterior equals the saved one's.
+  (Wh), ``total_sq`` ``(E,)`` their sum of squares (Wh^2; absent in older files).  The posterior is the closed
+  form of that module, so a loaded model's posterior equals the saved one's.
 
   ``kind = "gp-exact"`` (:class:`~evroute.models.gp_exact.ExactGPEdgeModel`): ``prior_mean_wh`` ``(E,)``,
   ``edges`` ``(U,)`` the distinct observed edges in first-visit order, ``counts`` ``(U,)``, ``sum_y`` ``(U,)`` (Wh),
@@ -103,7 +104,7 @@ def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]
         return kind, {**hyper, "base": base_kind}, out, int(lin.stats.readings)
     if kind == "bi":
         arrays: dict[str, np.ndarray] = {
-            k: np.asarray(getattr(model, k), dtype=np.float64) for k in ("prior_var", "noise_var", "total")
+            k: np.asarray(getattr(model, k), dtype=np.float64) for k in ("prior_var", "noise_var", "total", "total_sq")
         }
         arrays["prior_mean_wh"] = np.asarray(model.prior_mean, dtype=np.float64)  # type: ignore[attr-defined]
         arrays["count"] = np.asarray(model.count, dtype=np.int64)  # type: ignore[attr-defined]
@@ -221,6 +222,8 @@ def load_model(path: str | Path, linegraph: LineGraph, *, serve: bool = False) -
             bi = BayesianEdgeModel(a["prior_mean_wh"], a["prior_var"], a["noise_var"])
             bi.count = a["count"].astype(np.float64)
             bi.total = a["total"].astype(np.float64)
+            if "total_sq" in a:  # files before the empirical-Bayes statistics lack it (then fit_variances cannot run)
+                bi.total_sq = a["total_sq"].astype(np.float64)
             return bi, header
         if header["kind"] == "linear":
             return _load_linear(a, header["hyperparameters"], linegraph), header
@@ -270,7 +273,8 @@ def prior_state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.nda
     what a ``"linear"`` model file keeps of its base model."""
     kind, hyper, arrays, _ = _state(model)
     if kind == "bi":
-        arrays = {**arrays, "count": np.zeros_like(arrays["count"]), "total": np.zeros_like(arrays["total"])}
+        zero = {k: np.zeros_like(arrays[k]) for k in ("count", "total", "total_sq")}
+        arrays = {**arrays, **zero}
     elif kind == "gp-exact":
         empty = {"edges": np.zeros(0, np.int64), "counts": np.zeros(0, np.int64)}
         arrays = {**arrays, **empty, "sum_y": np.zeros(0), "sum_y2": np.zeros(0)}
