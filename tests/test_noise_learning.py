@@ -69,7 +69,10 @@ def test_exact_gp_ml2_learns_the_noise() -> None:
     from evroute.network.registry import load_network
 
     lg = build_line_graph(load_network("synthetic:150:3"))
+    from evroute.models.gp_exact import ExactGPEdgeModel
+
     model = prior_model("gp-exact", lg, noise_frac=0.1, learn_noise=True, fit_iters=200, refit_first=0)
+    assert isinstance(model, ExactGPEdgeModel)
     s2 = float(model.scale) ** 2
     noise_true = (0.4**2 / 0.25**2) * s2  # (0.4 sigma_det)^2; the prior variance is (0.25 sigma_det)^2
     rng = np.random.default_rng(3)
