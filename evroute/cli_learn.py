@@ -143,6 +143,22 @@ def cmd_learn(args: argparse.Namespace) -> int:
     return 0
 
 
+def _fit_noise_and_trip_effect(model: Any, meta: dict[str, Any]) -> None:
+    """The readings' noise scale by ML-II and the trip-level effect by moments (:mod:`evroute.models.linear_obs`,
+    :mod:`evroute.models.trip_effect`), recorded in ``meta["trip_effect"]`` for route intervals; one line printed."""
+    from evroute.models.trip_effect import fit_trip_effect
+
+    phi = model.fit_noise_scale()
+    post = model.posterior()
+    effect = fit_trip_effect(post.mean, post.covariance_of, model.trips, phi)
+    meta["trip_effect"] = effect.to_dict()
+    print(
+        f"noise learned (ML-II): scale {phi:.3g} of the nominal, one traversal's s.d. "
+        f"{float(model.noise_var * phi) ** 0.5:.2f} Wh; trip effect (moments, {effect.trips} traces): "
+        f"relative s.d. {effect.rel_var**0.5:.3f} (variance {effect.rel_var:.3g} +- {effect.se:.2g})"
+    )
+
+
 def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
     """``evroute learn LOGS --network NET --model FILE``: map-match the logs, learn the edge energies from their charge
     readings (linear observations), update or create the model file (:mod:`evroute.experiments.trip_learning`)."""
@@ -201,6 +217,8 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
     bar.close()
     if report.files_learned and report.readings == 0 and not done:
         raise DataError("no log gave a usable energy reading (unmatched, or no charge change)")
+    if model.stats.readings:
+        _fit_noise_and_trip_effect(model, meta)
     save()
     cpu = report.cpu_s
     print(

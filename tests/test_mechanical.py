@@ -153,7 +153,11 @@ def test_learn_writes_reduced_energies_and_refuses_a_battery_model(tmp_path) -> 
     model = tmp_path / "m.npz"
     res = run("learn", *logs[:3], "--network", str(grid), "--model", str(model), "--kind", "bi")
     assert res.returncode == 0, res.stderr
-    energies = read_header(model)["meta"]["energies"]
+    header = read_header(model)
+    effect, phi = header["meta"]["trip_effect"], header["hyperparameters"]["noise_scale"]
+    assert effect["trips"] == 3 and effect["rel_var"] >= 0 and phi > 0 and phi != 1.0  # learned from the logs
+    assert "noise learned (ML-II)" in res.stdout
+    energies = header["meta"]["energies"]
     assert energies["kind"] == "reduced" and energies["mass_kg"] == V.mass_kg
     assert energies["gravity_mps2"] == V.gravity_mps2
     battery = tmp_path / "battery.npz"

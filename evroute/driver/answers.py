@@ -124,7 +124,7 @@ def answer_route(
     :class:`~evroute.network.road_network.RoadNetwork`); travel time at the speed limits."""
     e = np.asarray(edges, dtype=np.int64)
     mean, var_f = belief.route_moments(e, trip=False)
-    sd_trip = float(np.sqrt(var_f + belief.noise_var[e].sum()))
+    sd_trip = float(np.sqrt(var_f + belief.trip_var(e)))
     soc, lo, hi, p = arrival(mean, sd_trip, battery)
     return RouteAnswer(
         name=name,

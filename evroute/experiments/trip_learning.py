@@ -130,6 +130,8 @@ def learn_logs(
                 report.traces_unusable += 1
                 continue
             model.observe_batch(tr.batch)
+            if tr.trip_sum is not None:
+                model.trips.add(*tr.trip_sum)
             report.readings += tr.batch.readings
             report.windows_dropped += tr.dropped
         done[digest] = path.name

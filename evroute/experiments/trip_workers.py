@@ -34,6 +34,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import numpy as np
+
 from evroute.energy import VehicleProfile
 from evroute.errors import ParameterError
 from evroute.experiments.threads import run_blas_threads, run_threads
@@ -60,6 +62,8 @@ class TraceOutcome:
     pieces: int
     batch: ReadingBatch | None
     dropped: int = 0
+    #: ``(edges, shares w, sum of readings Y, their noise 1^T R 1)`` of the trace, for the trip-level effect
+    trip_sum: tuple[np.ndarray, np.ndarray, float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -140,7 +144,9 @@ def learn_log(path: Path, battery: Path | None, index: MatchIndex, params: Learn
         if r is None:
             out.append(TraceOutcome(len(tr), matched.pieces, None))
             continue
-        out.append(TraceOutcome(len(tr), matched.pieces, reading_batch(r.edges, r.a, r.y, r.noise_cov), r.dropped))
+        batch = reading_batch(r.edges, r.a, r.y, r.noise_cov)
+        trip_sum = (r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+        out.append(TraceOutcome(len(tr), matched.pieces, batch, r.dropped, trip_sum))
         cpu["learn"] += time.process_time() - t2
     return LogOutcome(tuple(out), cpu)
 

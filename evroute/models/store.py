@@ -30,7 +30,10 @@ with ``np.load(path, allow_pickle=False)``) holding
   ``lin_basis_sd`` ``(p,)``, shared mean corrections) plus the sufficient statistics of the readings: ``lin_row``,
   ``lin_col``, ``lin_val`` (the sparse information matrix ``Lambda`` in COO form, Wh^-2), ``lin_h`` ``(E,)``
   (Wh^-1), ``lin_readings`` (a count) and ``lin_yry_logdet`` (``sum y^T R^-1 y`` and ``sum log det R``, for the
-  marginal likelihood).  The posterior is the closed form of that module.
+  marginal likelihood); the header's ``hyperparameters["noise_scale"]`` (the readings' learned noise scale, 1 if
+  absent) and, optionally, ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` (per learned trace, what its
+  trip-level effect is estimated from: :class:`~evroute.models.trip_effect.TripSums`).  The posterior is the closed
+  form of that module.
 
 Other models (the sparse variational GP ``gp``, ``gp-tv``, ``kr``) are refused with one line: their posterior
 depends on variational or kernel-regression state this format does not hold.
@@ -100,8 +103,9 @@ def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]
             raise ParameterError("this linear-reading model was not made by linear_model_from: no prior to save")
         base_kind, hyper, base_arrays = lin.base_state
         extra = {"lin_basis": lin.basis[0], "lin_basis_sd": lin.basis[1]} if lin.basis is not None else {}
-        out = {**base_arrays, **extra, **lin.stats.arrays()}
-        return kind, {**hyper, "base": base_kind}, out, int(lin.stats.readings)
+        trips = lin.trips.arrays() if len(lin.trips) else {}
+        out = {**base_arrays, **extra, **lin.stats.arrays(), **trips}
+        return kind, {**hyper, "base": base_kind, "noise_scale": lin.noise_scale}, out, int(lin.stats.readings)
     if kind == "bi":
         arrays: dict[str, np.ndarray] = {
             k: np.asarray(getattr(model, k), dtype=np.float64) for k in ("prior_var", "noise_var", "total", "total_sq")
@@ -294,8 +298,12 @@ def _load_linear(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGr
         base = _load_exact(a, hp, linegraph, False)
     else:
         raise DataError(f"linear model with unknown base {hp.get('base')!r}")
+    from evroute.models.trip_effect import TripSums
+
     model = linear_model_from(base, basis=a.get("lin_basis"), basis_sd=a.get("lin_basis_sd"))
     model.stats = LinearStatistics.from_arrays(model.n_edges, a)
+    model.noise_scale = float(hp.get("noise_scale", 1.0))  # files before the noise was learned: 1
+    model.trips = TripSums.from_arrays(a)
     return model
 
 
