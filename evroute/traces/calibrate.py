@@ -330,7 +330,8 @@ def trajectory_of(name: str) -> str:
 @dataclass(frozen=True)
 class HeldOut:
     """One trip predicted by a calibration on the other trajectories: ``fit`` (the candidate set's label), the trip,
-    measured and predicted energy (Wh), the predictive s.d. (Wh), and the warnings of that fold's fit."""
+    measured and predicted energy (Wh), the predictive s.d. (Wh), and that fold's fitted values, their Laplace s.d.
+    and warnings."""
 
     fit: str
     trip: str
@@ -338,6 +339,8 @@ class HeldOut:
     predicted_wh: float
     sd_wh: float
     warnings: tuple[str, ...]
+    values: dict[str, float] = dataclasses.field(default_factory=dict)
+    sd: dict[str, float] = dataclasses.field(default_factory=dict)
 
     @property
     def error_pct(self) -> float:
@@ -375,7 +378,9 @@ def select_parameters(
                 if gg == g:
                     mean, var = predict_trip(t, cal, options)
                     meas = float(measured_energy_wh(t, vehicle)[-1])
-                    rows.append(HeldOut(label, t.name, meas, mean, float(np.sqrt(var)), cal.warnings))
+                    rows.append(
+                        HeldOut(label, t.name, meas, mean, float(np.sqrt(var)), cal.warnings, cal.values, cal.sd)
+                    )
                     errs.append(abs(rows[-1].error_pct))
         score[label] = float(np.mean(errs))
     best = min(score, key=lambda k: score[k])
