@@ -101,7 +101,8 @@ def build_report(d: dict[str, Any], command: str) -> list[str]:
     lines = [
         "# Trace energy model on a real EV: Renault Twizy logs",
         "",
-        f"Command: `{command}` (with `EVROUTE_DATA` pointing at the folder that holds `ev-logs/rsk-twizy/`).",
+        f"Command: `{command}` (with `EVROUTE_DATA` pointing at the folder that holds `ev-logs/rsk-twizy/`), at commit "
+        f"`{d.get('commit', 'not recorded')}`.",
         "",
         "Generated from the per-trip numbers in [`data/twizy_trace_energy.json`](data/twizy_trace_energy.json) "
         "(rebuild without the logs: `python scripts/logs/twizy_trace_energy.py --report-only`); every number and "
@@ -343,6 +344,10 @@ def main() -> None:
             ap.exit(2, f"evroute: error: no trip logs under {args.data_dir}/ev-logs/rsk-twizy\n")
         d = measure(args.data_dir, args.window_s)
         d["command"] = f"python scripts/logs/twizy_trace_energy.py --window-s {args.window_s:g} --out {args.out}"
+        import subprocess
+
+        rev = subprocess.run(["git", "describe", "--always", "--dirty"], capture_output=True, text=True, check=False)
+        d["commit"] = rev.stdout.strip() or "unknown"
         data.parent.mkdir(parents=True, exist_ok=True)
         data.write_text(json.dumps(d, indent=1) + "\n")
     out.parent.mkdir(parents=True, exist_ok=True)
