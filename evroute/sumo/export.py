@@ -65,7 +65,7 @@ def routes_xml(
         )
         lines.append(f"        <route edges={quoteattr(' '.join(ids))}/>")
         if arrive_at_rest:  # park: stand still 5 s at the end of the last edge, where the vehicle then arrives
-            lines.append(f'        <stop edge={quoteattr(ids[-1])} endPos="-1" duration="5"/>')
+            lines.append(f'        <stop edge={quoteattr(ids[-1])} endPos="-1" duration="5" friendlyPos="true"/>')
         lines.append("    </vehicle>")
     lines.append("</routes>")
     return "\n".join(lines) + "\n"

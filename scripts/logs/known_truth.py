@@ -217,11 +217,27 @@ def run(args: argparse.Namespace) -> int:
     m_kin = effective_mass_kg(vehicle)
     red_prior = reduced_prior_wh(net, vehicle)
 
-    def boundary(route: np.ndarray) -> float:  # from rest to rest: the potential change alone
-        return sumo_v.mass_kg * SUMO_GRAVITY_MPS2 * (net.z_to_m[route[-1]] - net.z_from_m[route[0]]) / 3600.0
-
     y_test = np.array([energy[n] for n in test])
-    bnd_test = np.array([boundary(truth[n]) for n in test])
+    # what each held-out trip drove of its route: SUMO's lanes start and end metres inside an edge (junctions), so the
+    # first and last edges are partly driven; their shares and the boundary term at the trip's real end points come
+    # from its exact log matched to the network (the trip's own start and end, as a driver's query gives them)
+    exact_index = MatchIndex(lg, MatchOptions(sigma_m=5.0, beta_m=10.0))
+    w_test, bnd_list = [], []
+    for n in test:
+        tr, route = traces[n], truth[n]
+        m = exact_index.match(tr.lat, tr.lon)
+        ln = exact_index.length_m[route]
+        start = m.offset_m[0] / ln[0] if m.edge[0] == route[0] else 0.0  # share of the first edge not driven
+        end = m.offset_m[-1] / ln[-1] if m.edge[-1] == route[-1] else 1.0  # share of the last edge driven
+        w = np.ones(len(route))
+        w[-1] = min(end, 1.0)
+        w[0] -= min(start, 1.0)  # a one-edge route: end - start
+        z = path_height_m(m.edge[[0, -1]], m.offset_m[[0, -1]], exact_index.length_m, net.z_from_m, net.z_to_m)
+        z = np.where(np.isfinite(z), z, [net.z_from_m[route[0]], net.z_to_m[route[-1]]])
+        mech = sample_mechanical_wh(tr.speed_mps[[0, -1]], z, sumo_v, m_kin)
+        w_test.append(np.clip(w, 0.0, 1.0))
+        bnd_list.append(float(mech[1] - mech[0]))
+    bnd_test = np.array(bnd_list)
     rows_csv, match_csv = out / "rows.csv", out / "matching.csv"
     (out / "command.txt").write_text(_command(args.argv) + "\n")  # the latest command: it completes the design
     if not (out / "bias.csv").is_file():
@@ -247,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
     done = {(r["condition"], int(r["n_train"]), int(r["seed"])) for r in _read(rows_csv)}
     prior_done = any(int(r["n_train"]) == 0 for r in _read(rows_csv))
     if not prior_done:
-        pred = np.array([red_prior[truth[n]].sum() for n in test]) + bnd_test
+        pred = np.array([w @ red_prior[truth[n]] for n, w in zip(test, w_test, strict=True)]) + bnd_test
         err = pred - y_test
         _append(
             rows_csv,
@@ -373,13 +389,13 @@ def run(args: argparse.Namespace) -> int:
                     if r is not None:
                         sums.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
                 tau2 = fit_trip_effect(mu, post.covariance_of, sums, phi).rel_var
-                pred = np.array([mu[truth[n]].sum() for n in test]) + bnd_test
+                pred = np.array([w @ mu[truth[n]] for n, w in zip(test, w_test, strict=True)]) + bnd_test
                 sd = np.sqrt(
                     [
-                        post.covariance_of(truth[n]).sum()
-                        + phi * model.noise_var * len(truth[n])
-                        + tau2 * max(mu[truth[n]].sum(), 0.0) ** 2
-                        for n in test
+                        w @ post.covariance_of(truth[n]) @ w
+                        + phi * model.noise_var * w.sum()
+                        + tau2 * max(w @ mu[truth[n]], 0.0) ** 2
+                        for n, w in zip(test, w_test, strict=True)
                     ]
                 )
                 err = pred - y_test

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import itertools
 import sys
 from pathlib import Path
 
@@ -146,15 +147,19 @@ def _network_lines(
         "",
         f"{p['n_test']} held-out trips, mean SUMO energy {float(p['mean_energy_wh']):.1f} Wh.  RMSE and bias "
         "(predicted - SUMO) of their predicted battery energy (Wh; mean over seeds with its 95 % t-interval); "
-        "ratio = RMSE / the prior's RMSE.",
+        "ratio = RMSE / the prior's RMSE; 90 % coverage = share of the held-out trips inside their 90 % predictive "
+        "interval (mean over seeds); noise scale = the ML-II scale of the readings' noise (range over seeds); tau = "
+        "the trip effect's relative s.d. (mean over seeds).",
         "",
-        "| condition | N | model | seeds | RMSE (Wh) | bias (Wh) | ratio to prior | noise f chosen | offsets chosen |",
-        "|---|---|---|---|---|---|---|---|---|",
-        f"| - | 0 | prior (Eq. 8) | - | {prior:.1f} | {float(p['bias_wh']):+.1f} | 1 | - | - |",
+        "| condition | N | model | seeds | RMSE (Wh) | bias (Wh) | ratio to prior | 90 % coverage | noise f chosen "
+        "| noise scale | tau | offsets chosen |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        f"| - | 0 | prior (Eq. 8) | - | {prior:.1f} | {float(p['bias_wh']):+.1f} | 1 | - | - | - | - | - |",
     ]
     learned = [r for r in rows if r["model"] != "prior"]
     groups = sorted({(r["condition"], int(r["n_train"]), r["model"]) for r in learned})
     ratio: dict[tuple[str, int, str], tuple[float, float]] = {}
+    cover: dict[tuple[str, int, str], float] = {}
     for cond, n, model in groups:
         rs = [r for r in learned if (r["condition"], int(r["n_train"]), r["model"]) == (cond, n, model)]
         m, h = _interval(np.array([float(r["rmse_wh"]) for r in rs]))
@@ -162,9 +167,12 @@ def _network_lines(
         ratio[(cond, n, model)] = (m / prior, m + h)
         fracs = ", ".join(sorted({r["noise_frac"] for r in rs}))
         offs = f"{sum(int(r['offsets']) for r in rs)} of {len(rs)}"
+        cover[(cond, n, model)] = float(np.mean([float(r["cover90"]) for r in rs]))
+        phis = [float(r["noise_scale"]) for r in rs]
+        tau = float(np.mean([np.sqrt(float(r["trip_rel_var"])) for r in rs]))
         lines.append(
             f"| {cond} | {n} | {model} | {len(rs)} | {m:.1f} +- {h:.1f} | {b:+.1f} +- {hb:.1f} | {m / prior:.2f} "
-            f"| {fracs} | {offs} |"
+            f"| {cover[(cond, n, model)]:.0%} | {fracs} | {min(phis):.3g}-{max(phis):.3g} | {tau:.3f} | {offs} |"
         )
     lines += [
         "",
@@ -200,6 +208,23 @@ def _network_lines(
                 f"* N = {n}, {cond}, {model}: RMSE ratio {r:.2f} -> goal {'met' if r <= 0.5 else 'missed'} (upper 95 % "
                 f"bound of the RMSE {upper:.1f} Wh vs half the prior's {prior / 2:.1f} Wh)"
             )
+    lines += ["", "### Goals: RMSE falling with N, 90 % intervals covering 85-95 % of held-out trips", ""]
+    for cond, model in sorted({(c, mo) for c, _, mo in ratio}):
+        seq = [ratio[(cond, n, model)][0] for n in ns if (cond, n, model) in ratio]
+        mono = all(b < a for a, b in itertools.pairwise(seq))
+        covs = [cover[(cond, n, model)] for n in ns if (cond, n, model) in cover]
+        inside = [f"{c:.0%}" for c in covs]
+        lines.append(
+            f"* {cond}, {model}: RMSE ratio {' -> '.join(f'{x:.2f}' for x in seq)} over N = "
+            f"{', '.join(str(n) for n in ns if (cond, n, model) in ratio)}: "
+            f"{'falls monotonically' if mono else 'does not fall monotonically'}; coverage {', '.join(inside)}: "
+            + (
+                "within 85-95 % at every N"
+                if all(0.85 <= c <= 0.95 for c in covs)
+                else f"outside 85-95 % at {sum(not 0.85 <= c <= 0.95 for c in covs)} of {len(covs)} N"
+            )
+            + "."
+        )
     n_max = ns[-1]
     at_max = {k: v[0] for k, v in ratio.items() if k[1] == n_max}
     if GOAL_N in ns and n_max > GOAL_N:
