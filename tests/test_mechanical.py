@@ -166,3 +166,27 @@ def test_learn_writes_reduced_energies_and_refuses_a_battery_model(tmp_path) -> 
     res = run("learn", *logs[:3], "--network", str(grid), "--model", str(battery))
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "holds battery energies" in res.stderr
     assert battery.read_bytes() == before
+
+
+def test_sumo_trips_can_end_at_rest(tmp_path) -> None:
+    """``simulate_trips(arrive_at_rest=True)``: every trip parks at the end of its route (its last logged samples at
+    speed 0, standing), where the plain trips leave the network at speed -- what the known-truth study needs so
+    that a learned route from rest to rest is compared with trips from rest to rest."""
+    from pathlib import Path
+
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+    from evroute.sumo.triplogs import random_routes, simulate_trips
+    from evroute.traces.formats import read_sumo_fcd
+
+    grid = Path(__file__).resolve().parent.parent / "data" / "sumo-tiny" / "grid.net.xml"
+    lg = build_line_graph(load_network(str(grid)))
+    routes = random_routes(lg, 4, 300.0, np.random.default_rng(0))
+    last = {}
+    for rest in (False, True):
+        fcd, bat = simulate_trips(grid, routes, tmp_path / str(rest), vehicle=V, arrive_at_rest=rest)
+        traces = read_sumo_fcd(fcd, bat)
+        assert len(traces) == 4
+        last[rest] = np.array([t.speed_mps[-3:] for t in traces])
+    assert np.all(last[True] < 0.05)  # standing at the end (SUMO's speeds: float rounding only)
+    assert np.all(last[False][:, -1] > 1.0)

@@ -167,12 +167,16 @@ def _network_lines(
         ratio[(cond, n, model)] = (m / prior, m + h)
         fracs = ", ".join(sorted({r["noise_frac"] for r in rs}))
         offs = f"{sum(int(r['offsets']) for r in rs)} of {len(rs)}"
-        cover[(cond, n, model)] = float(np.mean([float(r["cover90"]) for r in rs]))
-        phis = [float(r["noise_scale"]) for r in rs]
-        tau = float(np.mean([np.sqrt(float(r["trip_rel_var"])) for r in rs]))
+        if all(r.get("cover90") for r in rs):  # rows of studies before the intervals have none
+            cover[(cond, n, model)] = float(np.mean([float(r["cover90"]) for r in rs]))
+            phis = [float(r["noise_scale"]) for r in rs]
+            tau = float(np.mean([np.sqrt(float(r["trip_rel_var"])) for r in rs]))
+            extra = f"{cover[(cond, n, model)]:.0%} | {fracs} | {min(phis):.3g}-{max(phis):.3g} | {tau:.3f}"
+        else:
+            extra = f"- | {fracs} | - | -"
         lines.append(
             f"| {cond} | {n} | {model} | {len(rs)} | {m:.1f} +- {h:.1f} | {b:+.1f} +- {hb:.1f} | {m / prior:.2f} "
-            f"| {cover[(cond, n, model)]:.0%} | {fracs} | {min(phis):.3g}-{max(phis):.3g} | {tau:.3f} | {offs} |"
+            f"| {extra} | {offs} |"
         )
     lines += [
         "",
@@ -213,13 +217,15 @@ def _network_lines(
         seq = [ratio[(cond, n, model)][0] for n in ns if (cond, n, model) in ratio]
         mono = all(b < a for a, b in itertools.pairwise(seq))
         covs = [cover[(cond, n, model)] for n in ns if (cond, n, model) in cover]
-        inside = [f"{c:.0%}" for c in covs]
+        inside = [f"{c:.0%}" for c in covs] or ["not measured"]
         lines.append(
             f"* {cond}, {model}: RMSE ratio {' -> '.join(f'{x:.2f}' for x in seq)} over N = "
             f"{', '.join(str(n) for n in ns if (cond, n, model) in ratio)}: "
             f"{'falls monotonically' if mono else 'does not fall monotonically'}; coverage {', '.join(inside)}: "
             + (
-                "within 85-95 % at every N"
+                "no intervals in these rows"
+                if not covs
+                else "within 85-95 % at every N"
                 if all(0.85 <= c <= 0.95 for c in covs)
                 else f"outside 85-95 % at {sum(not 0.85 <= c <= 0.95 for c in covs)} of {len(covs)} N"
             )
