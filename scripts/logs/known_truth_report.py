@@ -20,6 +20,8 @@ import numpy as np
 DATA = "docs/results/data/"
 #: the issue's goal: learning from this many trips halves the prior's route-level RMSE
 GOAL_N = 100
+#: the issue's design of the study: seeds, numbers of training trips, networks
+GOAL_SEEDS, GOAL_NS, GOAL_NETWORKS = 20, (10, 100, 1000, 10000), ("monaco", "luxembourg")
 #: the bias terms of ``bias.csv`` (``known_truth.bias_rows``), in the report's order, with their labels
 BIAS_TERMS = {
     "speed_profile_wh": (
@@ -352,6 +354,22 @@ def report(args: argparse.Namespace) -> int:
                 else ""
             )
         )
+    per_cell = {}
+    for r in learned:
+        per_cell.setdefault((r["network"], r["condition"], int(r["n_train"]), r["model"]), set()).add(r["seed"])
+    counts = [len(v) for v in per_cell.values()]
+    short = (
+        min(counts) < GOAL_SEEDS
+        or not set(GOAL_NETWORKS) <= set(nets)
+        or not set(GOAL_NS) <= {int(r["n_train"]) for r in learned}
+    )
+    lines += [
+        "",
+        f"The issue's design is {GOAL_SEEDS} seeds at N = {', '.join(f'{n:,}' for n in GOAL_NS)} on "
+        f"{' and '.join(GOAL_NETWORKS)}; these rows hold {min(counts)}-{max(counts)} seeds per cell on "
+        f"{', '.join(nets)} at N = {', '.join(sorted({r['n_train'] for r in learned}, key=int))}"
+        + (": **fewer than the design**, so every statement below is about these rows only." if short else "."),
+    ]
     for net in nets:
         lines += [""] + _network_lines(
             net,
