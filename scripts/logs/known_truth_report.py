@@ -211,8 +211,13 @@ def _network_lines(
         for cond, n_, model in sorted(k for k in ratio if k[1] == n):
             r, upper = ratio[(cond, n_, model)]
             lines.append(
-                f"* N = {n}, {cond}, {model}: RMSE ratio {r:.2f} -> goal {'met' if r <= 0.5 else 'missed'} (upper 95 % "
-                f"bound of the RMSE {upper:.1f} Wh vs half the prior's {prior / 2:.1f} Wh)"
+                f"* N = {n}, {cond}, {model}: RMSE ratio {r:.2f} -> goal {'met' if r <= 0.5 else 'missed'} ("
+                + (
+                    f"upper 95 % bound of the RMSE {upper:.1f} Wh"
+                    if np.isfinite(upper)
+                    else "one seed: no interval; its RMSE " + f"{r * prior:.1f} Wh"
+                )
+                + f" vs half the prior's {prior / 2:.1f} Wh)"
             )
     lines += ["", "### Goals: RMSE falling with N, 90 % intervals covering 85-95 % of held-out trips", ""]
     for cond, model in sorted({(c, mo) for c, _, mo in ratio}):
