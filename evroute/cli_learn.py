@@ -43,11 +43,14 @@ def add_learn_parser(sub: Any) -> None:
         metavar="KEY=NAME",
         help=f"override one column of the preset; KEY in {', '.join(_COLUMN_KEYS)} (repeatable)",
     )
-    p.add_argument("--calibrate", action="store_true", help="fit the profile to the logs (bounded least squares)")
+    p.add_argument(
+        "--calibrate", action="store_true", help="fit the profile to the logs (MAP with priors around the profile)"
+    )
     p.add_argument(
         "--fit",
         default="propulsion_efficiency,auxiliary_power_w,rolling_resistance",
-        help="comma-separated parameters to fit with --calibrate (default: %(default)s)",
+        help="comma-separated parameters to fit with --calibrate, or 'auto': the set of least held-out error, leaving "
+        "one trajectory (name up to the first '_') out (default: %(default)s)",
     )
     p.add_argument("--window-s", type=float, default=300.0, help="calibration window in s (default: %(default)s)")
     p.add_argument("--save-vehicle", default=None, help="write the (calibrated) profile to this JSON file")
@@ -93,12 +96,13 @@ def cmd_learn(args: argparse.Namespace) -> int:
         return _cmd_learn_network(args, _columns(args))
     from evroute.energy import VehicleProfile
     from evroute.io import atomic_write_json, file_lock
-    from evroute.traces import FIT_PARAMETERS, calibrate, read_traces, score_trip
+    from evroute.traces import FIT_PARAMETERS, read_traces, score_trip
+    from evroute.traces.calibrate import predict_trip
 
     if not args.window_s > 0 or args.window_s != args.window_s:
         raise ParameterError(f"--window-s must be > 0, got {args.window_s}")
     fit = [f.strip() for f in args.fit.split(",") if f.strip()]
-    unknown = [f for f in fit if f not in FIT_PARAMETERS]
+    unknown = [f for f in fit if f not in FIT_PARAMETERS] if fit != ["auto"] else []
     if unknown or not fit:
         raise ParameterError(f"--fit must name parameters among {', '.join(FIT_PARAMETERS)}, got {args.fit!r}")
     if args.save_vehicle is not None:
@@ -108,10 +112,15 @@ def cmd_learn(args: argparse.Namespace) -> int:
     vehicle = VehicleProfile.load(args.vehicle)
     traces = read_traces(args.logs, _columns(args))
     values: dict[str, float] = {}
+    sds: dict[str, float] = {}
+    cal = None
     if args.calibrate:
-        cal = calibrate(traces, vehicle, fit, window_s=args.window_s)
-        vehicle, values = cal.vehicle, cal.values
+        cal = _calibrate(traces, vehicle, fit, args.window_s)
+        vehicle, values, sds = cal.vehicle, cal.values, cal.sd
+        for w in cal.warnings:
+            print(f"evroute: warning: {w}", file=sys.stderr)
     scores = [score_trip(t, vehicle, window_s=args.window_s) for t in traces]
+    intervals = [predict_trip(t, cal)[1] ** 0.5 * 1.6448536269514722 if cal else None for t in traces]
     rows = [
         {
             "trip": s.name,
@@ -120,28 +129,64 @@ def cmd_learn(args: argparse.Namespace) -> int:
             "predicted_wh": round(s.predicted_wh, 1),
             "error_pct": round(s.error_pct, 2),
             "window_rmse_wh": round(s.window_rmse_wh, 1),
+            "interval90_wh": None if h is None else round(h, 1),
         }
-        for s in scores
+        for s, h in zip(scores, intervals, strict=True)
     ]
     if args.json:
         from evroute.io import dumps_strict
 
-        print(dumps_strict({"vehicle": vehicle.to_dict(), "fitted": values, "trips": rows}, indent=2))
+        out = {"vehicle": vehicle.to_dict(), "fitted": values, "fitted_sd": sds, "trips": rows}
+        print(dumps_strict(out, indent=2))
     else:
         print(f"vehicle {vehicle.name}" + (" (calibrated on these logs: in-sample errors)" if args.calibrate else ""))
         for k, v in values.items():
-            print(f"  {k:<24} {v:.4g}")
-        print(f"{'trip':<24} {'km':>7} {'measured Wh':>12} {'predicted Wh':>13} {'error %':>8}")
+            print(f"  {k:<24} {v:.4g} +- {sds[k]:.2g} (posterior s.d., Laplace)")
+        print(f"{'trip':<24} {'km':>7} {'measured Wh':>12} {'predicted Wh':>13} {'error %':>8} {'90 % +-':>8}")
         for r in rows:
+            half = "" if r["interval90_wh"] is None else f"{r['interval90_wh']:>8.0f}"
             print(
                 f"{r['trip']:<24} {r['distance_km']:>7.1f} {r['measured_wh']:>12.0f} {r['predicted_wh']:>13.0f} "
-                f"{r['error_pct']:>+8.1f}"
+                f"{r['error_pct']:>+8.1f} {half}"
             )
     if args.save_vehicle is not None:
         with file_lock(args.save_vehicle):
             atomic_write_json(args.save_vehicle, vehicle.to_dict())
         print(f"wrote {args.save_vehicle}", file=sys.stderr)
     return 0
+
+
+def _fit_noise_and_trip_effect(model: Any, meta: dict[str, Any]) -> None:
+    """The readings' noise scale by ML-II and the trip-level effect by moments (:mod:`evroute.models.linear_obs`,
+    :mod:`evroute.models.trip_effect`), recorded in ``meta["trip_effect"]`` for route intervals; one line printed."""
+    from evroute.models.trip_effect import fit_trip_effect
+
+    phi = model.fit_noise_scale()
+    post = model.posterior()
+    effect = fit_trip_effect(post.mean, post.covariance_of, model.trips, phi)
+    meta["trip_effect"] = effect.to_dict()
+    print(
+        f"noise learned (ML-II): scale {phi:.3g} of the nominal, one traversal's s.d. "
+        f"{float(model.noise_var * phi) ** 0.5:.2f} Wh; trip effect (moments, {effect.trips} traces): "
+        f"relative s.d. {effect.rel_var**0.5:.3f} (variance {effect.rel_var:.3g} +- {effect.se:.2g})"
+    )
+
+
+def _calibrate(traces: Any, vehicle: Any, fit: list[str], window_s: float) -> Any:
+    """MAP calibration of ``fit`` (or, for ``["auto"]``, of the set :func:`~evroute.traces.calibrate.
+    select_parameters` picks by leaving one trajectory out, which is printed with its held-out error)."""
+    from evroute.traces.calibrate import FIT_SETS, calibrate, select_parameters
+
+    if fit == ["auto"]:
+        best, held = select_parameters(traces, vehicle, FIT_SETS, window_s=window_s)
+        for label in FIT_SETS:
+            rows = [h for h in held if h.fit == label]
+            err = sum(abs(h.error_pct) for h in rows) / len(rows)
+            cover = sum(h.covered() for h in rows) / len(rows)
+            mark = " <- chosen" if label == best else ""
+            print(f"held out: {label:<28} mean abs. error {err:5.1f} %, 90 % intervals cover {cover:4.0%}{mark}")
+        fit = list(FIT_SETS[best])
+    return calibrate(traces, vehicle, fit, window_s=window_s)
 
 
 def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
@@ -224,6 +269,8 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
             bar.close()
             if report.files_learned and report.readings == 0 and not done:
                 raise DataError("no log gave a usable energy reading (unmatched, or no charge change)")
+            if model.stats.readings:
+                _fit_noise_and_trip_effect(model, meta)
             save()
     cpu = report.cpu_s
     print(

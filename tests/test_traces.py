@@ -253,7 +253,7 @@ def test_calibration_recovers_known_parameters():
 
 
 def test_calibration_rejects_unknown_parameters():
-    with pytest.raises(ParameterError, match="fit parameters"):
+    with pytest.raises(ParameterError, match="fit parameters must be a subset"):
         calibrate(_synthetic_trips(VehicleProfile(), 0, 1), VehicleProfile(), ("mass_kg",))
 
 

@@ -158,7 +158,7 @@ def answer_route(
     e = np.asarray(edges, dtype=np.int64)
     mean, var_f = belief.route_moments(e, trip=False)
     lost = full_battery_loss_wh(belief.mean[e], battery)
-    sd_trip = float(np.sqrt(var_f + belief.noise_var[e].sum()))
+    sd_trip = float(np.sqrt(var_f + belief.trip_var(e)))
     soc, lo, hi, p = arrival(mean + lost, sd_trip, battery)
     times = network.length_m[e] / network.speed_mps[e] if edge_time_s is None else np.asarray(edge_time_s)[e]
     return RouteAnswer(

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import scipy.linalg
 
+from evroute.errors import ParameterError
 from evroute.kernels.linalg import jittered_cholesky
 from evroute.models.base import EdgeModel
 
@@ -45,12 +46,18 @@ class RouteBelief:
     #: kernel columns kept between route queries (``E`` floats each; 2000 columns = 90 MB on Luxembourg)
     max_cached_columns = 2000
 
-    def __init__(self, model: EdgeModel, potential_wh: np.ndarray | None = None) -> None:
+    def __init__(self, model: EdgeModel, potential_wh: np.ndarray | None = None, trip_rel_var: float = 0.0) -> None:
         post = model.posterior()
         self.model = model
         self.mean = np.asarray(post.mean, dtype=np.float64)
         if potential_wh is not None:
             self.mean = np.maximum(self.mean, np.asarray(potential_wh, dtype=np.float64))
+        if not (trip_rel_var >= 0 and np.isfinite(trip_rel_var)):
+            raise ParameterError(f"trip_rel_var must be >= 0, got {trip_rel_var}")
+        #: ``tau^2`` of the trip-level effect (:mod:`evroute.models.trip_effect`) and the ``(E,)`` means it scales
+        #: (the model's own, before a potential is added back: reduced energies)
+        self.trip_rel_var = float(trip_rel_var)
+        self.effect_mean = np.maximum(self.mean.copy(), 0.0)
         self.var = np.maximum(np.asarray(post.var, dtype=np.float64), 0.0)
         self.noise_var = np.broadcast_to(np.asarray(post.noise_var, dtype=np.float64), self.mean.shape).copy()
         self.n_edges = len(self.mean)
@@ -60,6 +67,13 @@ class RouteBelief:
         self.joint = isinstance(model, ExactGPEdgeModel)
         if self.joint:
             self._gp = self._prepare_gp(model)
+        from evroute.models.linear_obs import LinearObsEdgeModel
+
+        #: the posterior's own joint covariance of a subset of edges (linear readings: a reading over several edges
+        #: correlates them)
+        self._subset_cov = post.covariance_of if isinstance(model, LinearObsEdgeModel) else None
+        if self._subset_cov is not None:
+            self.joint = True
 
     @staticmethod
     def _prepare_gp(model: Any) -> dict[str, Any]:
@@ -76,6 +90,9 @@ class RouteBelief:
     def cov(self, edges: np.ndarray) -> np.ndarray:
         """``(k, k)`` posterior covariance (Wh^2) of the expected energies of ``edges`` (indices, ``(k,)``)."""
         e = np.asarray(edges, dtype=np.int64).reshape(-1)
+        if self._subset_cov is not None:
+            c = np.asarray(self._subset_cov(e), dtype=np.float64)
+            return 0.5 * (c + c.T)
         if self._gp is None:
             return np.diag(self.var[e])
         g = self._gp
@@ -99,14 +116,22 @@ class RouteBelief:
         observation noise of one drive when ``trip`` (module doc)."""
         e = np.asarray(edges, dtype=np.int64).reshape(-1)
         mean = float(self.mean[e].sum())
-        var = float(self.var[e].sum()) if self._gp is None else float(self.cov(e).sum())
+        var = float(self.var[e].sum()) if not self.joint else float(self.cov(e).sum())
         if trip:
-            var += float(self.noise_var[e].sum())
+            var += self.trip_var(e)
         return mean, max(var, 0.0)
 
+    def trip_var(self, edges: np.ndarray) -> float:
+        """What one drive of route ``edges`` adds to the variance of its expected energy (Wh^2): each traversal's
+        noise plus the trip-level effect ``tau^2 (sum of the route's reduced means)^2``."""
+        e = np.asarray(edges, dtype=np.int64).reshape(-1)
+        return float(self.noise_var[e].sum()) + self.trip_rel_var * float(self.effect_mean[e].sum()) ** 2
+
     def edge_sd(self, *, trip: bool = True) -> np.ndarray:
-        """``(E,)`` per-edge standard deviation (Wh): posterior, plus one traversal's noise when ``trip``."""
-        return np.sqrt(self.var + (self.noise_var if trip else 0.0))
+        """``(E,)`` per-edge standard deviation (Wh): posterior, plus one traversal's noise and the edge's share of
+        the trip effect (``tau m_e``: the per-edge sds still bound any route's, Cauchy-Schwarz) when ``trip``."""
+        extra = self.noise_var + self.trip_rel_var * self.effect_mean**2 if trip else 0.0
+        return np.sqrt(self.var + extra)
 
 
 __all__ = ["RouteBelief"]

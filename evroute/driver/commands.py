@@ -139,10 +139,12 @@ def _setup(args: argparse.Namespace, vehicle_arg: str | None):
         model = prior_model("bi", lg, vehicle, prior=args.prior)
     from evroute.energy import elevation_potential_wh
 
-    reduced = (header or {}).get("meta", {}).get("energies", {})
+    meta = (header or {}).get("meta", {})
+    reduced = meta.get("energies", {})
+    tau2 = float(meta.get("trip_effect", {}).get("rel_var", 0.0))  # learned from trip logs (evroute learn)
     if reduced.get("kind") != "reduced":
-        return lg, RouteBelief(model, elevation_potential_wh(lg.network, vehicle)), vehicle, header
-    belief = RouteBelief(model, np.zeros(lg.n_nodes))  # reduced energies are >= 0 (dissipated energy)
+        return lg, RouteBelief(model, elevation_potential_wh(lg.network, vehicle), tau2), vehicle, header
+    belief = RouteBelief(model, np.zeros(lg.n_nodes), tau2)  # reduced energies are >= 0 (dissipated energy)
     # learned on reduced energies (battery energy minus kinetic and potential energy): the battery pays the reduced
     # sum plus m g dz along the route (the kinetic part telescopes from rest to rest), so each edge's mean gets its
     # full potential back; the variances are unchanged (a constant per edge)

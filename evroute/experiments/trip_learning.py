@@ -85,6 +85,7 @@ def learn_logs(
     soc_step: float | None = None,
     on_file: Callable[[Path, LearnReport], None] | None = None,
     warn: bool = True,
+    kinetic_mass_kg: float | None = None,
 ) -> LearnReport:
     """Learn every log file not in ``done`` (digest -> name; updated in place) into ``model``.
 
@@ -94,10 +95,18 @@ def learn_logs(
     listed twice is learned once.  A trace matched in pieces is learned piece by piece (the windows across a break
     dropped); traces with no usable window (unmatched, less than a few metres, no charge change inside a piece) are
     counted as unusable, not learned.  ``warn``: show the reads' warnings (rows dropped, charging split off;
-    ``False`` when :func:`validate_logs` read the same files and showed them).
+    ``False`` when :func:`validate_logs` read the same files and showed them).  The readings are reduced energies
+    (battery energy minus the change of the vehicle's mechanical energy, :mod:`evroute.traces.mechanical`;
+    ``kinetic_mass_kg`` default the vehicle's mass), the quantity ``model`` must hold (:func:`open_model`).
     """
     params = LearnParams(
-        columns, (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh, model.noise_var, soc_step, warn
+        columns,
+        (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh,
+        model.noise_var,
+        soc_step,
+        warn,
+        vehicle=vehicle,
+        kinetic_mass_kg=kinetic_mass_kg,
     )
     report = LearnReport()
     done = {} if done is None else done
@@ -124,6 +133,8 @@ def learn_logs(
                 report.traces_unusable += 1
                 continue
             model.observe_batch(tr.batch)
+            if tr.trip_sum is not None:
+                model.trips.add(*tr.trip_sum)
             report.readings += tr.batch.readings
             report.windows_dropped += tr.dropped
         done[digest] = path.name
@@ -141,23 +152,31 @@ def open_model(
     *,
     noise_frac: float = 0.1,
     offsets: bool = False,
+    kinetic_mass_kg: float | None = None,
 ) -> tuple[LinearObsEdgeModel, dict[str, str], dict[str, Any]]:
-    """``(model, learned logs, header meta)``: the saved model at ``path`` (any saved kind, made a linear-reading
-    model), or the physics prior of ``kind`` if the file does not exist (noise s.d. ``noise_frac sigma_det``; with
-    ``offsets`` the shared per-metre and per-edge offsets of :func:`~evroute.models.linear_obs.offset_basis`)."""
+    """``(model, learned logs, header meta)``: the saved model at ``path`` (any saved kind of reduced energies, made a
+    linear-reading model; a file of battery energies is refused), or the physics prior of ``kind`` for reduced
+    energies if the file does not exist (mean :func:`~evroute.traces.mechanical.reduced_prior_wh`, noise s.d.
+    ``noise_frac sigma_det``; with ``offsets`` the shared per-metre and per-edge offsets of
+    :func:`~evroute.models.linear_obs.offset_basis`).  The meta of a new model records the convention
+    (``meta["energies"]``, :func:`~evroute.traces.mechanical.energies_meta`, kinetic mass ``kinetic_mass_kg``)."""
     from evroute.models.linear_obs import offset_basis
     from evroute.models.store import load_model, prior_model
+    from evroute.traces.mechanical import energies_meta, reduced_prior_wh, require_reduced
 
     if path.is_file():
         model, header = load_model(path, linegraph)
+        require_reduced(header, str(path))
         meta = dict(header.get("meta", {}))
         return linear_model_from(model), dict(meta.get("logs", {})), meta
     extra: dict[str, Any] = {"learn_hyper": False} if kind == "gp-exact" else {}
-    base = prior_model(kind, linegraph, vehicle, noise_frac=noise_frac, **extra)
+    mean = reduced_prior_wh(linegraph.network, vehicle)
+    base = prior_model(kind, linegraph, vehicle, noise_frac=noise_frac, mean_wh=mean, **extra)
+    meta = {"energies": energies_meta(vehicle, kinetic_mass_kg, source="trip logs")}
     if not offsets:
-        return linear_model_from(base), {}, {}
+        return linear_model_from(base), {}, meta
     basis, sd = offset_basis(linegraph.network.length_m)
-    return linear_model_from(base, basis=basis, basis_sd=sd), {}, {}
+    return linear_model_from(base, basis=basis, basis_sd=sd), {}, meta
 
 
 __all__ = [

@@ -35,12 +35,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
+import numpy as np
+
+from evroute.energy import VehicleProfile
 from evroute.errors import DataWarning, ParameterError, install_warning_format
 from evroute.experiments.threads import run_blas_threads, run_threads
 from evroute.models.linear_obs import ReadingBatch, reading_batch
 from evroute.traces.clean import clean_trace, split_all
 from evroute.traces.formats import read_sumo_fcd, read_trace_gpx
 from evroute.traces.mapmatch import MatchIndex
+from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
 from evroute.traces.observations import trace_readings
 from evroute.traces.reader import Trace, TraceColumns, read_trace_csv
 
@@ -60,6 +64,8 @@ class TraceOutcome:
     pieces: int
     batch: ReadingBatch | None
     dropped: int = 0
+    #: ``(edges, shares w, sum of readings Y, their noise 1^T R 1)`` of the trace, for the trip-level effect
+    trip_sum: tuple[np.ndarray, np.ndarray, float, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,13 +82,18 @@ class LearnParams:
     """What the per-log work needs besides the index: ``columns`` of CSV logs, the usable battery capacity
     ``capacity_wh`` (Wh per 100 % of charge), the driving noise of one edge traversal ``edge_noise_var`` (Wh^2) and
     the gauge step ``soc_step`` (%, ``None``: seen in each log); ``warn``: show the warnings of the reads (rows
-    dropped, charging split off; ``False`` when :func:`validate_logs` has shown them already)."""
+    dropped, charging split off; ``False`` when :func:`validate_logs` has shown them already); with a ``vehicle``, the
+    readings are reduced energies (battery energy minus the change of mechanical energy,
+    :mod:`evroute.traces.mechanical`: logged speed, the network's heights at the matched positions, kinetic mass
+    ``kinetic_mass_kg``, default the vehicle's mass)."""
 
     columns: TraceColumns | None
     capacity_wh: float
     edge_noise_var: float
     soc_step: float | None = None
     warn: bool = True
+    vehicle: VehicleProfile | None = None
+    kinetic_mass_kg: float | None = None
 
 
 def read_log(path: Path, battery: Path | None, columns: TraceColumns | None = None) -> list[Trace]:
@@ -129,13 +140,26 @@ def learn_log(path: Path, battery: Path | None, index: MatchIndex, params: Learn
         matched = index.match(tr.lat, tr.lon)
         t2 = time.process_time()
         cpu["match"] += t2 - t1
+        mech = None
+        if params.vehicle is not None:
+            net = index.linegraph.network
+            z = path_height_m(matched.edge, matched.offset_m, index.length_m, net.z_from_m, net.z_to_m)
+            mech = sample_mechanical_wh(tr.speed_mps, z, params.vehicle, params.kinetic_mass_kg)
         r = trace_readings(
-            tr, matched, index.length_m, params.capacity_wh, params.edge_noise_var, soc_step=params.soc_step
+            tr,
+            matched,
+            index.length_m,
+            params.capacity_wh,
+            params.edge_noise_var,
+            soc_step=params.soc_step,
+            mechanical_wh=mech,
         )
         if r is None:
             out.append(TraceOutcome(len(tr), matched.pieces, None))
             continue
-        out.append(TraceOutcome(len(tr), matched.pieces, reading_batch(r.edges, r.a, r.y, r.noise_cov), r.dropped))
+        batch = reading_batch(r.edges, r.a, r.y, r.noise_cov)
+        trip_sum = (r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+        out.append(TraceOutcome(len(tr), matched.pieces, batch, r.dropped, trip_sum))
         cpu["learn"] += time.process_time() - t2
     return LogOutcome(tuple(out), cpu)
 

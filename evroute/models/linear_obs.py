@@ -28,6 +28,13 @@ which equals the observation-space solve ``mu = m + K A^T (A K A^T + R)^-1 (y - 
   update per edge), which is what this module computes with ``K`` diagonal.  The model carries the sparse ``Lambda``
   (memory: the touched edge pairs) and forms ``|U| x |U|`` and ``E x |U|`` matrices only while computing a posterior.
 
+**Noise from data.**  The readings' noise covariances are known up to one scale ``phi`` (``R = phi R_0``; ``R_0``
+the quantisation and driving noise of :mod:`evroute.traces.observations` at the nominal traversal noise): the
+statistics scale exactly (``Lambda_0 / phi``, ``h_0 / phi``, ``y^T R_0^-1 y / phi``, ``log det R_0 + m log phi``), so
+the marginal likelihood is a function of ``phi`` on the saved statistics alone and :meth:`LinearObsEdgeModel.
+fit_noise_scale` maximises it (ML-II; ``noise_scale``, default 1).  It also absorbs what the nominal noise leaves
+out (map-matching errors, a crossing's position), so ``phi > 1`` is the usual outcome of real logs.
+
 A single-edge observation ``y`` with noise ``s^2`` is the special case ``a = e_u``, ``R = s^2`` (:meth:`update`), so the
 model reproduces :class:`~evroute.models.bi.BayesianEdgeModel` and the exact GP on per-edge data (tests).
 """
@@ -45,6 +52,7 @@ from evroute.kernels.linalg import jittered_cholesky, solve_lower
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_posterior import KernelSource
 from evroute.models.state import prior_state
+from evroute.models.trip_effect import TripSums
 
 
 class DiagonalKernel:
@@ -256,6 +264,7 @@ def linear_posterior(
     *,
     factor: tuple[np.ndarray, np.ndarray] | None = None,
     with_variance: bool = True,
+    noise_scale: float = 1.0,
 ) -> tuple[np.ndarray, np.ndarray | None, Any, float]:
     """``(mu (E,), var (E,), cov_of, log_ml)``: the exact posterior given ``stats`` (module doc), in Wh and Wh^2.
 
@@ -265,7 +274,8 @@ def linear_posterior(
 
     ``factor``: :func:`kernel_factor` of ``stats.touched()`` (computed here if None).  ``with_variance=False`` skips
     the variances and covariances (``var`` and ``cov_of`` are None; saves an ``O(E |U|^2)`` solve) for callers that
-    need the mean and the marginal likelihood only.
+    need the mean and the marginal likelihood only.  ``noise_scale``: ``phi``, every reading's noise covariance
+    multiplied by it (module doc).
     """
     m = np.asarray(prior_mean, dtype=np.float64)
     u = stats.touched()
@@ -273,24 +283,27 @@ def linear_posterior(
     if len(u) == 0:
         cov0 = lambda idx: scale2 * kernel.columns(np.asarray(idx))[np.asarray(idx)]  # noqa: E731
         return m.copy(), kdiag, cov0, 0.0
-    lam_full = stats.matrix()
+    if not (noise_scale > 0 and np.isfinite(noise_scale)):
+        raise ParameterError(f"noise_scale must be > 0, got {noise_scale}")
+    lam_full = stats.matrix() / noise_scale
     lam = lam_full[u][:, u]  # sparse (|U|, |U|): only pairs of edges read together
     l_k, bt = kernel_factor(kernel, scale2, u) if factor is None else factor
     if l_k.shape != (len(u), len(u)) or bt.shape != (len(u), len(m)):
         raise ParameterError(f"kernel factor of shape {l_k.shape}, {bt.shape} does not fit {len(u)} touched edges")
     mm = np.eye(len(u)) + l_k.T @ np.asarray(lam @ l_k)
     l_m = jittered_cholesky(0.5 * (mm + mm.T))
-    b = stats.h[u] - lam @ m[u]
+    h = stats.h / noise_scale
+    b = h[u] - lam @ m[u]
     w = solve_lower(l_m, l_k.T @ b)
     z = solve_lower(l_m, w, trans=1)  # M^-1 L^T b
     mu = m + bt.T @ z
-    rr = stats.yry - 2.0 * float(stats.h @ m) + float(m @ (lam_full @ m))
+    rr = stats.yry / noise_scale - 2.0 * float(h @ m) + float(m @ (lam_full @ m))
     log_ml = -0.5 * (
         rr
         - float(w @ w)
         + 2.0 * float(np.log(np.diag(l_m)).sum())
         + stats.logdet_r
-        + stats.readings * np.log(2 * np.pi)
+        + stats.readings * np.log(2 * np.pi * noise_scale)
     )
     if not with_variance:
         return mu, None, None, log_ml
@@ -332,6 +345,10 @@ class LinearObsEdgeModel(EdgeModel):
         self._post: EdgePosterior | None = None
         #: log marginal likelihood of the readings, set with each posterior (:func:`linear_posterior`)
         self.log_ml = 0.0
+        #: ``phi``: every reading's noise covariance (and one traversal's noise) times this (module doc)
+        self.noise_scale = 1.0
+        #: per learned trace, what the trip-level effect is estimated from (:mod:`evroute.models.trip_effect`)
+        self.trips = TripSums()
         #: ``(basis (E, p) Wh, prior s.d. (p,))`` of the shared mean corrections (:class:`BasisKernel`), or None
         self.basis: tuple[np.ndarray, np.ndarray] | None = None
         #: ``(kind, hyperparameters, arrays)`` of the base model's prior (:func:`evroute.models.store.prior_state`),
@@ -355,12 +372,41 @@ class LinearObsEdgeModel(EdgeModel):
 
     def posterior(self) -> EdgePosterior:
         if self._post is None:
-            mu, var, cov_of, self.log_ml = linear_posterior(self.kernel, self.scale2, self.prior_mean, self.stats)
-            assert var is not None
-            self._post = EdgePosterior(
-                mean=mu, variance=var, noise_var=np.full(self.n_edges, self.noise_var), subset_covariance=cov_of
+            mu, var, cov_of, self.log_ml = linear_posterior(
+                self.kernel, self.scale2, self.prior_mean, self.stats, noise_scale=self.noise_scale
             )
+            assert var is not None
+            noise = np.full(self.n_edges, self.noise_var * self.noise_scale)
+            self._post = EdgePosterior(mean=mu, variance=var, noise_var=noise, subset_covariance=cov_of)
         return self._post
+
+    def fit_noise_scale(self, bounds: tuple[float, float] = (1e-3, 1e3)) -> float:
+        """Set :attr:`noise_scale` to its ML-II value within ``bounds`` (module doc; bounded scalar search in
+        ``log phi``, one ``|U| x |U|`` Cholesky per evaluation, the kernel factor shared) and return it.  Without
+        readings it stays as it is."""
+        from scipy.optimize import minimize_scalar
+
+        u = self.stats.touched()
+        if self.stats.readings == 0 or len(u) == 0:
+            return self.noise_scale
+        factor = kernel_factor(self.kernel, self.scale2, u)
+
+        def neg(z: float) -> float:
+            return -linear_posterior(
+                self.kernel,
+                self.scale2,
+                self.prior_mean,
+                self.stats,
+                factor=factor,
+                with_variance=False,
+                noise_scale=float(np.exp(z)),
+            )[3]
+
+        lo, hi = np.log(bounds[0]), np.log(bounds[1])
+        res = minimize_scalar(neg, bounds=(lo, hi), method="bounded", options={"xatol": 1e-6})
+        self.noise_scale = float(np.exp(res.x))
+        self._post = None
+        return self.noise_scale
 
 
 def offset_basis(

@@ -33,7 +33,7 @@ def base_state(model: EdgeModel, kind: str) -> tuple[dict[str, Any], dict[str, n
     (arrays in Wh units, shapes in :mod:`evroute.models.store`)."""
     if kind == "bi":
         arrays: dict[str, np.ndarray] = {
-            k: np.asarray(getattr(model, k), dtype=np.float64) for k in ("prior_var", "noise_var", "total")
+            k: np.asarray(getattr(model, k), dtype=np.float64) for k in ("prior_var", "noise_var", "total", "total_sq")
         }
         arrays["prior_mean_wh"] = np.asarray(model.prior_mean, dtype=np.float64)  # type: ignore[attr-defined]
         arrays["count"] = np.asarray(model.count, dtype=np.int64)  # type: ignore[attr-defined]
@@ -72,7 +72,7 @@ def prior_state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.nda
         )
     hyper, arrays, _ = base_state(model, kind)
     if kind == "bi":
-        arrays = {**arrays, "count": np.zeros_like(arrays["count"]), "total": np.zeros_like(arrays["total"])}
+        arrays = {**arrays, **{k: np.zeros_like(arrays[k]) for k in ("count", "total", "total_sq")}}
     else:
         empty = {"edges": np.zeros(0, np.int64), "counts": np.zeros(0, np.int64)}
         arrays = {**arrays, **empty, "sum_y": np.zeros(0), "sum_y2": np.zeros(0)}

@@ -14,7 +14,8 @@ with ``np.load(path, allow_pickle=False)``) holding
 
   ``kind = "bi"`` (:class:`~evroute.models.bi.BayesianEdgeModel`): ``prior_mean_wh`` ``(E,)``, ``prior_var``
   ``(E,)`` Wh^2, ``noise_var`` ``(E,)`` Wh^2, ``count`` ``(E,)`` observations per edge, ``total`` ``(E,)`` their sum
-  (Wh).  The posterior is the closed form of that module, so a loaded model's posterior equals the saved one's.
+  (Wh), ``total_sq`` ``(E,)`` their sum of squares (Wh^2; absent in older files).  The posterior is the closed
+  form of that module, so a loaded model's posterior equals the saved one's.
 
   ``kind = "gp-exact"`` (:class:`~evroute.models.gp_exact.ExactGPEdgeModel`): ``prior_mean_wh`` ``(E,)``,
   ``edges`` ``(U,)`` the distinct observed edges in first-visit order, ``counts`` ``(U,)``, ``sum_y`` ``(U,)`` (Wh),
@@ -29,7 +30,10 @@ with ``np.load(path, allow_pickle=False)``) holding
   ``lin_basis_sd`` ``(p,)``, shared mean corrections) plus the sufficient statistics of the readings: ``lin_row``,
   ``lin_col``, ``lin_val`` (the sparse information matrix ``Lambda`` in COO form, Wh^-2), ``lin_h`` ``(E,)``
   (Wh^-1), ``lin_readings`` (a count) and ``lin_yry_logdet`` (``sum y^T R^-1 y`` and ``sum log det R``, for the
-  marginal likelihood).  The posterior is the closed form of that module.
+  marginal likelihood); the header's ``hyperparameters["noise_scale"]`` (the readings' learned noise scale, 1 if
+  absent) and, optionally, ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` (per learned trace, what its
+  trip-level effect is estimated from: :class:`~evroute.models.trip_effect.TripSums`).  The posterior is the closed
+  form of that module.
 
 Other models (the sparse variational GP ``gp``, ``gp-tv``, ``kr``) are refused with one line: their posterior
 depends on variational or kernel-regression state this format does not hold.
@@ -99,8 +103,9 @@ def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]
             raise ParameterError("this linear-reading model was not made by linear_model_from: no prior to save")
         base_kind, hyper, base_arrays = lin.base_state
         extra = {"lin_basis": lin.basis[0], "lin_basis_sd": lin.basis[1]} if lin.basis is not None else {}
-        out = {**base_arrays, **extra, **lin.stats.arrays()}
-        return kind, {**hyper, "base": base_kind}, out, int(lin.stats.readings)
+        trips = lin.trips.arrays() if len(lin.trips) else {}
+        out = {**base_arrays, **extra, **lin.stats.arrays(), **trips}
+        return kind, {**hyper, "base": base_kind, "noise_scale": lin.noise_scale}, out, int(lin.stats.readings)
     return (kind, *base_state(model, kind))
 
 
@@ -212,6 +217,8 @@ def load_model(path: str | Path, linegraph: LineGraph, *, serve: bool = False) -
             bi = BayesianEdgeModel(a["prior_mean_wh"], a["prior_var"], a["noise_var"])
             bi.count = a["count"].astype(np.float64)
             bi.total = a["total"].astype(np.float64)
+            if "total_sq" in a:  # files before the empirical-Bayes statistics lack it (then fit_variances cannot run)
+                bi.total_sq = a["total_sq"].astype(np.float64)
             return bi, header
         if header["kind"] == "linear":
             return _load_linear(a, header["hyperparameters"], linegraph), header
@@ -267,8 +274,12 @@ def _load_linear(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGr
         base = _load_exact(a, hp, linegraph, False)
     else:
         raise DataError(f"linear model with unknown base {hp.get('base')!r}")
+    from evroute.models.trip_effect import TripSums
+
     model = linear_model_from(base, basis=a.get("lin_basis"), basis_sd=a.get("lin_basis_sd"))
     model.stats = LinearStatistics.from_arrays(model.n_edges, a)
+    model.noise_scale = float(hp.get("noise_scale", 1.0))  # files before the noise was learned: 1
+    model.trips = TripSums.from_arrays(a)
     return model
 
 
@@ -280,6 +291,7 @@ def prior_model(
     outputscale_frac: float = 0.25,
     noise_frac: float = 0.1,
     prior: str = PRIORS[0],
+    mean_wh: np.ndarray | None = None,
     **gp_params: Any,
 ) -> EdgeModel:
     """A model from the physics prior alone (no observation): mean the ``prior`` model's edge energies (``E_det``,
@@ -290,6 +302,8 @@ def prior_model(
     Args:
         kind: ``"bi"`` (independent edges) or ``"gp-exact"`` (the paper's kernel: graph Matérn ``nu = 2``,
             ``kappa = 1``, context lengthscale 1, product weight 0.5, unless ``gp_params`` say otherwise).
+        mean_wh: ``(E,)`` prior mean instead of ``E_det`` (e.g. reduced energies,
+            :func:`evroute.traces.mechanical.reduced_prior_wh`); the variances still scale with ``sigma_det``.
     """
     if kind not in KINDS:
         raise ParameterError(f"unknown model kind {kind!r} (use {' or '.join(KINDS)})")
@@ -298,6 +312,11 @@ def prior_model(
     if not sigma_det2 > 0:
         raise DataError("every edge has the same physics energy: the prior variance would be 0")
     prior_var, noise_var = outputscale_frac**2 * sigma_det2, noise_frac**2 * sigma_det2
+    if mean_wh is not None:
+        mean = np.asarray(mean_wh, dtype=np.float64)
+        if mean.shape != e_det.shape or not np.isfinite(mean).all():
+            raise ParameterError(f"prior mean of shape {mean.shape} (finite) needed for {len(e_det)} edges")
+        e_det = mean
     if kind == "bi":
         from evroute.models.bi import BayesianEdgeModel
 

@@ -53,6 +53,17 @@ _LINEAR = {
     "lin_yry_logdet": ("f", (2,)),
 }
 _BASIS = {"lin_basis": ("f", ("E", "p")), "lin_basis_sd": ("f", ("p",))}
+#: optional arrays, each group present whole or not at all: BI's per-edge sum of squares (empirical Bayes,
+#: :meth:`~evroute.models.bi.BayesianEdgeModel.fit_variances`) and a linear model's per-trip sums (the trip-level
+#: effect, :class:`~evroute.models.trip_effect.TripSums`: ``T + 1`` offsets into ``m`` (edge, weight) pairs and
+#: ``(T, 2)`` sums)
+_BI_SQ = {"total_sq": ("f", ("E",))}
+_TRIPS = {
+    "trip_ptr": ("i", ("T1",)),
+    "trip_edge": ("i", ("m",)),
+    "trip_w": ("f", ("m",)),
+    "trip_yr": ("f", ("T", 2)),
+}
 #: the exact GP's scalar hyperparameters in the header: name -> strictly positive (else >= 0)
 _EXACT_HYPER = {
     "prior_var": True,
@@ -164,6 +175,10 @@ def check_content(path: str | Path, header: Any, arrays: dict[str, np.ndarray]) 
     n_edges = int(header["network"]["n_edges"])
     if header["kind"] == "linear" and ("lin_basis" in arrays or "lin_basis_sd" in arrays):
         spec = {**spec, **_BASIS}
+    if "total_sq" in arrays and "count" in spec:
+        spec = {**spec, **_BI_SQ}
+    if header["kind"] == "linear" and any(k in arrays for k in _TRIPS):
+        spec = {**spec, **_TRIPS}
     unknown = sorted(set(arrays) - set(spec))
     if unknown:
         raise _fail(path, f"unexpected array(s) {', '.join(map(repr, unknown))} in a {header['kind']} model")
@@ -208,6 +223,18 @@ def _check_ranges(path: str | Path, header: dict[str, Any], a: dict[str, np.ndar
         need(int(a["lin_readings"]) >= 0, "array 'lin_readings' must be >= 0")
     if "lin_basis_sd" in a:
         need(bool((a["lin_basis_sd"] > 0).all()), "array 'lin_basis_sd' must be > 0")
+    if "total_sq" in a:
+        need(bool((a["total_sq"] >= 0).all()), "array 'total_sq' must be >= 0")
+    if "trip_ptr" in a:
+        ptr, m = a["trip_ptr"], len(a["trip_edge"])
+        need(len(ptr) == len(a["trip_yr"]) + 1, "array 'trip_ptr' must have one entry more than 'trip_yr' has rows")
+        need(
+            int(ptr[0]) == 0 and int(ptr[-1]) == m and bool((np.diff(ptr) >= 0).all()),
+            "array 'trip_ptr' must rise from 0 to the length of 'trip_edge'",
+        )
+        need(bool(((a["trip_edge"] >= 0) & (a["trip_edge"] < n_edges)).all()), "array 'trip_edge' out of 0..E-1")
+    scale = header["hyperparameters"].get("noise_scale", 1.0) if header["kind"] == "linear" else 1.0
+    need(_number(scale) and scale > 0, f"hyperparameter 'noise_scale' must be a finite number > 0, got {scale!r}")
     obs = {"bi": "count", "gp-exact": "counts", "linear": "lin_readings"}[header["kind"]]
     need(int(a[obs].sum()) == header["observations"], f"header 'observations' is not the sum of array {obs!r}")
 

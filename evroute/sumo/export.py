@@ -33,11 +33,14 @@ def routes_xml(
     model: str = "Energy",
     depart_gap_s: float = 60.0,
     charge_wh: float | None = None,
+    arrive_at_rest: bool = False,
 ) -> str:
     """The text of a SUMO route file: the EV type and one vehicle per ``name -> edge ids`` route.
 
     Vehicles depart ``depart_gap_s`` apart (in the order given), each from the start of its first edge, with the
-    profile's battery (``battery_capacity_wh``) charged to ``charge_wh`` (Wh; default half the capacity).
+    profile's battery (``battery_capacity_wh``) charged to ``charge_wh`` (Wh; default half the capacity).  With
+    ``arrive_at_rest`` each vehicle brakes to a stop at the end of its last edge (``arrivalPos="max"``,
+    ``arrivalSpeed="0"``), as a driver parking there does, instead of leaving the network at speed.
     """
     if not routes:
         raise ParameterError("no route to export")
@@ -58,9 +61,11 @@ def routes_xml(
         used.add(vid)
         lines.append(
             f'    <vehicle id={quoteattr(vid)} type={quoteattr(EXPORT_VTYPE)} depart="{k * depart_gap_s:g}" '
-            f'departPos="0" departSpeed="0">'
+            f'departPos="0" departSpeed="0"' + (' arrivalPos="-1">' if arrive_at_rest else ">")
         )
         lines.append(f"        <route edges={quoteattr(' '.join(ids))}/>")
+        if arrive_at_rest:  # park: stand still 5 s at the end of the last edge, where the vehicle then arrives
+            lines.append(f'        <stop edge={quoteattr(ids[-1])} endPos="-1" duration="5" friendlyPos="true"/>')
         lines.append("    </vehicle>")
     lines.append("</routes>")
     return "\n".join(lines) + "\n"

@@ -31,12 +31,16 @@ def simulate_trips(
     depart_gap_s: float = 20.0,
     seed: int = 0,
     timeout_s: float = 3600.0,
+    arrive_at_rest: bool = False,
 ) -> tuple[Path, Path]:
     """Drive ``routes`` (``name -> SUMO edge ids``, departing ``depart_gap_s`` apart) in SUMO at 1 s steps;
-    returns ``(fcd.xml, battery.xml)`` in ``out_dir`` (FCD with ``--fcd-output.geo``: x = lon, y = lat)."""
+    returns ``(fcd.xml, battery.xml)`` in ``out_dir`` (FCD with ``--fcd-output.geo``: x = lon, y = lat).  With
+    ``arrive_at_rest`` every trip brakes to a stop at the end of its route (:func:`evroute.sumo.export.routes_xml`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    rou = write_routes_xml(out / "trips.rou.xml", routes, vehicle=vehicle, depart_gap_s=depart_gap_s)
+    rou = write_routes_xml(
+        out / "trips.rou.xml", routes, vehicle=vehicle, depart_gap_s=depart_gap_s, arrive_at_rest=arrive_at_rest
+    )
     fcd, bat = out / "fcd.xml", out / "battery.xml"
     args: list[str | os.PathLike[str]] = [
         sumo_binary("sumo"),

@@ -20,6 +20,9 @@ energy is taken as spread evenly along it).  Noise, in Wh^2, with ``v_b`` the va
   boundary (covariance ``-v_(b+1)``): ``R = D diag(v) D^T`` plus the driving noise ``sum_e a_we s^2`` (``s^2`` the
   noise variance of one whole traversal).
 
+With the vehicle's mechanical energy per sample (``mechanical_wh``, :mod:`evroute.traces.mechanical`) each
+reading is a *reduced* energy: the window's battery energy minus ``M(b + 1) - M(b)``, which adds up along routes.
+
 Boundaries closer than ``min_window_m`` to the previous one are merged (a stop: the charge drawn while standing
 belongs to the edge the vehicle stands on, which the next window covers).  Samples the matcher left unmatched are
 skipped.
@@ -94,6 +97,7 @@ def trace_readings(
     *,
     soc_step: float | None = None,
     min_window_m: float = 5.0,
+    mechanical_wh: np.ndarray | None = None,
 ) -> Readings | None:
     """The windows and readings of one matched trace, piece by piece (module doc); ``None`` if it has fewer than two
     matched samples, drives less than ``min_window_m``, or has no window inside a piece.
@@ -103,6 +107,11 @@ def trace_readings(
         capacity_wh: usable battery capacity (Wh) that 100 % of the state of charge stands for.
         edge_noise_var: noise variance of one whole traversal of an edge, Wh^2.
         soc_step: the gauge's step in % (default: :func:`soc_step_pct` of the trace).
+        mechanical_wh: ``(N,)`` the vehicle's mechanical energy at each sample (Wh,
+            :func:`evroute.traces.mechanical.sample_mechanical_wh`): when given, each window's reading is its battery
+            energy minus the change of mechanical energy between its boundaries (a *reduced* energy, which adds up
+            along routes; at a change boundary ``M`` is the mean of the two samples', with the variance
+            ``dM^2 / 12`` of where in between the crossing happened).  ``None``: battery energies.
     """
     if not (capacity_wh > 0 and edge_noise_var >= 0 and min_window_m > 0):
         raise ParameterError("capacity_wh and min_window_m must be > 0, edge_noise_var >= 0")
@@ -111,6 +120,15 @@ def trace_readings(
     if ok.sum() < 2:
         return None
     s, r = s_all[ok], np.asarray(trace.soc_pct, dtype=np.float64)[ok]
+    if mechanical_wh is None:
+        mech = np.zeros(len(s))
+    else:
+        mech = np.asarray(mechanical_wh, dtype=np.float64)
+        if mech.shape != s_all.shape:
+            raise ParameterError(f"mechanical_wh has shape {mech.shape}, the trace {s_all.shape}")
+        mech = mech[ok]
+        if not np.isfinite(mech).all():
+            raise ParameterError("mechanical_wh is not finite at a matched sample")
     piece = matched.sample_piece()[ok]
     q = soc_step_pct(r) if soc_step is None else float(soc_step)
     if not np.isfinite(q):
@@ -118,25 +136,30 @@ def trace_readings(
     dist = s[-1] - s[0]
     if dist < min_window_m:
         return None
-    rho = abs(r[0] - r[-1]) * capacity_wh / 100.0 / dist  # mean Wh per metre
+    rho = abs(r[0] - r[-1]) * capacity_wh / 100.0 / dist  # mean Wh per metre (of the battery energy: the bound)
     scale = capacity_wh / 100.0
     cuts = np.flatnonzero(piece[1:] != piece[:-1]) + 1  # first sample of each piece after the first
     bounds = np.concatenate([[0], cuts, [len(s)]])
     pos: list[float] = []
     lvl: list[float] = []
     var: list[float] = []
+    mec: list[float] = []
     win: list[int] = []  # windows kept: index of their first boundary in pos
     for k, (lo, hi) in enumerate(itertools.pairwise(bounds.tolist())):
-        pb, lb, vb = _piece_boundaries(s[lo:hi], r[lo:hi], q, rho, scale, min_window_m, first=k == 0, last=hi == len(s))
+        pb, lb, vb, mb = _piece_boundaries(
+            s[lo:hi], r[lo:hi], mech[lo:hi], q, rho, scale, min_window_m, first=k == 0, last=hi == len(s)
+        )
         win.extend(len(pos) + j for j in range(len(pb) - 1))
         pos.extend(pb)
         lvl.extend(lb)
         var.extend(vb)
+        mec.extend(mb)
     if not win:
         return None
     w = np.asarray(win)
     p = np.asarray(pos)
-    y = (np.asarray(lvl)[w] - np.asarray(lvl)[w + 1]) * scale
+    mv = np.asarray(mec)
+    y = (np.asarray(lvl)[w] - np.asarray(lvl)[w + 1]) * scale - (mv[w + 1] - mv[w])
     lengths = np.asarray(length_m, dtype=np.float64)[matched.path]
     lo_ = np.maximum(p[w, None], start[None, :])
     hi_ = np.minimum(p[w + 1, None], (start + lengths)[None, :])
@@ -157,25 +180,38 @@ def trace_readings(
 
 
 def _piece_boundaries(
-    s: np.ndarray, r: np.ndarray, q: float, rho: float, scale: float, min_window_m: float, *, first: bool, last: bool
-) -> tuple[list[float], list[float], list[float]]:
-    """Boundaries ``(position m, level %, variance Wh^2)`` of one matched piece (``(n,)`` path positions ``s`` and
-    gauge readings ``r``): its charge changes, and the trace's first / last sample where the piece has them (``first``,
-    ``last``).  A piece's other end is a break: the window across it is not bounded, so it has no boundary there."""
+    s: np.ndarray,
+    r: np.ndarray,
+    mech: np.ndarray,
+    q: float,
+    rho: float,
+    scale: float,
+    min_window_m: float,
+    *,
+    first: bool,
+    last: bool,
+) -> tuple[list[float], list[float], list[float], list[float]]:
+    """Boundaries ``(position m, level %, variance Wh^2, mechanical energy Wh)`` of one matched piece (``(n,)``
+    path positions ``s``, gauge readings ``r`` and mechanical energies ``mech``): its charge changes, and the trace's
+    first / last sample where the piece has them (``first``, ``last``).  A piece's other end is a break: the window
+    across it is not bounded, so it has no boundary there."""
     q_wh2 = (q * scale) ** 2 / 12.0
-    pos, lvl, var = ([float(s[0])], [float(r[0])], [q_wh2]) if first else ([], [], [])
+    pos, lvl, var, mec = ([float(s[0])], [float(r[0])], [q_wh2], [float(mech[0])]) if first else ([], [], [], [])
     for i in np.flatnonzero(np.abs(np.diff(r)) > 1e-9) + 1:
         p = 0.5 * (s[i - 1] + s[i])
+        dm = mech[i] - mech[i - 1]
         v = (rho * (s[i] - s[i - 1])) ** 2 / 12.0 + (max(abs(r[i] - r[i - 1]) - q, 0.0) * scale) ** 2 / 12
         if pos and p - pos[-1] < min_window_m:
             continue
         pos.append(float(p))
         lvl.append(0.5 * float(r[i - 1] + r[i]))
-        var.append(float(v))
+        var.append(float(v + dm * dm / 12.0))
+        mec.append(0.5 * float(mech[i - 1] + mech[i]))
     if last:
         if len(pos) > (1 if first else 0) and s[-1] - pos[-1] < min_window_m:
-            pos.pop(), lvl.pop(), var.pop()
+            pos.pop(), lvl.pop(), var.pop(), mec.pop()
         pos.append(float(s[-1]))
         lvl.append(float(r[-1]))
         var.append(q_wh2)
-    return pos, lvl, var
+        mec.append(float(mech[-1]))
+    return pos, lvl, var, mec

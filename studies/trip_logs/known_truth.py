@@ -6,8 +6,9 @@ Protocol (all seeded):
 
 1. ``--train + --test`` trips between random pairs of edges (seed 0), each the shortest legal path by length and at
    least ``--min-route-m`` long, driven once by SUMO with the EV (``sumo_ev``, battery device), departing 20 s apart
-   (``evroute.sumo.triplogs.simulate_trips``).  SUMO's exact FCD + battery outputs are the truth: the route driven
-   and the battery energy of each trip.
+   from rest and parking at the end of the last edge (standing 5 s there before arriving:
+   ``evroute.sumo.triplogs.simulate_trips(arrive_at_rest=True)``), so every trip runs from rest to rest as a driver's
+   does.  SUMO's exact FCD + battery outputs are the truth: the route driven and the battery energy of each trip.
 2. Per condition (sampling period, GPS noise s.d., gauge step in % of capacity), every training trip is degraded
    (``degrade``, seed 1000 + trip) and map-matched; its charge readings become linear observations.  Matching
    accuracy: the share of the true route's edges in the matched path (recall) and of the matched path's edges in the
@@ -19,10 +20,15 @@ Protocol (all seeded):
    ``(0.25 sigma_det)^2``).  Two choices are made per fit by the log marginal likelihood of the training readings
    alone (never the held-out trips): the noise of one traversal, ``(f sigma_det)^2`` with ``f`` in ``NOISE_FRACS``,
    and whether to add shared per-metre and per-edge offsets of the physics mean
-   (``evroute.models.linear_obs.offset_basis``: prior s.d. 0.05 Wh/m and 10 Wh).  The held-out trips' energy is
-   predicted as the sum of the posterior means over their true routes.  Error per held-out trip = predicted -
-   SUMO's battery energy (Wh): RMSE and bias over the held-out trips; the prior alone
-   (N = 0) is the physics model.
+   (``evroute.models.linear_obs.offset_basis``: prior s.d. 0.05 Wh/m and 10 Wh).  The readings are **reduced
+   energies** (``evroute.traces.mechanical``: battery energy minus the change of mechanical energy, SUMO's kinetic
+   mass ``m + rotatingMass``, the network's heights at the matched positions, SUMO's g), the prior mean Eq. 8 minus
+   each edge's ``m g dz``.  Then the noise scale by ML-II (``LinearObsEdgeModel.fit_noise_scale``) and the trip
+   effect by moments (``evroute.models.trip_effect``), as ``evroute learn`` does.  The held-out trips' energy is
+   predicted as the sum of the posterior means over their true routes plus the route's boundary term ``m g (z_end -
+   z_start)`` (from rest to rest), with a 90 % interval from the route's joint posterior covariance, each traversal's
+   noise and the trip effect.  Error per held-out trip = predicted - SUMO's battery energy (Wh): RMSE, bias and the
+   share of held-out trips inside their 90 % interval; the prior alone (N = 0) is the physics model.
 
 Where the prior's bias comes from (``bias.csv``, training trips, SUMO's exact logs; no fit, no held-out trip): each
 trip's SUMO energy minus the prior's, split by :func:`bias_rows` into the driven speed profile, SUMO's rotating mass,
@@ -38,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import os
 import sys
 import time
@@ -67,6 +74,10 @@ ROW_FIELDS = [
     "offsets",
     "log_ml",
     "unusable",
+    "cover90",
+    "sd_mean_wh",
+    "noise_scale",
+    "trip_rel_var",
 ]
 BIAS_FIELDS = [
     "network",
@@ -172,11 +183,14 @@ def run(args: argparse.Namespace) -> int:
         offset_basis,
     )
     from evroute.models.store import prior_model
+    from evroute.models.trip_effect import TripSums, fit_trip_effect
     from evroute.network.registry import load_network
     from evroute.sumo.replay import sumo_net_file
     from evroute.sumo.triplogs import degrade, random_routes, simulate_trips
+    from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2, effective_mass_kg
     from evroute.traces.formats import read_sumo_fcd
     from evroute.traces.mapmatch import MatchIndex, MatchOptions
+    from evroute.traces.mechanical import path_height_m, reduced_prior_wh, sample_mechanical_wh
     from evroute.traces.observations import trace_readings
 
     out = Path(args.out)
@@ -189,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     routes = random_routes(lg, args.train + args.test, args.min_route_m, np.random.default_rng(0))
     if not (sim / "battery.xml").is_file():
         t0 = _cpu()
-        simulate_trips(sumo_net_file(lg), routes, sim, vehicle=vehicle, depart_gap_s=20.0)
+        simulate_trips(sumo_net_file(lg), routes, sim, vehicle=vehicle, depart_gap_s=20.0, arrive_at_rest=True)
         print(f"simulated {len(routes)} trips ({_cpu() - t0:.1f} CPU s incl. SUMO)", file=sys.stderr)
     traces = {t.name: t for t in read_sumo_fcd(sim / "fcd.xml", sim / "battery.xml")}
     usable = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
@@ -198,7 +212,32 @@ def run(args: argparse.Namespace) -> int:
     truth = {n: np.array([index_of[e] for e in routes[n]]) for n in names}
     energy = {n: float(traces[n].soc_pct[0] - traces[n].soc_pct[-1]) / 100.0 * usable for n in names}
     e_det = network_energy_wh(net, vehicle)
+    # reduced energies as SUMO charges them: its g and kinetic mass; a route's battery energy = sum + its boundary
+    sumo_v = dataclasses.replace(vehicle, gravity_mps2=SUMO_GRAVITY_MPS2)
+    m_kin = effective_mass_kg(vehicle)
+    red_prior = reduced_prior_wh(net, vehicle)
+
     y_test = np.array([energy[n] for n in test])
+    # what each held-out trip drove of its route: SUMO's lanes start and end metres inside an edge (junctions), so the
+    # first and last edges are partly driven; their shares and the boundary term at the trip's real end points come
+    # from its exact log matched to the network (the trip's own start and end, as a driver's query gives them)
+    exact_index = MatchIndex(lg, MatchOptions(sigma_m=5.0, beta_m=10.0))
+    w_test, bnd_list = [], []
+    for n in test:
+        tr, route = traces[n], truth[n]
+        m = exact_index.match(tr.lat, tr.lon)
+        ln = exact_index.length_m[route]
+        start = m.offset_m[0] / ln[0] if m.edge[0] == route[0] else 0.0  # share of the first edge not driven
+        end = m.offset_m[-1] / ln[-1] if m.edge[-1] == route[-1] else 1.0  # share of the last edge driven
+        w = np.ones(len(route))
+        w[-1] = min(end, 1.0)
+        w[0] -= min(start, 1.0)  # a one-edge route: end - start
+        z = path_height_m(m.edge[[0, -1]], m.offset_m[[0, -1]], exact_index.length_m, net.z_from_m, net.z_to_m)
+        z = np.where(np.isfinite(z), z, [net.z_from_m[route[0]], net.z_to_m[route[-1]]])
+        mech = sample_mechanical_wh(tr.speed_mps[[0, -1]], z, sumo_v, m_kin)
+        w_test.append(np.clip(w, 0.0, 1.0))
+        bnd_list.append(float(mech[1] - mech[0]))
+    bnd_test = np.array(bnd_list)
     rows_csv, match_csv = out / "rows.csv", out / "matching.csv"
     (out / "command.txt").write_text(_command(args.argv) + "\n")  # the latest command: it completes the design
     if not (out / "bias.csv").is_file():
@@ -224,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
     done = {(r["condition"], int(r["n_train"]), int(r["seed"])) for r in _read(rows_csv)}
     prior_done = any(int(r["n_train"]) == 0 for r in _read(rows_csv))
     if not prior_done:
-        pred = np.array([e_det[truth[n]].sum() for n in test])
+        pred = np.array([w @ red_prior[truth[n]] for n, w in zip(test, w_test, strict=True)]) + bnd_test
         err = pred - y_test
         _append(
             rows_csv,
@@ -246,7 +285,8 @@ def run(args: argparse.Namespace) -> int:
     # the priors once (the kernel does not depend on the noise, which only enters the readings' covariance)
     extra = {"learn_hyper": False}
     bases = {
-        k: prior_model(k, lg, vehicle, prior="eq8", **(extra if k == "gp-exact" else {})) for k in ("bi", "gp-exact")
+        k: prior_model(k, lg, vehicle, mean_wh=red_prior, **(extra if k == "gp-exact" else {}))
+        for k in ("bi", "gp-exact")
     }
     var_det = float(np.var(e_det))
     for cond in args.conditions:
@@ -299,8 +339,12 @@ def run(args: argparse.Namespace) -> int:
                     key = (train[i], frac)
                     if key not in cache:
                         log, m = matched[train[i]]
+                        z = path_height_m(m.edge, m.offset_m, index.length_m, net.z_from_m, net.z_to_m)
+                        mech = sample_mechanical_wh(log.speed_mps, z, sumo_v, m_kin)
                         cache[key] = (
-                            trace_readings(log, m, index.length_m, usable, frac**2 * var_det, soc_step=step)
+                            trace_readings(
+                                log, m, index.length_m, usable, frac**2 * var_det, soc_step=step, mechanical_wh=mech
+                            )
                             if m.pieces == 1
                             else None
                         )
@@ -313,7 +357,7 @@ def run(args: argparse.Namespace) -> int:
                 unusable_of.append(unusable)
             touched = stats_of[0].touched()
             assert all(np.array_equal(st.touched(), touched) for st in stats_of)
-            best: dict[str, tuple[float, float, bool, np.ndarray, int]] = {}
+            best: dict[str, tuple[float, float, bool, np.ndarray, int, int]] = {}
             for kind in ("bi", "gp-exact"):
                 cand = []
                 for offsets in (False, True):
@@ -324,14 +368,38 @@ def run(args: argparse.Namespace) -> int:
                         mu, _, _, log_ml = linear_posterior(
                             model.kernel, model.scale2, model.prior_mean, stats, factor=factor, with_variance=False
                         )
-                        cand.append(((f_i, offsets), (log_ml, frac, offsets, mu, unusable_of[f_i])))
+                        cand.append(((f_i, offsets), (log_ml, frac, offsets, mu, unusable_of[f_i], f_i)))
                 for _, c in sorted(cand, key=lambda t: t[0]):
                     if kind not in best or c[0] > best[kind][0]:
                         best[kind] = c
             rows = []
             for kind in ("bi", "gp-exact"):
-                log_ml, frac, offsets, mu, unusable = best[kind]
-                err = np.array([mu[truth[n]].sum() for n in test]) - y_test
+                log_ml, frac, offsets, mu, unusable, f_i = best[kind]
+                # the chosen model: noise scale by ML-II, trip effect by moments, route intervals (as evroute learn)
+                kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
+                model = linear_model_from(bases[kind], **kw)
+                model.stats = stats_of[f_i]
+                model.noise_var = frac**2 * var_det
+                phi = model.fit_noise_scale()
+                post = model.posterior()
+                mu = post.mean
+                sums = TripSums()
+                for i in pick:
+                    r = cache[(train[i], frac)]
+                    if r is not None:
+                        sums.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+                tau2 = fit_trip_effect(mu, post.covariance_of, sums, phi).rel_var
+                pred = np.array([w @ mu[truth[n]] for n, w in zip(test, w_test, strict=True)]) + bnd_test
+                sd = np.sqrt(
+                    [
+                        w @ post.covariance_of(truth[n]) @ w
+                        + phi * model.noise_var * w.sum()
+                        + tau2 * max(w @ mu[truth[n]], 0.0) ** 2
+                        for n, w in zip(test, w_test, strict=True)
+                    ]
+                )
+                err = pred - y_test
+                log_ml = model.log_ml
                 rows.append(
                     dict(
                         network=args.network,
@@ -347,6 +415,10 @@ def run(args: argparse.Namespace) -> int:
                         offsets=int(offsets),
                         log_ml=f"{log_ml:.2f}",
                         unusable=unusable,
+                        cover90=f"{np.mean(np.abs(err) <= 1.6448536269514722 * sd):.4f}",
+                        sd_mean_wh=f"{sd.mean():.3f}",
+                        noise_scale=f"{phi:.4g}",
+                        trip_rel_var=f"{tau2:.4g}",
                     )
                 )
             _append(rows_csv, ROW_FIELDS, rows)
