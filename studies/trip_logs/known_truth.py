@@ -283,7 +283,7 @@ def run(args: argparse.Namespace) -> int:
             ],
         )
     # the priors once (the kernel does not depend on the noise, which only enters the readings' covariance)
-    extra = {"learn_hyper": False}
+    extra: dict[str, Any] = {"learn_hyper": False}
     bases = {
         k: prior_model(k, lg, vehicle, mean_wh=red_prior, **(extra if k == "gp-exact" else {}))
         for k in ("bi", "gp-exact")

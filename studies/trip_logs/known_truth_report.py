@@ -359,7 +359,7 @@ def report(args: argparse.Namespace) -> int:
                 else ""
             )
         )
-    per_cell = {}
+    per_cell: dict[tuple[str, str, int, str], set[object]] = {}
     for r in learned:
         per_cell.setdefault((r["network"], r["condition"], int(r["n_train"]), r["model"]), set()).add(r["seed"])
     counts = [len(v) for v in per_cell.values()]
