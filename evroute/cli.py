@@ -1,5 +1,5 @@
 """Command-line interface: ``evroute demo | run | sweep | route | reach | model | plot | info | data | config |
-learn``.
+learn | serve``.
 
 Errors a user can cause (bad file, unknown network/edge, unreachable goal, invalid parameter, an unwritable or
 full disk) are printed as one line ``evroute: error: ...`` with exit status 2; no traceback.  This module imports
@@ -175,6 +175,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_route_args(p)
     add_commands(sub, _add_network_args)
+    from evroute.service.cli import add_serve_command
+
+    add_serve_command(sub, _add_network_args)
 
     p = sub.add_parser("plot", help="draw the regret plot and the exploration map of a results folder")
     p.add_argument("results", help="a results folder written by `evroute run`")
@@ -378,6 +381,12 @@ def _cmd_model(args: argparse.Namespace) -> int:
     return cmd_model(args)
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from evroute.service.cli import cmd_serve
+
+    return cmd_serve(args)
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
     from evroute.viz import plot_results
 
@@ -481,6 +490,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "data": _cmd_data,
         "config": _cmd_config,
         "learn": cmd_learn,
+        "serve": _cmd_serve,
     }
     try:
         return handlers[args.command](args)

@@ -20,7 +20,8 @@ module no layer names fails the test, so a new package is placed deliberately.
   8   policies                                  index policies over an edge posterior
   9   bandit, routeset                          the learning loops
  10   experiments                               composition root: model registry, runner, sweeps
- 11   cli, cli_learn, driver, maps, viz, evroute user-facing entry points (driver answers, package root)
+ 11   cli, cli_learn, driver, maps, viz,        user-facing entry points (driver answers, the server, package
+      service, evroute                          root)
 ====  ========================================  ===========================================================
 
 Every import counts: module level, inside functions, under ``TYPE_CHECKING``, and ``"module:attr"`` strings (the
@@ -62,6 +63,7 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
             "evroute.driver",
             "evroute.maps",
             "evroute.viz",
+            "evroute.service",
             "evroute.__main__",
             "evroute",
         ),
