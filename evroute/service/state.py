@@ -123,7 +123,6 @@ class ServiceState:
             self._offset = reduced_offset_wh(self.lg, self.vehicle, header)
             return self._publish(model, header, str(self.model_path), int(header.get("observations", 0)))
 
-
     def turn_keys(self) -> np.ndarray:
         """``(C,)`` sorted ``a * E + b`` of every legal turn ``(a, b)`` (checks that a path is connected)."""
         with self._lazy:
