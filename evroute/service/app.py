@@ -8,6 +8,7 @@ form, and the same shape for what only the network or vehicle can check (:class:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,8 @@ from typing import Any
 
 import numpy as np
 from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from evroute.driver.answers import BatteryState, RouteAnswer
@@ -127,6 +130,12 @@ def create_app(state: ServiceState | None) -> FastAPI:
         return JSONResponse(
             status_code=422, content={"detail": [{"loc": ["body", exc.field], "msg": exc.message, "type": exc.kind}]}
         )
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's own handler, except that the echoed input may be NaN or infinity (JSON has neither)
+        errors = [{k: _finite(v) for k, v in e.items() if k != "ctx"} for e in exc.errors()]
+        return JSONResponse(status_code=422, content={"detail": jsonable_encoder(errors)})
 
     @app.exception_handler(EvrouteError)
     async def _evroute_error(request: Request, exc: EvrouteError) -> JSONResponse:
@@ -294,6 +303,17 @@ def create_app(state: ServiceState | None) -> FastAPI:
 
     app.add_middleware(MetricsMiddleware, metrics=metrics, known=PATHS)
     return app
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinite float replaced by its text (``"nan"``, ``"inf"``), for a JSON reply."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def _asset(rel: str) -> bytes:
