@@ -13,6 +13,7 @@ import numpy as np
 
 from evroute.energy import VehicleProfile
 from evroute.linegraph import LineGraph, build_line_graph
+from evroute.models.base import EdgeModel
 from evroute.models.store import prior_model
 from evroute.network.synthetic import synthetic_city
 from evroute.service.state import ServiceState
@@ -25,7 +26,7 @@ def small_lg(edges: int = 300, seed: int = 1) -> LineGraph:
     return build_line_graph(synthetic_city(edges, seed=seed))
 
 
-def learned(kind: str, lg: LineGraph, seed: int = 0, n_obs: int = 60, **gp) -> object:
+def learned(kind: str, lg: LineGraph, seed: int = 0, n_obs: int = 60, **gp) -> EdgeModel:
     """A model of ``kind`` after ``n_obs`` noisy observations of random edges."""
     m = prior_model(kind, lg, VehicleProfile(), **gp)
     rng = np.random.default_rng(seed)

@@ -11,6 +11,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -83,7 +84,9 @@ def test_api_answers_equal_the_command_line(capsys: pytest.CaptureFixture[str]) 
     s = load_state(NET)
     ids = s.lg.network.edge_ids
     a, b = str(ids[5]), str(ids[200])
-    assert main(["route", "--network", NET, "--from", a, "--to", b, "--charge", "60%", "--reserve", "15%", "--json"]) == 0
+    assert (
+        main(["route", "--network", NET, "--from", a, "--to", b, "--charge", "60%", "--reserve", "15%", "--json"]) == 0
+    )
     cli = json.loads(capsys.readouterr().out)
     api = _client(s).post("/route", json={"origin": a, "destination": b, "charge": 0.6, "reserve": 0.15}).json()
     assert [r["route"] for r in api["routes"]] == [r["route"] for r in cli["routes"]]
@@ -207,15 +210,15 @@ def test_energy_of_a_path_and_of_its_gps_trace_equal_the_route_answer() -> None:
     route = c.post("/route", json={"origin": ids[10], "destination": ids[150], "routes": ["energy-optimal"]}).json()
     ans = route["routes"][0]
     out = c.post("/energy", json={"edges": ans["edges"], "geometry": True}).json()
-    for k in ("energy_wh", "trip_sd_wh", "length_m", "time_s", "arrival_soc", "p_arrival_above_reserve"):
-        assert out["answer"][k] == ans[k]
+    for key in ("energy_wh", "trip_sd_wh", "length_m", "time_s", "arrival_soc", "p_arrival_above_reserve"):
+        assert out["answer"][key] == ans[key]
     # the trace a car leaves driving that route: points every ~10 m along its polyline, with 2 m of GPS noise
     poly = np.asarray(out["answer"]["geometry"])
     seg = np.hypot(*(np.diff(poly, axis=0) * [111_319.49 * np.cos(np.radians(poly[0, 1])), 111_319.49]).T)
     pts = [poly[0]]
     for a, b, d in zip(poly[:-1], poly[1:], seg, strict=True):
-        k = max(int(d // 10), 1)
-        pts += [a + (b - a) * (j + 1) / k for j in range(k)]
+        n = max(int(d // 10), 1)
+        pts += [a + (b - a) * (j + 1) / n for j in range(n)]
     xy = np.asarray(pts) + np.random.default_rng(0).normal(0, 2e-5, (len(pts), 2))
     tr = c.post("/energy", json={"trace": {"lat": xy[:, 1].tolist(), "lon": xy[:, 0].tolist()}}).json()
     assert tr["match"]["pieces"] == 1 and tr["match"]["matched"] == len(xy)
@@ -226,7 +229,7 @@ def test_energy_of_a_path_and_of_its_gps_trace_equal_the_route_answer() -> None:
 def test_observe_updates_the_bi_posterior_in_closed_form() -> None:
     s = state("bi")
     c = _client(s)
-    m = s.current.model
+    m: Any = s.current.model
     e, name = 42, str(s.lg.network.edge_ids[42])
     m0, v0, s2 = m.posterior().mean[e], m.posterior().var[e], float(np.broadcast_to(m.noise_var, (s.lg.n_nodes,))[e])
     ys = [m0 + 30.0, m0 + 50.0, m0 + 10.0]

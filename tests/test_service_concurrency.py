@@ -64,7 +64,7 @@ def test_model_swap_under_load_loses_no_request_and_mixes_no_version() -> None:
     with running(create_app(s)) as url:
 
         def reader(i: int) -> list[tuple[int, float, str, dict]]:
-            out = []
+            out: list[tuple[int, float, str, dict]] = []
             with httpx.Client(base_url=url, timeout=60) as c:
                 for j in range(25):
                     if j % 2:

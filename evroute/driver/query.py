@@ -81,8 +81,8 @@ class QueryContext:
     lg: LineGraph
     belief: RouteBelief
     vehicle: VehicleProfile
-    h0: np.ndarray = field(default=None)  # type: ignore[assignment]
-    time_s: np.ndarray = field(default=None)  # type: ignore[assignment]
+    h0: np.ndarray = field(default=None)  # type: ignore[arg-type]
+    time_s: np.ndarray = field(default=None)  # type: ignore[arg-type]
     oracle: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from evroute.validation import STRICT
 
 RouteKind = Literal["energy-optimal", "shortest", "fastest", "risk-aware"]
+ROUTE_KINDS: tuple[RouteKind, ...] = ("energy-optimal", "shortest", "fastest", "risk-aware")  # driver.query's order
 #: an edge id of the network, or a point ``"LON,LAT"`` (WGS 84 degrees) snapped to the nearest edge
 Endpoint = Field(min_length=1, max_length=200, description='edge id, or a point "LON,LAT" snapped to the nearest edge')
 Fraction = Field(ge=0.0, le=1.0)
@@ -38,9 +39,7 @@ class RouteRequest(_Request):
     charge: float | None = Field(None, ge=0.0, le=1.0, description="start charge (fraction); adds the risk-aware route")
     reserve: float | None = Field(None, ge=0.0, le=1.0, description="charge to keep on arrival (default: min_soc)")
     delta: float = Field(0.05, gt=0.0, lt=0.5, description="allowed probability of arriving below the reserve")
-    routes: list[RouteKind] = Field(
-        default_factory=lambda: ["energy-optimal", "shortest", "fastest", "risk-aware"], min_length=1, max_length=4
-    )
+    routes: list[RouteKind] = Field(default_factory=lambda: list(ROUTE_KINDS), min_length=1, max_length=4)
     max_snap_m: float = Field(250.0, gt=0.0, le=10_000.0, description="snapping limit of a LON,LAT point (m)")
     max_paths: int = Field(200, ge=1, le=2000, description="risk-aware search: most routes listed")
     edges: bool = Field(True, description="include each route's edge ids")
