@@ -24,6 +24,10 @@ from evroute.energy import VehicleProfile
 from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
 from evroute.models.base import EdgeModel
+from evroute.service.gpdense import DenseGP, DenseGPBelief
+
+#: what a version serves: an edge model, or the exact GP in array form (:class:`evroute.service.gpdense.DenseGP`)
+Served = EdgeModel | DenseGP
 
 
 @dataclass(frozen=True)
@@ -36,7 +40,7 @@ class ModelVersion:
         source: where it came from (``"physics prior"``, the model file, ``"observe"``).
         observations: observations the model holds (the file's count plus those observed while serving).
         created: Unix time of publication (s).
-        model: the edge model (never updated after publication; updates copy it).
+        model: the edge model, or the exact GP in array form (never updated after publication; updates copy it).
         header: the model file's header (None for the physics prior).
         ctx: the query context serving this version's belief.
     """
@@ -46,14 +50,16 @@ class ModelVersion:
     source: str
     observations: int
     created: float
-    model: EdgeModel
+    model: Served
     header: dict[str, Any] | None
     ctx: QueryContext
 
 
-def _kind(model: EdgeModel) -> str:
+def _kind(model: Served) -> str:
     from evroute.models.store import model_kind
 
+    if isinstance(model, DenseGP):
+        return "gp-exact"
     return model_kind(model)
 
 
@@ -72,7 +78,7 @@ class ServiceState:
         self,
         lg: LineGraph,
         vehicle: VehicleProfile,
-        model: EdgeModel,
+        model: Served,
         header: dict[str, Any] | None = None,
         *,
         model_path: str | None = None,
@@ -87,15 +93,25 @@ class ServiceState:
         self._lazy = threading.Lock()
         self._cache: dict[str, Any] = {}
         self._offset = reduced_offset_wh(lg, vehicle, header)
-        ctx = QueryContext(lg, make_belief(lg, model, vehicle, header), vehicle)
+        ctx = QueryContext(lg, self._belief(model, header), vehicle)
         source = str(model_path) if header is not None else "physics prior"
         n_obs = int(header.get("observations", 0)) if header else 0
         self.current = ModelVersion(1, _kind(model), source, n_obs, time.time(), model, header, ctx)
 
-    def _publish(self, model: EdgeModel, header: dict[str, Any] | None, source: str, observations: int) -> ModelVersion:
+    def _belief(self, model: Served, header: dict[str, Any] | None) -> Any:
+        """The belief serving ``model`` (:func:`evroute.driver.query.make_belief`; array form for a DenseGP)."""
+        if not isinstance(model, DenseGP):
+            return make_belief(self.lg, model, self.vehicle, header)
+        reduced = bool((header or {}).get("meta", {}).get("energies", {}).get("kind") == "reduced")
+        from evroute.energy import elevation_potential_wh
+
+        floor = np.zeros(self.lg.n_nodes) if reduced else elevation_potential_wh(self.lg.network, self.vehicle)
+        return DenseGPBelief(model, floor, self._offset if reduced else None)
+
+    def _publish(self, model: Served, header: dict[str, Any] | None, source: str, observations: int) -> ModelVersion:
         """Build the belief of ``model`` and make it the current version (caller holds ``_write``)."""
         old = self.current
-        ctx = old.ctx.with_belief(make_belief(self.lg, model, self.vehicle, header))
+        ctx = old.ctx.with_belief(self._belief(model, header))
         new = ModelVersion(old.version + 1, _kind(model), source, observations, time.time(), model, header, ctx)
         self.current = new  # one reference assignment: a request holds either the old or the new version
         return new
@@ -108,10 +124,15 @@ class ServiceState:
         y = np.asarray(energies_wh, dtype=np.float64).reshape(-1)
         if e.shape != y.shape or not len(e):
             raise ParameterError(f"observe needs as many energies as edges, at least one ({len(e)} and {len(y)})")
+        if len(e) and (e.min() < 0 or e.max() >= self.lg.n_nodes):
+            raise ParameterError(f"edge index outside 0..{self.lg.n_nodes - 1}")
         with self._write:
             old = self.current
-            model = copy.deepcopy(old.model)
-            model.update(e, y - self._offset[e])
+            if isinstance(old.model, DenseGP):
+                model: Served = old.model.updated(e, y - self._offset[e])
+            else:
+                model = copy.deepcopy(old.model)
+                model.update(e, y - self._offset[e])
             return self._publish(model, old.header, "observe", old.observations + len(e))
 
     def reload(self) -> ModelVersion:
@@ -163,22 +184,34 @@ class ServiceState:
             return self._cache["network"]
 
 
-def load_served_model(
-    path: str | Path, lg: LineGraph, vehicle: VehicleProfile | None
-) -> tuple[EdgeModel, dict[str, Any]]:
-    """``(model, header)`` of a model file for serving (the exact GP in its low-rank form); the file's vehicle must
-    have the energy parameters of ``vehicle`` (only battery fields may differ) when one is given."""
-    from evroute.models.store import load_model
+def load_served_model(path: str | Path, lg: LineGraph, vehicle: VehicleProfile | None) -> tuple[Served, dict[str, Any]]:
+    """``(model, header)`` of a model file for serving: an exact GP in array form
+    (:class:`evroute.service.gpdense.DenseGP`), other kinds as :func:`evroute.models.store.load_model` gives them.
+    The file must belong to ``lg`` and its vehicle have the energy parameters of ``vehicle`` (only battery fields
+    may differ) when one is given."""
+    from evroute.errors import DataError
+    from evroute.models.store import load_model, network_hash, read_header
     from evroute.sumo.vehicle import energy_fields
 
-    model, header = load_model(path, lg, serve=True)
+    header = read_header(path)
     trained = VehicleProfile(**header["vehicle"])
     if vehicle is not None and energy_fields(vehicle) != energy_fields(trained):
         raise ParameterError(
             f"model {path} was learned for vehicle {trained.name!r}; vehicle {vehicle.name!r} has other energy "
             "parameters (only the battery fields may differ)"
         )
-    return model, header
+    if header["kind"] != "gp-exact":
+        return load_model(path, lg, serve=True)
+    net = header.get("network", {})
+    if net.get("hash") != network_hash(lg):
+        raise DataError(
+            f"model {path} was learned on network {net.get('name')!r} ({net.get('n_edges')} edges), not on "
+            f"{lg.network.name!r} ({lg.n_nodes} edges): the network content differs"
+        )
+    try:
+        return DenseGP.from_file(path, lg, header), header
+    except KeyError as exc:
+        raise DataError(f"model file {path} lacks {exc}") from None
 
 
 def load_state(
