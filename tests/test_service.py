@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 from servefixtures import NET, free_port, learned, small_lg, state
 
+from evroute.driver.answers import BatteryState
 from evroute.energy import VehicleProfile
 from evroute.models.store import save_model
 from evroute.service.app import create_app, openapi_schema
@@ -350,3 +351,21 @@ def test_serve_command_starts_and_answers() -> None:
         proc.terminate()
         err = proc.communicate(timeout=30)[1]
     assert "loaded in" in err
+
+
+@pytest.mark.parametrize("kind", ["bi", "gp-exact"])
+def test_energy_optimal_route_is_the_path_listings_first(kind: str) -> None:
+    """route_query's energy-optimal route (one Dijkstra on the cached reduced costs) is the first route of
+    PathEnumerator on the posterior means, for random pairs (learned means partly below the potential)."""
+    from evroute.driver.paths import PathEnumerator
+    from evroute.driver.query import route_query
+
+    gp = {"method": "dense", "learn_hyper": False} if kind == "gp-exact" else {}
+    s = state(kind, **gp)
+    ctx = s.current.ctx
+    battery = BatteryState.from_vehicle(s.vehicle, 0.5, None)
+    rng = np.random.default_rng(11)
+    for a, b in rng.integers(0, s.lg.n_nodes, (25, 2)).tolist():
+        got = route_query(ctx, a, b, battery, kinds=("energy-optimal",)).routes["energy-optimal"]
+        want = next(PathEnumerator(s.lg, ctx.belief.mean, ctx.h0, exact=False).paths(a, b))[1]
+        assert np.array_equal(got, want)

@@ -16,17 +16,17 @@ Nothing here loads files; :func:`evroute.driver.commands` (cli) and :mod:`evrout
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from evroute.driver.answers import BatteryState, RouteAnswer, answer_route
 from evroute.driver.belief import RouteBelief
-from evroute.driver.paths import PathEnumerator, potential_h
+from evroute.driver.paths import potential_h, reweight
 from evroute.driver.risk import RiskRoute, risk_aware_route
 from evroute.energy import VehicleProfile
-from evroute.errors import UnreachableError
 from evroute.linegraph import LineGraph
 from evroute.models.base import EdgeModel
 
@@ -65,10 +65,10 @@ def reduced_offset_wh(lg: LineGraph, vehicle: VehicleProfile, header: dict[str, 
     return np.asarray(full_potential_wh(lg.network, vehicle, float(reduced["gravity_mps2"])), dtype=np.float64)
 
 
-@dataclass
 class QueryContext:
     """What every query shares, computed once: the line graph, the belief, the vehicle and the route searches'
-    fixed inputs.
+    fixed inputs.  Safe to share between threads (each thread gets its own :class:`~evroute.oracle.RouteOracle`,
+    whose searches reuse one graph object).
 
     Attributes:
         lg: the line graph (its ``network`` gives lengths, speed limits, ids and geometry).
@@ -78,27 +78,42 @@ class QueryContext:
         time_s: ``(E,)`` travel time of each edge at its speed limit (s).
     """
 
-    lg: LineGraph
-    belief: RouteBelief
-    vehicle: VehicleProfile
-    h0: np.ndarray = field(default=None)  # type: ignore[arg-type]
-    time_s: np.ndarray = field(default=None)  # type: ignore[arg-type]
-    oracle: Any = field(default=None, repr=False)
+    def __init__(
+        self,
+        lg: LineGraph,
+        belief: RouteBelief,
+        vehicle: VehicleProfile,
+        h0: np.ndarray | None = None,
+        time_s: np.ndarray | None = None,
+    ) -> None:
+        net = lg.network
+        self.lg, self.belief, self.vehicle = lg, belief, vehicle
+        self.h0 = potential_h(net, vehicle) if h0 is None else h0
+        self.time_s = np.asarray(net.length_m / net.speed_mps, dtype=np.float64) if time_s is None else time_s
+        self._local = threading.local()
+        self._least: np.ndarray | None = None
 
-    def __post_init__(self) -> None:
-        net = self.lg.network
-        if self.h0 is None:
-            self.h0 = potential_h(net, self.vehicle)
-        if self.time_s is None:
-            self.time_s = np.asarray(net.length_m / net.speed_mps, dtype=np.float64)
-        if self.oracle is None:
+    def oracle(self) -> Any:
+        """This thread's :class:`~evroute.oracle.RouteOracle` of the line graph."""
+        o = getattr(self._local, "oracle", None)
+        if o is None:
             from evroute.oracle import RouteOracle
 
-            self.oracle = RouteOracle(self.lg)
+            o = self._local.oracle = RouteOracle(self.lg)
+        return o
+
+    def least_mean_arcs(self) -> np.ndarray:
+        """``(C,)`` the turn weights whose shortest route is the least posterior-mean route: the reduced costs
+        ``m_v + h_u - h_v >= 0`` of :func:`evroute.driver.paths.reweight` (clipped at 0 where a learned mean falls
+        below the potential), as the first route of :class:`~evroute.driver.paths.PathEnumerator` uses; computed
+        once per belief."""
+        if self._least is None:
+            self._least = reweight(self.lg, self.belief.mean, self.h0, clip_on_cycle=True, bellman_ford_first=False)[1]
+        return self._least
 
     def with_belief(self, belief: RouteBelief) -> QueryContext:
         """The same context serving another belief (a new model version); the fixed parts are shared."""
-        return QueryContext(self.lg, belief, self.vehicle, self.h0, self.time_s, self.oracle)
+        return QueryContext(self.lg, belief, self.vehicle, self.h0, self.time_s)
 
 
 @dataclass(frozen=True)
@@ -133,21 +148,21 @@ def route_query(
 
     Raises:
         UnreachableError: ``goal`` is not reachable from ``start``.
+
+    The energy-optimal route is the first route of :class:`~evroute.driver.paths.PathEnumerator` on the posterior
+    means (the same reduced costs and Dijkstra), found without building the enumerator per query.
     """
     net = ctx.lg.network
     routes: dict[str, np.ndarray] = {}
+    oracle = ctx.oracle()
     if "energy-optimal" in kinds:
         # least posterior-mean route: Dijkstra on the reduced costs (reduced costs a learned model pushes below zero
         # are clipped, as the bandit's rectification does, see evroute.driver.paths)
-        least = PathEnumerator(ctx.lg, ctx.belief.mean, ctx.h0, exact=False)
-        first = next(least.paths(start, goal), None)
-        if first is None:
-            raise UnreachableError(f"edge {net.edge_ids[goal]} is not reachable from edge {net.edge_ids[start]}")
-        routes["energy-optimal"] = first[1]
+        routes["energy-optimal"] = oracle.shortest_route_arcs(ctx.least_mean_arcs(), start, goal).edges
     if "shortest" in kinds:
-        routes["shortest"] = ctx.oracle.shortest_route(net.length_m, start, goal).edges
+        routes["shortest"] = oracle.shortest_route(net.length_m, start, goal).edges
     if "fastest" in kinds:
-        routes["fastest"] = ctx.oracle.shortest_route(ctx.time_s, start, goal).edges
+        routes["fastest"] = oracle.shortest_route(ctx.time_s, start, goal).edges
     risk = None
     if risk_aware and "risk-aware" in kinds:
         risk = risk_aware_route(ctx.lg, ctx.belief, start, goal, battery, delta, h0=ctx.h0, max_paths=max_paths)

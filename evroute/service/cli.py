@@ -53,6 +53,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         file=sys.stderr,
         flush=True,
     )
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS thread per request: concurrency comes from the requests (several BLAS threads per small product
+    # only contend for the cores, and spin)
+    threadpool_limits(1)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
 

@@ -166,7 +166,9 @@ class DenseGPBelief(RouteBelief):
         """``(mean, variance)`` of a route's energy (Wh, Wh^2); plus one drive's noise when ``trip``."""
         e = np.asarray(edges, dtype=np.int64).reshape(-1)
         mean = float(self.mean[e].sum())
-        var = float(self.cov(e).sum())
+        # 1^T (K_ee - W_e^T W_e) 1 = sum(K_ee) - |W_e 1|^2: O(U k), no (k x k) product
+        we1 = self._w[:, e].sum(axis=1)
+        var = float(self._k[np.ix_(e, e)].sum() - we1 @ we1) * self._s2
         if trip:
             var += float(self.noise_var[e].sum())
         return mean, max(var, 0.0)
