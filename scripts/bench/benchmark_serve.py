@@ -258,14 +258,15 @@ def write_doc(data: dict[str, Any], path: Path, data_path: str) -> None:
             f"`GET /health` answered, warm cache): **{_f(res['start_s'], 2)} s** (goal <= 5 s).",
             "",
             "| clients | requests | errors | wall (s) | req/s | p50 (ms) | p95 (ms) | p99 (ms) | p99 / p50 | server p50 "
-            "(ms) | server CPU (s) | client CPU (s) | load before / after |",
-            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+            "(ms) | server CPU (s) | server CPU / request (ms) | client CPU (s) | load before / after |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         ]
         for lv in res["levels"]:
             lines.append(
                 f"| {lv['clients']} | {lv['requests']} | {lv['errors']} | {_f(lv['wall_s'])} | "
                 f"{_f(lv['throughput_rps'])} | {_f(lv['p50_ms'], 2)} | {_f(lv['p95_ms'], 2)} | {_f(lv['p99_ms'], 2)} | "
                 f"{_f(lv['p99_ms'] / lv['p50_ms'], 2)} | {_f(lv['server_p50_ms'], 2)} | {_f(lv['server_cpu_s'])} | "
+                f"{_f(1000 * lv['server_cpu_s'] / max(lv['requests'], 1), 2)} | "
                 f"{_f(lv['client_cpu_s'])} | {_f(lv['loadavg_before'][0], 2)} / {_f(lv['loadavg_after'][0], 2)} |"
             )
         mem = res["memory"]
