@@ -32,7 +32,8 @@ import numpy as np
 
 
 def build_model(kind: str, network: str, path: Path, n_obs: int, n_edges: int, seed: int = 0) -> dict[str, Any]:
-    """Save a ``kind`` model of ``network`` learned from ``n_obs`` synthetic observations of ``n_edges`` random edges."""
+    """Save a ``kind`` model of ``network`` learned from ``n_obs`` synthetic observations of at most ``n_edges``
+    random edges."""
     from evroute.energy import VehicleProfile
     from evroute.experiments.runner import load_linegraph
     from evroute.models.store import prior_model, save_model
@@ -49,7 +50,8 @@ def build_model(kind: str, network: str, path: Path, n_obs: int, n_edges: int, s
     sd = np.sqrt(np.broadcast_to(np.asarray(post.noise_var, dtype=np.float64), (lg.n_nodes,)))
     model.update(e, post.mean[e] + rng.normal(0.0, 1.0, n_obs) * sd[e])
     save_model(path, model, lg, vehicle=vehicle, meta={"source": "benchmark_serve synthetic observations"})
-    return {"kind": kind, "observations": n_obs, "distinct_edges": int(len(np.unique(e))), "seconds": time.perf_counter() - t0}
+    seconds = time.perf_counter() - t0
+    return {"kind": kind, "observations": n_obs, "distinct_edges": int(len(np.unique(e))), "seconds": seconds}
 
 
 def start_server(network: str, model: Path, port: int) -> tuple[subprocess.Popen[str], float]:
@@ -147,7 +149,9 @@ def load_level(url: str, reqs: list[dict[str, Any]], clients: int, proc_pid: int
     }
 
 
-def memory_run(url: str, reqs: list[dict[str, Any]], clients: int, pid: int, deadline: float, swaps: int) -> dict[str, Any]:
+def memory_run(
+    url: str, reqs: list[dict[str, Any]], clients: int, pid: int, deadline: float, swaps: int
+) -> dict[str, Any]:
     """``reqs`` at ``clients`` in chunks, the server's RSS after each chunk; ``swaps`` model swaps
     (``POST /observe``) spread over the run."""
     import httpx
@@ -162,6 +166,7 @@ def memory_run(url: str, reqs: list[dict[str, Any]], clients: int, pid: int, dea
             break
         swap = None
         if k < swaps:
+
             def observe(k: int = k) -> None:
                 body = {"edges": ids[:5], "energies_wh": [50.0 + k] * 5}
                 versions.append(httpx.post(f"{url}/observe", json=body, timeout=300).json()["model_version"])
@@ -257,8 +262,8 @@ def write_doc(data: dict[str, Any], path: Path, data_path: str) -> None:
             f"plus Gaussian noise of the model's noise sd, seed 0).  Start (`evroute serve` spawned to first "
             f"`GET /health` answered, warm cache): **{_f(res['start_s'], 2)} s** (goal <= 5 s).",
             "",
-            "| clients | requests | errors | wall (s) | req/s | p50 (ms) | p95 (ms) | p99 (ms) | p99 / p50 | server p50 "
-            "(ms) | server CPU (s) | server CPU / request (ms) | client CPU (s) | load before / after |",
+            "| clients | requests | errors | wall (s) | req/s | p50 (ms) | p95 (ms) | p99 (ms) | p99 / p50 | "
+            "server p50 (ms) | server CPU (s) | server CPU / request (ms) | client CPU (s) | load before / after |",
             "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
         ]
         for lv in res["levels"]:
