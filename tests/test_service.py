@@ -369,3 +369,16 @@ def test_energy_optimal_route_is_the_path_listings_first(kind: str) -> None:
         got = route_query(ctx, a, b, battery, kinds=("energy-optimal",)).routes["energy-optimal"]
         want = next(PathEnumerator(s.lg, ctx.belief.mean, ctx.h0, exact=False).paths(a, b))[1]
         assert np.array_equal(got, want)
+
+
+def test_asgi_factory_serves_the_network_the_environment_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evroute.errors import ParameterError
+    from evroute.service import asgi
+
+    monkeypatch.delenv("EVROUTE_SERVE_NETWORK", raising=False)
+    with pytest.raises(ParameterError, match="EVROUTE_SERVE_NETWORK"):
+        asgi.app()
+    monkeypatch.setenv("EVROUTE_SERVE_NETWORK", NET)
+    monkeypatch.setenv("EVROUTE_SERVE_VEHICLE", "sumo_ev")
+    c = TestClient(asgi.app())
+    assert c.get("/health").json()["network"] == NET and c.get("/model").json()["source"] == "physics prior"
