@@ -382,3 +382,14 @@ def test_asgi_factory_serves_the_network_the_environment_names(monkeypatch: pyte
     monkeypatch.setenv("EVROUTE_SERVE_VEHICLE", "sumo_ev")
     c = TestClient(asgi.app())
     assert c.get("/health").json()["network"] == NET and c.get("/model").json()["source"] == "physics prior"
+
+
+def test_benchmark_page_is_generated_from_its_data(tmp_path: Path) -> None:
+    """docs/benchmark_serve.md is what ``scripts/bench/benchmark_serve.py --from-data`` writes from the committed
+    docs/data/benchmark_serve.json, byte for byte (a number edited by hand fails)."""
+    data = "docs/data/benchmark_serve.json"
+    out = tmp_path / "page.md"
+    cmd = [sys.executable, "scripts/bench/benchmark_serve.py", "--from-data", "--out", data, "--doc", str(out)]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == (ROOT / "docs" / "benchmark_serve.md").read_text()
