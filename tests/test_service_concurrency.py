@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import httpx
 import numpy as np
@@ -54,7 +55,8 @@ def test_model_swap_under_load_loses_no_request_and_mixes_no_version() -> None:
     batches = [(p_idx[: 2 + k % 3], 40.0 + 5.0 * k) for k in range(n_swaps)]
     # the answer each version must give, by replaying the observations on copies of the start model
     battery = BatteryState.from_vehicle(s.vehicle, 0.5, None)
-    expected, model = {}, copy.deepcopy(s.current.model)
+    expected: dict[int, tuple[float, Any]] = {}
+    model: Any = copy.deepcopy(s.current.model)
     for v in range(1, n_swaps + 2):
         belief = make_belief(s.lg, model, s.vehicle)
         expected[v] = (answer_route("path", p_idx, belief, net, battery).energy_wh, belief)
