@@ -324,9 +324,18 @@ def test_serve_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], tmp_pat
     bad.write_text("x")
     assert main(["serve", "--network", NET, "--model", str(bad)]) == 2
     assert main(["serve", "--network", "atlantis"]) == 2
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = str(busy.getsockname()[1])
+        assert main(["serve", "--network", NET, "--port", port]) == 2
+    assert main(["serve", "--network", NET, "--host", "no-such-host.invalid"]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 3 and all(x.startswith("evroute: error: ") for x in lines), lines
-    assert "--port" in lines[0] and "m.npz" in lines[1]
+    assert len(lines) == 5 and all(x.startswith("evroute: error: ") for x in lines), lines
+    assert "--port" in lines[0] and "m.npz" in lines[1] and f"127.0.0.1:{port}" in lines[3]
+    assert "no-such-host.invalid" in lines[4]
 
 
 def test_serve_command_starts_and_answers() -> None:

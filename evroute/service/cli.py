@@ -36,6 +36,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         import uvicorn
     except ImportError:
         raise ParameterError("evroute serve needs FastAPI and uvicorn: pip install 'evroute[serve]'") from None
+    _check_listen(args.host, args.port)  # before the (seconds-long) load: a busy port fails at once, in one line
     from evroute.service.app import create_app
     from evroute.service.state import load_state
 
@@ -60,6 +61,20 @@ def cmd_serve(args: argparse.Namespace) -> int:
     threadpool_limits(1)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)
     return 0
+
+
+def _check_listen(host: str, port: int) -> None:
+    """:class:`ParameterError` when ``host:port`` cannot be listened on (in use, not an address of this machine)."""
+    import socket
+
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, kind, proto, _, addr = infos[0]
+        with socket.socket(family, kind, proto) as sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+            sock.bind(addr)
+    except OSError as exc:
+        raise ParameterError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
 __all__ = ["add_serve_command", "cmd_serve"]
