@@ -1,5 +1,5 @@
 """Command-line interface: ``evroute demo | run | sweep | route | reach | model | plot | info | data | config |
-learn``.
+learn | serve``.
 
 Errors a user can cause (bad file, unknown network/edge, unreachable goal, invalid parameter, an unwritable or
 full disk) are printed as one line ``evroute: error: ...`` with exit status 2; no traceback.  This module imports
@@ -183,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     from evroute.charging.commands import add_plan_parser
 
     add_plan_parser(sub, _add_network_args)
+    from evroute.service.cli import add_serve_command
+
+    add_serve_command(sub, _add_network_args)
 
     p = sub.add_parser("plot", help="draw the regret plot and the exploration map of a results folder")
     p.add_argument("results", help="a results folder written by `evroute run`")
@@ -392,6 +395,12 @@ def _cmd_vehicles(args: argparse.Namespace) -> int:
     return cmd_vehicles(args)
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from evroute.service.cli import cmd_serve
+
+    return cmd_serve(args)
+
+
 def _cmd_plot(args: argparse.Namespace) -> int:
     from evroute.viz import plot_results
 
@@ -505,6 +514,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "config": _cmd_config,
         "learn": cmd_learn,
         "plan": cmd_plan,
+        "serve": _cmd_serve,
     }
     import warnings
 

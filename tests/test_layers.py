@@ -20,9 +20,10 @@ module no layer names fails the test, so a new package is placed deliberately.
   8   policies                                  index policies over an edge posterior
   9   bandit, routeset                          the learning loops
  10   experiments                               composition root: model registry, runner, sweeps
- 11   cli, cli_learn, cliargs, clitext,         user-facing entry points (driver answers, charging plans, package
-      driver, charging, maps, viz, evroute      root; ``evroute`` places only ``evroute/__init__.py``);
-                                                ``charging`` builds on ``driver`` and ``maps``
+ 11   cli, cli_learn, cliargs, clitext,         user-facing entry points (driver answers, charging plans, the
+      driver, charging, service, maps, viz,     server, package root; ``evroute`` places only
+      evroute                                   ``evroute/__init__.py``); ``charging`` builds on ``driver``
+                                                and ``maps``
 ====  ========================================  ===========================================================
 
 Every import counts: module level, inside functions and ``"module:attr"`` strings (the lazy registry entries of
@@ -82,6 +83,7 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
             "evroute.charging",
             "evroute.maps",
             "evroute.viz",
+            "evroute.service",
             "evroute.__main__",
             "evroute",
         ),

@@ -16,6 +16,7 @@ edges not seen in earlier queries (kept, up to :attr:`RouteBelief.max_cached_col
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import numpy as np
@@ -62,6 +63,7 @@ class RouteBelief:
         self.noise_var = np.broadcast_to(np.asarray(post.noise_var, dtype=np.float64), self.mean.shape).copy()
         self.n_edges = len(self.mean)
         self._gp: dict[str, Any] | None = None
+        self._lock = threading.Lock()  # the kernel-column cache is shared by concurrent queries (evroute serve)
         from evroute.models.gp_exact import ExactGPEdgeModel
 
         self.joint = isinstance(model, ExactGPEdgeModel)
@@ -96,15 +98,16 @@ class RouteBelief:
         if self._gp is None:
             return np.diag(self.var[e])
         g = self._gp
-        cache: dict[int, np.ndarray] = g.setdefault("columns", {})  # kernel column per edge: routes share edges
-        missing = np.asarray(sorted({int(x) for x in e} - cache.keys()), dtype=np.int64)
-        if len(missing):
-            if len(cache) + len(missing) > self.max_cached_columns:
-                cache.clear()
-            cols = np.asarray(g["kernel"].columns(missing))
-            for j, x in enumerate(missing.tolist()):
-                cache[x] = cols[:, j].copy()
-        k_rr = np.stack([cache[int(x)][e] for x in e], axis=1)
+        with self._lock:
+            cache: dict[int, np.ndarray] = g.setdefault("columns", {})  # kernel column per edge: routes share edges
+            missing = np.asarray(sorted({int(x) for x in e} - cache.keys()), dtype=np.int64)
+            if len(missing):
+                if len(cache) + len(missing) > self.max_cached_columns:
+                    cache.clear()
+                cols = np.asarray(g["kernel"].columns(missing))
+                for j, x in enumerate(missing.tolist()):
+                    cache[x] = cols[:, j].copy()
+            k_rr = np.stack([cache[int(x)][e] for x in e], axis=1)
         if "chol" in g:
             w = scipy.linalg.solve_triangular(g["chol"], g["kxu"][e].T, lower=True, check_finite=False)
             k_rr = k_rr - w.T @ w

@@ -12,8 +12,6 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from evroute.energy.vehicle import DEFAULT_VEHICLE
 from evroute.errors import ParameterError
 from evroute.io import dumps_strict
@@ -116,7 +114,6 @@ def _dem(args: argparse.Namespace) -> str | list[str] | None:
 
 def _setup(args: argparse.Namespace, vehicle_arg: str | None):
     """``(linegraph, belief, vehicle, model header or None)`` for a command with ``--network`` and ``--model``."""
-    from evroute.driver.belief import RouteBelief
     from evroute.energy import VehicleProfile
     from evroute.experiments.runner import load_linegraph
     from evroute.models.store import load_model, prior_model, read_header
@@ -137,29 +134,15 @@ def _setup(args: argparse.Namespace, vehicle_arg: str | None):
     else:
         vehicle = VehicleProfile.load(vehicle_arg or DEFAULT_VEHICLE)
         model = prior_model("bi", lg, vehicle, prior=args.prior)
-    from evroute.energy import elevation_potential_wh
+    from evroute.driver.query import make_belief
 
-    meta = (header or {}).get("meta", {})
-    reduced = meta.get("energies", {})
-    tau2 = float(meta.get("trip_effect", {}).get("rel_var", 0.0))  # learned from trip logs (evroute learn)
-    if reduced.get("kind") != "reduced":
-        return lg, RouteBelief(model, elevation_potential_wh(lg.network, vehicle), tau2), vehicle, header
-    belief = RouteBelief(model, np.zeros(lg.n_nodes), tau2)  # reduced energies are >= 0 (dissipated energy)
-    # learned on reduced energies (battery energy minus kinetic and potential energy): the battery pays the reduced
-    # sum plus m g dz along the route (the kinetic part telescopes from rest to rest), so each edge's mean gets its
-    # full potential back; the variances are unchanged (a constant per edge)
-    from evroute.environments.sumo_replay import full_potential_wh
-
-    belief.mean = belief.mean + full_potential_wh(lg.network, vehicle, float(reduced["gravity_mps2"]))
-    return lg, belief, vehicle, header
+    return lg, make_belief(lg, model, vehicle, header), vehicle, header
 
 
 def cmd_route(args: argparse.Namespace) -> int:
     """``evroute route``: energy-optimal (posterior mean), shortest, fastest and, with ``--charge``, risk-aware."""
-    from evroute.driver.answers import BatteryState, answer_route
-    from evroute.driver.paths import PathEnumerator, potential_h
-    from evroute.driver.risk import risk_aware_route
-    from evroute.oracle import RouteOracle
+    from evroute.driver.answers import BatteryState
+    from evroute.driver.query import QueryContext, route_query
     from evroute.routes import resolve_endpoint
 
     if args.sumo_routes and not str(args.sumo_routes).endswith(".xml"):
@@ -175,22 +158,10 @@ def cmd_route(args: argparse.Namespace) -> int:
     net = lg.network
     s = resolve_endpoint(lg, args.origin, "start", max_snap_m=args.max_snap_m)
     g = resolve_endpoint(lg, args.dest, "goal", max_snap_m=args.max_snap_m)
-    time_s = edge_prior(net, vehicle, args.prior).time_s  # expected times (top speed, junction stops)
-    oracle = RouteOracle(lg)
-    h0 = potential_h(net, vehicle)
-    # least posterior-mean route: Dijkstra on the reduced costs (exact; reduced costs a learned model pushes below
-    # zero are clipped, as the bandit's rectification does, see evroute.driver.paths)
-    least = PathEnumerator(lg, belief.mean, h0, exact=False)
-    routes = {
-        "energy-optimal": next(least.paths(s, g))[1],
-        "shortest": oracle.shortest_route(net.length_m, s, g).edges,
-        "fastest": oracle.shortest_route(time_s, s, g).edges,
-    }
-    risk = None
-    if charge is not None:
-        risk = risk_aware_route(lg, belief, s, g, battery, args.delta, h0=h0, max_paths=200)
-        routes["risk-aware"] = risk.edges
-    answers = {k: answer_route(k, e, belief, net, battery, time_s) for k, e in routes.items()}
+    # the query the server answers too (evroute.driver.query); times from the prior's speed profiles
+    ctx = QueryContext(lg, belief, vehicle, time_s=edge_prior(net, vehicle, args.prior).time_s)
+    res = route_query(ctx, s, g, battery, args.delta, risk_aware=charge is not None)
+    routes, answers, risk = res.routes, res.answers, res.risk
     source = f"model {args.model} ({header['kind']})" if header else f"physics prior {args.prior}"
     if args.json:
         out = {

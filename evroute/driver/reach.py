@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy.sparse.csgraph import dijkstra
-from scipy.stats import norm
+from scipy.special import ndtr, ndtri  # not scipy.stats: its import costs ~0.6 s
 
 from evroute.driver.answers import BatteryState
 from evroute.driver.belief import RouteBelief
@@ -90,7 +90,7 @@ def reachable(
     start = int(start)
     if not 0 <= start < lg.n_nodes:
         raise ParameterError(f"start edge index {start} is outside 0..{lg.n_nodes - 1}")
-    z = float(norm.ppf(1.0 - delta))
+    z = float(ndtri(1.0 - delta))
     q = belief.mean + z * belief.edge_sd()
     enum = PathEnumerator(lg, q, h0, exact=False)  # non-negative arcs: clipped quantiles only over-estimate
     dist, pred = dijkstra(enum.graph, directed=True, indices=start, return_predecessors=True)
@@ -119,7 +119,7 @@ def route_probability(belief: RouteBelief, route: np.ndarray, battery: BatterySt
     sd = float(np.sqrt(var))
     if sd == 0:
         return float(mean <= battery.budget_wh)
-    return float(norm.cdf((battery.budget_wh - mean) / sd))
+    return float(ndtr((battery.budget_wh - mean) / sd))
 
 
 __all__ = ["ReachResult", "reachable", "route_probability"]

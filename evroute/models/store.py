@@ -195,12 +195,16 @@ def read_header(path: str | Path) -> dict[str, Any]:
     return _open(path)[0]
 
 
-def load_model(path: str | Path, linegraph: LineGraph, *, serve: bool = False) -> tuple[EdgeModel, dict[str, Any]]:
+def load_model(
+    path: str | Path, linegraph: LineGraph, *, serve: bool = False, observations: bool = True
+) -> tuple[EdgeModel, dict[str, Any]]:
     """``(model, header)`` from a model file, for ``linegraph`` (its :func:`network_hash` must match).
 
     Args:
         serve: for the exact GP, use the low-rank posterior with local graph solves (no ``E x E`` matrix, fast to
             build; entry-wise kernel error below ``graph_tol``) instead of the saved method.
+        observations: ``False``: the exact GP with its saved prior and hyperparameters but without the saved
+            observations (its kernel; :mod:`evroute.service.gpdense` serves the statistics in array form).
 
     Raises:
         DataError: not a model file, another format version, a model of another network, or any key, dtype, shape
@@ -222,6 +226,8 @@ def load_model(path: str | Path, linegraph: LineGraph, *, serve: bool = False) -
             return bi, header
         if header["kind"] == "linear":
             return _load_linear(a, header["hyperparameters"], linegraph), header
+        if not observations:
+            a = {**a, "edges": a["edges"][:0], "counts": a["counts"][:0]}
         return _load_exact(a, header["hyperparameters"], linegraph, serve), header
     except (KeyError, ParameterError) as exc:  # after the schema check: a combination no model accepts
         raise DataError(f"model file {path}: {' '.join(str(exc).split())}") from None

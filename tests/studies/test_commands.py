@@ -29,7 +29,7 @@ PATH_HACKS = re.compile(
     r"sys\.path\.(?:insert|append)|spec_from_file_location|noqa: E402|^\s*(?:import|from) _[A-Za-z]\w*", re.M
 )
 #: ``scripts/``: tooling only (set-up, assets), no study
-TOOLING = {"scripts/dev.sh", "scripts/tools/fetch_map_assets.py"}
+TOOLING = {"scripts/dev.sh", "scripts/tools/fetch_map_assets.py", "scripts/tools/openapi_schema.py"}
 
 # Run every command's ``--help`` in ONE child process (imports are shared, a few seconds of CPU for all of them): the
 # child runs each module as ``__main__`` with ``argv = [name, "--help"]`` and reports what did not exit with 0.

@@ -1,0 +1,183 @@
+"""The driver queries shared by the command line (``evroute route`` / ``reach``) and the server (``evroute serve``).
+
+A query takes what is loaded once -- the line graph, a :class:`~evroute.driver.belief.RouteBelief` and the vehicle,
+bundled in :class:`QueryContext` -- and answers one request in memory:
+
+* :func:`route_query` -- the energy-optimal (least posterior mean), shortest, fastest and, with a start charge, the
+  risk-aware route, each with energy +- sd, travel time, arrival charge with its 90 % interval and
+  ``P(arrival >= reserve)`` (:func:`evroute.driver.answers.answer_route`);
+* :func:`evroute.driver.reach.reachable` -- the reachable area, called with the context's ``h0``;
+* :func:`make_belief` -- the served belief of a loaded model (models learned on reduced energies get their full
+  elevation potential back), used by both sides so that they give the same numbers.
+
+Nothing here loads files; :func:`evroute.driver.commands` (cli) and :mod:`evroute.service` (server) do.  No
+``scipy.stats`` import on this path (normal CDF and quantile come from ``scipy.special``).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evroute.driver.answers import BatteryState, RouteAnswer, answer_route
+from evroute.driver.belief import RouteBelief
+from evroute.driver.paths import potential_h, reweight
+from evroute.driver.risk import RiskRoute, risk_aware_route
+from evroute.energy import VehicleProfile
+from evroute.linegraph import LineGraph
+from evroute.models.base import EdgeModel
+
+#: names of the routes :func:`route_query` answers, in order
+ROUTE_KINDS = ("energy-optimal", "shortest", "fastest", "risk-aware")
+
+
+def make_belief(
+    lg: LineGraph, model: EdgeModel, vehicle: VehicleProfile, header: dict[str, Any] | None = None
+) -> RouteBelief:
+    """The :class:`RouteBelief` served for ``model`` (``header``: its model-file header, or None for a prior).
+
+    Means are floored at the elevation potential (reduced costs ``>= 0``).  A model learned on reduced energies
+    (battery energy minus kinetic and potential energy; ``header["meta"]["energies"]["kind"] == "reduced"``) is
+    served with each edge's full potential added back: the battery pays the reduced sum plus ``m g dz`` along the
+    route (the kinetic part telescopes from rest to rest); variances are unchanged (a constant per edge).  The
+    trip-level effect learned from logs (``header["meta"]["trip_effect"]["rel_var"]``,
+    :mod:`evroute.models.trip_effect`) enters every route's variance.
+    """
+    from evroute.energy import elevation_potential_wh
+
+    meta = (header or {}).get("meta", {})
+    reduced = meta.get("energies", {})
+    tau2 = float(meta.get("trip_effect", {}).get("rel_var", 0.0))  # learned from trip logs (evroute learn)
+    if reduced.get("kind") != "reduced":
+        return RouteBelief(model, elevation_potential_wh(lg.network, vehicle), tau2)
+    belief = RouteBelief(model, np.zeros(lg.n_nodes), tau2)  # reduced energies are >= 0 (dissipated energy)
+    belief.mean = belief.mean + reduced_offset_wh(lg, vehicle, header)
+    return belief
+
+
+def reduced_offset_wh(lg: LineGraph, vehicle: VehicleProfile, header: dict[str, Any] | None) -> np.ndarray:
+    """``(E,)`` what a model learned on reduced energies lacks per edge (Wh): the full elevation potential; zeros
+    for a model of battery energies (see :func:`make_belief`)."""
+    reduced = (header or {}).get("meta", {}).get("energies", {})
+    if reduced.get("kind") != "reduced":
+        return np.zeros(lg.n_nodes)
+    from evroute.environments.sumo_replay import full_potential_wh
+
+    return np.asarray(full_potential_wh(lg.network, vehicle, float(reduced["gravity_mps2"])), dtype=np.float64)
+
+
+class QueryContext:
+    """What every query shares, computed once: the line graph, the belief, the vehicle and the route searches'
+    fixed inputs.  Safe to share between threads (each thread gets its own :class:`~evroute.oracle.RouteOracle`,
+    whose searches reuse one graph object).
+
+    Attributes:
+        lg: the line graph (its ``network`` gives lengths, speed limits, ids and geometry).
+        belief: the served posterior.
+        vehicle: the vehicle profile (battery capacity and usable window for :class:`BatteryState`).
+        h0: ``(E,)`` the first reweighting of the route listings (:func:`evroute.driver.paths.potential_h`).
+        time_s: ``(E,)`` expected travel time of each edge (s): by default the default prior's
+            (:func:`evroute.energy.edge_prior`: speed limit capped at the vehicle's top speed, junction stops).
+    """
+
+    def __init__(
+        self,
+        lg: LineGraph,
+        belief: RouteBelief,
+        vehicle: VehicleProfile,
+        h0: np.ndarray | None = None,
+        time_s: np.ndarray | None = None,
+    ) -> None:
+        net = lg.network
+        self.lg, self.belief, self.vehicle = lg, belief, vehicle
+        self.h0 = potential_h(net, vehicle) if h0 is None else h0
+        if time_s is None:
+            from evroute.energy import edge_prior
+
+            time_s = edge_prior(net, vehicle).time_s
+        self.time_s = np.asarray(time_s, dtype=np.float64)
+        self._local = threading.local()
+        self._least: np.ndarray | None = None
+
+    def oracle(self) -> Any:
+        """This thread's :class:`~evroute.oracle.RouteOracle` of the line graph."""
+        o = getattr(self._local, "oracle", None)
+        if o is None:
+            from evroute.oracle import RouteOracle
+
+            o = self._local.oracle = RouteOracle(self.lg)
+        return o
+
+    def least_mean_arcs(self) -> np.ndarray:
+        """``(C,)`` the turn weights whose shortest route is the least posterior-mean route: the reduced costs
+        ``m_v + h_u - h_v >= 0`` of :func:`evroute.driver.paths.reweight` (clipped at 0 where a learned mean falls
+        below the potential), as the first route of :class:`~evroute.driver.paths.PathEnumerator` uses; computed
+        once per belief."""
+        if self._least is None:
+            self._least = reweight(self.lg, self.belief.mean, self.h0, clip_on_cycle=True, bellman_ford_first=False)[1]
+        return self._least
+
+    def with_belief(self, belief: RouteBelief) -> QueryContext:
+        """The same context serving another belief (a new model version); the fixed parts are shared."""
+        return QueryContext(self.lg, belief, self.vehicle, self.h0, self.time_s)
+
+
+@dataclass(frozen=True)
+class RouteQueryResult:
+    """Answer of :func:`route_query`: ``routes`` and ``answers`` keyed by :data:`ROUTE_KINDS` (the risk-aware
+    route only when a charge was given; then ``risk`` holds its search result)."""
+
+    routes: dict[str, np.ndarray]
+    answers: dict[str, RouteAnswer]
+    risk: RiskRoute | None
+
+
+def route_query(
+    ctx: QueryContext,
+    start: int,
+    goal: int,
+    battery: BatteryState,
+    delta: float = 0.05,
+    *,
+    risk_aware: bool = True,
+    max_paths: int = 200,
+    kinds: tuple[str, ...] = ROUTE_KINDS,
+) -> RouteQueryResult:
+    """The driver's routes from line-graph index ``start`` to ``goal`` and their answers.
+
+    Args:
+        battery: start charge and reserve.
+        delta: risk-aware route: allowed probability of arriving below the reserve, ``(0, 0.5)``.
+        risk_aware: also search the risk-aware route (:func:`evroute.driver.risk.risk_aware_route`).
+        max_paths: most routes the risk-aware search lists before giving up its certificate.
+        kinds: which of :data:`ROUTE_KINDS` to answer (the risk-aware one also needs ``risk_aware``).
+
+    Raises:
+        UnreachableError: ``goal`` is not reachable from ``start``.
+
+    The energy-optimal route is the first route of :class:`~evroute.driver.paths.PathEnumerator` on the posterior
+    means (the same reduced costs and Dijkstra), found without building the enumerator per query.
+    """
+    net = ctx.lg.network
+    routes: dict[str, np.ndarray] = {}
+    oracle = ctx.oracle()
+    if "energy-optimal" in kinds:
+        # least posterior-mean route: Dijkstra on the reduced costs (reduced costs a learned model pushes below zero
+        # are clipped, as the bandit's rectification does, see evroute.driver.paths)
+        routes["energy-optimal"] = oracle.shortest_route_arcs(ctx.least_mean_arcs(), start, goal).edges
+    if "shortest" in kinds:
+        routes["shortest"] = oracle.shortest_route(net.length_m, start, goal).edges
+    if "fastest" in kinds:
+        routes["fastest"] = oracle.shortest_route(ctx.time_s, start, goal).edges
+    risk = None
+    if risk_aware and "risk-aware" in kinds:
+        risk = risk_aware_route(ctx.lg, ctx.belief, start, goal, battery, delta, h0=ctx.h0, max_paths=max_paths)
+        routes["risk-aware"] = risk.edges
+    answers = {k: answer_route(k, e, ctx.belief, net, battery, ctx.time_s) for k, e in routes.items()}
+    return RouteQueryResult(routes, answers, risk)
+
+
+__all__ = ["ROUTE_KINDS", "QueryContext", "RouteQueryResult", "make_belief", "reduced_offset_wh", "route_query"]
