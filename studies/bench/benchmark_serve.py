@@ -41,7 +41,7 @@ def build_model(kind: str, network: str, path: Path, n_obs: int, n_edges: int, s
     lg = load_linegraph(network)
     vehicle = VehicleProfile.load("sumo_ev")
     t0 = time.perf_counter()
-    extra = {"learn_hyper": False} if kind == "gp-exact" else {}
+    extra: dict[str, Any] = {"learn_hyper": False} if kind == "gp-exact" else {}
     model = prior_model(kind, lg, vehicle, **extra)
     rng = np.random.default_rng(seed)
     pool = rng.choice(lg.n_nodes, size=min(n_edges, lg.n_nodes), replace=False)
