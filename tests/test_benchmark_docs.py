@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(not DOC.is_file(), reason="needs the source chec
 
 
 def _report(data: Path, out: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "studies/bench/benchmark_gp_goals.py", "report", "--data", str(data), "--out", str(out)]
+    cmd = [sys.executable, "-m", "studies.bench.benchmark_gp_goals", "report", "--data", str(data), "--out", str(out)]
     return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
 
 

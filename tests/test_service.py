@@ -22,7 +22,7 @@ from scipy.stats import norm
 from servefixtures import NET, free_port, learned, small_lg, state
 
 from evroute.driver.answers import BatteryState
-from evroute.energy import VehicleProfile
+from evroute.energy import VehicleProfile, edge_prior
 from evroute.models.store import save_model
 from evroute.service.app import create_app, openapi_schema
 from evroute.service.state import ServiceState, load_state
@@ -66,7 +66,8 @@ def test_route_answers_match_the_closed_forms(kind: str) -> None:
         assert a["energy_wh"] == pytest.approx(mean, rel=1e-9)
         assert a["trip_sd_wh"] == pytest.approx(sd, rel=1e-9)
         assert a["length_m"] == pytest.approx(net.length_m[e].sum(), rel=1e-12)
-        assert a["time_s"] == pytest.approx((net.length_m[e] / net.speed_mps[e]).sum(), rel=1e-12)
+        # expected times of the default prior's speed profiles (top speed, junction stops), as `evroute route`
+        assert a["time_s"] == pytest.approx(edge_prior(net, s.vehicle).time_s[e].sum(), rel=1e-12)
         soc = 0.4 - mean / cap
         assert a["arrival_soc"] == pytest.approx(soc, rel=1e-9)
         lo, hi = a["arrival_soc_90"]

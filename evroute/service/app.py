@@ -234,7 +234,7 @@ def create_app(state: ServiceState | None) -> FastAPI:
             path = m.path
             match = S.MatchOut(samples=len(m.edge), matched=int((m.edge >= 0).sum()), pieces=m.pieces)
         net = s.lg.network
-        a = answer_route("path", path, v.ctx.belief, net, battery)
+        a = answer_route("path", path, v.ctx.belief, net, battery, v.ctx.time_s)
         return S.EnergyResponse(
             battery=_battery_out(battery),
             answer=_route_out(a, net, True, req.geometry),

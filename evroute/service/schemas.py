@@ -123,6 +123,10 @@ class RouteOut(_Response):
     arrival_soc: float
     arrival_soc_90: tuple[float, float] = Field(description="5 % and 95 % quantiles of the arrival charge")
     p_arrival_above_reserve: float
+    arrival_soc_capped: bool = Field(
+        description="the charge reached the full battery on the way: regeneration beyond it is lost"
+    )
+    lost_to_full_battery_wh: float = Field(description="expected energy lost to a full battery (Wh)")
     n_edges: int
     edges: list[str] | None = None
     geometry: list[LonLat] | None = None

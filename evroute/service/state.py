@@ -223,8 +223,9 @@ def load_state(
     dem: str | list[str] | None = None,
     loader: str | None = None,
 ) -> ServiceState:
-    """Load the network, the vehicle (default: the model's, else ``sumo_ev``) and the model (default: the BI
-    physics prior) once, as ``evroute route`` does (a bad model file fails before the network loads)."""
+    """Load the network, the vehicle (default: the model's, else :data:`~evroute.energy.vehicle.DEFAULT_VEHICLE`)
+    and the model (default: the BI physics prior) once, as ``evroute route`` does (a bad model file fails before
+    the network loads)."""
     from evroute.experiments.runner import load_linegraph
     from evroute.models.store import prior_model, read_header
 
@@ -235,7 +236,9 @@ def load_state(
         model, header = load_served_model(model_path, lg, chosen)
         profile = chosen or VehicleProfile(**header["vehicle"])
         return ServiceState(lg, profile, model, header, model_path=model_path, network_spec=network)
-    profile = VehicleProfile.load(vehicle or "sumo_ev")
+    from evroute.energy.vehicle import DEFAULT_VEHICLE
+
+    profile = VehicleProfile.load(vehicle or DEFAULT_VEHICLE)
     return ServiceState(lg, profile, prior_model("bi", lg, profile), None, network_spec=network)
 
 
