@@ -21,7 +21,9 @@ def add_serve_command(sub: Any, add_network_args: Callable[[argparse.ArgumentPar
     add_network_args(p)
     p.add_argument("--model", default=None, help="saved model (.npz; default: the physics prior, BI)")
     p.add_argument(
-        "--vehicle", default=None, help="vehicle profile name or JSON file (default: the model's, else the default vehicle)"
+        "--vehicle",
+        default=None,
+        help="vehicle profile name or JSON file (default: the model's, else the default vehicle)",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s, this machine only)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default: %(default)s)")
