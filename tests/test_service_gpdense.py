@@ -79,3 +79,20 @@ def test_the_kernel_comes_back_from_the_compute_cache(saved: Path) -> None:
     assert len(files) == 1
     again = DenseGP.from_file(saved, lg, read_header(saved)).kernel
     assert np.array_equal(first, again)
+
+
+def test_the_trip_effect_enters_the_array_forms_route_variance(saved: Path) -> None:
+    """A model learned from logs carries a trip-level effect (``tau^2``); the array form adds it as RouteBelief does
+    (the merged service once raised AttributeError on every exact-GP route with it)."""
+    lg = small_lg()
+    pot = elevation_potential_wh(lg.network, VehicleProfile())
+    model, _ = load_model(saved, lg, serve=True)
+    gp = DenseGP.from_file(saved, lg, read_header(saved))
+    ref, dense = RouteBelief(model, pot, 0.04), DenseGPBelief(gp, pot, None, 0.04)
+    route = np.array([0, 2, 163, 19, 162, 1, 7, 33])
+    m1, v1 = dense.route_moments(route)
+    m2, v2 = ref.route_moments(route)
+    assert m1 == pytest.approx(m2, rel=REL) and v1 == pytest.approx(v2, rel=REL)
+    # tau^2 (sum of the route's means)^2 on top of the noise: the closed form of the effect
+    _, v0 = DenseGPBelief(gp, pot).route_moments(route)
+    assert v1 - v0 == pytest.approx(0.04 * float(np.maximum(dense.mean[route], 0).sum()) ** 2, rel=1e-9)

@@ -128,10 +128,17 @@ class DenseGPBelief(RouteBelief):
         gp: the statistics and kernel.
         floor_wh: ``(E,)`` lower bound of the posterior means (the elevation potential, as RouteBelief's
             ``potential_wh``); offset_wh: ``(E,)`` added to the means afterwards (models of reduced energies,
-            :func:`evroute.driver.query.reduced_offset_wh`).
+            :func:`evroute.driver.query.reduced_offset_wh`); trip_rel_var: ``tau^2`` of the trip-level effect learned
+            from logs (as RouteBelief's).
     """
 
-    def __init__(self, gp: DenseGP, floor_wh: np.ndarray | None = None, offset_wh: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        gp: DenseGP,
+        floor_wh: np.ndarray | None = None,
+        offset_wh: np.ndarray | None = None,
+        trip_rel_var: float = 0.0,
+    ) -> None:
         s, k, u = gp.scale, gp.kernel, gp.edges
         m0 = gp.prior_mean_wh / s
         if len(u):
@@ -147,6 +154,8 @@ class DenseGPBelief(RouteBelief):
             mean, var = gp.prior_mean_wh.copy(), s * s * np.diag(k).copy()
         self.model = gp  # type: ignore[assignment]  # what this belief serves (not an EdgeModel)
         self.mean = mean if floor_wh is None else np.maximum(mean, floor_wh)
+        self.trip_rel_var = float(trip_rel_var)
+        self.effect_mean = np.maximum(self.mean.copy(), 0.0)  # the means the trip effect scales (before the offset)
         if offset_wh is not None:
             self.mean = self.mean + offset_wh
         self.var = np.maximum(var, 0.0)
@@ -163,14 +172,15 @@ class DenseGPBelief(RouteBelief):
         return 0.5 * (c + c.T) * self._s2
 
     def route_moments(self, edges: np.ndarray, *, trip: bool = True) -> tuple[float, float]:
-        """``(mean, variance)`` of a route's energy (Wh, Wh^2); plus one drive's noise when ``trip``."""
+        """``(mean, variance)`` of a route's energy (Wh, Wh^2); plus one drive's noise and the trip-level effect when
+        ``trip`` (:meth:`RouteBelief.trip_var`)."""
         e = np.asarray(edges, dtype=np.int64).reshape(-1)
         mean = float(self.mean[e].sum())
         # 1^T (K_ee - W_e^T W_e) 1 = sum(K_ee) - |W_e 1|^2: O(U k), no (k x k) product
         we1 = self._w[:, e].sum(axis=1)
         var = float(self._k[np.ix_(e, e)].sum() - we1 @ we1) * self._s2
         if trip:
-            var += float(self.noise_var[e].sum())
+            var += self.trip_var(e)
         return mean, max(var, 0.0)
 
 

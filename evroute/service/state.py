@@ -106,7 +106,8 @@ class ServiceState:
         from evroute.energy import elevation_potential_wh
 
         floor = np.zeros(self.lg.n_nodes) if reduced else elevation_potential_wh(self.lg.network, self.vehicle)
-        return DenseGPBelief(model, floor, self._offset if reduced else None)
+        tau2 = float((header or {}).get("meta", {}).get("trip_effect", {}).get("rel_var", 0.0))
+        return DenseGPBelief(model, floor, self._offset if reduced else None, tau2)
 
     def _publish(self, model: Served, header: dict[str, Any] | None, source: str, observations: int) -> ModelVersion:
         """Build the belief of ``model`` and make it the current version (caller holds ``_write``)."""
