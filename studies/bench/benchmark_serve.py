@@ -232,6 +232,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"{kind}: model {res['model']}", flush=True)
         proc, _, _ = start_server(args.network, model, args.port)  # warms the caches
         stop(proc)
+        res["start_loadavg"] = list(os.getloadavg())
         proc, res["start_s"], res["start_cpu_s"] = start_server(args.network, model, args.port)
         print(f"{kind}: started in {res['start_s']:.2f} s", flush=True)
         url = f"http://127.0.0.1:{args.port}"
