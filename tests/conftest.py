@@ -23,4 +23,8 @@ def _compute_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     if (
         "EVROUTE_CACHE_KEY_FILE" not in os.environ
     ):  # the cache manifests' key (evroute.network.cachefiles), not the user's
-        os.environ["EVROUTE_CACHE_KEY_FILE"] = str(tmp_path_factory.mktemp("cache-key") / "cache.key")
+        # one key for all of a run's xdist workers (their common temporary root): with a key per worker, each would
+        # find the others' cache entries foreign and rebuild them while another worker reads them
+        shared = "PYTEST_XDIST_WORKER" in os.environ
+        folder = tmp_path_factory.getbasetemp().parent if shared else tmp_path_factory.mktemp("cache-key")
+        os.environ["EVROUTE_CACHE_KEY_FILE"] = str(folder / "evroute-cache.key")

@@ -170,15 +170,20 @@ def cache_key() -> bytes:
         return key
     if len(key) < KEY_BYTES:
         key = secrets.token_bytes(KEY_BYTES)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as fh:
                 fh.write(key)
-        except FileExistsError:  # another process made it meanwhile (or a short file: used as it is)
+            # a hard link appears whole or not at all: a process racing this one never reads a half-written key
+            os.link(tmp, path)
+        except FileExistsError:  # another process made it meanwhile: its key, whole (or a short file, as it is)
             key = path.read_bytes() or key
         except OSError:
-            pass  # a read-only config folder: this process's key
+            pass  # a read-only config folder (or no hard links): this process's key
+        finally:
+            tmp.unlink(missing_ok=True)
     _KEYS[path] = key
     return key
 
