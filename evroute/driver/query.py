@@ -101,6 +101,7 @@ class QueryContext:
         self.time_s = np.asarray(time_s, dtype=np.float64)
         self._local = threading.local()
         self._least: np.ndarray | None = None
+        self._least_exact = True
 
     def oracle(self) -> Any:
         """This thread's :class:`~evroute.oracle.RouteOracle` of the line graph."""
@@ -117,8 +118,26 @@ class QueryContext:
         below the potential), as the first route of :class:`~evroute.driver.paths.PathEnumerator` uses; computed
         once per belief."""
         if self._least is None:
-            self._least = reweight(self.lg, self.belief.mean, self.h0, clip_on_cycle=True, bellman_ford_first=False)[1]
+            _, self._least, self._least_exact = reweight(
+                self.lg, self.belief.mean, self.h0, clip_on_cycle=True, bellman_ford_first=False
+            )
         return self._least
+
+    def least_mean_route(self, start: int, goal: int) -> tuple[float, np.ndarray, bool]:
+        """``(mu_min, route, exact)``: the least posterior-mean route from ``start`` to ``goal`` (one Dijkstra on
+        :meth:`least_mean_arcs`), its listing cost in Wh (the route's mean when ``exact``; an over-estimate where
+        reduced costs were clipped) and whether no reduced cost was clipped: the first route of
+        :class:`~evroute.driver.paths.PathEnumerator` with the same reweighting, which
+        :func:`~evroute.driver.risk.risk_aware_route` takes as ``least_route``.
+
+        Raises:
+            UnreachableError: ``goal`` is not reachable from ``start``.
+        """
+        arcs = self.least_mean_arcs()
+        r = self.oracle().shortest_route_arcs(arcs, start, goal)
+        m, h = self.belief.mean, self.h0
+        offset = float(m[start]) if start == goal else float(m[start] - h[start] + h[goal])
+        return offset + r.cost, r.edges, self._least_exact
 
     def with_belief(self, belief: RouteBelief) -> QueryContext:
         """The same context serving another belief (a new model version); the fixed parts are shared."""
@@ -164,17 +183,23 @@ def route_query(
     net = ctx.lg.network
     routes: dict[str, np.ndarray] = {}
     oracle = ctx.oracle()
-    if "energy-optimal" in kinds:
+    least = None
+    if "energy-optimal" in kinds or (risk_aware and "risk-aware" in kinds):
         # least posterior-mean route: Dijkstra on the reduced costs (reduced costs a learned model pushes below zero
-        # are clipped, as the bandit's rectification does, see evroute.driver.paths)
-        routes["energy-optimal"] = oracle.shortest_route_arcs(ctx.least_mean_arcs(), start, goal).edges
+        # are clipped, as the bandit's rectification does, see evroute.driver.paths); the risk-aware search starts
+        # from it
+        least = ctx.least_mean_route(start, goal)
+    if "energy-optimal" in kinds and least is not None:
+        routes["energy-optimal"] = least[1]
     if "shortest" in kinds:
         routes["shortest"] = oracle.shortest_route(net.length_m, start, goal).edges
     if "fastest" in kinds:
         routes["fastest"] = oracle.shortest_route(ctx.time_s, start, goal).edges
     risk = None
     if risk_aware and "risk-aware" in kinds:
-        risk = risk_aware_route(ctx.lg, ctx.belief, start, goal, battery, delta, h0=ctx.h0, max_paths=max_paths)
+        risk = risk_aware_route(
+            ctx.lg, ctx.belief, start, goal, battery, delta, h0=ctx.h0, max_paths=max_paths, least_route=least
+        )
         routes["risk-aware"] = risk.edges
     answers = {k: answer_route(k, e, ctx.belief, net, battery, ctx.time_s) for k, e in routes.items()}
     return RouteQueryResult(routes, answers, risk)
