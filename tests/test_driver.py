@@ -233,3 +233,39 @@ def test_route_query_reuses_the_least_mean_route_without_changing_answers(
     assert (res.risk.feasible, res.risk.certified) == (ref.feasible, ref.certified)
     assert res.risk.mean_wh == pytest.approx(ref.mean_wh, rel=1e-12)
     assert np.array_equal(res.routes["energy-optimal"], ref_first)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 300), seed=st.integers(0, 10_000), unreached=st.floats(0.0, 0.5))
+def test_tree_path_sums_equal_walks_to_the_root(n: int, seed: int, unreached: float) -> None:
+    """Pointer jumping against a walk from each node to the root, on random trees (deep chains included)."""
+    from evroute.driver.reach import tree_path_sums
+
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)  # node perm[k] hangs below one of perm[:k]: a random tree rooted at perm[0]
+    pred = np.full(n, -9999, dtype=np.int64)
+    chain = rng.random() < 0.3
+    for k in range(1, n):
+        pred[perm[k]] = perm[k - 1] if chain else perm[rng.integers(0, k)]
+    reached = np.ones(n, dtype=bool)
+    cut = perm[1:][rng.random(n - 1) < unreached]  # cut subtrees off: their nodes are unreached
+    for v in range(n):
+        u = v
+        while u != perm[0]:
+            if u in cut:
+                reached[v] = False
+                break
+            u = pred[u]
+    pred[~reached] = -9999
+    values = rng.normal(0, 10, n)
+    got = tree_path_sums(pred, int(perm[0]), values, reached)
+    for v in range(n):
+        if not reached[v]:
+            assert got[v] == np.inf
+            continue
+        total, u = values[v], v
+        while u != perm[0]:
+            u = pred[u]
+            total += values[u]
+        # the same additions in another order: float64 sums of at most 300 terms of ~10
+        assert got[v] == pytest.approx(total, rel=1e-12, abs=1e-9)
