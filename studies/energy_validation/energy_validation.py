@@ -4,8 +4,9 @@ Command (needs the optional extra ``evroute[validation]``, i.e. ``fastsim``)::
 
     python -m studies.energy_validation.energy_validation --out docs/results/energy_validation.md
 
-writes ``docs/results/data/energy_validation_cycles.csv`` (and, with ``$EVROUTE_DATA/ev-logs/rsk-twizy/``,
-``energy_validation_twizy.csv``), then the page from those files (``--report-only`` rebuilds the page from them).
+writes ``docs/results/data/energy_validation_cycles.csv``, ``energy_validation_sumo.csv`` (and, with
+``$EVROUTE_DATA/ev-logs/rsk-twizy/``, ``energy_validation_twizy.csv``), then the page from those files
+(``--report-only`` rebuilds the page from them).
 
 (a) For every electric vehicle FASTSim ships, both cycles are simulated by FASTSim (its own vehicle file, unadjusted
 test procedure: battery chemical energy over the cycle) and by evroute with the matching shipped profile
@@ -17,6 +18,10 @@ test procedure: battery chemical energy over the cycle) and by evroute with the 
   that gives the micro-trip's moving time (the cycle's average speed), plus the auxiliaries over the idling;
 * ``eq8``: the same edges at the same cruise speeds with the paper's Eq. 8 (the ``sumo_ev`` efficiencies of the
   paper replaced by the vehicle's, no stops): what the old prior would say.
+
+(b) Route energy against FASTSim driving SUMO's recorded speed traces of random Monaco and Luxembourg trips
+(:mod:`studies.energy_validation.sumo_traces`; ``docs/results/data/energy_validation_sumo.csv``, collected per network
+and resumed where it stopped; ``--skip-sumo`` keeps the committed rows, ``--redo-sumo`` drives them again).
 
 (d) The Twizy logs: :func:`evroute.traces.energy.trace_energy` with the ``twizy`` profile, uncalibrated, against the
 logged state of charge.
@@ -136,7 +141,7 @@ def build_report(cycles: pd.DataFrame, twizy: pd.DataFrame | None, sumo: pd.Data
     ok = {k: int((c[f"{k}_err"].abs() <= GOAL_PCT).sum()) for k in kinds}
     n = len(c)
     lines = [
-        "# Energy validation: evroute against FASTSim 3 on UDDS and HWFET, and the Twizy logs",
+        "# Energy validation: evroute against FASTSim 3 on UDDS and HWFET and on SUMO speed traces, and the Twizy logs",
         "",
         f"Command: `{COMMAND}` (with `EVROUTE_DATA` pointing at the folder that holds `ev-logs/rsk-twizy/` for (d); "
         "needs the optional extra `evroute[validation]`, i.e. `fastsim`). Rebuild this page from the data without "
