@@ -132,7 +132,8 @@ def bo_matern() -> dict[str, Any]:
     post = gp.posterior(q)
     lml = gp.log_marginal_likelihood()
     names, theta, _ = gp._layout()
-    val, grad = gp._negative_log_posterior(theta, names, gp.kernel.fit_cache(gp.train_inputs), gp.standardized_targets(), True)
+    cache, z = gp.kernel.fit_cache(gp.train_inputs), gp.standardized_targets()
+    val, grad = gp._negative_log_posterior(theta, names, cache, z, True)
     m0, v0, dm, dv = gp.mean_var_grad(q[0])
     gp.fit_hyperparameters()
     return {
@@ -172,7 +173,7 @@ def bo_spatio_temporal() -> dict[str, Any]:
 def index_estimates() -> dict[str, Any]:
     """UCB, Bayes-UCB and Thompson-sampling estimates of the routing index policies on a fixed posterior."""
     from evroute.models.base import EdgePosterior
-    from evroute.policies.index import BayesUCB, Greedy, ThompsonSampling, UCB
+    from evroute.policies.index import UCB, BayesUCB, Greedy, ThompsonSampling
 
     rng = np.random.default_rng(4)
     mean = 20.0 + 3.0 * rng.standard_normal(50)

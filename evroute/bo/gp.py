@@ -10,19 +10,20 @@ Eqs. 2-4), with ``K_t = [k(z_i, z_j)]`` and the noise variance ``lambda``:
 
 The kernel decides the inputs ``z``:
 
-* :class:`~evroute.bo.kernels.Matern` / :class:`~evroute.bo.kernels.SquaredExponential`: points ``x`` ``(n, d)``;
+* :class:`~evroute.kernels.stationary.Matern` / :class:`~evroute.kernels.stationary.SquaredExponential`: points
+  ``x`` ``(n, d)``;
 * :class:`~evroute.bo.timevarying.kernels.SpatioTemporalKernel`: ``[x, t]`` rows ``(n, d + 1)``, product kernel
   ``lambda k_S(||x - x'||) k_T(|t - t'|)`` (``k_T = 1`` for a static one);
-* :class:`~evroute.bo.kernels.ArmKernel`: arm indices ``(n, 1)`` of a finite arm set with a given ``(N, N)`` prior
-  covariance (and optional prior mean).
+* :class:`~evroute.kernels.stationary.ArmKernel`: arm indices ``(n, 1)`` of a finite arm set with a given ``(N, N)``
+  prior covariance (and optional prior mean).
 
 Two exact conditioning algorithms, chosen by the kernel's domain:
 
 * continuous inputs: a Cholesky factor of ``K_n + (lambda + jitter) I``, grown by one row per
   :meth:`~ExactGP.condition_on_observation` (``O(n^2)``) or recomputed by :meth:`~ExactGP.set_train_data`
   (``O(n^3)``);
-* an :class:`~evroute.bo.kernels.ArmKernel`: the posterior mean and ``N x N`` covariance of all arms, updated by the
-  rank-one recursions of the paper's Appendix F (Eqs. 19-21, ``O(N^2)`` per observation, no jitter).
+* an :class:`~evroute.kernels.stationary.ArmKernel`: the posterior mean and ``N x N`` covariance of all arms, updated
+  by the rank-one recursions of the paper's Appendix F (Eqs. 19-21, ``O(N^2)`` per observation, no jitter).
 
 Both stay finite on repeated inputs (``lambda > 0``, or a jitter / a clipped denominator when ``lambda = 0``).
 :meth:`~ExactGP.remove` drops observations (the resets and removals of BOLT, W-DBO, ET-GP-UCB and R-GP-UCB) by
@@ -42,10 +43,10 @@ from scipy.linalg import cho_solve, solve_triangular
 from scipy.optimize import minimize
 
 from evroute.bo.base import FloatArray
-from evroute.bo.kernels import ArmKernel
 from evroute.errors import ParameterError, check_positive
 from evroute.kernels.linalg import geometric_jitters, jittered_cholesky
 from evroute.kernels.posterior import GaussianPosterior, sample_mvn
+from evroute.kernels.stationary import ArmKernel
 
 __all__ = ["ExactGP", "sample_mvn"]
 
@@ -63,7 +64,8 @@ class ExactGP:
         standardize: condition on ``(y - mean(y)) / std(y)`` (the statistics of the data given to
             :meth:`set_train_data` or of all data so far; kept by :meth:`remove`); :meth:`posterior` returns
             observation units unless asked for the standardised ones.
-        prior_mean: ``(N,)`` prior mean of the arms (only with an :class:`~evroute.bo.kernels.ArmKernel`; default 0).
+        prior_mean: ``(N,)`` prior mean of the arms (only with an :class:`~evroute.kernels.stationary.ArmKernel`;
+            default 0).
         fit_iters: L-BFGS-B iterations of :meth:`fit_hyperparameters` (0: hyperparameters fixed).
         prior_sd: standard deviation of the log-normal priors on the lengthscales, centred on their initial values
             (``None``: plain maximum likelihood).
