@@ -133,7 +133,9 @@ def bo_matern() -> dict[str, Any]:
     lml = gp.log_marginal_likelihood()
     names, theta, _ = gp._layout()
     cache, z = gp.kernel.fit_cache(gp.train_inputs), gp.standardized_targets()
-    val, grad = gp._negative_log_posterior(theta, names, cache, z, True)
+    val, grad = gp._log_posterior(theta, names, cache, z, True)
+    # the old fit objective was the negative log posterior without the constant |U|/2 log(2 pi)
+    val, grad = -val - 0.5 * z.size * math.log(2 * math.pi), -grad
     m0, v0, dm, dv = gp.mean_var_grad(q[0])
     gp.fit_hyperparameters()
     return {
