@@ -390,9 +390,15 @@ class ExactGP:
     def _fit(self) -> None:
         names, theta0, lb = self._layout()
         cache, z = self.kernel.fit_cache(self.train_inputs), self.standardized_targets()
-        res = maximise_log_parameters(
-            lambda th: self._log_posterior(th, names, cache, z, True), theta0, lb, self.fit_iters
-        )
+        # the objective without its constant -n/2 log(2 pi), as the fit always had: L-BFGS-B's relative-decrease
+        # stopping test divides by the objective's magnitude, so a constant would move where the fit stops
+        const = 0.5 * z.size * np.log(2.0 * np.pi)
+
+        def objective(theta: FloatArray) -> tuple[float, FloatArray]:
+            val, grad = self._log_posterior(theta, names, cache, z, True)
+            return val + const, grad
+
+        res = maximise_log_parameters(objective, theta0, lb, self.fit_iters)
         if np.all(np.isfinite(res.x)) and res.fun < 1e10:
             for k, v in zip(names, np.exp(res.x), strict=True):
                 if k == "noise":
