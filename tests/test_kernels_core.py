@@ -195,3 +195,14 @@ def test_thompson_sample_draws_from_the_posterior() -> None:
     own = GaussianPosterior(np.zeros(2), np.ones(2), sampler=lambda r: np.array([5.0, 7.0]))
     np.testing.assert_array_equal(thompson_sample(own, rng, joint=False), [5.0, 7.0])
     np.testing.assert_array_equal(thompson_sample(own, rng, 2.0), [10.0, 14.0])
+
+
+def test_the_torch_path_of_the_likelihood_equals_the_numpy_path() -> None:
+    """The turn-arm GP's differentiable fit uses the same function (torch), equal to the NumPy value to round-off."""
+    import torch
+
+    _, _, a, r = _gp_problem()
+    ll, alpha = log_marginal_likelihood(jittered_cholesky(a), r)
+    ll_t, alpha_t = log_marginal_likelihood(torch.linalg.cholesky(torch.as_tensor(a)), torch.as_tensor(r))
+    assert float(ll_t) == pytest.approx(ll, rel=REL)
+    np.testing.assert_allclose(alpha_t.numpy(), alpha, rtol=REL)

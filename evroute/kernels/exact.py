@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import scipy.linalg
@@ -54,8 +55,19 @@ def condition(l_: FloatArray, k_qu: FloatArray, residual: FloatArray) -> tuple[F
     return b @ solve_lower(l_, residual), np.einsum("ij,ij->i", b, b), b
 
 
-def log_marginal_likelihood(l_: FloatArray, residual: FloatArray) -> tuple[float, FloatArray]:
-    """``(log N(residual | 0, A), alpha = A^-1 residual (n,))`` from the lower factor ``L`` of ``A`` ``(n, n)``."""
+def log_marginal_likelihood(l_: Any, residual: Any) -> tuple[Any, Any]:
+    """``(log N(residual | 0, A), alpha = A^-1 residual (n,))`` from the lower factor ``L`` of ``A`` ``(n, n)``.
+
+    NumPy: a float and an array.  torch (differentiable, for kernels without an analytic gradient: the turn-arm GP's
+    fit, :mod:`evroute.models.gp_arcs_mll`): a scalar tensor, ``-1/2 |L^-1 r|^2 - sum log diag L - n/2 log(2 pi)``, and
+    ``alpha`` as a tensor.
+    """
+    if type(l_).__module__.startswith("torch"):
+        import torch
+
+        z = torch.linalg.solve_triangular(l_, residual.unsqueeze(-1), upper=False)
+        ll_t = -0.5 * (z * z).sum() - torch.log(torch.diagonal(l_)).sum() - 0.5 * len(residual) * math.log(2 * math.pi)
+        return ll_t, torch.linalg.solve_triangular(l_.T, z, upper=True).squeeze(-1)
     alpha = scipy.linalg.cho_solve((l_, True), residual, check_finite=False)
     ll = (
         -0.5 * float(residual @ alpha)
