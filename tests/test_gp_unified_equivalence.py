@@ -26,6 +26,14 @@ relative, with ``n <= 40`` training points and ``kappa(A) <= 1e5`` here (noise `
 (L-BFGS-B: ``ftol = 2.2e-9``), so a round-off change of its objective can move it within ``sqrt(ftol)`` ~ 5e-5
 relative in the log-parameters, and a posterior after a refit by as much: :data:`FIT_REL` = ``1e-3`` (a different
 local optimum moves the hyperparameters by O(1)).
+
+Choices of the BO policies: ``tests/bo/test_prerefactor_choices.py`` (finite domains: the same arms; boxes and the
+time-varying policies: within its stated tolerance or a tie) passes on the unified code.  The 80-step time-varying slice
+of ``python -m studies.bo.bo_model_equivalence --slices tv --compare REF.npz`` is chaotic (a tie of the UCB, or a
+reset, turns a rounding difference into another point): against a dump made at 92600c2 (``--dump``) the unified code
+first departs at step 17-26 of 80 depending on the policy; 92600c2 itself departs from the committed reference of
+6d19838 (``tests/bo/data/tv_slice_6d19838.npz``, another machine) at steps 15-27 in the same way, and from its own
+dump not at all (measured on this machine, one BLAS thread).
 """
 
 from __future__ import annotations
