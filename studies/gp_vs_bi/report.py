@@ -140,6 +140,7 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
         f"Environment `max_cv` = {MAX_CV_MAIN:g} unless a run is named -CV<value>.",
         "",
     ]
+    lines += provenance_lines(rows)
     if legacy:
         lines += [
             "`oracle-v1` (runs named -ORACLE-V1, kept from an earlier definition; their raw runs are gone): the "
@@ -206,6 +207,41 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
         lines += ["", *sentences, ""]
     lines += sensitivity_lines(tests, adjusted, finals, sens, m_tests)
     lines += ["## Answer", "", *answer(tests, adjusted)]
+    return lines
+
+
+def provenance_lines(rows: Sequence[dict[str, str]]) -> list[str]:
+    """The commits that recorded the rows, per route (the data's ``commit`` column), and which rows reproduce at
+    HEAD (those ``studies.reproduce`` re-runs: the synthetic route's)."""
+    per: dict[str, dict[str, int]] = {}
+    for r in rows:
+        c = per.setdefault(r["route"], {})
+        c[r.get("commit") or "unlabelled"] = c.get(r.get("commit") or "unlabelled", 0) + 1
+    real = [route for route in per if not route.startswith("synthetic:")]
+    lines = [
+        "Provenance: each row carries the commit that recorded it (column `commit`; rows recorded before the column "
+        "existed: the commit that last wrote the row's line, `python -m studies.reproduce.provenance`).  Rows per "
+        "route and commit:",
+        "",
+        "| route | rows | commit (rows) |",
+        "|---|---:|---|",
+    ]
+    for route, c in per.items():
+        cells = ", ".join(f"`{k}` ({n})" for k, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+        lines.append(f"| {route} | {sum(c.values())} | {cells} |")
+    lines += [""]
+    if real:
+        lines += [
+            f"The rows of {', '.join(real)} were recorded before issue 34 changed the networks' speeds and the "
+            "default energy prior (merged at commit `7991dbd`), from which the consistent environment draws its "
+            "energies: they are not reproduced at HEAD; each comes from the code at (or, for a run that took "
+            "longer than a commit, just before) its commit: `git checkout <commit>`, then the study command that "
+            "names its route and stage (before commit `16c07d3` the study was `scripts/paper/gp_vs_bi.py`).  Every "
+            "sentence below about these routes describes that code, not HEAD.  The synthetic route's rows "
+            "(but the legacy `oracle-v1` ones) reproduce at HEAD: `python -m studies.reproduce --pages gp_vs_bi` "
+            "re-runs them and compares.",
+            "",
+        ]
     return lines
 
 
