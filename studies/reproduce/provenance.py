@@ -16,6 +16,7 @@ import argparse
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,6 +64,31 @@ def label_csv(path: Path) -> Counter[str]:
     out = [lines[0] + ",commit"] + [f"{ln},{c}" for ln, c in zip(lines[1:], commits[1:], strict=True)]
     path.write_text("\n".join(out) + "\n")
     return Counter(commits[1:])
+
+
+#: the merge of issue 34 (vehicle library, speed-profile default prior, network speeds, SUMO vehicle type): rows
+#: recorded before it do not reproduce at HEAD on the real networks
+ISSUE34 = "7991dbd"
+
+
+def commit_table(groups: Mapping[str, Counter[str]], what: str) -> list[str]:
+    """Markdown lines: rows per ``what`` (one table row per group) and commit, most rows first."""
+    lines = [f"| {what} | rows | commit (rows) |", "|---|---:|---|"]
+    for g, c in groups.items():
+        cells = ", ".join(f"`{k}` ({n})" for k, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+        lines.append(f"| {g} | {sum(c.values())} | {cells} |")
+    return lines
+
+
+def before_issue34_sentence(old_name: str) -> str:
+    """The label of rows recorded before :data:`ISSUE34` (``old_name``: the study's file before ``16c07d3``)."""
+    return (
+        f"These rows were recorded before issue 34 (merged at commit `{ISSUE34}`) changed the networks' speeds, the "
+        "default energy prior and SUMO's vehicle type: they are not reproduced at HEAD.  Each comes from the code at "
+        "(or, for a run longer than a commit, just before) its commit: `git checkout <commit>`, then the command "
+        f"above that ran it (before commit `16c07d3` the study was `{old_name}`).  Every data file's command and "
+        "commit: `python -m studies.reproduce --list`."
+    )
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -42,7 +42,7 @@ class Source:
     rows: str = ""  #: for JSON: the key of the list (or dict of records) that holds the rows
     excluded: Mapping[str, str] = field(default_factory=dict)  #: column -> why it is not compared
     atol: Mapping[str, float] = field(default_factory=dict)  #: column -> extra absolute tolerance
-    commands_file: str = ""  #: the study's own commands file (one command per line), if it has one
+    commands_file: str = ""  #: the study's own commands file (.txt: one per line; .json: its command fields)
     command: str = ""  #: the producing command, when the data do not record it
     at: str = "HEAD"  #: the commit the rows reproduce at
     rerun: str = ""  #: "rows", "file" or "" (module doc)
@@ -70,7 +70,7 @@ def _synthetic_gp_vs_bi(r: Mapping[str, str]) -> bool:
 
 _LIVE_WHY = "the SUMO-live drives of the final routes of rows archived with sumo_bandit_finals.csv"
 _SUMO_BANDIT_AT = "40a3992"
-_SUMO_LIVE_AT = "16c07d3"
+_SUMO_LIVE_AT = "93f5b0b"
 
 SOURCES: tuple[Source, ...] = (
     Source(
@@ -89,6 +89,7 @@ SOURCES: tuple[Source, ...] = (
         "sumo_bandit",
         key=("network", "route", "label", "seed"),
         excluded={"cpu_s": TIMING},
+        commands_file="sumo_bandit_meta.json",
         at=_SUMO_BANDIT_AT,
         why="480 SUMO-replay runs (~10 CPU hours); recorded before the speed-profile prior and network speeds of "
         "issue 34, the page names the commit",
@@ -98,6 +99,7 @@ SOURCES: tuple[Source, ...] = (
         "sumo_bandit_live_routes.csv",
         "sumo_bandit",
         key=("network", "route", "label", "seed"),
+        commands_file="sumo_bandit_live_meta.json",
         at=_SUMO_BANDIT_AT,
         why=_LIVE_WHY,
     ),
@@ -106,6 +108,7 @@ SOURCES: tuple[Source, ...] = (
         "sumo_bandit",
         key=("network", "route_key", "slot"),
         excluded={"cpu_s": TIMING},
+        commands_file="sumo_bandit_live_meta.json",
         at=_SUMO_BANDIT_AT,
         why=_LIVE_WHY,
     ),
@@ -115,6 +118,7 @@ SOURCES: tuple[Source, ...] = (
         "sumo_bandit",
         key=("network", "route", "label", "seed"),
         excluded={"cpu_s": TIMING},
+        commands_file="sumo_bandit_luxembourg_timing.json",
         at=_SUMO_BANDIT_AT,
         why="a timing of two Luxembourg runs (its regrets reproduce with the runs of sumo_bandit_finals.csv)",
     ),
@@ -295,11 +299,12 @@ def commands(s: Source) -> list[str]:
     the table's own ``command`` (empty only for a file that is itself a commands file)."""
     import json
 
-    if s.commands_file:
+    if s.commands_file.endswith(".txt"):
         path = ROOT / DATA / s.commands_file
         return [ln for ln in path.read_text().splitlines() if ln.strip()] if path.is_file() else []
-    if s.data.endswith(".json") and s.path.is_file():
-        found = _json_commands(json.loads(s.path.read_text()))
+    meta = ROOT / DATA / (s.commands_file or s.data)
+    if meta.suffix == ".json" and meta.is_file():
+        found = _json_commands(json.loads(meta.read_text()))
         if found:
             return found
     return [s.command] if s.command else []
