@@ -173,8 +173,7 @@ SOURCES: tuple[Source, ...] = (
         key=("network", "arms_kind"),
         rows="rows",
         excluded={
-            c: TIMING
-            for c in ("posterior_ms", "index_ms", "oracle_ms", "update_ms", "round_ms", "round_cpu_ms")
+            c: TIMING for c in ("posterior_ms", "index_ms", "oracle_ms", "update_ms", "round_ms", "round_cpu_ms")
         },
         rerun="file",
         regen=(
@@ -230,7 +229,10 @@ SOURCES: tuple[Source, ...] = (
                 "-m studies.energy_validation.energy_validation --data {dir} --out {dir}/energy_validation.md".split()
             ),
         )
-        for name, key in (("energy_validation_cycles.csv", ("vehicle", "cycle")), ("energy_validation_twizy.csv", ("trip",)))
+        for name, key in (
+            ("energy_validation_cycles.csv", ("vehicle", "cycle")),
+            ("energy_validation_twizy.csv", ("trip",)),
+        )
     ),
     Source(
         "travel_time_validation.csv",

@@ -60,6 +60,7 @@ KEY = ["network", "route", "label", "seed"]
 #: read the commit column as text (a hash such as ``1234e56`` is not a number)
 COMMIT = {"commit": str}
 
+
 def merge_rows(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``old`` rows (the stored ``--data``) with ``new`` ones merged in, keyed by :data:`KEY`: a seed run again
     replaces its stored row (one row per key), and the check of that re-run against the stored value is returned:
@@ -253,9 +254,7 @@ def _sentence(a: str, b: str, p: Any, dep: tuple[float, float, int]) -> str:
     return f"{a} - {b} is not resolved on live battery energy: the 95 % interval over seeds contains 0 {tail}"
 
 
-def missing_seed_lines(
-    runs: pd.DataFrame, replay: dict[str, list[int]], note: str | None
-) -> list[str]:
+def missing_seed_lines(runs: pd.DataFrame, replay: dict[str, list[int]], note: str | None) -> list[str]:
     """A sentence naming the methods with fewer seeds driven live than the replay ran (``replay``: label -> its
     seeds), and why (``note``, from the live set-up); none when every seed was driven."""
     short = []

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from studies.reproduce.compare import compare, read_rows, same, tolerance
-from studies.reproduce.table import DATA, ROOT, SOURCES, Source, commands
 from studies.reproduce.run import head_rows, sample_rows
+from studies.reproduce.table import DATA, ROOT, SOURCES, Source, commands
 
 RESULTS = ROOT / "docs" / "results"
 pytestmark = pytest.mark.skipif(not (RESULTS / "data").is_dir(), reason="needs the source checkout")
