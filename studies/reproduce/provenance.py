@@ -80,6 +80,17 @@ def commit_table(groups: Mapping[str, Counter[str]], what: str) -> list[str]:
     return lines
 
 
+def commit_line(commit: str | None, page: str) -> str:
+    """The line a results page made at one commit carries: the commit and how to check its rows at HEAD
+    (empty when the data record no commit)."""
+    if not commit:
+        return ""
+    return (
+        f"Rows from commit `{commit}` (`git checkout {commit.split('+')[0]}` reproduces them; "
+        f"`python -m studies.reproduce --pages {page}` re-runs them at HEAD and compares)."
+    )
+
+
 def before_issue34_sentence(old_name: str) -> str:
     """The label of rows recorded before :data:`ISSUE34` (``old_name``: the study's file before ``16c07d3``)."""
     return (
