@@ -3,7 +3,7 @@
 Rows are dicts of strings (CSV cells, or JSON values written as :func:`cell` writes them), identified by the
 source's ``key`` columns.  A value is compared to the precision it is stored at: numbers may differ by one unit in
 the committed value's last decimal (:func:`tolerance`) plus the source's per-column ``atol``; everything else must
-be equal; columns in ``excluded`` (timings) are not compared.
+be equal; columns in ``excluded`` (timings) and the provenance column ``commit`` are not compared.
 """
 
 from __future__ import annotations
@@ -112,7 +112,10 @@ def compare(s: Source, committed: Sequence[Row], rerun: Sequence[Row]) -> tuple[
         bad = {
             c: (v, got.get(c, "<missing>"))
             for c, v in r.items()
-            if c not in s.excluded and c not in s.key and not same(v, got.get(c, "<missing>"), s.atol.get(c, 0.0))
+            if c not in s.excluded
+            and c not in s.key
+            and c != "commit"
+            and not same(v, got.get(c, "<missing>"), s.atol.get(c, 0.0))
         }
         if bad:
             drifts.append(Drift(k, bad))

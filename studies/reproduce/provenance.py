@@ -80,11 +80,17 @@ def commit_table(groups: Mapping[str, Counter[str]], what: str) -> list[str]:
     return lines
 
 
-def commit_line(commit: str | None, page: str) -> str:
+def commit_line(commit: str | None, page: str, *, timing: bool = False) -> str:
     """The line a results page made at one commit carries: the commit and how to check its rows at HEAD
-    (empty when the data record no commit)."""
+    (empty when the data record no commit); ``timing``: the rows are timings, which are measured again, not
+    compared."""
     if not commit:
         return ""
+    if timing:
+        return (
+            f"Rows from commit `{commit}` (timings: `git checkout {commit.split('+')[0]}` and the command above "
+            "measure them again; `python -m studies.reproduce` does not compare timings)."
+        )
     return (
         f"Rows from commit `{commit}` (`git checkout {commit.split('+')[0]}` reproduces them; "
         f"`python -m studies.reproduce --pages {page}` re-runs them at HEAD and compares)."
