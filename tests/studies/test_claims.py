@@ -37,8 +37,12 @@ def _num(text: str) -> float:
 def test_arms_doc_quotes_the_turn_coverage_data() -> None:
     """docs/arms.md's coverage table: every count and share equals turn_coverage*.json's (shares to 0.1 %)."""
     text = (ROOT / "docs" / "arms.md").read_text()
-    table = {ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:6]] for ln in text.splitlines()
-             if ln.startswith("| turns") or ln.startswith("| probe trips") or ln.startswith("| traversals")}  # fmt: skip
+    wanted = ("| turns", "| probe trips", "| traversals")
+    table = {
+        ln.split("|")[1].strip(): [c.strip() for c in ln.split("|")[2:6]]
+        for ln in text.splitlines()
+        if ln.startswith(wanted)
+    }
     cols = [
         (_rows("turn_coverage.json"), "monaco"),
         (_rows("turn_coverage_probe_turns.json"), "monaco"),
