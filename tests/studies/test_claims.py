@@ -96,3 +96,41 @@ def test_every_results_page_names_the_commit_of_its_rows() -> None:
     assert len(pages) > 10
     missing = [p for p in pages if p not in OWNED_ELSEWHERE and not NAMES_COMMIT.search((RESULTS / p).read_text())]
     assert not missing, f"results pages that do not name the commit of their rows: {missing}"
+
+
+def _table(path: Path) -> dict[str, list[str]]:
+    """First column -> the other cells of every Markdown table row of ``path``."""
+    rows = [ln.split("|")[1:-1] for ln in path.read_text().splitlines() if ln.startswith("| ") and "---" not in ln]
+    return {r[0].strip(): [c.strip() for c in r[1:]] for r in rows}
+
+
+def test_benchmarks_doc_quotes_its_round_table() -> None:
+    """docs/benchmarks.md's targets table quotes docs/benchmarks_table.md (Luxembourg oracle and round, 100k round)."""
+    table = _table(ROOT / "docs" / "benchmarks_table.md")
+    cols = table["network"]
+    lux, big = table["luxembourg"], table["synthetic:100000:0"]
+    quoted = _table(ROOT / "docs" / "benchmarks.md")
+    oracle = lux[cols.index("oracle (Dijkstra)")]
+    assert quoted["oracle <= 2 ms on Luxembourg (SUMO's C++ router: ~0.5 ms)"][0] == f"{oracle} ms"
+    assert quoted["whole BI-TS round <= 10 ms on Luxembourg"][0] == f"{lux[cols.index('round (ms)')]} ms"
+    assert quoted["whole BI-TS round <= 200 ms on 100k edges"][0] == f"{float(big[cols.index('round (ms)')]):.1f} ms"
+    for row, limit in (
+        ("oracle <= 2 ms on Luxembourg (SUMO's C++ router: ~0.5 ms)", 2),
+        ("whole BI-TS round <= 10 ms on Luxembourg", 10),
+        ("whole BI-TS round <= 200 ms on 100k edges", 200),
+    ):
+        assert quoted[row][1] == ("met" if float(quoted[row][0].split()[0]) <= limit else "missed")
+
+
+def test_learning_benchmark_prose_quotes_its_generated_table() -> None:
+    """'206 s wall ... one worker also fits (276 s)' of docs/benchmark_learning.md, from its generated full run."""
+    text = (ROOT / "docs" / "benchmark_learning.md").read_text()
+    full = text[text.index("<!-- generated:full -->") :]
+    cells = [ln.split("|")[1:-1] for ln in full.splitlines() if ln.startswith("| ")]
+    walls = {r[0].strip(): float(r[1]) for r in cells if r[0].strip() in ("1", "2")}
+    assert set(walls) == {"1", "2"}
+    m = re.search(r"With 2 workers the 1,000\s+traces take (\d+) s wall, within the (\d+) s goal; one worker also fits "
+                  r"\((\d+) s\)", text)  # fmt: skip
+    assert m is not None
+    assert int(m.group(1)) == round(walls["2"]) and int(m.group(3)) == round(walls["1"])
+    assert walls["1"] <= int(m.group(2)) and walls["2"] <= int(m.group(2))
