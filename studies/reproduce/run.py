@@ -53,14 +53,20 @@ def rerun_one_row(data: str, row: Row, runs: str) -> Row:
     return got
 
 
-def rerun_file(page: str, argv: list[str], runs: str) -> str:
-    """Run a whole-file command into ``runs/files/<page>`` (resumable: skipped if its ``done`` marker exists);
-    the folder it wrote."""
+def rerun_file(page: str, argv: list[str], runs: str, inputs: tuple[str, ...] = ()) -> str:
+    """Run a whole-file command into ``runs/files/<page>`` (resumable: skipped if its ``done`` marker exists),
+    the committed data files ``inputs`` copied there first; the folder it wrote."""
+    import shutil
+
+    from studies.reproduce.table import DATA
+
     folder = Path(runs) / "files" / page
     done = folder / "done"
     if done.is_file():
         return str(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    for name in inputs:
+        shutil.copyfile(ROOT / DATA / name, folder / name)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     args = [a.replace("{dir}", str(folder)) for a in argv]
     proc = subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True)
@@ -126,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     checked: dict[str, int] = {}
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
         row_futs = [(s, r, pool.submit(rerun_one_row, s.data, r, runs)) for s, r in tasks]
-        regen = {s.page_name: s.regen for s in files}
-        file_futs: dict[str, Future[str]] = {p: pool.submit(rerun_file, p, list(a), runs) for p, a in regen.items()}
+        regen = {s.page_name: s for s in files}
+        file_futs: dict[str, Future[str]] = {
+            p: pool.submit(rerun_file, p, list(s.regen), runs, s.inputs) for p, s in regen.items()
+        }
         for s, r, fut in row_futs:
             try:
                 n, d = compare(s, [r], [fut.result()])

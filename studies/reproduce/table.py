@@ -47,6 +47,7 @@ class Source:
     at: str = "HEAD"  #: the commit the rows reproduce at
     rerun: str = ""  #: "rows", "file" or "" (module doc)
     regen: tuple[str, ...] = ()  #: for rerun="file": python arguments, {dir} = the folder it writes into
+    inputs: tuple[str, ...] = ()  #: committed data files the regeneration reads from {dir} (copied there first)
     why: str = ""  #: for rerun="": why not
     head: Callable[[Mapping[str, str]], bool] | None = None  #: for rerun="rows": rows that reproduce at HEAD
     cheap: Callable[[Mapping[str, str]], bool] | None = None  #: rows cheap enough for ``--sample`` (seconds each)
@@ -149,10 +150,12 @@ SOURCES: tuple[Source, ...] = (
         rows="rows",
         excluded={"cpu_s": TIMING, "wall_s": TIMING},
         rerun="file",
-        regen=(
-            "-m studies.sumo.turn_coverage --networks monaco luxembourg --hours 8-9 --peak 300 --min-samples 3 "
-            "--probe-rounds 1 --data {dir}/turn_coverage.json --markdown {dir}/turn_coverage.md"
-        ).split(),
+        regen=tuple(
+            (
+                "-m studies.sumo.turn_coverage --networks monaco luxembourg --hours 8-9 --peak 300 --min-samples 3 "
+                "--probe-rounds 1 --data {dir}/turn_coverage.json --markdown {dir}/turn_coverage.md"
+            ).split()
+        ),
     ),
     Source(
         "turn_coverage_probe_turns.json",
@@ -161,11 +164,13 @@ SOURCES: tuple[Source, ...] = (
         rows="rows",
         excluded={"cpu_s": TIMING, "wall_s": TIMING},
         rerun="file",
-        regen=(
-            "-m studies.sumo.turn_coverage --networks monaco luxembourg --hours 8-9 --peak 300 --min-samples 3 "
-            "--probe-rounds 1 --probe-turns --data {dir}/turn_coverage_probe_turns.json "
-            "--markdown {dir}/turn_coverage_probe_turns.md"
-        ).split(),
+        regen=tuple(
+            (
+                "-m studies.sumo.turn_coverage --networks monaco luxembourg --hours 8-9 --peak 300 --min-samples 3 "
+                "--probe-rounds 1 --probe-turns --data {dir}/turn_coverage_probe_turns.json "
+                "--markdown {dir}/turn_coverage_probe_turns.md"
+            ).split()
+        ),
     ),
     Source(
         "bench_round_turns.json",
@@ -186,10 +191,12 @@ SOURCES: tuple[Source, ...] = (
         rows="trips",
         excluded={"hmm_cpu_s": TIMING, "sumolib_cpu_s": TIMING},
         rerun="file",
-        regen=(
-            "-m studies.trip_logs.compare_matchers --network monaco --trips 20 --min-route-m 1000 --gps-sigma-m 5 "
-            "--delta-m 30 --data {dir}/map_matching_compare.json --out {dir}/map_matching_compare.md"
-        ).split(),
+        regen=tuple(
+            (
+                "-m studies.trip_logs.compare_matchers --network monaco --trips 20 --min-route-m 1000 --gps-sigma-m 5 "
+                "--delta-m 30 --data {dir}/map_matching_compare.json --out {dir}/map_matching_compare.md"
+            ).split()
+        ),
     ),
     Source(
         "bo_timing.json",
@@ -205,6 +212,7 @@ SOURCES: tuple[Source, ...] = (
             rerun="file",
             command="OMP_NUM_THREADS=1 python -m studies.charging.charging_study",
             regen=tuple("-m studies.charging.charging_study --data {dir} --out {dir}/charging.md".split()),
+            inputs=("sumo_live_routes_correlation.csv",),  # its trip correlation rho
         )
         for name, key, excl in (
             ("charging_validation.csv", ("plan_rho", "world_rho", "delta", "trip"), {}),

@@ -226,7 +226,7 @@ def departure_contrasts(ka: dict[int, str], kb: dict[int, str], battery: dict[st
         if a is None or b is None:
             continue
         for slot, v in (a - b).dropna().items():
-            per_slot.setdefault(int(slot), []).append(float(v))  # type: ignore[call-overload]
+            per_slot.setdefault(int(slot), []).append(float(v))
     return [float(np.mean(v)) for _, v in sorted(per_slot.items())]
 
 
