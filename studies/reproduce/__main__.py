@@ -1,4 +1,4 @@
-"""python -m studies.reproduce: see :mod:`studies.reproduce.run`."""
+"""python -m studies.reproduce.run: see :mod:`studies.reproduce.run`."""
 
 import sys
 

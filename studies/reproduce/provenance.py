@@ -89,11 +89,11 @@ def commit_line(commit: str | None, page: str, *, timing: bool = False) -> str:
     if timing:
         return (
             f"Rows from commit `{commit}` (timings: `git checkout {commit.split('+')[0]}` and the command above "
-            "measure them again; `python -m studies.reproduce` does not compare timings)."
+            "measure them again; `python -m studies.reproduce.run` does not compare timings)."
         )
     return (
         f"Rows from commit `{commit}` (`git checkout {commit.split('+')[0]}` reproduces them; "
-        f"`python -m studies.reproduce --pages {page}` re-runs them at HEAD and compares)."
+        f"`python -m studies.reproduce.run --pages {page}` re-runs them at HEAD and compares)."
     )
 
 
@@ -103,8 +103,8 @@ def before_issue34_sentence(old_name: str) -> str:
         f"These rows were recorded before issue 34 (merged at commit `{ISSUE34}`) changed the networks' speeds, the "
         "default energy prior and SUMO's vehicle type: they are not reproduced at HEAD.  Each comes from the code at "
         "(or, for a run longer than a commit, just before) its commit: `git checkout <commit>`, then the command "
-        f"above that ran it (before commit `16c07d3` the study was `{old_name}`).  Every data file's command and "
-        "commit: `python -m studies.reproduce --list`."
+        f"above that ran it (before commit `16c07d3` the study was {old_name}).  Every data file's command and "
+        "commit: `python -m studies.reproduce.run --list`."
     )
 
 

@@ -1,9 +1,9 @@
 """Re-run committed results rows at HEAD and compare (issue 38, item 4).
 
-    python -m studies.reproduce --list                      # every data file: page, rows, commit, how re-run
-    python -m studies.reproduce --pages gp_vs_bi --workers 2  # re-run every row of a page that reproduces at HEAD
-    python -m studies.reproduce --sample 6 --seed 0         # a fixed seeded sample of cheap rows (CI)
-    python -m studies.reproduce                             # every page
+    python -m studies.reproduce.run --list                      # every data file: page, rows, commit, how re-run
+    python -m studies.reproduce.run --pages gp_vs_bi --workers 2  # re-run every row of a page that reproduces at HEAD
+    python -m studies.reproduce.run --sample 6 --seed 0         # a fixed seeded sample of cheap rows (CI)
+    python -m studies.reproduce.run                             # every page
 
 For each data file under ``docs/results/data/`` the table :mod:`studies.reproduce.table` knows the commands that
 produced it, the columns compared and the commit its rows reproduce at.  Rows that reproduce at HEAD are re-run

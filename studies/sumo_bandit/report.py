@@ -69,7 +69,7 @@ def provenance_lines(df: pd.DataFrame) -> list[str]:
         "",
         *commit_table(groups, "route"),
         "",
-        before_issue34_sentence("scripts/sumo/sumo_bandit_study.py"),
+        before_issue34_sentence("`sumo_bandit_study` under `scripts/sumo/`"),
         "",
     ]
 

@@ -77,7 +77,7 @@ def provenance_lines(trips: pd.DataFrame) -> list[str]:
         "",
         *commit_table(groups, "network"),
         "",
-        before_issue34_sentence("scripts/sumo/sumo_live_routes.py"),
+        before_issue34_sentence("`sumo_live_routes` under `scripts/sumo/`"),
         "",
     ]
 

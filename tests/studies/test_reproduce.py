@@ -1,4 +1,4 @@
-"""``python -m studies.reproduce`` (issue 38, item 4): every committed results row has its command and commit, and
+"""``python -m studies.reproduce.run`` (issue 38, item 4): every committed results row has its command and commit, and
 a seeded sample of the rows that reproduce at HEAD is re-run and compared (the CI drift check)."""
 
 from __future__ import annotations
