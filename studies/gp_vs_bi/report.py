@@ -250,8 +250,8 @@ def provenance_lines(rows: Sequence[dict[str, str]]) -> list[str]:
             "names its route and stage (before commit `16c07d3` the study was `gp_vs_bi` under `scripts/paper/`).  "
             "Every sentence below about these routes describes that code, not HEAD.  On the synthetic route the BI "
             "rows reproduce at HEAD (`python -m studies.reproduce.run --pages gp_vs_bi` re-runs them and compares); "
-            "its GP rows come from the GP code of their commits, which has changed since (re-run at HEAD, GP-EXACT-BUCB "
-            "seeds differ), so they too reproduce only at their commits.",
+            "its GP rows come from the GP code of their commits, which has changed since (re-run at HEAD, "
+            "GP-EXACT-BUCB seeds differ), so they too reproduce only at their commits.",
             "",
         ]
     return lines
