@@ -241,6 +241,14 @@ SOURCES: tuple[Source, ...] = (
         )
     ),
     Source(
+        "energy_validation_sumo.csv",
+        "energy_validation",
+        key=("network", "trip"),
+        command="python -m studies.energy_validation.energy_validation --out docs/results/energy_validation.md",
+        why="SUMO drives of 370 trips and FASTSim on each trace; owned by the energy validation study (issue 34), "
+        "which re-runs it with its command",
+    ),
+    Source(
         "travel_time_validation.csv",
         "travel_time_validation",
         key=("network", "start", "goal"),
