@@ -3,8 +3,8 @@ file, never aborting a batch; a state of charge that rises without charging spli
 driving energy; two ``learn`` runs into one model serialize.
 
 At f62f65a: a 1,000,000 km/h row gave a prediction of 1.2e14 Wh, a rising state of charge was learned as -718 Wh,
-three rows with ``LON=1555.63`` made the whole batch exit 2, and two concurrent ``learn --model m.npz`` kept one run's
-logs only.
+three rows with ``LON=1555.63`` made the whole batch exit 2, and two concurrent ``learn --model-file m.npz`` kept one
+run's logs only.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ def test_bad_gps_rows_never_abort_the_batch(tmp_path):
     bad = _write(tmp_path / "gps.csv", text)
     logs = [str(p) for p in CSV_LOGS[:1]] + [str(bad)] + [str(p) for p in CSV_LOGS[2:]]
     model = tmp_path / "m.npz"
-    res = _cli(["learn", *logs, "--network", str(GRID), "--model", str(model), "--vehicle", "sumo_ev"])
+    res = _cli(["learn", *logs, "--network", str(GRID), "--model-file", str(model), "--vehicle", "sumo_ev"])
     assert res.returncode == 0, res.stderr
     warn = [x for x in res.stderr.splitlines() if x.startswith("evroute: warning:")]
     assert warn == [
@@ -234,10 +234,10 @@ def test_a_charging_stop_in_a_network_log_is_not_learned_as_negative_energy(tmp_
 
 
 def test_two_concurrent_learn_runs_into_one_model_serialize(tmp_path):
-    """Two ``learn --model m.npz`` at once, each with its own logs: the second waits for the first's lock, reads its
-    model and adds its logs, so the model holds all eight logs (at f62f65a it held one run's)."""
+    """Two ``learn --model-file m.npz`` at once, each with its own logs: the second waits for the first's lock, reads
+    its model and adds its logs, so the model holds all eight logs (at f62f65a it held one run's)."""
     model = tmp_path / "m.npz"
-    base = ["--network", str(GRID), "--model", str(model), "--vehicle", "sumo_ev", "--kind", "bi"]
+    base = ["--network", str(GRID), "--model-file", str(model), "--vehicle", "sumo_ev", "--model", "bi"]
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "evroute", "learn", *map(str, logs), *base],

@@ -151,7 +151,7 @@ def test_learn_writes_reduced_energies_and_refuses_a_battery_model(tmp_path) -> 
         return subprocess.run([sys.executable, "-m", "evroute", *args], capture_output=True, text=True)
 
     model = tmp_path / "m.npz"
-    res = run("learn", *logs[:3], "--network", str(grid), "--model", str(model), "--kind", "bi")
+    res = run("learn", *logs[:3], "--network", str(grid), "--model-file", str(model), "--model", "bi")
     assert res.returncode == 0, res.stderr
     header = read_header(model)
     effect, phi = header["meta"]["trip_effect"], header["hyperparameters"]["noise_scale"]
@@ -163,7 +163,7 @@ def test_learn_writes_reduced_energies_and_refuses_a_battery_model(tmp_path) -> 
     battery = tmp_path / "battery.npz"
     assert run("model", "prior", "--network", str(grid), "--out", str(battery)).returncode == 0
     before = battery.read_bytes()
-    res = run("learn", *logs[:3], "--network", str(grid), "--model", str(battery))
+    res = run("learn", *logs[:3], "--network", str(grid), "--model-file", str(battery))
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "holds battery energies" in res.stderr
     assert battery.read_bytes() == before
 

@@ -42,7 +42,7 @@ def test_run_with_a_network_path_outside_writes_inside_results(tmp_path, monkeyp
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
     argv = ["run", "--network", "../../nets/grid.net.xml", "--horizon", "2", "--no-progress"]
-    argv += ["--start", _edges()[0], "--goal", _edges()[1]]
+    argv += ["--from", _edges()[0], "--to", _edges()[1]]
     assert main(argv) == 0, capsys.readouterr().err
     (folder,) = (work / "results").iterdir()
     assert folder.name.startswith("grid-") and folder.name.endswith("-custom-bi-ts")

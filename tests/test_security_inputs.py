@@ -114,7 +114,9 @@ def test_bad_model_file_is_one_line_on_route(tmp_path, monkeypatch, capsys, mode
     bad = _mutated(models[kind], tmp_path / f"{name}.npz", mutate)
     lg = load_linegraph(NET)
     a, b = (str(x) for x in lg.network.edge_ids[[0, 10]])
-    assert main(["route", "--network", NET, "--from", a, "--to", b, "--model", str(bad), "--geojson", "x.json"]) == 2
+    assert (
+        main(["route", "--network", NET, "--from", a, "--to", b, "--model-file", str(bad), "--geojson", "x.json"]) == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith(f"evroute: error: {bad}") or f"model {bad}" in err, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -153,9 +155,9 @@ def test_unreadable_model_file_on_route_reach_learn(tmp_path, capsys, models, na
     log = tmp_path / "trip.csv"
     log.write_text("time,speed_kmh,altitude_m,soc_pct,lat,lon\n0,10,0,80,0,0\n1,10,0,80,0,0.0001\n")
     for argv in (
-        ["route", "--network", NET, "--from", a, "--to", b, "--model", str(path)],
-        ["reach", "--network", NET, "--from", a, "--charge", "50%", "--model", str(path)],
-        ["learn", str(log), "--network", NET, "--model", str(path)],
+        ["route", "--network", NET, "--from", a, "--to", b, "--model-file", str(path)],
+        ["reach", "--network", NET, "--from", a, "--charge", "50%", "--model-file", str(path)],
+        ["learn", str(log), "--network", NET, "--model-file", str(path)],
         ["model", "show", str(path)],
     ):
         before = path.read_bytes()
@@ -183,7 +185,10 @@ DEEP = "[" * 100_000 + "]" * 100_000
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["learn", "LOG", "--network", NET, "--model", "m.npz", "--workers", "100000000000"], "--workers must be at"),
+        (
+            ["learn", "LOG", "--network", NET, "--model-file", "m.npz", "--workers", "100000000000"],
+            "--workers must be at",
+        ),
         (["demo", "--horizon", "2", "--workers", "100000000000", "--out", "d"], "--workers: must be at most 1024"),
         (["run", "--network", NET, "--horizon", "2", "--workers", "100000000000"], "--workers: must be at most"),
         (["sweep", "GRID", "--out", "s", "--workers", "100000000000"], "--workers: must be at most 1024"),

@@ -323,7 +323,7 @@ def test_serve_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], tmp_pat
     assert main(["serve", "--network", NET, "--port", "70000"]) == 2
     bad = tmp_path / "m.npz"
     bad.write_text("x")
-    assert main(["serve", "--network", NET, "--model", str(bad)]) == 2
+    assert main(["serve", "--network", NET, "--model-file", str(bad)]) == 2
     assert main(["serve", "--network", "atlantis"]) == 2
     import socket
 

@@ -190,9 +190,9 @@ def test_cli_run_on_replay(road: Path, tmp_path: Path, monkeypatch: pytest.Monke
                 "run",
                 "--network",
                 str(road / "road.net.xml"),
-                "--start",
+                "--from",
                 "a",
-                "--goal",
+                "--to",
                 "c",
                 "--env",
                 "sumo-replay",
@@ -233,9 +233,9 @@ def test_cli_run_without_sumo_is_one_line_error(
                 "run",
                 "--network",
                 str(road / "road.net.xml"),
-                "--start",
+                "--from",
                 "a",
-                "--goal",
+                "--to",
                 "c",
                 "--env",
                 "sumo-replay",
@@ -332,7 +332,7 @@ def test_cli_run_on_a_grid_reports_an_exact_reference(
     monkeypatch.setenv("EVROUTE_CACHE", str(tmp_path / "cache"))
     params = {"route_file": str(grid / "demand.rou.xml"), "hours": [0, 1], "min_samples": 2}
     out = tmp_path / "run"
-    argv = ["run", "--network", str(grid / "grid.net.xml"), "--start", "A0B0", "--goal", "C1C2"]
+    argv = ["run", "--network", str(grid / "grid.net.xml"), "--from", "A0B0", "--to", "C1C2"]
     argv += ["--env", "sumo-replay", "--horizon", "6", "--seeds", "1", "--out", str(out), "--no-progress"]
     for k, v in params.items():
         argv += ["--env-param", f"{k}={'0-1' if k == 'hours' else v}"]

@@ -9,17 +9,18 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
+from evroute.cli.args import add_model_file, add_network_args
 from evroute.errors import ParameterError
 
 
-def add_serve_command(sub: Any, add_network_args: Callable[[argparse.ArgumentParser], None]) -> None:
+def register(sub: Any) -> None:
     """Register ``serve`` on the top-level subparsers ``sub``."""
     p = sub.add_parser("serve", help="a warm routing API (POST /route, /reach, /energy, /observe) and a map page")
+    p.set_defaults(handler=cmd_serve)
     add_network_args(p)
-    p.add_argument("--model", default=None, help="saved model (.npz; default: the physics prior, BI)")
+    add_model_file(p, "saved model (.npz; default: the physics prior, BI)")
     p.add_argument(
         "--vehicle",
         default=None,
@@ -45,7 +46,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     dem = None if not args.dem else (args.dem[0] if len(args.dem) == 1 else list(args.dem))
     state = load_state(
-        args.network, model_path=args.model, vehicle=args.vehicle, data_dir=args.data_dir, dem=dem, loader=args.loader
+        args.network,
+        model_path=args.model_file,
+        vehicle=args.vehicle,
+        data_dir=args.data_dir,
+        dem=dem,
+        loader=args.loader,
     )
     app = create_app(state)
     v = state.current
@@ -79,4 +85,4 @@ def _check_listen(host: str, port: int) -> None:
         raise ParameterError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-__all__ = ["add_serve_command", "cmd_serve"]
+__all__ = ["cmd_serve", "register"]
