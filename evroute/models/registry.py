@@ -159,11 +159,9 @@ def build(kind: str, prior: ModelPrior, *, seed: int | None = None, **hyper: Any
     if prior.linegraph is None:
         raise ParameterError("the model prior has no network (ModelPrior.linegraph is None)")
     params = dict(hyper)
-    if prior.arms is not None and prior.arms.kind != "edge":
-        check_arms(kind, prior.arms.kind, params)
-        builder = resolve(entry.arms_builder)
-    else:
-        builder = resolve(entry.builder)
+    on_arms = prior.arms is not None and prior.arms.kind != "edge"
+    check_arms(kind, prior.arms.kind if prior.arms is not None else "edge", params)
+    builder = resolve(entry.arms_builder if on_arms else entry.builder)
     if seed is not None and "seed" not in params and "seed" in inspect.signature(builder).parameters:
         params["seed"] = int(seed)
     try:
