@@ -65,7 +65,31 @@ _WHERE: dict[str, str] = {
     "load_rounds": "evroute.experiments",
 }
 
-__all__ = sorted(["EvrouteError", "__version__", "load_vehicle", "models", *_WHERE])
+__all__ = [
+    "EvrouteError",
+    "ExperimentConfig",
+    "LineGraph",
+    "ModelPrior",
+    "RoadNetwork",
+    "RoutingBandit",
+    "ThompsonSampling",
+    "VehicleProfile",
+    "__version__",
+    "build_line_graph",
+    "default_prior",
+    "edge_prior",
+    "elevation_potential_wh",
+    "load_network",
+    "load_rounds",
+    "load_vehicle",
+    "make_environment",
+    "make_policy",
+    "models",
+    "optimal_route",
+    "resolve_endpoint",
+    "resolve_route",
+    "run_experiment",
+]
 
 
 def load_vehicle(name_or_path: str | Path = "sumo_ev") -> VehicleProfile:
