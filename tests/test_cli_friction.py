@@ -23,6 +23,7 @@ def test_cli_import_is_light():
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_python_dash_m_and_help():
     res = subprocess.run([sys.executable, "-m", "evroute", "--help"], capture_output=True, text=True, check=True)
     assert "demo" in res.stdout and "config" in res.stdout

@@ -134,6 +134,7 @@ def test_reduced_prior_telescopes_to_eq8() -> None:
     np.testing.assert_allclose(red + potential_wh(net, V), e_det, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_learn_writes_reduced_energies_and_refuses_a_battery_model(tmp_path) -> None:
     """``evroute learn`` on a network writes a model whose header says reduced energies (with the masses and ``g`` of
     the boundary term), and refuses to continue a model file of battery energies (one line, exit 2, file unchanged)."""

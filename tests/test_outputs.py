@@ -67,6 +67,7 @@ def results(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_plot_draws_the_regret_plot_and_the_exploration_map(results, capsys):
     from evroute.maps import external_assets
 
@@ -87,6 +88,7 @@ def test_plot_draws_the_regret_plot_and_the_exploration_map(results, capsys):
         assert f"{edge}: driven " in page
 
 
+@pytest.mark.slow
 def test_plot_into_another_folder_with_a_prefix(results, tmp_path, capsys):
     assert main(["plot", str(results), "--into", str(tmp_path / "figs"), "--prefix", "a_", "--no-html"]) == 0
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["a_exploration.png", "a_regret.png"]

@@ -326,6 +326,7 @@ def run_folder(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_plot_drops_a_garbage_last_row_with_a_warning(tmp_path, capsys, run_folder) -> None:
     import shutil
 

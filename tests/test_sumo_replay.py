@@ -17,6 +17,9 @@ from evroute.network.sumo import load_sumo_net
 from evroute.sumo.binaries import run_sumo_program, sumo_binary
 from evroute.sumo.replay import DaySpec, probe_routes
 
+#: every test here starts a browser / SUMO or builds a large fixture (seconds of CPU each): the slow tier
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def road(tmp_path_factory: pytest.TempPathFactory) -> Path:

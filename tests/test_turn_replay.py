@@ -20,6 +20,9 @@ from evroute.network.sumo import load_sumo_net
 from evroute.sumo.replay import record_day
 from evroute.sumo.trip_interval import fit_day_correlation
 
+#: every test here starts a browser / SUMO or builds a large fixture (seconds of CPU each): the slow tier
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def day(grid: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[SumoReplayEnvironment, pd.DataFrame, Path]:  # noqa: F811
