@@ -161,10 +161,13 @@ def build(kind: str, prior: ModelPrior, *, seed: int | None = None, **hyper: Any
     params = dict(hyper)
     on_arms = prior.arms is not None and prior.arms.kind != "edge"
     check_arms(kind, prior.arms.kind if prior.arms is not None else "edge", params)
-    builder = resolve(entry.arms_builder if on_arms else entry.builder)
+    path = entry.arms_builder if on_arms else entry.builder
+    if path is None:  # pragma: no cover - check_arms refused a kind without an arms builder
+        raise ParameterError(f"model {kind!r} cannot learn turn arms")
+    builder = resolve(path)
     if seed is not None and "seed" not in params and "seed" in inspect.signature(builder).parameters:
         params["seed"] = int(seed)
     try:
-        return builder(prior.linegraph, prior, **params)  # type: ignore[no-any-return]
+        return builder(prior.linegraph, prior, **params)
     except TypeError as exc:
         raise ParameterError(f"invalid parameters for model {kind!r}: {exc}") from None
