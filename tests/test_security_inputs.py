@@ -229,13 +229,13 @@ def test_disk_full_without_a_file_name_names_the_cache_folders(monkeypatch, caps
     evroute writes."""
     import errno
 
-    import evroute.cli as cli
+    import evroute.cli.network as cli_network
     from evroute.network.computecache import compute_cache_dir
 
     def full(args: Any) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(cli, "_cmd_info", full)
+    monkeypatch.setattr(cli_network, "_cmd_info", full)  # the handler `info` registers (read by build_parser)
     assert main(["info"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("evroute: error: disk full: No space left on device") and str(compute_cache_dir()) in err
@@ -255,12 +255,13 @@ def test_every_warning_is_one_clean_line(tmp_path) -> None:
     script = """
 import sys, warnings
 import evroute.cli as cli
+import evroute.cli.network as cli_network
 def noisy(args):
     warnings.warn("cached network x.net.xml not used\\n(bad header): rebuilding it", UserWarning, stacklevel=1)
     warnings.warn(RuntimeWarning("invalid value encountered in divide"), stacklevel=1)
     print("done")
     return 0
-cli._cmd_info = noisy
+cli_network._cmd_info = noisy
 before = warnings.formatwarning
 code = cli.main(["info"])
 assert warnings.formatwarning is before
@@ -279,13 +280,13 @@ def test_recorded_warnings_still_reach_a_caller_of_main(monkeypatch) -> None:
     """``pytest.warns`` (or any ``catch_warnings(record=True)``) around :func:`evroute.cli.main` still records."""
     import warnings
 
-    import evroute.cli as cli
+    import evroute.cli.network as cli_network
 
     def noisy(args: Any) -> int:
         warnings.warn("something odd", UserWarning, stacklevel=1)
         return 0
 
-    monkeypatch.setattr(cli, "_cmd_info", noisy)
+    monkeypatch.setattr(cli_network, "_cmd_info", noisy)
     with pytest.warns(UserWarning, match="something odd"):
         assert main(["info"]) == 0
 
