@@ -58,19 +58,18 @@ __all__ = [
 #: a deterministic energy (variance 0), which BI's conjugate prior cannot take
 ORACLE_VAR_FLOOR = 1e-6
 
-#: learner name -> (``"module:function"`` builder, allowed ``--policy`` names, description); see :func:`make_learner`.
-_LEARNERS: dict[str, tuple[str, tuple[str, ...], str]] = {
+#: learner name -> (``"module:function"`` builder, allowed ``--policy`` names, description, ``"module:object"``
+#: whose fields or keyword parameters are its ``--model-param`` names); see :func:`make_learner`.
+_LEARNERS: dict[str, tuple[str, tuple[str, ...], str, str]] = {
     "routeset": (
         "evroute.routeset:build_routeset_bandit",
         ("ucb", "ts"),
         "IGP-UCB with --policy ucb, GP-TS with --policy ts, over the k prior-shortest routes",
+        "evroute.routeset:RouteSetBandit",
     ),
 }
 
 _PRIOR = "evroute.models.builders:PriorParams"
-
-#: learner name -> ``"module:object"`` whose fields or keyword parameters are its ``--model-param`` names
-_LEARNER_PARAMS: dict[str, tuple[str, ...]] = {"routeset": ("evroute.routeset:RouteSetBandit",)}
 
 
 def model_prior(env: EnergyEnvironment, init: str = "default") -> ModelPrior:
@@ -110,7 +109,7 @@ def model_param_sources(name: str) -> list[Any]:
     (:func:`~evroute.models.registry.param_sources`) or the learner's, and ``init`` (:class:`PriorParams`)."""
     key = name.lower()
     check_model(key)
-    own = [resolve(p) for p in _LEARNER_PARAMS[key]] if key in _LEARNERS else param_sources(key)
+    own = [resolve(_LEARNERS[key][3])] if key in _LEARNERS else param_sources(key)
     return [*own, resolve(_PRIOR)]
 
 
