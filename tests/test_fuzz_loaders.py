@@ -62,6 +62,7 @@ def test_csv_reader_on_arbitrary_bytes(tmp_path, data):
 _LINES = LOG.read_text().splitlines()
 
 
+@pytest.mark.slow
 @FAST
 @given(
     edits=st.lists(
@@ -213,6 +214,7 @@ def test_vehicle_profile_from_any_json(tmp_path, value):
     assert v is None or isinstance(v, VehicleProfile)
 
 
+@pytest.mark.slow
 @FAST
 @given(
     value=JSON,

@@ -191,6 +191,7 @@ def test_marginal_likelihood_equals_gpytorch_exact_gp(env):
     assert abs(ours - ref) < 1e-7 * abs(ref)
 
 
+@pytest.mark.slow
 def test_refit_increases_marginal_likelihood_and_recovers_noise(env):
     m = make_model("gp-exact", env, refit_first=0, learn_noise=True)
     m.hyper = Hyper(0.5, 0.5, np.ones(3), np.ones(3), 1.0)  # noise 6x too large

@@ -137,6 +137,7 @@ def test_inducing_set_capped_and_projection_preserves_posterior(env):
     np.testing.assert_allclose(post2.var, post.var, rtol=1e-3, atol=1e-6 * post.var.max())
 
 
+@pytest.mark.slow
 def test_gp_ts_run_is_deterministic_and_pickles(env):
     s, g = corner_route(env.linegraph, "A")
 
@@ -157,6 +158,7 @@ def test_gp_ts_run_is_deterministic_and_pickles(env):
     assert b1.cumulative_regret == b3.cumulative_regret
 
 
+@pytest.mark.slow
 def test_gp_ts_experiment_and_cli(tmp_path):
     cfg = ExperimentConfig(
         network=NET, route="A", model="gp", policy="ts", horizon=6, seeds=(0, 1), model_params={"n_inducing": 50}

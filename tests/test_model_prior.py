@@ -26,7 +26,7 @@ from evroute.environments.consistent import ConsistentConfig, ConsistentEnvironm
 from evroute.errors import ParameterError
 from evroute.experiments.registry import make_learner, make_model, model_prior
 from evroute.linegraph import build_line_graph
-from evroute.models.build import NEUTRAL, default_prior
+from evroute.models.builders import NEUTRAL, default_prior
 from evroute.network.registry import load_network
 from evroute.policies import make_policy
 from evroute.routes import corner_route

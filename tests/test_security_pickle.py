@@ -67,6 +67,7 @@ def _rounds(d: Path) -> pd.DataFrame:
 
 
 # --------------------------------------------------------------------------------------------- resuming still exact
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kw",
     [
@@ -331,6 +332,7 @@ UNSAFE_CALLS = {
 }
 
 
+@pytest.mark.slow
 def test_no_module_of_the_package_unpickles_anything():
     """Grep-clean, by syntax tree: no ``pickle.load(s)``-like call, no ``np.load(..., allow_pickle=True)``, no
     ``from pickle import load``, and no ``atomic_pickle`` left."""

@@ -20,6 +20,7 @@ def _need(name: str) -> None:
         pytest.skip(f"{name}.osm is not in EVROUTE_DATA={data}")
 
 
+@pytest.mark.slow
 def test_monaco_fast_road_share():
     """Monaco has no maxspeed tag: every limit is a default.  At most 5 % of its road length may be posted above
     90 km/h on the default loader (measured 2.7 %: the A8 motorway above the town); netconvert's own defaults gave
@@ -35,6 +36,7 @@ def test_monaco_fast_road_share():
     assert np.all(net.speed_mps <= net.speed_limit_mps)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["monaco", "luxembourg"])
 def test_loaders_agree_on_time_and_energy(name):
     """20 random trips (points 1 km or more apart), fastest route on each loader: the median |osmnx / netconvert - 1|

@@ -337,7 +337,7 @@ def test_learn_on_sumo_logs_creates_then_resumes_a_model(tmp_path):
 
     logs = sorted(str(p) for p in LOGS.glob("trip_*.csv"))
     model = tmp_path / "m.npz"
-    base = ["--network", str(GRID), "--model", str(model), "--vehicle", "sumo_ev", "--kind", "bi"]
+    base = ["--network", str(GRID), "--model-file", str(model), "--vehicle", "sumo_ev", "--model", "bi"]
     res = _learn([*logs[:5], *base])
     assert res.returncode == 0, res.stderr
     assert read_header(model)["kind"] == "linear" and len(read_header(model)["meta"]["logs"]) == 5
@@ -353,7 +353,7 @@ def test_learn_on_sumo_logs_creates_then_resumes_a_model(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--kind", "svgp"], "--kind must be bi or gp-exact"),
+        (["--model", "svgp"], "--model must be bi or gp-exact"),
         (["--save-every", "0"], "--save-every must be >= 1"),
         (["--soc-step", "-1"], "--soc-step must be > 0"),
         (["BAD.xml"], "1 SUMO FCD file(s) (.xml) but 0 --battery"),
@@ -373,7 +373,7 @@ def test_learn_network_bad_input_writes_nothing(tmp_path, extra, message):
         shutil.copy(LOGS / "trip_1.csv", tmp_path / extra[0])
         logs, extra = [*logs, str(tmp_path / extra[0])], []
     model = tmp_path / "m.npz"
-    res = _learn([*logs, "--network", str(GRID), "--model", str(model), *extra])
+    res = _learn([*logs, "--network", str(GRID), "--model-file", str(model), *extra])
     assert res.returncode == 2, res.stderr
     assert res.stderr.count("\n") == 1 and message in res.stderr and "Traceback" not in res.stderr
     assert not model.exists()

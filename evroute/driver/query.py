@@ -10,7 +10,7 @@ bundled in :class:`QueryContext` -- and answers one request in memory:
 * :func:`make_belief` -- the served belief of a loaded model (models learned on reduced energies get their full
   elevation potential back), used by both sides so that they give the same numbers.
 
-Nothing here loads files; :func:`evroute.driver.commands` (cli) and :mod:`evroute.service` (server) do.  No
+Nothing here loads files; :mod:`evroute.cli.driver` (cli) and :mod:`evroute.service` (server) do.  No
 ``scipy.stats`` import on this path (normal CDF and quantile come from ``scipy.special``).
 """
 

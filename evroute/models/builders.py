@@ -1,9 +1,10 @@
 """One builder path for every edge model: the prior a user has, and each model's keyword parameters.
 
-A model is built from the line graph and a :class:`ModelPrior`; it never sees an environment.  The prior holds what
-a user of the library has before driving: the physics energies ``E_det`` (Eq. 8, the prior mean), the prior and
-noise variances and the initial GP kernel hyper-parameters.  :func:`default_prior` fills it with documented neutral
-defaults computed from ``E_det`` and the network alone (:data:`NEUTRAL`):
+A model is built from a :class:`ModelPrior` alone (:func:`evroute.models.build`); it never sees an environment.  The
+prior holds what a user of the library has before driving: the network (its line graph: structure, Laplacian,
+edge contexts), the arms (edges, or turns: :mod:`evroute.arms`), the physics energies ``E_det`` (Eq. 8, the prior
+mean), the prior and noise variances and the initial GP kernel hyper-parameters.  :func:`default_prior` fills it
+with documented neutral defaults computed from ``E_det`` and the network alone (:data:`NEUTRAL`):
 
 * prior variance ``sigma0^2 = (outputscale_frac * sigma_det)^2`` and noise variance
   ``(noise_frac * sigma_det)^2``, ``sigma_det^2`` the variance of ``E_det`` over the edges (Wh^2), with the paper's
@@ -30,7 +31,7 @@ import dataclasses
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -54,7 +55,11 @@ __all__ = [
     "arm_prior",
     "build_arc_gp",
     "build_bi",
+    "build_bi_arms",
+    "build_gp",
+    "build_gp_exact",
     "build_gp_family",
+    "build_gp_tv",
     "build_kr",
     "default_prior",
     "set_threads",
@@ -110,6 +115,10 @@ class ModelPrior:
             environment whose actual variances are not of that form (the consistent environment's capped ones):
             BI takes them as its per-edge prior variances, ``gp-exact`` scales its kernel to have them as its
             diagonal at the initial hyper-parameters.
+        linegraph: the network's line graph (``E`` nodes: structure, graph Laplacian, edge contexts); every model
+            is built on it (:func:`evroute.models.build` needs it).
+        arms: the bandit's arms (:class:`~evroute.arms.ArmSpace`), or ``None`` for the edges; turn arms build the
+            kinds that can learn them (``bi``, ``gp-exact``) over the arms.
     """
 
     prior_mean_wh: np.ndarray
@@ -118,6 +127,8 @@ class ModelPrior:
     kernel: KernelInit
     init: str = "default"
     prior_var_edges: np.ndarray | None = None
+    linegraph: LineGraph | None = field(default=None, repr=False, compare=False)
+    arms: ArmSpace | None = field(default=None, repr=False, compare=False)
 
 
 def default_prior(linegraph: LineGraph, prior_mean_wh: np.ndarray) -> ModelPrior:
@@ -132,7 +143,12 @@ def default_prior(linegraph: LineGraph, prior_mean_wh: np.ndarray) -> ModelPrior
         product_weight=NEUTRAL.product_weight,
     )
     return ModelPrior(
-        e_det, NEUTRAL.outputscale_frac**2 * sigma_det2, NEUTRAL.noise_frac**2 * sigma_det2, kernel, "default"
+        e_det,
+        NEUTRAL.outputscale_frac**2 * sigma_det2,
+        NEUTRAL.noise_frac**2 * sigma_det2,
+        kernel,
+        "default",
+        linegraph=linegraph,
     )
 
 
@@ -260,6 +276,29 @@ def build_bi(linegraph: LineGraph, prior: ModelPrior, *, prior_var_scale: float 
     return BayesianEdgeModel(prior.prior_mean_wh, var * prior_var_scale, prior.noise_var)
 
 
+def build_gp(linegraph: LineGraph, prior: ModelPrior, *, seed: int = 0, **params: Any) -> EdgeModel:
+    """``gp``: the sparse variational GP (:class:`~evroute.models.gp.GPEdgeModel`); ``threads`` leaves BLAS alone
+    (the SVGP computes in torch; see :func:`set_threads`)."""
+    from evroute.models.gp import GPConfig, GPEdgeModel
+
+    return build_gp_family(GPEdgeModel, GPConfig, "gp", linegraph, prior, seed=seed, blas_threads=False, **params)
+
+
+def build_gp_exact(linegraph: LineGraph, prior: ModelPrior, *, seed: int = 0, **params: Any) -> EdgeModel:
+    """``gp-exact``: the exact GP posterior (:class:`~evroute.models.gp_exact.ExactGPEdgeModel`)."""
+    from evroute.models.gp_exact import ExactGPConfig, ExactGPEdgeModel
+
+    return build_gp_family(ExactGPEdgeModel, ExactGPConfig, "gp-exact", linegraph, prior, seed=seed, **params)
+
+
+def build_gp_tv(linegraph: LineGraph, prior: ModelPrior, *, seed: int = 0, **params: Any) -> EdgeModel:
+    """``gp-tv``: the time-varying exact GP with BOLT's data cap
+    (:class:`~evroute.models.gp_tv.TimeVaryingGPEdgeModel`)."""
+    from evroute.models.gp_tv import TimeVaryingGPEdgeModel, TVGPConfig
+
+    return build_gp_family(TimeVaryingGPEdgeModel, TVGPConfig, "gp-tv", linegraph, prior, seed=seed, **params)
+
+
 def build_kr(linegraph: LineGraph, prior: ModelPrior, **params: Any) -> EdgeModel:
     """Kernel regression on ``linegraph`` with the prior's mean and variances; ``params``: the keyword parameters
     of :class:`~evroute.models.kr.KernelRegressionEdgeModel` (``hops``, ``graph_decay``, ``bandwidth``, ...)."""
@@ -290,20 +329,33 @@ def arm_prior(prior: ModelPrior, arms: ArmSpace) -> ModelPrior:
     return dataclasses.replace(prior, prior_mean_wh=arms.lift(prior.prior_mean_wh))
 
 
+def build_bi_arms(linegraph: LineGraph, prior: ModelPrior, **params: Any) -> EdgeModel:
+    """``bi`` on turn arms (``prior.arms``): one conjugate posterior per arm, prior mean the arm's edge's."""
+    if prior.arms is None:
+        raise ParameterError("bi on arms needs a prior with arms")
+    return build_bi(linegraph, arm_prior(prior, prior.arms), **params)
+
+
 def build_arc_gp(
     linegraph: LineGraph,
     prior: ModelPrior,
-    arms: ArmSpace,
+    arms: ArmSpace | None = None,
     *,
     seed: int = 0,
     turn_outputscale: float = TurnKernelParams.turn_outputscale,
     turn_lengthscale: float = TurnKernelParams.turn_lengthscale,
     **params: Any,
 ) -> EdgeModel:
-    """``gp-exact`` on turn ``arms``: :class:`~evroute.models.gp_arcs.ArcExactGPModel` with the prior's edge mean
-    lifted to the arms, the edge kernel's initial values and the turn term's (:class:`TurnKernelParams`)."""
+    """``gp-exact`` on turn ``arms`` (default ``prior.arms``): :class:`~evroute.models.gp_arcs.ArcExactGPModel` with
+    the prior's edge mean lifted to the arms, the edge kernel's initial values and the turn term's
+    (:class:`TurnKernelParams`)."""
     from evroute.models.gp_arcs import ArcExactGPModel
     from evroute.models.gp_exact import ExactGPConfig
+
+    given = prior.arms if arms is None else arms
+    if given is None:
+        raise ParameterError("gp-exact on arms needs a prior with arms")
+    arms = given
 
     TurnKernelParams(turn_outputscale, turn_lengthscale)
     feats = arms.turn_features()

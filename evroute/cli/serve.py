@@ -9,19 +9,20 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
+from evroute.cli.args import add_model_file, add_network_args
 from evroute.errors import ParameterError
 
 
-def add_serve_command(sub: Any, add_network_args: Callable[[argparse.ArgumentParser], None]) -> None:
+def register(sub: Any) -> None:
     """Register ``serve`` on the top-level subparsers ``sub``."""
     p = sub.add_parser(
         "serve", help="a warm routing API (POST /route, /reach, /plan, /energy, /observe) and a map page"
     )
+    p.set_defaults(handler=cmd_serve)
     add_network_args(p)
-    p.add_argument("--model", default=None, help="saved model (.npz; default: the physics prior, BI)")
+    add_model_file(p, "saved model (.npz; default: the physics prior, BI)")
     p.add_argument(
         "--vehicle",
         default=None,
@@ -59,7 +60,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     dem = None if not args.dem else (args.dem[0] if len(args.dem) == 1 else list(args.dem))
     state = load_state(
         args.network,
-        model_path=args.model,
+        model_path=args.model_file,
         vehicle=args.vehicle,
         data_dir=args.data_dir,
         dem=dem,
@@ -99,4 +100,4 @@ def _check_listen(host: str, port: int) -> None:
         raise ParameterError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-__all__ = ["add_serve_command", "cmd_serve"]
+__all__ = ["cmd_serve", "register"]

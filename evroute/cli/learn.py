@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evroute.cli.args import DeprecatedAlias, ModelKindOrFile
 from evroute.errors import ParameterError
 
 #: ``--columns`` presets: the documented schema and the RSK Twizy data set's analysed logs.
@@ -21,12 +22,13 @@ _PRESETS = ("default", "twizy")
 _COLUMN_KEYS = ("time", "time_format", "speed", "speed_unit", "altitude", "soc", "lat", "lon")
 
 
-def add_learn_parser(sub: Any) -> None:
-    """Register ``evroute learn`` on an argparse sub-parser collection."""
+def register(sub: Any) -> None:
+    """Register ``evroute learn`` on the top-level subparsers ``sub``."""
     p = sub.add_parser(
         "learn",
         help="learn from trip logs: trace energy vs the battery gauge, calibrate and save the vehicle profile",
     )
+    p.set_defaults(handler=cmd_learn)
     p.add_argument(
         "logs", nargs="+", help="trip logs: CSV files (one trip each); with --network also GPX and SUMO FCD .xml"
     )
@@ -57,8 +59,21 @@ def add_learn_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the per-trip table as JSON")
     g = p.add_argument_group("map-matched learning (docs/trip_logs.md)")
     g.add_argument("--network", default=None, help="match the logs to this network and learn its edge energies")
-    g.add_argument("--model", default=None, help="model file (.npz) to update, created from the prior if missing")
-    g.add_argument("--kind", default="gp-exact", help="prior of a new model: bi or gp-exact (default: %(default)s)")
+    g.add_argument(
+        "--model-file",
+        default=None,
+        metavar="FILE",
+        help="model file (.npz) to update, created from the prior if missing",
+    )
+    g.add_argument(
+        "--model",
+        dest="kind",
+        default="gp-exact",
+        action=ModelKindOrFile,
+        metavar="KIND",
+        help="model kind of a new model: bi or gp-exact (default: %(default)s)",
+    )
+    g.add_argument("--kind", dest="kind", action=DeprecatedAlias, new="--model")
     g.add_argument("--noise-frac", type=float, default=0.1, help="new model: noise s.d. / sigma_det (default: 0.1)")
     g.add_argument("--offsets", action="store_true", help="new model: learn shared per-metre and per-edge offsets")
     g.add_argument("--battery", action="append", default=[], help="SUMO battery output of each FCD .xml log")
@@ -92,7 +107,7 @@ def _columns(args: argparse.Namespace) -> Any:
 
 def cmd_learn(args: argparse.Namespace) -> int:
     """Handler of ``evroute learn`` (returns the exit status)."""
-    if args.network is not None or args.model is not None:
+    if args.network is not None or args.model_file is not None:
         return _cmd_learn_network(args, _columns(args))
     from evroute.energy import VehicleProfile
     from evroute.io import atomic_write_json, file_lock
@@ -190,8 +205,9 @@ def _calibrate(traces: Any, vehicle: Any, fit: list[str], window_s: float) -> An
 
 
 def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
-    """``evroute learn LOGS --network NET --model FILE``: map-match the logs, learn the edge energies from their charge
-    readings (linear observations), update or create the model file (:mod:`evroute.experiments.trip_learning`)."""
+    """``evroute learn LOGS --network NET --model-file FILE``: map-match the logs, learn the edge energies from their
+    charge readings (linear observations), update or create the model file
+    (:mod:`evroute.experiments.trip_learning`)."""
     from tqdm import tqdm
 
     from evroute.energy import VehicleProfile
@@ -203,13 +219,13 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
     from evroute.network.registry import load_network
     from evroute.traces.mapmatch import MatchIndex, MatchOptions
 
-    if args.network is None or args.model is None:
-        raise ParameterError("map-matched learning needs both --network and --model")
+    if args.network is None or args.model_file is None:
+        raise ParameterError("map-matched learning needs both --network and --model-file")
     if args.kind not in ("bi", "gp-exact"):
-        raise ParameterError(f"--kind must be bi or gp-exact, got {args.kind!r}")
+        raise ParameterError(f"--model must be bi or gp-exact, got {args.kind!r}")
     if args.save_every < 1:
         raise ParameterError(f"--save-every must be >= 1, got {args.save_every}")
-    from evroute.cliargs import MAX_WORKERS
+    from evroute.cli.args import MAX_WORKERS
 
     if args.workers < 1:
         raise ParameterError(f"--workers must be >= 1, got {args.workers}")
@@ -220,9 +236,9 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
     if args.soc_step is not None and not args.soc_step > 0:
         raise ParameterError(f"--soc-step must be > 0, got {args.soc_step}")
     options = MatchOptions(sigma_m=args.gps_sigma_m)
-    target = Path(args.model)
+    target = Path(args.model_file)
     if target.is_dir() or not target.parent.is_dir():
-        raise ParameterError(f"--model {target}: not a file path in an existing folder")
+        raise ParameterError(f"--model-file {target}: not a file path in an existing folder")
     if target.is_file():
         from evroute.models.store import read_header
 
