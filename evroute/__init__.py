@@ -95,9 +95,9 @@ __all__ = [
 def load_vehicle(name_or_path: str | Path = "sumo_ev") -> VehicleProfile:
     """A vehicle profile: a shipped name (``evroute vehicles`` lists them) or a JSON file
     (:meth:`VehicleProfile.load <evroute.energy.VehicleProfile.load>`)."""
-    from evroute.energy import VehicleProfile
+    from evroute import energy
 
-    return VehicleProfile.load(name_or_path)
+    return energy.VehicleProfile.load(name_or_path)
 
 
 def __getattr__(name: str) -> Any:

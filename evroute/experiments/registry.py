@@ -87,7 +87,8 @@ def model_prior(env: EnergyEnvironment, init: str = "default") -> ModelPrior:
     """
     import numpy as np
 
-    from evroute.models.builders import INITS, KERNEL_FIELDS, KernelInit, ModelPrior, default_prior
+    from evroute.models import builders
+    from evroute.models.builders import INITS, KERNEL_FIELDS, KernelInit, default_prior
 
     if init == "default":
         return default_prior(env.linegraph, env.prior_mean_wh)
@@ -101,7 +102,9 @@ def model_prior(env: EnergyEnvironment, init: str = "default") -> ModelPrior:
     actual = env.marginal_variances() if init == "oracle" else None
     if actual is not None:  # zero where f_e is deterministic: floored so that every model's prior stays proper
         actual = np.maximum(actual, ORACLE_VAR_FLOOR * env.prior_var)
-    return ModelPrior(env.prior_mean_wh, env.prior_var, env.noise_var, kernel, init, actual, linegraph=env.linegraph)
+    return builders.ModelPrior(
+        env.prior_mean_wh, env.prior_var, env.noise_var, kernel, init, actual, linegraph=env.linegraph
+    )
 
 
 def model_param_sources(name: str) -> list[Any]:
