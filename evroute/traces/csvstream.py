@@ -26,15 +26,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from evroute.errors import DataError
+from evroute.traces.clean import MAX_RUN, range_masks, spike_masks
 
 if TYPE_CHECKING:
     from evroute.traces.reader import TraceColumns
 
+#: rows of context kept before, and held back after, the rows a chunk decides (:class:`PlausibilityFilter`)
+HOLD = 2 * MAX_RUN + 2
 #: the columns of a row array
 ROW_FIELDS = ("t_s", "speed_mps", "altitude_m", "soc_pct", "lat", "lon", "line")
 SPEED_FACTORS = {"km/h": 1 / 3.6, "m/s": 1.0, "mph": 0.44704}
-#: records per chunk (about 7 MB of row arrays at 7 floats each)
-CHUNK_ROWS = 65_536
+#: records per chunk (a few MB of text and row arrays)
+CHUNK_ROWS = 8_192
 _DAY_S = 86_400.0
 
 
@@ -255,6 +258,50 @@ class CsvRows:
         return out[keep]
 
 
+class PlausibilityFilter:
+    """The plausibility checks of :mod:`evroute.traces.clean` on a stream of rows (:mod:`evroute.traces.stream`,
+    stage 2): ``feed(rows)`` returns the rows decided and kept so far, ``finish()`` the rest.
+
+    ``rows``: ``(n, 7)`` arrays in the layout of :data:`~evroute.traces.csvstream.ROW_FIELDS`; dropped rows are
+    counted in ``drops`` by their line (column 6)."""
+
+    def __init__(self, drops: DropCounts) -> None:
+        self.drops = drops
+        self._ctx = np.empty((0, 7))  # decided rows that passed the range checks (glitch rows included)
+        self._pending = np.empty((0, 7))  # rows that passed the range checks, not decided yet
+
+    def feed(self, rows: np.ndarray) -> np.ndarray:
+        ranges = range_masks(rows[:, 1], rows[:, 2])
+        bad = np.zeros(len(rows), dtype=bool)
+        for reason, mask in ranges.items():
+            self.drops.add(reason, rows[mask, 6].astype(np.int64), distinct=False)
+            bad |= mask
+        self.drops.total += int(bad.sum())
+        self._pending = np.concatenate([self._pending, rows[~bad]])
+        if len(self._pending) <= HOLD:
+            return np.empty((0, 7))
+        return self._decide(len(self._pending) - HOLD)
+
+    def finish(self) -> np.ndarray:
+        return self._decide(len(self._pending))
+
+    def _decide(self, k: int) -> np.ndarray:
+        """Decide the first ``k`` pending rows (the rest stay pending); returns those kept."""
+        buf = np.concatenate([self._ctx, self._pending])
+        c = len(self._ctx)
+        masks = spike_masks(buf[:, 0], buf[:, 1], buf[:, 3], buf[:, 4], buf[:, 5])
+        bad = np.zeros(k, dtype=bool)
+        for reason, mask in masks.items():
+            m = mask[c : c + k]
+            self.drops.add(reason, buf[c : c + k][m, 6].astype(np.int64), distinct=False)
+            bad |= m
+        self.drops.total += int(bad.sum())
+        decided = self._pending[:k]
+        self._ctx = buf[max(c + k - HOLD, 0) : c + k]
+        self._pending = self._pending[k:]
+        return decided[~bad]
+
+
 def read_header(path: Path) -> list[str]:
     """The stripped header row of a CSV file (:class:`DataError` naming the file when unreadable or empty)."""
     try:
@@ -267,4 +314,13 @@ def read_header(path: Path) -> list[str]:
     return [h.strip() for h in header]
 
 
-__all__ = ["CHUNK_ROWS", "ROW_FIELDS", "SPEED_FACTORS", "CsvRows", "DropCounts", "read_header"]
+__all__ = [
+    "CHUNK_ROWS",
+    "HOLD",
+    "ROW_FIELDS",
+    "SPEED_FACTORS",
+    "CsvRows",
+    "DropCounts",
+    "PlausibilityFilter",
+    "read_header",
+]

@@ -125,8 +125,7 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
     Returns:
         The trace, time shifted to start at 0.
     """
-    from evroute.traces.csvstream import CsvRows
-    from evroute.traces.stream import PlausibilityFilter
+    from evroute.traces.csvstream import CsvRows, PlausibilityFilter
 
     p = Path(path)
     rows = CsvRows(p, columns or TraceColumns())

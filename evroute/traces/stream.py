@@ -4,8 +4,8 @@ The whole-file reader (:func:`evroute.traces.reader.read_trace_csv`) and the map
 read through the same pipeline, one chunk of rows at a time (memory: a few chunks, whatever the file's length):
 
 1. :class:`~evroute.traces.csvstream.CsvRows`: the value checks (fields, numbers, ranges, time increasing).
-2. :class:`PlausibilityFilter`: the plausibility checks of :mod:`evroute.traces.clean` (speed and altitude ranges,
-   glitches of speed, position and charge).  A glitch spans at most ``MAX_RUN`` rows, so the decision for a row
+2. :class:`~evroute.traces.csvstream.PlausibilityFilter`: the plausibility checks of :mod:`evroute.traces.clean`
+   (speed and altitude ranges, glitches of speed, position and charge).  A glitch spans at most ``MAX_RUN`` rows, so the decision for a row
    depends on its ``2 MAX_RUN + 2`` neighbours either side only: the filter keeps that many decided rows as context
    and holds back as many undecided ones, and decides each row exactly as a pass over the whole file would
    (tested against :func:`~evroute.traces.clean.implausible_rows`).
@@ -35,63 +35,15 @@ from evroute.traces.clean import (
     DISTANCE_MIN_M,
     DISTANCE_RATIO,
     DISTANCE_STEP_S,
-    MAX_RUN,
     SOC_RISE_PCT,
     _haversine_m,
-    range_masks,
-    spike_masks,
 )
-from evroute.traces.csvstream import CHUNK_ROWS, CsvRows, DropCounts
+from evroute.traces.csvstream import CHUNK_ROWS, CsvRows, PlausibilityFilter
 from evroute.traces.reader import Trace, TraceColumns
 
-#: rows of context kept before, and held back after, the rows a chunk decides
-HOLD = 2 * MAX_RUN + 2
 #: rows per block handed to the map matcher and the readings (17 minutes at 1 Hz): a block's readings have a dense
 #: ``m x m`` noise covariance (``m`` up to the block's rows with a fine gauge), 8 MB and a 0.3 GFlop Cholesky at 1,000
 BLOCK_ROWS = 1_000
-
-
-class PlausibilityFilter:
-    """Stage 2 of the module doc: ``feed(rows)`` returns the rows decided and kept so far, ``finish()`` the rest.
-
-    ``rows``: ``(n, 7)`` arrays in the layout of :data:`~evroute.traces.csvstream.ROW_FIELDS`; dropped rows are
-    counted in ``drops`` by their line (column 6)."""
-
-    def __init__(self, drops: DropCounts) -> None:
-        self.drops = drops
-        self._ctx = np.empty((0, 7))  # decided rows that passed the range checks (glitch rows included)
-        self._pending = np.empty((0, 7))  # rows that passed the range checks, not decided yet
-
-    def feed(self, rows: np.ndarray) -> np.ndarray:
-        ranges = range_masks(rows[:, 1], rows[:, 2])
-        bad = np.zeros(len(rows), dtype=bool)
-        for reason, mask in ranges.items():
-            self.drops.add(reason, rows[mask, 6].astype(np.int64), distinct=False)
-            bad |= mask
-        self.drops.total += int(bad.sum())
-        self._pending = np.concatenate([self._pending, rows[~bad]])
-        if len(self._pending) <= HOLD:
-            return np.empty((0, 7))
-        return self._decide(len(self._pending) - HOLD)
-
-    def finish(self) -> np.ndarray:
-        return self._decide(len(self._pending))
-
-    def _decide(self, k: int) -> np.ndarray:
-        """Decide the first ``k`` pending rows (the rest stay pending); returns those kept."""
-        buf = np.concatenate([self._ctx, self._pending])
-        c = len(self._ctx)
-        masks = spike_masks(buf[:, 0], buf[:, 1], buf[:, 3], buf[:, 4], buf[:, 5])
-        bad = np.zeros(k, dtype=bool)
-        for reason, mask in masks.items():
-            m = mask[c : c + k]
-            self.drops.add(reason, buf[c : c + k][m, 6].astype(np.int64), distinct=False)
-            bad |= m
-        self.drops.total += int(bad.sum())
-        decided = self._pending[:k]
-        self._ctx = buf[max(c + k - HOLD, 0) : c + k]
-        self._pending = self._pending[k:]
-        return decided[~bad]
 
 
 class ChargeSplitter:
@@ -349,11 +301,9 @@ class LogStream:
 
 __all__ = [
     "BLOCK_ROWS",
-    "HOLD",
     "Block",
     "ChargeSplitter",
     "DistanceCheck",
     "LogStream",
-    "PlausibilityFilter",
     "segment_blocks",
 ]
