@@ -32,9 +32,15 @@ def add_learn_parser(sub: Any) -> None:
     )
     p.add_argument("--vehicle", default="sumo_ev", help="vehicle profile name or JSON file (default: %(default)s)")
     p.add_argument(
+        "--format",
+        default="auto",
+        help="CSV log format: auto (from each file's header), evroute, generic, teslamate, twizy (default: "
+        "%(default)s; formats in docs/trip_logs.md); .gpx files are GPX",
+    )
+    p.add_argument(
         "--columns",
         default="default",
-        help=f"column preset: {', '.join(_PRESETS)} (default: %(default)s; schema in docs/trip_logs.md)",
+        help=f"column preset: {', '.join(_PRESETS)} (default: %(default)s, i.e. --format; twizy: --format twizy)",
     )
     p.add_argument(
         "--column",
@@ -74,11 +80,23 @@ def add_learn_parser(sub: Any) -> None:
 
 
 def _columns(args: argparse.Namespace) -> Any:
-    from evroute.traces import TWIZY_COLUMNS, TraceColumns
+    """The column mapping of ``--format`` / ``--columns`` / ``--column`` (``None``: detected per file)."""
+    from evroute.traces import TraceColumns
+    from evroute.traces.logformats import preset
 
     if args.columns not in _PRESETS:
         raise ParameterError(f"--columns must be one of {', '.join(_PRESETS)}, got {args.columns!r}")
-    cols = TWIZY_COLUMNS if args.columns == "twizy" else TraceColumns()
+    fmt = args.format
+    if args.columns == "twizy":
+        if fmt not in ("auto", "twizy"):
+            raise ParameterError(f"--columns twizy and --format {fmt} disagree (give one)")
+        fmt = "twizy"
+    if fmt == "gpx":
+        raise ParameterError("--format gpx: GPX logs are read by their .gpx suffix (use --format auto)")
+    cols = preset(fmt)
+    if not args.column:
+        return cols
+    cols = cols or TraceColumns()
     changes: dict[str, str] = {}
     for item in args.column:
         key, sep, name = item.partition("=")

@@ -110,7 +110,7 @@ def read_log(path: Path, battery: Path | None, columns: TraceColumns | None = No
         traces = [read_trace_csv(path, columns)]  # the reader drops bad rows with their line numbers
     else:
         if suffix == ".gpx":
-            raw = [read_trace_gpx(path)]
+            raw = [read_trace_gpx(path, require_soc=False)]
         elif battery is None:
             raise ParameterError(f"SUMO FCD file {path} needs its battery output (--battery)")
         else:
@@ -128,7 +128,7 @@ def validate_logs(
     is streamed through, :class:`~evroute.traces.stream.LogStream`).  ``on_file()`` runs after each file
     (progress)."""
     for path, battery in files:
-        if path.suffix.lower() == ".csv":
+        if path.suffix.lower() in (".csv", ".gpx"):
             for _ in LogStream(path, columns):
                 pass
         else:
@@ -210,7 +210,7 @@ def learn_log(
     """Read one log file, match each trace and reduce its charge readings to a :class:`ReadingBatch`; ``lazy``: a
     CSV log's blocks are processed as the caller takes them (:class:`LogOutcome`), else all at once."""
     cpu = {"read": 0.0, "match": 0.0, "learn": 0.0}
-    if path.suffix.lower() == ".csv":
+    if path.suffix.lower() in (".csv", ".gpx"):
         blocks = _stream_csv(path, index, params, cpu)
         return LogOutcome(blocks if lazy else tuple(blocks), cpu)
     t0 = time.process_time()

@@ -70,7 +70,8 @@ class DropCounts:
 
     def brief(self) -> str:
         """``; <reason>: <count>, ...`` for an error message (empty when nothing was dropped)."""
-        return f"; {', '.join(f'{k}: {c}' for k, c in self.count.items())} dropped" if self.count else ""
+        parts = [f"{k}: {c} dropped (first at line {self.first[k]})" for k, c in self.count.items() if c]
+        return f"; {', '.join(parts)}" if parts else ""
 
 
 def _floats(strs: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -133,7 +134,8 @@ def _times(strs: list[str], fmt: str | None) -> tuple[np.ndarray, np.ndarray]:
 
 
 class CsvRows:
-    """The valid rows of one CSV log, chunk by chunk (module doc); iterate once.
+    """The valid rows of one CSV log, chunk by chunk (module doc); iterate once.  ``columns`` ``None``: the format
+    detected from the header (:func:`evroute.traces.logformats.detect_columns`).
 
     Attributes (final after the iteration): ``n_rows`` non-blank records after the header, ``drops`` the rows
     dropped by the value checks (:class:`DropCounts`; the plausibility checks add theirs,
@@ -144,15 +146,18 @@ class CsvRows:
             naming the file).
     """
 
-    def __init__(self, path: str | Path, columns: TraceColumns, *, chunk_rows: int = CHUNK_ROWS) -> None:
+    def __init__(self, path: str | Path, columns: TraceColumns | None, *, chunk_rows: int = CHUNK_ROWS) -> None:
+        from evroute.traces.logformats import detect_columns
+
         self.path = Path(path)
-        self.cols = columns
         self.chunk_rows = chunk_rows
         self.n_rows = 0
         self.drops = DropCounts()
         if not self.path.is_file():
             raise DataError(f"trip log {self.path} not found")
         self.header = read_header(self.path)
+        self.cols = columns if columns is not None else detect_columns(self.header, str(self.path))
+        columns = self.cols
         missing = [c for c in columns.required() if c not in self.header]
         if missing:
             shown = ", ".join(self.header)[:200]

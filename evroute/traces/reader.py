@@ -19,53 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from evroute.errors import DataError, DataWarning
-
-_SPEED_FACTORS = {"km/h": 1 / 3.6, "m/s": 1.0, "mph": 0.44704}
-
-
-@dataclass(frozen=True)
-class TraceColumns:
-    """Column names and units of a trip-log CSV file.
-
-    Attributes:
-        time: column with the sample time: seconds (a number), an ISO 8601 timestamp, or text parsed with
-            ``time_format``.
-        time_format: ``strptime`` format of ``time`` (``None``: a number of seconds or ISO 8601).  A format without
-            a date (``"%H:%M:%S"``) is a time of day; it may wrap past midnight once per day.
-        speed: vehicle speed column, in ``speed_unit``.
-        speed_unit: ``"km/h"``, ``"m/s"`` or ``"mph"``.
-        altitude: altitude above sea level (m), e.g. from GPS.
-        soc: battery state of charge in percent of usable capacity (0-100); ``None``: the log has none (the
-            trace's ``soc_pct`` is NaN: it says where and how fast the vehicle drove, not what energy it used).
-        altitude: ``None``: the log has none (altitude 0: flat).
-        lat, lon: WGS 84 position in degrees.
-    """
-
-    time: str = "time"
-    time_format: str | None = None
-    speed: str = "speed_kmh"
-    speed_unit: str = "km/h"
-    altitude: str | None = "altitude_m"
-    soc: str | None = "soc_pct"
-    lat: str = "lat"
-    lon: str = "lon"
-
-    def __post_init__(self) -> None:
-        if self.speed_unit not in _SPEED_FACTORS:
-            raise DataError(f"speed_unit must be one of {sorted(_SPEED_FACTORS)}, got {self.speed_unit!r}")
-
-    def required(self) -> tuple[str, ...]:
-        """The mapped column names (those that are not ``None``)."""
-        cols = (self.time, self.speed, self.altitude, self.soc, self.lat, self.lon)
-        return tuple(c for c in cols if c is not None)
-
-
-#: The RSK Twizy data set's analysed logs (`Date, Time, Soc, Speed, Mode, LAT, LON, ALT, ...`).  Their ``Date`` column
-#: is corrupted on some rows (e.g. ``02/00/2090``) while ``Time`` stays a valid 1 Hz clock, so time is read from
-#: ``Time`` alone (time of day).
-TWIZY_COLUMNS = TraceColumns(
-    time="Time", time_format="%H:%M:%S", speed="Speed", altitude="ALT", soc="Soc", lat="LAT", lon="LON"
-)
+from evroute.traces.logformats import TWIZY_COLUMNS as TWIZY_COLUMNS  # re-exported: the presets live there
+from evroute.traces.logformats import TraceColumns as TraceColumns
 
 
 @dataclass(frozen=True)
@@ -119,7 +74,7 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
 
     Args:
         path: the CSV file.
-        columns: the column mapping (default: :class:`TraceColumns`' documented schema).
+        columns: the column mapping (default: detected from the header, :mod:`evroute.traces.logformats`).
         name: the trip's name (default: the file's stem).
 
     Returns:
@@ -128,7 +83,7 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
     from evroute.traces.csvstream import CsvRows, PlausibilityFilter
 
     p = Path(path)
-    rows = CsvRows(p, columns or TraceColumns())
+    rows = CsvRows(p, columns)
     keep = PlausibilityFilter(rows.drops)
     parts = [keep.feed(chunk) for chunk in rows]
     parts.append(keep.finish())

@@ -5,7 +5,8 @@ read through the same pipeline, one chunk of rows at a time (memory: a few chunk
 
 1. :class:`~evroute.traces.csvstream.CsvRows`: the value checks (fields, numbers, ranges, time increasing).
 2. :class:`~evroute.traces.csvstream.PlausibilityFilter`: the plausibility checks of :mod:`evroute.traces.clean`
-   (speed and altitude ranges, glitches of speed, position and charge).  A glitch spans at most ``MAX_RUN`` rows, so the decision for a row
+   (speed and altitude ranges, glitches of speed, position and charge).  A glitch spans at most ``MAX_RUN`` rows,
+   so the decision for a row
    depends on its ``2 MAX_RUN + 2`` neighbours either side only: the filter keeps that many decided rows as context
    and holds back as many undecided ones, and decides each row exactly as a pass over the whole file would
    (tested against :func:`~evroute.traces.clean.implausible_rows`).
@@ -38,7 +39,8 @@ from evroute.traces.clean import (
     SOC_RISE_PCT,
     _haversine_m,
 )
-from evroute.traces.csvstream import CHUNK_ROWS, CsvRows, PlausibilityFilter
+from evroute.traces.csvstream import CHUNK_ROWS, CsvRows, DropCounts, PlausibilityFilter
+from evroute.traces.logformats import is_gpx
 from evroute.traces.reader import Trace, TraceColumns
 
 #: rows per block handed to the map matcher and the readings (17 minutes at 1 Hz): a block's readings have a dense
@@ -224,8 +226,26 @@ class DistanceCheck:
         return (self.by_speed, self.by_gps) if not 1 / DISTANCE_RATIO <= ratio <= DISTANCE_RATIO else None
 
 
+class _GpxRows:
+    """A GPX file as :class:`~evroute.traces.csvstream.CsvRows` does a CSV file: one chunk of its valid points (GPX
+    is parsed whole by ``gpxpy``; :func:`~evroute.traces.formats.gpx_rows`)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.drops = DropCounts()
+        self.n_rows = 0
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        from evroute.traces.formats import gpx_rows
+
+        rows, self.n_rows = gpx_rows(self.path, self.drops)
+        yield rows
+
+
 class LogStream:
-    """One CSV log as :class:`Block` s (module doc): iterate once; the warnings of the file (rows dropped, charges
+    """One CSV log (or GPX: ``fmt`` ``gpx``, or ``auto`` and a ``.gpx`` suffix) as :class:`Block` s (module doc);
+    ``columns`` ``None``: a CSV log's format detected from its header (:mod:`evroute.traces.logformats`).  Iterate
+    once; the warnings of the file (rows dropped, charges
     split off, a speed that disagrees with the positions) come when the iteration ends, one line each.
 
     Attributes: ``rows`` (:class:`~evroute.traces.csvstream.CsvRows`: ``n_rows``, ``drops``), ``splitter``
@@ -240,9 +260,11 @@ class LogStream:
         chunk_rows: int = CHUNK_ROWS,
         split: bool = True,
         warn: bool = True,
+        fmt: str = "auto",
     ) -> None:
         self.path = Path(path)
-        self.rows = CsvRows(path, columns or TraceColumns(), chunk_rows=chunk_rows)
+        self.gpx = is_gpx(path, fmt)
+        self.rows = _GpxRows(self.path) if self.gpx else CsvRows(path, columns, chunk_rows=chunk_rows)
         self.filter = PlausibilityFilter(self.rows.drops)
         self.splitter = ChargeSplitter(SOC_RISE_PCT if split else float("inf"))
         self.block_rows = block_rows
