@@ -227,7 +227,7 @@ def test_a_log_without_charge_is_predicted_with_its_interval(tmp_path, fmt):
     assert with_soc["measured_wh"] == pytest.approx(0.39 / 100 * 35_000, rel=1e-6)  # sumo_ev: 35 kWh usable
     assert without["predicted_wh"] == with_soc["predicted_wh"] > 0
     assert without["interval90_wh"] == with_soc["interval90_wh"] > 0
-    assert without["distance_km"] == pytest.approx(0.39) and without["duration_h"] == pytest.approx(39 / 3600)
+    assert without["distance_km"] == pytest.approx(0.39) and without["duration_h"] == pytest.approx(39 / 3600, abs=5e-4)
 
 
 def test_calibration_on_logs_with_charge_predicts_a_log_without(tmp_path):
