@@ -93,7 +93,8 @@ def test_unknown_header_and_wrong_format_are_one_line_naming_the_file(tmp_path):
     with pytest.raises(DataError) as exc:
         read_trace_csv(p)
     text = str(exc.value)
-    assert str(p) in text and "cannot tell the log's format" in text and "when, v, x, y" in text and "\n" not in text
+    assert str(p) in text and "missing column(s) 'time', 'speed_kmh', 'lat', 'lon' of the closest log format" in text
+    assert "when, v, x, y" in text and "\n" not in text
     header, rows = _good("generic")
     q = _write(tmp_path / "g.csv", header, rows)
     res = subprocess.run(

@@ -11,10 +11,10 @@
   (:func:`evroute.traces.formats.gpx_rows`).
 
 Auto-detection (``--format auto``, the default): a ``.gpx`` file is GPX; a CSV file is the first format of the
-table whose time, speed and position columns are all in its header; its altitude and state-of-charge columns are
+list whose time, speed and position columns are all in its header; its altitude and state-of-charge columns are
 used when present -- a log **without** a state-of-charge column is read with ``soc = None`` (it says where and how
 fast the vehicle drove, not what energy it used), without altitude it is flat.  A header that matches none is a
-one-line error naming the file and its header.  Other columns are ignored (TeslaMate's ``power``, ``odometer``,
+one-line error naming the file, the columns the closest format misses and the header.  Other columns are ignored (TeslaMate's ``power``, ``odometer``,
 the Twizy's weather ...).
 """
 
@@ -99,16 +99,22 @@ def detect_columns(header: list[str], source: str) -> TraceColumns:
     """The preset of a CSV header (module doc), with ``soc`` / ``altitude`` ``None`` where the header lacks them.
 
     Raises:
-        DataError: no preset's time, speed and position columns are all in the header (one line, naming ``source``).
+        DataError: no preset's time, speed and position columns are all in the header (one line naming ``source``
+            and the columns the closest preset misses).
     """
     names = set(header)
     for fmt, cols in PRESETS.items():
         if {cols.time, cols.speed, cols.lat, cols.lon} <= names:
             return fit_columns(cols, names, fmt)
+
+    def missing(cols: TraceColumns) -> list[str]:
+        return [c for c in (cols.time, cols.speed, cols.lat, cols.lon) if c not in names]
+
+    fmt = min(PRESETS, key=lambda f: len(missing(PRESETS[f])))  # the closest (the first of equals)
     shown = ", ".join(header)[:200]
     raise DataError(
-        f"{source}: cannot tell the log's format from its header ({shown}); expected the columns of one of "
-        f"{', '.join(PRESETS)} (docs/trip_logs.md) or --format"
+        f"{source}: missing column(s) {', '.join(map(repr, missing(PRESETS[fmt])))} of the closest log format, {fmt} "
+        f"(header: {shown}; formats: {', '.join(PRESETS)}, docs/trip_logs.md; or --format)"
     )
 
 
