@@ -14,8 +14,8 @@ Auto-detection (``--format auto``, the default): a ``.gpx`` file is GPX; a CSV f
 list whose time, speed and position columns are all in its header; its altitude and state-of-charge columns are
 used when present -- a log **without** a state-of-charge column is read with ``soc = None`` (it says where and how
 fast the vehicle drove, not what energy it used), without altitude it is flat.  A header that matches none is a
-one-line error naming the file, the columns the closest format misses and the header.  Other columns are ignored (TeslaMate's ``power``, ``odometer``,
-the Twizy's weather ...).
+one-line error naming the file, the columns the closest format misses and the header.  Other columns are ignored
+(TeslaMate's ``power``, ``odometer``, the Twizy's weather ...).
 """
 
 from __future__ import annotations
