@@ -281,7 +281,9 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
             bar.update(report.files_skipped)
             bar.close()
             if report.files_learned and report.readings == 0 and not done:
-                raise DataError("no log gave a usable energy reading (unmatched, or no charge change)")
+                raise DataError(
+                    "no log gave a usable energy reading (unmatched, no charge change, or no state-of-charge column)"
+                )
             if model.stats.readings:
                 _fit_noise_and_trip_effect(model, meta)
             save()

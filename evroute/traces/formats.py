@@ -22,14 +22,14 @@ import math
 import re
 import warnings
 import xml.parsers.expat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
 from evroute.errors import DataError, DataWarning
 from evroute.traces.csvstream import DropCounts
-from evroute.traces.reader import Trace
+from evroute.traces.reader import Trace, TraceColumns, read_trace_csv
 
 _EARTH_RADIUS_M = 6_371_008.8
 
@@ -150,6 +150,24 @@ def read_trace_gpx(path: str | Path, *, require_soc: bool = True, name: str | No
         lon=a[:, 5],
         name=name or p.stem,
     )
+
+
+def read_traces(paths: Sequence[str | Path], columns: TraceColumns | None = None) -> list[Trace]:
+    """Read several trip logs (all validated before any is returned); a log that spans a charging stop becomes
+    one trace per segment, and a speed column that disagrees with the positions is warned about
+    (:func:`evroute.traces.clean.split_all`).  A ``.gpx`` file is read as GPX (its points without a state of
+    charge kept, with NaN), its implausible points dropped (:func:`evroute.traces.clean.clean_trace`)."""
+    from evroute.traces.clean import clean_trace, split_all
+
+    out: list[Trace] = []
+    for p in paths:
+        if Path(p).suffix.lower() == ".gpx":
+            tr = clean_trace(read_trace_gpx(p, require_soc=False), str(p))
+            traces = [] if tr is None else [tr]
+        else:
+            traces = [read_trace_csv(p, columns)]
+        out += split_all(traces, str(p))
+    return out
 
 
 def _scan_xml(path: Path, tag: str, handle: Callable[[int, float, dict[str, str]], None]) -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import csv
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,15 +101,6 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
         lon=a[:, 5],
         name=name or p.stem,
     )
-
-
-def read_traces(paths: Sequence[str | Path], columns: TraceColumns | None = None) -> list[Trace]:
-    """Read several trip logs (all validated before any is returned); a log that spans a charging stop becomes
-    one trace per segment, and a speed column that disagrees with the positions is warned about
-    (:func:`evroute.traces.clean.split_all`)."""
-    from evroute.traces.clean import split_all
-
-    return [seg for p in paths for seg in split_all([read_trace_csv(p, columns)], str(p))]
 
 
 def write_trace_csv(trace: Trace, path: str | Path) -> Path:
