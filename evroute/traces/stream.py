@@ -37,9 +37,9 @@ from evroute.traces.clean import (
     DISTANCE_RATIO,
     DISTANCE_STEP_S,
     SOC_RISE_PCT,
-    _haversine_m,
 )
 from evroute.traces.csvstream import CHUNK_ROWS, CsvRows, DropCounts, PlausibilityFilter
+from evroute.traces.formats import haversine_m
 from evroute.traces.logformats import is_gpx
 from evroute.traces.reader import Trace, TraceColumns
 
@@ -213,7 +213,7 @@ class DistanceCheck:
         if self._last is not None:
             la, lo = np.r_[self._last[0], la], np.r_[self._last[1], lo]
         if len(la) > 1:
-            self.by_gps += float(_haversine_m(la[:-1], lo[:-1], la[1:], lo[1:]).sum())
+            self.by_gps += float(haversine_m(la[:-1], lo[:-1], la[1:], lo[1:]).sum())
         self._last = (float(la[-1]), float(lo[-1]))
 
     def result(self) -> tuple[float, float] | None:
