@@ -7,8 +7,8 @@ row's line number).  The checks, in this order (a row is counted under the first
 fields; the time (a number of seconds, an ISO 8601 timestamp, or text in ``time_format``; a format without a date is
 a time of day that may wrap past midnight; a timestamp without a zone is read as UTC); every other mapped value a
 finite number; speed >= 0; state of charge in [0, 100]; latitude in [-90, 90], longitude in [-180, 180]; time
-increasing over the last kept row, and (a clock that jumps ahead once) not past the next row's when the next row's
-is past the last kept one (within a chunk; not for a time of day, which may wrap).  Numbers are parsed per chunk
+increasing over the last kept row, and (a clock that jumps ahead once) not strictly past the next row's when the
+next row's is past the last kept one (within a chunk; not for a time of day, which may wrap).  Numbers are parsed per chunk
 by NumPy (a chunk with a bad value falls back to one value at a time), a ``%H:%M:%S`` time in one split of the
 chunk, other ``time_format`` s by pandas: 12 CPU us a row of the Twizy logs' 15 columns against 32 us for the
 row-by-row reader of 92600c2 (both measured on a loaded 2-core machine, load average 17).  Dropped rows are
@@ -251,7 +251,7 @@ class CsvRows:
                     continue
                 day += _DAY_S  # a time of day that passed midnight
                 ti += _DAY_S
-            elif not wraps and p + 1 < len(ks) and last < tl[ks[p + 1]] + day <= ti:
+            elif not wraps and p + 1 < len(ks) and last < tl[ks[p + 1]] + day < ti:
                 ahead[i] = True  # a clock that jumps ahead once: this row goes, not the rows after it
                 continue
             tl[i] = ti
