@@ -8,8 +8,8 @@ fields; the time (a number of seconds, an ISO 8601 timestamp, or text in ``time_
 a time of day that may wrap past midnight; a timestamp without a zone is read as UTC); every other mapped value a
 finite number; speed >= 0; state of charge in [0, 100]; latitude in [-90, 90], longitude in [-180, 180]; time
 increasing over the last kept row, and (a clock that jumps ahead once) not strictly past the next row's when the
-next row's is past the last kept one (within a chunk; not for a time of day, which may wrap).  Numbers are parsed per chunk
-by NumPy (a chunk with a bad value falls back to one value at a time), a ``%H:%M:%S`` time in one split of the
+next row's is past the last kept one (within a chunk; not for a time of day, which may wrap).  Numbers are parsed
+per chunk by NumPy (a chunk with a bad value falls back to one value at a time), a ``%H:%M:%S`` time in one split of the
 chunk, other ``time_format`` s by pandas: 12 CPU us a row of the Twizy logs' 15 columns against 32 us for the
 row-by-row reader of 92600c2 (both measured on a loaded 2-core machine, load average 17).  Dropped rows are
 counted per reason with the first line of each (:class:`DropCounts`), never listed: memory does not grow with the
