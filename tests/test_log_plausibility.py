@@ -86,7 +86,7 @@ def test_a_rising_charge_is_split_off_never_learned_as_negative_energy(tmp_path)
     res = _cli(["learn", str(log), "--json"])
     assert res.returncode == 0, res.stderr
     assert res.stderr.count("\n") == 1 and "state of charge rises by more than 3 %" in res.stderr
-    assert "54 % -> 84 % (samples 400 to 401)" in res.stderr
+    assert "54 % -> 84 % (lines 401 to 402)" in res.stderr  # the file's lines (the header is line 1)
     trips = _trips_json(res.stdout)["trips"]
     assert [t["trip"] for t in trips] == ["charged#1", "charged#2"]
     assert all(t["measured_wh"] > 0 for t in trips)
