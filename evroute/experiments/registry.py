@@ -73,6 +73,7 @@ _GP_MODELS: dict[str, tuple[str, str, bool]] = {
 _REGISTRY: dict[str, str | ModelBuilder] = {
     "bi": "evroute.models.build:build_bi",
     "kr": "evroute.models.build:build_kr",
+    "blr": "evroute.models.blr:build_blr",
 }
 
 #: learner name -> (``"module:function"`` builder, allowed ``--policy`` names); see :func:`make_learner`.
@@ -95,6 +96,7 @@ _PARAM_SOURCES: dict[str, tuple[str, ...]] = {
     ),
     "bi": ("evroute.models.build:build_bi", _PRIOR),
     "kr": ("evroute.models.kr:KernelRegressionEdgeModel", _PRIOR),
+    "blr": ("evroute.models.blr:build_blr", _PRIOR),
     "routeset": ("evroute.routeset:RouteSetBandit", _PRIOR),
 }
 
