@@ -62,6 +62,7 @@ def test_joint_sampler_has_the_posterior_covariance() -> None:
     model.resid_var = s_r2
     model.update(e, y)
     post = model.posterior()
+    assert post.sampler is not None
     _, cov, _ = _dense(x, m0, e, y, s_b2, s_r2, s_n2)
     n = 40_000
     rng = np.random.default_rng(2)

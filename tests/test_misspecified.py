@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 
 from evroute.environments import ENVIRONMENTS, make_environment
-from evroute.environments.misspecified import RANGES, draw_parameters, road_classes
+from evroute.environments.misspecified import RANGES, MisspecifiedEnvironment, draw_parameters, road_classes
 from evroute.environments.noise import draw_noise
 from evroute.errors import ParameterError
 from evroute.experiments.registry import model_prior
@@ -111,6 +111,7 @@ def test_truths_keep_non_negative_reduced_costs_and_the_exact_optimum(lg, truth)
     exact search on the energies finds (to 1e-9 Wh)."""
     for seed in range(3):
         env = make_environment(lg, "misspecified", {"truth": truth}, seed=seed)
+        assert isinstance(env, MisspecifiedEnvironment)
         assert np.all(env.true_mean_wh - env.potential_wh >= -1e-9)
         assert not np.allclose(env.true_mean_wh, env.prior_mean_wh)
         for start, goal in ((0, lg.n_nodes - 1), (5, lg.n_nodes // 2)):
@@ -123,6 +124,7 @@ def test_road_class_truth_has_class_and_junction_structure(lg) -> None:
     """The per-class offsets shift each class's mean ratio of reduced costs; without the per-edge and junction parts
     the truth would be exactly proportional within a class (checked through the draw's own decomposition)."""
     env = make_environment(lg, "misspecified", {"truth": "road-class"}, seed=2)
+    assert isinstance(env, MisspecifiedEnvironment)
     cls = road_classes(lg.network.speed_mps)
     r_det = np.maximum(env.prior_mean_wh - env.potential_wh, 0.0)
     ratio = (env.true_mean_wh - env.potential_wh)[r_det > 1.0] / r_det[r_det > 1.0]

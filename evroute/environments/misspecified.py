@@ -8,19 +8,20 @@ same seed is the same world for every model), then the truth of one of two famil
 * ``truth="gp"``: the consistent environment (:mod:`evroute.environments.consistent`: the paper's GP perturbation,
   log-normal on the dissipative energy, exact optimum by one Dijkstra) with the drawn outputscale and noise fractions
   (a decade each), context lengthscale, graph Matérn ``nu`` (continuous in ``[1.5, 4]``: never the default model
-  prior's ``nu = 1``, by construction; :mod:`evroute.models.build`), ``kappa`` and the product weight ``w``.  ``env.config`` is that drawn :class:`~evroute.environments.consistent.ConsistentConfig`
-  (the oracle ablation reads it);
+  prior's ``nu = 1``, by construction; :mod:`evroute.models.build`), ``kappa`` and the product weight ``w``.
+  ``env.config`` is that drawn :class:`~evroute.environments.consistent.ConsistentConfig` (the oracle ablation
+  reads it);
 * ``truth="road-class"``: no Gaussian process at all.  The reduced cost (dissipative energy, ``r_det >= 0``) of edge
   ``e`` of road class ``c(e)`` (its speed limit rounded to 10 km/h) is
 
       r_e = r_det(e) (1 + a_c(e)) m_e + j_e,      f_e = p_e + r_e,
 
   with a per-class relative offset ``a_c ~ N(0, class_sd^2)`` (floored at -0.9), an independent per-edge log-normal
-  factor ``m_e = exp(s z_e - s^2 / 2)``, ``s = iid_sd``, and a junction effect ``j_e >= 0``: the chance ``q_k ~ U(0, 1)``
-  (one per junction size ``k``, the number of turns out of the edge's end) of stopping there times the speed limit
-  squared (the kinetic energy lost), scaled so that its root mean square is ``junction_frac * sigma_det``.
-  ``r_e >= 0``, so the exact optimum is still one Dijkstra on the reduced costs.  ``prior_var`` is the realised
-  mean square of ``f - E_det`` (Wh^2).
+  factor ``m_e = exp(s z_e - s^2 / 2)``, ``s = iid_sd``, and a junction effect ``j_e >= 0``: the chance
+  ``q_k ~ U(0, 1)`` (one per junction size ``k``, the number of turns out of the edge's end) of stopping there
+  times the speed limit squared (the kinetic energy lost), scaled so that its root mean square is
+  ``junction_frac * sigma_det``.  ``r_e >= 0``, so the exact optimum is still one Dijkstra on the reduced costs.
+  ``prior_var`` is the realised mean square of ``f - E_det`` (Wh^2).
 
 Feedback has the drawn noise variance ``(noise_frac sigma_det)^2`` in the family ``noise`` (:mod:`.noise`:
 ``gaussian``, heavy-tailed ``student-t`` with ``df`` degrees of freedom, or ``trip``-level correlated with share
@@ -165,7 +166,16 @@ def build(
     """Registry entry: the misspecified world of ``seed`` (module docstring)."""
     cfg = parse_params(params)
     if cfg.truth == "gp":
-        drawn = ConsistentConfig(**draw_parameters(seed, _GP_FIELDS), max_cv=cfg.max_cv)
+        v = draw_parameters(seed, _GP_FIELDS)
+        drawn = ConsistentConfig(
+            outputscale_frac=v["outputscale_frac"],
+            noise_frac=v["noise_frac"],
+            lengthscale=v["lengthscale"],
+            graph_nu=v["graph_nu"],
+            graph_kappa=v["graph_kappa"],
+            product_weight=v["product_weight"],
+            max_cv=cfg.max_cv,
+        )
         base = ConsistentEnvironment.sample(linegraph, vehicle=vehicle, config=drawn, seed=seed)
         env = MisspecifiedEnvironment(
             linegraph,
@@ -173,7 +183,7 @@ def build(
             base.true_mean_wh,
             base.prior_var,
             base.noise_var,
-            drawn,  # type: ignore[arg-type]
+            drawn,
             base.potential_wh,
             base.marginal_var_wh2,
         )

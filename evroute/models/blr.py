@@ -24,6 +24,7 @@ scale ``s_b^2``) maximise the exact marginal likelihood (ML-II): the within-edge
 from __future__ import annotations
 
 import math
+
 import numpy as np
 
 from evroute.errors import ParameterError
@@ -139,9 +140,7 @@ class HierarchicalEdgeModel(EdgeModel):
             beta = mu + chol @ rng.standard_normal(len(mu))
             return np.asarray(base + shrink * (xs @ beta) + resid_sd * rng.standard_normal(self.n_edges))
 
-        return EdgePosterior(
-            mean=mean, variance=var, noise_var=np.full(self.n_edges, self.noise_var), sampler=sampler
-        )
+        return EdgePosterior(mean=mean, variance=var, noise_var=np.full(self.n_edges, self.noise_var), sampler=sampler)
 
     # ------------------------------------------------------------------------------------------- ML-II
     def log_marginal_likelihood(self, noise_var: float, resid_var: float, coef_var: float) -> float:
