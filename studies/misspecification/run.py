@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import shlex
 import subprocess
+import sys
 from pathlib import Path
 
 from studies.common import report as R
 from studies.misspecification.design import HORIZON, METHODS, NETWORK, ROUTE, SEEDS, WORLDS, merge, read_csv, write_csv
 from studies.misspecification.report import build_report
+
+
+def study_command() -> str:
+    """The running command as it is recorded: ``python -m studies.misspecification.run`` and its arguments (the
+    interpreter's path and the module's file path, which differ between machines, left out)."""
+    return " ".join(["python -m studies.misspecification.run", *(shlex.quote(a) for a in sys.argv[1:])])
 
 
 def head_commit() -> str:
@@ -111,8 +119,8 @@ def main() -> None:
         return
     runs = Path(args.runs)
     if not args.collect_only:
-        if R.command_line() not in commands:
-            commands.append(R.command_line())
+        if study_command() not in commands:
+            commands.append(study_command())
         commit = head_commit()
         for w in [w for w in WORLDS if w.name in args.worlds]:
             cfgs = configs(args, [w.name])
