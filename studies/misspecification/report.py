@@ -130,8 +130,9 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
     lines += [
         "",
         "Rebuild from the committed data: `python -m studies.misspecification.run --report-only` (reads "
-        "`docs/results/data/misspecification_finals.csv` and `docs/results/data/misspecification_commands.txt`); "
-        "every number and sentence below is computed from that table.",
+        "[`data/misspecification_finals.csv`](data/misspecification_finals.csv) and "
+        "[`data/misspecification_commands.txt`](data/misspecification_commands.txt)); every number and sentence "
+        "below is computed from that table.",
         "",
         f"Rows: {len(rows)}, on {_list(nets)}, horizon {_list(horizons)} rounds, made at commit(s) {_list(commits)}.",
         "",
