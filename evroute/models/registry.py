@@ -77,6 +77,9 @@ _KINDS: dict[str, ModelKind] = {
         ("evroute.models.gp_tv:TVGPConfig", _KERNEL),
     ),
     "kr": ModelKind(f"{_B}:build_kr", "kernel regression", ("evroute.models.kr:KernelRegressionEdgeModel",)),
+    "blr": ModelKind(
+        "evroute.models.blr:build_blr", "Bayesian linear regression on edge features with per-edge residuals"
+    ),
 }
 
 #: hyper-parameters only turn arms take

@@ -249,6 +249,15 @@ SOURCES: tuple[Source, ...] = (
         "which re-runs it with its command",
     ),
     Source(
+        "misspecification_finals.csv",
+        "misspecification",
+        key=("world", "method", "seed"),
+        commands_file="misspecification_commands.txt",
+        why="400 runs (~25 min of CPU on 2 workers) by the study's own resumable command; every row carries the "
+        "commit that made it",
+    ),
+    Source("misspecification_commands.txt", "misspecification", why="the commands behind misspecification_finals.csv"),
+    Source(
         "travel_time_validation.csv",
         "travel_time_validation",
         key=("network", "start", "goal"),

@@ -94,6 +94,17 @@ REBUILT: dict[str, list[str]] = {
         "--out",
         "{out}",
     ],
+    "misspecification.md": [
+        "-m",
+        "studies.misspecification.run",
+        "--report-only",
+        "--data",
+        "docs/results/data/misspecification_finals.csv",
+        "--commands",
+        "docs/results/data/misspecification_commands.txt",
+        "--out",
+        "{out}",
+    ],
     "map_matching_compare.md": [
         "-m",
         "studies.trip_logs.compare_matchers",
