@@ -137,8 +137,8 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
         f"Rows: {len(rows)}, on {_list(nets)}, horizon {_list(horizons)} rounds, made at commit(s) {_list(commits)}.",
         "",
         "**Question.** With every model's DEFAULT prior (fixed from the physics and the network, "
-        "`evroute.models.builders.default_prior`, never from an environment) and its noise learnt, where does the exact "
-        "GP with Thompson sampling (GP-TS) beat strong baselines, and where not, in worlds it did not come from?",
+        "`evroute.models.builders.default_prior`, never from an environment) and its noise learnt, where does the "
+        "exact GP with Thompson sampling (GP-TS) beat strong baselines, and where not, in worlds it did not come from?",
         "",
         "**Worlds** (`--env misspecified`: every seed draws its own generating parameters from wide ranges, "
         "`evroute.environments.misspecified.RANGES`; seed s is the same world for every method):",
