@@ -248,10 +248,12 @@ def provenance_lines(rows: Sequence[dict[str, str]]) -> list[str]:
             "energies: they are not reproduced at HEAD; each comes from the code at (or, for a run that took "
             "longer than a commit, just before) its commit: `git checkout <commit>`, then the study command that "
             "names its route and stage (before commit `16c07d3` the study was `gp_vs_bi` under `scripts/paper/`).  "
-            "Every sentence below about these routes describes that code, not HEAD.  On the synthetic route the BI "
-            "rows reproduce at HEAD (`python -m studies.reproduce.run --pages gp_vs_bi` re-runs them and compares); "
-            "its GP rows come from the GP code of their commits, which has changed since (re-run at HEAD, "
-            "GP-EXACT-BUCB seeds differ), so they too reproduce only at their commits.",
+            "Every sentence below about these routes describes that code, not HEAD.  On the synthetic route only "
+            "the BI rows with the oracle init reproduce at HEAD (`python -m studies.reproduce.run --pages gp_vs_bi` "
+            "re-runs them and compares): issue 38 changed the default prior (its values are no longer the "
+            "environments' generating fractions), so the default-init rows, BI's and the GP's, come from the code "
+            "of their commits, and the GP rows also from the GP code of their commits (re-run at HEAD, "
+            "GP-EXACT-BUCB seeds differ).",
             "",
         ]
     return lines
