@@ -172,35 +172,48 @@ def _read(path: Path) -> list[dict]:
     return list(csv.DictReader(path.open())) if path.is_file() else []
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclasses.dataclass
+class Study:
+    """What every analysis of one study folder shares (:func:`load_study`): the network, the simulated trips and the
+    held-out trips' weights and boundary terms (module doc, step 3)."""
+
+    lg: Any
+    vehicle: Any
+    sumo_v: Any  # the vehicle with SUMO's g: reduced energies as SUMO charges them
+    m_kin: float  # SUMO's kinetic mass m + rotatingMass (kg)
+    usable: float  # usable capacity (Wh)
+    traces: dict
+    train: list[str]
+    test: list[str]
+    truth: dict  # trip -> (n,) edge indices of its route
+    energy: dict  # trip -> SUMO battery energy (Wh)
+    e_det: np.ndarray  # (E,) Eq. 8 (Wh)
+    red_prior: np.ndarray  # (E,) the prior mean of reduced energies (Wh)
+    exact_index: Any  # MatchIndex for SUMO's exact logs
+    w_test: list[np.ndarray]  # per held-out trip: (n,) driven share of each route edge
+    bnd_test: np.ndarray  # (test,) boundary term M(end) - M(start) (Wh)
+    y_test: np.ndarray  # (test,) SUMO battery energy (Wh)
+
+
+def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: float) -> Study:
+    """Simulate (once; kept in ``out / "sim"``) and load the study's trips (module doc, steps 1 and 3)."""
     from evroute.energy import VehicleProfile, network_energy_wh
     from evroute.linegraph import build_line_graph
-    from evroute.models.linear_obs import (
-        LinearStatistics,
-        kernel_factor,
-        linear_model_from,
-        linear_posterior,
-        offset_basis,
-    )
-    from evroute.models.store import prior_model
-    from evroute.models.trip_effect import TripSums, fit_trip_effect
     from evroute.network.registry import load_network
     from evroute.sumo.replay import sumo_net_file
-    from evroute.sumo.triplogs import degrade, random_routes, simulate_trips
+    from evroute.sumo.triplogs import random_routes, simulate_trips
     from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2, effective_mass_kg
     from evroute.traces.formats import read_sumo_fcd
     from evroute.traces.mapmatch import MatchIndex, MatchOptions
     from evroute.traces.mechanical import path_height_m, reduced_prior_wh, sample_mechanical_wh
-    from evroute.traces.observations import trace_readings
 
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     vehicle = VehicleProfile.load("sumo_ev")
-    lg = build_line_graph(load_network(args.network))
+    lg = build_line_graph(load_network(network))
     net = lg.network
     index_of = {str(e): i for i, e in enumerate(net.edge_ids)}
     sim = out / "sim"
-    routes = random_routes(lg, args.train + args.test, args.min_route_m, np.random.default_rng(0))
+    routes = random_routes(lg, n_train + n_test, min_route_m, np.random.default_rng(0))
     if not (sim / "battery.xml").is_file():
         t0 = _cpu()
         simulate_trips(sumo_net_file(lg), routes, sim, vehicle=vehicle, depart_gap_s=20.0, arrive_at_rest=True)
@@ -208,16 +221,12 @@ def run(args: argparse.Namespace) -> int:
     traces = {t.name: t for t in read_sumo_fcd(sim / "fcd.xml", sim / "battery.xml")}
     usable = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
     names = [n for n in routes if n in traces]
-    train, test = names[: args.train], names[args.train : args.train + args.test]
+    train, test = names[:n_train], names[n_train : n_train + n_test]
     truth = {n: np.array([index_of[e] for e in routes[n]]) for n in names}
     energy = {n: float(traces[n].soc_pct[0] - traces[n].soc_pct[-1]) / 100.0 * usable for n in names}
-    e_det = network_energy_wh(net, vehicle)
     # reduced energies as SUMO charges them: its g and kinetic mass; a route's battery energy = sum + its boundary
     sumo_v = dataclasses.replace(vehicle, gravity_mps2=SUMO_GRAVITY_MPS2)
     m_kin = effective_mass_kg(vehicle)
-    red_prior = reduced_prior_wh(net, vehicle)
-
-    y_test = np.array([energy[n] for n in test])
     # what each held-out trip drove of its route: SUMO's lanes start and end metres inside an edge (junctions), so the
     # first and last edges are partly driven; their shares and the boundary term at the trip's real end points come
     # from its exact log matched to the network (the trip's own start and end, as a driver's query gives them)
@@ -237,7 +246,47 @@ def run(args: argparse.Namespace) -> int:
         mech = sample_mechanical_wh(tr.speed_mps[[0, -1]], z, sumo_v, m_kin)
         w_test.append(np.clip(w, 0.0, 1.0))
         bnd_list.append(float(mech[1] - mech[0]))
-    bnd_test = np.array(bnd_list)
+    return Study(
+        lg=lg,
+        vehicle=vehicle,
+        sumo_v=sumo_v,
+        m_kin=m_kin,
+        usable=usable,
+        traces=traces,
+        train=train,
+        test=test,
+        truth=truth,
+        energy=energy,
+        e_det=network_energy_wh(net, vehicle),
+        red_prior=reduced_prior_wh(net, vehicle),
+        exact_index=exact_index,
+        w_test=w_test,
+        bnd_test=np.array(bnd_list),
+        y_test=np.array([energy[n] for n in test]),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from evroute.models.linear_obs import (
+        LinearStatistics,
+        kernel_factor,
+        linear_model_from,
+        linear_posterior,
+        offset_basis,
+    )
+    from evroute.models.store import prior_model
+    from evroute.models.trip_effect import TripSums, fit_trip_effect
+    from evroute.sumo.triplogs import degrade
+    from evroute.traces.mapmatch import MatchIndex, MatchOptions
+    from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
+    from evroute.traces.observations import trace_readings
+
+    out = Path(args.out)
+    st = load_study(args.network, out, args.train, args.test, args.min_route_m)
+    lg, vehicle, net = st.lg, st.vehicle, st.lg.network
+    traces, train, test, truth, energy = st.traces, st.train, st.test, st.truth, st.energy
+    sumo_v, m_kin, usable, e_det, red_prior = st.sumo_v, st.m_kin, st.usable, st.e_det, st.red_prior
+    w_test, bnd_test, y_test = st.w_test, st.bnd_test, st.y_test
     rows_csv, match_csv = out / "rows.csv", out / "matching.csv"
     (out / "command.txt").write_text(_command(args.argv) + "\n")  # the latest command: it completes the design
     if not (out / "bias.csv").is_file():
