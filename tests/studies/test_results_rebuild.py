@@ -136,6 +136,8 @@ REBUILT: dict[str, list[str]] = {
         "docs/results/data/trip_logs_known_truth_coverage.csv",
         "--bias",
         "docs/results/data/trip_logs_known_truth_bias.csv",
+        "--floor",
+        "docs/results/data/trip_logs_known_truth_floor.csv",
         "--commands",
         "docs/results/data/trip_logs_known_truth_commands.txt",
         "--output",
