@@ -67,11 +67,10 @@ REBUILT: dict[str, list[str]] = {
     ],
     "calibration.md": [
         "-m",
-        "studies.driver.calibration",
-        "--report-only",
-        "--data",
-        "docs/results/data/calibration.json",
-        "--out",
+        "studies.trip_logs.calibration_report",
+        "--rows",
+        "docs/results/data/trip_logs_known_truth.csv",
+        "--output",
         "{out}",
     ],
     "energy_validation.md": [
