@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-FIELDS = ["network", "row", "n_train", "rmse_wh", "bias_wh", "n_test", "note"]
+FIELDS = ["network", "row", "n_train", "rmse_wh", "bias_wh", "n_test", "note", "command"]
 BIAS_FIELDS = [
     "network",
     "trip",
@@ -220,6 +220,13 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     st = load_study(args.network, out, args.train, args.test, args.min_route_m)
     rows = floor_rows(st, args.network, fit_ns)
+    import shlex
+
+    command = " ".join(
+        ["python -m studies.trip_logs.known_truth_floor", *(shlex.quote(a) for a in (argv or sys.argv[1:]))]
+    )
+    for r in rows:
+        r["command"] = command
     with (out / "floor.csv").open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=FIELDS, lineterminator="\n")
         w.writeheader()

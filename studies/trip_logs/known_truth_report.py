@@ -338,8 +338,7 @@ def _floor_lines(floor: list[dict[str, str]], prior: float, at_goal: dict[str, f
     o = float(oracle["rmse_wh"])
     lines = [
         "From SUMO's exact logs, each trip's reduced energy per whole traversal of an edge (sample by sample on its "
-        "exact match; `studies.trip_logs.known_truth_floor`, one run per network on the same trips).  RMSE on the "
-        "same held-out trips (Wh):",
+        f"exact match; `{oracle['command']}`, on the study's trips).  RMSE on the same held-out trips (Wh):",
         "",
         "| row | trips used | RMSE (Wh) | bias (Wh) | ratio to prior | note |",
         "|---|---|---|---|---|---|",
@@ -446,6 +445,9 @@ def report(args: argparse.Namespace) -> int:
                 else ""
             )
         )
+    lines += [
+        f"* {net}: not run in these rows (no study folder collected for it)" for net in GOAL_NETWORKS if net not in nets
+    ]
     per_cell: dict[tuple[str, str, int, str], set[object]] = {}
     for r in learned:
         per_cell.setdefault((r["network"], r["condition"], int(r["n_train"]), r["model"]), set()).add(r["seed"])
