@@ -366,8 +366,9 @@ def _floor_lines(floor: list[dict[str, str]], prior: float, at_goal: dict[str, f
     ]
     lines += [
         "",
-        f"Decomposition of the prior's mean squared error ({prior:.1f}^2 Wh^2) on these held-out trips: the floor "
-        f"takes {o**2 / prior**2:.0%} (trip-level noise and the means' sampling error, what no per-edge learner "
+        f"Decomposition of the prior's mean squared error ({prior:.1f}^2 Wh^2) on these held-out trips, additive "
+        "when the trip-level noise is uncorrelated with the prior's per-edge error: the floor's is "
+        f"{o**2 / prior**2:.0%} of it (trip-level noise and the means' sampling error, what no per-edge learner "
         f"removes); the other {1 - o**2 / prior**2:.0%} is the prior's systematic error per edge, what learning "
         "can remove.  The readings' own noise adds nothing here: the exact logs' charge is read to 1e-6 % of the "
         "capacity at 1 Hz (the degraded conditions add it).",
