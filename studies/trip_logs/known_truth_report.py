@@ -463,7 +463,13 @@ def report(args: argparse.Namespace) -> int:
         f"The issue's design is {GOAL_SEEDS} seeds at N = {', '.join(f'{n:,}' for n in GOAL_NS)} on "
         f"{' and '.join(GOAL_NETWORKS)}; these rows hold {min(counts)}-{max(counts)} seeds per cell on "
         f"{', '.join(nets)} at N = {', '.join(sorted({r['n_train'] for r in learned}, key=int))}"
-        + (": **fewer than the design**, so every statement below is about these rows only." if short else "."),
+        + (
+            ": **fewer than the design** (what the run's CPU budget allowed; the study prints each cell's CPU seconds, "
+            "and rerunning its command with more `--seeds`, `--ns` or another `--network` completes it), so every "
+            "statement below is about these rows only."
+            if short
+            else "."
+        ),
     ]
     for net in nets:
         lines += [""] + _network_lines(
