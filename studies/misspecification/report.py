@@ -134,7 +134,8 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
         "[`data/misspecification_commands.txt`](data/misspecification_commands.txt)); every number and sentence "
         "below is computed from that table.",
         "",
-        f"Rows: {len(rows)}, on {_list(nets)}, horizon {_list(horizons)} rounds, made at commit(s) {_list(commits)}.",
+        f"Rows: {len(rows)}, on {_list(nets)}, horizon {_list(horizons)} rounds, made at "
+        f"commit{'s' if len(commits) > 1 else ''} {_list([f'`{c}`' for c in commits])}.",
         "",
         "**Question.** With every model's DEFAULT prior (fixed from the physics and the network, "
         "`evroute.models.builders.default_prior`, never from an environment) and its noise learnt, where does the "

@@ -298,6 +298,7 @@ SOURCES: tuple[Source, ...] = (
         for suffix, key in (
             (".csv", ("network", "condition", "n_train", "seed", "model")),
             ("_bias.csv", ("network", "trip")),
+            ("_floor.csv", ("network", "row", "n_train")),
             ("_coverage.csv", ("network", "n_train", "seed")),
             ("_matching.csv", ("network", "condition", "trip")),
             ("_commands.txt", ()),
