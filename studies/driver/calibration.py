@@ -2,7 +2,8 @@
 inside the predicted 90 % intervals, for the physics prior alone and after learning (BI, exact GP).
 
     EVROUTE_DATA=/work/shared/data python -m studies.driver.calibration --network monaco --routes 300 \\
-        --train 1500 --hours 8 9 --peak 300 --probe-rounds 1 --seed 0 --out docs/results/archive/calibration_traversals.md
+        --train 1500 --hours 8 9 --peak 300 --probe-rounds 1 --seed 0 \\
+        --out docs/results/archive/calibration_traversals.md
 
 Data: one recorded SUMO day on the network (``--env sumo-replay``'s, cached; :func:`evroute.sumo.replay.record_day`).
 Every edge's traversals are split at random into a training half and a held-out half (an edge with one traversal,
