@@ -42,6 +42,13 @@ COMMAND = (
 )
 
 
+def _in_step(stderr: str | bytes | None) -> str:
+    """`` in step NAME`` for the last step a child announced on ``stderr`` (empty when none)."""
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else (stderr or "")
+    steps = [line[5:] for line in text.splitlines() if line.startswith("step ")]
+    return f" in step {steps[-1]}" if steps else ""
+
+
 def _child(args: list[str], cache: str, mem_gb: float, timeout: float) -> dict[str, Any]:
     """Run ``python -m studies.bench.benchmark_scale --child ...`` with the compute cache at ``cache``, capped."""
     env = dict(os.environ, EVROUTE_COMPUTE_CACHE=cache, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
@@ -61,11 +68,11 @@ def _child(args: list[str], cache: str, mem_gb: float, timeout: float) -> dict[s
             timeout=timeout,
             preexec_fn=limit,
         )
-    except subprocess.TimeoutExpired:
-        return {"status": f"timed out after {timeout:.0f} s"}
+    except subprocess.TimeoutExpired as e:
+        return {"status": f"timed out after {timeout:.0f} s{_in_step(e.stderr)}"}
     if p.returncode != 0:
         tail = (p.stderr.strip().splitlines() or ["no output"])[-1][:200]
-        return {"status": f"failed (exit {p.returncode}, cap {mem_gb:g} GB): {tail}"}
+        return {"status": f"failed (exit {p.returncode}, cap {mem_gb:g} GB){_in_step(p.stderr)}: {tail}"}
     res = json.loads(p.stdout.strip().splitlines()[-1])
     res["status"] = "ok"
     res["child_wall_s"] = time.perf_counter() - w0
@@ -82,6 +89,20 @@ def measure_size(n: int, seed: int, mem_gb: float, timeout: float) -> dict[str, 
             else {"status": "not run (cold run did not finish)"}
         )
     return {"requested_edges": n, "mem_cap_gb": mem_gb, "timeout_s": timeout, "cold": cold, "warm": warm}
+
+
+def save(path: Path, key: tuple[str, ...], result: dict[str, Any]) -> dict[str, Any]:
+    """Merge ``result`` into the JSON at ``path`` under ``key`` (re-read first: runs of other sizes may have written
+    meanwhile) and write it back; the merged data."""
+    d = json.loads(path.read_text()) if path.is_file() else {"sizes": {}}
+    d["command"] = COMMAND
+    d["machine"] = machine_line()
+    node = d
+    for k in key[:-1]:
+        node = node.setdefault(k, {})
+    node[key[-1]] = result
+    atomic_write_text(path, json.dumps(d, indent=1, sort_keys=True) + "\n")
+    return d
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -111,7 +132,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         atomic_write_text(a.out, render(d))
         return 0
-    d = json.loads(a.data.read_text()) if a.data.is_file() else {"command": COMMAND, "sizes": {}}
     try:
         sizes = [int(x) for x in a.sizes.split(",") if x]
     except ValueError:
@@ -119,13 +139,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for n in sizes:
         print(f"measuring {n} edges ...", file=sys.stderr, flush=True)
-        d["sizes"][str(n)] = measure_size(n, a.seed, a.mem_gb, a.timeout)
-        d["machine"] = machine_line()
-        atomic_write_text(a.data, json.dumps(d, indent=1, sort_keys=True) + "\n")
+        d = save(a.data, ("sizes", str(n)), measure_size(n, a.seed, a.mem_gb, a.timeout))
     if a.profile_size:
+        print(f"profiling {a.profile_size} edges ...", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix="evroute-scale-") as cache:
-            d["profile"] = _child([str(a.profile_size), str(a.seed), "profile"], cache, a.mem_gb, a.timeout)
-        atomic_write_text(a.data, json.dumps(d, indent=1, sort_keys=True) + "\n")
+            prof = _child([str(a.profile_size), str(a.seed), "profile"], cache, a.mem_gb, a.timeout)
+        d = save(a.data, ("profile",), prof)
+    if not sizes and not a.profile_size:
+        d = json.loads(a.data.read_text())
     atomic_write_text(a.out, render(d))
     return 0
 

@@ -19,6 +19,7 @@ import os
 import pstats
 import resource
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -50,6 +51,7 @@ class Steps:
         self.rows: dict[str, dict[str, Any]] = {}
 
     def run(self, name: str, fn: Callable[[], Any]) -> Any:
+        print(f"step {name}", file=sys.stderr, flush=True)  # names the step a killed child was in
         if self.profile:
             prof = cProfile.Profile()
             c0 = time.process_time()
@@ -66,6 +68,7 @@ class Steps:
         if self.profile:
             self.run(name, lambda: fn(0))
             return
+        print(f"step {name}", file=sys.stderr, flush=True)
         cpu, wall = [], []
         for i in range(n):
             c0, w0 = time.process_time(), time.perf_counter()

@@ -57,7 +57,9 @@ def fmt_s(x: float | None) -> str:
         return f"{x * 1e6:.0f} µs"
     if x < 1.0:
         return f"{x * 1e3:.3g} ms"
-    return f"{x:.3g} s"
+    if x < 600.0:
+        return f"{x:.3g} s"
+    return f"{x:,.0f} s ({x / 3600:.2g} h)" if x >= 3600 else f"{x:,.0f} s ({x / 60:.0f} min)"
 
 
 def fmt_q(label: str, x: float | None) -> str:
@@ -180,8 +182,8 @@ def _targets_table(d: dict[str, Any]) -> list[str]:
         x = None if one is None else value(one[run], key)
         shown = fmt_q(label + (" MB" if key.endswith("_mb") else ""), x)
         if x is None:
-            status = "not measured" if one is None else one[run].get("status", "not measured")
-            lines.append(f"| {label} | — | not measured ({status}) |")
+            why = "" if one is None else f" ({one[run].get('status', '')})"
+            lines.append(f"| {label} | — | not measured{why} |")
         else:
             lines.append(f"| {label} | {shown} | {'met' if x <= limit else 'missed'} |")
     five = sizes.get(5_000_000)
