@@ -105,12 +105,14 @@ def test_slope_is_the_log_log_growth() -> None:
     assert value({"status": "failed"}, "setup") is None
 
 
+@pytest.mark.slow
 def test_a_child_past_its_limits_is_recorded_not_guessed(tmp_path: Path) -> None:
     assert _child(["10000", "0", "full"], str(tmp_path), 14.0, 0.01)["status"] == "timed out after 0 s"
     res = _child(["10000", "0", "full"], str(tmp_path), 0.05, 120.0)  # 50 MB: numpy cannot even load
     assert res["status"].startswith("failed (exit 1, cap 0.05 GB)")
 
 
+@pytest.mark.slow
 def test_one_small_measurement_has_every_step_and_cch_agrees_with_dijkstra(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setenv("EVROUTE_COMPUTE_CACHE", str(tmp_path))
     res = measure(3000, 0, queries=5)
