@@ -83,8 +83,27 @@ def slope(x0: float, y0: float, x1: float, y1: float) -> float | None:
     return math.log(y1 / y0) / math.log(x1 / x0)
 
 
+def _memory_bound(key: str, d: dict[str, Any]) -> str:
+    """The step whose peak memory grew the most at the largest measured size (set-up stages only for the set-up
+    peak)."""
+    runs = [e["cold"] for _, e in _sizes(d) if _ok(e["cold"])]
+    if not runs:
+        return "—"
+    run = runs[-1]
+    names = SETUP_STAGES if key == "setup_peak_mb" else SETUP_STAGES + LATER_STEPS
+    prev, best, grown = 0.0, "", -1.0
+    for name in names:
+        peak = float(run["steps"][name]["peak_mb"])
+        if peak - prev > grown:
+            best, grown = name, peak - prev
+        prev = max(prev, peak)
+    return f"memory: step `{best}` raises the peak most (+{grown:,.0f} MB at {run['edges']:,} edges)"
+
+
 def _bound(step: str, d: dict[str, Any]) -> str:
     """What dominates ``step`` in the profile (its top function by own CPU time), or a dash without a profile."""
+    if step.endswith("_mb"):
+        return _memory_bound(step, d)
     prof = d.get("profile")
     if not _ok(prof):
         return "—"
@@ -236,12 +255,32 @@ def render(d: dict[str, Any]) -> str:
         f"measured value times (27.5 M / its edges) to the last exponent (at least 1 for memory).  The last column "
         "names the function with the most own CPU time in that step at the profiled size "
         f"({_profiled(d)}): Python code there is a per-edge loop to vectorise; compiled code is bounded by memory "
-        "traffic or flops.",
+        "traffic or flops.  Memory rows name the step that raises the peak most.",
         "",
         *_growth_table(d),
         "",
+        "## CCH against Dijkstra",
+        "",
+        *_cch_lines(d),
+        "",
     ]
     return "\n".join(out)
+
+
+def _cch_lines(d: dict[str, Any]) -> list[str]:
+    """Per size: the CCH query's speed-up over a Dijkstra and how many Dijkstra queries one customization costs."""
+    out = []
+    for _, e in _sizes(d):
+        r = e["cold"]
+        if not _ok(r):
+            continue
+        q, dj, cu = (float(r["steps"][k]["cpu_s"]) for k in ("CCH query", "Dijkstra query", "CCH customization"))
+        out.append(
+            f"* {r['edges']:,} edges: a CCH query {fmt_s(q)} against {fmt_s(dj)} for a Dijkstra ({dj / q:.1f}× "
+            f"faster); one customization (once per model version) costs {cu / dj:.0f} Dijkstra queries, "
+            f"preprocessing (once per network) {float(r['steps']['CCH preprocessing']['cpu_s']) / dj:.0f}."
+        )
+    return out or ["No size measured."]
 
 
 def _profiled(d: dict[str, Any]) -> str:
