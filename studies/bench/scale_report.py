@@ -113,7 +113,7 @@ def _bound(step: str, d: dict[str, Any]) -> str:
     if not tops:
         return "—"
     t = max(tops, key=lambda r: r["tottime_s"])
-    kind = "compiled code" if t["where"] == "~" else "Python"
+    kind = "compiled call" if t["where"] == "~" else "own lines of"
     where = "" if t["where"] == "~" else f" ({t['where']})"
     return f"{kind}: `{t['function']}`{where}, {fmt_s(t['tottime_s'])}"
 
@@ -165,6 +165,7 @@ def _growth_table(d: dict[str, Any]) -> list[str]:
         "|---|" + "---|" * len(pairs) + "---|---|",
     ]
     for label, (run, key) in QUANTITIES.items():
+        bound = "— (the profile is of a cold set-up)" if run == "warm" else _bound(key, d)
         ks = []
         pts = []
         for (e0, a), (e1, b) in pairs:
@@ -178,7 +179,7 @@ def _growth_table(d: dict[str, Any]) -> list[str]:
             extra = fmt_q(label, y1 * (COUNTRY_EDGES / e1) ** max(k, 1.0 if "MB" in label else 0.0))
         else:
             extra = "—"
-        lines.append(f"| {label} | " + " | ".join(ks) + f" | {extra} | {_bound(key, d)} |")
+        lines.append(f"| {label} | " + " | ".join(ks) + f" | {extra} | {bound} |")
     return lines
 
 
@@ -254,8 +255,11 @@ def render(d: dict[str, Any]) -> str:
         "Growth exponent: the log-log slope between consecutive sizes (1 = linear).  Extrapolation: the largest "
         f"measured value times (27.5 M / its edges) to the last exponent (at least 1 for memory).  The last column "
         "names the function with the most own CPU time in that step at the profiled size "
-        f"({_profiled(d)}): Python code there is a per-edge loop to vectorise; compiled code is bounded by memory "
-        "traffic or flops.  Memory rows name the step that raises the peak most.",
+        f"({_profiled(d)}): *own lines of* a Python function count the array operators and the constructors of "
+        "compiled classes on those lines (cProfile lists neither separately), so they are Python-level work or "
+        "vectorised NumPy/SciPy or library work called there; a *compiled call* is a library function (bounded by "
+        "its memory traffic or flops).  The profile is a separate run (its seconds rank functions; they are not the "
+        "timings above).  Memory rows name the step that raises the peak most.",
         "",
         *_growth_table(d),
         "",
