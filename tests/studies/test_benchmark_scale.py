@@ -94,7 +94,7 @@ def test_verdicts_and_exponents_follow_from_the_numbers() -> None:
     assert "| 5M edges run in ≤ 8 GB | — | not measured |" in page
     d = _data(0.001)
     d["sizes"]["1000000"]["cold"]["cch_vs_dijkstra"]["max_cost_gap"] = 2.0  # beyond the stated bound
-    assert "largest gap 2 Wh | missed |" in render(d)
+    assert "largest gap 2 Wh (stated bounds 1 to 1 Wh) | missed |" in render(d)
     d["sizes"]["1000000"]["cold"] = {"status": "timed out after 5 s"}
     assert "| BI-TS round ≤ 50 ms (CPU) | — | not measured (timed out after 5 s) |" in render(d)
 
