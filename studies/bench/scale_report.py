@@ -130,7 +130,7 @@ def _measured_table(d: dict[str, Any]) -> list[str]:
             for _, e in sizes:
                 r = e[run]
                 if not _ok(r):
-                    cells.append(r.get("status", "—"))
+                    cells.append("—")
                     continue
                 row = r["steps"].get(st)
                 cells.append("—" if row is None else f"{fmt_s(row['cpu_s'])} / {fmt_s(row['wall_s'])}")
@@ -152,11 +152,15 @@ def _measured_table(d: dict[str, Any]) -> list[str]:
             else:
                 cells.append(f"{r['peak_mb']:,.0f} MB" if fn is None else fn(r))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    for _, e in sizes:
+        for run in ("cold", "warm"):
+            if not _ok(e[run]):
+                lines += ["", f"{e['requested_edges']:,} edges, {run} run: {e[run].get('status', 'no record')}."]
     return lines
 
 
 def _growth_table(d: dict[str, Any]) -> list[str]:
-    sizes = [(_edges(e), e) for _, e in _sizes(d)]
+    sizes = [(_edges(e), e) for _, e in _sizes(d) if _ok(e["cold"])]
     pairs = list(zip(sizes[:-1], sizes[1:], strict=False))
     head = " | ".join(f"{a[0]:,} → {b[0]:,}" for a, b in pairs)
     lines = [
@@ -254,7 +258,8 @@ def render(d: dict[str, Any]) -> str:
         "",
         "## Growth and the extrapolation to a country",
         "",
-        "Growth exponent: the log-log slope between consecutive sizes (1 = linear).  Extrapolation: the largest "
+        "Growth exponent: the log-log slope between consecutive sizes whose cold run finished (1 = linear).  "
+        "Extrapolation: the largest "
         f"measured value times (27.5 M / its edges) to the last exponent (at least 1 for memory).  The last column "
         "names the function with the most own CPU time in that step at the profiled size "
         f"({_profiled(d)}): *own lines of* a Python function count the array operators and the constructors of "
