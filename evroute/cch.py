@@ -83,6 +83,8 @@ class CCHIndex:
 
         self.linegraph = linegraph
         self.indptr, self.tails, self.heads = _arcs(linegraph)
+        #: ``tail * E + head`` of every arc: sorted (CSR order, sorted heads), so an arc is found by one search
+        self.arc_keys = self.tails * linegraph.n_nodes + self.heads
         mid = edge_midpoints(linegraph.network.geometry)
         tails, heads = self.tails.tolist(), self.heads.tolist()
         order = rk.compute_order_inertial(linegraph.n_nodes, tails, heads, mid[:, 1].tolist(), mid[:, 0].tolist())
@@ -178,10 +180,8 @@ class CCHRouter:
     def _arc_cost(self, path: np.ndarray) -> float:
         """Sum of the real arc weights along ``path`` (consecutive line-graph nodes)."""
         idx = self.index
-        u, v = path[:-1], path[1:]
-        lo = idx.indptr[u]
-        k = [int(a + np.searchsorted(idx.heads[a:b], x)) for a, b, x in zip(lo, idx.indptr[u + 1], v, strict=True)]
-        return float(self.arc_weights[np.asarray(k, dtype=np.int64)].sum())
+        k = np.searchsorted(idx.arc_keys, path[:-1] * idx.linegraph.n_nodes + path[1:])
+        return float(self.arc_weights[k].sum())
 
 
 __all__ = ["CCH_MIN_NODES", "CCHIndex", "CCHRouter", "available"]
