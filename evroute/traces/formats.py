@@ -141,15 +141,7 @@ def read_trace_gpx(path: str | Path, *, require_soc: bool = True, name: str | No
         raise DataError(f"{p}: needs at least 2 usable track points (<trkpt>), got {len(a)} of {n}{drops.brief()}")
     if drops:
         warnings.warn(DataWarning(drops.text(str(p), n)), stacklevel=2)
-    return Trace(
-        t_s=a[:, 0] - a[0, 0],
-        speed_mps=a[:, 1],
-        altitude_m=a[:, 2],
-        soc_pct=a[:, 3],
-        lat=a[:, 4],
-        lon=a[:, 5],
-        name=name or p.stem,
-    )
+    return Trace.from_samples(a, name or p.stem)
 
 
 def read_traces(paths: Sequence[str | Path], columns: TraceColumns | None = None) -> list[Trace]:

@@ -44,6 +44,20 @@ class Trace:
     name: str = ""
     meta: dict[str, float] = field(default_factory=dict)
 
+    @classmethod
+    def from_samples(cls, a: np.ndarray, name: str) -> Trace:
+        """The trace of ``(N, 6)`` samples ``[t_s, speed_mps, altitude_m, soc_pct, lat, lon]`` (the readers' row
+        layout), time shifted to start at 0."""
+        return cls(
+            t_s=a[:, 0] - a[0, 0],
+            speed_mps=a[:, 1],
+            altitude_m=a[:, 2],
+            soc_pct=a[:, 3],
+            lat=a[:, 4],
+            lon=a[:, 5],
+            name=name,
+        )
+
     def __len__(self) -> int:
         return int(self.t_s.shape[0])
 
@@ -92,15 +106,7 @@ def read_trace_csv(path: str | Path, columns: TraceColumns | None = None, *, nam
         raise DataError(f"{p}: needs at least 2 usable samples, got {len(a)} of {rows.n_rows} rows{why}")
     if rows.drops:
         warnings.warn(DataWarning(rows.drops.text(str(p), rows.n_rows)), stacklevel=2)
-    return Trace(
-        t_s=a[:, 0] - a[0, 0],
-        speed_mps=a[:, 1],
-        altitude_m=a[:, 2],
-        soc_pct=a[:, 3],
-        lat=a[:, 4],
-        lon=a[:, 5],
-        name=name or p.stem,
-    )
+    return Trace.from_samples(a, name or p.stem)
 
 
 def write_trace_csv(trace: Trace, path: str | Path) -> Path:
