@@ -14,6 +14,7 @@ prints the curves as JSON (rounded to 10 W).  The same UDDS cycle is a validatio
 
 from __future__ import annotations
 
+import argparse
 import json
 
 #: FASTSim thermal vehicle file -> evroute profile
@@ -43,6 +44,7 @@ def hvac_curve(vehicle_file: str, temps_c: tuple[float, ...] = TEMPS_C) -> list[
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0]).parse_args()
     print(json.dumps({name: hvac_curve(f) for f, name in THERMAL.items()}))
 
 

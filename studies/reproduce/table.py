@@ -283,8 +283,8 @@ SOURCES: tuple[Source, ...] = (
     ),
     Source(
         "calibration.json",
-        "calibration",
-        why="owned by the calibration study (issue 35), which re-runs it with its command",
+        "calibration_traversals",
+        why="the superseded per-traversal calibration study (a SUMO day on Monaco, commit f62f65a), kept with its page",
     ),
     *(
         Source(

@@ -93,6 +93,15 @@ REBUILT: dict[str, list[str]] = {
         "--out",
         "{out}",
     ],
+    "calibration_traversals.md": [
+        "-m",
+        "studies.driver.calibration",
+        "--report-only",
+        "--data",
+        "docs/results/data/calibration.json",
+        "--out",
+        "{out}",
+    ],
     "misspecification.md": [
         "-m",
         "studies.misspecification.run",
