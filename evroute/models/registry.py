@@ -80,6 +80,11 @@ _KINDS: dict[str, ModelKind] = {
     "blr": ModelKind(
         "evroute.models.blr:build_blr", "Bayesian linear regression on edge features with per-edge residuals"
     ),
+    "trees": ModelKind(
+        "evroute.models.trees:build_trees",
+        "bootstrapped regression-tree ensemble on edge features with per-edge residuals",
+        ("evroute.models.trees:TreeConfig",),
+    ),
 }
 
 #: hyper-parameters only turn arms take
