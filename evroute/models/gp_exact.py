@@ -50,7 +50,7 @@ from evroute.kernels.linalg import jittered_cholesky, solve_lower
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_incremental import IncrementalPosterior
 from evroute.models.exact_posterior import DensePosterior, LowRankPosterior
-from evroute.models.gp_exact_mll import Hyper, fit_hyperparameters
+from evroute.models.gp_exact_mll import Hyper, fit_hyperparameters, marginal_log_likelihood
 
 DENSE_MAX = 8000
 
@@ -391,22 +391,44 @@ class ExactGPEdgeModel(EdgeModel):
         }
 
     # ----------------------------------------------------------------------------------------------- refit
+    def _graph_block(self, e: np.ndarray) -> np.ndarray:
+        """``(U, U)`` graph Gram block of the edges ``e``."""
+        g, _ = self._graph_source()
+        if isinstance(g, np.ndarray):
+            return np.asarray(g[np.ix_(e, e)])
+        if isinstance(g, LocalGraphMatern):
+            return np.asarray(g.sparse_columns(e)[0][e].toarray())
+        return np.asarray(g.columns(e)[e])
+
+    def log_evidence(self) -> float:
+        """``log p(y)`` of every observation so far under the current hyperparameters, in Wh (the model-unit
+        likelihood :func:`~evroute.models.gp_exact_mll.marginal_log_likelihood` minus ``N log sigma0`` for ``N``
+        observations: the change of units), so that models with other ``sigma0`` compare; 0 before any data."""
+        e, n, ybar, scatter = self.statistics()
+        if len(e) == 0:
+            return 0.0
+        amp = self.amplitude()
+        ll = marginal_log_likelihood(
+            self.hyper,
+            self._graph_block(e),
+            self.contexts[e],
+            self.m0[e],
+            n,
+            ybar,
+            scatter,
+            amplitude=None if amp is None else amp[e],
+        )
+        return float(ll) - float(n.sum()) * math.log(self.scale)
+
     def fit_hyperparameters(self) -> None:
         """Maximise the exact marginal likelihood of the statistics (L-BFGS, from the current values)."""
         e, n, ybar, scatter = self.statistics()
         if len(e) > self.config.fit_max_edges:  # the most visited edges (ties: first visited)
             keep = np.sort(np.argsort(-n, kind="stable")[: self.config.fit_max_edges])
             e, n, ybar, scatter = e[keep], n[keep], ybar[keep], scatter[keep]
-        g, _ = self._graph_source()
-        if isinstance(g, np.ndarray):
-            g_uu = g[np.ix_(e, e)]
-        elif isinstance(g, LocalGraphMatern):
-            g_uu = g.sparse_columns(e)[0][e].toarray()
-        else:
-            g_uu = g.columns(e)[e]
         self.hyper = fit_hyperparameters(
             self.hyper,
-            g_uu,
+            self._graph_block(e),
             self.contexts[e],
             self.m0[e],
             n,

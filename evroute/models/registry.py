@@ -80,6 +80,11 @@ _KINDS: dict[str, ModelKind] = {
     "blr": ModelKind(
         "evroute.models.blr:build_blr", "Bayesian linear regression on edge features with per-edge residuals"
     ),
+    "gp-hp": ModelKind(
+        "evroute.models.gp_hyperprior:build_gp_hp",
+        "Thompson sampling over candidate exact-GP priors by their marginal likelihood (HP-GP-TS, reconstructed)",
+        ("evroute.models.gp_hyperprior:HyperPriorConfig",),
+    ),
     "trees": ModelKind(
         "evroute.models.trees:build_trees",
         "bootstrapped regression-tree ensemble on edge features with per-edge residuals",
