@@ -1,7 +1,7 @@
 """The misspecification study's design (issue 38, items 1-3) and its per-seed table.
 
 Worlds (:data:`WORLDS`: the ``misspecified`` environment's truth and noise families, generating parameters drawn per
-seed, :mod:`evroute.environments.misspecified`), methods (:data:`METHODS`: the exact GP and three baselines, every
+seed, :mod:`evroute.environments.misspecified`), methods (:data:`METHODS`: the exact GP and five baselines, every
 one with the DEFAULT prior of :func:`evroute.models.builders.default_prior` and its noise learnt where the model can),
 the comparisons the report tests (:data:`COMPARISONS`), the failure rule fixed before any run (:data:`FAILURE_RATIO`)
 and the per-seed CSV (:data:`FIELDS`; :func:`read_csv`, :func:`merge`, :func:`write_csv`).
@@ -61,6 +61,22 @@ METHODS = (
     Method("BI-EB-TS", "bi", "ts", (("refit_first", 16),), "noise and prior variance by empirical Bayes, same rounds"),
     Method(
         "BLR-TS", "blr", "ts", (("refit_first", 16),), "shared feature coefficients; variances by ML-II, same rounds"
+    ),
+    Method(
+        "TREES-TS",
+        "trees",
+        "ts",
+        (),
+        "32 bootstrapped regression trees on length, speed, grade, road class (one tree per TS round) with per-edge "
+        "conjugate residuals; trees, noise and residual variance refit every 4 rounds",
+    ),
+    Method(
+        "HP-GP-TS",
+        "gp-hp",
+        "ts",
+        (),
+        "nothing by ML-II: samples one of 9 fixed exact-GP priors (prior and noise s.d. x 1/3, 1, 3) by its "
+        "marginal likelihood each round, then GP-TS under it (reconstructed from the paper's abstract)",
     ),
 )
 BY_NAME = {m.name: m for m in METHODS}

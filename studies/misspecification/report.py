@@ -149,15 +149,29 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
     ]
     for w in WORLDS:
         lines.append(f"| {w.name} | {', '.join(f'{k}={v}' for k, v in w.params)} | {w.what} |")
-    lines += ["", "**Methods** (policy: Thompson sampling):", "", "| method | model | learns |", "|---|---|---|"]
-    for meth in METHODS:
-        extra = ", ".join(f"{k}={v}" for k, v in meth.params)
-        lines.append(f"| {meth.name} | `{meth.model}`{' (' + extra + ')' if extra else ''} | {meth.learns} |")
     lines += [
         "",
+        "**Methods** (policy: Thompson sampling; commit: the code version that ran the method's rows):",
+        "",
+        "| method | model | learns | commit |",
+        "|---|---|---|---|",
+    ]
+    for meth in METHODS:
+        extra = ", ".join(f"{k}={v}" for k, v in meth.params)
+        made = _list([f"`{c}`" for c in sorted({r["commit"] for r in rows if r["method"] == meth.name})])
+        lines.append(f"| {meth.name} | `{meth.model}`{' (' + extra + ')' if extra else ''} | {meth.learns} | {made} |")
+    lines += [
+        "",
+        "**Not built:** PE-GP-TS (prior elimination, Sandberg & Chehreghani, arXiv 2502.01226): the only text of the "
+        'paper available here is its abstract, which says that it "disqualifies priors with poor predictive '
+        'performance" but not by which statistic, against which threshold or confidence level, when, nor which '
+        "surviving prior it then uses.  HP-GP-TS is the bi-level Thompson sampling that Bayes' rule gives for a finite "
+        "set of candidate priors under a uniform hyperprior (`evroute/models/gp_hyperprior.py`); the paper's own "
+        "candidate set and hyper-posterior could not be checked.",
+        "",
         f"**Failure** (fixed before any run): a method fails on a seed when its final regret exceeds {FAILURE_RATIO:g} "
-        "times the best of the four methods' on that seed.  Tails are over the seeds every method finished; the 90th "
-        "percentile interpolates linearly between order statistics.",
+        f"times the best of the {len(METHODS)} methods' on that seed.  Tails are over the seeds every method "
+        "finished; the 90th percentile interpolates linearly between order statistics.",
         "",
     ]
     lines += _answer(finals, tests, adjusted)

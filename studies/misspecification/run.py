@@ -24,7 +24,18 @@ import sys
 from pathlib import Path
 
 from studies.common import report as R
-from studies.misspecification.design import HORIZON, METHODS, NETWORK, ROUTE, SEEDS, WORLDS, merge, read_csv, write_csv
+from studies.misspecification.design import (
+    BY_NAME,
+    HORIZON,
+    METHODS,
+    NETWORK,
+    ROUTE,
+    SEEDS,
+    WORLDS,
+    merge,
+    read_csv,
+    write_csv,
+)
 from studies.misspecification.report import build_report
 
 
@@ -56,6 +67,8 @@ def configs(args: argparse.Namespace, world_names: list[str]) -> dict[str, objec
         if w.name not in world_names:
             continue
         for m in METHODS:
+            if m.name not in args.methods:
+                continue
             ns = argparse.Namespace(
                 env="misspecified", potential="elevation", horizon=args.horizon, seeds=args.seeds, model_param=[]
             )
@@ -95,6 +108,7 @@ def collect(runs: Path, seeds: int) -> list[dict[str, object]]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--worlds", nargs="+", default=[w.name for w in WORLDS], help="worlds to run (design order)")
+    ap.add_argument("--methods", nargs="+", default=[m.name for m in METHODS], help="methods to run (design order)")
     ap.add_argument("--seeds", type=int, default=SEEDS, help="seeds 0..N-1 of every cell")
     ap.add_argument("--horizon", type=int, default=HORIZON, help="rounds T")
     ap.add_argument("--executor", default="process", choices=["serial", "process", "ray"])
@@ -110,6 +124,9 @@ def main() -> None:
     bad = [w for w in args.worlds if w not in known]
     if bad or args.seeds < 1 or args.horizon < 1:
         ap.exit(2, f"evroute: error: worlds must be among {', '.join(sorted(known))}; --seeds, --horizon >= 1\n")
+    bad = [m for m in args.methods if m not in BY_NAME]
+    if bad:
+        ap.exit(2, f"evroute: error: --methods {bad[0]}: not a method of the design ({', '.join(BY_NAME)})\n")
     data, out, cmd_file = Path(args.data), Path(args.out), Path(args.commands)
     if args.report_only and not data.is_file():
         ap.exit(2, f"evroute: error: --data {data}: no such file (the per-seed data the page is built from)\n")
