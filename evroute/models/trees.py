@@ -13,7 +13,7 @@ fitted to a Poisson bootstrap of the observations: edge ``e`` with ``n_e`` obser
 resampled count ``w ~ Poisson(n_e)`` (dropped when 0) and the resampled mean ``ybar_e + sqrt(s^2 / w) z`` (the
 normal approximation of the mean of ``w`` resampled observations), target ``(mean - mu0_e) / L_e`` Wh/m with weight
 ``L_e^2 / (tau^2 + s^2 / w)`` (the target's precision).  Member ``m`` predicts ``G_me = mu0_e + L_e g_m(x_e)`` for
-every edge; before ``min_edges`` edges are observed there is one member, ``G = mu0`` (the model is then BI).
+every edge; before ``min_edges`` edges are observed there is no member and ``G = mu0`` (the model is then BI).
 
 **Posterior** (exact for the uniform mixture over members).  Given member ``m``, edge ``e``'s residual is conjugate:
 gain ``k_e = tau^2 / (tau^2 + s^2 / n_e)`` (0 unobserved), mean ``M_me = G_me + k_e (ybar_e - G_me)``, variance
@@ -130,7 +130,7 @@ class TreeEnsembleEdgeModel(EdgeModel):
         self.noise0 = float(noise_var)
         self.noise_var = float(noise_var)
         self.resid_var = float(prior_var)
-        self.members = self.prior_mean[None, :].copy()  # (M, E) predictions G (Wh); one member before any fit
+        self.members = np.zeros((0, self.n_edges))  # (M, E) predictions G (Wh); none before the first fit
         self.count = np.zeros(self.n_edges)
         self.total = np.zeros(self.n_edges)
         self.total_sq = np.zeros(self.n_edges)
@@ -195,7 +195,8 @@ class TreeEnsembleEdgeModel(EdgeModel):
         k = np.zeros(self.n_edges)
         k[seen] = self.resid_var / (self.resid_var + self.noise_var / n[seen])
         ybar = np.where(seen, self.total / np.maximum(n, 1.0), 0.0)
-        means = self.members + k * (ybar - self.members)
+        g = self.members if len(self.members) else self.prior_mean[None, :]  # before any fit: the physics energies
+        means = g + k * (ybar - g)
         return means, (1.0 - k) * self.resid_var
 
     def posterior(self) -> EdgePosterior:
@@ -217,7 +218,7 @@ class TreeEnsembleEdgeModel(EdgeModel):
         return {
             "noise_var": self.noise_var,
             "resid_var": self.resid_var,
-            "members": len(self.members),
+            "members": len(self.members),  # 0 before the first fit
             "last_fit": self.last_fit,
         }
 
