@@ -101,3 +101,16 @@ def test_answer_names_where_the_gp_is_lower_and_higher() -> None:
         assert f"significantly lower final regret in {WORLDS[0].name};" in line
         assert f"significantly higher in {WORLDS[1].name};" in line
     assert "Command: `python -m studies.misspecification.run`" in page
+
+
+def test_unknown_method_is_one_error_line_and_nothing_written(tmp_path: Path) -> None:
+    out = tmp_path / "page.md"
+    cmd = [sys.executable, "-m", "studies.misspecification.run", "--methods", "NOPE-TS", "--out", str(out)]
+    cmd += ["--runs", str(tmp_path / "runs"), "--data", str(tmp_path / "d.csv"), "--commands", str(tmp_path / "c")]
+    res = subprocess.run(cmd, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True)
+    assert res.returncode == 2
+    assert res.stderr.strip().splitlines() == [
+        "evroute: error: --methods NOPE-TS: not a method of the design "
+        "(GP-TS, BI-TS, BI-EB-TS, BLR-TS, TREES-TS, HP-GP-TS)"
+    ]
+    assert list(tmp_path.iterdir()) == []
