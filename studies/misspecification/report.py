@@ -237,6 +237,11 @@ def _answer(finals: Finals, tests: Sequence[Test], adjusted: Sequence[float]) ->
         most = max(fails.values())
         gp = tl["GP-TS"]
         assert gp is not None
+        ranked = sorted(tl, key=lambda k: (tl[k].mean, k))  # type: ignore[union-attr]
+        out.append(
+            f"- Lowest mean final regret in {w.name}: {ranked[0]} ({_f(tl[ranked[0]].mean)} Wh); GP-TS ranks "  # type: ignore[union-attr]
+            f"{ranked.index('GP-TS') + 1} of {len(ranked)} ({_f(gp.mean)} Wh)."
+        )
         out.append(
             f"- Tails in {w.name}: GP-TS fails on {gp.failures} of {gp.n} seeds (90th percentile {_f(gp.p90)} Wh, "
             f"worst {_f(gp.worst)} Wh on seed {gp.worst_seed}); the most failures: "
