@@ -19,6 +19,8 @@
 * Turns: every pair (edge into junction ``v``, edge out of ``v``) except U-turns back to where the
   vehicle came from, which are allowed only at dead ends.
 * Geometry: the edge's ``geometry`` polyline, or the straight line between its junctions.
+* Junction control: the ``highway`` tag (``traffic_signals``, ``stop``, ``give_way``) of the junctions that keep
+  one, in ``meta["junction_tags"]`` (:mod:`evroute.network.junctions`).
 """
 
 from __future__ import annotations
@@ -68,6 +70,8 @@ _BAD_SERVICE = {
     "drive": {"alley", "driveway", "emergency_access", "parking", "parking_aisle", "private"},
     "drive_service": {"emergency_access", "parking", "parking_aisle", "private"},
 }
+#: node ``highway`` tags that control a junction (:mod:`evroute.network.junctions`)
+_CONTROLS = {"traffic_signals", "stop", "give_way"}
 NETWORK_TYPES = ("drive", "drive_service", "all")
 _NUM = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)")
 
@@ -259,6 +263,9 @@ def load_osm(
         else:
             geometry.append(np.array([[nx_[f], ny_[f]], [nx_[t], ny_[t]]]))
     turns = junction_turns(fi, ti, n_nodes=len(node_ids))
+    tags = {node_ids[i]: str(nodes[n].get("highway")) for n, i in pos.items() if nodes[n].get("highway") in _CONTROLS}
+    if tags:  # junction control for evroute.network.junctions (nodes osmnx's simplification kept)
+        meta["junction_tags"] = tags
     limit = np.array([float(np.mean(a["speed_limit_kph"])) for *_, a in rows]) / 3.6
     return RoadNetwork(
         name=name or p.name.split(".")[0],

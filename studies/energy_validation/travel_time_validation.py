@@ -49,6 +49,9 @@ def collect(network: str, pairs: int, seed: int, min_km: float) -> pd.DataFrame:
     lg = load_linegraph(network)
     net = lg.network
     time_s = predicted_time_s(net)
+    free_s = net.length_m / net.speed_mps
+    arms = net.junction_arms()
+    yields = np.bincount(arms.edge, weights=arms.weight * (arms.kind == 1), minlength=net.n_edges)
     mid = edge_midpoints(net.geometry)
     coslat = np.cos(np.radians(mid[:, 1].mean()))
     rng = np.random.default_rng(seed)
@@ -82,6 +85,8 @@ def collect(network: str, pairs: int, seed: int, min_km: float) -> pd.DataFrame:
                     "edges": len(ids),
                     "length_m": round(float(net.length_m[route].sum()), 1),
                     "evroute_s": round(float(time_s[route].sum()), 2),
+                    "free_flow_s": round(float(free_s[route].sum()), 2),
+                    "yields": round(float(yields[route].sum()), 2),
                     "limit_s": round(float((net.length_m / net.speed_limit_mps)[route].sum()), 2),
                     "signals": sum(junction_type.get(e) == "traffic_light" for e in ids),
                     "speed_factor": round(sf, 4),
@@ -97,9 +102,12 @@ def collect(network: str, pairs: int, seed: int, min_km: float) -> pd.DataFrame:
 
 
 def predicted_time_s(net) -> np.ndarray:  # net: RoadNetwork
-    """``(E,)`` evroute's predicted travel time of each edge (s): the free-flow time ``length_m / speed_mps``; where a
-    model with junction delays predicts edge times, this is the one place to use it."""
-    return net.length_m / net.speed_mps
+    """``(E,)`` evroute's predicted travel time of each edge (s): the default prior's expected time
+    (:func:`evroute.energy.edge_prior` with the default vehicle: speed profiles with the junction and signal delays
+    of :mod:`evroute.network.junctions`), what the router's fastest route and ETA use."""
+    from evroute.energy import VehicleProfile, edge_prior
+
+    return edge_prior(net, VehicleProfile.load()).time_s
 
 
 def _junction_types(net_file: Path) -> dict[str, str]:
