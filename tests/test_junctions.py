@@ -28,6 +28,7 @@ from evroute.network.junctions import (
     JunctionModel,
     hcm_uniform_delay_s,
     junction_arms,
+    red_standstill_s,
     signal_stop_probability,
     turn_controls,
     turn_deflection_rad,
@@ -57,6 +58,17 @@ def test_hcm_uniform_delay_is_the_mean_wait_of_a_random_arrival(cycle, green):
     assert p == pytest.approx((cycle - green) / cycle, rel=1e-12)
     if p > 0:
         assert d / p == pytest.approx(0.5 * (cycle - green), rel=1e-12)
+
+
+@pytest.mark.parametrize(("wait", "t_b"), [(13.0, 3.0), (24.0, 5.8), (2.0, 5.0), (0.0, 1.0)])
+def test_red_standstill_is_the_mean_rest_of_the_red_after_braking(wait, t_b):
+    """Brute force: remaining red R uniform on [0, 2 wait] (midpoint grid of 1e-5 of the red), standstill
+    max(R - t_b, 0); the midpoint rule errs by O(h^2) at the kink only (1e-8)."""
+    red = 2 * wait
+    r = (np.arange(100_000) + 0.5) / 100_000 * red
+    brute = float(np.mean(np.maximum(r - t_b, 0.0))) if red > 0 else 0.0
+    assert float(red_standstill_s(wait, t_b)) == pytest.approx(brute, rel=1e-8, abs=1e-12)
+    assert float(red_standstill_s(wait, 0.0)) == pytest.approx(wait, rel=1e-12)  # no braking: the HCM wait
 
 
 def test_turn_speed_closed_form():
@@ -172,15 +184,14 @@ def test_signalised_edge_time_closed_form(hand_net):
     u = math.sqrt(jm.lateral_accel_mps2 * jm.turn_radius_90_m)
     turn = profile_energy([length], u, v, u, 0.0, PLAIN)
     p = 26 / 66
-    expected = (
-        p * stop.time_s[0]
-        + float(hcm_uniform_delay_s(66.0, 40.0))
-        + (1 - p) * (0.8 * length / v + 0.2 * turn.time_s[0])
-    )
-    assert prior.time_s[e] == pytest.approx(expected, rel=1e-12)
-    # the stop branch: 100 m is too short to reach 13.89 m/s at 1.0 / 1.2 m/s^2 (a triangle profile)
+    # it stands the rest of the red (uniform on [0, 26 s]) less the peak / (2 b) its braking takes
     a, b = 1.0, 1.2
     peak = math.sqrt(2 * a * b * length / (a + b))
+    stand = (26 - peak / (2 * b)) ** 2 / (2 * 26)
+    expected = p * (stop.time_s[0] + stand) + (1 - p) * (0.8 * length / v + 0.2 * turn.time_s[0])
+    assert prior.time_s[e] == pytest.approx(expected, rel=1e-12)
+    assert stand < float(hcm_uniform_delay_s(66.0, 40.0)) / p  # less than the HCM wait of a car that does not brake
+    # the stop branch: 100 m is too short to reach 13.89 m/s at 1.0 / 1.2 m/s^2 (a triangle profile)
     assert stop.time_s[0] == pytest.approx(peak / a + peak / b, rel=1e-12)
 
 

@@ -6,17 +6,18 @@
   limit capped by the vehicle's top speed, with what happens at the junction it ends at.
 
 Junctions (:meth:`RoadNetwork.junction_arms <evroute.network.road_network.RoadNetwork.junction_arms>`, module
-:mod:`evroute.network.junctions`, parameters :class:`~evroute.network.junctions.JunctionModel`): each legal turn
-out of an edge is an *arm* with the probability ``p`` that a car stops at the junction (a red light, a stop sign, a
-dead end), its mean standstill ``w`` when it does, and the speed ``u`` at which it passes otherwise (the turn speed
-of the turn's angle, a yield speed on a minor approach).  An arm is two branches: the stop ``0 -> v_c -> 0`` plus
-``w`` with the auxiliaries on, and the pass ``u -> v_c -> u`` (``u`` capped at ``v_c``), both driven on the edge
-as speed profiles (:func:`evroute.energy.profile.profile_energy`).  A branch charges the braking into the junction
-at the edge's end *and* the accelerating away from it (on the next edge) to the edge, so each edge's kinetic energy
-telescopes to zero, each edge's energy keeps ``E - k dz >= 0`` (:func:`evroute.energy.eq8.elevation_potential_wh`:
-losses are positive, the recovered energy is at most ``eta-`` times the work), and a route pays one slow-down per
-junction.  An edge's energy and time are the mean over its arms (equal weights: turn counts are unknown) of ``p``
-times the stop branch plus ``1 - p`` times the pass branch; the next edge's cruise speed is taken as the edge's own.
+:mod:`evroute.network.junctions`, parameters :class:`~evroute.network.junctions.JunctionModel`): each legal turn out of
+an edge is an *arm* with the probability ``p`` that a car stops at the junction (a red light, a stop sign, a dead end),
+its mean standstill ``w`` when it does (at a red light the rest of the red minus the time the car spends braking to the
+stop line, :func:`evroute.network.junctions.red_standstill_s`), and the speed ``u`` at which it passes otherwise (the
+turn speed of the turn's angle, a yield speed on a minor approach). An arm is two branches: the stop ``0 -> v_c -> 0``
+plus ``w`` with the auxiliaries on, and the pass ``u -> v_c -> u`` (``u`` capped at ``v_c``), both driven on the edge as
+speed profiles (:func:`evroute.energy.profile.profile_energy`). A branch charges the braking into the junction at the
+edge's end *and* the accelerating away from it (on the next edge) to the edge, so each edge's kinetic energy telescopes
+to zero, each edge's energy keeps ``E - k dz >= 0`` (:func:`evroute.energy.eq8.elevation_potential_wh`: losses are
+positive, the recovered energy is at most ``eta-`` times the work), and a route pays one slow-down per junction. An
+edge's energy and time are the mean over its arms (equal weights: turn counts are unknown) of ``p`` times the stop
+branch plus ``1 - p`` times the pass branch; the next edge's cruise speed is taken as the edge's own.
 """
 
 from __future__ import annotations
@@ -69,7 +70,10 @@ def edge_prior(
     stop = profile_energy(le, 0.0, ve, 0.0, ie, v, style)
     u = np.minimum(ve, arms.pass_mps)
     go = profile_energy(le, u, ve, u, ie, v, style)
-    p, w = arms.p_stop, arms.wait_s
+    p = arms.p_stop
+    # at a red light the braking time counts toward the wait (red_standstill_s, evroute.network.junctions)
+    t_b = stop.peak_mps / (2.0 * (style or DrivingStyle()).deceleration_mps2)
+    w = arms.standstill_s(t_b)
     arm_wh = p * (stop.battery_wh + w * v.aux_w / 3600.0) + (1.0 - p) * go.battery_wh
     arm_s = p * (stop.time_s + w) + (1.0 - p) * go.time_s
     energy = np.bincount(e, weights=arms.weight * arm_wh, minlength=len(length))

@@ -25,7 +25,8 @@ accelerating away are kinematics of the vehicle, charged there); nothing here is
 * *signal*: a car arriving at random in the cycle waits the HCM uniform delay (:func:`hcm_uniform_delay_s`, HCM
   2010 Eq. 18-19, Webster 1958's first term) ``d1 = 0.5 C (1 - g/C)^2 / (1 - min(1, X) g/C)``, and stops with the
   probability ``(1 - g/C) / (1 - min(1, X) g/C)`` (:func:`signal_stop_probability`: at ``X = 0`` the share of the
-  cycle that is red), so its mean standstill given a stop is ``d1 / p_stop`` (``r / 2`` at ``X = 0``).  ``X`` (the
+  cycle that is red), so its mean wait given a stop is ``d1 / p_stop`` (``r / 2`` at ``X = 0``); the time it spends
+  braking to the stop line counts toward that wait (:func:`red_standstill_s`).  ``X`` (the
   degree of saturation, :attr:`JunctionModel.saturation`) is 0 by default: the prior is a free-flow prior.
 * *stop*: every car stops and stands :attr:`JunctionModel.stop_wait_s` (HCM 2010 Eq. 19-64 with no conflicting
   flow: the control delay ``3600 / c + 5`` with ``c = 3600 / t_f`` is the follow-up headway ``t_f`` (3.3 s,
@@ -119,6 +120,9 @@ class JunctionArms:
         p_stop: probability that a car stops at the junction.
         wait_s: mean standstill given a stop (s).
         pass_mps: highest speed through the junction when not stopping (m/s, ``inf`` where nothing limits it).
+        red_wait: whether the standstill is the rest of a red light (a random arrival: uniform on ``[0, 2 wait_s]``),
+            which a car braking to the stop line spends partly braking (:func:`red_standstill_s`); else (a stop sign)
+            the standstill comes on top of the braking.
     """
 
     edge: np.ndarray
@@ -127,6 +131,12 @@ class JunctionArms:
     p_stop: np.ndarray
     wait_s: np.ndarray
     pass_mps: np.ndarray
+    red_wait: np.ndarray
+
+    def standstill_s(self, braking_delay_s: ArrayLike) -> np.ndarray:
+        """``(A,)`` mean standstill given a stop (s) of a car whose braking to the stop line delays it by
+        ``braking_delay_s`` (``(A,)`` or scalar, s): :func:`red_standstill_s` at red lights, ``wait_s`` elsewhere."""
+        return np.where(self.red_wait, red_standstill_s(self.wait_s, braking_delay_s), self.wait_s)
 
 
 def hcm_uniform_delay_s(cycle_s: ArrayLike, green_s: ArrayLike, saturation: ArrayLike = 0.0) -> np.ndarray:
@@ -153,6 +163,17 @@ def signal_stop_probability(cycle_s: ArrayLike, green_s: ArrayLike, saturation: 
     red = 1.0 - share
     denom = np.where(red > 0, 1.0 - np.minimum(1.0, x) * share, 1.0)
     return np.where(red > 0, np.minimum(1.0, red / denom), 0.0)
+
+
+def red_standstill_s(wait_s: ArrayLike, braking_delay_s: ArrayLike) -> np.ndarray:
+    """Mean standstill (s) of a car stopping at a red light whose remaining red ``R`` at the moment the car would
+    have passed at cruise speed is uniform on ``[0, 2 w]`` (``w = wait_s``, the HCM mean wait given a stop; exact
+    at ``X = 0``): braking from ``v`` to rest at ``b`` reaches the stop line ``t_b = v / (2 b)`` later than cruising
+    would (``braking_delay_s``), so the car stands ``max(R - t_b, 0)``; the mean is ``(2 w - t_b)^2 / (4 w)`` when
+    ``2 w > t_b``, else 0.  The braking and accelerating themselves are in the speed profile."""
+    w, tb = (np.asarray(a, dtype=np.float64) for a in (wait_s, braking_delay_s))
+    red = 2.0 * w
+    return np.where(red > tb, (red - tb) ** 2 / (2.0 * np.where(red > 0, red, 1.0)), 0.0)
 
 
 def turn_speed_mps(deflection_rad: ArrayLike, lateral_accel_mps2: float, turn_radius_90_m: float) -> np.ndarray:
@@ -332,6 +353,7 @@ def junction_arms(network: RoadNetwork, model: JunctionModel | None = None) -> J
         p_stop=np.concatenate([p_stop, np.ones(len(dead))]),
         wait_s=np.concatenate([wait, np.zeros(len(dead))]),
         pass_mps=np.concatenate([u, np.zeros(len(dead))]),
+        red_wait=np.concatenate([sig, np.zeros(len(dead), dtype=bool)]),
     )
 
 
@@ -343,6 +365,7 @@ __all__ = [
     "arm_weights",
     "hcm_uniform_delay_s",
     "junction_arms",
+    "red_standstill_s",
     "signal_stop_probability",
     "sumo_turn_controls",
     "turn_controls",

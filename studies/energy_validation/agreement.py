@@ -5,8 +5,9 @@ The same OSM file loaded with ``--loader netconvert`` and ``--loader osmnx`` giv
 (lon/lat): the midpoints of two random edges of the netconvert network at least ``min_km`` apart as the crow flies.
 In each network a point snaps to its nearest edge and that edge's reverse twin (the same road the other way), and
 the trip is the fastest route (Dijkstra on travel time, turns as the network allows them) over the four start/goal
-combinations; its time (s) and energy (Wh, the default prior :func:`evroute.energy.network_energy_wh` with the
-default vehicle) are compared.  ``studies/energy_validation/loader_agreement.py`` prints the summary;
+combinations; its time (s) and energy (Wh), both the default prior's (:func:`evroute.energy.edge_prior` with the
+default vehicle: speed profiles with the junction and signal delays of :mod:`evroute.network.junctions`), are
+compared.  ``studies/energy_validation/loader_agreement.py`` prints the summary;
 ``tests/test_speeds_realdata.py`` asserts it.
 """
 
@@ -42,12 +43,14 @@ def _candidates(lg: LineGraph, lon: float, lat: float) -> list[int]:
     return [e, *(int(t) for t in twin[:1])]
 
 
-def fastest_trip(lg: LineGraph, origin: tuple[float, float], dest: tuple[float, float], energy: np.ndarray):
-    """``(time_s, energy_wh, length_m)`` of the fastest route between two points (see the module docstring)."""
+def fastest_trip(
+    lg: LineGraph, origin: tuple[float, float], dest: tuple[float, float], time_s: np.ndarray, energy: np.ndarray
+):
+    """``(time_s, energy_wh, length_m)`` of the fastest route between two points (see the module docstring) by the
+    edge times ``time_s`` ``(E,)`` (s), with the energy of ``energy`` ``(E,)`` (Wh)."""
     from evroute.oracle import RouteOracle
 
     net = lg.network
-    time_s = net.length_m / net.speed_mps
     oracle = RouteOracle(lg)
     best = None
     for s in _candidates(lg, *origin):
@@ -68,13 +71,13 @@ def loader_agreement(
     name: str, n_trips: int = 20, *, seed: int = 0, min_km: float = 1.0, data_dir: str | None = None
 ) -> list[Trip]:
     """``n_trips`` trips on network ``name`` measured on both loaders (see the module docstring)."""
-    from evroute.energy import VehicleProfile, network_energy_wh
+    from evroute.energy import VehicleProfile, edge_prior
     from evroute.experiments.runner import load_linegraph
     from evroute.routes import edge_midpoints
 
     vehicle = VehicleProfile.load()
     lgs = {ld: load_linegraph(name, data_dir, None, ld) for ld in ("netconvert", "osmnx")}
-    energy = {ld: network_energy_wh(lg.network, vehicle) for ld, lg in lgs.items()}
+    prior = {ld: edge_prior(lg.network, vehicle) for ld, lg in lgs.items()}
     mid = edge_midpoints(lgs["netconvert"].network.geometry)
     rng = np.random.default_rng(seed)
     coslat = np.cos(np.radians(mid[:, 1].mean()))
@@ -88,7 +91,7 @@ def loader_agreement(
             continue
         o, d = (float(mid[i, 0]), float(mid[i, 1])), (float(mid[j, 0]), float(mid[j, 1]))
         try:
-            res = {ld: fastest_trip(lg, o, d, energy[ld]) for ld, lg in lgs.items()}
+            res = {ld: fastest_trip(lg, o, d, prior[ld].time_s, prior[ld].energy_wh) for ld, lg in lgs.items()}
         except (UnreachableError, ValueError):  # a point off the other loader's largest component
             continue
         trips.append(
