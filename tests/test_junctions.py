@@ -250,7 +250,9 @@ def test_controls_inferred_without_a_sumo_net():
     ids = net.edge_ids
     got = {(ids[a], ids[b]): int(k) for (a, b), k in zip(net.turns.tolist(), kind, strict=True)}
     assert got[("SJ", "JB")] == YIELD and got[("SJ", "JA")] == YIELD  # the slower side road yields
-    assert got[("AJ", "JB")] == FREE and got[("AJ", "JS")] == FREE
+    assert got[("AJ", "JB")] == FREE and got[("BJ", "JS")] == FREE  # straight on and right turn off the main road
+    assert got[("AJ", "JS")] == YIELD  # a left turn across oncoming traffic (B-J) yields
+    assert got[("BJ", "JA")] == FREE
     signals = _osm_like_net({"J": "traffic_signals"})
     kind, prog = turn_controls(signals)
     jm = JunctionModel()

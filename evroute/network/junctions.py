@@ -16,9 +16,9 @@ accelerating away are kinematics of the vehicle, charged there); nothing here is
   lost time equals the use of the amber, both about 2 s, HCM 2010 Ch. 31).
 * Other networks (OSM through osmnx, hand-built, synthetic): the junction's OSM ``highway`` tag
   (``meta["junction_tags"]``: ``traffic_signals`` a *signal* with :attr:`JunctionModel.default_cycle_s` /
-  :attr:`~JunctionModel.default_green_s`, ``stop``, ``give_way`` a *yield*); else at an intersection (three or
-  more neighbouring junctions) an approach whose posted limit is below another approach's *yields*, the others are
-  *free* (the priority rule netconvert also applies from road ranks).
+  :attr:`~JunctionModel.default_green_s`, ``stop``, ``give_way`` a *yield*); else the right-of-way rules of
+  :func:`priority_yields` (a lower-ranked approach and a left turn across oncoming traffic *yield*), the others are
+  *free*.
 
 **Delays** (:class:`JunctionModel` holds the parameters; none fitted):
 
@@ -258,37 +258,85 @@ def turn_controls(network: RoadNetwork, model: JunctionModel | None = None) -> t
     jm = model or JunctionModel()
     t = network.turns
     ti = network.to_node[t[:, 0]]
-    # inferred: OSM junction tags, else the priority rule at intersections
+    kind = np.full(len(t), FREE, dtype=np.int64)
+    prog = np.zeros((len(t), 2))
+    listed = network.meta.get("turn_controls") or {}
+    ids = network.edge_ids
+    todo = []
+    for k, (a, b) in enumerate(t.tolist()):
+        entry = listed.get(ids[a], {}).get(ids[b])
+        if entry is None:
+            todo.append(k)
+        else:
+            kind[k], prog[k] = int(entry[0]), entry[1:3]
+    if todo:
+        tags = network.meta.get("junction_tags") or {}
+        yields = priority_yields(network)
+        for k in todo:
+            tag = tags.get(ti[k])
+            if tag == "traffic_signals":
+                kind[k], prog[k] = SIGNAL, (jm.default_cycle_s, jm.default_green_s)
+            elif tag == "stop":
+                kind[k] = STOP
+            elif tag == "give_way" or yields[k]:
+                kind[k] = YIELD
+    return kind, prog
+
+
+#: OSM road classes from the highest priority down (a ``_link`` ranks with its class; unknown classes lowest)
+CLASS_ORDER: tuple[str, ...] = (
+    "motorway",
+    "trunk",
+    "primary",
+    "secondary",
+    "tertiary",
+    "unclassified",
+    "road",
+    "residential",
+    "living_street",
+    "service",
+)
+
+
+def priority_yields(network: RoadNetwork) -> np.ndarray:
+    """``(C,)`` whether each turn yields by the right-of-way rules netconvert applies where the network says nothing
+    (SUMO's ``priority`` junctions), at an intersection (three or more neighbouring junctions):
+
+    * an approach ranked below another approach to the same junction yields (the rank: the road class of
+      ``meta["road_class"]`` in :data:`CLASS_ORDER`, then the posted limit);
+    * a left turn (more than 45 degrees, right-hand traffic) from a top-ranked approach yields to the oncoming
+      approach of the same rank (one whose last segment points the other way, within 45 degrees).
+    """
+    t = network.turns
+    classes = network.meta.get("road_class") or {}
+    order = {c: len(CLASS_ORDER) - i for i, c in enumerate(CLASS_ORDER)}
+    cls = np.array([order.get(str(classes.get(e, "")).removesuffix("_link"), 0) for e in network.edge_ids.tolist()])
+    rank = cls * 1000.0 + np.round(network.speed_limit_mps, 1)
     ends = np.concatenate([network.from_node, network.to_node])
     other = np.concatenate([network.to_node, network.from_node])
     keep = ends != other
     pairs = np.unique(np.column_stack([ends[keep], other[keep]]), axis=0)
     nodes, n_neigh = np.unique(pairs[:, 0], return_counts=True)
     neigh = dict(zip(nodes.tolist(), n_neigh.tolist(), strict=True))
-    top_in: dict[str, float] = {}
-    for n, s in zip(network.to_node.tolist(), network.speed_limit_mps.tolist(), strict=True):
-        top_in[n] = max(top_in.get(n, 0.0), s)
-    tags = network.meta.get("junction_tags") or {}
-    kind = np.full(len(t), FREE, dtype=np.int64)
-    prog = np.zeros((len(t), 2))
-    listed = network.meta.get("turn_controls") or {}
-    ids = network.edge_ids
+    incoming: dict[str, list[int]] = {}
+    for e, n in enumerate(network.to_node.tolist()):
+        incoming.setdefault(n, []).append(e)
+    start, end = _end_headings(network)
+    out = np.zeros(len(t), dtype=bool)
     for k, (a, b) in enumerate(t.tolist()):
-        entry = listed.get(ids[a], {}).get(ids[b])
-        if entry is not None:
-            kind[k], prog[k] = int(entry[0]), entry[1:3]
+        node = network.to_node[a]
+        if neigh.get(node, 0) < 3:
             continue
-        node = ti[k]
-        tag = tags.get(node)
-        if tag == "traffic_signals":
-            kind[k], prog[k] = SIGNAL, (jm.default_cycle_s, jm.default_green_s)
-        elif tag == "stop":
-            kind[k] = STOP
-        elif tag == "give_way" or (
-            neigh.get(node, 0) >= 3 and network.speed_limit_mps[a] < top_in.get(node, 0.0) - 0.1
-        ):
-            kind[k] = YIELD
-    return kind, prog
+        rivals = [e for e in incoming[node] if e != a and network.from_node[e] != network.to_node[b]]
+        top = max((rank[e] for e in rivals), default=-np.inf)
+        if rank[a] < top:
+            out[k] = True
+            continue
+        h1, h2 = end[a], start[b]
+        left = h1[0] * h2[1] - h1[1] * h2[0] > np.sin(np.pi / 4)
+        oncoming = any(rank[e] >= rank[a] and float(end[e] @ h1) < -np.cos(np.pi / 4) for e in rivals)
+        out[k] = bool(left and oncoming)
+    return out
 
 
 def arm_weights(
@@ -362,7 +410,9 @@ __all__ = [
     "SUMO_LINK_STATES",
     "JunctionArms",
     "JunctionModel",
+    "CLASS_ORDER",
     "arm_weights",
+    "priority_yields",
     "hcm_uniform_delay_s",
     "junction_arms",
     "red_standstill_s",
