@@ -303,12 +303,12 @@ def priority_yields(network: RoadNetwork) -> np.ndarray:
     (SUMO's ``priority`` junctions), at an intersection (three or more neighbouring junctions):
 
     * an approach ranked below another approach to the same junction yields (the rank: the road class of
-      ``meta["road_class"]`` in :data:`CLASS_ORDER`, then the posted limit);
+      ``meta["osm_road_class"]`` (by edge id) in :data:`CLASS_ORDER`, then the posted limit);
     * a left turn (more than 45 degrees, right-hand traffic) from a top-ranked approach yields to the oncoming
       approach of the same rank (one whose last segment points the other way, within 45 degrees).
     """
     t = network.turns
-    classes = network.meta.get("road_class") or {}
+    classes = network.meta.get("osm_road_class") or {}
     order = {c: len(CLASS_ORDER) - i for i, c in enumerate(CLASS_ORDER)}
     cls = np.array([order.get(str(classes.get(e, "")).removesuffix("_link"), 0) for e in network.edge_ids.tolist()])
     rank = cls * 1000.0 + np.round(network.speed_limit_mps, 1)

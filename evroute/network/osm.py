@@ -20,7 +20,7 @@
   vehicle came from, which are allowed only at dead ends.
 * Geometry: the edge's ``geometry`` polyline, or the straight line between its junctions.
 * Junction control: the ``highway`` tag (``traffic_signals``, ``stop``, ``give_way``) of the junctions that keep
-  one, in ``meta["junction_tags"]``, and each edge's road class in ``meta["road_class"]``
+  one, in ``meta["junction_tags"]``, and each edge's road class in ``meta["osm_road_class"]``
   (:mod:`evroute.network.junctions`).
 """
 
@@ -267,7 +267,7 @@ def load_osm(
     tags = {node_ids[i]: str(nodes[n].get("highway")) for n, i in pos.items() if nodes[n].get("highway") in _CONTROLS}
     if tags:  # junction control for evroute.network.junctions (nodes osmnx's simplification kept)
         meta["junction_tags"] = tags
-    meta["road_class"] = {f"{u}-{v}-{k}": road_class(a.get("highway")) for u, v, k, a in rows}
+    meta["osm_road_class"] = {f"{u}-{v}-{k}": road_class(a.get("highway")) for u, v, k, a in rows}
     limit = np.array([float(np.mean(a["speed_limit_kph"])) for *_, a in rows]) / 3.6
     return RoadNetwork(
         name=name or p.name.split(".")[0],
