@@ -20,8 +20,8 @@
   vehicle came from, which are allowed only at dead ends.
 * Geometry: the edge's ``geometry`` polyline, or the straight line between its junctions.
 * Junction control: the ``highway`` tag (``traffic_signals``, ``stop``, ``give_way``) of the junctions that keep
-  one, in ``meta["junction_tags"]``, and each edge's road class in ``meta["osm_road_class"]``
-  (:mod:`evroute.network.junctions`).
+  one (such a node stays a junction, as netconvert keeps it), in ``meta["junction_tags"]``, and each edge's road
+  class in ``meta["osm_road_class"]`` (:mod:`evroute.network.junctions`).
 """
 
 from __future__ import annotations
@@ -209,7 +209,15 @@ def load_osm(
     tag_xyz = tag_xyz[np.isfinite(tag_xyz[:, 2])]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
-        g = ox.simplify_graph(g, edge_attrs_differ=["highway", "speed_limit_kph", "bridge", "tunnel", "layer"])
+        # a signal, stop or give-way node stays a junction (netconvert keeps it too): evroute.network.junctions
+        for _, a in g.nodes(data=True):
+            if a.get("highway") in _CONTROLS:
+                a["evroute_control"] = a["highway"]
+        g = ox.simplify_graph(
+            g,
+            node_attrs_include=["evroute_control"],
+            edge_attrs_differ=["highway", "speed_limit_kph", "bridge", "tunnel", "layer"],
+        )
 
     rows = [(u, v, k, a) for u, v, k, a in g.edges(keys=True, data=True) if float(a.get("length", 0.0)) > 0]
     n_zero = g.number_of_edges() - len(rows)
