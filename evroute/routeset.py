@@ -52,7 +52,7 @@ from evroute.energy import travel_time_s
 from evroute.environments import EnergyEnvironment
 from evroute.errors import ParameterError, UnreachableError, check_positive
 from evroute.linegraph import LineGraph, standardise
-from evroute.models.build import ModelPrior, default_prior
+from evroute.models.builders import ModelPrior, default_prior
 from evroute.oracle import MIN_WEIGHT_WH, Route, rectified_gaussian_mean
 
 __all__ = [
@@ -172,8 +172,8 @@ class RouteSetBandit(RouteLearner):
         seed: seeds the policy's and the feedback noise's streams (same construction as ``RoutingBandit``).
         regret_reference, potential_wh: as in :class:`~evroute.bandit.RoutingBandit` (the same regret reference).
         prior: the prior mean ``E_det``, ``sigma0^2`` and noise variance the learner is told
-            (:class:`~evroute.models.build.ModelPrior`; default: :func:`~evroute.models.build.default_prior` of the
-            environment's physics energies and network).
+            (:class:`~evroute.models.builders.ModelPrior`; default:
+            :func:`~evroute.models.builders.default_prior` of the environment's physics energies and network).
         k, weights: candidate set (:func:`candidate_routes`).
         lengthscale, overlap_weight: route kernel (:func:`route_kernel`).
         lam: GP regulariser in reward units (default ``noise_var / prior_var``).

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import numpy as np
 
 from evroute.network.road_network import RoadNetwork
@@ -43,3 +46,14 @@ def grid_network(
         geometry=[np.array([[lon[a], lat[a]], [lon[b], lat[b]]]) for a, b in edges],
         turns=np.array(turns),
     )
+
+
+def need_osm(name: str) -> None:
+    """Skip the calling test unless ``$EVROUTE_DATA`` holds ``name.osm`` (the real-data tier)."""
+    import pytest
+
+    data = os.environ.get("EVROUTE_DATA")
+    if not data:
+        pytest.skip("EVROUTE_DATA is not set (point it at the folder with monaco.osm / luxembourg.osm)")
+    if not (Path(data) / f"{name}.osm").is_file():
+        pytest.skip(f"{name}.osm is not in EVROUTE_DATA={data}")

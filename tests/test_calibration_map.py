@@ -78,6 +78,7 @@ def test_map_prior_keeps_an_unidentified_parameter_at_its_prior() -> None:
     assert abs(mean - float(measured_energy_wh(tr, truth)[-1])) < Z90 * np.sqrt(var) + 1.0
 
 
+@pytest.mark.slow
 def test_laplace_intervals_cover_held_out_trips_and_select_by_trajectory() -> None:
     """Trips of two trajectories (``A_*``, ``B_*``, 16 each) with a per-trip effect of s.d. 5 % and a 0.02 % gauge,
     truth with 400 W auxiliaries; each trajectory predicted from the other.  The chosen set fits the auxiliaries; its

@@ -127,6 +127,7 @@ def _table(rng: np.random.Generator, n_chargers: int, two_routes: bool) -> LegTa
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 10_000),

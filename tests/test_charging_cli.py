@@ -177,6 +177,7 @@ def _plan(tmp_path, capsys, *extra: str) -> tuple[int, str, str]:
     return rc, out.out, out.err
 
 
+@pytest.mark.slow
 def test_plan_answers_in_text_json_geojson_and_html(tmp_path, capsys) -> None:
     rc, out, _ = _plan(
         tmp_path,

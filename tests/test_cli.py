@@ -75,6 +75,7 @@ def test_malformed_file(tmp_path, capsys):
     _one_line_error(capsys)
 
 
+@pytest.mark.slow
 def test_run_and_demo_write_results(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["run", "--network", NET, "--horizon", "8", "--seeds", "2", "--out", str(out), "--no-progress"]) == 0

@@ -10,7 +10,8 @@ import sys
 import pytest
 
 import evroute.network.registry as registry
-from evroute.cli import _split_negative_values, build_parser, main
+from evroute.cli import build_parser, main
+from evroute.cli.args import split_negative_values as _split_negative_values
 
 NET = "synthetic:300:2"
 HEAVY = ("torch", "gpytorch", "osmnx", "geopandas", "matplotlib", "pandas", "scipy", "numpy", "pydantic", "folium")
@@ -22,6 +23,7 @@ def test_cli_import_is_light():
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_python_dash_m_and_help():
     res = subprocess.run([sys.executable, "-m", "evroute", "--help"], capture_output=True, text=True, check=True)
     assert "demo" in res.stdout and "config" in res.stdout
@@ -91,8 +93,8 @@ def test_run_summary_names_the_regret_reference(tmp_path, capsys):
     [
         (["route", "--from", "-0.1,51.5", "--to", "-2.3,40"], "origin", "-0.1,51.5"),
         (["route", "--from", "1,2", "--to", "-2.3,40"], "dest", "-2.3,40"),
-        (["run", "--start", "-271#3", "--goal", "-5"], "start", "-271#3"),
-        (["run", "--start", "-271#3", "--goal", "-5"], "goal", "-5"),
+        (["run", "--from", "-271#3", "--to", "-5"], "origin", "-271#3"),
+        (["run", "--from", "-271#3", "--to", "-5"], "dest", "-5"),
         (["run", "--env-seed", "-1"], "env_seed", -1),
     ],
 )
@@ -105,13 +107,13 @@ def test_negative_edge_id_reaches_the_route_resolver(capsys):
     from evroute.experiments.runner import load_linegraph
 
     goal = load_linegraph(NET).network.edge_ids[0]
-    assert main(["run", "--network", NET, "--start", "-271#3", "--goal", goal, "--horizon", "2"]) == 2
+    assert main(["run", "--network", NET, "--from", "-271#3", "--to", goal, "--horizon", "2"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("evroute: error:") and "'-271#3'" in err and "expected one argument" not in err
 
 
 def test_regret_reference_text_prefers_the_summarys_own_reference(tmp_path):
-    from evroute.cli import regret_reference_text
+    from evroute.cli.text import regret_reference_text
 
     ref = {"text": "best known route", "methods": ["ilp", "best-known"]}
     assert (

@@ -44,8 +44,8 @@ def _help(command: str) -> str:
 
 def test_start_goal_help_says_points_work():
     text = _help("run")
-    assert "--start START start edge id, or a point LON,LAT" in text
-    assert "--goal GOAL goal edge id, or a point LON,LAT" in text
+    assert "--from FROM start edge id, or a point LON,LAT" in text
+    assert "--to TO goal edge id, or a point LON,LAT" in text
 
 
 def test_unknown_id_is_not_called_outside_the_component(capsys):
@@ -177,6 +177,6 @@ def test_run_sumo_routes_names_the_net_too(tmp_path, monkeypatch, capsys):
 
     net = load_network(TINY)
     monkeypatch.chdir(tmp_path)
-    argv = ["run", "--network", str(TINY), "--start", net.edge_ids[0], "--goal", net.edge_ids[-1], "--horizon", "2"]
+    argv = ["run", "--network", str(TINY), "--from", net.edge_ids[0], "--to", net.edge_ids[-1], "--horizon", "2"]
     assert main([*argv, "--out", "r", "--sumo-routes", "--no-progress"]) == 0
     assert f"SUMO net: {TINY}  (run: sumo-gui -n {TINY} -r r/routes.rou.xml)" in capsys.readouterr().out

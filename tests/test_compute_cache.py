@@ -165,3 +165,41 @@ def test_array_digest_sees_dtype_shape_and_every_byte() -> None:
     }
     assert len(digests) == 5
     assert cc.array_digest(a) == cc.array_digest(a.copy())
+
+
+def test_manifests_are_checked_by_blake2b_and_old_sha256_manifests_still_verify(tmp_path, monkeypatch):
+    """New manifests carry both digests, each with its MAC, and are checked by BLAKE2b; a manifest with only SHA-256
+    (an older evroute's) verifies by SHA-256 and is upgraded in place; an edit of the entry fails either way."""
+    import hashlib
+    import json
+
+    from evroute.network.cachefiles import cached, check_entry, manifest_path
+
+    monkeypatch.setenv("EVROUTE_CACHE_KEY_FILE", str(tmp_path / "cache.key"))
+    entry = tmp_path / "e.bin"
+    payload = b"x" * 5000
+
+    def build(p):
+        p.write_bytes(payload)
+
+    cached(entry, {"k": 1}, build, "demo")
+    man = json.loads(manifest_path(entry).read_text())
+    assert man["blake2b"] == hashlib.blake2b(payload).hexdigest()
+    assert man["sha256"] == hashlib.sha256(payload).hexdigest()
+    assert check_entry(entry, {"k": 1}) is None
+    # an older manifest: SHA-256 and its MAC only
+    old = {k: man[k] for k in ("version", "sha256", "inputs", "hmac")}
+    manifest_path(entry).write_text(json.dumps(old))
+    assert check_entry(entry, {"k": 1}) is None
+    cached(entry, {"k": 1}, build, "demo")  # verified, and its manifest upgraded
+    assert json.loads(manifest_path(entry).read_text())["blake2b"] == man["blake2b"]
+    # a forged fast digest without the key's MAC is refused, as is stripping it to fall back on a forged SHA-256
+    entry.write_bytes(b"y" * 5000)
+    forged = dict(man, blake2b=hashlib.blake2b(b"y" * 5000).hexdigest())
+    manifest_path(entry).write_text(json.dumps(forged))
+    assert "cache key" in (check_entry(entry, {"k": 1}) or "")
+    stripped = dict(old, sha256=hashlib.sha256(b"y" * 5000).hexdigest())
+    manifest_path(entry).write_text(json.dumps(stripped))
+    assert "cache key" in (check_entry(entry, {"k": 1}) or "")
+    manifest_path(entry).write_text(json.dumps(man))
+    assert "does not match" in (check_entry(entry, {"k": 1}) or "")

@@ -196,3 +196,76 @@ def test_belief_raises_means_below_the_potential() -> None:
     pot = raw + np.where(np.arange(lg.n_nodes) % 3 == 0, 1.0, -1.0)  # above the mean on every third edge
     b = RouteBelief(m, pot)
     assert np.array_equal(b.mean, np.maximum(raw, pot)) and np.array_equal(b.var, RouteBelief(m).var)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 10_000),
+    kind=st.sampled_from(["bi", "gp-exact"]),
+    frac=st.floats(0.2, 1.5),
+    delta=st.sampled_from([0.01, 0.05, 0.2]),
+)
+def test_route_query_reuses_the_least_mean_route_without_changing_answers(
+    seed: int, kind: str, frac: float, delta: float
+) -> None:
+    """``route_query`` hands its energy-optimal route to the risk-aware search (one Dijkstra fewer per request): the
+    least-mean route's listing cost equals :class:`PathEnumerator`'s first, and the risk-aware answer is the one the
+    search finds on its own, route for route."""
+    from evroute.driver.query import QueryContext, route_query
+
+    lg, _ = _small()
+    b = RouteBelief(_learned(kind, lg, seed))
+    h0 = potential_h(lg.network)
+    ctx = QueryContext(lg, b, VehicleProfile(), h0=h0)
+    rng = np.random.default_rng(seed)
+    s, t = (int(x) for x in rng.choice(lg.n_nodes, 2, replace=False))
+    mu_min, first, exact = ctx.least_mean_route(s, t)
+    ref_cost, ref_first = next(PathEnumerator(lg, b.mean, h0, exact=False).paths(s, t))
+    assert np.array_equal(first, ref_first)
+    assert mu_min == pytest.approx(ref_cost, rel=1e-12, abs=1e-9)
+    m, sd = b.route_moments(first)[0], np.sqrt(b.route_moments(first)[1])
+    budget = frac * float(m + norm.ppf(1 - delta) * sd)  # sometimes the least-mean route is feasible, sometimes not
+    bat = BatteryState(1000.0, 0.5, 0.5 - budget / 1000.0)
+    res = route_query(ctx, s, t, bat, delta, max_paths=200)
+    ref = risk_aware_route(lg, b, s, t, bat, delta, h0=h0, max_paths=200)
+    assert res.risk is not None
+    assert np.array_equal(res.risk.edges, ref.edges)
+    assert (res.risk.feasible, res.risk.certified) == (ref.feasible, ref.certified)
+    assert res.risk.mean_wh == pytest.approx(ref.mean_wh, rel=1e-12)
+    assert np.array_equal(res.routes["energy-optimal"], ref_first)
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 300), seed=st.integers(0, 10_000), unreached=st.floats(0.0, 0.5))
+def test_tree_path_sums_equal_walks_to_the_root(n: int, seed: int, unreached: float) -> None:
+    """Pointer jumping against a walk from each node to the root, on random trees (deep chains included)."""
+    from evroute.driver.reach import tree_path_sums
+
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)  # node perm[k] hangs below one of perm[:k]: a random tree rooted at perm[0]
+    pred = np.full(n, -9999, dtype=np.int64)
+    chain = rng.random() < 0.3
+    for k in range(1, n):
+        pred[perm[k]] = perm[k - 1] if chain else perm[rng.integers(0, k)]
+    reached = np.ones(n, dtype=bool)
+    cut = perm[1:][rng.random(n - 1) < unreached]  # cut subtrees off: their nodes are unreached
+    for v in range(n):
+        u = v
+        while u != perm[0]:
+            if u in cut:
+                reached[v] = False
+                break
+            u = pred[u]
+    pred[~reached] = -9999
+    values = rng.normal(0, 10, n)
+    got = tree_path_sums(pred, int(perm[0]), values, reached)
+    for v in range(n):
+        if not reached[v]:
+            assert got[v] == np.inf
+            continue
+        total, u = values[v], v
+        while u != perm[0]:
+            u = pred[u]
+            total += values[u]
+        # the same additions in another order: float64 sums of at most 300 terms of ~10
+        assert got[v] == pytest.approx(total, rel=1e-12, abs=1e-9)

@@ -58,7 +58,7 @@ def _accel_cruise_brake_wh(length, v_c, a, b, veh):
 
 def test_single_edge_closed_form_energy_and_time():
     length, v_c = 800.0, 50 / 3.6
-    style = DrivingStyle(1.1, 1.4)
+    style = DrivingStyle(1.1, 1.4, 0.0)
     r = profile_energy([length], [0.0], [v_c], [0.0], [0.0], PLAIN, style)
     assert r.battery_wh[0] == pytest.approx(_accel_cruise_brake_wh(length, v_c, 1.1, 1.4, PLAIN), rel=1e-9)
     d_c = length - v_c**2 / 2.2 - v_c**2 / 2.8
@@ -68,7 +68,7 @@ def test_single_edge_closed_form_energy_and_time():
 
 def test_triangle_profile_peak_and_time():
     # 50 m from rest to rest with a = b = 1: the car never reaches 50 km/h; peak sqrt(a L) = sqrt(50) m/s
-    r = profile_energy([50.0], [0.0], [50 / 3.6], [0.0], [0.0], PLAIN, DrivingStyle(1.0, 1.0))
+    r = profile_energy([50.0], [0.0], [50 / 3.6], [0.0], [0.0], PLAIN, DrivingStyle(1.0, 1.0, 0.0))
     assert r.peak_mps[0] == pytest.approx(np.sqrt(50.0), rel=1e-12)
     assert r.time_s[0] == pytest.approx(2 * np.sqrt(50.0), rel=1e-12)
 
@@ -86,7 +86,7 @@ def test_triangle_profile_peak_and_time():
 def test_energy_conservation_with_ideal_drivetrain(length, v_c, fin, fout, sin_a, a, b):
     """Efficiencies 1, no auxiliaries, no cap: the battery pays exactly the work at the wheels, i.e. the change of
     kinetic energy plus the potential, rolling and aerodynamic work (each term a closed form)."""
-    r = profile_energy([length], [fin * v_c], [v_c], [fout * v_c], [sin_a], IDEAL, DrivingStyle(a, b))
+    r = profile_energy([length], [fin * v_c], [v_c], [fout * v_c], [sin_a], IDEAL, DrivingStyle(a, b, 0.0))
     assert r.battery_wh[0] * 3600 == pytest.approx(r.wheel_j[0], rel=1e-9, abs=1e-6)
     assert r.peak_mps[0] <= v_c * (1 + 1e-12)
     assert r.time_s[0] >= length / v_c * (1 - 1e-12)  # never faster than cruising all the way
@@ -100,10 +100,10 @@ def test_energy_conservation_with_ideal_drivetrain(length, v_c, fin, fout, sin_a
     name=st.sampled_from(vehicle_names()),
 )
 def test_constant_speed_limit_equals_eq8(length, v, sin_a, name):
-    """Entry = exit = cruise speed (no acceleration or braking distance): Eq. 8 with the same efficiencies, motor map,
-    auxiliaries and regeneration cap, for every shipped vehicle."""
+    """Entry = exit = cruise speed (no acceleration or braking distance) and no speed fluctuation: Eq. 8 with the same
+    efficiencies, motor map, auxiliaries and regeneration cap, for every shipped vehicle."""
     veh = VehicleProfile.load(name)
-    r = profile_energy([length], [v], [v], [v], [sin_a], veh)
+    r = profile_energy([length], [v], [v], [v], [sin_a], veh, DrivingStyle(speed_fluctuation_mps2=0.0))
     assert r.battery_wh[0] == pytest.approx(edge_energy_wh([length], [v], [sin_a], veh)[0], rel=1e-9, abs=1e-9)
     assert r.time_s[0] == pytest.approx(length / v, rel=1e-12)
 
@@ -114,7 +114,7 @@ def test_hard_acceleration_limit_adds_the_kinetic_round_trip():
     where the resistances' work is paid at other efficiencies than at cruise: a relative difference of order
     (d_a + d_b) / L = 4e-6, hence rel=1e-5."""
     v_c, length = 20.0, 1000.0
-    r = profile_energy([length], [0.0], [v_c], [0.0], [0.0], PLAIN, DrivingStyle(1e5, 1e5))
+    r = profile_energy([length], [0.0], [v_c], [0.0], [0.0], PLAIN, DrivingStyle(1e5, 1e5, 0.0))
     kin = 0.5 * PLAIN.mass_kg * v_c**2
     expect = edge_energy_wh([length], [v_c], [0.0], PLAIN)[0] + kin * (1 / 0.9 - 0.7) / 3600
     assert r.battery_wh[0] == pytest.approx(expect, rel=1e-5)
@@ -131,12 +131,12 @@ def test_regeneration_cap_sends_the_rest_to_the_friction_brakes():
         mass_kg=m, rolling_resistance=0.0, drag_coefficient=0.0, recuperation_efficiency=eta, max_regen_power_kw=cap_kw
     )
     long = 1e6  # the braking phase starts at v0 after a long cruise whose cost (zero resistances) is zero
-    r = profile_energy([long], [v0], [v0], [0.0], [0.0], veh, DrivingStyle(1.0, b))
+    r = profile_energy([long], [v0], [v0], [0.0], [0.0], veh, DrivingStyle(1.0, b, 0.0))
     v_k = 1000 * cap_kw / (m * b * eta)
     recovered_j = (m * b * eta * v_k**2 / 2 + 1000 * cap_kw * (v0 - v_k)) / b
     assert r.battery_wh[0] * 3600 == pytest.approx(-recovered_j, rel=2e-3)
     free = VehicleProfile(**{**veh.to_dict(), "max_regen_power_kw": None})
-    uncapped = profile_energy([long], [v0], [v0], [0.0], [0.0], free, DrivingStyle(1.0, b))
+    uncapped = profile_energy([long], [v0], [v0], [0.0], [0.0], free, DrivingStyle(1.0, b, 0.0))
     assert uncapped.battery_wh[0] * 3600 == pytest.approx(-0.5 * m * v0**2 * eta, rel=1e-9)
 
 
@@ -145,7 +145,7 @@ def test_profile_matches_brute_force_time_stepping():
     a 1 ms time-stepping of the same profile (midpoint speeds; the step's error is O(dt) ~ 1e-4 relative; the
     map's and cap's kinks cost the quadrature about 0.1 %; rel=3e-3)."""
     a, b, length, v_in, v_c, sin_a = 1.0, 1.2, 600.0, 5.0, 22.0, -0.05
-    veh, style = BOLT, DrivingStyle(a, b)
+    veh, style = BOLT, DrivingStyle(a, b, 0.0)
     r = profile_energy([length], [v_in], [v_c], [0.0], [sin_a], veh, style)
     from evroute.energy import battery_power_w
 
@@ -216,10 +216,14 @@ def test_prior_by_name_and_its_properties():
     one = profile_energy(net.length_m[stops], 0.0, net.speed_mps[stops], 0.0, net.incline[stops], BOLT)
     np.testing.assert_allclose(prof.time_s[stops], one.time_s, rtol=1e-12)
     assert np.all(prof.energy_wh[stops] > eq8.energy_wh[stops])
-    # straight on through N and E (C-N-D, C-E-E2 are straight; the U-turns carry no traffic): Eq. 8 exactly
+    # straight on through N and E (C-N-D, C-E-E2 are straight; the U-turns carry no traffic): Eq. 8 exactly when
+    # cruised steadily, more with the default speed fluctuation, which keeps the mean speed (same time)
     straight = [ids.index(k) for k in ("CN", "CE", "DN", "E2E")]
-    np.testing.assert_allclose(prof.energy_wh[straight], eq8.energy_wh[straight], rtol=1e-9)
+    steady = edge_prior(net, BOLT, style=DrivingStyle(speed_fluctuation_mps2=0.0))
+    np.testing.assert_allclose(steady.energy_wh[straight], eq8.energy_wh[straight], rtol=1e-9)
+    assert np.all(prof.energy_wh[straight] > eq8.energy_wh[straight])
     np.testing.assert_allclose(prof.time_s[straight], eq8.time_s[straight], rtol=1e-12)
+    np.testing.assert_allclose(prof.time_s, steady.time_s, rtol=1e-12)
     with pytest.raises(ParameterError, match="unknown prior"):
         edge_prior(net, BOLT, "nope")
 

@@ -205,6 +205,7 @@ def _torch_fit(h, g, x, m_u, n, ybar, sc, iters):
     return Hyper(float(np.exp(r[0])), float(np.exp(r[1])), np.exp(r[2]), np.exp(r[3]), h.noise)
 
 
+@pytest.mark.slow
 def test_fit_reaches_the_torch_fits_optimum():
     """Same data, same start: the NumPy/SciPy fit's marginal likelihood at its optimum equals the torch fit's (both
     run to convergence; the objective is divided by N, so 1e-6 of it is the optimisers' stopping tolerance scale)."""

@@ -16,6 +16,7 @@ from evroute.environments import PaperEnvironment
 from evroute.experiments import ExperimentConfig, run_experiment
 from evroute.experiments.registry import make_model, model_names
 from evroute.linegraph import build_line_graph
+from evroute.models.builders import default_prior
 from evroute.models.gp import GPEdgeModel
 from evroute.network.registry import load_network
 from evroute.policies import make_policy
@@ -35,8 +36,9 @@ def test_gp_registered_and_prior_matches_environment(env):
     assert isinstance(m, GPEdgeModel) and m.config.seed == 3
     post = m.posterior()
     np.testing.assert_allclose(post.mean, env.prior_mean_wh, rtol=1e-12)
-    assert abs(post.var.mean() - env.prior_var) < 1e-9 * env.prior_var  # unit-average-variance components
-    np.testing.assert_allclose(post.noise_var, env.noise_var)
+    prior = default_prior(env.linegraph, env.prior_mean_wh)  # the model's prior, never the environment's
+    assert abs(post.var.mean() - prior.prior_var) < 1e-9 * prior.prior_var  # unit-average-variance components
+    np.testing.assert_allclose(post.noise_var, prior.noise_var)
 
 
 @pytest.mark.slow
@@ -137,6 +139,7 @@ def test_inducing_set_capped_and_projection_preserves_posterior(env):
     np.testing.assert_allclose(post2.var, post.var, rtol=1e-3, atol=1e-6 * post.var.max())
 
 
+@pytest.mark.slow
 def test_gp_ts_run_is_deterministic_and_pickles(env):
     s, g = corner_route(env.linegraph, "A")
 
@@ -157,6 +160,7 @@ def test_gp_ts_run_is_deterministic_and_pickles(env):
     assert b1.cumulative_regret == b3.cumulative_regret
 
 
+@pytest.mark.slow
 def test_gp_ts_experiment_and_cli(tmp_path):
     cfg = ExperimentConfig(
         network=NET, route="A", model="gp", policy="ts", horizon=6, seeds=(0, 1), model_params={"n_inducing": 50}

@@ -14,6 +14,7 @@ from evroute.errors import DataError, ParameterError
 from evroute.experiments.registry import make_model, model_names
 from evroute.linegraph import build_line_graph
 from evroute.models import BayesianEdgeModel
+from evroute.models.builders import default_prior
 from evroute.models.kr import KernelRegressionEdgeModel, hop_distances
 
 
@@ -37,12 +38,16 @@ def test_registered_and_built_from_environment(env):
     assert isinstance(m, KernelRegressionEdgeModel) and m.n_edges == env.n_edges
     post = m.posterior()  # no data: the physics prior
     np.testing.assert_allclose(post.mean, env.prior_mean_wh)
-    np.testing.assert_allclose(post.var, env.prior_var)
+    np.testing.assert_allclose(post.var, default_prior(env.linegraph, env.prior_mean_wh).prior_var)
 
 
 def test_zero_hops_is_exactly_the_bi_model(env):
     kr = make_model("kr", env, hops=0)
-    bi = BayesianEdgeModel(env.prior_mean_wh, env.prior_var, env.noise_var)
+    bi = BayesianEdgeModel(
+        env.prior_mean_wh,
+        default_prior(env.linegraph, env.prior_mean_wh).prior_var,
+        default_prior(env.linegraph, env.prior_mean_wh).noise_var,
+    )
     for e, y in _batches(env, 6, 15):
         kr.update(e, y)
         bi.update(e, y)
@@ -109,8 +114,10 @@ def test_bonus_shrinks_where_data_is_dense(env):
     dense, sparse_ = 3, 12
     kr.update(np.r_[np.full(40, dense), [sparse_]], env.observe(np.r_[np.full(40, dense), [sparse_]], rng))
     var = kr.posterior().var
-    assert var[dense] < var[sparse_] < env.prior_var
-    assert var[dense] == pytest.approx(env.noise_var / (kr.density[dense] + kr.prior_weight))
+    assert var[dense] < var[sparse_] < default_prior(env.linegraph, env.prior_mean_wh).prior_var
+    assert var[dense] == pytest.approx(
+        default_prior(env.linegraph, env.prior_mean_wh).noise_var / (kr.density[dense] + kr.prior_weight)
+    )
     before = var[dense]
     kr.update(np.full(40, dense), env.observe(np.full(40, dense), rng))
     assert kr.posterior().var[dense] < before
@@ -133,7 +140,9 @@ def test_neighbour_cap_bounds_the_neighbours_share(env):
     )
     cap_resid = capped.posterior().mean[edge] - env.prior_mean_wh[edge]
     assert cap_resid == pytest.approx((200 * 10.0 - 2.0 * 30.0) / (200 + 2.0 + capped.prior_weight))
-    assert capped.posterior().var[edge] == pytest.approx(env.noise_var / (202 + capped.prior_weight))
+    assert capped.posterior().var[edge] == pytest.approx(
+        default_prior(env.linegraph, env.prior_mean_wh).noise_var / (202 + capped.prior_weight)
+    )
     with pytest.raises(ParameterError, match="neighbour_cap"):
         make_model("kr", env, neighbour_cap=0.0)
 

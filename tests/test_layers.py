@@ -12,18 +12,19 @@ module no layer names fails the test, so a new package is placed deliberately.
                                                 attaches physics energies, hence above ``energy``)
   3   linegraph, routes, traces                 line graph, edge contexts, named routes, trip logs
   4   kernels                                   graph Matérn and Matérn kernels
-  5   oracle, arms                              route search on the line graph, rectified oracle weights; the
-                                                bandit's arms (edges or turns) and their oracle
+  5   oracle, arms, cch                         route search on the line graph, rectified oracle weights; the
+                                                bandit's arms (edges or turns) and their oracle; CCH queries
   6   sumo | bo                                 SUMO tooling (recording, export) | single-arm BO library
   7   environments | models                     truth, feedback, exact optimum | edge models and their
                                                 builders (built from a ModelPrior, never from an environment)
   8   policies                                  index policies over an edge posterior
   9   bandit, routeset                          the learning loops
- 10   experiments                               composition root: model registry, runner, sweeps
- 11   cli, cli_learn, cliargs, clitext,         user-facing entry points (driver answers, charging plans, the
-      driver, charging, service, maps, viz,     server, package root; ``evroute`` places only
-      evroute                                   ``evroute/__init__.py``); ``charging`` builds on ``driver``
-                                                and ``maps``
+ 10   experiments                               composition root: environment -> model prior, learners, runner,
+                                                sweeps
+ 11   cli, driver, charging, service, maps,     user-facing entry points (the command-line package ``cli``,
+      viz, evroute                              driver answers, charging plans, the server, package root;
+                                                ``evroute`` places only ``evroute/__init__.py``); ``charging``
+                                                builds on ``driver`` and ``maps``
 ====  ========================================  ===========================================================
 
 Every import counts: module level, inside functions and ``"module:attr"`` strings (the lazy registry entries of
@@ -67,7 +68,7 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("evroute.network",), False),
     (("evroute.linegraph", "evroute.routes", "evroute.traces"), False),
     (("evroute.kernels",), False),
-    (("evroute.oracle", "evroute.arms"), False),
+    (("evroute.oracle", "evroute.arms", "evroute.cch"), False),
     (("evroute.sumo", "evroute.bo"), True),
     (("evroute.environments", "evroute.models"), True),
     (("evroute.policies",), False),
@@ -76,9 +77,6 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
     (
         (
             "evroute.cli",
-            "evroute.cli_learn",
-            "evroute.cliargs",
-            "evroute.clitext",
             "evroute.driver",
             "evroute.charging",
             "evroute.maps",
@@ -94,8 +92,6 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
 #: (importer, imported module, name) of private imports that are allowed, with the reason
 PRIVATE_ALLOWED: dict[tuple[str, str, str], str] = {
     ("evroute.models.gp_exact", "evroute.models.exact_posterior", "_chol"): "GP core refactor replaces it",
-    ("evroute.charging.commands", "evroute.driver.commands", "_setup"): "evroute plan loads network, model and "
-    "vehicle exactly as evroute route does; to become public when the driver cli is next refactored",
 }
 
 _STRING_IMPORT = re.compile(r"^((?:evroute|studies)(?:\.\w+)*):\w+$")

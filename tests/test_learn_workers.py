@@ -27,7 +27,7 @@ def _learn(args: list[str]) -> subprocess.CompletedProcess:
 
 
 def _base(model: Path, workers: int) -> list[str]:
-    return ["--network", str(GRID), "--model", str(model), "--vehicle", "sumo_ev", "--workers", str(workers)]
+    return ["--network", str(GRID), "--model-file", str(model), "--vehicle", "sumo_ev", "--workers", str(workers)]
 
 
 def _arrays(path: Path) -> dict[str, np.ndarray]:
@@ -81,6 +81,7 @@ def test_a_bad_log_is_reported_as_in_the_serial_path_and_nothing_is_written(tmp_
     assert err[1].startswith(f"evroute: error: {bad}: missing column(s) 'speed_kmh'") and err[1].count("\n") == 1
 
 
+@pytest.mark.slow
 def test_a_bad_row_is_dropped_with_one_warning_and_the_batch_learned_alike_on_workers(tmp_path):
     """One bad row (a speed that is not a number; at f62f65a: exit 2 for the whole batch) is dropped with one
     warning line naming the file, the reason and the line, serial and on 3 workers alike; every log is learned."""
@@ -104,10 +105,11 @@ def test_a_bad_row_is_dropped_with_one_warning_and_the_batch_learned_alike_on_wo
     assert out[1] == out[3]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", ["0"])
 def test_workers_below_one_is_a_one_line_error(tmp_path, workers):
     model = tmp_path / "m.npz"
-    res = _learn([CSV_LOGS[0], "--network", str(GRID), "--model", str(model), "--workers", workers])
+    res = _learn([CSV_LOGS[0], "--network", str(GRID), "--model-file", str(model), "--workers", workers])
     assert res.returncode == 2
     assert res.stderr == f"evroute: error: --workers must be >= 1, got {workers}\n"
     assert not model.exists()

@@ -3,8 +3,8 @@ file, never aborting a batch; a state of charge that rises without charging spli
 driving energy; two ``learn`` runs into one model serialize.
 
 At f62f65a: a 1,000,000 km/h row gave a prediction of 1.2e14 Wh, a rising state of charge was learned as -718 Wh,
-three rows with ``LON=1555.63`` made the whole batch exit 2, and two concurrent ``learn --model m.npz`` kept one run's
-logs only.
+three rows with ``LON=1555.63`` made the whole batch exit 2, and two concurrent ``learn --model-file m.npz`` kept one
+run's logs only.
 """
 
 from __future__ import annotations
@@ -64,6 +64,7 @@ def _trips_json(stdout: str) -> dict:
     return json.loads(stdout, parse_constant=reject)
 
 
+@pytest.mark.slow
 def test_a_million_km_h_row_is_dropped_and_the_prediction_is_that_of_the_log_without_it(tmp_path):
     lines = _drive()
     bad = list(lines)
@@ -79,12 +80,13 @@ def test_a_million_km_h_row_is_dropped_and_the_prediction_is_that_of_the_log_wit
     assert 0 < got["predicted_wh"] < 2000  # a 5.7 km drive: hundreds of Wh, not 1.2e14
 
 
+@pytest.mark.slow
 def test_a_rising_charge_is_split_off_never_learned_as_negative_energy(tmp_path):
     log = _write(tmp_path / "charged.csv", _drive(soc0=60.0, rise_at=400, rise=30.0))
     res = _cli(["learn", str(log), "--json"])
     assert res.returncode == 0, res.stderr
     assert res.stderr.count("\n") == 1 and "state of charge rises by more than 3 %" in res.stderr
-    assert "54 % -> 84 % (samples 400 to 401)" in res.stderr
+    assert "54 % -> 84 % (lines 401 to 402)" in res.stderr  # the file's lines (the header is line 1)
     trips = _trips_json(res.stdout)["trips"]
     assert [t["trip"] for t in trips] == ["charged#1", "charged#2"]
     assert all(t["measured_wh"] > 0 for t in trips)
@@ -183,6 +185,7 @@ def test_a_stale_gps_fix_that_catches_up_drops_nothing():
     assert not np.logical_or.reduce(list(masks.values())).any()
 
 
+@pytest.mark.slow
 def test_bad_gps_rows_never_abort_the_batch(tmp_path):
     """``LON=1555.63`` on 3 rows of one log (the real file's fault): that log loses 3 rows with one warning, every
     log of the batch is learned, exit 0."""
@@ -194,7 +197,7 @@ def test_bad_gps_rows_never_abort_the_batch(tmp_path):
     bad = _write(tmp_path / "gps.csv", text)
     logs = [str(p) for p in CSV_LOGS[:1]] + [str(bad)] + [str(p) for p in CSV_LOGS[2:]]
     model = tmp_path / "m.npz"
-    res = _cli(["learn", *logs, "--network", str(GRID), "--model", str(model), "--vehicle", "sumo_ev"])
+    res = _cli(["learn", *logs, "--network", str(GRID), "--model-file", str(model), "--vehicle", "sumo_ev"])
     assert res.returncode == 0, res.stderr
     warn = [x for x in res.stderr.splitlines() if x.startswith("evroute: warning:")]
     assert warn == [
@@ -233,11 +236,12 @@ def test_a_charging_stop_in_a_network_log_is_not_learned_as_negative_energy(tmp_
     assert min(lowest_reading(tr) for tr in traces) > -50
 
 
+@pytest.mark.slow
 def test_two_concurrent_learn_runs_into_one_model_serialize(tmp_path):
-    """Two ``learn --model m.npz`` at once, each with its own logs: the second waits for the first's lock, reads its
-    model and adds its logs, so the model holds all eight logs (at f62f65a it held one run's)."""
+    """Two ``learn --model-file m.npz`` at once, each with its own logs: the second waits for the first's lock, reads
+    its model and adds its logs, so the model holds all eight logs (at f62f65a it held one run's)."""
     model = tmp_path / "m.npz"
-    base = ["--network", str(GRID), "--model", str(model), "--vehicle", "sumo_ev", "--kind", "bi"]
+    base = ["--network", str(GRID), "--model-file", str(model), "--vehicle", "sumo_ev", "--model", "bi"]
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "evroute", "learn", *map(str, logs), *base],

@@ -22,6 +22,7 @@ from evroute.maps import (
 LEAFLET = resources.files("evroute") / "resources" / "leaflet"
 
 
+@pytest.mark.slow
 def test_maps(tmp_path):
     cfg = ExperimentConfig(network="synthetic:150:1", route="A", model="bi", policy="ts", horizon=5)
     run_experiment(cfg, tmp_path / "run", progress=False)

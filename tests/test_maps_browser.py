@@ -18,6 +18,9 @@ import pytest
 
 from evroute.maps import exploration_map_html
 
+#: every test here starts a browser / SUMO or builds a large fixture (seconds of CPU each): the slow tier
+pytestmark = pytest.mark.slow
+
 TILE_HOST = "tile.openstreetmap.org"
 VIEWPORT = {"width": 900, "height": 650}
 

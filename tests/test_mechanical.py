@@ -134,6 +134,7 @@ def test_reduced_prior_telescopes_to_eq8() -> None:
     np.testing.assert_allclose(red + potential_wh(net, V), e_det, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_learn_writes_reduced_energies_and_refuses_a_battery_model(tmp_path) -> None:
     """``evroute learn`` on a network writes a model whose header says reduced energies (with the masses and ``g`` of
     the boundary term), and refuses to continue a model file of battery energies (one line, exit 2, file unchanged)."""
@@ -151,7 +152,7 @@ def test_learn_writes_reduced_energies_and_refuses_a_battery_model(tmp_path) -> 
         return subprocess.run([sys.executable, "-m", "evroute", *args], capture_output=True, text=True)
 
     model = tmp_path / "m.npz"
-    res = run("learn", *logs[:3], "--network", str(grid), "--model", str(model), "--kind", "bi")
+    res = run("learn", *logs[:3], "--network", str(grid), "--model-file", str(model), "--model", "bi")
     assert res.returncode == 0, res.stderr
     header = read_header(model)
     effect, phi = header["meta"]["trip_effect"], header["hyperparameters"]["noise_scale"]
@@ -163,7 +164,7 @@ def test_learn_writes_reduced_energies_and_refuses_a_battery_model(tmp_path) -> 
     battery = tmp_path / "battery.npz"
     assert run("model", "prior", "--network", str(grid), "--out", str(battery)).returncode == 0
     before = battery.read_bytes()
-    res = run("learn", *logs[:3], "--network", str(grid), "--model", str(battery))
+    res = run("learn", *logs[:3], "--network", str(grid), "--model-file", str(battery))
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "holds battery energies" in res.stderr
     assert battery.read_bytes() == before
 

@@ -26,7 +26,7 @@ from evroute.environments.consistent import ConsistentConfig, ConsistentEnvironm
 from evroute.errors import ParameterError
 from evroute.experiments.registry import make_learner, make_model, model_prior
 from evroute.linegraph import build_line_graph
-from evroute.models.build import NEUTRAL, default_prior
+from evroute.models.builders import NEUTRAL, default_prior
 from evroute.network.registry import load_network
 from evroute.policies import make_policy
 from evroute.routes import corner_route
@@ -92,11 +92,14 @@ def assert_same_run(a: tuple[list[dict], dict], b: tuple[list[dict], dict]) -> N
 
 def test_default_prior_is_the_documented_neutral_prior(lg, env):
     prior = default_prior(lg, env.prior_mean_wh)
-    s2 = float(np.var(env.prior_mean_wh))
-    assert prior.prior_var == 0.25**2 * s2 and prior.noise_var == 0.1**2 * s2
-    assert (NEUTRAL.outputscale_frac, NEUTRAL.noise_frac) == (0.25, 0.1)
+    rms2 = float(np.mean(env.prior_mean_wh**2))  # sigma0 = 0.16 rms(E_det), noise s.d. sigma0 / 2 (module doc)
+    assert prior.prior_var == pytest.approx(0.16**2 * rms2, rel=1e-12)
+    assert prior.noise_var == pytest.approx(0.08**2 * rms2, rel=1e-12)
+    assert (NEUTRAL.prior_cv, NEUTRAL.noise_to_prior) == (0.16, 0.5)
     assert prior.kernel.lengthscale == math.sqrt(3)  # three standardised contexts: length, speed, incline
-    assert (prior.kernel.graph_nu, prior.kernel.graph_kappa, prior.kernel.product_weight) == (2.0, 1.0, 0.5)
+    kappa = 300.0 / float(np.mean(lg.network.length_m))  # 300 m in graph hops
+    assert (prior.kernel.graph_nu, prior.kernel.product_weight) == (1.0, 0.75)
+    assert prior.kernel.graph_kappa == pytest.approx(kappa, rel=1e-12)
     assert prior.init == "default" and np.array_equal(prior.prior_mean_wh, env.prior_mean_wh)
     # the environment's own values differ (ODD), and the oracle ablation hands those over
     oracle = model_prior(env, "oracle")
@@ -181,7 +184,7 @@ def test_oracle_init_needs_a_generating_kernel(lg):
     bare = EnergyEnvironment(lg, e_det, e_det, 1.0, 1.0, config=None)
     with pytest.raises(ParameterError, match="init=oracle: the base environment has no generating graph_nu"):
         make_model("bi", bare, init="oracle")
-    np.testing.assert_array_equal(make_model("bi", bare).posterior().var, 0.25**2 * np.var(e_det))  # no config read
+    np.testing.assert_allclose(make_model("bi", bare).posterior().var, 0.16**2 * np.mean(e_det**2), rtol=1e-12)
     with pytest.raises(ParameterError, match="init must be one of default, oracle, oracle-v1"):
         make_model("bi", bare, init="truth")
 

@@ -81,7 +81,7 @@ def test_run_saves_each_seed_model_and_route_serves_it(tmp_path, capsys) -> None
     lg = load_linegraph(NET)
     a, b = (str(x) for x in lg.network.edge_ids[[0, 150]])
     capsys.readouterr()
-    argv = ["route", "--network", NET, "--from", a, "--to", b, "--model", str(out / "seed_0" / "model.npz")]
+    argv = ["route", "--network", NET, "--from", a, "--to", b, "--model-file", str(out / "seed_0" / "model.npz")]
     assert main([*argv, "--charge", "2%", "--reserve", "1%", "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert [r["route"] for r in got["routes"]] == ["energy-optimal", "shortest", "fastest", "risk-aware"]
@@ -124,7 +124,7 @@ def test_reach_cli_writes_geojson_and_map(tmp_path, capsys) -> None:
         (["--charge", "abc"], "--charge must be a percentage"),
         (["--charge", "120%"], "between 0% and 100%"),
         (["--charge", "50%", "--reserve", "60%", "--delta", "0.7"], "--delta"),
-        (["--model", "missing.npz"], "not found"),
+        (["--model-file", "missing.npz"], "not found"),
     ],
 )
 def test_bad_driver_input_is_one_line(tmp_path, capsys, monkeypatch, argv, match) -> None:
@@ -155,7 +155,7 @@ def test_model_learned_on_reduced_energies_serves_battery_energy(tmp_path, capsy
     got = {}
     for name, path in (("plain", plain), ("reduced", reduced)):
         capsys.readouterr()
-        assert main(["route", "--network", NET, "--from", a, "--to", b, "--model", str(path), "--json"]) == 0
+        assert main(["route", "--network", NET, "--from", a, "--to", b, "--model-file", str(path), "--json"]) == 0
         got[name] = {r["route"]: r for r in json.loads(capsys.readouterr().out)["routes"]}
     net, v = lg.network, VehicleProfile()
     shortest_r, shortest_p = got["reduced"]["shortest"], got["plain"]["shortest"]

@@ -132,6 +132,7 @@ def test_max_snapping_distance(city):
         nearest_edge(city, 6.1, 49.6, max_distance_m=0)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(st.floats(0, 1), st.floats(0, 1), st.integers(0, 3))
 def test_nearest_edges_is_the_brute_force_minimum(fx, fy, seed):

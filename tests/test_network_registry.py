@@ -43,6 +43,7 @@ def test_unknown_name_lists_valid_names():
     assert "\n" not in msg
 
 
+@pytest.mark.slow
 def test_paths(tmp_path):
     net = load_network(FIXTURES / "tiny.net.xml")
     assert net.n_edges == 5 and net.meta["loader"] == "sumo"
@@ -206,6 +207,7 @@ def test_monaco_counts_and_elevation(monaco):
     assert 7.38 < lon < 7.48 and 43.72 < lat < 43.78
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_monaco_conversion_is_cached(monaco, net_cache, monkeypatch):
     assert len(list(net_cache.glob("monaco-*.net.xml.gz"))) == 1

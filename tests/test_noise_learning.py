@@ -163,3 +163,44 @@ def test_route_interval_carries_the_trip_effect() -> None:
     assert cov[0, 1] < 0  # one reading over edges 0-5: their posteriors are correlated, and it is used
     assert v1 - v0 == pytest.approx(0.04 * plain.mean[route].sum() ** 2, rel=1e-9)
     assert np.sqrt(v1) <= eff.edge_sd()[route].sum() + 1e-9
+
+
+def test_route_noise_recovers_whole_trip_noise_and_trip_effect() -> None:
+    """Readings whose window noise partly cancels over a trip (a zero-sum spread along the trip, as energy spread
+    along an edge is, plus independent noise), nominal ``R_0`` the windows' true marginal variance: the readings' scale
+    is right, a whole trip's noise is ``k = c^2 / (s^2 (1 - 1/n) + c^2)`` of the nominal, and each trip scales by
+    ``1 + beta``, ``beta ~ N(0, tau^2)``.  :func:`fit_route_noise` recovers ``k`` and ``tau^2``.  Tolerance: 4 of the
+    least-squares estimator's own standard errors (sandwich, trips as clusters), computed here from its residuals."""
+    from evroute.models.trip_effect import fit_route_noise
+
+    rng = np.random.default_rng(8)
+    n_w, s, c, tau = 4, 3.0, 1.0, 0.15
+    var_w = s**2 * (1 - 1 / n_w) + c**2
+    k_true = c**2 / var_w
+    model, f = _linear_bi(60, 25.0, rng)
+    a = np.kron(np.eye(n_w), np.ones((1, 2)))
+    for _ in range(600):
+        e = rng.choice(60, size=2 * n_w, replace=False)
+        g = s * rng.standard_normal(n_w)
+        noise = (g - g.mean()) + c * rng.standard_normal(n_w)
+        y = (1 + tau * rng.standard_normal()) * (a @ f[e]) + noise
+        r0 = var_w * np.eye(n_w)
+        model.observe(e, a, y, r0)
+        model.trips.add(e, a.sum(axis=0), float(y.sum()), float(r0.sum()))
+    phi = model.fit_noise_scale()
+    post = model.posterior()
+    fit = fit_route_noise(post.mean, post.covariance_of, model.trips, phi)
+    assert fit.trips == 600
+    x, t = [], []
+    for e, w, y, r in model.trips.trips():
+        mu = float(w @ post.mean[e])
+        x.append((phi * r, mu * mu))
+        t.append((y - mu) ** 2 + float(w @ post.covariance_of(e) @ w))
+    x_arr, t_arr = np.array(x), np.array(t)
+    coef = np.array([fit.noise_mult, fit.rel_var])
+    res = t_arr - x_arr @ coef
+    inv = np.linalg.inv(x_arr.T @ x_arr)
+    se = np.sqrt(np.diag(inv @ (x_arr.T * res**2) @ x_arr @ inv))
+    assert abs(fit.noise_mult * phi - k_true) < 4 * se[0] * phi
+    assert abs(fit.rel_var - tau**2) < 4 * se[1]
+    assert fit.rel_var > 2 * se[1] and fit.noise_mult < 0.5  # detected (one-sided 2 SE), and noise below nominal

@@ -67,6 +67,7 @@ def brute_force_best_simple(lg: LineGraph, w: np.ndarray, s: int, t: int) -> flo
     return min(route_cost(w, np.array(p)) for p in nx.all_simple_paths(g, s, t))
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(n=st.integers(3, 9), seed=st.integers(0, 10_000))
 def test_optimal_route_with_negative_energies_is_best_simple_path(n, seed):

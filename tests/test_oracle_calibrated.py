@@ -33,6 +33,9 @@ from evroute.linegraph import build_line_graph
 from evroute.models.gp_exact import EdgeKernelColumns
 from evroute.models.gp_exact_mll import marginal_log_likelihood
 
+#: every test here starts a browser / SUMO or builds a large fixture (seconds of CPU each): the slow tier
+pytestmark = pytest.mark.slow
+
 #: a hilly 4x4 grid with the default parameters (max_cv = 1): 40 % of its edges are capped
 CFG = ConsistentConfig()
 N_DRAWS = 400

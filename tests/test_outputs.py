@@ -42,7 +42,7 @@ def test_run_with_a_network_path_outside_writes_inside_results(tmp_path, monkeyp
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
     argv = ["run", "--network", "../../nets/grid.net.xml", "--horizon", "2", "--no-progress"]
-    argv += ["--start", _edges()[0], "--goal", _edges()[1]]
+    argv += ["--from", _edges()[0], "--to", _edges()[1]]
     assert main(argv) == 0, capsys.readouterr().err
     (folder,) = (work / "results").iterdir()
     assert folder.name.startswith("grid-") and folder.name.endswith("-custom-bi-ts")
@@ -67,6 +67,7 @@ def results(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_plot_draws_the_regret_plot_and_the_exploration_map(results, capsys):
     from evroute.maps import external_assets
 
@@ -87,6 +88,7 @@ def test_plot_draws_the_regret_plot_and_the_exploration_map(results, capsys):
         assert f"{edge}: driven " in page
 
 
+@pytest.mark.slow
 def test_plot_into_another_folder_with_a_prefix(results, tmp_path, capsys):
     assert main(["plot", str(results), "--into", str(tmp_path / "figs"), "--prefix", "a_", "--no-html"]) == 0
     assert sorted(p.name for p in (tmp_path / "figs").iterdir()) == ["a_exploration.png", "a_regret.png"]

@@ -25,6 +25,7 @@ def case():
     return lg, route, env
 
 
+@pytest.mark.slow
 def test_best_known_route_lies_between_the_exact_optimum_and_the_rectified_reference(case):
     lg, route, env = case
     f = env.true_mean_wh

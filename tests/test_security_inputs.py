@@ -114,7 +114,9 @@ def test_bad_model_file_is_one_line_on_route(tmp_path, monkeypatch, capsys, mode
     bad = _mutated(models[kind], tmp_path / f"{name}.npz", mutate)
     lg = load_linegraph(NET)
     a, b = (str(x) for x in lg.network.edge_ids[[0, 10]])
-    assert main(["route", "--network", NET, "--from", a, "--to", b, "--model", str(bad), "--geojson", "x.json"]) == 2
+    assert (
+        main(["route", "--network", NET, "--from", a, "--to", b, "--model-file", str(bad), "--geojson", "x.json"]) == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith(f"evroute: error: {bad}") or f"model {bad}" in err, err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
@@ -153,9 +155,9 @@ def test_unreadable_model_file_on_route_reach_learn(tmp_path, capsys, models, na
     log = tmp_path / "trip.csv"
     log.write_text("time,speed_kmh,altitude_m,soc_pct,lat,lon\n0,10,0,80,0,0\n1,10,0,80,0,0.0001\n")
     for argv in (
-        ["route", "--network", NET, "--from", a, "--to", b, "--model", str(path)],
-        ["reach", "--network", NET, "--from", a, "--charge", "50%", "--model", str(path)],
-        ["learn", str(log), "--network", NET, "--model", str(path)],
+        ["route", "--network", NET, "--from", a, "--to", b, "--model-file", str(path)],
+        ["reach", "--network", NET, "--from", a, "--charge", "50%", "--model-file", str(path)],
+        ["learn", str(log), "--network", NET, "--model-file", str(path)],
         ["model", "show", str(path)],
     ):
         before = path.read_bytes()
@@ -183,7 +185,10 @@ DEEP = "[" * 100_000 + "]" * 100_000
 @pytest.mark.parametrize(
     ("argv", "match"),
     [
-        (["learn", "LOG", "--network", NET, "--model", "m.npz", "--workers", "100000000000"], "--workers must be at"),
+        (
+            ["learn", "LOG", "--network", NET, "--model-file", "m.npz", "--workers", "100000000000"],
+            "--workers must be at",
+        ),
         (["demo", "--horizon", "2", "--workers", "100000000000", "--out", "d"], "--workers: must be at most 1024"),
         (["run", "--network", NET, "--horizon", "2", "--workers", "100000000000"], "--workers: must be at most"),
         (["sweep", "GRID", "--out", "s", "--workers", "100000000000"], "--workers: must be at most 1024"),
@@ -224,13 +229,13 @@ def test_disk_full_without_a_file_name_names_the_cache_folders(monkeypatch, caps
     evroute writes."""
     import errno
 
-    import evroute.cli as cli
+    import evroute.cli.network as cli_network
     from evroute.network.computecache import compute_cache_dir
 
     def full(args: Any) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(cli, "_cmd_info", full)
+    monkeypatch.setattr(cli_network, "_cmd_info", full)  # the handler `info` registers (read by build_parser)
     assert main(["info"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("evroute: error: disk full: No space left on device") and str(compute_cache_dir()) in err
@@ -250,12 +255,13 @@ def test_every_warning_is_one_clean_line(tmp_path) -> None:
     script = """
 import sys, warnings
 import evroute.cli as cli
+import evroute.cli.network as cli_network
 def noisy(args):
     warnings.warn("cached network x.net.xml not used\\n(bad header): rebuilding it", UserWarning, stacklevel=1)
     warnings.warn(RuntimeWarning("invalid value encountered in divide"), stacklevel=1)
     print("done")
     return 0
-cli._cmd_info = noisy
+cli_network._cmd_info = noisy
 before = warnings.formatwarning
 code = cli.main(["info"])
 assert warnings.formatwarning is before
@@ -274,13 +280,13 @@ def test_recorded_warnings_still_reach_a_caller_of_main(monkeypatch) -> None:
     """``pytest.warns`` (or any ``catch_warnings(record=True)``) around :func:`evroute.cli.main` still records."""
     import warnings
 
-    import evroute.cli as cli
+    import evroute.cli.network as cli_network
 
     def noisy(args: Any) -> int:
         warnings.warn("something odd", UserWarning, stacklevel=1)
         return 0
 
-    monkeypatch.setattr(cli, "_cmd_info", noisy)
+    monkeypatch.setattr(cli_network, "_cmd_info", noisy)
     with pytest.warns(UserWarning, match="something odd"):
         assert main(["info"]) == 0
 
@@ -321,6 +327,7 @@ def run_folder(tmp_path_factory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_plot_drops_a_garbage_last_row_with_a_warning(tmp_path, capsys, run_folder) -> None:
     import shutil
 

@@ -203,6 +203,7 @@ def _bomb(path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["bomb.osm.gz", "bomb.osm.bz2"])
 def test_osm_bomb_stops_at_the_size_limit_in_bounded_memory(tmp_path, cache, monkeypatch, capsys, name):
     bomb = _bomb(tmp_path / name)

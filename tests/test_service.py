@@ -194,6 +194,7 @@ JSON_VALUES = st.one_of(
 FIELDS = ["origin", "destination", "charge", "reserve", "delta", "routes", "max_snap_m", "max_paths", "edges"]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     path=st.sampled_from(["/route", "/reach", "/energy", "/observe"]),
@@ -294,6 +295,7 @@ def test_committed_openapi_schema_is_current() -> None:
     assert {"/route", "/reach", "/energy", "/observe", "/model", "/model/reload", "/health", "/metrics"} <= set(paths)
 
 
+@pytest.mark.slow
 def test_the_query_path_imports_no_scipy_stats() -> None:
     """A normal CDF must not cost the 0.6 s import of scipy.stats (issue 37): route, reach and energy queries on BI
     and exact-GP models leave it unimported."""
@@ -323,7 +325,7 @@ def test_serve_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], tmp_pat
     assert main(["serve", "--network", NET, "--port", "70000"]) == 2
     bad = tmp_path / "m.npz"
     bad.write_text("x")
-    assert main(["serve", "--network", NET, "--model", str(bad)]) == 2
+    assert main(["serve", "--network", NET, "--model-file", str(bad)]) == 2
     assert main(["serve", "--network", "atlantis"]) == 2
     import socket
 
@@ -339,6 +341,7 @@ def test_serve_bad_input_is_one_line(capsys: pytest.CaptureFixture[str], tmp_pat
     assert "no-such-host.invalid" in lines[4]
 
 
+@pytest.mark.slow
 def test_serve_command_starts_and_answers() -> None:
     port = free_port()
     proc = subprocess.Popen(

@@ -15,6 +15,9 @@ from test_maps_browser import browser  # noqa: F401 -- the shared headless-Chrom
 
 from evroute.service.app import create_app
 
+#: every test here starts a browser / SUMO or builds a large fixture (seconds of CPU each): the slow tier
+pytestmark = pytest.mark.slow
+
 
 def test_two_clicks_draw_routes_whose_numbers_match_the_api(browser) -> None:  # noqa: F811
     s = state("bi")

@@ -23,6 +23,7 @@ def _route_body(ids: np.ndarray, a: int, b: int) -> dict:
     return {"origin": str(ids[a]), "destination": str(ids[b]), "charge": 0.3, "reserve": 0.1}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["bi", "gp-exact"])
 def test_parallel_answers_equal_serial_answers(kind: str) -> None:
     gp = {"method": "dense", "learn_hyper": False} if kind == "gp-exact" else {}
@@ -45,6 +46,7 @@ def test_parallel_answers_equal_serial_answers(kind: str) -> None:
         assert routes == serial[i % len(PAIRS)]
 
 
+@pytest.mark.slow
 def test_model_swap_under_load_loses_no_request_and_mixes_no_version() -> None:
     s = state("bi")
     ids = s.lg.network.edge_ids

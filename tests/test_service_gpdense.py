@@ -57,6 +57,7 @@ def test_array_form_equals_the_loaded_models_posterior(saved: Path) -> None:
     assert dense.joint and ref.joint
 
 
+@pytest.mark.slow
 def test_online_observations_equal_the_models_update(saved: Path) -> None:
     lg = small_lg()
     model, _ = load_model(saved, lg, serve=True)

@@ -2,29 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
+from netfixtures import need_osm
 
 pytestmark = pytest.mark.realdata
 
 
-def _need(name: str) -> None:
-    data = os.environ.get("EVROUTE_DATA")
-    if not data:
-        pytest.skip("EVROUTE_DATA is not set (point it at the folder with monaco.osm / luxembourg.osm)")
-    if not (Path(data) / f"{name}.osm").is_file():
-        pytest.skip(f"{name}.osm is not in EVROUTE_DATA={data}")
-
-
+@pytest.mark.slow
 def test_monaco_fast_road_share():
     """Monaco has no maxspeed tag: every limit is a default.  At most 5 % of its road length may be posted above
     90 km/h on the default loader (measured 2.7 %: the A8 motorway above the town); netconvert's own defaults gave
     27 % at 100 km/h."""
-    _need("monaco")
+    need_osm("monaco")
     from evroute.network import load_network
 
     with warnings.catch_warnings():
@@ -35,12 +27,13 @@ def test_monaco_fast_road_share():
     assert np.all(net.speed_mps <= net.speed_limit_mps)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["monaco", "luxembourg"])
 def test_loaders_agree_on_time_and_energy(name):
     """20 random trips (points 1 km or more apart), fastest route on each loader: the median |osmnx / netconvert - 1|
     of time and of energy (default prior) is within 10 % (measured: Monaco 4.7 % / 2.2 %, Luxembourg 1.6 % / 1.8 %;
     single trips differ more where the graphs offer other routes: turn restrictions, Monaco's tunnels)."""
-    _need(name)
+    need_osm(name)
     from studies.energy_validation.agreement import loader_agreement, summary
 
     with warnings.catch_warnings():

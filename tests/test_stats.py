@@ -79,6 +79,7 @@ def test_paired_differences_hand_computed() -> None:
     assert k_of_n([-1.0, 0.0, 2.0, -3.0]) == (2, 4)  # a tie is not "lower"
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(

@@ -77,6 +77,7 @@ def test_attribute_steps_teleport_and_lane_change_keep_the_step() -> None:
 LANES = ["a_0", ":j_0_0", "b_0", ":k_0_0", "c_0"]
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(

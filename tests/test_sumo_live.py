@@ -20,6 +20,9 @@ from evroute.network.sumo import load_sumo_net
 from evroute.sumo.binaries import SumoError, run_sumo_program, sumo_binary
 from evroute.sumo.live import LiveSimulation
 
+#: every test here starts a browser / SUMO or builds a large fixture (seconds of CPU each): the slow tier
+pytestmark = pytest.mark.slow
+
 EDGES = [
     ("a", "n0", "n1", 500),
     ("b", "n1", "n2", 500),
@@ -211,9 +214,9 @@ def test_cli_run_is_deterministic(road: Path, cache: Path, tmp_path: Path, monke
         "run",
         "--network",
         str(road / "road.net.xml"),
-        "--start",
+        "--from",
         "b",
-        "--goal",
+        "--to",
         "d",
         "--env",
         "sumo-live",
@@ -272,9 +275,9 @@ def test_cli_errors_are_one_line(
                 "run",
                 "--network",
                 str(road / "road.net.xml"),
-                "--start",
+                "--from",
                 "b",
-                "--goal",
+                "--to",
                 "d",
                 "--env",
                 "sumo-live",

@@ -47,6 +47,7 @@ def _kill_and_check(proc: subprocess.Popen[bytes], children: list[psutil.Process
     assert not alive, [p.pid for p in alive]
 
 
+@pytest.mark.slow
 def test_sumo_dies_with_a_killed_recording(tmp_path: Path) -> None:
     """A recording whose one vehicle departs after 10^9 s keeps ``sumo`` stepping until the parent is SIGKILLed."""
     nod, edg = tmp_path / "n.nod.xml", tmp_path / "n.edg.xml"

@@ -17,6 +17,9 @@ from evroute.network.sumo import load_sumo_net
 from evroute.sumo.binaries import run_sumo_program, sumo_binary
 from evroute.sumo.replay import DaySpec, probe_routes
 
+#: every test here starts a browser / SUMO or builds a large fixture (seconds of CPU each): the slow tier
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def road(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -190,9 +193,9 @@ def test_cli_run_on_replay(road: Path, tmp_path: Path, monkeypatch: pytest.Monke
                 "run",
                 "--network",
                 str(road / "road.net.xml"),
-                "--start",
+                "--from",
                 "a",
-                "--goal",
+                "--to",
                 "c",
                 "--env",
                 "sumo-replay",
@@ -233,9 +236,9 @@ def test_cli_run_without_sumo_is_one_line_error(
                 "run",
                 "--network",
                 str(road / "road.net.xml"),
-                "--start",
+                "--from",
                 "a",
-                "--goal",
+                "--to",
                 "c",
                 "--env",
                 "sumo-replay",
@@ -332,7 +335,7 @@ def test_cli_run_on_a_grid_reports_an_exact_reference(
     monkeypatch.setenv("EVROUTE_CACHE", str(tmp_path / "cache"))
     params = {"route_file": str(grid / "demand.rou.xml"), "hours": [0, 1], "min_samples": 2}
     out = tmp_path / "run"
-    argv = ["run", "--network", str(grid / "grid.net.xml"), "--start", "A0B0", "--goal", "C1C2"]
+    argv = ["run", "--network", str(grid / "grid.net.xml"), "--from", "A0B0", "--to", "C1C2"]
     argv += ["--env", "sumo-replay", "--horizon", "6", "--seeds", "1", "--out", str(out), "--no-progress"]
     for k, v in params.items():
         argv += ["--env-param", f"{k}={'0-1' if k == 'hours' else v}"]

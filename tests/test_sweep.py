@@ -59,6 +59,7 @@ def test_executor_equals_serial(tmp_path, executor, numpy_blas_threads):
         assert a[name]["final_cumulative_regret_wh"] == b[name]["final_cumulative_regret_wh"]
 
 
+@pytest.mark.slow
 def test_sweep_resumes(tmp_path):
     g = grid()
     a = run_sweep(g, tmp_path / "serial", executor="serial")

@@ -82,7 +82,7 @@ def test_reader_bad_file_is_one_line_naming_the_file(tmp_path, rows, message):
     """A file that cannot be a log (a column missing, fewer than two usable rows) is refused with one line."""
     p = _write(tmp_path, rows)
     with pytest.raises(DataError) as exc:
-        read_trace_csv(p)
+        read_trace_csv(p, TraceColumns())  # the documented schema named: its state-of-charge column is required
     text = str(exc.value)
     assert message in text
     assert "\n" not in text

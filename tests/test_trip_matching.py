@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy.sparse.csgraph import dijkstra
 
-from evroute.errors import DataError
+from evroute.errors import DataError, DataWarning
 from evroute.linegraph import build_line_graph
 from evroute.network.registry import load_network
 from evroute.traces import Trace
@@ -61,24 +61,39 @@ def test_gpx_reads_points_and_derives_speed(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("points", "message"),
+    ("points", "reason", "line"),
     [
-        (
-            [_pt(50.0, "2026-01-05T08:00:00Z"), _pt(50.0, "2026-01-05T08:00:00Z")],
-            "t.gpx:5: field 'time': time does not",
-        ),
-        ([_pt(50.0, "2026-01-05T08:00:00Z"), _pt(50.0, "2026-01-05T08:00:01Z", None)], "t.gpx:5: field 'soc': track"),
-        ([_pt(50.0, "2026-01-05T08:00:00Z", "x"), _pt(50.0, "2026-01-05T08:00:01Z")], "t.gpx:4: field 'soc': not a"),
-        ([_pt(50.0, "2026-01-05T08:00:00Z", "120"), _pt(50, "2026-01-05T08:00:01Z")], "t.gpx:4: field 'soc': state"),
-        ([_pt(50.0, "2026-01-05T08:00:00Z")], "needs at least 2 track points"),
-        (['<trkpt lat="50" lon="10"><ele>1</ele></trkpt>', _pt(50, "2026-01-05T08:00:01Z")], "t.gpx:4: field 'time'"),
-        (["<trkpt lat="], "not a GPX file"),
+        ([_pt(50.0, "2026-01-05T08:00:00Z"), _pt(50.0, "2026-01-05T08:00:00Z")], "field 'time': time does not", 5),
+        ([_pt(50.0, "2026-01-05T08:00:00Z"), _pt(50.0, "2026-01-05T08:00:01Z", None)], "field 'soc': track point", 5),
+        ([_pt(50.0, "2026-01-05T08:00:00Z", "x"), _pt(50.0, "2026-01-05T08:00:01Z")], "field 'soc': not a", 4),
+        ([_pt(50.0, "2026-01-05T08:00:00Z", "120"), _pt(50, "2026-01-05T08:00:01Z")], "field 'soc': state", 4),
+        (['<trkpt lat="50" lon="10"><ele>1</ele></trkpt>', _pt(50, "2026-01-05T08:00:01Z")], "field 'time'", 4),
     ],
 )
-def test_gpx_bad_input_is_one_line_naming_file_line_and_field(tmp_path, points, message):
+def test_gpx_bad_point_is_dropped_naming_field_and_line(tmp_path, points, reason, line):
+    """A bad track point is dropped, never the file (issue 35: one bad row must not abort a batch): with a third,
+    good point the track keeps two points and one warning names the reason and the line; with only the two, the
+    file keeps one point and is refused with one line that names the reason and its line."""
+    ok = _pt(50.0002, "2026-01-05T08:00:09Z")
+    with pytest.warns(DataWarning) as rec:
+        tr = read_trace_gpx(_gpx(tmp_path, [*points, ok]))
+    assert len(tr) == 2 and len(rec) == 1
+    assert reason in str(rec[0].message) and f"(1, first at line {line})" in str(rec[0].message)
     with pytest.raises(DataError) as exc:
         read_trace_gpx(_gpx(tmp_path, points))
-    assert message in str(exc.value) and "\n" not in str(exc.value)
+    text = str(exc.value)
+    assert "needs at least 2 usable track points" in text and reason in text and f"line {line}" in text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize(
+    ("points", "message"),
+    [([_pt(50.0, "2026-01-05T08:00:00Z")], "needs at least 2 usable track points"), (["<trkpt lat="], "not a GPX")],
+)
+def test_gpx_bad_file_is_one_line_naming_it(tmp_path, points, message):
+    with pytest.raises(DataError) as exc:
+        read_trace_gpx(_gpx(tmp_path, points))
+    assert message in str(exc.value) and "\n" not in str(exc.value) and "t.gpx" in str(exc.value)
 
 
 # --- SUMO FCD + battery --------------------------------------------------------------------------------------------
@@ -337,7 +352,7 @@ def test_learn_on_sumo_logs_creates_then_resumes_a_model(tmp_path):
 
     logs = sorted(str(p) for p in LOGS.glob("trip_*.csv"))
     model = tmp_path / "m.npz"
-    base = ["--network", str(GRID), "--model", str(model), "--vehicle", "sumo_ev", "--kind", "bi"]
+    base = ["--network", str(GRID), "--model-file", str(model), "--vehicle", "sumo_ev", "--model", "bi"]
     res = _learn([*logs[:5], *base])
     assert res.returncode == 0, res.stderr
     assert read_header(model)["kind"] == "linear" and len(read_header(model)["meta"]["logs"]) == 5
@@ -353,12 +368,12 @@ def test_learn_on_sumo_logs_creates_then_resumes_a_model(tmp_path):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["--kind", "svgp"], "--kind must be bi or gp-exact"),
+        (["--model", "svgp"], "--model must be bi or gp-exact"),
         (["--save-every", "0"], "--save-every must be >= 1"),
         (["--soc-step", "-1"], "--soc-step must be > 0"),
         (["BAD.xml"], "1 SUMO FCD file(s) (.xml) but 0 --battery"),
         (["BAD.txt"], "unknown format '.txt'"),
-        (["BROKEN"], "broken.csv: missing column(s) 'soc_pct'"),
+        (["BROKEN"], "broken.csv: missing column(s) 'speed_kmh'"),
     ],
 )
 def test_learn_network_bad_input_writes_nothing(tmp_path, extra, message):
@@ -366,14 +381,15 @@ def test_learn_network_bad_input_writes_nothing(tmp_path, extra, message):
     if extra == ["BROKEN"]:
         bad = tmp_path / "broken.csv"
         text = (LOGS / "trip_1.csv").read_text().splitlines()
-        text[0] = text[0].replace("soc_pct", "charge")  # not a log of this schema (a bad row is dropped instead)
+        # not a log of any format (a bad row is dropped instead; a log without a charge column is read: issue 35)
+        text[0] = text[0].replace("speed_kmh", "v")
         bad.write_text("\n".join(text) + "\n")
         logs, extra = [*logs, str(bad)], []
     elif extra[0].startswith("BAD"):
         shutil.copy(LOGS / "trip_1.csv", tmp_path / extra[0])
         logs, extra = [*logs, str(tmp_path / extra[0])], []
     model = tmp_path / "m.npz"
-    res = _learn([*logs, "--network", str(GRID), "--model", str(model), *extra])
+    res = _learn([*logs, "--network", str(GRID), "--model-file", str(model), *extra])
     assert res.returncode == 2, res.stderr
     assert res.stderr.count("\n") == 1 and message in res.stderr and "Traceback" not in res.stderr
     assert not model.exists()

@@ -20,6 +20,9 @@ from evroute.network.sumo import load_sumo_net
 from evroute.sumo.replay import record_day
 from evroute.sumo.trip_interval import fit_day_correlation
 
+#: every test here starts a browser / SUMO or builds a large fixture (seconds of CPU each): the slow tier
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def day(grid: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[SumoReplayEnvironment, pd.DataFrame, Path]:  # noqa: F811
@@ -103,7 +106,7 @@ def test_cli_turn_arms_on_the_recorded_grid(day, model: str, tmp_path: Path, mon
     monkeypatch.setenv("EVROUTE_CACHE", str(cache))
     out = tmp_path / "run"
     net = env.config.route_file.replace("demand.rou.xml", "grid.net.xml")
-    argv = ["run", "--network", net, "--start", "A0B0", "--goal", "C1C2", "--env", "sumo-replay", "--arms", "turn"]
+    argv = ["run", "--network", net, "--from", "A0B0", "--to", "C1C2", "--env", "sumo-replay", "--arms", "turn"]
     argv += ["--model", model, "--horizon", "5", "--seeds", "1", "--out", str(out), "--no-progress"]
     for p in (f"route_file={env.config.route_file}", "hours=0-1", "min_samples=2", "turn_min_samples=2"):
         argv += ["--env-param", p]
@@ -125,7 +128,7 @@ def test_turn_arms_with_time_of_day_bins_are_refused(day, tmp_path: Path, capsys
     monkeypatch.setenv("EVROUTE_CACHE", str(cache))
     net = env.config.route_file.replace("demand.rou.xml", "grid.net.xml")
     out = tmp_path / "bins"
-    argv = ["run", "--network", net, "--start", "A0B0", "--goal", "C1C2", "--env", "sumo-replay", "--arms", "turn"]
+    argv = ["run", "--network", net, "--from", "A0B0", "--to", "C1C2", "--env", "sumo-replay", "--arms", "turn"]
     for p in (f"route_file={env.config.route_file}", "hours=0-1", "min_samples=2", "bin_hours=0.5"):
         argv += ["--env-param", p]
     assert main([*argv, "--out", str(out), "--no-progress"]) == 2
@@ -155,7 +158,7 @@ def test_cli_turn_arms_live(road: Path, tmp_path: Path, monkeypatch) -> None:  #
     regret against the replay's turn truths of the same scenario."""
     monkeypatch.setenv("EVROUTE_CACHE", str(tmp_path / "cache"))
     out = tmp_path / "live"
-    argv = ["run", "--network", str(road / "road.net.xml"), "--start", "b", "--goal", "d", "--env", "sumo-live"]
+    argv = ["run", "--network", str(road / "road.net.xml"), "--from", "b", "--to", "d", "--env", "sumo-live"]
     argv += ["--arms", "turn", "--horizon", "2", "--seeds", "1", "--out", str(out), "--no-progress"]
     for p in (f"route_file={road / 'demand.rou.xml'}", "hours=0-1", "rounds_per_day=12", "min_samples=3"):
         argv += ["--env-param", p]

@@ -16,12 +16,13 @@ from evroute.bo.base import BoxDomain, Domain, FiniteDomain, Policy, as_generato
 from evroute.bo.functions import FUNCTION_NAMES, BenchmarkFunction, get_function
 from evroute.bo.gp import ExactGP
 from evroute.bo.gp_policies import GPEI, GPPI, GPTS, GPUCB, IGPUCB, GPPolicy, SrinivasGPUCB, info_gain_bound
-from evroute.bo.kernels import ArmKernel, Kernel, Matern, SquaredExponential, make_kernel
+from evroute.bo.kernels import Kernel  # deprecated alias of evroute.kernels.stationary.Stationary
 from evroute.bo.kr import NadarayaWatson, scott_bandwidth, silverman_bandwidth
 from evroute.bo.kr_policies import BOKE, KRUCB, BOKEPlus, KernelRegressionPolicy, ikr_ucb
 from evroute.bo.loop import RunResult, run_policy
 from evroute.bo.optim import AcquisitionOptimizer
 from evroute.kernels.posterior import GaussianPosterior, sample_mvn
+from evroute.kernels.stationary import ArmKernel, Matern, SquaredExponential, make_kernel
 
 __all__ = [
     "BOKE",

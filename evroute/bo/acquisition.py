@@ -6,6 +6,9 @@ gradient-based optimiser chains with the model's ``d mean / dx`` and ``d std / d
 (:func:`upper_confidence_bound`, :func:`expected_improvement`, :func:`log_probability_of_improvement`,
 :func:`thompson_sample`) read a :class:`~evroute.kernels.posterior.GaussianPosterior`, as BoTorch's acquisitions read
 ``Model.posterior(X)``.
+
+UCB and Thompson sampling are the project's one set of index functions (:mod:`evroute.kernels.indices`, shared with
+the routing index policies; re-exported here): everything maximises (the BO rewards as they are).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import numpy as np
 from scipy.stats import norm
 
 from evroute.bo.base import FloatArray
+from evroute.kernels.indices import thompson_sample, ucb_terms, upper_confidence_index
 from evroute.kernels.posterior import GaussianPosterior
 
 __all__ = [
@@ -27,11 +31,6 @@ __all__ = [
 ]
 
 Terms = tuple[FloatArray, FloatArray, FloatArray]
-
-
-def ucb_terms(mean: FloatArray, std: FloatArray, width: float) -> Terms:
-    """``mu + width sigma`` (GP-UCB / IGP-UCB with the width of the policy)."""
-    return mean + width * std, np.ones_like(mean), np.full_like(std, width)
 
 
 def _improvement(mean: FloatArray, std: FloatArray, best: float, xi: float) -> Terms:
@@ -57,7 +56,7 @@ def log_pi_terms(mean: FloatArray, std: FloatArray, best: float, xi: float = 0.0
 
 def upper_confidence_bound(posterior: GaussianPosterior, width: float) -> FloatArray:
     """``(m,)`` UCB values of a posterior."""
-    return ucb_terms(posterior.mean, posterior.std, width)[0]
+    return upper_confidence_index(posterior.mean, posterior.std, width)
 
 
 def expected_improvement(posterior: GaussianPosterior, best: float, xi: float = 0.0) -> FloatArray:
@@ -68,8 +67,3 @@ def expected_improvement(posterior: GaussianPosterior, best: float, xi: float = 
 def log_probability_of_improvement(posterior: GaussianPosterior, best: float, xi: float = 0.0) -> FloatArray:
     """``(m,)`` log probability of improving on ``best + xi``."""
     return log_pi_terms(posterior.mean, posterior.std, best, xi)[0]
-
-
-def thompson_sample(posterior: GaussianPosterior, rng: np.random.Generator, scale: float = 1.0) -> FloatArray:
-    """``(m,)`` one joint draw of ``f`` at the posterior's points, with the covariance scaled by ``scale^2``."""
-    return posterior.sample(rng, 1, scale)[0]

@@ -10,26 +10,29 @@ Eqs. 2-4), with ``K_t = [k(z_i, z_j)]`` and the noise variance ``lambda``:
 
 The kernel decides the inputs ``z``:
 
-* :class:`~evroute.bo.kernels.Matern` / :class:`~evroute.bo.kernels.SquaredExponential`: points ``x`` ``(n, d)``;
+* :class:`~evroute.kernels.stationary.Matern` / :class:`~evroute.kernels.stationary.SquaredExponential`: points
+  ``x`` ``(n, d)``;
 * :class:`~evroute.bo.timevarying.kernels.SpatioTemporalKernel`: ``[x, t]`` rows ``(n, d + 1)``, product kernel
   ``lambda k_S(||x - x'||) k_T(|t - t'|)`` (``k_T = 1`` for a static one);
-* :class:`~evroute.bo.kernels.ArmKernel`: arm indices ``(n, 1)`` of a finite arm set with a given ``(N, N)`` prior
-  covariance (and optional prior mean).
+* :class:`~evroute.kernels.stationary.ArmKernel`: arm indices ``(n, 1)`` of a finite arm set with a given ``(N, N)``
+  prior covariance (and optional prior mean).
 
 Two exact conditioning algorithms, chosen by the kernel's domain:
 
 * continuous inputs: a Cholesky factor of ``K_n + (lambda + jitter) I``, grown by one row per
   :meth:`~ExactGP.condition_on_observation` (``O(n^2)``) or recomputed by :meth:`~ExactGP.set_train_data`
   (``O(n^3)``);
-* an :class:`~evroute.bo.kernels.ArmKernel`: the posterior mean and ``N x N`` covariance of all arms, updated by the
-  rank-one recursions of the paper's Appendix F (Eqs. 19-21, ``O(N^2)`` per observation, no jitter).
+* an :class:`~evroute.kernels.stationary.ArmKernel`: the posterior mean and ``N x N`` covariance of all arms, updated
+  by the rank-one recursions of the paper's Appendix F (Eqs. 19-21, ``O(N^2)`` per observation, no jitter).
 
 Both stay finite on repeated inputs (``lambda > 0``, or a jitter / a clipped denominator when ``lambda = 0``).
 :meth:`~ExactGP.remove` drops observations (the resets and removals of BOLT, W-DBO, ET-GP-UCB and R-GP-UCB) by
 conditioning from scratch on the rest, keeping the hyperparameters and the output standardisation.
-Hyperparameters are optionally fitted by maximising the exact log marginal likelihood plus weak log-normal priors on
-the lengthscales (L-BFGS-B on their logarithms, analytic gradient ``0.5 tr((alpha alpha^T - K^-1) dK/dtheta)``,
-warm-started from the current values); :meth:`~ExactGP.log_marginal_likelihood` is the objective without priors.
+The conditioning of continuous inputs, the log marginal likelihood, its gradient and the fit are the one exact-GP
+core's (:mod:`evroute.kernels.exact`, shared with the routing edge model).  Hyperparameters are optionally fitted by
+maximising the exact log marginal likelihood plus weak log-normal priors on the lengthscales (L-BFGS-B on their
+logarithms, analytic gradient ``0.5 tr((alpha alpha^T - K^-1) dK/dtheta)``, warm-started from the current values);
+:meth:`~ExactGP.log_marginal_likelihood` is the objective without priors.
 """
 
 from __future__ import annotations
@@ -39,13 +42,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import cho_solve, solve_triangular
-from scipy.optimize import minimize
 
 from evroute.bo.base import FloatArray
-from evroute.bo.kernels import ArmKernel
 from evroute.errors import ParameterError, check_positive
+from evroute.kernels.exact import condition, likelihood_weights, log_marginal_likelihood, maximise_log_parameters
 from evroute.kernels.linalg import geometric_jitters, jittered_cholesky
 from evroute.kernels.posterior import GaussianPosterior, sample_mvn
+from evroute.kernels.stationary import ArmKernel
 
 __all__ = ["ExactGP", "sample_mvn"]
 
@@ -63,7 +66,8 @@ class ExactGP:
         standardize: condition on ``(y - mean(y)) / std(y)`` (the statistics of the data given to
             :meth:`set_train_data` or of all data so far; kept by :meth:`remove`); :meth:`posterior` returns
             observation units unless asked for the standardised ones.
-        prior_mean: ``(N,)`` prior mean of the arms (only with an :class:`~evroute.bo.kernels.ArmKernel`; default 0).
+        prior_mean: ``(N,)`` prior mean of the arms (only with an :class:`~evroute.kernels.stationary.ArmKernel`;
+            default 0).
         fit_iters: L-BFGS-B iterations of :meth:`fit_hyperparameters` (0: hyperparameters fixed).
         prior_sd: standard deviation of the log-normal priors on the lengthscales, centred on their initial values
             (``None``: plain maximum likelihood).
@@ -290,16 +294,15 @@ class ExactGP:
         if self.n == 0:
             mean, var = np.zeros(zq.shape[0]), prior
         else:
-            kq = self.kernel(zq, self.train_inputs)
-            v = solve_triangular(self.chol, kq.T, lower=True, check_finite=False)
-            mean, var = kq @ self.alpha, np.maximum(prior - np.sum(v**2, axis=0), self.min_variance)
+            if self._stale:
+                self._restandardize(self.train_targets)
+                self._stale, self._alpha = False, None
+            mean, dvar, b = condition(self.chol, self.kernel(zq, self.train_inputs), self.standardized_targets())
+            var = np.maximum(prior - dvar, self.min_variance)
 
         def cov() -> FloatArray:
             full = self.kernel(zq, zq)
-            if self.n == 0:
-                return full
-            w = solve_triangular(self.chol, self.kernel(zq, self.train_inputs).T, lower=True, check_finite=False)
-            return full - w.T @ w
+            return full if self.n == 0 else full - b @ b.T
 
         post = GaussianPosterior(mean, var, cov)
         return post.affine(self.y_mean, self.y_std) if self.standardize and not standardized else post
@@ -338,27 +341,29 @@ class ExactGP:
         lb = [(np.log(bounds[k][0]), np.log(bounds[k][1])) for k in names]
         return names, np.clip(theta, [lo for lo, _ in lb], [hi for _, hi in lb]), lb
 
-    def _negative_log_posterior(
+    def _log_posterior(
         self, theta: FloatArray, names: list[str], cache: Any, z: FloatArray, priors: bool
     ) -> tuple[float, FloatArray]:
+        """Log marginal likelihood of ``z`` (plus, with ``priors``, the log-normal lengthscale priors, up to their
+        constants) at log-parameters ``theta`` and its gradient: the exact-GP core's (:mod:`evroute.kernels.exact`)."""
         params = dict(zip(names, np.exp(theta), strict=True))
         noise = params["noise"]
         kern, dk = self.kernel.gram_and_grads(cache, params)
         cov = kern + (noise + self.jitter) * np.eye(z.size)
         try:
-            chol = jittered_cholesky(cov, (), layout="C")
+            chol = jittered_cholesky(cov, ())
         except np.linalg.LinAlgError:
-            return 1e10, np.zeros_like(theta)
-        alpha = cho_solve((chol, True), z)
-        val = 0.5 * z @ alpha + np.sum(np.log(np.diag(chol)))
-        w = cho_solve((chol, True), np.eye(z.size)) - np.outer(alpha, alpha)
-        grads = [noise * np.eye(z.size) if k == "noise" else dk[k] for k in names]
-        grad = np.array([0.5 * np.sum(w * g) for g in grads])
+            return -1e10, np.zeros_like(theta)
+        val, alpha = log_marginal_likelihood(chol, z)
+        q = likelihood_weights(chol, alpha)
+        grad = np.array(
+            [0.5 * noise * float(np.trace(q)) if k == "noise" else 0.5 * float(np.vdot(q, dk[k])) for k in names]
+        )
         if priors and self.prior_sd is not None:
             for j, k in enumerate(names):
                 if k in self._lengthscale_centre:
-                    val += 0.5 * ((theta[j] - self._lengthscale_centre[k]) / self.prior_sd) ** 2
-                    grad[j] += (theta[j] - self._lengthscale_centre[k]) / self.prior_sd**2
+                    val -= 0.5 * ((theta[j] - self._lengthscale_centre[k]) / self.prior_sd) ** 2
+                    grad[j] -= (theta[j] - self._lengthscale_centre[k]) / self.prior_sd**2
         return float(val), grad
 
     def log_marginal_likelihood(self) -> float:
@@ -368,8 +373,7 @@ class ExactGP:
         names = list(self.kernel.fit_layout)
         theta = np.log([self.noise if k == "noise" else self.kernel.get(k) for k in names])
         z = self.standardized_targets()
-        val, _ = self._negative_log_posterior(theta, names, self.kernel.fit_cache(self.train_inputs), z, False)
-        return -val - 0.5 * z.size * np.log(2.0 * np.pi)
+        return self._log_posterior(theta, names, self.kernel.fit_cache(self.train_inputs), z, False)[0]
 
     def fit_hyperparameters(self) -> None:
         """Maximise the log marginal likelihood (plus the lengthscale priors) over the kernel's fitted parameters
@@ -386,15 +390,15 @@ class ExactGP:
     def _fit(self) -> None:
         names, theta0, lb = self._layout()
         cache, z = self.kernel.fit_cache(self.train_inputs), self.standardized_targets()
-        res = minimize(
-            self._negative_log_posterior,
-            theta0,
-            args=(names, cache, z, True),
-            jac=True,
-            method="L-BFGS-B",
-            bounds=lb,
-            options={"maxiter": self.fit_iters},
-        )
+        # the objective without its constant -n/2 log(2 pi), as the fit always had: L-BFGS-B's relative-decrease
+        # stopping test divides by the objective's magnitude, so a constant would move where the fit stops
+        const = 0.5 * z.size * np.log(2.0 * np.pi)
+
+        def objective(theta: FloatArray) -> tuple[float, FloatArray]:
+            val, grad = self._log_posterior(theta, names, cache, z, True)
+            return val + const, grad
+
+        res = maximise_log_parameters(objective, theta0, lb, self.fit_iters)
         if np.all(np.isfinite(res.x)) and res.fun < 1e10:
             for k, v in zip(names, np.exp(res.x), strict=True):
                 if k == "noise":

@@ -2,8 +2,8 @@
 
 All of them read the posterior of one model, an :class:`~evroute.bo.gp.ExactGP` (or any model with its interface,
 e.g. a GPyTorch / BoTorch model through :class:`~evroute.bo.adapters.TorchModel`): on a :class:`FiniteDomain` its
-``O(N^2)`` rank-one posterior over the arms (:class:`~evroute.bo.kernels.ArmKernel`); on a :class:`BoxDomain` its
-incremental Cholesky factor in unit-cube coordinates, with acquisitions maximised by the shared
+``O(N^2)`` rank-one posterior over the arms (:class:`~evroute.kernels.stationary.ArmKernel`); on a
+:class:`BoxDomain` its incremental Cholesky factor in unit-cube coordinates, with acquisitions maximised by the shared
 :class:`~evroute.bo.optim.AcquisitionOptimizer`.  Widths follow Chowdhury & Gopalan (2017):
 
 * IGP-UCB (Alg. 1): ``beta_t = B + R sqrt(2 (gamma_{t-1} + 1 + ln(1/delta)))``,  ``x_t = argmax mu + beta_t sigma``.
@@ -30,15 +30,15 @@ from numpy.typing import ArrayLike
 from evroute.bo.acquisition import ei_terms, log_pi_terms, thompson_sample, ucb_terms
 from evroute.bo.base import BoxDomain, Domain, FiniteDomain, FloatArray, Policy, SeedLike
 from evroute.bo.gp import ExactGP
-from evroute.bo.kernels import ArmKernel, Kernel, Matern, SquaredExponential
 from evroute.bo.optim import AcquisitionOptimizer, acquisition_value_and_grad
 from evroute.errors import ParameterError, check_positive
 from evroute.kernels.posterior import GaussianPosterior
+from evroute.kernels.stationary import ArmKernel, Matern, SquaredExponential, Stationary
 
 __all__ = ["GPEI", "GPPI", "GPTS", "GPUCB", "IGPUCB", "GPPolicy", "SrinivasGPUCB", "info_gain_bound"]
 
 
-def info_gain_bound(t: int, kernel: Kernel, dim: int) -> float:
+def info_gain_bound(t: int, kernel: Stationary, dim: int) -> float:
     """Order of the maximum information gain ``gamma_t`` with unit constant (Srinivas et al. bounds).
 
     SE: ``(ln t)^{d+1}``; Matérn-``nu``: ``t^{d(d+1)/(2 nu + d(d+1))} ln t``; 0 for ``t <= 1``.
@@ -84,7 +84,7 @@ class GPPolicy(Policy):
         self,
         domain: Domain,
         *,
-        kernel: Kernel | None = None,
+        kernel: Stationary | None = None,
         lam: float = 0.01,
         prior_cov: ArrayLike | None = None,
         prior_mean: ArrayLike | None = None,

@@ -11,8 +11,8 @@
 * :mod:`evroute.charging.planner` -- :func:`~evroute.charging.planner.plan_trip`, one call from a trip to its plan;
 * :mod:`evroute.charging.montecarlo` -- plans driven in worlds sampled from the posterior (stranding rate);
 * :mod:`evroute.charging.answers`, :mod:`evroute.charging.plan_map` -- text, JSON, GeoJSON and the offline HTML map;
-* :mod:`evroute.charging.commands` -- ``evroute plan`` (the cli side).
+* :mod:`evroute.cli.plan` -- ``evroute plan`` (the cli side).
 
 Layer: the top one, with :mod:`evroute.driver` (it uses the driver's posterior of routes, the oracle level below,
-and, in :mod:`~evroute.charging.commands` only, the experiments' network loader).  Nothing is imported here.
+and, in :mod:`~evroute.cli.plan` only, the experiments' network loader).  Nothing is imported here.
 """

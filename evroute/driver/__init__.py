@@ -7,5 +7,5 @@
 * :mod:`evroute.driver.reach` -- the road segments reachable on a given charge with a given probability.
 
 These sit at the oracle level: they use models, the energy model and the route oracle, never experiments or cli
-(:mod:`evroute.driver.commands` is the cli side).  Nothing is imported here, so ``evroute --help`` stays fast.
+(:mod:`evroute.cli.driver` is the cli side).  Nothing is imported here, so ``evroute --help`` stays fast.
 """

@@ -149,7 +149,6 @@ class PathEnumerator:
             return
         # cost of a route = offset + sum of its arcs (the reweighted identity of the module doc)
         offset = float(self.w[start] - self.h[start] + self.h[goal])
-        to_goal = dijkstra(self.graph.T.tocsr(), directed=True, indices=goal)  # lower bound after any node
         dist, pred = self._search(self.base.copy(), start, np.inf)
         if not np.isfinite(dist[goal]):
             ids = self.lg.network.edge_ids
@@ -163,6 +162,10 @@ class PathEnumerator:
         if offset + dist[goal] > self.bound:
             return
         yield offset + float(dist[goal]), np.asarray(first, dtype=np.int64)
+        # lower bound on the rest of a route after any node: one reverse search, only once a second route is asked for
+        # (a caller that stops after the first route, as the risk-aware search usually does, never pays for it)
+        base = sp.csr_matrix((self.base, self.heads, self.indptr), shape=self.graph.shape)
+        to_goal = dijkstra(base.T.tocsr(), directed=True, indices=goal)
         while True:
             arcs = [self._arc(u, v) for u, v in zip(cur[:-1], cur[1:], strict=True)]
             arc_cost = np.concatenate([[0.0], np.cumsum(self.base[arcs])])

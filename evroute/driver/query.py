@@ -10,13 +10,14 @@ bundled in :class:`QueryContext` -- and answers one request in memory:
 * :func:`make_belief` -- the served belief of a loaded model (models learned on reduced energies get their full
   elevation potential back), used by both sides so that they give the same numbers.
 
-Nothing here loads files; :func:`evroute.driver.commands` (cli) and :mod:`evroute.service` (server) do.  No
+Nothing here loads files; :mod:`evroute.cli.driver` (cli) and :mod:`evroute.service` (server) do.  No
 ``scipy.stats`` import on this path (normal CDF and quantile come from ``scipy.special``).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,11 +28,14 @@ from evroute.driver.belief import RouteBelief
 from evroute.driver.paths import potential_h, reweight
 from evroute.driver.risk import RiskRoute, risk_aware_route
 from evroute.energy import VehicleProfile
+from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
 from evroute.models.base import EdgeModel
 
 #: names of the routes :func:`route_query` answers, in order
 ROUTE_KINDS = ("energy-optimal", "shortest", "fastest", "risk-aware")
+#: route engines of :class:`QueryContext`
+ENGINES = ("auto", "dijkstra", "cch")
 
 
 def make_belief(
@@ -81,6 +85,10 @@ class QueryContext:
         h0: ``(E,)`` the first reweighting of the route listings (:func:`evroute.driver.paths.potential_h`).
         time_s: ``(E,)`` expected travel time of each edge (s): by default the default prior's
             (:func:`evroute.energy.edge_prior`: speed limit capped at the vehicle's top speed, junction stops).
+        engine: the point-to-point searches' engine: ``"dijkstra"`` (:class:`~evroute.oracle.RouteOracle`),
+            ``"cch"`` (:mod:`evroute.cch`: customized once per weight vector, microsecond queries, routes optimal
+            within a stated quantization bound) or ``"auto"`` (CCH on line graphs of at least
+            :data:`evroute.cch.CCH_MIN_NODES` nodes when ``routingkit-cch`` is installed, else Dijkstra).
     """
 
     def __init__(
@@ -90,7 +98,12 @@ class QueryContext:
         vehicle: VehicleProfile,
         h0: np.ndarray | None = None,
         time_s: np.ndarray | None = None,
+        engine: str = "auto",
+        *,
+        _shared: dict[str, Any] | None = None,
     ) -> None:
+        if engine not in ENGINES:
+            raise ParameterError(f"unknown route engine {engine!r}; valid: {', '.join(ENGINES)}")
         net = lg.network
         self.lg, self.belief, self.vehicle = lg, belief, vehicle
         self.h0 = potential_h(net, vehicle) if h0 is None else h0
@@ -101,6 +114,39 @@ class QueryContext:
         self.time_s = np.asarray(time_s, dtype=np.float64)
         self._local = threading.local()
         self._least: np.ndarray | None = None
+        self._least_exact = True
+        if engine == "auto":
+            from evroute.cch import CCH_MIN_NODES, available
+
+            engine = "cch" if lg.n_nodes >= CCH_MIN_NODES and available() else "dijkstra"
+        self.engine = engine
+        # what every version of a served model shares: the CCH index and the length / time routers (built on first
+        # use, under the lock); the least-mean router belongs to this belief
+        self._shared: dict[str, Any] = {"lock": threading.Lock()} if _shared is None else _shared
+        self._least_router: Any = None
+
+    def _cch(self, key: str, make: Callable[[Any], Any]) -> Any:
+        """The shared CCH object ``key`` (``"index"``, ``"length"``, ``"time"``), made by ``make(index)`` once."""
+        sh = self._shared
+        with sh["lock"]:
+            if "index" not in sh:
+                from evroute.cch import CCHIndex
+
+                sh["index"] = CCHIndex(self.lg)
+            if key not in sh:
+                sh[key] = make(sh["index"])
+            return sh[key]
+
+    def fixed_route(self, kind: str, start: int, goal: int) -> np.ndarray:
+        """The ``"shortest"`` (length) or ``"fastest"`` (:attr:`time_s`) route's ``(k,)`` line-graph indices.
+
+        Raises:
+            UnreachableError: ``goal`` is not reachable from ``start``.
+        """
+        w = self.lg.network.length_m if kind == "shortest" else self.time_s
+        if self.engine == "cch":
+            return self._cch(kind, lambda index: index.customize_nodes(w)).route(start, goal).edges
+        return self.oracle().shortest_route(w, start, goal).edges
 
     def oracle(self) -> Any:
         """This thread's :class:`~evroute.oracle.RouteOracle` of the line graph."""
@@ -117,12 +163,36 @@ class QueryContext:
         below the potential), as the first route of :class:`~evroute.driver.paths.PathEnumerator` uses; computed
         once per belief."""
         if self._least is None:
-            self._least = reweight(self.lg, self.belief.mean, self.h0, clip_on_cycle=True, bellman_ford_first=False)[1]
+            _, self._least, self._least_exact = reweight(
+                self.lg, self.belief.mean, self.h0, clip_on_cycle=True, bellman_ford_first=False
+            )
         return self._least
+
+    def least_mean_route(self, start: int, goal: int) -> tuple[float, np.ndarray, bool]:
+        """``(mu_min, route, exact)``: the least posterior-mean route from ``start`` to ``goal`` (one Dijkstra on
+        :meth:`least_mean_arcs`), its listing cost in Wh (the route's mean when ``exact``; an over-estimate where
+        reduced costs were clipped) and whether no reduced cost was clipped: the first route of
+        :class:`~evroute.driver.paths.PathEnumerator` with the same reweighting, which
+        :func:`~evroute.driver.risk.risk_aware_route` takes as ``least_route``.
+
+        Raises:
+            UnreachableError: ``goal`` is not reachable from ``start``.
+        """
+        arcs = self.least_mean_arcs()
+        if self.engine == "cch":
+            if self._least_router is None:
+                index = self._cch("index", lambda index: index)
+                self._least_router = index.customize(arcs)  # a benign race: two threads may both customize once
+            r = self._least_router.route(start, goal)
+        else:
+            r = self.oracle().shortest_route_arcs(arcs, start, goal)
+        m, h = self.belief.mean, self.h0
+        offset = float(m[start]) if start == goal else float(m[start] - h[start] + h[goal])
+        return offset + r.cost, r.edges, self._least_exact
 
     def with_belief(self, belief: RouteBelief) -> QueryContext:
         """The same context serving another belief (a new model version); the fixed parts are shared."""
-        return QueryContext(self.lg, belief, self.vehicle, self.h0, self.time_s)
+        return QueryContext(self.lg, belief, self.vehicle, self.h0, self.time_s, self.engine, _shared=self._shared)
 
 
 @dataclass(frozen=True)
@@ -163,21 +233,33 @@ def route_query(
     """
     net = ctx.lg.network
     routes: dict[str, np.ndarray] = {}
-    oracle = ctx.oracle()
-    if "energy-optimal" in kinds:
+    least = None
+    if "energy-optimal" in kinds or (risk_aware and "risk-aware" in kinds):
         # least posterior-mean route: Dijkstra on the reduced costs (reduced costs a learned model pushes below zero
-        # are clipped, as the bandit's rectification does, see evroute.driver.paths)
-        routes["energy-optimal"] = oracle.shortest_route_arcs(ctx.least_mean_arcs(), start, goal).edges
-    if "shortest" in kinds:
-        routes["shortest"] = oracle.shortest_route(net.length_m, start, goal).edges
-    if "fastest" in kinds:
-        routes["fastest"] = oracle.shortest_route(ctx.time_s, start, goal).edges
+        # are clipped, as the bandit's rectification does, see evroute.driver.paths); the risk-aware search starts
+        # from it
+        least = ctx.least_mean_route(start, goal)
+    if "energy-optimal" in kinds and least is not None:
+        routes["energy-optimal"] = least[1]
+    for kind in ("shortest", "fastest"):
+        if kind in kinds:
+            routes[kind] = ctx.fixed_route(kind, start, goal)
     risk = None
     if risk_aware and "risk-aware" in kinds:
-        risk = risk_aware_route(ctx.lg, ctx.belief, start, goal, battery, delta, h0=ctx.h0, max_paths=max_paths)
+        risk = risk_aware_route(
+            ctx.lg, ctx.belief, start, goal, battery, delta, h0=ctx.h0, max_paths=max_paths, least_route=least
+        )
         routes["risk-aware"] = risk.edges
     answers = {k: answer_route(k, e, ctx.belief, net, battery, ctx.time_s) for k, e in routes.items()}
     return RouteQueryResult(routes, answers, risk)
 
 
-__all__ = ["ROUTE_KINDS", "QueryContext", "RouteQueryResult", "make_belief", "reduced_offset_wh", "route_query"]
+__all__ = [
+    "ENGINES",
+    "ROUTE_KINDS",
+    "QueryContext",
+    "RouteQueryResult",
+    "make_belief",
+    "reduced_offset_wh",
+    "route_query",
+]

@@ -97,20 +97,35 @@ def reachable(
     # node-weighted route cost to v: q[start] + dist(v) - h[start] + h[v]
     qv = np.where(np.isfinite(dist), q[start] + dist - enum.h[start] + enum.h, np.inf)
     ok = qv <= battery.budget_wh
-    # the mean energy of each quantile route, summed along the shortest-path tree (each node once)
-    mean = np.full(lg.n_nodes, np.nan)
-    mean[start] = belief.mean[start]
-    for v in np.flatnonzero(np.isfinite(dist)):
-        stack, u = [], int(v)
-        while np.isnan(mean[u]):
-            stack.append(u)
-            u = int(pred[u])
-        acc = mean[u]
-        for x in reversed(stack):
-            acc += belief.mean[x]
-            mean[x] = acc
-    mean[np.isnan(mean)] = np.inf
+    # the mean energy of each quantile route, summed along the shortest-path tree
+    mean = tree_path_sums(pred, start, belief.mean, np.isfinite(dist))
     return ReachResult(ok, qv, mean, pred, battery.budget_wh, start, enum.exact)
+
+
+def tree_path_sums(pred: np.ndarray, root: int, values: np.ndarray, reached: np.ndarray) -> np.ndarray:
+    """``(E,)`` the sum of ``values`` along the tree path from ``root`` to each reached node (``inf`` elsewhere).
+
+    Args:
+        pred: ``(E,)`` predecessors of a shortest-path tree (scipy's, negative at the root and unreached nodes).
+        root: the tree's root; values: ``(E,)`` per-node values; reached: ``(E,)`` bool, the nodes in the tree.
+
+    Pointer jumping: every reached node holds the sum over its path up to (excluding) its current ancestor and jumps
+    to the ancestor's ancestor, so ``ceil(log2(depth))`` vectorized passes of ``O(E)`` replace a walk per node
+    (31 ms -> a few ms per reach on Luxembourg; a walk per node is seconds at a million edges).
+    """
+    n = len(values)
+    acc = np.where(reached, np.asarray(values, dtype=np.float64), np.inf)
+    anc = np.where(reached, pred, -1).astype(np.int64)
+    anc[root] = -1
+    live = np.flatnonzero(anc >= 0)
+    while len(live):
+        a = anc[live]
+        acc[live] += acc[a]  # reads the ancestors' sums before this pass writes (fancy indexing copies)
+        anc[live] = anc[a]
+        live = live[anc[live] >= 0]
+    out = np.full(n, np.inf)
+    out[reached] = acc[reached]
+    return out
 
 
 def route_probability(belief: RouteBelief, route: np.ndarray, battery: BatteryState) -> float:
@@ -122,4 +137,4 @@ def route_probability(belief: RouteBelief, route: np.ndarray, battery: BatterySt
     return float(ndtr((battery.budget_wh - mean) / sd))
 
 
-__all__ = ["ReachResult", "reachable", "route_probability"]
+__all__ = ["ReachResult", "reachable", "route_probability", "tree_path_sums"]

@@ -80,6 +80,7 @@ def risk_aware_route(
     max_paths: int = 2000,
     h0: np.ndarray | None = None,
     exact_reweight: bool = False,
+    least_route: tuple[float, np.ndarray, bool] | None = None,
 ) -> RiskRoute:
     """The risk-aware route (module doc).
 
@@ -91,6 +92,10 @@ def risk_aware_route(
         h0: first reweighting for the listing (:func:`evroute.driver.paths.potential_h`).
         exact_reweight: when means below the potential leave negative arcs, reweight by Bellman-Ford (seconds on a
             city) instead of clipping them (the answer is then not certified).
+        least_route: ``(mu_min, route, exact)``, the least-mean route's listing cost (Wh), its ``(k,)`` indices and
+            whether its reduced costs were exact, when the caller already searched it with the same reweighting
+            (``h0``, clipped, as :meth:`evroute.driver.query.QueryContext.least_mean_route` does): the chance
+            search then starts from it instead of searching it again.  Ignored with ``exact_reweight``.
     """
     if not 0 < delta < 0.5:
         raise ParameterError(f"delta must be in (0, 0.5), got {delta}")
@@ -101,23 +106,28 @@ def risk_aware_route(
     from evroute.oracle import RouteOracle
 
     floor = belief.noise_var if belief.joint else belief.noise_var + belief.var
-    c_min = max(RouteOracle(lg).shortest_route(floor, start, goal).cost, 0.0)
-    least = PathEnumerator(lg, belief.mean, h0, exact=exact_reweight)
-    mu_min, first = next(least.paths(start, goal))
+    if least_route is not None and not exact_reweight:
+        mu_min, first, least_exact = float(least_route[0]), np.asarray(least_route[1], dtype=np.int64), least_route[2]
+        searches = 0
+    else:
+        least = PathEnumerator(lg, belief.mean, h0, exact=exact_reweight)
+        mu_min, first = next(least.paths(start, goal))
+        least_exact, searches = least.exact, least.spur_searches
     m0, v0 = belief.route_moments(first)
+    if objective == "chance" and m0 + z * np.sqrt(v0) <= budget:  # the least-mean route keeps the reserve: optimal
+        return RiskRoute(first, m0, float(np.sqrt(v0)), True, least_exact, 1, searches)
+    c_min = max(RouteOracle(lg).shortest_route(floor, start, goal).cost, 0.0)
     if objective == "chance":
-        if m0 + z * np.sqrt(v0) <= budget:  # the least-mean route keeps the reserve: optimal
-            return RiskRoute(first, m0, float(np.sqrt(v0)), True, least.exact, 1, least.spur_searches)
         c_max = ((budget - mu_min) / z) ** 2 if budget > mu_min else -1.0
         if c_max < c_min:  # every route has mu >= mu_min and s^2 >= c_min: none is feasible
-            return RiskRoute(first, m0, float(np.sqrt(v0)), False, least.exact, 1, least.spur_searches)
+            return RiskRoute(first, m0, float(np.sqrt(v0)), False, least_exact, 1, searches)
         # chord of sqrt on [c_min, c_max]: sqrt(C) >= a + b C there, so feasible => sum(mu + z b c) <= B - z a
         b = (np.sqrt(c_max) - np.sqrt(c_min)) / (c_max - c_min) if c_max - c_min > 1e-12 * max(1.0, c_max) else 0.0
         a = np.sqrt(c_min) - b * c_min
         enum = PathEnumerator(lg, belief.mean + z * b * floor, h0, exact=exact_reweight)
         enum.bound = budget - z * a
     else:
-        enum = least = PathEnumerator(lg, belief.mean, h0, exact=exact_reweight)
+        enum = PathEnumerator(lg, belief.mean, h0, exact=exact_reweight)
         s_lb = float(np.sqrt(c_min))
     feasible: tuple[float, np.ndarray, float] | None = None  # (mean, route, sd) of the best feasible route
     likeliest: tuple[float, np.ndarray, float, float] | None = None  # (score, route, mean, sd): lower is better
@@ -138,7 +148,7 @@ def risk_aware_route(
         if n >= max_paths:
             break
     else:  # the listing ended within its bound
-        certified = enum.exact and least.exact
+        certified = enum.exact and least_exact
     if feasible is not None:
         return RiskRoute(feasible[1], feasible[0], feasible[2], True, certified, n, enum.spur_searches)
     if likeliest is None:

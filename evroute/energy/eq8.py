@@ -9,8 +9,9 @@
 
 Two battery-side refinements of the vehicle profile (both off by default, so the numbers above are unchanged):
 
-* auxiliary power ``P_aux`` (W; heating, air conditioning): ``+ P_aux l / v / 3600`` Wh on every edge (the
-  auxiliaries run for the travel time ``l / v``);
+* auxiliary power ``P_aux`` (W: ``auxiliary_power_w`` plus the HVAC power at the profile's ambient temperature,
+  :attr:`VehicleProfile.aux_w`): ``+ P_aux l / v / 3600`` Wh on every edge (the auxiliaries run for the travel time
+  ``l / v``);
 * maximum regeneration power ``P_regen`` (kW): the recovered energy of an edge is at most what the motor can
   recover in its travel time, ``E >= -1000 P_regen l / v / 3600`` Wh.
 
@@ -80,7 +81,8 @@ def edge_energy_wh(
         if theta.shape != length_m.shape or not np.all(np.isfinite(theta)) or np.any(theta < 0):
             raise DataError("heading changes must be finite, >= 0 and one per edge")
         mech_j = mech_j + v.radial_drag_m * v.mass_kg * speed_mps * theta
-    timed = v.auxiliary_power_w is not None or v.max_regen_power_kw is not None or v.motor_efficiency_map is not None
+    timed = v.aux_w > 0 or v.auxiliary_power_w is not None or v.max_regen_power_kw is not None
+    timed = timed or v.motor_efficiency_map is not None
     if timed and np.any(speed_mps <= 0):
         raise ParameterError(
             "speeds must be > 0 with auxiliary power, a regeneration limit or a motor map (travel time l / v)"
@@ -114,7 +116,7 @@ def battery_energy_wh(wheel_j: np.ndarray, duration_s: np.ndarray, vehicle: Vehi
         np.where(wheel_j >= 0, wheel_j / (v.propulsion_efficiency * eta_m), wheel_j * v.recuperation_efficiency * eta_m)
         / 3600.0
     )
-    if v.auxiliary_power_w is None and v.max_regen_power_kw is None:
+    if v.aux_w == 0 and v.max_regen_power_kw is None:
         return wh
     hours = np.asarray(duration_s, dtype=np.float64) / 3600.0
     if v.max_regen_power_kw is not None:

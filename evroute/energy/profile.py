@@ -17,8 +17,20 @@ of a constant-acceleration phase is ``int P_batt(v) dv / |dv/dt|``, computed by 
 power cap: the integrand is then a polynomial of degree 3 on each piece; the cap and the motor map's breakpoints are
 kinks, integrated to about 0.1 %); the cruise phase is ``P_batt(v_p) d_c / v_p``.
 
-With ``v_in = v_out = v_c`` the profile is a constant speed and the energy is Eq. 8 with the same efficiencies
-(:func:`evroute.energy.eq8.edge_energy_wh`).  :mod:`evroute.energy.prior` turns junctions into entry and exit speeds.
+**Speed fluctuation.**  Nobody cruises at a constant speed: traffic, bends and the driver's foot make small speed
+changes whose kinetic energy goes partly to the brakes.  :attr:`DrivingStyle.speed_fluctuation_mps2` ``k`` is their
+positive kinetic energy per metre cruised (``sum (dv^2)+ / distance``, the driving-cycle statistic PKE beyond the
+profile's own); the cruise phase is then driven at ``v_p`` on average, speeding up at ``a`` for ``k d_c / (2 a v_p)``
+s and slowing down at ``b`` for ``k d_c / (2 b v_p)`` s (small changes around ``v_p``, so the phase keeps its distance,
+time and mean speed; positive kinetic work ``1/2 m_eff k d_c``, the same negative), holding ``v_p`` the rest:
+``E_cruise = P_batt(F v_p) t_s + P_batt((F + m_eff a) v_p) t_a + P_batt((F - m_eff b) v_p) t_b`` with ``F`` the road
+load at ``v_p``.  With constant efficiencies, no regeneration cap and a road load ``0 <= F < m_eff b`` it costs
+``1/2 k d_c (m_eff - F / b) (1/eta+ - eta-)`` (J) more than the steady cruise (the road load does part of the slowing
+down for free).
+
+With ``v_in = v_out = v_c`` and no speed fluctuation the profile is a constant speed and the energy is Eq. 8 with
+the same efficiencies (:func:`evroute.energy.eq8.edge_energy_wh`).  :mod:`evroute.energy.prior` turns junctions
+into entry and exit speeds.
 """
 
 from __future__ import annotations
@@ -29,7 +41,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from evroute.energy.vehicle import VehicleProfile
-from evroute.errors import DataError, ParameterError, check_positive
+from evroute.errors import DataError, ParameterError, check_positive, check_range
 
 #: composite Gauss-Legendre rule on [-1, 1]: ``_PANELS`` equal panels of ``_NODES`` nodes each (exact for cubics on
 #: each panel; a kink of the integrand (the regeneration cap, the motor map's breakpoints) costs O(h^2))
@@ -41,19 +53,37 @@ _GW = np.tile(_gw / _PANELS, _PANELS)
 
 @dataclass(frozen=True)
 class DrivingStyle:
-    """How the driver changes speed (m/s^2): mean acceleration away from a junction and mean braking into one.
+    """How the driver changes speed (m/s^2): mean acceleration away from a junction, mean braking into one, and the
+    speed fluctuation while cruising.
 
     Defaults: 1.0 and 1.2 m/s^2, the mean acceleration and deceleration of passenger cars at urban junctions
     (Bokare and Maurya 2017, Transportation Research Procedia 25: 4733-4749, about 1-1.5 m/s^2 from rest, lower at
-    higher speed); not fitted to any data evroute validates on.
+    higher speed); a speed fluctuation of 0.26 m/s^2, that of the WLTC class 3b cycle (UN GTR No. 15, built from
+    in-use driving data of several regions; :func:`evroute.traces.cycles.speed_fluctuation_mps2` of
+    ``studies/energy_validation/cycles/wltc_3b.csv``, FASTSim's copy: 0.2596, asserted by
+    ``tests/test_energy_fluctuation.py``).  None of them is fitted to the data evroute validates on (UDDS, HWFET,
+    SUMO traces, the Twizy logs).
     """
 
     acceleration_mps2: float = 1.0
     deceleration_mps2: float = 1.2
+    #: positive kinetic energy of the speed changes while cruising, per metre cruised (m/s^2: ``sum (dv^2)+`` over
+    #: distance, the driving-cycle statistic PKE, beyond the accelerate-cruise-brake profile); 0: a constant cruise
+    speed_fluctuation_mps2: float = 0.26
 
     def __post_init__(self) -> None:
         check_positive("acceleration_mps2", self.acceleration_mps2)
         check_positive("deceleration_mps2", self.deceleration_mps2)
+        check_range(
+            "speed_fluctuation_mps2", self.speed_fluctuation_mps2, 0.0, self.max_fluctuation_mps2, low_open=False
+        )
+
+    @property
+    def max_fluctuation_mps2(self) -> float:
+        """The largest fluctuation (m/s^2): the whole cruise spent speeding up at ``a`` and slowing down at ``b``,
+        ``2 a b / (a + b)``."""
+        a, b = self.acceleration_mps2, self.deceleration_mps2
+        return 2.0 * a * b / (a + b)
 
 
 @dataclass(frozen=True)
@@ -117,6 +147,27 @@ def _phase_j(
     return total / abs(accel)
 
 
+def _cruise_j(
+    v_p: np.ndarray, d_c: np.ndarray, force0: np.ndarray, c_drag: float, vehicle: VehicleProfile, style: DrivingStyle
+) -> np.ndarray:
+    """``(E,)`` battery energy (J) of cruising ``d_c`` (m, ``(E,)``) at mean speed ``v_p`` (m/s, ``(E,)``) with the
+    style's speed fluctuation ``k`` (module doc): for ``t_a = k d_c / (2 a v_p)`` s the car speeds up at ``a``, for
+    ``t_b = k d_c / (2 b v_p)`` s it slows down at ``b`` (small changes around ``v_p``: the positive kinetic energy is
+    ``1/2 m_eff k d_c`` and the mean speed stays ``v_p``), the rest of ``d_c / v_p`` it holds ``v_p``."""
+    a, b, k = style.acceleration_mps2, style.deceleration_mps2, style.speed_fluctuation_mps2
+    road_n = force0 + c_drag * v_p**2
+    t_c = d_c / v_p
+    if k == 0:
+        return battery_power_w(road_n * v_p, vehicle) * t_c
+    m_eff = vehicle.effective_mass_kg
+    t_a, t_b = k * t_c / (2.0 * a), k * t_c / (2.0 * b)
+    return (
+        battery_power_w(road_n * v_p, vehicle) * (t_c - t_a - t_b)
+        + battery_power_w((road_n + m_eff * a) * v_p, vehicle) * t_a
+        + battery_power_w((road_n - m_eff * b) * v_p, vehicle) * t_b
+    )
+
+
 def profile_energy(
     length_m: ArrayLike,
     v_in_mps: ArrayLike,
@@ -161,9 +212,10 @@ def profile_energy(
     mg = v.mass_kg * v.gravity_mps2
     force0 = mg * sin_a + mg * v.rolling_resistance * cos_a
     c_drag = 0.5 * v.air_density_kgpm3 * v.drag_coefficient * v.front_area_m2
-    cruise_w = battery_power_w((force0 + c_drag * v_p**2) * v_p, v)
     battery_j = (
-        _phase_j(v_in, v_p, a, force0, c_drag, v) + cruise_w * d_c / v_p + _phase_j(v_out, v_p, -b, force0, c_drag, v)
+        _phase_j(v_in, v_p, a, force0, c_drag, v)
+        + _cruise_j(v_p, d_c, force0, c_drag, v, st)
+        + _phase_j(v_out, v_p, -b, force0, c_drag, v)
     )
     time_s = (v_p - v_in) / a + d_c / v_p + (v_p - v_out) / b
     drag_j = c_drag * ((v_p**4 - v_in**4) / (4 * a) + v_p**2 * d_c + (v_p**4 - v_out**4) / (4 * b))

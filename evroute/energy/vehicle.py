@@ -10,6 +10,10 @@ The paper's fields (mass, resistances, two constant efficiencies, battery) are a
   one ``recuperation_efficiency * eta_motor``;
 * ``auxiliary_power_w`` (W), ``max_regen_power_kw`` (kW), ``rotating_mass_kg`` (equivalent mass of wheels and motor,
   kg), ``top_speed_kmh`` (a cap on the driving speed of every edge);
+* ``hvac_power_curve`` and ``ambient_temp_c``: the climate control's power against the ambient temperature,
+  ``[[degrees C, W], ...]`` (linear interpolation, clamped at the ends), added to ``auxiliary_power_w`` when an ambient
+  temperature is set (:attr:`VehicleProfile.hvac_w`); no ambient temperature (the default): no HVAC load, so results
+  do not move unless a temperature is asked for;
 * ``charging_curve``: DC fast-charging power against state of charge, ``[[soc, kW], ...]`` (not used by the energy
   models; for charging stops);
 * ``sources``: where each value comes from, ``{field: text}``.
@@ -51,7 +55,8 @@ PHYSICAL_RANGES: dict[str, tuple[float, float, bool]] = {
     "battery_capacity_wh": (0.0, 10_000_000.0, True),
 }
 #: ranges of the optional fields, checked when set: auxiliary power up to 50 kW, regeneration and motor power up
-#: to 1 MW, rotating mass up to 1 t, top speed up to 500 km/h
+#: to 1 MW, rotating mass up to 1 t, top speed up to 500 km/h, ambient temperature -60 to 60 C (the extremes measured
+#: on Earth's inhabited land are about -68 and 57 C)
 OPTIONAL_RANGES: dict[str, tuple[float, float]] = {
     "auxiliary_power_w": (0.0, 50_000.0),
     "max_regen_power_kw": (0.0, 1_000.0),
@@ -59,6 +64,7 @@ OPTIONAL_RANGES: dict[str, tuple[float, float]] = {
     "motor_power_kw": (0.0, 1_000.0),
     "rotating_mass_kg": (0.0, 1_000.0),
     "top_speed_kmh": (0.0, 500.0),
+    "ambient_temp_c": (-60.0, 60.0),
 }
 
 
@@ -115,6 +121,10 @@ class VehicleProfile:
     top_speed_kmh: float | None = None
     #: DC charging power against state of charge, ``[[soc in 0..1, kW], ...]``
     charging_curve: tuple[tuple[float, float], ...] | None = None
+    #: HVAC power against ambient temperature, ``[[degrees C, W], ...]``; None: not modelled
+    hvac_power_curve: tuple[tuple[float, float], ...] | None = None
+    #: ambient temperature (degrees C) of the HVAC load; None: no HVAC load
+    ambient_temp_c: float | None = None
     #: ``{field: source}``: where each value comes from (not compared, not hashed)
     sources: dict[str, str] | None = field(default=None, compare=False, hash=False)
 
@@ -138,11 +148,24 @@ class VehicleProfile:
         if self.charging_curve is not None:
             pts = _curve("charging_curve", self.charging_curve, (0.0, 1.0), (0.0, 10_000.0))
             object.__setattr__(self, "charging_curve", pts)
+        if self.hvac_power_curve is not None:
+            pts = _curve("hvac_power_curve", self.hvac_power_curve, (-60.0, 60.0), (0.0, 50_000.0))
+            object.__setattr__(self, "hvac_power_curve", pts)
+        if self.ambient_temp_c is not None and self.hvac_power_curve is None:
+            raise ParameterError(f"ambient_temp_c needs hvac_power_curve (vehicle {self.name!r} has none)")
 
     @property
     def aux_w(self) -> float:
-        """Auxiliary power used by the models (W): ``auxiliary_power_w`` or 0."""
-        return float(self.auxiliary_power_w or 0.0)
+        """Auxiliary power used by the models (W): ``auxiliary_power_w`` (or 0) plus :attr:`hvac_w`."""
+        return float(self.auxiliary_power_w or 0.0) + self.hvac_w
+
+    @property
+    def hvac_w(self) -> float:
+        """HVAC power (W) at ``ambient_temp_c`` from ``hvac_power_curve``; 0 without an ambient temperature."""
+        if self.ambient_temp_c is None or self.hvac_power_curve is None:
+            return 0.0
+        temps, watts = np.asarray(self.hvac_power_curve, dtype=np.float64).T
+        return float(np.interp(self.ambient_temp_c, temps, watts))
 
     @property
     def effective_mass_kg(self) -> float:

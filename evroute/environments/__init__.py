@@ -14,7 +14,9 @@ package that defines ``parse_params(params) -> config`` (validation, no sampling
 * ``sumo-replay``: a recorded SUMO day of EV traffic, mean and noise measured by SUMO's battery device
   (:mod:`evroute.environments.sumo_replay`);
 * ``sumo-live``: each round's route driven by an EV through a running SUMO simulation of the same scenario,
-  regret against the replay's means (:mod:`evroute.environments.sumo_live`).
+  regret against the replay's means (:mod:`evroute.environments.sumo_live`);
+* ``misspecified``: worlds the models did not come from: generating parameters drawn per seed from wide ranges, a
+  road-class and junction truth, heavy-tailed or trip-correlated noise (:mod:`evroute.environments.misspecified`).
 
 A new environment is one module plus one line in :data:`ENVIRONMENTS` (or :func:`register_environment`).
 """
@@ -39,6 +41,7 @@ ENVIRONMENTS: dict[str, str] = {
     "drifting": "evroute.environments.drifting",
     "sumo-replay": "evroute.environments.sumo_replay",
     "sumo-live": "evroute.environments.sumo_live",
+    "misspecified": "evroute.environments.misspecified",
 }
 #: environment of ``evroute run`` when none is named
 DEFAULT_ENVIRONMENT = "consistent"

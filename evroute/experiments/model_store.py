@@ -28,7 +28,7 @@ def save_seed_model(cfg: ExperimentConfig, bandit: Any, linegraph: Any, seed: in
     if getattr(getattr(bandit, "env", None), "reduced_energies", False):
         # the environment's energies are reduced (battery energy minus kinetic and potential energy, e.g.
         # sumo-replay): a route's battery energy is the model's sum plus m g dz between its ends (see
-        # evroute.driver.commands), so the file says so
+        # evroute.cli.driver), so the file says so
         from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2
 
         meta["energies"] = {"kind": "reduced", "gravity_mps2": SUMO_GRAVITY_MPS2}

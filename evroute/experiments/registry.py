@@ -1,45 +1,44 @@
 """Model and learner registry of the composition root: ``--model bi``, ``--model gp``, ... for an environment.
 
 This is the one place where an environment meets a model: :func:`model_prior` turns the environment into the
-:class:`~evroute.models.build.ModelPrior` a model is built from (by default only the environment's physics prior
+:class:`~evroute.models.builders.ModelPrior` a model is built from (by default only the environment's physics prior
 mean ``E_det`` and its network; the environment's own generating variances and kernel only under the ablation
-``init="oracle"``), and the builders of :mod:`evroute.models.build` never see the environment.
-
-Builders are looked up lazily by dotted path so that heavy dependencies (torch for the GP models) are imported only
-when that model is used.  Third-party models can be added with :func:`register_model`.
+``init="oracle"``), and :func:`make_model` hands it to :func:`evroute.models.build`, which never sees the
+environment.  The model kinds are registered in :mod:`evroute.models.registry`
+(:func:`~evroute.models.registry.register_model`).
 
 A few names are *learners* instead of edge models: they replace the whole edge-model + index-policy + oracle loop
 of :class:`~evroute.bandit.RoutingBandit` (``--model routeset``: IGP-UCB / GP-TS over a fixed set of candidate
 routes).  :func:`make_learner` builds them; the runner asks :func:`is_learner` once per run.
+
+Importing this module imports nothing heavy (the command line's help lists the kinds from it).
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
-from collections.abc import Callable, Mapping
+import dataclasses
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from evroute.environments import EnergyEnvironment
 from evroute.errors import ParameterError
-from evroute.linegraph import LineGraph
-from evroute.models.base import EdgeModel
-from evroute.models.build import (
-    INITS,
-    KERNEL_FIELDS,
-    KernelInit,
-    ModelPrior,
-    arm_prior,
-    build_gp_family,
-    default_prior,
+from evroute.models.registry import (
+    TURN_PARAMS,
+    check_arms,
+    kind_descriptions,
+    model_kinds,
+    param_sources,
+    register_model,
+    resolve,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     from evroute.arms import ArmSpace
+    from evroute.environments import EnergyEnvironment
+    from evroute.models.base import EdgeModel
+    from evroute.models.builders import ModelPrior
 
 __all__ = [
+    "ORACLE_VAR_FLOOR",
     "TURN_PARAMS",
     "check_arms",
     "check_model",
@@ -47,6 +46,7 @@ __all__ = [
     "is_learner",
     "make_learner",
     "make_model",
+    "model_descriptions",
     "model_names",
     "model_param_sources",
     "model_prior",
@@ -58,69 +58,24 @@ __all__ = [
 #: a deterministic energy (variance 0), which BI's conjugate prior cannot take
 ORACLE_VAR_FLOOR = 1e-6
 
-#: ``builder(linegraph, prior, **params) -> EdgeModel`` (``seed`` is passed when the builder takes it)
-ModelBuilder = Callable[..., EdgeModel]
-
-#: GP model name -> (model class, config dataclass, whether ``threads`` also limits BLAS), built by
-#: :func:`~evroute.models.build.build_gp_family` (the SVGP computes in torch and never limited BLAS; limiting it now
-#: would change the last bits of later seeds' environments in the same process, so its results would not reproduce)
-_GP_MODELS: dict[str, tuple[str, str, bool]] = {
-    "gp": ("evroute.models.gp:GPEdgeModel", "evroute.models.gp:GPConfig", False),
-    "gp-exact": ("evroute.models.gp_exact:ExactGPEdgeModel", "evroute.models.gp_exact:ExactGPConfig", True),
-    "gp-tv": ("evroute.models.gp_tv:TimeVaryingGPEdgeModel", "evroute.models.gp_tv:TVGPConfig", True),
-}
-
-_REGISTRY: dict[str, str | ModelBuilder] = {
-    "bi": "evroute.models.build:build_bi",
-    "kr": "evroute.models.build:build_kr",
-}
-
-#: learner name -> (``"module:function"`` builder, allowed ``--policy`` names); see :func:`make_learner`.
-_LEARNERS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "routeset": ("evroute.routeset:build_routeset_bandit", ("ucb", "ts")),
-}
-
-_PRIOR = "evroute.models.build:PriorParams"
-
-#: model name -> ``"module:object"`` whose fields (dataclass) or keyword parameters with defaults (class ``__init__``,
-#: function) are the model's ``--model-param`` names and types.  Default: the builder's own keyword parameters
-#: and ``init``.
-_PARAM_SOURCES: dict[str, tuple[str, ...]] = {
-    **{name: (config, "evroute.models.build:KernelInitParams", _PRIOR) for name, (_, config, _) in _GP_MODELS.items()},
-    "gp-exact": (
-        _GP_MODELS["gp-exact"][1],
-        "evroute.models.build:KernelInitParams",
-        "evroute.models.build:TurnKernelParams",
-        _PRIOR,
+#: learner name -> (``"module:function"`` builder, allowed ``--policy`` names, description, ``"module:object"``
+#: whose fields or keyword parameters are its ``--model-param`` names); see :func:`make_learner`.
+_LEARNERS: dict[str, tuple[str, tuple[str, ...], str, str]] = {
+    "routeset": (
+        "evroute.routeset:build_routeset_bandit",
+        ("ucb", "ts"),
+        "IGP-UCB with --policy ucb, GP-TS with --policy ts, over the k prior-shortest routes",
+        "evroute.routeset:RouteSetBandit",
     ),
-    "bi": ("evroute.models.build:build_bi", _PRIOR),
-    "kr": ("evroute.models.kr:KernelRegressionEdgeModel", _PRIOR),
-    "routeset": ("evroute.routeset:RouteSetBandit", _PRIOR),
 }
 
-
-def register_model(name: str, builder: str | ModelBuilder, params: tuple[str, ...] | None = None) -> None:
-    """Register ``builder(linegraph, prior, **params) -> EdgeModel`` (or its ``"module:function"`` path) as ``name``.
-
-    ``prior`` is the :class:`~evroute.models.build.ModelPrior` of the run.  ``params``: ``"module:object"`` paths
-    whose fields / keyword parameters are the model's parameters (default: the builder's keyword parameters).
-    """
-    key = name.lower()
-    _REGISTRY[key] = builder
-    _PARAM_SOURCES[key] = (*params, _PRIOR) if params is not None else (builder, _PRIOR)  # type: ignore[assignment]
-
-
-def _resolve(path: str | Callable[..., Any]) -> Any:
-    if not isinstance(path, str):
-        return path
-    module, attr = path.split(":")
-    return getattr(importlib.import_module(module), attr)
+_PRIOR = "evroute.models.builders:PriorParams"
 
 
 def model_prior(env: EnergyEnvironment, init: str = "default") -> ModelPrior:
     """The prior a model of ``env`` is built from.
 
-    ``init="default"``: :func:`~evroute.models.build.default_prior` of the environment's physics prior mean
+    ``init="default"``: :func:`~evroute.models.builders.default_prior` of the environment's physics prior mean
     ``E_det`` and network; nothing else of the environment is read.  ``init="oracle"`` (ablation): the
     environment's own prior and noise variances and its generating kernel (``env.config``'s ``graph_nu``,
     ``graph_kappa``, ``lengthscale``, ``product_weight``), the initialisation of the paper and of evroute before
@@ -130,6 +85,11 @@ def model_prior(env: EnergyEnvironment, init: str = "default") -> ModelPrior:
     :data:`ORACLE_VAR_FLOOR` times ``prior_var``).  ``init="oracle-v1"``: the oracle without those per-edge
     variances (the scalar ``prior_var``), as before they were handed over; results made before reproduce with it.
     """
+    import numpy as np
+
+    from evroute.models import builders
+    from evroute.models.builders import INITS, KERNEL_FIELDS, KernelInit, default_prior
+
     if init == "default":
         return default_prior(env.linegraph, env.prior_mean_wh)
     if init not in ("oracle", "oracle-v1"):
@@ -142,14 +102,18 @@ def model_prior(env: EnergyEnvironment, init: str = "default") -> ModelPrior:
     actual = env.marginal_variances() if init == "oracle" else None
     if actual is not None:  # zero where f_e is deterministic: floored so that every model's prior stays proper
         actual = np.maximum(actual, ORACLE_VAR_FLOOR * env.prior_var)
-    return ModelPrior(env.prior_mean_wh, env.prior_var, env.noise_var, kernel, init, actual)
+    return builders.ModelPrior(
+        env.prior_mean_wh, env.prior_var, env.noise_var, kernel, init, actual, linegraph=env.linegraph
+    )
 
 
 def model_param_sources(name: str) -> list[Any]:
-    """The objects whose parameters make up model ``name``'s parameters (see :data:`_PARAM_SOURCES`)."""
+    """The objects whose parameters make up model ``name``'s parameters: the kind's
+    (:func:`~evroute.models.registry.param_sources`) or the learner's, and ``init`` (:class:`PriorParams`)."""
     key = name.lower()
     check_model(key)
-    return [_resolve(p) for p in _PARAM_SOURCES[key]]
+    own = [resolve(_LEARNERS[key][3])] if key in _LEARNERS else param_sources(key)
+    return [*own, resolve(_PRIOR)]
 
 
 #: keywords evroute itself passes to builders and learners (not user parameters)
@@ -177,7 +141,14 @@ def check_model_params(name: str, params: Mapping[str, Any]) -> None:
 
 
 def model_names() -> list[str]:
-    return sorted([*_GP_MODELS, *_REGISTRY, *_LEARNERS])
+    """The model kinds and the learners, sorted."""
+    return sorted([*model_kinds(), *_LEARNERS])
+
+
+def model_descriptions() -> dict[str, str]:
+    """Model kind or learner -> one line (the ``--model`` help of the command line), sorted by name."""
+    text = {**kind_descriptions(), **{k: v[2] for k, v in _LEARNERS.items()}}
+    return {k: text[k] for k in sorted(text)}
 
 
 def is_learner(name: str) -> bool:
@@ -205,7 +176,7 @@ def make_learner(
     key = name.lower()
     check_model(key, policy)
     prior = model_prior(env, params.pop("init", "default"))
-    builder = _resolve(_LEARNERS[key][0])
+    builder = resolve(_LEARNERS[key][0])
     return builder(
         env,
         start,
@@ -219,76 +190,26 @@ def make_learner(
     )
 
 
-def _gp_builder(name: str) -> ModelBuilder:
-    model, config, blas = _GP_MODELS[name]
-
-    def build(linegraph: LineGraph, prior: ModelPrior, *, seed: int = 0, **params: Any) -> EdgeModel:
-        return build_gp_family(
-            _resolve(model), _resolve(config), name, linegraph, prior, seed=seed, blas_threads=blas, **params
-        )
-
-    return build
-
-
-def _builder(name: str) -> ModelBuilder:
-    key = name.lower()
-    if key in _GP_MODELS:
-        return _gp_builder(key)
-    if key not in _REGISTRY:
-        raise ParameterError(f"unknown model {name!r} (choose from {', '.join(model_names())})")
-    b = _resolve(_REGISTRY[key])
-    _REGISTRY[key] = b
-    return b
-
-
-#: models that can learn turn arms (``--arms turn``), with their builder on arms
-_ARM_MODELS: dict[str, str] = {"bi": "evroute.models.build:build_bi", "gp-exact": "evroute.models.build:build_arc_gp"}
-#: model parameters only turn arms take
-TURN_PARAMS: tuple[str, ...] = ("turn_outputscale", "turn_lengthscale")
-
-
-def check_arms(name: str, arms: str, params: Mapping[str, Any] | None = None) -> None:
-    """:class:`ParameterError` unless model ``name`` can learn ``arms`` (``edge``: every model; ``turn``: bi, gp-exact)
-    and its ``params`` suit them (the turn term's parameters need turn arms)."""
-    from evroute.arms import ARM_KINDS
-
-    if arms not in ARM_KINDS:
-        raise ParameterError(f"arms must be one of {', '.join(ARM_KINDS)}, got {arms!r}")
-    if arms == "turn" and name.lower() not in _ARM_MODELS:
-        raise ParameterError(f"model {name!r} cannot learn turn arms (--arms turn works with {', '.join(_ARM_MODELS)})")
-    turn_only = sorted(set(params or {}) & set(TURN_PARAMS))
-    if arms == "edge" and turn_only:
-        raise ParameterError(f"model parameter {turn_only[0]!r} needs --arms turn")
-
-
 def make_model(
     name: str, env: EnergyEnvironment, *, seed: int | None = None, arms: ArmSpace | None = None, **params: Any
 ) -> EdgeModel:
-    """Build edge model ``name`` for ``env`` from :func:`model_prior` (``params["init"]``, default ``"default"``).
+    """Build edge model ``name`` for ``env``: :func:`evroute.models.build` of :func:`model_prior`
+    (``params["init"]``, default ``"default"``) with the ``arms`` (turn arms build the model over the arms:
+    ``bi`` one conjugate posterior per arm, prior mean the arm's edge's; ``gp-exact`` the arc kernel).
 
     ``seed`` (the run's seed) is passed on to builders that take a ``seed`` keyword (models with their own
     randomness, e.g. the GP's minibatches) unless ``params`` sets one (a user's ``seed`` model parameter wins).
-    ``arms``: turn arms (:mod:`evroute.arms`) build the model over the arms (``bi``: one conjugate posterior per
-    arm, prior mean the arm's edge's; ``gp-exact``: the arc kernel, :mod:`evroute.models.gp_arcs`).
     """
+    from evroute.models.registry import build
+
     if arms is not None and arms.kind != "edge":
         check_arms(name, arms.kind, params)
-        prior = model_prior(env, params.pop("init", "default"))
-        if name.lower() == "bi":
-            return _resolve(_ARM_MODELS["bi"])(env.linegraph, arm_prior(prior, arms), **params)
-        params = {"seed": int(seed), **params} if seed is not None else params
-        try:
-            return _resolve(_ARM_MODELS[name.lower()])(env.linegraph, prior, arms, **params)
-        except TypeError as exc:
-            raise ParameterError(f"invalid parameters for model {name!r}: {exc}") from None
-    builder = _builder(name)
+    else:
+        check_model(name)
     prior = model_prior(env, params.pop("init", "default"))
-    if seed is not None and "seed" not in params and "seed" in inspect.signature(builder).parameters:
-        params = {**params, "seed": int(seed)}
-    try:
-        return builder(env.linegraph, prior, **params)
-    except TypeError as exc:
-        raise ParameterError(f"invalid parameters for model {name!r}: {exc}") from None
+    if arms is not None:
+        prior = dataclasses.replace(prior, arms=arms)
+    return build(name, prior, seed=seed, **params)
 
 
 def check_model(name: str, policy: str | None = None) -> None:
@@ -299,4 +220,5 @@ def check_model(name: str, policy: str | None = None) -> None:
         if policy is not None and policy.lower() not in allowed:
             raise ParameterError(f"model {name!r} supports the policies {', '.join(allowed)}, got {policy!r}")
         return
-    _builder(name)
+    if key not in model_kinds():
+        raise ParameterError(f"unknown model {name!r} (choose from {', '.join(model_names())})")

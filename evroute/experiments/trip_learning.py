@@ -30,7 +30,8 @@ class LearnReport:
     """What a run did: files and traces learned or skipped, readings, samples matched, CPU seconds by stage.
 
     ``traces_broken`` traces were matched in several pieces (``pieces`` pieces in all traces) and learned piece by
-    piece; ``windows_dropped`` charge windows spanned a break and were left out (:mod:`evroute.traces.observations`).
+    piece (a long CSV trace is learned in blocks, :mod:`evroute.traces.stream`: each block counts here as a trace);
+    ``windows_dropped`` charge windows spanned a break and were left out (:mod:`evroute.traces.observations`).
     """
 
     files_learned: int = 0
@@ -122,21 +123,25 @@ def learn_logs(
     workers = index if isinstance(index, LogWorkers) else LogWorkers(index)
     outcomes = workers.outcomes(((p, b) for p, b, _ in todo), params)
     for (path, _, digest), outcome in zip(todo, outcomes, strict=True):
-        for k, v in outcome.cpu_s.items():
-            report.cpu_s[k] += v
-        for tr in outcome.traces:
+        usable: bool | None = None  # whether the current trace gave a reading so far
+        for tr in outcome.traces:  # a CSV log's blocks: read, matched and reduced one at a time (serial run)
+            if tr.first:
+                report.traces += 1
+                report.traces_unusable += usable is False
+                usable = False
             report.samples += tr.samples
-            report.traces += 1
             report.pieces += tr.pieces
             report.traces_broken += tr.pieces > 1
-            if tr.batch is None:
-                report.traces_unusable += 1
-                continue
-            model.observe_batch(tr.batch)
+            if tr.batch is not None:
+                usable = True
+                model.observe_batch(tr.batch)
+                report.readings += tr.batch.readings
+                report.windows_dropped += tr.dropped
             if tr.trip_sum is not None:
                 model.trips.add(*tr.trip_sum)
-            report.readings += tr.batch.readings
-            report.windows_dropped += tr.dropped
+        report.traces_unusable += usable is False
+        for k, v in outcome.cpu_s.items():
+            report.cpu_s[k] += v
         done[digest] = path.name
         report.files_learned += 1
         if on_file is not None:

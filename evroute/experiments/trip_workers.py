@@ -29,7 +29,7 @@ import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from multiprocessing import get_context
 from pathlib import Path
 from types import TracebackType
@@ -47,6 +47,7 @@ from evroute.traces.mapmatch import MatchIndex
 from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
 from evroute.traces.observations import trace_readings
 from evroute.traces.reader import Trace, TraceColumns, read_trace_csv
+from evroute.traces.stream import LogStream
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -66,14 +67,19 @@ class TraceOutcome:
     dropped: int = 0
     #: ``(edges, shares w, sum of readings Y, their noise 1^T R 1)`` of the trace, for the trip-level effect
     trip_sum: tuple[np.ndarray, np.ndarray, float, float] | None = None
+    #: ``False`` for a block after the first of a trace streamed in blocks (:mod:`evroute.traces.stream`): counted
+    #: as the same trace, and its ``samples`` exclude the sample it shares with the block before
+    first: bool = True
 
 
 @dataclass(frozen=True)
 class LogOutcome:
     """The work of one log file: its traces in file order and the CPU seconds of each stage (``read``, ``match``,
-    ``learn``: readings and their statistics) in the process that did it."""
+    ``learn``: readings and their statistics) in the process that did it.  For a CSV log learned in this process
+    ``traces`` is an iterator over its blocks, each read, matched and reduced when it is taken (memory: one block,
+    whatever the file's length), and ``cpu_s`` is complete once it is exhausted."""
 
-    traces: tuple[TraceOutcome, ...]
+    traces: Iterable[TraceOutcome]
     cpu_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -104,7 +110,7 @@ def read_log(path: Path, battery: Path | None, columns: TraceColumns | None = No
         traces = [read_trace_csv(path, columns)]  # the reader drops bad rows with their line numbers
     else:
         if suffix == ".gpx":
-            raw = [read_trace_gpx(path)]
+            raw = [read_trace_gpx(path, require_soc=False)]
         elif battery is None:
             raise ParameterError(f"SUMO FCD file {path} needs its battery output (--battery)")
         else:
@@ -118,33 +124,35 @@ def validate_logs(
     columns: TraceColumns | None = None,
     on_file: Callable[[], object] | None = None,
 ) -> None:
-    """Read every log once (all errors before anything is learned or written); the traces are not kept.
-    ``on_file()`` runs after each file (progress)."""
+    """Read every log once (all errors before anything is learned or written); the traces are not kept (a CSV log
+    is streamed through, :class:`~evroute.traces.stream.LogStream`).  ``on_file()`` runs after each file
+    (progress)."""
     for path, battery in files:
-        read_log(path, battery, columns)
+        if path.suffix.lower() in (".csv", ".gpx"):
+            for _ in LogStream(path, columns):
+                pass
+        else:
+            read_log(path, battery, columns)
         if on_file is not None:
             on_file()
 
 
-def learn_log(path: Path, battery: Path | None, index: MatchIndex, params: LearnParams) -> LogOutcome:
-    """Read one log file, match each trace and reduce its charge readings to a :class:`ReadingBatch`."""
-    t0 = time.process_time()
-    with warnings.catch_warnings():
-        if not params.warn:
-            warnings.simplefilter("ignore", DataWarning)
-        traces = read_log(path, battery, params.columns)
-    cpu = {"read": time.process_time() - t0, "match": 0.0, "learn": 0.0}
-    out: list[TraceOutcome] = []
-    for tr in traces:
-        t1 = time.process_time()
-        matched = index.match(tr.lat, tr.lon)
-        t2 = time.process_time()
-        cpu["match"] += t2 - t1
-        mech = None
-        if params.vehicle is not None:
-            net = index.linegraph.network
-            z = path_height_m(matched.edge, matched.offset_m, index.length_m, net.z_from_m, net.z_to_m)
-            mech = sample_mechanical_wh(tr.speed_mps, z, params.vehicle, params.kinetic_mass_kg)
+def _trace_outcome(
+    tr: Trace, index: MatchIndex, params: LearnParams, cpu: dict[str, float], first: bool = True
+) -> TraceOutcome:
+    """Match one trace (or block), reduce its charge readings to a :class:`ReadingBatch`; CPU added to ``cpu``."""
+    t1 = time.process_time()
+    matched = index.match(tr.lat, tr.lon)
+    t2 = time.process_time()
+    cpu["match"] += t2 - t1
+    samples = len(tr) - (0 if first else 1)
+    mech = None
+    if params.vehicle is not None:
+        net = index.linegraph.network
+        z = path_height_m(matched.edge, matched.offset_m, index.length_m, net.z_from_m, net.z_to_m)
+        mech = sample_mechanical_wh(tr.speed_mps, z, params.vehicle, params.kinetic_mass_kg)
+    r = None
+    if np.isfinite(tr.soc_pct).any():  # a log without state of charge has no energy reading
         r = trace_readings(
             tr,
             matched,
@@ -154,14 +162,64 @@ def learn_log(path: Path, battery: Path | None, index: MatchIndex, params: Learn
             soc_step=params.soc_step,
             mechanical_wh=mech,
         )
-        if r is None:
-            out.append(TraceOutcome(len(tr), matched.pieces, None))
-            continue
-        batch = reading_batch(r.edges, r.a, r.y, r.noise_cov)
-        trip_sum = (r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
-        out.append(TraceOutcome(len(tr), matched.pieces, batch, r.dropped, trip_sum))
+    if r is None:
         cpu["learn"] += time.process_time() - t2
-    return LogOutcome(tuple(out), cpu)
+        return TraceOutcome(samples, matched.pieces, None, first=first)
+    batch = reading_batch(r.edges, r.a, r.y, r.noise_cov)
+    trip_sum = (r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+    cpu["learn"] += time.process_time() - t2
+    return TraceOutcome(samples, matched.pieces, batch, r.dropped, trip_sum, first)
+
+
+def _merge_sums(
+    a: tuple[np.ndarray, np.ndarray, float, float] | None, b: tuple[np.ndarray, np.ndarray, float, float] | None
+) -> tuple[np.ndarray, np.ndarray, float, float] | None:
+    """Two blocks' trip sums as one trace's (edges united, shares added)."""
+    if a is None or b is None:
+        return a if b is None else b
+    edges = np.union1d(a[0], b[0])
+    w = np.zeros(len(edges))
+    w[np.searchsorted(edges, a[0])] += a[1]
+    w[np.searchsorted(edges, b[0])] += b[1]
+    return edges, w, a[2] + b[2], a[3] + b[3]
+
+
+def _stream_csv(path: Path, index: MatchIndex, params: LearnParams, cpu: dict[str, float]) -> Iterator[TraceOutcome]:
+    """The blocks of a CSV log, each matched and reduced as it is taken (:class:`LogOutcome`); a trace's trip sum
+    (for the trip effect) comes with its last block."""
+    stream = LogStream(path, params.columns, warn=params.warn)
+    total: tuple[np.ndarray, np.ndarray, float, float] | None = None
+    t0 = time.process_time()
+    for block in stream:
+        cpu["read"] += time.process_time() - t0
+        tr = block.trace(f"{path.stem}#{block.segment + 1}")
+        out = _trace_outcome(tr, index, params, cpu, block.first)
+        total = _merge_sums(total, out.trip_sum)
+        if block.last:
+            yield replace(out, trip_sum=total)
+            total = None
+        else:
+            yield replace(out, trip_sum=None)
+        t0 = time.process_time()
+    cpu["read"] += time.process_time() - t0
+
+
+def learn_log(
+    path: Path, battery: Path | None, index: MatchIndex, params: LearnParams, lazy: bool = False
+) -> LogOutcome:
+    """Read one log file, match each trace and reduce its charge readings to a :class:`ReadingBatch`; ``lazy``: a
+    CSV log's blocks are processed as the caller takes them (:class:`LogOutcome`), else all at once."""
+    cpu = {"read": 0.0, "match": 0.0, "learn": 0.0}
+    if path.suffix.lower() in (".csv", ".gpx"):
+        blocks = _stream_csv(path, index, params, cpu)
+        return LogOutcome(blocks if lazy else tuple(blocks), cpu)
+    t0 = time.process_time()
+    with warnings.catch_warnings():
+        if not params.warn:
+            warnings.simplefilter("ignore", DataWarning)
+        traces = read_log(path, battery, params.columns)
+    cpu["read"] = time.process_time() - t0
+    return LogOutcome(tuple(_trace_outcome(tr, index, params, cpu) for tr in traces), cpu)
 
 
 # --- worker processes ----------------------------------------------------------------------------------------------
@@ -270,7 +328,7 @@ class LogWorkers:
         if self.workers == 1:
             with run_threads():
                 for path, battery in files:
-                    yield learn_log(path, battery, self.index, params)
+                    yield learn_log(path, battery, self.index, params, lazy=True)
             return
         yield from self._map(_learn_job, ((p, b, params) for p, b in files))
 

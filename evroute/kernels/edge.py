@@ -1,8 +1,9 @@
 """Composable kernels on the edges of the road network: the edge kernel ``s_1 k_G k_f + s_2 k_f'`` defined once.
 
-An :class:`EdgeKernel` maps two sets of :class:`Points` (edges and their contexts) to their covariance block;
-kernels compose GPyTorch-style with ``*`` (:class:`Product`), ``+`` (:class:`Sum`) and :meth:`EdgeKernel.scale`
-(:class:`Scaled`).  The building blocks:
+An edge kernel is a :class:`~evroute.kernels.base.Kernel` (the project's one kernel interface) on :class:`Points`
+(edges and their contexts); kernels compose GPyTorch-style with ``*`` (:class:`~evroute.kernels.base.Product`), ``+``
+(:class:`~evroute.kernels.base.Sum`) and ``scale`` (:class:`~evroute.kernels.base.Scaled`), defined once in
+:mod:`evroute.kernels.base` for every kind of point.  The building blocks:
 
 * :class:`GraphKernel` -- the normalised graph Matérn kernel ``k_G`` on line-graph nodes, from any of the graph
   sources of :mod:`evroute.kernels.graph_matern` (a dense Gram matrix, sparse-solve columns, truncated local columns)
@@ -29,12 +30,11 @@ sparse blocks; :class:`Product` then evaluates its other factor only at the non-
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from typing import Any, NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
+from evroute.kernels.base import Array, Kernel, Product, Scaled, Sum
 from evroute.kernels.graph_matern import GraphMaternKernel, LocalGraphMatern
 from evroute.kernels.matern import matern, scaled_cdist
 
@@ -49,8 +49,6 @@ __all__ = [
     "edge_kernel",
     "edge_points",
 ]
-
-Array = Any  # numpy.ndarray | torch.Tensor | scipy.sparse matrix
 
 
 class Points(NamedTuple):
@@ -73,30 +71,8 @@ def _is_torch(a: Any) -> bool:
     return type(a).__module__.startswith("torch")
 
 
-class EdgeKernel(ABC):
-    """Covariance ``k((e, x), (e', x'))`` of edges ``e`` with contexts ``x``."""
-
-    @abstractmethod
-    def __call__(self, p: Points, q: Points) -> Array:
-        """``(len(p), len(q))`` block."""
-
-    @abstractmethod
-    def diag(self, p: Points) -> Array:
-        """``(len(p),)`` prior variances."""
-
-    @abstractmethod
-    def pairs(self, p: Points, q: Points) -> Array:
-        """``(k,)`` entries ``k(p_m, q_m)`` of paired points (``len(p) == len(q) == k``)."""
-
-    def __mul__(self, other: EdgeKernel) -> Product:
-        return Product(self, other)
-
-    def __add__(self, other: EdgeKernel) -> Sum:
-        return Sum(self, other)
-
-    def scale(self, s: Any) -> Scaled:
-        """``s k`` (``s`` a float or a scalar tensor)."""
-        return Scaled(self, s)
+#: the edge kernels are :class:`~evroute.kernels.base.Kernel` s on :class:`Points` (the name kept for their users)
+EdgeKernel = Kernel
 
 
 class GraphKernel(EdgeKernel):
@@ -192,67 +168,6 @@ class ContextMatern(EdgeKernel):
         if _is_torch(d):
             return matern((d * d).sum(-1).sqrt(), 1.0, self.nu)
         return matern(np.sqrt(np.sum(d**2, axis=1)), 1.0, self.nu)
-
-
-class Scaled(EdgeKernel):
-    """``s k`` for a scalar ``s`` (float or tensor)."""
-
-    def __init__(self, kernel: EdgeKernel, s: Any) -> None:
-        self.kernel, self.s = kernel, s
-
-    def __call__(self, p: Points, q: Points) -> Array:
-        v = self.kernel(p, q)
-        return v * float(self.s) if sp.issparse(v) else self.s * v
-
-    def diag(self, p: Points) -> Array:
-        return self.s * self.kernel.diag(p)
-
-    def pairs(self, p: Points, q: Points) -> Array:
-        return self.s * self.kernel.pairs(p, q)
-
-
-class Product(EdgeKernel):
-    """Pointwise product ``k_a k_b`` (a sparse block of ``k_a`` keeps its sparsity)."""
-
-    def __init__(self, a: EdgeKernel, b: EdgeKernel) -> None:
-        self.a, self.b = a, b
-
-    def __call__(self, p: Points, q: Points) -> Array:
-        va = self.a(p, q)
-        if sp.issparse(va):
-            c = va.tocoo()
-            vals = c.data * self.b.pairs(p.take(c.row), q.take(c.col))
-            return sp.coo_matrix((vals, (c.row, c.col)), shape=c.shape)
-        return va * self.b(p, q)
-
-    def diag(self, p: Points) -> Array:
-        return self.a.diag(p) * self.b.diag(p)
-
-    def pairs(self, p: Points, q: Points) -> Array:
-        return self.a.pairs(p, q) * self.b.pairs(p, q)
-
-
-class Sum(EdgeKernel):
-    """Sum ``k_a + k_b`` (a sparse block is added into the other, dense, one)."""
-
-    def __init__(self, a: EdgeKernel, b: EdgeKernel) -> None:
-        self.a, self.b = a, b
-
-    def __call__(self, p: Points, q: Points) -> Array:
-        va, vb = self.a(p, q), self.b(p, q)
-        if sp.issparse(va) or sp.issparse(vb):
-            dense, sparse = (vb, va) if sp.issparse(va) else (va, vb)
-            out = np.asfortranarray(dense)
-            c = sparse.tocoo()
-            out[c.row, c.col] += c.data
-            return out
-        return va + vb
-
-    def diag(self, p: Points) -> Array:
-        return self.a.diag(p) + self.b.diag(p)
-
-    def pairs(self, p: Points, q: Points) -> Array:
-        return self.a.pairs(p, q) + self.b.pairs(p, q)
 
 
 def edge_kernel(graph: GraphKernel, s1: Any, s2: Any, ls1: Any, ls2: Any, nu: float = 2.5) -> EdgeKernel:

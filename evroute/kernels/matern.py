@@ -14,7 +14,7 @@ Gram matrix on edge contexts (:func:`matern52`):
 
 :func:`matern` and :func:`scaled_cdist` take NumPy arrays or torch tensors (one definition; torch autograd flows
 through them: the SVGP's context kernels; the exact GP's marginal likelihood uses the NumPy path and
-:func:`matern_grad_factor`).  Users: :mod:`evroute.bo.kernels`
+:func:`matern_grad_factor`).  Users: :mod:`evroute.kernels.stationary`
 (isotropic kernel classes of the BO policies), :mod:`evroute.bo.timevarying` (spatio-temporal GP), and, through
 :class:`evroute.kernels.edge.ContextMatern`, the edge models and the environments.
 

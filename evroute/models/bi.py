@@ -15,9 +15,15 @@ observations, mean ``ybar_e`` and scatter ``W_e = sum (y - ybar_e)^2`` it factor
 
 so the within-edge scatter identifies the noise (``sum (n_e - 1)`` degrees of freedom) and the spread of the edge
 means around the prior identifies ``s0^2``.  The statistics are ``count``, ``total`` and ``total_sq`` (sum of squares).
+
+With ``refit_first > 0`` the model refits both variances this way by itself at rounds ``refit_first * 2^j`` (the
+data doubled since the last fit, as ``gp-exact`` refits its hyper-parameters), once some edge was observed twice:
+BI with its noise and prior variance LEARNT (issue 38), ``--model bi --model-param refit_first=16``.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -32,9 +38,16 @@ class BayesianEdgeModel(EdgeModel):
         prior_mean_wh: ``(E,)`` prior mean (the physics energy ``E_det``), Wh.
         prior_var: scalar or ``(E,)`` prior variance, Wh^2 (> 0).
         noise_var: scalar or ``(E,)`` observation-noise variance, Wh^2 (> 0).
+        refit_first: first round of the empirical-Bayes refits (then 2x, 4x, ...); 0: never (variances fixed).
     """
 
-    def __init__(self, prior_mean_wh: np.ndarray, prior_var: float | np.ndarray, noise_var: float | np.ndarray):
+    def __init__(
+        self,
+        prior_mean_wh: np.ndarray,
+        prior_var: float | np.ndarray,
+        noise_var: float | np.ndarray,
+        refit_first: int = 0,
+    ):
         self.prior_mean = np.asarray(prior_mean_wh, dtype=np.float64).copy()
         self.n_edges = len(self.prior_mean)
         self.prior_var = np.broadcast_to(np.asarray(prior_var, dtype=np.float64), (self.n_edges,)).copy()
@@ -44,6 +57,19 @@ class BayesianEdgeModel(EdgeModel):
         self.count = np.zeros(self.n_edges)
         self.total = np.zeros(self.n_edges)
         self.total_sq = np.zeros(self.n_edges)
+        if isinstance(refit_first, bool) or not isinstance(refit_first, int) or refit_first < 0:
+            raise ParameterError(f"refit_first must be an integer >= 0, got {refit_first!r}")
+        self.refit_first = int(refit_first)
+
+    def advance(self, t: float) -> None:
+        """Refit the variances by empirical Bayes at rounds ``refit_first * 2^j`` (module doc; no-op before an edge
+        was observed twice, and when ``refit_first`` is 0)."""
+        first = getattr(self, "refit_first", 0)  # models saved before refits existed lack it
+        if first <= 0 or t < first:
+            return
+        ratio = t / first
+        if float(ratio).is_integer() and math.log2(ratio).is_integer() and np.any(self.count >= 2):
+            self.fit_variances()
 
     def update(self, edges: np.ndarray, energies_wh: np.ndarray) -> None:
         e, y = self._check_batch(edges, energies_wh)

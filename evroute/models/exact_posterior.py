@@ -21,6 +21,7 @@ Two interchangeable representations (:class:`DensePosterior`, :class:`LowRankPos
   ``K_{.R} - K_{.U} A^-1 K_{UR}`` (``E |U| k``), the mean is recomputed exactly every round (``E |U|``) and the
   variances follow the rank-``k`` update; a refresh recomputes them exactly (``E |U|^2``).
 
+The from-scratch solve is the one exact-GP core's (:func:`evroute.kernels.exact.condition`, shared with the BO GP).
 Factorisations use the one jittered Cholesky (:func:`evroute.kernels.linalg.jittered_cholesky`: plain, then
 ``1e-12 .. 1e-6`` times the mean diagonal).  Both work in model units (the caller scales by ``sigma0``) and on NumPy
 float64 arrays (CPU); the dense one also runs on a torch device (CUDA) with a full ``addmm`` in place of ``dsyrk``.
@@ -33,6 +34,7 @@ from typing import Any, Protocol
 import numpy as np
 from scipy.linalg import blas
 
+from evroute.kernels.exact import condition
 from evroute.kernels.linalg import jittered_cholesky, solve_lower
 
 
@@ -63,9 +65,9 @@ def exact_solve(
     kxu = kernel.columns(edges)
     a = kxu[edges] + np.diag(noise / counts)
     l_ = jittered_cholesky(0.5 * (a + a.T))
-    b = np.asfortranarray(solve_lower(l_, kxu.T).T)  # K_{.U} L^-T
-    mu += b @ solve_lower(l_, means - prior_mean[edges])
-    var -= np.einsum("ij,ij->i", b, b)
+    dmu, dvar, b = condition(l_, kxu, means - prior_mean[edges])  # the exact-GP core; b = K_{.U} L^-T
+    mu += dmu
+    var -= dvar
     return mu, var, b
 
 

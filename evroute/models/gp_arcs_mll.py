@@ -8,7 +8,8 @@ edge kernel)::
     log p(y) = log N(ybar_U | m_U, K_UU + diag(s^2 / n_U))
                - sum_u [ (n_u - 1) / 2 log(2 pi s^2) + S_u / (2 s^2) + 1/2 log n_u ]
 
-given the ``(U, U)`` kernel block ``K_UU`` of the observed arms (a differentiable torch tensor).  Tested to agree
+given the ``(U, U)`` kernel block ``K_UU`` of the observed arms (a differentiable torch tensor); the first term is the
+one exact-GP core's :func:`evroute.kernels.exact.log_marginal_likelihood` (its torch path).  Tested to agree
 with :class:`evroute.models.gp_exact_mll.MarginalLikelihood` on the edge kernel.
 """
 
@@ -19,6 +20,7 @@ from typing import Any
 
 import torch
 
+from evroute.kernels.exact import log_marginal_likelihood
 from evroute.kernels.linalg import jittered_cholesky
 
 __all__ = ["maximise", "statistics_log_likelihood"]
@@ -30,10 +32,7 @@ def statistics_log_likelihood(
     """The module doc's ``log p(y)`` given the ``(U, U)`` kernel block ``k`` of the observed arms and the noise."""
     a = k + torch.diag(noise / n)
     l_ = jittered_cholesky(0.5 * (a + a.T), ())  # plain: a failure aborts the fit
-    r = (ybar - m_u).unsqueeze(-1)
-    z = torch.linalg.solve_triangular(l_, r, upper=False)
-    u = len(n)
-    ll_mean = -0.5 * (z * z).sum() - torch.log(torch.diagonal(l_)).sum() - 0.5 * u * math.log(2 * math.pi)
+    ll_mean, _ = log_marginal_likelihood(l_, ybar - m_u)  # the exact-GP core's (torch path)
     ll_within = -(0.5 * (n - 1.0) * torch.log(2 * math.pi * noise) + scatter / (2.0 * noise) + 0.5 * torch.log(n)).sum()
     return ll_mean + ll_within
 

@@ -7,7 +7,9 @@ and i.i.d. Gaussian noise ``s^2``, the likelihood factorises exactly into the me
     log p(y) = log N(ybar_U | m_U, A) - sum_u [ (n_u - 1) / 2 log(2 pi s^2) + S_u / (2 s^2) + 1/2 log n_u ],
     A = s_1 G_UU o K_f + s_2 K_f' + diag(s^2 / n_U)
 
-(the within-edge scatter is what identifies the noise ``s^2``), ``K_f``, ``K_f'`` Matérn kernels on the contexts with
+(the within-edge scatter is what identifies the noise ``s^2``; the first term, its weights
+``alpha alpha^T - A^-1`` and the L-BFGS-B fit are the one exact-GP core's, :mod:`evroute.kernels.exact`, shared with
+the BO GP), ``K_f``, ``K_f'`` Matérn kernels on the contexts with
 per-dimension lengthscales (:func:`evroute.kernels.matern.matern`; the edge kernel of
 :func:`evroute.kernels.edge.edge_kernel`).  This equals GPyTorch's ``ExactGP`` marginal likelihood on the raw
 observations (times their number; tested) at ``O(|U|^3)`` instead of ``O(N^3)``.
@@ -26,10 +28,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.linalg
-from scipy.linalg import lapack
-from scipy.optimize import minimize
 
+from evroute.kernels.exact import likelihood_weights, log_marginal_likelihood, maximise_log_parameters
+from evroute.kernels.linalg import jittered_cholesky
 from evroute.kernels.matern import matern_with_grad_factor, scaled_cdist
 
 __all__ = ["Hyper", "MarginalLikelihood", "fit_hyperparameters", "marginal_log_likelihood"]
@@ -131,28 +132,17 @@ class MarginalLikelihood:
         a = h.s2 * k2
         a += h.s1 * gk1
         a[np.diag_indices_from(a)] += h.noise / self.n
-        l_ = scipy.linalg.cholesky(a, lower=True, check_finite=False)
-        alpha = scipy.linalg.cho_solve((l_, True), self.r, check_finite=False)
-        u = len(self.n)
+        l_ = jittered_cholesky(a, ())  # plain: a failure stops the fit
+        ll_mean, alpha = log_marginal_likelihood(l_, self.r)
         nm1 = self.n - 1.0
         ll = (
-            -0.5 * float(self.r @ alpha)
-            - float(np.log(np.diagonal(l_)).sum())
-            - 0.5 * u * math.log(2 * math.pi)
+            ll_mean
             - float((0.5 * nm1 * math.log(2 * math.pi * h.noise) + self.scatter / (2 * h.noise)).sum())
             - 0.5 * float(np.log(self.n).sum())
         )
         if not grad:
             return ll, np.zeros(0)
-        ainv, info = lapack.dpotri(l_, lower=1)
-        if info:  # pragma: no cover - dpotrf succeeded, so dpotri cannot fail
-            raise np.linalg.LinAlgError("dpotri failed")
-        # d log p / d A = q / 2, q = alpha alpha^T - A^-1; dpotri fills the lower triangle of A^-1 and keeps the
-        # zero upper triangle of scipy's L, so A^-1 = ainv + ainv^T - diag(ainv)
-        q = np.outer(alpha, alpha)
-        q -= ainv
-        q -= ainv.T
-        q[np.diag_indices_from(q)] += np.diagonal(ainv)
+        q = likelihood_weights(l_, alpha)  # d log p / d A = q / 2
         g = np.empty(3 + 2 * d)
         g[0] = 0.5 * h.s1 * float(np.vdot(q, gk1))
         g[1] = 0.5 * h.s2 * float(np.vdot(q, k2))
@@ -211,17 +201,16 @@ def fit_hyperparameters(
         th = theta0.copy()
         th[free] = z
         ll, g = f(th)
-        return -ll * scale, -g[free] * scale
+        return ll * scale, g[free] * scale
 
     try:
         before = -f(hyper.pack(), grad=False)[0] * scale
-        res = minimize(
+        res = maximise_log_parameters(
             objective,
             theta0[free],
-            jac=True,
-            method="L-BFGS-B",
-            bounds=[(-LOG_BOUND, LOG_BOUND)] * int(free.sum()),
-            options={"maxiter": int(iters), "maxfun": int(1.25 * iters) + 1},
+            [(-LOG_BOUND, LOG_BOUND)] * int(free.sum()),
+            maxiter=int(iters),
+            maxfun=int(1.25 * iters) + 1,
         )
     except np.linalg.LinAlgError:  # a Cholesky failure mid-search
         return hyper

@@ -1,5 +1,9 @@
 """GPyTorch kernels and mean of the contextual GP edge model (paper Sec. 4, appendix B.1).
 
+These modules hold the kernel's *trainable parameters* (GPyTorch constraints, autograd) for the SVGP and the
+time-aware GP; the kernel they evaluate is the project's one kernel interface (:class:`evroute.kernels.base.Kernel`,
+here :func:`evroute.kernels.edge.edge_kernel` on :class:`~evroute.kernels.edge.Points`), not a second definition.
+
 Inputs are rows ``(edge_index, x_1, ..., x_d)``: column 0 is the line-graph node (road edge) as a float,
 the other columns the standardised edge context (length, speed limit, incline).
 

@@ -123,4 +123,48 @@ def fit_trip_effect(
     return TripEffect(max(tau2, 0.0), se, len(trips))
 
 
-__all__ = ["TripEffect", "TripSums", "fit_trip_effect"]
+@dataclass(frozen=True)
+class RouteNoise:
+    """The route-level noise fitted from whole trips (:func:`fit_route_noise`): one traversal's noise is
+    ``noise_mult`` times the readings' (at their noise scale), plus the trip effect ``rel_var`` = ``tau^2``; ``trips``
+    the traces it rests on."""
+
+    noise_mult: float
+    rel_var: float
+    trips: int
+
+
+def fit_route_noise(
+    mean: np.ndarray, cov_of: Any, sums: TripSums, noise_scale: float = 1.0, *, min_trips: int = 2
+) -> RouteNoise:
+    """The noise of a whole trip, from its residual sums: ``E[d_t^2] + w_t^T Sigma w_t = k phi r_t + tau^2 mu_t^2``
+    (module doc's moments with the traversal noise's multiplier ``k`` free), ``(k, tau^2) >= 0`` by non-negative
+    least squares over the trips.
+
+    Why: readings over short windows see how the energy is spread *along* an edge (accelerating at its start, braking
+    at its end), which the noise model of :mod:`evroute.traces.observations` counts as noise proportional to the
+    driven share; over a whole trip that spread cancels, so the readings' noise scale ``phi`` (ML-II over windows)
+    can overstate one whole traversal's noise many times.  A route interval needs the whole-trip noise: ``k phi``
+    times the nominal traversal noise per edge, plus ``tau^2 mu^2``.  Fewer than ``min_trips`` traces: ``k = 1``,
+    ``tau^2 = 0`` (the readings' noise as it is)."""
+    from scipy.optimize import nnls
+
+    trips = sums.trips()
+    if len(trips) < min_trips:
+        return RouteNoise(1.0, 0.0, len(trips))
+    m = np.asarray(mean, dtype=np.float64)
+    x, target = np.zeros((len(trips), 2)), np.zeros(len(trips))
+    for i, (e, w, y, r) in enumerate(trips):
+        mu = float(w @ m[e])
+        x[i] = (noise_scale * r, mu * mu)
+        target[i] = (y - mu) ** 2 + float(w @ (np.asarray(cov_of(e)) @ w))
+    good = np.isfinite(x).all(axis=1) & np.isfinite(target)
+    if good.sum() < min_trips or not np.any(x[good] > 0):
+        return RouteNoise(1.0, 0.0, len(trips))
+    norm = np.maximum(np.abs(x[good]).max(axis=0), 1e-300)  # columns of very different size (Wh^2 vs Wh^2 of mu^2)
+    coef, _ = nnls(x[good] / norm, target[good])
+    coef = coef / norm
+    return RouteNoise(float(coef[0]), float(coef[1]), len(trips))
+
+
+__all__ = ["RouteNoise", "TripEffect", "TripSums", "fit_route_noise", "fit_trip_effect"]

@@ -144,6 +144,10 @@ def _load_npy(path: Path) -> np.ndarray:
     return np.load(path, allow_pickle=False)
 
 
+def _mmap_npy(path: Path) -> np.ndarray:
+    return np.load(path, mmap_mode="r", allow_pickle=False)
+
+
 def cached_compute(
     kind: str,
     inputs: dict[str, Any],
@@ -153,6 +157,7 @@ def cached_compute(
     array: bool = False,
     blas: bool = True,
     check: Callable[[Any], None] | None = None,
+    mmap: bool = False,
 ) -> T:
     """``compute()``, or its cached value for the same ``inputs`` (see the module docstring).
 
@@ -166,6 +171,8 @@ def cached_compute(
         blas: the value depends on BLAS reductions (dense linear algebra): the BLAS thread counts join the key.
         check: raises :class:`ValueError` (or :class:`TypeError`, :class:`KeyError`) when a loaded value does not
             have the value's schema; such an entry is removed and rebuilt with one warning.
+        mmap: with ``array``, a verified entry is memory-mapped read-only instead of copied into memory (a large
+            array whose reader touches only parts of it: the pages its checksum just read are in the page cache).
 
     Returns:
         The value: computed in this call, or loaded from a verified entry (equal to a recomputed one).
@@ -177,7 +184,7 @@ def cached_compute(
     full = full_inputs(kind, inputs, blas=blas)
     entry = entry_path(kind, inputs, array=array, blas=blas)
     save: Callable[[Any, Path], None] = _save_npy if array else save_tree
-    load: Callable[[Path], Any] = _load_npy if array else load_tree
+    load: Callable[[Path], Any] = (_mmap_npy if mmap else _load_npy) if array else load_tree
     made: list[Any] = []
 
     def build(path: Path) -> None:
@@ -207,6 +214,6 @@ def cached_compute(
         msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         warnings.warn(f"cached {what} {entry} not used ({msg}): rebuilding it", UserWarning, stacklevel=2)
         discard(entry)
-        return cached_compute(kind, inputs, compute, what=what, array=array, blas=blas, check=check)
+        return cached_compute(kind, inputs, compute, what=what, array=array, blas=blas, check=check, mmap=mmap)
     except OSError:  # removed after the check
         return compute()

@@ -296,11 +296,15 @@ def _osm_xml(path: Path) -> Path:
 
 def _converted_net(osm: Path, label: str) -> RoadNetwork:
     """The netconvert conversion of ``osm`` from the cache (verified; rebuilt when it fails its checks or its
-    parse), read with :func:`load_sumo_net`."""
+    parse), read with :func:`load_sumo_net` once and then from the compute cache as arrays
+    (:mod:`evroute.network.netcache`)."""
+    from evroute.network.netcache import cached_network
+
     net_path, inputs = _net_entry(osm, label)
     cached(net_path, inputs, lambda out: osm_to_sumo(osm, out), "converted network")
     try:
-        return load_sumo_net(net_path, name=label)
+        parsed = {"conversion": inputs, "net_file": net_path.name, "label": label}
+        return cached_network(parsed, lambda: load_sumo_net(net_path, name=label), "parsed network")
     except DataError as exc:  # checksummed but unreadable (e.g. a conversion that was already bad): rebuild once
         warnings.warn(f"cached converted network {net_path} not used ({exc}): rebuilding it", UserWarning, stacklevel=3)
         discard(net_path)

@@ -12,6 +12,10 @@ Energies are costs, so "optimistic" means LOW energy.  Each policy maps the marg
 Then the oracle weight is the rectified-Gaussian mean ``w_e = E[max(0, X)]``, ``X ~ N(mu~_e, varsigma_e^2)``
 with ``varsigma^2`` the observation-noise variance, which is positive so Dijkstra applies.
 ``|A|`` is the number of base arms (edges of the line graph).
+
+The indices are the project's one set (:mod:`evroute.kernels.indices`, shared with the BO policies), whose convention
+is to maximise: energy is a cost, so UCB and Bayes-UCB take the negated index of the negated energy
+(:func:`~evroute.kernels.indices.lower_confidence_index`, ``mu - w sigma`` bit for bit); a Thompson draw needs no sign.
 """
 
 from __future__ import annotations
@@ -20,9 +24,9 @@ import math
 from abc import ABC, abstractmethod
 
 import numpy as np
-from scipy.special import ndtri
 
 from evroute.errors import ParameterError, check_positive, check_range
+from evroute.kernels.indices import bayes_ucb_width, lower_confidence_index, thompson_sample
 from evroute.models.base import EdgePosterior
 from evroute.oracle import MIN_WEIGHT_WH, rectified_gaussian_mean
 
@@ -43,8 +47,7 @@ def bucb_eta(t: int, n_arms: int, xi: float = 1.0, omega: float = 1.0) -> float:
 
 def bucb_beta(t: int, n_arms: int, xi: float = 1.0, omega: float = 1.0) -> float:
     """Equivalent ``beta_t = 2 erfinv(1 - 2 eta_t)^2 = Phi^-1(eta_t)^2`` (0 when ``eta_t >= 1/2``)."""
-    eta = bucb_eta(t, n_arms, xi, omega)
-    return float(ndtri(eta) ** 2) if eta < 0.5 else 0.0
+    return bayes_ucb_width(bucb_eta(t, n_arms, xi, omega)) ** 2
 
 
 class IndexPolicy(ABC):
@@ -96,7 +99,7 @@ class UCB(IndexPolicy):
         return self.beta_scale * max(ucb_beta(t, n_arms), 0.0)
 
     def estimates(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
-        return posterior.mean - math.sqrt(self.beta(t, len(posterior.mean))) * posterior.std
+        return lower_confidence_index(posterior.mean, posterior.std, math.sqrt(self.beta(t, len(posterior.mean))))
 
     def params(self) -> dict[str, float]:
         return {"beta_scale": self.beta_scale}
@@ -116,7 +119,7 @@ class BayesUCB(IndexPolicy):
         return self.beta_scale * bucb_beta(t, n_arms, self.xi, self.omega)
 
     def estimates(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
-        return posterior.mean - math.sqrt(self.beta(t, len(posterior.mean))) * posterior.std
+        return lower_confidence_index(posterior.mean, posterior.std, math.sqrt(self.beta(t, len(posterior.mean))))
 
     def params(self) -> dict[str, float]:
         return {"xi": self.xi, "omega": self.omega, "beta_scale": self.beta_scale}
@@ -129,9 +132,7 @@ class ThompsonSampling(IndexPolicy):
     name = "ts"
 
     def estimates(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
-        if posterior.sampler is not None:
-            return posterior.sampler(rng)
-        return posterior.mean + posterior.std * rng.standard_normal(len(posterior.mean))
+        return thompson_sample(posterior, rng, joint=False)
 
 
 class Greedy(IndexPolicy):

@@ -5,7 +5,7 @@
 * :mod:`evroute.service.schemas` -- the pydantic request and response models (the OpenAPI schema);
 * :mod:`evroute.service.app` -- the ASGI app (:func:`~evroute.service.app.create_app`);
 * :mod:`evroute.service.metrics` -- request counts and latency percentiles (``GET /metrics``);
-* :mod:`evroute.service.cli` -- the ``evroute serve`` command.
+* :mod:`evroute.cli.serve` -- the ``evroute serve`` command.
 
 The queries are those of the command line (:mod:`evroute.driver.query`).  Nothing is imported here.
 """

@@ -22,13 +22,25 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from evroute.driver.answers import BatteryState, RouteAnswer
-from evroute.errors import EvrouteError, UnreachableError
+from evroute.errors import EvrouteError, ParameterError, UnreachableError
 from evroute.service import schemas as S
 from evroute.service.metrics import Metrics, MetricsMiddleware, rss_mb
 from evroute.service.state import ModelVersion, ServiceState
 
 #: the API's endpoints (``GET /metrics`` reports these; anything else is counted as ``other``)
-PATHS = {"/", "/route", "/reach", "/energy", "/observe", "/model", "/model/reload", "/health", "/metrics", "/network"}
+PATHS = {
+    "/",
+    "/route",
+    "/reach",
+    "/plan",
+    "/energy",
+    "/observe",
+    "/model",
+    "/model/reload",
+    "/health",
+    "/metrics",
+    "/network",
+}
 
 
 class FieldError(Exception):
@@ -209,6 +221,52 @@ def create_app(state: ServiceState | None) -> FastAPI:
             exact=res.exact,
             edges=net.edge_ids[idx].tolist() if req.edges else None,
             geometry=[_poly(net.geometry, [e], 5) for e in idx] if req.geometry else None,
+            **_answered(v, net, t0),
+        )
+
+    @app.post("/plan", response_model=S.PlanResponse, response_model_exclude_none=True)
+    def plan(req: S.PlanRequest) -> S.PlanResponse:
+        """Charging stops with ``P(every arrival >= reserve) >= 1 - delta`` (:mod:`evroute.charging`), through the
+        chargers the server was started with (``--chargers``); ``plan.feasible`` is False when no plan keeps the
+        reserve (the answer then says how far the charge lasts)."""
+        from evroute.charging.answers import plan_dict
+        from evroute.charging.planner import plan_trip
+        from evroute.charging.search import PlanSettings
+
+        t0 = time.perf_counter()
+        s = st()
+        if s.chargers is None:
+            raise ParameterError("this server has no chargers: start it with evroute serve --chargers FILE")
+        v = s.current
+        s_idx = _endpoint(s, req.origin, "origin", req.max_snap_m)
+        g_idx = _endpoint(s, req.destination, "destination", req.max_snap_m)
+        battery = _battery(s, req.charge, req.reserve)
+        chargers = s.chargers.subset(s.chargers.availability >= req.min_availability)
+        settings = PlanSettings(
+            capacity_wh=battery.capacity_wh,
+            charge=battery.charge,
+            reserve=battery.reserve,
+            max_soc=s.vehicle.max_soc,
+            delta=req.delta,
+            max_stops=req.max_stops,
+            step=req.step,
+            energy_weight=req.energy_weight,
+            stop_s=60.0 * req.stop_min,
+        )
+        try:
+            problem, found = plan_trip(
+                s.lg, v.ctx.belief, s.vehicle, s_idx, g_idx, chargers, settings, trip_rho=req.trip_rho
+            )
+        except UnreachableError as exc:
+            raise FieldError("destination", " ".join(str(exc).split())) from None
+        net = s.lg.network
+        return S.PlanResponse(
+            start=str(net.edge_ids[s_idx]),
+            goal=str(net.edge_ids[g_idx]),
+            vehicle=s.vehicle.name,
+            source=v.source,
+            chargers_used=len(chargers),
+            plan=_finite(plan_dict(found, problem, v.ctx.belief, s.lg, chargers)),
             **_answered(v, net, t0),
         )
 

@@ -60,7 +60,8 @@ def prior_kernel(path: str | Path, lg: LineGraph, header: dict[str, Any], block:
         "lengthscales2": np.load(path, allow_pickle=False)["lengthscale_f2"].tolist(),
         "version": KERNEL_VERSION,
     }
-    return cached_compute("serve-kernel", inputs, compute, what="served GP kernel", array=True)
+    # memory-mapped: the belief reads the observed edges' columns and the diagonal, routes their own blocks
+    return cached_compute("serve-kernel", inputs, compute, what="served GP kernel", array=True, mmap=True)
 
 
 @dataclass(frozen=True)

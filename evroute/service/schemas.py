@@ -90,6 +90,25 @@ class EnergyRequest(_Request):
         return self
 
 
+class PlanRequest(_Request):
+    """``POST /plan``: charging stops from ``origin`` to ``destination`` through the server's chargers (``evroute
+    serve --chargers``), keeping the reserve at every stop and at the destination with probability ``1 - delta``
+    (the fields mean what ``evroute plan``'s options do; docs/charging.md)."""
+
+    origin: str = Endpoint
+    destination: str = Endpoint
+    charge: float = Field(ge=0.0, le=1.0, description="start charge (fraction of the battery capacity)")
+    reserve: float | None = Field(None, ge=0.0, le=1.0, description="charge to keep on every arrival (default min_soc)")
+    delta: float = Field(0.05, gt=0.0, lt=0.5, description="allowed P(some arrival below the reserve)")
+    max_stops: int = Field(3, ge=0, le=10, description="most charging stops")
+    step: float = Field(0.01, gt=0.0, le=0.5, description="grid of charge-to levels (fraction)")
+    energy_weight: float = Field(0.0, ge=0.0, description="seconds one kWh is worth (0: least time)")
+    stop_min: float = Field(3.0, ge=0.0, le=600.0, description="minutes a stop takes besides charging")
+    trip_rho: float = Field(0.0, ge=0.0, le=1.0, description="trip-level correlation of traversal noise")
+    min_availability: float = Field(0.0, ge=0.0, le=1.0, description="leave out chargers less likely to be free")
+    max_snap_m: float = Field(250.0, gt=0.0, le=10_000.0, description="snapping limit of a LON,LAT point (m)")
+
+
 class ObserveRequest(_Request):
     """``POST /observe``: driven edges and the battery energy each took (Wh; negative when recuperating)."""
 
@@ -169,6 +188,18 @@ class ReachResponse(_Answered):
     geometry: list[list[LonLat]] | None = None
 
 
+class PlanResponse(_Answered):
+    """The plan of :func:`evroute.charging.answers.plan_dict` (``plan``: feasible, certified, legs, stops, arrival
+    charges with 90 % intervals, ``p_all_reserve``, the charge along the route) and what answered it."""
+
+    start: str
+    goal: str
+    vehicle: str
+    source: str
+    chargers_used: int
+    plan: dict[str, object]
+
+
 class MatchOut(_Response):
     samples: int
     matched: int
@@ -246,6 +277,8 @@ __all__ = [
     "NetworkInfo",
     "ObserveRequest",
     "ObserveResponse",
+    "PlanRequest",
+    "PlanResponse",
     "ReachRequest",
     "ReachResponse",
     "RouteRequest",

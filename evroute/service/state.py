@@ -72,6 +72,8 @@ class ServiceState:
         model: the initial edge model; ``header`` its file header (None: the physics prior).
         model_path: the model file (``POST /model/reload`` reads it again); None for the prior.
         network_spec: the ``--network`` the server was started with (reported by ``GET /health``).
+        chargers: the charging stations ``POST /plan`` plans through, snapped to the network
+            (:func:`evroute.charging.chargers.snap_chargers`); None: ``POST /plan`` answers 422.
     """
 
     def __init__(
@@ -83,8 +85,10 @@ class ServiceState:
         *,
         model_path: str | None = None,
         network_spec: str = "",
+        chargers: Any = None,
     ) -> None:
         self.lg = lg
+        self.chargers = chargers
         self.vehicle = vehicle
         self.model_path = model_path
         self.network_spec = network_spec or lg.network.name
@@ -223,24 +227,37 @@ def load_state(
     data_dir: str | None = None,
     dem: str | list[str] | None = None,
     loader: str | None = None,
+    chargers: str | None = None,
+    charger_snap_m: float = 250.0,
 ) -> ServiceState:
-    """Load the network, the vehicle (default: the model's, else :data:`~evroute.energy.vehicle.DEFAULT_VEHICLE`)
-    and the model (default: the BI physics prior) once, as ``evroute route`` does (a bad model file fails before
-    the network loads)."""
+    """Load the network, the vehicle (default: the model's, else :data:`~evroute.energy.vehicle.DEFAULT_VEHICLE`),
+    the model (default: the BI physics prior) and the charging stations (``chargers``: a .csv, .geojson or .osm
+    file, :func:`evroute.charging.chargers.read_chargers`; those farther than ``charger_snap_m`` from every road are
+    left out) once, as ``evroute route`` and ``evroute plan`` do (a bad model or charger file fails before the network
+    loads)."""
     from evroute.experiments.runner import load_linegraph
     from evroute.models.store import prior_model, read_header
 
     header = read_header(model_path) if model_path else None
+    stations = None
+    if chargers is not None:
+        from evroute.charging.chargers import read_chargers
+
+        stations = read_chargers(chargers)
     lg = load_linegraph(network, data_dir, dem, loader)
+    if stations is not None:
+        from evroute.charging.chargers import snap_chargers
+
+        stations = snap_chargers(lg.network, stations, charger_snap_m)
     if model_path is not None and header is not None:
         chosen = VehicleProfile.load(vehicle) if vehicle is not None else None
         model, header = load_served_model(model_path, lg, chosen)
         profile = chosen or VehicleProfile(**header["vehicle"])
-        return ServiceState(lg, profile, model, header, model_path=model_path, network_spec=network)
+        return ServiceState(lg, profile, model, header, model_path=model_path, network_spec=network, chargers=stations)
     from evroute.energy.vehicle import DEFAULT_VEHICLE
 
     profile = VehicleProfile.load(vehicle or DEFAULT_VEHICLE)
-    return ServiceState(lg, profile, prior_model("bi", lg, profile), None, network_spec=network)
+    return ServiceState(lg, profile, prior_model("bi", lg, profile), None, network_spec=network, chargers=stations)
 
 
 __all__ = ["ModelVersion", "ServiceState", "load_served_model", "load_state"]

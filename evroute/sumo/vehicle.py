@@ -16,7 +16,8 @@ profile field               SUMO vType attribute / param    note
 ``air_density_kgpm3``       none                            SUMO uses rho = 1.2 kg/m^3 (hard-coded)
 ``battery_capacity_wh``     ``device.battery.capacity``     the EV starts half full (:func:`battery_params`)
 ``min_soc``, ``max_soc``    none                            the window is a routing constraint, not SUMO's
-``auxiliary_power_w``       ``constantPowerIntake``         when set (None: SUMO's 100 W default)
+``auxiliary_power_w``       ``constantPowerIntake``         when set, plus the HVAC at ``ambient_temp_c`` (None:
+                                                            SUMO's 100 W default)
 ``max_regen_power_kw``      ``maximumRecuperationPower``    ``MMPEVEM`` only (W); SUMO's ``Energy`` model has
                                                             no recuperation power limit
 ``radial_drag_m``           ``radialDragCoefficient``       ``Energy`` only, when set (None: SUMO's 0.1)
@@ -90,8 +91,8 @@ def profile_params(vehicle: VehicleProfile, model: str = "Energy") -> dict[str, 
     if model == "Energy":
         params["propulsionEfficiency"] = vehicle.propulsion_efficiency
         params["recuperationEfficiency"] = vehicle.recuperation_efficiency
-    if vehicle.auxiliary_power_w is not None:
-        params["constantPowerIntake"] = float(vehicle.auxiliary_power_w)
+    if vehicle.auxiliary_power_w is not None or vehicle.hvac_w > 0:  # with the HVAC at the ambient temperature
+        params["constantPowerIntake"] = vehicle.aux_w
     if vehicle.radial_drag_m is not None and model == "Energy":
         params["radialDragCoefficient"] = float(vehicle.radial_drag_m)
     if vehicle.max_regen_power_kw is not None and model == "MMPEVEM":

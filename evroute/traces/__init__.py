@@ -7,7 +7,9 @@ and calibrate a vehicle profile against the measured battery energy.
 
 from evroute.traces.calibrate import FIT_PARAMETERS, Calibration, TripScore, calibrate, score_trip
 from evroute.traces.energy import TraceEnergy, TraceModelOptions, measured_energy_wh, smooth_altitude, trace_energy
-from evroute.traces.reader import TWIZY_COLUMNS, Trace, TraceColumns, read_trace_csv, read_traces, write_trace_csv
+from evroute.traces.formats import read_traces
+from evroute.traces.logformats import TWIZY_COLUMNS, TraceColumns
+from evroute.traces.reader import Trace, read_trace_csv, write_trace_csv
 
 __all__ = [
     "FIT_PARAMETERS",

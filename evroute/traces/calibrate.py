@@ -304,6 +304,13 @@ def predict_trip(
     the parameters' Laplace covariance through the delta method (central differences, one-sided at a bound), the
     windows' noise (``duration / window_s`` independent windows) and, with ``with_effect``, the trip effect
     ``tau^2 mean^2``.  Needs the drive's speed and altitude only (no state of charge)."""
+    mean, grad = trip_gradient(trace, cal, options)
+    return mean, trip_variance(mean, grad, trace.duration_s, cal, with_effect=with_effect)
+
+
+def trip_gradient(trace: Trace, cal: Calibration, options: TraceModelOptions | None = None) -> tuple[float, np.ndarray]:
+    """``(mean Wh, (p,) d mean / d parameter)`` of a drive under ``cal`` (:func:`predict_trip`); both add up over
+    consecutive pieces of a drive (a log read in blocks, :mod:`evroute.traces.stream`)."""
     mean = trace_energy(trace, cal.vehicle, options).total_wh
     grad = np.zeros(len(cal.names))
     for i, n in enumerate(cal.names):
@@ -314,11 +321,35 @@ def predict_trip(
         up = trace_energy(trace, with_parameters(cal.vehicle, {n: b}), options).total_wh
         down = trace_energy(trace, with_parameters(cal.vehicle, {n: a}), options).total_wh
         grad[i] = (up - down) / (b - a)
-    windows = max(trace.duration_s / cal.window_s, 1.0)
+    return mean, grad
+
+
+def trip_variance(
+    mean: float, grad: np.ndarray, duration_s: float, cal: Calibration, *, with_effect: bool = True
+) -> float:
+    """The variance of :func:`predict_trip` from :func:`trip_gradient`'s ``(mean, grad)`` and the duration (s)."""
+    windows = max(duration_s / cal.window_s, 1.0)
     var = float(grad @ cal.cov @ grad) + windows * cal.window_sd_wh**2
     if with_effect:
         var += cal.trip_rel_var * mean * mean
-    return mean, var
+    return var
+
+
+def prior_calibration(
+    vehicle: VehicleProfile, names: Sequence[str] = FIT_SETS["efficiency + aux + rolling"], window_s: float = 300.0
+) -> Calibration:
+    """The profile with its parameters' prior (:data:`PRIOR_SD`) as their uncertainty, no window noise and no trip
+    effect: the interval of a drive predicted from the profile alone (no log with a state of charge to learn from)."""
+    mu, sd = prior_of(vehicle, names)
+    return Calibration(
+        vehicle=vehicle,
+        values={n: float(m) for n, m in zip(names, mu, strict=True)},
+        rmse_wh=float("nan"),
+        n_windows=0,
+        names=tuple(names),
+        cov=np.diag(sd**2),
+        window_s=window_s,
+    )
 
 
 def trajectory_of(name: str) -> str:

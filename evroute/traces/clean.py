@@ -111,28 +111,18 @@ def glitches(jumps: Callable[[np.ndarray, np.ndarray], np.ndarray], n: int, max_
     return out
 
 
-def implausible_rows(
-    t_s: np.ndarray,
-    speed_mps: np.ndarray,
-    altitude_m: np.ndarray,
-    soc_pct: np.ndarray,
-    lat: np.ndarray,
-    lon: np.ndarray,
-) -> dict[str, np.ndarray]:
-    """``reason -> (n,) bool`` mask of the rows each check rejects (module doc), for ``n`` rows of valid values
-    (finite, time increasing).  A row may fail several checks; the masks of the spike checks are computed on the rows
-    the range checks keep (a range failure next to a good row is no spike of the good row)."""
-    n = len(t_s)
-    out: dict[str, np.ndarray] = {
+def range_masks(speed_mps: np.ndarray, altitude_m: np.ndarray) -> dict[str, np.ndarray]:
+    """``reason -> (n,) bool`` rows whose speed or altitude is out of range (module doc)."""
+    return {
         f"speed above {MAX_SPEED_MPS * 3.6:g} km/h": speed_mps > MAX_SPEED_MPS,
         f"altitude outside [{ALTITUDE_RANGE_M[0]:g}, {ALTITUDE_RANGE_M[1]:g}] m": (altitude_m < ALTITUDE_RANGE_M[0])
         | (altitude_m > ALTITUDE_RANGE_M[1]),
     }
-    ok = ~np.logical_or.reduce(list(out.values())) if n else np.ones(0, dtype=bool)
-    idx = np.flatnonzero(ok)
-    if len(idx) < 3:
-        return out
-    t, v, s, la, lo = t_s[idx], speed_mps[idx], soc_pct[idx], lat[idx], lon[idx]
+
+
+def spike_masks(t: np.ndarray, v: np.ndarray, s: np.ndarray, la: np.ndarray, lo: np.ndarray) -> dict[str, np.ndarray]:
+    """``reason -> (n,) bool`` rows inside a glitch of speed, position or state of charge (module doc), for ``n``
+    consecutive rows that passed the range checks (a NaN state of charge -- a log without one -- never jumps)."""
 
     def speed_jump(i: np.ndarray, k: np.ndarray) -> np.ndarray:
         return np.abs(v[k] - v[i]) > MAX_ACCEL_MPS2 * (t[k] - t[i]) + SPEED_SLACK_MPS
@@ -148,9 +138,32 @@ def implausible_rows(
         "GPS teleport (a jump faster than 100 m/s and back)": teleport,
         "state-of-charge glitch (a jump faster than 1 %/s and back)": soc_jump,
     }
-    for reason, jumps in checks.items():
+    n = len(t)
+    if n < 3:
+        return {k: np.zeros(n, dtype=bool) for k in checks}
+    return {reason: glitches(jumps, n, MAX_RUN) for reason, jumps in checks.items()}
+
+
+def implausible_rows(
+    t_s: np.ndarray,
+    speed_mps: np.ndarray,
+    altitude_m: np.ndarray,
+    soc_pct: np.ndarray,
+    lat: np.ndarray,
+    lon: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """``reason -> (n,) bool`` mask of the rows each check rejects (module doc), for ``n`` rows of valid values
+    (finite, time increasing).  A row may fail several checks; the masks of the spike checks are computed on the rows
+    the range checks keep (a range failure next to a good row is no spike of the good row)."""
+    n = len(t_s)
+    out = range_masks(speed_mps, altitude_m)
+    ok = ~np.logical_or.reduce(list(out.values())) if n else np.ones(0, dtype=bool)
+    idx = np.flatnonzero(ok)
+    if len(idx) < 3:
+        return out
+    for reason, m in spike_masks(t_s[idx], speed_mps[idx], soc_pct[idx], lat[idx], lon[idx]).items():
         mask = np.zeros(n, dtype=bool)
-        mask[idx] = glitches(jumps, len(idx), MAX_RUN)
+        mask[idx] = m
         out[reason] = mask
     return out
 
@@ -297,6 +310,8 @@ __all__ = [
     "clean_trace",
     "drop_text",
     "implausible_rows",
+    "range_masks",
+    "spike_masks",
     "select",
     "glitches",
     "split_all",

@@ -5,11 +5,14 @@ Used by the validation against FASTSim (``studies/energy_validation/energy_valid
 * as a trace (:func:`evroute.traces.energy.trace_energy`);
 * as edges: cut at its stops into micro-trips (:func:`microtrips`), each one edge driven from rest to rest by the
   speed-profile model (:func:`evroute.energy.profile_energy`) at the cruise speed that keeps the micro-trip's
-  moving time (:func:`cruise_for_time`), plus the auxiliaries while idling;
+  moving time (:func:`cruise_for_time`) with the style's speed fluctuation while cruising (and without it:
+  ``edges_steady``), plus the auxiliaries while idling;
 * with Eq. 8 on the same edges at their average moving speeds (no acceleration, no stops).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -63,22 +66,52 @@ def cruise_for_time(length_m: np.ndarray, time_s: np.ndarray, style: DrivingStyl
     return np.minimum(v, v_tri)
 
 
-def cycle_energy_wh(t: np.ndarray, v: np.ndarray, vehicle: VehicleProfile) -> dict[str, float]:
+def speed_fluctuation_mps2(t: np.ndarray, v: np.ndarray, style: DrivingStyle | None = None) -> float:
+    """The speed fluctuation of a speed trace (m/s^2; :class:`evroute.energy.DrivingStyle`): its positive kinetic
+    energy ``sum (v_{i+1}^2 - v_i^2)+`` beyond that of its micro-trips driven as accelerate-cruise-brake profiles at
+    the cruise speeds that keep their times (:func:`cruise_for_time`; a profile from rest has ``v_c^2``), per metre of
+    those profiles' cruise.  A kinematic statistic of the trace alone: no vehicle, no energy.
+
+    Args:
+        t: ``(N,)`` increasing times (s).
+        v: ``(N,)`` speeds (m/s, >= 0).
+        style: accelerations of the profiles (default :class:`DrivingStyle`).
+    """
+    st = style or DrivingStyle()
+    t, v = np.asarray(t, dtype=np.float64), np.asarray(v, dtype=np.float64)
+    mt = np.asarray(microtrips(t, v), dtype=np.float64).reshape(-1, 3)
+    length, moving = mt[:, 0], mt[:, 1]
+    v_c = cruise_for_time(length, moving, st)
+    d_c = length - v_c**2 / (2 * st.acceleration_mps2) - v_c**2 / (2 * st.deceleration_mps2)
+    cruise_m = float(np.maximum(d_c, 0.0).sum())
+    if cruise_m <= 0:
+        return 0.0
+    pke = float(np.clip(np.diff(v**2), 0.0, None).sum())
+    return max(pke - float((v_c**2).sum()), 0.0) / cruise_m
+
+
+def cycle_energy_wh(
+    t: np.ndarray, v: np.ndarray, vehicle: VehicleProfile, style: DrivingStyle | None = None
+) -> dict[str, float]:
     """evroute's energies (Wh) of the cycle ``(t, v)`` (``(N,)`` s and m/s, flat) for ``vehicle``: ``trace``,
-    ``edges`` and ``eq8`` (module doc), and ``edges_time_s``, the edge chain's time with the idling (s)."""
+    ``edges`` (with ``style``, default :class:`DrivingStyle`, its speed fluctuation included), ``edges_steady`` (the
+    same without the speed fluctuation) and ``eq8`` (module doc), and ``edges_time_s``, the edge chain's time with
+    the idling (s)."""
     n = len(t)
     trace = Trace(t, v, np.zeros(n), np.full(n, 50.0), np.zeros(n), np.zeros(n), name="cycle")
     out = {"trace": trace_energy(trace, vehicle).total_wh}
     mt = np.asarray(microtrips(t, v), dtype=np.float64)
     length, moving, idle = mt[:, 0], mt[:, 1], mt[:, 2]
-    style = DrivingStyle()
+    style = style or DrivingStyle()
     v_c = cruise_for_time(length, moving, style)
-    prof = profile_energy(length, 0.0, v_c, 0.0, np.zeros_like(length), vehicle, style)
     aux_idle = vehicle.aux_w * idle.sum() / 3600.0
-    out["edges"] = float(prof.battery_wh.sum()) + aux_idle
+    steady = replace(style, speed_fluctuation_mps2=0.0)
+    for key, st in (("edges", style), ("edges_steady", steady)):
+        prof = profile_energy(length, 0.0, v_c, 0.0, np.zeros_like(length), vehicle, st)
+        out[key] = float(prof.battery_wh.sum()) + aux_idle
     out["edges_time_s"] = float(prof.time_s.sum() + idle.sum())
     out["eq8"] = float(edge_energy_wh(length, length / moving, np.zeros_like(length), vehicle).sum()) + aux_idle
     return out
 
 
-__all__ = ["cruise_for_time", "cycle_energy_wh", "microtrips"]
+__all__ = ["cruise_for_time", "cycle_energy_wh", "microtrips", "speed_fluctuation_mps2"]

@@ -1,14 +1,15 @@
 """Trip logs in other formats than CSV: GPX tracks with time, and SUMO's FCD output with its battery output.
 
-Both give :class:`~evroute.traces.reader.Trace` arrays and validate every value like the CSV reader: a problem raises
-:class:`~evroute.errors.DataError` with one line naming the file, the line and the field (a GPX element or attribute,
-a SUMO XML attribute), before anything is returned.
+Both give :class:`~evroute.traces.reader.Trace` arrays and validate every value.  GPX is read like the CSV logs: a
+bad track point is dropped and counted per reason with its line (one warning per file), never the whole file; a file
+that is not GPX or keeps fewer than two points is a :class:`~evroute.errors.DataError` of one line naming it.  In
+SUMO output a bad value raises :class:`~evroute.errors.DataError` naming the file, the line and the attribute.
 
 * **GPX** (``.gpx``, read with ``gpxpy``): every ``<trkpt>`` of every track and segment in document order, with
   ``lat``, ``lon``, ``<time>`` (required), ``<ele>`` (altitude, m; 0 when absent), a speed (the GPX 1.0 ``<speed>``
   element in m/s, else the distance between consecutive points over their time difference) and the state of charge in
   % from an extension element named ``soc`` (any namespace, e.g. ``<extensions><ev:soc>81.5</ev:soc></extensions>``);
-  a track without it has no energy readings and is refused (``require_soc``) when energy is to be learned.
+  a track without it has no energy readings (its state of charge is NaN; ``require_soc`` drops such points).
 * **SUMO** FCD output written with ``--fcd-output.geo true`` (``x`` = longitude, ``y`` = latitude; ``z`` altitude
   when the net has elevations) and the battery output of the same run (``--battery-output``:
   ``actualBatteryCapacity`` / ``maximumBatteryCapacity`` is the state of charge, in Wh).  One trace per vehicle that
@@ -19,14 +20,16 @@ from __future__ import annotations
 
 import math
 import re
+import warnings
 import xml.parsers.expat
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from evroute.errors import DataError
-from evroute.traces.reader import Trace
+from evroute.errors import DataError, DataWarning
+from evroute.traces.csvstream import DropCounts
+from evroute.traces.reader import Trace, TraceColumns, read_trace_csv
 
 _EARTH_RADIUS_M = 6_371_008.8
 
@@ -38,27 +41,21 @@ def haversine_m(lat1: np.ndarray, lon1: np.ndarray, lat2: np.ndarray, lon2: np.n
     return np.asarray(2 * _EARTH_RADIUS_M * np.arcsin(np.sqrt(np.minimum(a, 1.0))))
 
 
-def _check_point(path: Path, line: int, lat: float, lon: float, soc: float | None) -> None:
-    if not (math.isfinite(lat) and abs(lat) <= 90):
-        raise DataError(f"{path}:{line}: field 'lat': latitude {lat} outside [-90, 90]")
-    if not (math.isfinite(lon) and abs(lon) <= 180):
-        raise DataError(f"{path}:{line}: field 'lon': longitude {lon} outside [-180, 180]")
-    if soc is not None and not (math.isfinite(soc) and 0.0 <= soc <= 100.0):
-        raise DataError(f"{path}:{line}: field 'soc': state of charge {soc} outside [0, 100]")
-
-
 def _local_name(tag: str) -> str:
     return tag.rsplit("}", 1)[-1].rsplit(":", 1)[-1]
 
 
-def read_trace_gpx(path: str | Path, *, require_soc: bool = True, name: str | None = None) -> Trace:
-    """Read a GPX track (module doc) into a :class:`Trace`, time shifted to start at 0.
+def gpx_rows(path: str | Path, drops: DropCounts, *, require_soc: bool = False) -> tuple[np.ndarray, int]:
+    """``(rows, points)``: the ``(n, 7)`` rows (:data:`~evroute.traces.csvstream.ROW_FIELDS`, time in s since the
+    epoch, the line of each ``<trkpt>``) of the valid track points of a GPX file, and the number of points.
 
-    Args:
-        require_soc: refuse a point without the ``soc`` extension (else its state of charge is NaN).
+    A point that fails a check is dropped and counted in ``drops`` by its line (never the whole file): no ``<time>``,
+    time not increasing, a state of charge that is not a number or outside [0, 100] (or missing, with
+    ``require_soc``), a position outside WGS 84, an altitude or speed that is not finite (speed < 0).  A point's
+    speed is ``<speed>`` (m/s), else the distance from the previous kept point over the time between them.
 
     Raises:
-        DataError: unreadable XML, a point without time, a value out of range, time not increasing, < 2 points.
+        DataError: the file is missing or not GPX (one line naming it).
     """
     import gpxpy
     import gpxpy.gpx
@@ -81,39 +78,88 @@ def read_trace_gpx(path: str | Path, *, require_soc: bool = True, name: str | No
         raise DataError(f"{p}: not a GPX file: {' '.join(str(exc).split())[:120]}") from None
     points = [pt for trk in gpx.tracks for seg in trk.segments for pt in seg.points]
     if len(points) != len(lines):
-        lines = [0] * len(points)
-    if len(points) < 2:
-        raise DataError(f"{p}: needs at least 2 track points (<trkpt>), got {len(points)}")
-    n = len(points)
-    t, lat, lon, alt, soc, spd = (np.empty(n) for _ in range(6))
-    for i, pt in enumerate(points):
-        line = lines[i]
-        if pt.time is None:
-            raise DataError(f"{p}:{line}: field 'time': track point without <time>")
-        t[i] = pt.time.timestamp()
-        if i and t[i] <= t[i - 1]:
-            raise DataError(f"{p}:{line}: field 'time': time does not increase ({pt.time.isoformat()})")
-        value: float | None = None
+        lines = list(range(1, len(points) + 1))
+    rows: list[tuple[float, ...]] = []
+    last_t = -math.inf
+    for pt, line in zip(points, lines, strict=True):
+        soc: float | None = None
+        reason = None
         for ext in pt.extensions:
             for el in ext.iter():
                 if _local_name(el.tag) == "soc":
                     try:
-                        value = float((el.text or "").strip())
+                        soc = float((el.text or "").strip())
                     except ValueError:
-                        raise DataError(f"{p}:{line}: field 'soc': not a number: {el.text!r}") from None
-        if value is None and require_soc:
-            raise DataError(f"{p}:{line}: field 'soc': track point without a state-of-charge extension <soc>")
-        _check_point(p, line, float(pt.latitude), float(pt.longitude), value)
-        lat[i], lon[i] = pt.latitude, pt.longitude
-        alt[i] = 0.0 if pt.elevation is None else float(pt.elevation)
-        soc[i] = math.nan if value is None else value
-        spd[i] = math.nan if pt.speed is None else float(pt.speed)
-        if not (math.isfinite(alt[i]) and (math.isnan(spd[i]) or 0 <= spd[i] < 1e3)):
-            raise DataError(f"{p}:{line}: field 'ele'/'speed': not a finite altitude or a speed >= 0")
-    if np.isnan(spd).any():  # distance over time, the first point takes the second's
-        step = haversine_m(lat[:-1], lon[:-1], lat[1:], lon[1:]) / np.diff(t)
-        spd = np.where(np.isnan(spd), np.concatenate([step[:1], step]), spd)
-    return Trace(t_s=t - t[0], speed_mps=spd, altitude_m=alt, soc_pct=soc, lat=lat, lon=lon, name=name or p.stem)
+                        reason = "field 'soc': not a number"
+        lat, lon = float(pt.latitude), float(pt.longitude)
+        alt = 0.0 if pt.elevation is None else float(pt.elevation)
+        spd = math.nan if pt.speed is None else float(pt.speed)
+        t = math.nan if pt.time is None else pt.time.timestamp()
+        if reason is not None:
+            pass
+        elif pt.time is None:
+            reason = "field 'time': track point without <time>"
+        elif soc is None and require_soc:
+            reason = "field 'soc': track point without a state-of-charge extension <soc>"
+        elif soc is not None and not (math.isfinite(soc) and 0.0 <= soc <= 100.0):
+            reason = "field 'soc': state of charge outside [0, 100]"
+        elif not (math.isfinite(lat) and abs(lat) <= 90 and math.isfinite(lon) and abs(lon) <= 180):
+            reason = "field 'lat'/'lon': position outside WGS 84 range"
+        elif not (math.isfinite(alt) and (math.isnan(spd) or 0 <= spd < 1e3)):
+            reason = "field 'ele'/'speed': not a finite altitude or a speed >= 0"
+        elif t <= last_t:
+            reason = "field 'time': time does not increase"
+        if reason is not None:
+            drops.add(reason, [line])
+            continue
+        last_t = t
+        rows.append((t, spd, alt, math.nan if soc is None else soc, lat, lon, float(line)))
+    a = np.array(rows, dtype=np.float64).reshape(-1, 7)
+    nan = np.isnan(a[:, 1])
+    if nan.any() and len(a) >= 2:  # distance over time, the first point takes the second's
+        step = haversine_m(a[:-1, 4], a[:-1, 5], a[1:, 4], a[1:, 5]) / np.diff(a[:, 0])
+        a[:, 1] = np.where(nan, np.concatenate([step[:1], step]), a[:, 1])
+    elif nan.any():
+        a[:, 1] = 0.0
+    return a, len(points)
+
+
+def read_trace_gpx(path: str | Path, *, require_soc: bool = True, name: str | None = None) -> Trace:
+    """Read a GPX track (module doc) into a :class:`Trace`, time shifted to start at 0; bad points are dropped
+    (:func:`gpx_rows`) with one :class:`~evroute.errors.DataWarning` counting them per reason.
+
+    Args:
+        require_soc: drop a point without the ``soc`` extension (else its state of charge is NaN).
+
+    Raises:
+        DataError: unreadable or not GPX, fewer than 2 usable points (naming the reasons of the drops).
+    """
+    p = Path(path)
+    drops = DropCounts()
+    a, n = gpx_rows(p, drops, require_soc=require_soc)
+    if len(a) < 2:
+        raise DataError(f"{p}: needs at least 2 usable track points (<trkpt>), got {len(a)} of {n}{drops.brief()}")
+    if drops:
+        warnings.warn(DataWarning(drops.text(str(p), n)), stacklevel=2)
+    return Trace.from_samples(a, name or p.stem)
+
+
+def read_traces(paths: Sequence[str | Path], columns: TraceColumns | None = None) -> list[Trace]:
+    """Read several trip logs (all validated before any is returned); a log that spans a charging stop becomes
+    one trace per segment, and a speed column that disagrees with the positions is warned about
+    (:func:`evroute.traces.clean.split_all`).  A ``.gpx`` file is read as GPX (its points without a state of
+    charge kept, with NaN), its implausible points dropped (:func:`evroute.traces.clean.clean_trace`)."""
+    from evroute.traces.clean import clean_trace, split_all
+
+    out: list[Trace] = []
+    for p in paths:
+        if Path(p).suffix.lower() == ".gpx":
+            tr = clean_trace(read_trace_gpx(p, require_soc=False), str(p))
+            traces = [] if tr is None else [tr]
+        else:
+            traces = [read_trace_csv(p, columns)]
+        out += split_all(traces, str(p))
+    return out
 
 
 def _scan_xml(path: Path, tag: str, handle: Callable[[int, float, dict[str, str]], None]) -> None:

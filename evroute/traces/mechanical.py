@@ -24,7 +24,7 @@ The same convention as the SUMO replay (:mod:`evroute.sumo.record`: ``reduced_wh
 potential_wh`` with SUMO's ``m + rotatingMass`` and junction heights), and heights come from the road network, not
 the log (GPS altitude is metres off; the network's junction heights are what a route's boundary term uses, so the
 two agree exactly).  Model files record it in their header as :func:`energies_meta`; ``evroute route`` / ``reach``
-add the boundary term back (:mod:`evroute.driver.commands`).
+add the boundary term back (:mod:`evroute.cli.driver`).
 """
 
 from __future__ import annotations

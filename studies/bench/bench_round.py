@@ -42,6 +42,7 @@ from evroute.oracle import rectified_reference_route
 from evroute.policies import ThompsonSampling
 from evroute.routes import resolve_route
 from studies.common.bench import available_networks, machine_line
+from studies.reproduce.provenance import commit_line, head_commit
 
 DEFAULT_NETWORKS = ["synthetic:1000:0", "synthetic:10000:0", "synthetic:100000:0", "monaco", "luxembourg"]
 COMPONENTS = ["posterior_ms", "index_ms", "oracle_ms", "update_ms"]
@@ -130,7 +131,8 @@ def build_report(d: dict[str, Any]) -> str:
         )
     return (
         f"Command: `{d['command']}`  \nMachine: {d['machine']}  \n"
-        f"Medians over {d['repeats']} repeats x {d['rounds']} rounds (after {d['warmup']} warm-up rounds), ms; "
+        + (commit_line(d.get("commit"), "bench_round_turns", timing=True) + "  \n" if d.get("commit") else "")
+        + f"Medians over {d['repeats']} repeats x {d['rounds']} rounds (after {d['warmup']} warm-up rounds), ms; "
         "round CPU: process CPU time, the other columns wall time.\n\n" + data + header + body + _findings(d["rows"])
     )
 
@@ -175,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         d = {
             "command": cmd.strip(),
             "machine": machine_line(),
+            "commit": head_commit(),
             "load": os.getloadavg()[0],
             "repeats": args.repeats,
             "rounds": args.rounds,

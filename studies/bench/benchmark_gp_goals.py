@@ -386,8 +386,23 @@ def report_grid(d: dict[str, Any], book: dict[str, Any] | None) -> tuple[list[st
         "",
         f"* **wall {d['wall_s']:.0f} s ({d['wall_s'] / 60:.1f} min)**, CPU {d['cpu_s']:.0f} s.",
     ]
+    goal = ("Fig. 2 grid, both environments, wall s", GRID_GOAL_S, float(d["wall_s"]))
     if book is not None:
         cpu = [c["cpu_s"] for c in book["meta"]["cells"].values()]
+        if d["references_imported"]:  # the goal is the grid from scratch: its references' CPU over the workers
+            scratch = float(d["wall_s"]) + sum(cpu) / int(d["workers"])
+            goal = (
+                f"Fig. 2 grid, both environments, wall s from scratch (the grid's {d['wall_s']:.0f} s with its "
+                f"references precomputed + their {sum(cpu):.0f} CPU s over {d['workers']} workers, a lower bound)",
+                GRID_GOAL_S,
+                scratch,
+            )
+            lines.append(
+                f"* Goal <= {GRID_GOAL_S:g} s wall for the grid from scratch: "
+                f"{'met' if scratch <= GRID_GOAL_S else 'missed'}: at least {scratch:.0f} s (the "
+                f"{d['wall_s']:.0f} s above plus the reference book's {sum(cpu):.0f} CPU s spread perfectly over "
+                f"the {d['workers']} workers); {d['wall_s']:.0f} s only with the book computed beforehand."
+            )
         lines.append(
             f"* The reference book (`studies/bench/fig2_references.py`, [data](data/fig2_paper_references.json)): "
             f"{len(book['records'])} references of the paper environment that need the negative-cycle search, "
@@ -404,7 +419,7 @@ def report_grid(d: dict[str, Any], book: dict[str, Any] | None) -> tuple[list[st
             for k, v in d["cells"].items()
         ),
     ]
-    return lines, [("Fig. 2 grid, both environments, wall s", GRID_GOAL_S, float(d["wall_s"]))]
+    return lines, [goal]
 
 
 def report_setup(d: dict[str, Any]) -> tuple[list[str], list[tuple[str, float, float]]]:

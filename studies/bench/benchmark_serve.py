@@ -2,11 +2,11 @@
 1, 8 and 64 concurrent clients, errors, a model swap under load, and the server's memory over a long run.
 
 For each model kind (BI, exact GP) the script saves a model file learned from synthetic observations (physics mean
-plus Gaussian noise on random edges of the network; seed 0), starts ``python -m evroute serve --network N --model M``
-as a child process (twice: the first start warms the caches, the second is timed), sends ``POST /route`` requests
-with a start charge (so the risk-aware route is searched too) between random pairs of edges from client threads
-(one ``httpx.Client`` with keep-alive each), and records per request the client latency and the server's own
-``elapsed_ms``; the server's CPU time comes from ``/proc/<pid>/stat`` (psutil), the machine load from
+plus Gaussian noise on random edges of the network; seed 0), starts ``python -m evroute serve --network N
+--model-file M`` as a child process (twice: the first start warms the caches, the second is timed), sends ``POST
+/route`` requests with a start charge (so the risk-aware route is searched too) between random pairs of edges from
+client threads (one ``httpx.Client`` with keep-alive each), and records per request the client latency and the
+server's own ``elapsed_ms``; the server's CPU time comes from ``/proc/<pid>/stat`` (psutil), the machine load from
 ``os.getloadavg``.  Requests are bounded in number and the whole run in time (``--time-limit``); only 127.0.0.1 is
 contacted.  The data go to a JSON file, from which ``--doc`` writes the Markdown page::
 
@@ -61,7 +61,18 @@ def start_server(network: str, model: Path, port: int) -> tuple[subprocess.Popen
     import psutil
 
     t0 = time.perf_counter()
-    cmd = [sys.executable, "-m", "evroute", "serve", "--network", network, "--model", str(model), "--port", str(port)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "evroute",
+        "serve",
+        "--network",
+        network,
+        "--model-file",
+        str(model),
+        "--port",
+        str(port),
+    ]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
     while True:
         if proc.poll() is not None:

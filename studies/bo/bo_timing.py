@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from evroute.bo import BOKE, GPUCB, KRUCB, BOKEPlus, SquaredExponential, get_function
+from studies.reproduce.provenance import commit_line, head_commit
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "results"
 METHODS = ["BOKE", "BOKE+", "KR-UCB", "GP-UCB (rank-one)", "GP-UCB (full refit)"]
@@ -87,6 +88,7 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"n={n} {m}: {table[m][-1]:.4f}s", flush=True)
         d = {"command": command.rstrip(), "sizes": sizes, "repeats": args.repeats, "seconds": table}
         d["machine"] = f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
+        d["commit"] = head_commit()
         data.parent.mkdir(parents=True, exist_ok=True)
         data.write_text(json.dumps(d, indent=1) + "\n")
     lines = build_report(d)
@@ -118,6 +120,7 @@ def build_report(d: dict[str, Any]) -> list[str]:
         "",
         f"Command: `{d['command']}`",
         "",
+        *([commit_line(str(d["commit"]), "bo_timing", timing=True), ""] if d.get("commit") else []),
         "Generated from the measured times in [`data/bo_timing.json`](data/bo_timing.json) (rebuild: "
         "`python -m studies.bo.bo_timing --report-only`).",
         "",

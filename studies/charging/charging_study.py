@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from studies.reproduce.provenance import head_commit
+
 DATA = Path("docs/results/data")
 PAGE = Path("docs/results/charging.md")
 CHARGERS = Path("data/chargers/luxembourg_synthetic.geojson")
@@ -217,6 +219,18 @@ def _pct(x: float, d: int = 2) -> str:
     return f"{100 * x:.{d}f} %"
 
 
+def _commit_lines(*tables: pd.DataFrame) -> list[str]:
+    """The commit the rows come from (the tables' ``commit`` column), as the page's line; none if unrecorded."""
+    from studies.reproduce.provenance import commit_line
+
+    commits = sorted({str(c) for t in tables if "commit" in t.columns for c in t["commit"].dropna()})
+    if not commits:
+        return []
+    if len(commits) == 1:
+        return [commit_line(commits[0], "charging"), ""]
+    return [f"Rows from commits {', '.join(f'`{c}`' for c in commits)} (column `commit` of each table).", ""]
+
+
 def report(val: pd.DataFrame, buf: pd.DataFrame, lat: pd.DataFrame, rho: float) -> str:
     out = [
         "# Charging plans: stranding in sampled worlds, the mean + buffer planner, latency",
@@ -226,6 +240,7 @@ def report(val: pd.DataFrame, buf: pd.DataFrame, lat: pd.DataFrame, rho: float) 
         "[`data/charging_buffer.csv`](data/charging_buffer.csv) and "
         "[`data/charging_latency.csv`](data/charging_latency.csv).",
         "",
+        *_commit_lines(val, buf, lat),
         "Setting: Luxembourg (LuST OSM, flat), vehicle `sumo_ev` (35 kWh, 40 kW CCS curve), the physics prior (BI) as "
         "the posterior, the 50 **synthetic** chargers of `data/chargers/luxembourg_synthetic.geojson`, "
         f"{val['trip'].nunique()} seeded trips at least 6 km apart, each starting with the reserve "
@@ -390,14 +405,16 @@ def main() -> None:
     if not args.report_only:
         lg, veh, belief, chargers = setup()
         pairs = trips(lg, args.trips)
+        commit = head_commit()  # the checkout that records the rows (studies/reproduce/provenance.py)
         val, buf = validation(lg, veh, belief, chargers, pairs, rho)
+        val, buf = val.assign(commit=commit), buf.assign(commit=commit)
         val.to_csv(data / "charging_validation.csv", index=False, float_format="%.6g")
         buf.to_csv(data / "charging_buffer.csv", index=False, float_format="%.6g")
-        lat = latency(lg, veh, belief, chargers, pairs, rho)
+        lat = latency(lg, veh, belief, chargers, pairs, rho).assign(commit=commit)
         lat.to_csv(data / "charging_latency.csv", index=False, float_format="%.6g")
-    val = pd.read_csv(data / "charging_validation.csv")
-    buf = pd.read_csv(data / "charging_buffer.csv")
-    lat = pd.read_csv(data / "charging_latency.csv")
+    val = pd.read_csv(data / "charging_validation.csv", dtype={"commit": str})
+    buf = pd.read_csv(data / "charging_buffer.csv", dtype={"commit": str})
+    lat = pd.read_csv(data / "charging_latency.csv", dtype={"commit": str})
     Path(args.out).write_text(report(val, buf, lat, rho))
     print(f"wrote {args.out}")
 

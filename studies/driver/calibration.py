@@ -2,7 +2,8 @@
 inside the predicted 90 % intervals, for the physics prior alone and after learning (BI, exact GP).
 
     EVROUTE_DATA=/work/shared/data python -m studies.driver.calibration --network monaco --routes 300 \\
-        --train 1500 --hours 8 9 --peak 300 --probe-rounds 1 --seed 0 --out docs/results/calibration.md
+        --train 1500 --hours 8 9 --peak 300 --probe-rounds 1 --seed 0 \\
+        --out docs/results/calibration_traversals.md
 
 Data: one recorded SUMO day on the network (``--env sumo-replay``'s, cached; :func:`evroute.sumo.replay.record_day`).
 Every edge's traversals are split at random into a training half and a held-out half (an edge with one traversal,
@@ -120,7 +121,7 @@ def measure(a: argparse.Namespace) -> dict[str, Any]:
     return {
         "command": f"EVROUTE_DATA=/work/shared/data python -m studies.driver.calibration --network {a.network} "
         f"--routes {a.routes} --train {a.train} --hours {a.hours[0]} {a.hours[1]} --peak {a.peak} "
-        f"--probe-rounds {a.probe_rounds} --seed {a.seed} --out docs/results/calibration.md",
+        f"--probe-rounds {a.probe_rounds} --seed {a.seed} --out docs/results/calibration_traversals.md",
         "wall_s": time.perf_counter() - t0,
         "cpu_s": time.process_time() - c0,
         "load": os.getloadavg()[0],
@@ -164,7 +165,8 @@ def build_report(d: dict[str, Any]) -> list[str]:
         f"{d['load']:.1f} on the shared 2-core machine).",
         "",
         "Generated from the per-trip numbers in [`data/calibration.json`](data/calibration.json) (rebuild without "
-        "SUMO: `python -m studies.driver.calibration --report-only`).",
+        "SUMO: `python -m studies.driver.calibration --report-only --out docs/results/calibration_traversals.md`; "
+        "superseded by the live-trip [`calibration.md`](calibration.md)).",
         "",
         'Prior: the paper\'s Eq. 8 (the script asks for it by name, `prior="eq8"`; on the command line '
         "`evroute route --prior eq8`). Produced at commit f62f65a, when Eq. 8 was `evroute route`'s default (the row "

@@ -15,6 +15,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from evroute.stats import (
     PairedDifference,
     format_mean_se,
@@ -131,7 +133,11 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
         "",
         f"Protocol: consistent environment, elevation potential, T = {', '.join(horizons) or '--'} rounds, "
         f"regret against the exact optimum ({', '.join(refs) or '--'}). GP = exact GP posterior (`gp-exact`). "
-        'Init `default` = the neutral model prior (`docs/gp.md`, "Model prior"), no knowledge of the environment; '
+        'Init `default` = the neutral model prior (`docs/gp.md`, "Model prior"); in these rows its prior and noise '
+        "standard deviations were the paper's fractions 0.25 and 0.1 of sigma_det, the same fractions the consistent "
+        "environment generates with, and its kernel is of the environment's family; only the lengthscale differed: "
+        '"without the truth" below means without the true lengthscale and per-edge variances, not without the '
+        "environment's scale and noise (issue 38); "
         "`oracle` (ablation) = the environment's generating kernel and noise variance and its ACTUAL per-edge "
         "marginal variances after the cap (`min(sigma0^2 v_e, (max_cv r_det(e))^2)`, "
         "`ConsistentEnvironment.marginal_variances`): BI takes them as per-edge prior variances, the GP scales its "
@@ -140,6 +146,7 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
         f"Environment `max_cv` = {MAX_CV_MAIN:g} unless a run is named -CV<value>.",
         "",
     ]
+    lines += provenance_lines(rows)
     if legacy:
         lines += [
             "`oracle-v1` (runs named -ORACLE-V1, kept from an earlier definition; their raw runs are gone): the "
@@ -166,17 +173,22 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
         lines += [
             f"## {route}",
             "",
-            "Final cumulative regret (Wh), mean +- 1 s.e. over the seeds that finished:",
+            "Final cumulative regret (Wh), mean +- 1 s.e. over the seeds that finished, and its tail: the median, "
+            "the 90th percentile (linear interpolation) and the worst seed:",
             "",
-            "| run | model | policy | init | hyper-parameter refits | max_cv | seeds | final regret (Wh) |",
-            "|---|---|---|---|---|---|---|---|",
+            "| run | model | policy | init | hyper-parameter refits | max_cv | seeds | final regret (Wh) | median "
+            "| 90th percentile | worst seed (Wh) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|",
         ]
         for v in VARIANTS:
             f = finals.get((route, v.name))
             if f:
+                worst = max(f, key=lambda s: f[s])
+                vals = sorted(f.values())
                 lines.append(
                     f"| {v.name} | {v.model} | {v.policy} | {v.init} | {v.refits} | {v.max_cv:g} | {len(f)} | "
-                    f"{format_mean_se(*mean_se(f.values()), 1)} |"
+                    f"{format_mean_se(*mean_se(f.values()), 1)} | {float(np.median(vals)):.1f} | "
+                    f"{float(np.percentile(vals, 90)):.1f} | {f[worst]:.1f} (seed {worst}) |"
                 )
         lines += [
             "",
@@ -206,6 +218,44 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
         lines += ["", *sentences, ""]
     lines += sensitivity_lines(tests, adjusted, finals, sens, m_tests)
     lines += ["## Answer", "", *answer(tests, adjusted)]
+    return lines
+
+
+def provenance_lines(rows: Sequence[dict[str, str]]) -> list[str]:
+    """The commits that recorded the rows, per route (the data's ``commit`` column), and which rows reproduce at
+    HEAD (those ``studies.reproduce`` re-runs: the synthetic route's)."""
+    per: dict[str, dict[str, int]] = {}
+    for r in rows:
+        c = per.setdefault(r["route"], {})
+        c[r.get("commit") or "unlabelled"] = c.get(r.get("commit") or "unlabelled", 0) + 1
+    real = [route for route in per if not route.startswith("synthetic:")]
+    lines = [
+        "Provenance: each row carries the commit that recorded it (column `commit`; rows recorded before the column "
+        "existed: the commit that last wrote the row's line, `python -m studies.reproduce.provenance`).  Rows per "
+        "route and commit:",
+        "",
+        "| route | rows | commit (rows) |",
+        "|---|---:|---|",
+    ]
+    for route, c in per.items():
+        cells = ", ".join(f"`{k}` ({n})" for k, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
+        lines.append(f"| {route} | {sum(c.values())} | {cells} |")
+    lines += [""]
+    if real:
+        lines += [
+            f"The rows of {', '.join(real)} were recorded before issue 34 changed the networks' speeds and the "
+            "default energy prior (merged at commit `7991dbd`), from which the consistent environment draws its "
+            "energies: they are not reproduced at HEAD; each comes from the code at (or, for a run that took "
+            "longer than a commit, just before) its commit: `git checkout <commit>`, then the study command that "
+            "names its route and stage (before commit `16c07d3` the study was `gp_vs_bi` under `scripts/paper/`).  "
+            "Every sentence below about these routes describes that code, not HEAD.  On the synthetic route only "
+            "the BI rows with the oracle init reproduce at HEAD (`python -m studies.reproduce.run --pages gp_vs_bi` "
+            "re-runs them and compares): issue 38 changed the default prior (its values are no longer the "
+            "environments' generating fractions), so the default-init rows, BI's and the GP's, come from the code "
+            "of their commits, and the GP rows also from the GP code of their commits (re-run at HEAD, "
+            "GP-EXACT-BUCB seeds differ).",
+            "",
+        ]
     return lines
 
 

@@ -77,7 +77,10 @@ def configs(args: argparse.Namespace, network: str, route: str, stage: int) -> d
 
 def collect(args: argparse.Namespace, routes: Sequence[tuple[str, str]]) -> list[dict[str, object]]:
     """Rows of the per-seed CSV from the finished seeds under ``--runs``."""
+    from studies.reproduce.provenance import head_commit
+
     rows: list[dict[str, object]] = []
+    commit = head_commit()
     for network, route in routes:
         key = R.route_key(network, route)
         for v in VARIANTS:
@@ -101,6 +104,7 @@ def collect(args: argparse.Namespace, routes: Sequence[tuple[str, str]]) -> list
                         "seed": seed,
                         "final_regret_wh": f"{final:.6f}",
                         "reference": summ.get("optimal_method", "?"),
+                        "commit": commit,
                     }
                 )
     return rows

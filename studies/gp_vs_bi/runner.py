@@ -94,7 +94,9 @@ COMPARISONS = (
     *((f"GP-EXACT-TS-{cv_name(cv)}", f"BI-TS-{cv_name(cv)}", f"GP-TS vs BI-TS at max_cv = {cv:g}") for cv in MAX_CVS),
 )
 
-#: the columns of the per-seed table, in order
+#: the columns of the per-seed table, in order; ``commit``: the commit that recorded the row (the checkout's, with
+#: ``+dirty`` if its evroute/ or studies/ had uncommitted changes; rows older than the column: ``git blame``'s,
+#: :mod:`studies.reproduce.provenance`)
 FIELDS = (
     "route",
     "run",
@@ -107,6 +109,7 @@ FIELDS = (
     "seed",
     "final_regret_wh",
     "reference",
+    "commit",
 )
 
 #: seeds per group in issue 24's design (the coverage table reports what finished against these)
@@ -114,9 +117,19 @@ DESIGN = {"main": 20, "ablation": 10, "ucb": 10, "sensitivity": 10}
 
 
 def merge(old: Sequence[Mapping[str, object]], new: Sequence[dict[str, object]]) -> list[dict[str, object]]:
-    """``old`` rows updated by ``new`` ones (same route, run and seed), in the order route, variant, seed."""
-    both: list[dict[str, object]] = [{**r} for r in old] + [{**r} for r in new]
-    rows = {(str(r["route"]), str(r["run"]), int(str(r["seed"]))): dict(r) for r in both}
+    """``old`` rows updated by ``new`` ones (same route, run and seed), in the order route, variant, seed.
+
+    A new row with the same final regret as its old row keeps the old row's ``commit`` (a re-collected raw run
+    that an earlier checkout made is still that checkout's row)."""
+
+    def key(r: Mapping[str, object]) -> tuple[str, str, int]:
+        return str(r["route"]), str(r["run"]), int(str(r["seed"]))
+
+    rows = {key(r): {**r} for r in old}
+    for r in new:
+        prev = rows.get(key(r))
+        same = prev is not None and prev.get("commit") and str(prev["final_regret_wh"]) == str(r["final_regret_wh"])
+        rows[key(r)] = {**r, "commit": prev["commit"]} if same and prev is not None else {**r}
     for r in rows.values():
         r.setdefault("max_cv", f"{BY_NAME[str(r['run'])].max_cv:g}")
     order = {name: i for i, name in enumerate(BY_NAME)}

@@ -32,6 +32,7 @@ from evroute.environments import make_environment
 from evroute.experiments.runner import load_linegraph
 from evroute.io import atomic_write_text
 from studies.common.bench import machine_line
+from studies.reproduce.provenance import commit_line, head_commit
 
 
 def coverage_row(network: str, params: dict[str, object]) -> dict[str, object]:
@@ -90,7 +91,8 @@ def build_report(d: dict[str, Any]) -> str:
         f"Probe trips of the day cover {probes}.\n\n"
         f"Command: `{d['command']}` (EVROUTE_DATA holding the OSM files; recorded days cached)  \n"
         f"Machine: {d['machine']}  \n"
-        "CPU / wall: recording the day (SUMO runs and probe rounds), measured when it was recorded (the day's "
+        + (commit_line(d.get("commit"), Path(d["data"]).stem) + "  \n" if d.get("commit") else "")
+        + "CPU / wall: recording the day (SUMO runs and probe rounds), measured when it was recorded (the day's "
         "meta; CPU includes the SUMO processes).\n\n"
         f"Generated from the per-network numbers in [`{data}`]({data}) (rebuild without SUMO or the OSM files: "
         f"`python -m studies.sumo.turn_coverage --report-only --data docs/results/{data} --out FILE`); every number "
@@ -148,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         d = {
             "command": cmd.strip(),
             "machine": machine_line(),
+            "commit": head_commit(),
             "load": os.getloadavg()[0],
             "turn_min_samples": args.turn_min_samples,
             "probe_turns": args.probe_turns,

@@ -97,12 +97,12 @@ def stored_rows(network: str, routes: list[str], data: Path) -> tuple[list[dict[
     the stored trips; each checked against its key)."""
     if not (data / FINALS).is_file() or not (data / TRIPS).is_file():
         _fail(f"--from-data needs {data / FINALS} and {data / TRIPS}")
-    finals = pd.read_csv(data / FINALS)
+    finals = pd.read_csv(data / FINALS, dtype={"commit": str})
     finals = finals[(finals["network"] == network) & finals["route"].isin(routes)]
     missing = sorted(set(routes) - set(finals["route"]))
     if missing:
         _fail(f"no final routes of {network} {missing[0]} in {data / FINALS}")
-    trips = pd.read_csv(data / TRIPS)
+    trips = pd.read_csv(data / TRIPS, dtype={"commit": str})
     trips = trips[trips["network"] == network].drop_duplicates("route_key").set_index("route_key")
     edges_of: dict[str, str] = {}
     for key in dict.fromkeys(finals["route_key"].astype(str)):
@@ -117,8 +117,11 @@ def stored_rows(network: str, routes: list[str], data: Path) -> tuple[list[dict[
 
 def merge(path: Path, new: pd.DataFrame, key: list[str]) -> None:
     """Rows of ``new`` replace those of ``path`` with the same ``key``; the rest are kept."""
+    from studies.reproduce.provenance import head_commit
+
+    new = new.assign(commit=head_commit())  # the checkout that recorded the new rows
     if path.is_file():
-        old = pd.read_csv(path)
+        old = pd.read_csv(path, dtype={"commit": str})
         idx = pd.MultiIndex.from_frame(old[key]).isin(pd.MultiIndex.from_frame(new[key]))
         new = pd.concat([old[~idx], new], ignore_index=True)
     atomic_write_text(path, new.to_csv(index=False, lineterminator="\n"))

@@ -50,6 +50,30 @@ def _finals(df: pd.DataFrame, column: str) -> dict[str, dict[int, float]]:
     return {lab: dict(zip(g["seed"], g[column], strict=True)) for lab, g in df.groupby("label", sort=False)}
 
 
+def provenance_lines(df: pd.DataFrame) -> list[str]:
+    """The commits that recorded the per-seed rows, per route (the data's ``commit`` column), and their label."""
+    from collections import Counter
+
+    from studies.reproduce.provenance import before_issue34_sentence, commit_table
+
+    if "commit" not in df.columns:
+        return []
+    groups = {
+        f"{n} {r}": Counter(g["commit"].fillna("unlabelled").astype(str))
+        for (n, r), g in df.groupby(["network", "route"], sort=False)
+    }
+    return [
+        "Provenance: each row carries the commit that recorded it (column `commit`; rows recorded before the column "
+        "existed: the commit that last wrote the row's line, `python -m studies.reproduce.provenance`).  Per-seed "
+        "rows per route and commit:",
+        "",
+        *commit_table(groups, "route"),
+        "",
+        before_issue34_sentence("`sumo_bandit_study` under `scripts/sumo/`"),
+        "",
+    ]
+
+
 def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: str) -> str:
     """The study's Markdown page from the per-seed data and the set-up alone (every sentence from the tables)."""
     T = int(meta["horizon"])
@@ -72,6 +96,7 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
         f"Machine: {meta['machine']}; run CPU time (all runs, set-up included) {df['cpu_s'].sum():.0f} s.",
         "",
         *rerun_lines(meta.get("rerun_check", {})),
+        *provenance_lines(df),
     ]
     for (network, route), g in df.groupby(["network", "route"], sort=False):
         m = meta["routes"][f"{network}-{route}"]
@@ -308,14 +333,18 @@ def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None
     (default: ``data``'s folder)."""
     from studies.sumo_bandit.runner import live_section, read_live, read_timing
 
-    df = pd.read_csv(data)
+    df = pd.read_csv(data, dtype={"commit": str})
     meta = json.loads(meta_path.read_text())
     text = report(df, meta, data.name, meta_path.name)
     extra = data.parent if extra is None else extra
     live = read_live(extra)  # the final routes driven live (studies/sumo_bandit/live.py), when scored
     if live is not None:
         order = {k: list(r.get("methods", [])) for k, r in meta["routes"].items()}
-        text += "\n".join(["", *live_section(*live, order)])
+        replay = {
+            f"{n}-{r}": {str(lab): sorted(int(s) for s in g2["seed"]) for lab, g2 in g.groupby("label")}
+            for (n, r), g in df.groupby(["network", "route"])
+        }
+        text += "\n".join(["", *live_section(*live, order, replay)])
     timing = read_timing(extra)  # one seed of the dearest methods timed on a network not run
     if timing is not None:
         driven = frozenset(live[1]["network"]) if live is not None else frozenset()

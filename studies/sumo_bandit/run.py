@@ -38,6 +38,9 @@ from studies.sumo_bandit.report import report_from_files
 from studies.sumo_bandit.runner import merge_rows
 
 #: Columns of the per-seed data file (``--data``); regrets in Wh, cumulative over the horizon.
+#: read the commit column as text (a hash such as ``1234e56`` is not a number)
+COMMIT = {"commit": str}
+#: the per-seed table's columns; ``commit``: the checkout that recorded the row (:mod:`studies.reproduce.provenance`)
 COLUMNS = [
     "network",
     "route",
@@ -51,6 +54,7 @@ COLUMNS = [
     "reference_wh",
     "reference_exact",
     "cpu_s",
+    "commit",
 ]
 
 
@@ -95,7 +99,9 @@ def collect_rows(network: str, route: str, cfgs: dict[str, tuple[ExperimentConfi
         return []
     cfg0 = next(iter(cfgs.values()))[0]
     turn = turn_truth_finals(folders, cfg0)
-    rows = []
+    from studies.reproduce.provenance import head_commit
+
+    rows, commit = [], head_commit()
     for lab, folder in folders.items():
         cfg = cfgs[lab][0]
         for sd, s in sorted(_seed_summaries(folder).items()):
@@ -116,6 +122,7 @@ def collect_rows(network: str, route: str, cfgs: dict[str, tuple[ExperimentConfi
                     "reference_wh": round(float(ref["wh"]), 3),
                     "reference_exact": bool(ref["exact"]),
                     "cpu_s": round(float(s["cpu_s_this_session"]) + float(s.get("setup_cpu_s_this_session", 0.0)), 2),
+                    "commit": commit,
                 }
             )
     return rows
@@ -191,7 +198,7 @@ def write_data(
     data.parent.mkdir(parents=True, exist_ok=True)
     new = pd.DataFrame(rows, columns=COLUMNS)
     if data.is_file() and meta_path.is_file():
-        df, _ = merge_rows(pd.read_csv(data), new)
+        df, _ = merge_rows(pd.read_csv(data, dtype=COMMIT), new)
         old = json.loads(meta_path.read_text())
         checks = {**old.get("rerun_check", {}), **({meta["command"]: check} if check and check["compared"] else {})}
         commands = list(dict.fromkeys([*old.get("commands", [old["command"]]), meta["command"]]))
@@ -297,7 +304,7 @@ def run_route(network: str, route: str, cfgs: dict[str, tuple[ExperimentConfig, 
     if args.seed_major:  # seed 0 of every method, then seed 1...: a stopped study has k seeds of all
         stored: set[tuple[str, int]] = set()
         if Path(args.data).is_file():  # seeds already in --data run after the missing ones (then checked: merge_rows)
-            d = pd.read_csv(args.data)
+            d = pd.read_csv(args.data, dtype=COMMIT)
             d = d[(d["network"] == network) & (d["route"] == route)]
             stored = set(zip(d["label"], d["seed"].astype(int), strict=True))
         jobs = [(seed, cfg, out) for seed in range(args.seeds) for cfg, out in cfgs.values()]

@@ -57,6 +57,10 @@ TRIP_COLUMNS = [
 KEY = ["network", "route", "label", "seed"]
 
 
+#: read the commit column as text (a hash such as ``1234e56`` is not a number)
+COMMIT = {"commit": str}
+
+
 def merge_rows(old: pd.DataFrame, new: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, Any]]:
     """``old`` rows (the stored ``--data``) with ``new`` ones merged in, keyed by :data:`KEY`: a seed run again
     replaces its stored row (one row per key), and the check of that re-run against the stored value is returned:
@@ -212,23 +216,70 @@ def _paired(a: pd.Series | None, b: pd.Series | None) -> float:
     return float(d.mean()) if len(d) else math.nan
 
 
-def _sentence(a: str, b: str, p: Any) -> str:
+def departure_contrasts(ka: dict[int, str], kb: dict[int, str], battery: dict[str, pd.Series]) -> list[float]:
+    """Per departure time (slot, ascending), the mean over the seeds both methods have of the live battery energy
+    of A's final route minus B's at that time (Wh): the contrast whose spread over departure times the interval
+    over departures measures (the per-seed interval holds the departure times fixed)."""
+    per_slot: dict[int, list[float]] = {}
+    for s in sorted(set(ka) & set(kb)):
+        a, b = battery.get(ka[s]), battery.get(kb[s])
+        if a is None or b is None:
+            continue
+        for slot, v in (a - b).dropna().items():
+            per_slot.setdefault(int(slot), []).append(float(v))
+    return [float(np.mean(v)) for _, v in sorted(per_slot.items())]
+
+
+def _side(low: float, high: float) -> int:
+    """-1: the interval lies below 0, +1: above, 0: it contains 0 (or there is none)."""
+    return -1 if high < 0 else 1 if low > 0 else 0
+
+
+def _sentence(a: str, b: str, p: Any, dep: tuple[float, float, int]) -> str:
+    """The verdict on A - B: resolved only when the interval over seeds (departure times fixed) and the one over
+    departure times (seeds averaged) lie on the same side of 0."""
     if p.n < 2:
         return f"{a} - {b}: fewer than two seeds, no interval"
-    tail = f"({p.k_lower} of {p.n} seeds lower)"
-    if p.high < 0:
-        return f"{a}'s final routes cost less live battery energy than {b}'s: the 95 % interval lies below 0 {tail}"
-    if p.low > 0:
-        return f"{a}'s final routes cost more live battery energy than {b}'s: the 95 % interval lies above 0 {tail}"
-    return f"{a} - {b} is not resolved on live battery energy: the 95 % interval contains 0 {tail}"
+    tail = f"({p.k_lower} of {p.n} seeds lower; over the {dep[2]} departure times [{dep[0]:+.1f}, {dep[1]:+.1f}])"
+    seeds, deps = _side(p.low, p.high), _side(dep[0], dep[1])
+    if seeds == deps == -1:
+        return f"{a}'s final routes cost less live battery energy than {b}'s: both 95 % intervals lie below 0 {tail}"
+    if seeds == deps == 1:
+        return f"{a}'s final routes cost more live battery energy than {b}'s: both 95 % intervals lie above 0 {tail}"
+    if seeds:
+        return (
+            f"{a} - {b} is not resolved on live battery energy: the 95 % interval over seeds lies "
+            f"{'below' if seeds < 0 else 'above'} 0, the one over departure times contains 0 {tail}"
+        )
+    return f"{a} - {b} is not resolved on live battery energy: the 95 % interval over seeds contains 0 {tail}"
+
+
+def missing_seed_lines(runs: pd.DataFrame, replay: dict[str, list[int]], note: str | None) -> list[str]:
+    """A sentence naming the methods with fewer seeds driven live than the replay ran (``replay``: label -> its
+    seeds), and why (``note``, from the live set-up); none when every seed was driven."""
+    short = []
+    for lab, m in runs.groupby("label", sort=False):
+        have, want = set(m["seed"].astype(int)), set(replay.get(str(lab), []))
+        if want - have:
+            missing = ", ".join(str(s) for s in sorted(want - have))
+            short.append(f"{lab} {len(have & want)} of {len(want)} (not driven: seed {missing})")
+    if not short:
+        return []
+    why = f"  {note}" if note else "  Why is not recorded."
+    return ["", f"Seeds whose final route was not driven live: {'; '.join(short)}.{why}"]
 
 
 def live_section(
-    finals: pd.DataFrame, trips: pd.DataFrame, meta: dict[str, Any], order: dict[str, list[str]] | None = None
+    finals: pd.DataFrame,
+    trips: pd.DataFrame,
+    meta: dict[str, Any],
+    order: dict[str, list[str]] | None = None,
+    replay: dict[str, dict[str, list[int]]] | None = None,
 ) -> list[str]:
     """Markdown lines of the report section: per route, every method's final routes driven live against the replay
     optimum, and the paired GP - BI and turn - edge differences (every sentence generated from the table).
-    ``order``: ``"network-route"`` -> method labels in the study's order (others after them, as stored)."""
+    ``order``: ``"network-route"`` -> method labels in the study's order (others after them, as stored);
+    ``replay``: ``"network-route"`` -> label -> the seeds the replay ran (methods driven for fewer are named)."""
     ok = trips["ok"].astype(bool)
     nets = live_networks(meta)
     commands = "; ".join(f"`{m['command']}`" for m in nets.values())
@@ -295,8 +346,10 @@ def live_section(
                 f"[{lo:+.1f}, {hi:+.1f}] |"
             )
         above: dict[str, dict[int, float]] = {}
+        keys_of: dict[str, dict[int, str]] = {}
         for lab, m in runs.groupby("label", sort=False):
             keys = dict(zip(m["seed"].astype(int), m["route_key"].astype(str), strict=True))
+            keys_of[str(lab)] = keys
             live = {s: float(battery[k].mean()) for s, k in keys.items() if k in battery}
             live_r = {s: float(reduced[k].mean()) for s, k in keys.items() if k in reduced}
             diff = {s: _paired(battery.get(k), battery.get(opt)) for s, k in keys.items()}
@@ -310,31 +363,42 @@ def live_section(
                 f"| {format_mean_se(p.mean, p.se, signed=True)} | {ci} |"
             )
         pairs = _pairs(runs)
+        note = nets.get(str(network), {}).get("missing_seeds_note")
+        lines += missing_seed_lines(runs, (replay or {}).get(f"{network}-{route}", {}), note)
         lines += [
             "",
             "Paired per-seed differences of the final route's live battery energy (Wh; negative: the first method's "
-            "routes cost less), 95 % t-intervals:",
+            "routes cost less), 95 % t-intervals over seeds (each seed's difference averaged over the departure "
+            "times, so the departure times are held fixed) and over departure times (each time's difference "
+            "averaged over the seeds, so the traffic of a departure time varies); a difference is resolved only "
+            "when both intervals lie on the same side of 0:",
             "",
-            "| difference | kind | mean +- s.e. | 95 % interval | seeds lower / seeds |",
-            "|---|---|---:|---:|---:|",
+            "| difference | kind | mean +- s.e. | 95 % interval over seeds | seeds lower / seeds "
+            "| 95 % interval over departure times | departure times |",
+            "|---|---|---:|---:|---:|---:|---:|",
         ]
         sentences = []
         counts: dict[str, list[int]] = {"model": [0, 0, 0], "arms": [0, 0, 0]}
         for a, b, kind in pairs:
             p = paired_differences(above[a], above[b])
             ci = f"[{p.low:+.1f}, {p.high:+.1f}]" if p.n > 1 else "--"
+            per_dep = departure_contrasts(keys_of[a], keys_of[b], battery)
+            dlo, dhi = t_interval(per_dep) if len(per_dep) > 1 else (math.nan, math.nan)
+            dci = f"[{dlo:+.1f}, {dhi:+.1f}]" if len(per_dep) > 1 else "--"
             lines.append(
-                f"| {a} - {b} | {kind} | {format_mean_se(p.mean, p.se, signed=True)} | {ci} | {p.k_lower} / {p.n} |"
+                f"| {a} - {b} | {kind} | {format_mean_se(p.mean, p.se, signed=True)} | {ci} | {p.k_lower} / {p.n} "
+                f"| {dci} | {len(per_dep)} |"
             )
-            sentences.append(f"- {_sentence(a, b, p)}.")
-            counts[kind][0 if p.n > 1 and p.high < 0 else 1 if p.n > 1 and p.low > 0 else 2] += 1
+            sentences.append(f"- {_sentence(a, b, p, (dlo, dhi, len(per_dep)))}.")
+            side = _side(p.low, p.high) if p.n > 1 and _side(p.low, p.high) == _side(dlo, dhi) else 0
+            counts[kind][{-1: 0, 1: 1, 0: 2}[side]] += 1
         lines += ["", "Generated from the table above:", "", *sentences, ""]
         for kind, what in (("model", "gp-exact - bi"), ("arms", "turn - edge")):
             c = counts[kind]
             if sum(c):
                 lines.append(
                     f"Live, {kind}: of {sum(c)} paired comparisons {what}, {c[0]} resolve lower live energy, "
-                    f"{c[1]} higher, not resolved at 95 %: {c[2]}."
+                    f"{c[1]} higher, not resolved at 95 % over both seeds and departure times: {c[2]}."
                 )
         lines.append("")
     return lines
@@ -421,7 +485,7 @@ def read_live(data_dir: Path) -> tuple[pd.DataFrame, pd.DataFrame, dict[str, Any
     f, t, m = data_dir / FINALS, data_dir / TRIPS, data_dir / LIVE_META
     if not (f.is_file() and t.is_file() and m.is_file()):
         return None
-    return pd.read_csv(f), pd.read_csv(t), json.loads(m.read_text())
+    return pd.read_csv(f, dtype=COMMIT), pd.read_csv(t, dtype=COMMIT), json.loads(m.read_text())
 
 
 TIMING = "sumo_bandit_luxembourg_timing"  # .csv (per-seed rows of the timed runs) and .json (their set-up)

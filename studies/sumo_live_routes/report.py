@@ -52,12 +52,34 @@ def report_lines(trips: pd.DataFrame, trav: pd.DataFrame, corr: pd.DataFrame) ->
     returns: the header (:func:`header_lines`), one section per network (:func:`network_lines`) and the Eq. 8
     variants (:func:`eq8_section`)."""
     rp = route_predictions(trips, trav, corr)
-    lines = header_lines(trips)
+    lines = header_lines(trips) + provenance_lines(trips)
     summary = []
     for net, d in rp.groupby("network"):
         lines += network_lines(str(net), d, trips, trav, corr)
         summary.append((str(net), d, trips[trips["network"] == net]))
     return lines + eq8_section(summary, trav)
+
+
+def provenance_lines(trips: pd.DataFrame) -> list[str]:
+    """The commits that recorded the trips, per network (the trips' ``commit`` column), and their label."""
+    from collections import Counter
+
+    from studies.reproduce.provenance import before_issue34_sentence, commit_table
+
+    if "commit" not in trips.columns:
+        return []
+    groups = {str(n): Counter(g["commit"].fillna("unlabelled").astype(str)) for n, g in trips.groupby("network")}
+    return [
+        "Provenance: each live trip carries the commit that recorded it (column `commit` of "
+        f"[`{TRIPS}`](data/{TRIPS}); trips recorded before the column existed: the commit that last wrote the "
+        "trip's line before the study moved to `studies/` at commit `16c07d3`, which only renamed the recorded "
+        "commands).  Trips per network and commit:",
+        "",
+        *commit_table(groups, "network"),
+        "",
+        before_issue34_sentence("`sumo_live_routes` under `scripts/sumo/`"),
+        "",
+    ]
 
 
 def header_lines(trips: pd.DataFrame) -> list[str]:
@@ -244,6 +266,20 @@ def leave_one_pair_out_driver(d: pd.DataFrame) -> tuple[pd.Series, np.ndarray]:
     return d["turn"] + d["od"].map(c) * x, c.to_numpy()
 
 
+def goal_verdict(r2: float, cover: float) -> str:
+    """The goal (route-level R^2 >= 0.9 and 85-95 % coverage of the 90 % interval) judged on both parts."""
+    r2_part = "R^2 goal met" if r2 >= 0.9 else "R^2 goal missed"
+    cov_part = (
+        "coverage goal met"
+        if 0.85 <= cover <= 0.95
+        else "coverage too narrow"
+        if cover < 0.85
+        else ("coverage too wide")
+    )
+    whole = "goal met" if r2 >= 0.9 and 0.85 <= cover <= 0.95 else "goal missed"
+    return f"{whole} ({r2_part}, {cov_part} for 85-95 %)"
+
+
 def driver_lines(
     d: pd.DataFrame,
     tr: pd.DataFrame,
@@ -268,11 +304,11 @@ def driver_lines(
         f"of speed factor (least squares), Eq. 8 (`{DRIVER_VARIANT}`) predicts {model:+.0f} Wh per unit from the "
         "routes' speeds alone. With the speed factor known (here the trip's drawn value; an app would estimate it "
         f"from the driver's own trips) and the replay's turn means moved along Eq. 8's slope, R^2 is {fit['r2']:.3f} "
-        f"({'met' if fit['r2'] >= 0.9 else 'missed'}; {best['r2']:.3f} without), RMSE {fit['rmse']:.1f} Wh "
-        f"({best['rmse']:.1f} without), coverage {100 * fit['cover']:.1f} %.  Eq. 8's slope scaled by a factor "
+        f"({best['r2']:.3f} without), RMSE {fit['rmse']:.1f} Wh ({best['rmse']:.1f} without), coverage "
+        f"{100 * fit['cover']:.1f} %: {goal_verdict(fit['r2'], fit['cover'])}.  Eq. 8's slope scaled by a factor "
         f"fitted on the live trips of the other origin-destination pairs (least squares, leave one pair out: "
-        f"{scales.min():.2f}-{scales.max():.2f}), a calibration that a fleet's logs would allow: R^2 {cal['r2']:.3f} "
-        f"({'met' if cal['r2'] >= 0.9 else 'missed'}), RMSE {cal['rmse']:.1f} Wh"
+        f"{scales.min():.2f}-{scales.max():.2f}), a calibration that a fleet's logs would allow: R^2 {cal['r2']:.3f}, "
+        f"RMSE {cal['rmse']:.1f} Wh, coverage {100 * cal['cover']:.1f} %: {goal_verdict(cal['r2'], cal['cover'])}"
     )
     if dof:  # the live spread of one route once each trip's driver term (scaled, leave one pair out) is removed
         k = rep.index

@@ -247,7 +247,9 @@ def collect(args: argparse.Namespace) -> None:
         _fail(f"need a network of {', '.join(SCENARIOS)}, --ods >= 1 and --times >= 1 (got {args.network!r})")
     if args.times > args.snapshots:
         _fail("--times must be <= --snapshots")
-    data = Path(args.data)
+    from studies.reproduce.provenance import head_commit
+
+    data, commit = Path(args.data), head_commit()
     env = replay_env(args.network)
     todo = plan(args.network, env, args)
     todo["command"] = (
@@ -281,7 +283,7 @@ def collect(args: argparse.Namespace) -> None:
                 travs += trav
                 n += 1
             append_rows(data / TRAV, travs, TRAV_COLUMNS)  # first: a stored trip row means its traversals are stored
-            append_rows(data / TRIPS, rows, TRIP_COLUMNS)
+            append_rows(data / TRIPS, [{**r, "commit": commit} for r in rows], TRIP_COLUMNS)
             if n % 10 == 0 or not pending:
                 print(
                     f"{n} trips, {time.perf_counter() - t0:.0f} s wall; last cpu {rows[-1]['cpu_s']:.2f} s", flush=True
@@ -299,7 +301,7 @@ def arms(args: argparse.Namespace) -> None:
 
     data = Path(args.data)
     trav = pd.read_csv(data / TRAV)
-    trips = pd.read_csv(data / TRIPS)
+    trips = pd.read_csv(data / TRIPS, dtype={"commit": str})
     trav = trav[trav["trip"].isin(trips.loc[trips["network"] == args.network, "trip"])]
     env = replay_env(args.network)
     lg = env.linegraph

@@ -59,10 +59,29 @@ DRIVER_VARIANT = "aux"
 DRIVER_STEP = 0.01
 Z90 = 1.6448536269514722  # two-sided 90 % normal quantile
 TRIP_COLUMNS = (
-    "network", "trip", "od", "kinds", "route", "slot", "speed_factor", "command", "pred", "succ", "depart_s",
-    "insert_s", "arrive_s", "ok", "failure", "battery_wh", "reduced_wh", "travel_s", "trip_battery_wh", "cpu_s",
+    "network",
+    "trip",
+    "od",
+    "kinds",
+    "route",
+    "slot",
+    "speed_factor",
+    "command",
+    "pred",
+    "succ",
+    "depart_s",
+    "insert_s",
+    "arrive_s",
+    "ok",
+    "failure",
+    "battery_wh",
+    "reduced_wh",
+    "travel_s",
+    "trip_battery_wh",
+    "cpu_s",
     "wall_s",
-)  # fmt: skip
+    "commit",
+)  # fmt: skip  (commit: the checkout that recorded the trip, studies/reproduce/provenance.py)
 TRAV_COLUMNS = ("trip", "k", "edge", "next_edge", "energy_wh", "reduced_wh", "travel_s")
 
 
@@ -133,7 +152,7 @@ def load_tables(data: Path) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     missing = missing_tables(data)
     if missing:
         raise FileNotFoundError(f"--data {data}: missing {', '.join(missing)}")
-    trips = pd.read_csv(data / TRIPS)
+    trips = pd.read_csv(data / TRIPS, dtype={"commit": str})
     trav = pd.read_csv(data / TRAV).drop_duplicates(["trip", "k"], keep="last")  # a trip redone after a kill
     arms_ = pd.read_csv(data / ARMS)
     trav = trav.merge(trips[["trip", "network"]], on="trip")

@@ -13,7 +13,7 @@ Traces matched in pieces are learned piece by piece (windows across a break drop
 Writes a Markdown table to ``--output``.
 
 With ``--workers N``: the same traces are written as CSV logs and learned end to end by ``evroute learn --network
-NET --model M --kind gp-exact --soc-step 0.1 --workers W`` (a child process: start-up, network, match index,
+NET --model-file M --model gp-exact --soc-step 0.1 --workers W`` (a child process: start-up, network, match index,
 validation, learning, saving) for ``W = 1`` and ``W = N``, one after the other.  For each: wall seconds, CPU seconds
 of the whole process tree (``resource.getrusage(RUSAGE_CHILDREN)``: the command and its workers, counted once they
 have exited), the load average before and after, samples per wall second, the peak resident set of the largest
@@ -226,7 +226,7 @@ def _run_learn(files: list[Path], model: Path, args: argparse.Namespace, workers
     """One ``evroute learn`` run as a child process, timed (wall, CPU of the process tree, load before/after, peak
     resident set of its largest process)."""
     cmd = [sys.executable, "-c", _PEAK_RSS, sys.executable, "-m", "evroute", "learn", *map(str, files)]
-    cmd += ["--network", args.network, "--model", str(model), "--vehicle", "sumo_ev", "--kind", "gp-exact"]
+    cmd += ["--network", args.network, "--model-file", str(model), "--vehicle", "sumo_ev", "--model", "gp-exact"]
     cmd += ["--soc-step", "0.1", "--gps-sigma-m", f"{args.gps_sigma_m:g}", "--workers", str(workers)]
     load0, cpu0, t0 = os.getloadavg()[0], _children_cpu_s(), time.perf_counter()
     res = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -308,7 +308,7 @@ def _workers_main(args: argparse.Namespace) -> int:
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {_machine()}.",
         "",
         f"{args.traces} traces of {args.duration_s:g} s at 1 Hz ({samples:,} samples) on {args.network} "
-        f"({lg.n_nodes} edges), each learned end to end by `evroute learn ... --kind gp-exact --workers W` "
+        f"({lg.n_nodes} edges), each learned end to end by `evroute learn ... --model gp-exact --workers W` "
         "(start-up, network, match index, validation of every log, matching, readings, statistics, saving).",
         "",
         "| workers | wall s | CPU s (command + workers) | CPU s / wall s | samples / wall s | load before "

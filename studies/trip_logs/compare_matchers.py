@@ -31,6 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
+from studies.reproduce.provenance import commit_line, head_commit
+
 MATCHERS = ("hmm", "sumolib")
 
 
@@ -101,6 +103,7 @@ def measure(args: argparse.Namespace) -> dict:
         "sumolib_rtree": importlib.util.find_spec("rtree") is not None,
         "machine": f"{platform.machine()}, {os.cpu_count()} CPU cores (shared), Python {platform.python_version()}",
         "load_average_1min": round(os.getloadavg()[0], 2),
+        "commit": head_commit(),
         "setup_cpu_s": setup,
         "trips": per_trip,
     }
@@ -125,6 +128,7 @@ def report(data: dict) -> str:
             else "WITHOUT `rtree`: its edge search fell back to brute force, which dominates its CPU time."
         ),
         "",
+        *([commit_line(str(data["commit"]), "map_matching_compare"), ""] if data.get("commit") else []),
         f"{len(trips)} SUMO trips on {data['network']} ({data['edges']} edges), logged at 1 s with "
         f"{data['gps_sigma_m']:g} m GPS noise: {samples} points in all.  sumolib's search radius `delta` = "
         f"{data['delta_m']:g} m.  Recall: share of the true route's edges in the matched path; precision: share of "

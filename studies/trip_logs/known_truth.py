@@ -16,23 +16,28 @@ Protocol (all seeded):
    with the default thinning at 4 sigma, which a pilot on the matching precision of 30 of the training trips (15 m
    noise, 1 Hz) preferred to Newson & Krumm's 2 sigma (0.88 vs 0.65); no held-out trip was used for it.
 3. For N in ``--ns`` and each seed, N training trips drawn at random (seed) are learned by BI and by the exact GP
-   (``evroute.models.store.prior_model`` priors: physics mean Eq. 8, the paper's kernel and prior variance
-   ``(0.25 sigma_det)^2``).  Two choices are made per fit by the log marginal likelihood of the training readings
-   alone (never the held-out trips): the noise of one traversal, ``(f sigma_det)^2`` with ``f`` in ``NOISE_FRACS``,
-   and whether to add shared per-metre and per-edge offsets of the physics mean
-   (``evroute.models.linear_obs.offset_basis``: prior s.d. 0.05 Wh/m and 10 Wh).  The readings are **reduced
-   energies** (``evroute.traces.mechanical``: battery energy minus the change of mechanical energy, SUMO's kinetic
-   mass ``m + rotatingMass``, the network's heights at the matched positions, SUMO's g), the prior mean Eq. 8 minus
-   each edge's ``m g dz``.  Then the noise scale by ML-II (``LinearObsEdgeModel.fit_noise_scale``) and the trip
-   effect by moments (``evroute.models.trip_effect``), as ``evroute learn`` does.  The held-out trips' energy is
-   predicted as the sum of the posterior means over their true routes plus the route's boundary term ``m g (z_end -
-   z_start)`` (from rest to rest), with a 90 % interval from the route's joint posterior covariance, each traversal's
-   noise and the trip effect.  Error per held-out trip = predicted - SUMO's battery energy (Wh): RMSE, bias and the
-   share of held-out trips inside their 90 % interval; the prior alone (N = 0) is the physics model.
+   (``evroute.models.store.prior_model`` priors: physics mean Eq. 8, the paper's kernel, prior variance
+   ``(p sigma_det)^2``).  The readings are **reduced energies** (``evroute.traces.mechanical``: battery energy minus
+   the change of mechanical energy, SUMO's kinetic mass ``m + rotatingMass``, the network's heights at the matched
+   positions, SUMO's g), the prior mean Eq. 8 minus each edge's ``m g dz``.  Hyper-parameters by ML-II on the
+   training readings alone (never the held-out trips): the largest log marginal likelihood over the prior's scale
+   ``p`` in ``--prior-fracs``, whether to add shared per-metre and per-edge offsets of the physics mean
+   (``evroute.models.linear_obs.offset_basis``: prior s.d. 0.05 Wh/m and 10 Wh), the nominal noise of one traversal
+   ``(f sigma_det)^2`` with ``f`` in ``--noise-fracs`` (it matters beside the charge quantisation of degraded logs;
+   with exact logs only ``phi f^2`` does) and, for each, the readings' noise scale ``phi`` (bounded search,
+   :func:`_ml2`).  The held-out trips' energy is predicted as the sum of the posterior means over their true routes
+   plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end - z_start)``), with two 90 %
+   intervals: ``cover90`` from the route's joint posterior covariance, the whole-trip noise and the trip effect fitted
+   to the training trips' sums (``evroute.models.trip_effect.fit_route_noise``: the readings' noise over short
+   windows overstates a whole traversal's), and ``cover90_learn`` with the readings' noise ``phi`` per traversal and
+   the trip effect by moments (``fit_trip_effect``), as ``evroute learn`` does today.  Error per held-out trip =
+   predicted - SUMO's battery energy (Wh): RMSE, bias and the share of held-out trips inside each 90 % interval; the
+   prior alone (N = 0) is the physics model.
 
 Where the prior's bias comes from (``bias.csv``, training trips, SUMO's exact logs; no fit, no held-out trip): each
-trip's SUMO energy minus the prior's, split by :func:`bias_rows` into the driven speed profile, SUMO's rotating mass,
-its auxiliary power and a remainder.
+trip's SUMO energy minus the prior's, split by ``known_truth_floor.bias_rows`` into the driven speed profile, SUMO's
+rotating mass, its auxiliary power and a remainder.  The floor that no per-edge learner removes (an oracle of the
+true per-edge means) and a shared-structure fit: ``studies/trip_logs/known_truth_floor.py`` (``floor.csv``).
 
 Resumable: the simulation and each (condition, N, seed) row are kept in ``--out`` (``sim/``, ``rows.csv``,
 ``matching.csv``, ``coverage.csv``, ``bias.csv``, and ``command.txt``: the latest command); a rerun skips what is
@@ -78,21 +83,12 @@ ROW_FIELDS = [
     "sd_mean_wh",
     "noise_scale",
     "trip_rel_var",
+    "prior_frac",
+    "noise_mult",
+    "cover90_learn",
+    "trip_rel_var_learn",
 ]
-BIAS_FIELDS = [
-    "network",
-    "trip",
-    "length_m",
-    "edges",
-    "duration_s",
-    "freeflow_s",
-    "sumo_wh",
-    "prior_wh",
-    "speed_profile_wh",
-    "rotating_mass_wh",
-    "auxiliary_wh",
-    "rest_wh",
-]
+Z90 = 1.6448536269514722  # the standard normal's 95 % quantile: a central 90 % interval is mean +- Z90 sd
 MATCH_FIELDS = ["network", "condition", "trip", "samples", "recall", "precision", "cpu_s"]
 
 
@@ -112,54 +108,29 @@ def _command(argv: list[str]) -> str:
     return " ".join(["python", "studies/trip_logs/known_truth.py", *(shlex.quote(a) for a in argv)])
 
 
-def bias_rows(network: str, train: list[str], traces: dict, truth: dict, net, vehicle, energy: dict) -> list[dict]:
-    """Per training trip, SUMO's battery energy minus the prior's (Eq. 8 summed over the true route, Wh) split into
-    what the constant-speed prior leaves out, from SUMO's exact log alone (no held-out trip, no fit):
+def _ml2(model: Any, stats: Any, factor: Any) -> tuple[float, float]:
+    """``(phi, log ML)``: the readings' noise scale by ML-II (bounded search in ``log phi`` over ``[1e-3, 1e3]``, the
+    kernel's factor shared) for ``model``'s prior and ``stats``, and the log marginal likelihood there."""
+    from scipy.optimize import minimize_scalar
 
-    * ``speed_profile_wh``: the trace model (:func:`evroute.traces.energy.trace_energy`, Eq. 8 second by second with
-      the kinetic term, SUMO's own altitude ``z``) along SUMO's driven speeds, minus Eq. 8 at the speed limits;
-    * ``rotating_mass_wh``: the same with SUMO's rotating mass (``SUMO_ONLY_DEFAULTS``) added to the kinetic term;
-    * ``auxiliary_wh``: SUMO's constant power intake times the trip's duration (the profile sets none);
-    * ``rest_wh``: what remains, i.e. what the trace model does not reproduce of SUMO's Energy model (e.g. its radial
-      drag, g = 9.81, its integration step; not separated).
-    """
-    import dataclasses
+    from evroute.models.linear_obs import linear_posterior
 
-    from evroute.sumo.vehicle import SUMO_ONLY_DEFAULTS
-    from evroute.traces.energy import TraceModelOptions, trace_energy
+    if stats.readings == 0 or factor is None:
+        return 1.0, 0.0
 
-    aux_w = vehicle.auxiliary_power_w
-    aux_w = SUMO_ONLY_DEFAULTS["constantPowerIntake"] if aux_w is None else aux_w
-    bare = dataclasses.replace(vehicle, auxiliary_power_w=None)
-    rot = TraceModelOptions(rotating_mass_kg=SUMO_ONLY_DEFAULTS["rotatingMass"])
-    from evroute.energy import network_energy_wh
+    def neg(z: float) -> float:
+        return -linear_posterior(
+            model.kernel,
+            model.scale2,
+            model.prior_mean,
+            stats,
+            factor=factor,
+            with_variance=False,
+            noise_scale=float(np.exp(z)),
+        )[3]
 
-    e_det = network_energy_wh(net, vehicle)
-    out = []
-    for n in train:
-        tr, route = traces[n], truth[n]
-        plain = trace_energy(tr, bare, altitude_m=tr.altitude_m).total_wh
-        spun = trace_energy(tr, bare, rot, altitude_m=tr.altitude_m).total_wh
-        duration = float(tr.t_s[-1] - tr.t_s[0])
-        aux = aux_w * duration / 3600.0
-        prior = float(e_det[route].sum())
-        out.append(
-            dict(
-                network=network,
-                trip=n,
-                length_m=f"{net.length_m[route].sum():.1f}",
-                edges=len(route),
-                duration_s=f"{duration:.0f}",
-                freeflow_s=f"{(net.length_m[route] / net.speed_mps[route]).sum():.1f}",
-                sumo_wh=f"{energy[n]:.3f}",
-                prior_wh=f"{prior:.3f}",
-                speed_profile_wh=f"{plain - prior:.3f}",
-                rotating_mass_wh=f"{spun - plain:.3f}",
-                auxiliary_wh=f"{aux:.3f}",
-                rest_wh=f"{energy[n] - spun - aux:.3f}",
-            )
-        )
-    return out
+    res = minimize_scalar(neg, bounds=(np.log(1e-3), np.log(1e3)), method="bounded", options={"xatol": 1e-3})
+    return float(np.exp(res.x)), float(-res.fun)
 
 
 def _cpu() -> float:
@@ -172,35 +143,48 @@ def _read(path: Path) -> list[dict]:
     return list(csv.DictReader(path.open())) if path.is_file() else []
 
 
-def run(args: argparse.Namespace) -> int:
+@dataclasses.dataclass
+class Study:
+    """What every analysis of one study folder shares (:func:`load_study`): the network, the simulated trips and the
+    held-out trips' weights and boundary terms (module doc, step 3)."""
+
+    lg: Any
+    vehicle: Any
+    sumo_v: Any  # the vehicle with SUMO's g: reduced energies as SUMO charges them
+    m_kin: float  # SUMO's kinetic mass m + rotatingMass (kg)
+    usable: float  # usable capacity (Wh)
+    traces: dict
+    train: list[str]
+    test: list[str]
+    truth: dict  # trip -> (n,) edge indices of its route
+    energy: dict  # trip -> SUMO battery energy (Wh)
+    e_det: np.ndarray  # (E,) Eq. 8 (Wh)
+    red_prior: np.ndarray  # (E,) the prior mean of reduced energies (Wh)
+    exact_index: Any  # MatchIndex for SUMO's exact logs
+    w_test: list[np.ndarray]  # per held-out trip: (n,) driven share of each route edge
+    bnd_test: np.ndarray  # (test,) boundary term M(end) - M(start) (Wh)
+    y_test: np.ndarray  # (test,) SUMO battery energy (Wh)
+
+
+def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: float) -> Study:
+    """Simulate (once; kept in ``out / "sim"``) and load the study's trips (module doc, steps 1 and 3)."""
     from evroute.energy import VehicleProfile, network_energy_wh
     from evroute.linegraph import build_line_graph
-    from evroute.models.linear_obs import (
-        LinearStatistics,
-        kernel_factor,
-        linear_model_from,
-        linear_posterior,
-        offset_basis,
-    )
-    from evroute.models.store import prior_model
-    from evroute.models.trip_effect import TripSums, fit_trip_effect
     from evroute.network.registry import load_network
     from evroute.sumo.replay import sumo_net_file
-    from evroute.sumo.triplogs import degrade, random_routes, simulate_trips
+    from evroute.sumo.triplogs import random_routes, simulate_trips
     from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2, effective_mass_kg
     from evroute.traces.formats import read_sumo_fcd
     from evroute.traces.mapmatch import MatchIndex, MatchOptions
     from evroute.traces.mechanical import path_height_m, reduced_prior_wh, sample_mechanical_wh
-    from evroute.traces.observations import trace_readings
 
-    out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     vehicle = VehicleProfile.load("sumo_ev")
-    lg = build_line_graph(load_network(args.network))
+    lg = build_line_graph(load_network(network))
     net = lg.network
     index_of = {str(e): i for i, e in enumerate(net.edge_ids)}
     sim = out / "sim"
-    routes = random_routes(lg, args.train + args.test, args.min_route_m, np.random.default_rng(0))
+    routes = random_routes(lg, n_train + n_test, min_route_m, np.random.default_rng(0))
     if not (sim / "battery.xml").is_file():
         t0 = _cpu()
         simulate_trips(sumo_net_file(lg), routes, sim, vehicle=vehicle, depart_gap_s=20.0, arrive_at_rest=True)
@@ -208,16 +192,12 @@ def run(args: argparse.Namespace) -> int:
     traces = {t.name: t for t in read_sumo_fcd(sim / "fcd.xml", sim / "battery.xml")}
     usable = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
     names = [n for n in routes if n in traces]
-    train, test = names[: args.train], names[args.train : args.train + args.test]
+    train, test = names[:n_train], names[n_train : n_train + n_test]
     truth = {n: np.array([index_of[e] for e in routes[n]]) for n in names}
     energy = {n: float(traces[n].soc_pct[0] - traces[n].soc_pct[-1]) / 100.0 * usable for n in names}
-    e_det = network_energy_wh(net, vehicle)
     # reduced energies as SUMO charges them: its g and kinetic mass; a route's battery energy = sum + its boundary
     sumo_v = dataclasses.replace(vehicle, gravity_mps2=SUMO_GRAVITY_MPS2)
     m_kin = effective_mass_kg(vehicle)
-    red_prior = reduced_prior_wh(net, vehicle)
-
-    y_test = np.array([energy[n] for n in test])
     # what each held-out trip drove of its route: SUMO's lanes start and end metres inside an edge (junctions), so the
     # first and last edges are partly driven; their shares and the boundary term at the trip's real end points come
     # from its exact log matched to the network (the trip's own start and end, as a driver's query gives them)
@@ -237,7 +217,47 @@ def run(args: argparse.Namespace) -> int:
         mech = sample_mechanical_wh(tr.speed_mps[[0, -1]], z, sumo_v, m_kin)
         w_test.append(np.clip(w, 0.0, 1.0))
         bnd_list.append(float(mech[1] - mech[0]))
-    bnd_test = np.array(bnd_list)
+    return Study(
+        lg=lg,
+        vehicle=vehicle,
+        sumo_v=sumo_v,
+        m_kin=m_kin,
+        usable=usable,
+        traces=traces,
+        train=train,
+        test=test,
+        truth=truth,
+        energy=energy,
+        e_det=network_energy_wh(net, vehicle),
+        red_prior=reduced_prior_wh(net, vehicle),
+        exact_index=exact_index,
+        w_test=w_test,
+        bnd_test=np.array(bnd_list),
+        y_test=np.array([energy[n] for n in test]),
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from evroute.models.linear_obs import (
+        LinearStatistics,
+        kernel_factor,
+        linear_model_from,
+        offset_basis,
+    )
+    from evroute.models.store import prior_model
+    from evroute.models.trip_effect import TripSums, fit_route_noise, fit_trip_effect
+    from evroute.sumo.triplogs import degrade
+    from evroute.traces.mapmatch import MatchIndex, MatchOptions
+    from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
+    from evroute.traces.observations import trace_readings
+    from studies.trip_logs.known_truth_floor import BIAS_FIELDS, bias_rows
+
+    out = Path(args.out)
+    st = load_study(args.network, out, args.train, args.test, args.min_route_m)
+    lg, vehicle, net = st.lg, st.vehicle, st.lg.network
+    traces, train, test, truth, energy = st.traces, st.train, st.test, st.truth, st.energy
+    sumo_v, m_kin, usable, e_det, red_prior = st.sumo_v, st.m_kin, st.usable, st.e_det, st.red_prior
+    w_test, bnd_test, y_test = st.w_test, st.bnd_test, st.y_test
     rows_csv, match_csv = out / "rows.csv", out / "matching.csv"
     (out / "command.txt").write_text(_command(args.argv) + "\n")  # the latest command: it completes the design
     if not (out / "bias.csv").is_file():
@@ -285,8 +305,11 @@ def run(args: argparse.Namespace) -> int:
     # the priors once (the kernel does not depend on the noise, which only enters the readings' covariance)
     extra: dict[str, Any] = {"learn_hyper": False}
     bases = {
-        k: prior_model(k, lg, vehicle, mean_wh=red_prior, **(extra if k == "gp-exact" else {}))
-        for k in ("bi", "gp-exact")
+        (k, pf): prior_model(
+            k, lg, vehicle, outputscale_frac=pf, mean_wh=red_prior, **(extra if k == "gp-exact" else {})
+        )
+        for k in args.models
+        for pf in args.prior_fracs
     }
     var_det = float(np.var(e_det))
     for cond in args.conditions:
@@ -332,7 +355,7 @@ def run(args: argparse.Namespace) -> int:
             # touched edges is the same for every noise fraction (the touched edges do not depend on the noise):
             # computed once.  The best log marginal likelihood wins, the first in (f, offsets) order on a tie.
             stats_of, unusable_of = [], []
-            for frac in NOISE_FRACS:
+            for frac in args.noise_fracs:
                 stats = LinearStatistics(len(e_det))
                 unusable = 0
                 for i in pick:
@@ -357,30 +380,27 @@ def run(args: argparse.Namespace) -> int:
                 unusable_of.append(unusable)
             touched = stats_of[0].touched()
             assert all(np.array_equal(st.touched(), touched) for st in stats_of)
-            best: dict[str, tuple[float, float, bool, np.ndarray, int, int]] = {}
-            for kind in ("bi", "gp-exact"):
-                cand = []
-                for offsets in (False, True):
-                    kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
-                    model = linear_model_from(bases[kind], **kw)  # noise_var only enters the readings (above)
-                    factor = kernel_factor(model.kernel, model.scale2, touched) if len(touched) else None
-                    for f_i, (frac, stats) in enumerate(zip(NOISE_FRACS, stats_of, strict=True)):
-                        mu, _, _, log_ml = linear_posterior(
-                            model.kernel, model.scale2, model.prior_mean, stats, factor=factor, with_variance=False
-                        )
-                        cand.append(((f_i, offsets), (log_ml, frac, offsets, mu, unusable_of[f_i], f_i)))
-                for _, c in sorted(cand, key=lambda t: t[0]):
-                    if kind not in best or c[0] > best[kind][0]:
-                        best[kind] = c
             rows = []
-            for kind in ("bi", "gp-exact"):
-                log_ml, frac, offsets, mu, unusable, f_i = best[kind]
-                # the chosen model: noise scale by ML-II, trip effect by moments, route intervals (as evroute learn)
+            for kind in args.models:
+                # ML-II over the prior's scale, the offsets and the noise (module doc, step 3); first best on a tie
+                best: tuple | None = None
+                for pf in args.prior_fracs:
+                    for offsets in (False, True):
+                        kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
+                        model = linear_model_from(bases[(kind, pf)], **kw)  # noise_var only enters the readings
+                        factor = kernel_factor(model.kernel, model.scale2, touched) if len(touched) else None
+                        for f_i, (frac, stats) in enumerate(zip(args.noise_fracs, stats_of, strict=True)):
+                            phi, log_ml = _ml2(model, stats, factor)
+                            if best is None or log_ml > best[0]:
+                                best = (log_ml, pf, frac, offsets, f_i, phi)
+                assert best is not None
+                _, pf, frac, offsets, f_i, phi = best
                 kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
-                model = linear_model_from(bases[kind], **kw)
+                model = linear_model_from(bases[(kind, pf)], **kw)
                 model.stats = stats_of[f_i]
                 model.noise_var = frac**2 * var_det
-                phi = model.fit_noise_scale()
+                model.noise_scale = phi
+                unusable = unusable_of[f_i]
                 post = model.posterior()
                 mu = post.mean
                 sums = TripSums()
@@ -388,16 +408,23 @@ def run(args: argparse.Namespace) -> int:
                     r = cache[(train[i], frac)]
                     if r is not None:
                         sums.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+                # two route intervals: the readings' noise + the trip effect by moments (as evroute learn), and the
+                # whole-trip noise and trip effect fitted to the training trips' sums (trip_effect.fit_route_noise)
                 tau2 = fit_trip_effect(mu, post.covariance_of, sums, phi).rel_var
+                rn = fit_route_noise(mu, post.covariance_of, sums, phi)
                 pred = np.array([w @ mu[truth[n]] for n, w in zip(test, w_test, strict=True)]) + bnd_test
-                sd = np.sqrt(
+                parts = np.array(
                     [
-                        w @ post.covariance_of(truth[n]) @ w
-                        + phi * model.noise_var * w.sum()
-                        + tau2 * max(w @ mu[truth[n]], 0.0) ** 2
+                        (
+                            w @ post.covariance_of(truth[n]) @ w,
+                            phi * model.noise_var * w.sum(),
+                            max(w @ mu[truth[n]], 0.0) ** 2,
+                        )
                         for n, w in zip(test, w_test, strict=True)
                     ]
                 )
+                sd_learn = np.sqrt(parts[:, 0] + parts[:, 1] + tau2 * parts[:, 2])
+                sd = np.sqrt(parts[:, 0] + rn.noise_mult * parts[:, 1] + rn.rel_var * parts[:, 2])
                 err = pred - y_test
                 log_ml = model.log_ml
                 rows.append(
@@ -415,10 +442,14 @@ def run(args: argparse.Namespace) -> int:
                         offsets=int(offsets),
                         log_ml=f"{log_ml:.2f}",
                         unusable=unusable,
-                        cover90=f"{np.mean(np.abs(err) <= 1.6448536269514722 * sd):.4f}",
+                        cover90=f"{np.mean(np.abs(err) <= Z90 * sd):.4f}",
                         sd_mean_wh=f"{sd.mean():.3f}",
                         noise_scale=f"{phi:.4g}",
-                        trip_rel_var=f"{tau2:.4g}",
+                        trip_rel_var=f"{rn.rel_var:.4g}",
+                        prior_frac=pf,
+                        noise_mult=f"{rn.noise_mult:.4g}",
+                        cover90_learn=f"{np.mean(np.abs(err) <= Z90 * sd_learn):.4f}",
+                        trip_rel_var_learn=f"{tau2:.4g}",
                     )
                 )
             _append(rows_csv, ROW_FIELDS, rows)
@@ -443,13 +474,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--min-route-m", type=float, default=1000.0)
     p.add_argument("--conditions", default=",".join(CONDITIONS), help=f"among {', '.join(CONDITIONS)}")
+    p.add_argument("--models", default="bi,gp-exact", help="learned models, among bi, gp-exact")
+    p.add_argument("--noise-fracs", default=",".join(map(str, NOISE_FRACS)), help="grid of f (ML-II, step 3)")
+    p.add_argument("--prior-fracs", default="0.25", help="grid of the prior s.d. / sigma_det (ML-II, step 3)")
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.ns = [int(x) for x in args.ns.split(",") if x]
     args.conditions = [c for c in args.conditions.split(",") if c]
-    bad = [c for c in args.conditions if c not in CONDITIONS]
+    args.models = [m for m in args.models.split(",") if m]
+    try:
+        args.noise_fracs = [float(x) for x in args.noise_fracs.split(",") if x]
+        args.prior_fracs = [float(x) for x in args.prior_fracs.split(",") if x]
+    except ValueError:
+        print("evroute: error: --noise-fracs and --prior-fracs take numbers separated by commas", file=sys.stderr)
+        return 2
+    bad = [c for c in args.conditions if c not in CONDITIONS] + [m for m in args.models if m not in ("bi", "gp-exact")]
+    fracs = args.noise_fracs + args.prior_fracs
     if bad or not args.ns or min(args.ns) < 1 or args.train < max(args.ns) or args.test < 2:
-        print("evroute: error: unknown condition, or --ns must be >= 1 and <= --train, --test >= 2", file=sys.stderr)
+        print(
+            "evroute: error: unknown condition or model, or --ns must be >= 1 and <= --train, --test >= 2",
+            file=sys.stderr,
+        )
+        return 2
+    if not args.noise_fracs or not args.prior_fracs or not all(0 < f < 10 for f in fracs):
+        print("evroute: error: --noise-fracs and --prior-fracs need values in (0, 10)", file=sys.stderr)
         return 2
     return run(args)
 

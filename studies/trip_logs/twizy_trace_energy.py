@@ -105,6 +105,27 @@ def _spec_rows() -> list[str]:
     return rows
 
 
+def _fitted_sentence() -> str:
+    """Which of the profile's values the calibration below can adjust (``FIT_PARAMETERS``) and which it never does
+    (the profile's other sourced fields), from the profile and the calibration's own list."""
+    import dataclasses
+
+    from evroute.traces.calibrate import with_parameters
+
+    spec = VehicleProfile.load("twizy")
+    moved: dict[str, list[str]] = {}  # fit parameter -> the profile fields setting it changes (found by setting it)
+    for name, (lo, hi) in FIT_PARAMETERS.items():
+        new = with_parameters(spec, {name: (lo + hi) / 2})
+        moved[name] = [f.name for f in dataclasses.fields(spec) if getattr(new, f.name) != getattr(spec, f.name)]
+    changed = {f for fields in moved.values() for f in fields}
+    fixed = [f for f in (spec.sources or {}) if f not in changed]
+    via = ", ".join(f"{n}" + (f" (sets {', '.join(fs)})" if fs and fs != [n] else "") for n, fs in moved.items())
+    return (
+        f"The calibration below adjusts at most {len(FIT_PARAMETERS)} values: {via}; every other value of the table "
+        f"stays as the profile states it ({', '.join(fixed) or 'none'})."
+    )
+
+
 def build_report(d: dict[str, Any], command: str) -> list[str]:
     """The Markdown report (lines), every number and sentence computed from ``measure``'s dict ``d``."""
     trips = d["trips"]
@@ -136,7 +157,8 @@ def build_report(d: dict[str, Any], command: str) -> list[str]:
         "|---|---|---|",
         *_spec_rows(),
         "",
-        "Every assumed value is what the calibration below adjusts. The auxiliary power, motor map, rotating mass "
+        _fitted_sentence(),
+        "The auxiliary power, motor map, rotating mass "
         "and top speed came with the vehicle library (issue 34); the profile before them (commit f62f65a) "
         "under-predicted every trip by 21.7 % on average with no fit (`git show f62f65a:docs/results/"
         "twizy_trace_energy.md`).",

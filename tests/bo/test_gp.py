@@ -149,8 +149,8 @@ def test_marginal_likelihood_fit_increases_evidence_and_gradient_is_exact() -> N
     names = list(gp.kernel.fit_layout)
     theta = np.log([gp.noise if k == "noise" else gp.kernel.get(k) for k in names])
     cache = gp.kernel.fit_cache(x)
-    _, grad = gp._negative_log_posterior(theta, names, cache, y, False)  # noqa: SLF001
-    fd = approx_fprime(theta, lambda th: gp._negative_log_posterior(th, names, cache, y, False)[0], 1e-7)  # noqa: SLF001
+    _, grad = gp._log_posterior(theta, names, cache, y, False)  # noqa: SLF001
+    fd = approx_fprime(theta, lambda th: gp._log_posterior(th, names, cache, y, False)[0], 1e-7)  # noqa: SLF001
     np.testing.assert_allclose(grad, fd, rtol=1e-4, atol=1e-5)
     gp.fit_hyperparameters()
     assert gp.log_marginal_likelihood() > before + 5.0

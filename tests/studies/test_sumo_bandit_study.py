@@ -113,11 +113,22 @@ def test_live_section_numbers_by_hand() -> None:
     assert (
         "| REPLAY-OPT-EDGE | -- | 1 | -- | 1.0 | 65.0 +- 10.0 | 115.0 +- 10.0 | +10.0 +- 5.0 | [-53.5, +73.5] |" in text
     )
-    assert "| GP-EXACT-TS - BI-TS | model | -16.7 +- 3.3 | [-31.0, -2.3] | 3 / 3 |" in text
-    assert "GP-EXACT-TS's final routes cost less live battery energy than BI-TS's" in text
+    # over departure times: slot 0: o - (r1, r2, r1) = (-20, -5, -20) -> -15; slot 1: (-20, -15, -20) -> -18.33;
+    # mean -16.67, s.e. 1.67, t(1) 12.706 -> [-37.8, +4.5]: contains 0, so the difference is not resolved
+    assert "| GP-EXACT-TS - BI-TS | model | -16.7 +- 3.3 | [-31.0, -2.3] | 3 / 3 | [-37.8, +4.5] | 2 |" in text
+    assert (
+        "GP-EXACT-TS - BI-TS is not resolved on live battery energy: the 95 % interval over seeds lies below 0, the "
+        "one over departure times contains 0 (3 of 3 seeds lower; over the 2 departure times [-37.8, +4.5])" in text
+    )
     assert "| BI-TS-TURN - BI-TS | arms | +16.7 +- 18.6 |" in text
     assert "BI-TS-TURN - BI-TS is not resolved on live battery energy" in text
-    assert "Live, model: of 1 paired comparisons gp-exact - bi, 1 resolve lower live energy, 0 higher" in text
+    assert "Live, model: of 1 paired comparisons gp-exact - bi, 0 resolve lower live energy, 0 higher" in text
+    # a method the replay ran for more seeds than were driven live is named, with the set-up's reason
+    meta_note = {**meta, "networks": {"m": {**meta, "missing_seeds_note": "Because."}}}
+    replay = {"m-A": {"BI-TS": [0, 1, 2, 3, 4], "GP-EXACT-TS": [0, 1, 2]}}
+    noted = "\n".join(live_section(_finals(), _trips(), meta_note, None, replay))
+    assert "Seeds whose final route was not driven live: BI-TS 3 of 5 (not driven: seed 3, 4).  Because." in noted
+    assert "Seeds whose final route" not in text
     assert (
         "Live, arms: of 1 paired comparisons turn - edge, 0 resolve lower live energy, 0 higher, not resolved" in text
     )

@@ -2,7 +2,8 @@
 
 The correlations themselves (:func:`matern` and its derivatives) are those of :mod:`evroute.kernels.matern`, the
 project's one Matérn implementation, re-exported here.  :class:`SpatioTemporalKernel` is the kernel object of the
-time-varying policies' :class:`~evroute.bo.gp.ExactGP`.
+time-varying policies' :class:`~evroute.bo.gp.ExactGP`: a :class:`~evroute.kernels.base.Kernel` (the project's one
+kernel interface) on ``[x, t]`` rows, with the fit interface of :mod:`evroute.kernels.stationary`.
 
 The product kernel of :mod:`evroute.bo.timevarying.gp` is ``lambda * k_S(||x - x'||) * k_T(|t - t'|)``.  The integrals
 used by the removal criterion of W-DBO / BOLT are
@@ -23,6 +24,7 @@ from scipy.special import comb
 
 from evroute.bo.base import FloatArray
 from evroute.errors import ParameterError
+from evroute.kernels.base import Kernel
 from evroute.kernels.matern import (  # the project's one Matérn implementation, re-exported
     NU_VALUES,
     check_nu,
@@ -52,7 +54,7 @@ def pairwise_distances(a: FloatArray, b: FloatArray) -> FloatArray:
     return np.sqrt(np.maximum(sq, 0.0))
 
 
-class SpatioTemporalKernel:
+class SpatioTemporalKernel(Kernel):
     """``k((x, t), (x', t')) = signal k_S(||x - x'||) k_T(|t - t'|)``, Matérn ``k_S`` and ``k_T``, on rows ``[x, t]``.
 
     Inputs ``Z`` are ``(n, d + 1)``: ``d`` spatial coordinates (the policies pass unit-cube coordinates) and the time
@@ -127,6 +129,14 @@ class SpatioTemporalKernel:
     def diag(self, a: ArrayLike) -> FloatArray:
         """``(n,)`` prior variances (``signal``)."""
         return np.full(np.atleast_2d(np.asarray(a)).shape[0], self.signal)
+
+    def pairs(self, a: ArrayLike, b: ArrayLike) -> FloatArray:
+        """``(k,)`` covariances of the paired rows of ``a``, ``b`` ``(k, d + 1)``."""
+        a2, b2 = np.atleast_2d(np.asarray(a, dtype=float)), np.atleast_2d(np.asarray(b, dtype=float))
+        ks = matern(np.sqrt(np.sum((a2[:, :-1] - b2[:, :-1]) ** 2, axis=1)), self.length_s, self.nu_s)
+        if self.nu_t is not None:
+            ks = ks * matern(np.abs(a2[:, -1] - b2[:, -1]), self.length_t, self.nu_t)
+        return self.signal * ks
 
     def grad_x(self, z: FloatArray, b: FloatArray) -> tuple[FloatArray, FloatArray]:
         """``k(z, b_j)`` ``(m,)`` and ``d k(z, b_j) / d z`` ``(m, d + 1)`` (time derivative last) at one ``z``."""

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from evroute.cli.args import DeprecatedAlias, ModelKindOrFile
 from evroute.errors import ParameterError
 
 #: ``--columns`` presets: the documented schema and the RSK Twizy data set's analysed logs.
@@ -21,20 +22,27 @@ _PRESETS = ("default", "twizy")
 _COLUMN_KEYS = ("time", "time_format", "speed", "speed_unit", "altitude", "soc", "lat", "lon")
 
 
-def add_learn_parser(sub: Any) -> None:
-    """Register ``evroute learn`` on an argparse sub-parser collection."""
+def register(sub: Any) -> None:
+    """Register ``evroute learn`` on the top-level subparsers ``sub``."""
     p = sub.add_parser(
         "learn",
         help="learn from trip logs: trace energy vs the battery gauge, calibrate and save the vehicle profile",
     )
+    p.set_defaults(handler=cmd_learn)
     p.add_argument(
         "logs", nargs="+", help="trip logs: CSV files (one trip each); with --network also GPX and SUMO FCD .xml"
     )
     p.add_argument("--vehicle", default="sumo_ev", help="vehicle profile name or JSON file (default: %(default)s)")
     p.add_argument(
+        "--format",
+        default="auto",
+        help="CSV log format: auto (from each file's header), evroute, generic, teslamate, twizy (default: "
+        "%(default)s; formats in docs/trip_logs.md); .gpx files are GPX",
+    )
+    p.add_argument(
         "--columns",
         default="default",
-        help=f"column preset: {', '.join(_PRESETS)} (default: %(default)s; schema in docs/trip_logs.md)",
+        help=f"column preset: {', '.join(_PRESETS)} (default: %(default)s, i.e. --format; twizy: --format twizy)",
     )
     p.add_argument(
         "--column",
@@ -57,8 +65,21 @@ def add_learn_parser(sub: Any) -> None:
     p.add_argument("--json", action="store_true", help="print the per-trip table as JSON")
     g = p.add_argument_group("map-matched learning (docs/trip_logs.md)")
     g.add_argument("--network", default=None, help="match the logs to this network and learn its edge energies")
-    g.add_argument("--model", default=None, help="model file (.npz) to update, created from the prior if missing")
-    g.add_argument("--kind", default="gp-exact", help="prior of a new model: bi or gp-exact (default: %(default)s)")
+    g.add_argument(
+        "--model-file",
+        default=None,
+        metavar="FILE",
+        help="model file (.npz) to update, created from the prior if missing",
+    )
+    g.add_argument(
+        "--model",
+        dest="kind",
+        default="gp-exact",
+        action=ModelKindOrFile,
+        metavar="KIND",
+        help="model kind of a new model: bi or gp-exact (default: %(default)s)",
+    )
+    g.add_argument("--kind", dest="kind", action=DeprecatedAlias, new="--model")
     g.add_argument("--noise-frac", type=float, default=0.1, help="new model: noise s.d. / sigma_det (default: 0.1)")
     g.add_argument("--offsets", action="store_true", help="new model: learn shared per-metre and per-edge offsets")
     g.add_argument("--battery", action="append", default=[], help="SUMO battery output of each FCD .xml log")
@@ -74,11 +95,23 @@ def add_learn_parser(sub: Any) -> None:
 
 
 def _columns(args: argparse.Namespace) -> Any:
-    from evroute.traces import TWIZY_COLUMNS, TraceColumns
+    """The column mapping of ``--format`` / ``--columns`` / ``--column`` (``None``: detected per file)."""
+    from evroute.traces import TraceColumns
+    from evroute.traces.logformats import preset
 
     if args.columns not in _PRESETS:
         raise ParameterError(f"--columns must be one of {', '.join(_PRESETS)}, got {args.columns!r}")
-    cols = TWIZY_COLUMNS if args.columns == "twizy" else TraceColumns()
+    fmt = args.format
+    if args.columns == "twizy":
+        if fmt not in ("auto", "twizy"):
+            raise ParameterError(f"--columns twizy and --format {fmt} disagree (give one)")
+        fmt = "twizy"
+    if fmt == "gpx":
+        raise ParameterError("--format gpx: GPX logs are read by their .gpx suffix (use --format auto)")
+    cols = preset(fmt)
+    if not args.column:
+        return cols
+    cols = cols or TraceColumns()
     changes: dict[str, str] = {}
     for item in args.column:
         key, sep, name = item.partition("=")
@@ -92,12 +125,16 @@ def _columns(args: argparse.Namespace) -> Any:
 
 def cmd_learn(args: argparse.Namespace) -> int:
     """Handler of ``evroute learn`` (returns the exit status)."""
-    if args.network is not None or args.model is not None:
+    if args.network is not None or args.model_file is not None:
         return _cmd_learn_network(args, _columns(args))
+    import numpy as np
+
     from evroute.energy import VehicleProfile
+    from evroute.errors import DataError
     from evroute.io import atomic_write_json, file_lock
-    from evroute.traces import FIT_PARAMETERS, read_traces, score_trip
-    from evroute.traces.calibrate import predict_trip
+    from evroute.traces import FIT_PARAMETERS, read_traces
+    from evroute.traces.calibrate import prior_calibration
+    from evroute.traces.tripscore import stream_trip_rows
 
     if not args.window_s > 0 or args.window_s != args.window_s:
         raise ParameterError(f"--window-s must be > 0, got {args.window_s}")
@@ -110,29 +147,19 @@ def cmd_learn(args: argparse.Namespace) -> int:
         if target.is_dir() or not target.parent.is_dir():
             raise ParameterError(f"--save-vehicle {target}: not a file path in an existing folder")
     vehicle = VehicleProfile.load(args.vehicle)
-    traces = read_traces(args.logs, _columns(args))
     values: dict[str, float] = {}
     sds: dict[str, float] = {}
-    cal = None
-    if args.calibrate:
+    cal = prior_calibration(vehicle, window_s=args.window_s)  # no --calibrate: the profile's prior as the interval
+    if args.calibrate:  # the logs with a state of charge in memory; those without are predicted below
+        traces = [t for t in read_traces(args.logs, _columns(args)) if np.isfinite(t.soc_pct).all()]
+        if not traces:
+            raise DataError("--calibrate needs logs with a state-of-charge column (none of these has one)")
         cal = _calibrate(traces, vehicle, fit, args.window_s)
         vehicle, values, sds = cal.vehicle, cal.values, cal.sd
         for w in cal.warnings:
             print(f"evroute: warning: {w}", file=sys.stderr)
-    scores = [score_trip(t, vehicle, window_s=args.window_s) for t in traces]
-    intervals = [predict_trip(t, cal)[1] ** 0.5 * 1.6448536269514722 if cal else None for t in traces]
-    rows = [
-        {
-            "trip": s.name,
-            "distance_km": round(s.distance_km, 3),
-            "measured_wh": round(s.measured_wh, 1),
-            "predicted_wh": round(s.predicted_wh, 1),
-            "error_pct": round(s.error_pct, 2),
-            "window_rmse_wh": round(s.window_rmse_wh, 1),
-            "interval90_wh": None if h is None else round(h, 1),
-        }
-        for s, h in zip(scores, intervals, strict=True)
-    ]
+    # every log streamed (bounded memory), each trip predicted with its 90 % interval (evroute.traces.tripscore)
+    rows = [r.to_dict() for p in args.logs for r in stream_trip_rows(p, _columns(args), cal, window_s=args.window_s)]
     if args.json:
         from evroute.io import dumps_strict
 
@@ -144,10 +171,11 @@ def cmd_learn(args: argparse.Namespace) -> int:
             print(f"  {k:<24} {v:.4g} +- {sds[k]:.2g} (posterior s.d., Laplace)")
         print(f"{'trip':<24} {'km':>7} {'measured Wh':>12} {'predicted Wh':>13} {'error %':>8} {'90 % +-':>8}")
         for r in rows:
-            half = "" if r["interval90_wh"] is None else f"{r['interval90_wh']:>8.0f}"
+            meas = "-" if r["measured_wh"] is None else f"{r['measured_wh']:.0f}"
+            err = "-" if r["error_pct"] is None else f"{r['error_pct']:+.1f}"
             print(
-                f"{r['trip']:<24} {r['distance_km']:>7.1f} {r['measured_wh']:>12.0f} {r['predicted_wh']:>13.0f} "
-                f"{r['error_pct']:>+8.1f} {half}"
+                f"{r['trip']:<24} {r['distance_km']:>7.1f} {meas:>12} {r['predicted_wh']:>13.0f} {err:>8} "
+                f"{r['interval90_wh']:>8.0f}"
             )
     if args.save_vehicle is not None:
         with file_lock(args.save_vehicle):
@@ -190,8 +218,9 @@ def _calibrate(traces: Any, vehicle: Any, fit: list[str], window_s: float) -> An
 
 
 def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
-    """``evroute learn LOGS --network NET --model FILE``: map-match the logs, learn the edge energies from their charge
-    readings (linear observations), update or create the model file (:mod:`evroute.experiments.trip_learning`)."""
+    """``evroute learn LOGS --network NET --model-file FILE``: map-match the logs, learn the edge energies from their
+    charge readings (linear observations), update or create the model file
+    (:mod:`evroute.experiments.trip_learning`)."""
     from tqdm import tqdm
 
     from evroute.energy import VehicleProfile
@@ -203,13 +232,13 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
     from evroute.network.registry import load_network
     from evroute.traces.mapmatch import MatchIndex, MatchOptions
 
-    if args.network is None or args.model is None:
-        raise ParameterError("map-matched learning needs both --network and --model")
+    if args.network is None or args.model_file is None:
+        raise ParameterError("map-matched learning needs both --network and --model-file")
     if args.kind not in ("bi", "gp-exact"):
-        raise ParameterError(f"--kind must be bi or gp-exact, got {args.kind!r}")
+        raise ParameterError(f"--model must be bi or gp-exact, got {args.kind!r}")
     if args.save_every < 1:
         raise ParameterError(f"--save-every must be >= 1, got {args.save_every}")
-    from evroute.cliargs import MAX_WORKERS
+    from evroute.cli.args import MAX_WORKERS
 
     if args.workers < 1:
         raise ParameterError(f"--workers must be >= 1, got {args.workers}")
@@ -220,9 +249,9 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
     if args.soc_step is not None and not args.soc_step > 0:
         raise ParameterError(f"--soc-step must be > 0, got {args.soc_step}")
     options = MatchOptions(sigma_m=args.gps_sigma_m)
-    target = Path(args.model)
+    target = Path(args.model_file)
     if target.is_dir() or not target.parent.is_dir():
-        raise ParameterError(f"--model {target}: not a file path in an existing folder")
+        raise ParameterError(f"--model-file {target}: not a file path in an existing folder")
     if target.is_file():
         from evroute.models.store import read_header
 
@@ -268,7 +297,9 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
             bar.update(report.files_skipped)
             bar.close()
             if report.files_learned and report.readings == 0 and not done:
-                raise DataError("no log gave a usable energy reading (unmatched, or no charge change)")
+                raise DataError(
+                    "no log gave a usable energy reading (unmatched, no charge change, or no state-of-charge column)"
+                )
             if model.stats.readings:
                 _fit_noise_and_trip_effect(model, meta)
             save()

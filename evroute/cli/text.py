@@ -1,5 +1,5 @@
 """Texts the command line prints about results: regret with or without a standard error, the SUMO net a route file
-pairs with.  Kept apart from :mod:`evroute.cli` so that module stays a parser and its handlers."""
+pairs with.  Kept apart from the command modules of :mod:`evroute.cli` so they stay parsers and handlers."""
 
 from __future__ import annotations
 

@@ -9,21 +9,33 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable
 from typing import Any
 
+from evroute.cli.args import add_model_file, add_network_args
 from evroute.errors import ParameterError
 
 
-def add_serve_command(sub: Any, add_network_args: Callable[[argparse.ArgumentParser], None]) -> None:
+def register(sub: Any) -> None:
     """Register ``serve`` on the top-level subparsers ``sub``."""
-    p = sub.add_parser("serve", help="a warm routing API (POST /route, /reach, /energy, /observe) and a map page")
+    p = sub.add_parser(
+        "serve", help="a warm routing API (POST /route, /reach, /plan, /energy, /observe) and a map page"
+    )
+    p.set_defaults(handler=cmd_serve)
     add_network_args(p)
-    p.add_argument("--model", default=None, help="saved model (.npz; default: the physics prior, BI)")
+    add_model_file(p, "saved model (.npz; default: the physics prior, BI)")
     p.add_argument(
         "--vehicle",
         default=None,
         help="vehicle profile name or JSON file (default: the model's, else the default vehicle)",
+    )
+    p.add_argument(
+        "--chargers", default=None, help="charging stations for POST /plan: .csv, .geojson or .osm (docs/charging.md)"
+    )
+    p.add_argument(
+        "--charger-snap-m",
+        type=float,
+        default=250.0,
+        help="chargers farther than this from every road are left out (default: %(default)s m)",
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s, this machine only)")
     p.add_argument("--port", type=int, default=8000, help="TCP port (default: %(default)s)")
@@ -34,6 +46,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """``evroute serve``: everything is loaded before the port opens (a bad input fails with one line)."""
     if not 0 <= args.port <= 65535:
         raise ParameterError(f"--port must be between 0 and 65535, got {args.port}")
+    if not args.charger_snap_m > 0:
+        raise ParameterError(f"--charger-snap-m must be > 0, got {args.charger_snap_m}")
     try:
         import uvicorn
     except ImportError:
@@ -45,7 +59,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     dem = None if not args.dem else (args.dem[0] if len(args.dem) == 1 else list(args.dem))
     state = load_state(
-        args.network, model_path=args.model, vehicle=args.vehicle, data_dir=args.data_dir, dem=dem, loader=args.loader
+        args.network,
+        model_path=args.model_file,
+        vehicle=args.vehicle,
+        data_dir=args.data_dir,
+        dem=dem,
+        loader=args.loader,
+        chargers=args.chargers,
+        charger_snap_m=args.charger_snap_m,
     )
     app = create_app(state)
     v = state.current
@@ -79,4 +100,4 @@ def _check_listen(host: str, port: int) -> None:
         raise ParameterError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
 
-__all__ = ["add_serve_command", "cmd_serve"]
+__all__ = ["cmd_serve", "register"]

@@ -1,7 +1,7 @@
-"""Command-line side of the driver features: ``evroute route`` (with ``--model``, ``--charge``, ``--reserve``,
+"""Command-line side of the driver features: ``evroute route`` (with ``--model-file``, ``--charge``, ``--reserve``,
 ``--json``, ``--prior``), ``evroute reach``, ``evroute model prior`` and
-``evroute vehicles``.  :mod:`evroute.cli` registers them; this module sits at
-the cli level (it loads networks through :mod:`evroute.experiments`).
+``evroute vehicles``, registered by :func:`register` (:mod:`evroute.cli.app`); this module sits at the cli level
+(it loads networks through :mod:`evroute.experiments`).
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable
 from typing import Any
 
+from evroute.cli.args import add_endpoints, add_model_file, add_network_args, add_option, positive_metres
 from evroute.energy.vehicle import DEFAULT_VEHICLE
 from evroute.errors import ParameterError
 from evroute.io import dumps_strict
@@ -37,9 +37,43 @@ def parse_soc(text: str | None, flag: str) -> float | None:
     return value
 
 
+def register(sub: Any) -> None:
+    """Register ``route``, ``reach``, ``model`` and ``vehicles`` on the top-level subparsers ``sub``."""
+    p = sub.add_parser(
+        "route",
+        help="energy-optimal route (physics prior or a saved model) vs shortest, fastest and risk-aware routes, "
+        "with energy +- sd and arrival charge",
+    )
+    p.set_defaults(handler=cmd_route)
+    add_network_args(p)
+    add_endpoints(p)
+    p.add_argument(
+        "--max-snap-m",
+        type=positive_metres,
+        default=250.0,
+        help="a LON,LAT point farther than this from every edge (true geometry) is an error (default: %(default)s m)",
+    )
+    p.add_argument(
+        "--vehicle",
+        default=None,
+        help="vehicle profile name or JSON file (default: the model's, else chevrolet_bolt_2020; `evroute vehicles`)",
+    )
+    p.add_argument("--geojson", default=None, help="write the three routes to this GeoJSON file")
+    p.add_argument("--html", default=None, help="write an interactive map of the three routes (works offline)")
+    p.add_argument(
+        "--sumo-routes",
+        default=None,
+        metavar="FILE.rou.xml",
+        help="write the three routes as a SUMO route file (one EV per route, for sumo/sumo-gui)",
+    )
+
+    add_route_args(p)
+    _register_reach_model_vehicles(sub)
+
+
 def add_route_args(p: argparse.ArgumentParser) -> None:
     """The driver options of ``evroute route``."""
-    p.add_argument("--model", default=None, help="saved model (seed_<s>/model.npz of a run, or `evroute model prior`)")
+    add_model_file(p, "saved model (seed_<s>/model.npz of a run, or `evroute model prior`)")
     p.add_argument("--charge", default=None, help="battery charge at the start, e.g. 80%% (adds the risk-aware route)")
     p.add_argument("--reserve", default=None, help="charge to keep on arrival, e.g. 10%% (default: the min_soc)")
     p.add_argument(
@@ -64,27 +98,36 @@ def add_prior_arg(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_commands(sub: Any, add_network_args: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Register ``reach`` and ``model`` on the top-level subparsers ``sub``."""
+def _register_reach_model_vehicles(sub: Any) -> None:
     p = sub.add_parser("reach", help="road segments reachable on a given charge, with a given probability")
+    p.set_defaults(handler=cmd_reach)
     add_network_args(p)
-    p.add_argument("--from", dest="origin", required=True, help="start edge id, or a point LON,LAT")
+    add_endpoints(p, to=False)
     p.add_argument(
         "--max-snap-m", type=float, default=250.0, help="snapping limit for LON,LAT (default: %(default)s m)"
     )
     p.add_argument("--charge", required=True, help="battery charge at the start, e.g. 23%%")
     p.add_argument("--reserve", default=None, help="charge to keep on arrival, e.g. 10%% (default: the min_soc)")
     p.add_argument("--delta", type=float, default=0.05, help="allowed probability of arriving below the reserve")
-    p.add_argument("--model", default=None, help="saved model (default: the physics prior)")
+    add_model_file(p, "saved model (default: the physics prior)")
     p.add_argument("--vehicle", default=None, help=f"vehicle profile (default: the model's, else {DEFAULT_VEHICLE})")
     add_prior_arg(p)
     p.add_argument("--geojson", default=None, help="write the reachable segments to this GeoJSON file")
     p.add_argument("--html", default=None, help="write an interactive map of the reachable area (works offline)")
     p = sub.add_parser("model", help="edge models for route answers")
+    p.set_defaults(handler=cmd_model)
     msub = p.add_subparsers(dest="model_command", required=True)
     q = msub.add_parser("prior", help="a model from the physics prior alone (no observation)")
     add_network_args(q)
-    q.add_argument("--kind", default="bi", choices=["bi", "gp-exact"], help="model kind (default: %(default)s)")
+    add_option(
+        q,
+        "--model",
+        dest="kind",
+        aliases=("--kind",),
+        default="bi",
+        choices=["bi", "gp-exact"],
+        help="model kind (default: %(default)s)",
+    )
     q.add_argument(
         "--vehicle", default=DEFAULT_VEHICLE, help="vehicle profile name or JSON file (default: %(default)s)"
     )
@@ -92,7 +135,9 @@ def add_commands(sub: Any, add_network_args: Callable[[argparse.ArgumentParser],
     add_prior_arg(q)
     q = msub.add_parser("show", help="print a model file's header")
     q.add_argument("path", help="model file (.npz)")
-    sub.add_parser("vehicles", help="list the shipped vehicle profiles (evroute/resources/vehicles)")
+    sub.add_parser("vehicles", help="list the shipped vehicle profiles (evroute/resources/vehicles)").set_defaults(
+        handler=cmd_vehicles
+    )
 
 
 def cmd_vehicles(args: argparse.Namespace) -> int:
@@ -112,24 +157,24 @@ def _dem(args: argparse.Namespace) -> str | list[str] | None:
     return None if not args.dem else (args.dem[0] if len(args.dem) == 1 else list(args.dem))
 
 
-def _setup(args: argparse.Namespace, vehicle_arg: str | None):
-    """``(linegraph, belief, vehicle, model header or None)`` for a command with ``--network`` and ``--model``."""
+def load_inputs(args: argparse.Namespace, vehicle_arg: str | None):
+    """``(linegraph, belief, vehicle, model header or None)`` for a command with ``--network`` and ``--model-file``."""
     from evroute.energy import VehicleProfile
     from evroute.experiments.runner import load_linegraph
     from evroute.models.store import load_model, prior_model, read_header
 
-    header = read_header(args.model) if args.model else None  # a bad file fails before the network loads
+    header = read_header(args.model_file) if args.model_file else None  # a bad file fails before the network loads
     lg = load_linegraph(args.network, args.data_dir, _dem(args), args.loader)
     if header is not None:
-        model, header = load_model(args.model, lg, serve=True)
+        model, header = load_model(args.model_file, lg, serve=True)
         trained = VehicleProfile(**header["vehicle"])
         vehicle = trained if vehicle_arg is None else VehicleProfile.load(vehicle_arg)
         from evroute.sumo.vehicle import energy_fields
 
         if energy_fields(vehicle) != energy_fields(trained):
             raise ParameterError(
-                f"model {args.model} was learned for vehicle {trained.name!r}; --vehicle {vehicle_arg!r} has other "
-                "energy parameters (only the battery fields may differ)"
+                f"model {args.model_file} was learned for vehicle {trained.name!r}; --vehicle {vehicle_arg!r} has "
+                "other energy parameters (only the battery fields may differ)"
             )
     else:
         vehicle = VehicleProfile.load(vehicle_arg or DEFAULT_VEHICLE)
@@ -152,8 +197,8 @@ def cmd_route(args: argparse.Namespace) -> int:
         raise ParameterError(f"--delta must be in (0, 0.5), got {args.delta}")
     from evroute.energy import edge_prior
 
-    vehicle_arg = args.vehicle if args.vehicle is not None or args.model else DEFAULT_VEHICLE
-    lg, belief, vehicle, header = _setup(args, vehicle_arg)
+    vehicle_arg = args.vehicle if args.vehicle is not None or args.model_file else DEFAULT_VEHICLE
+    lg, belief, vehicle, header = load_inputs(args, vehicle_arg)
     battery = BatteryState.from_vehicle(vehicle, charge, reserve)
     net = lg.network
     s = resolve_endpoint(lg, args.origin, "start", max_snap_m=args.max_snap_m)
@@ -162,7 +207,7 @@ def cmd_route(args: argparse.Namespace) -> int:
     ctx = QueryContext(lg, belief, vehicle, time_s=edge_prior(net, vehicle, args.prior).time_s)
     res = route_query(ctx, s, g, battery, args.delta, risk_aware=charge is not None)
     routes, answers, risk = res.routes, res.answers, res.risk
-    source = f"model {args.model} ({header['kind']})" if header else f"physics prior {args.prior}"
+    source = f"model {args.model_file} ({header['kind']})" if header else f"physics prior {args.prior}"
     if args.json:
         out = {
             "network": net.name,
@@ -271,7 +316,7 @@ def _write_outputs(args, lg, routes, answers, s, g, vehicle, battery) -> None:
             vehicle=vehicle,
             charge_wh=battery.charge * battery.capacity_wh if args.charge is not None else None,
         )
-        from evroute.clitext import sumo_pairing_text
+        from evroute.cli.text import sumo_pairing_text
 
         text = f"SUMO routes: {args.sumo_routes}\n{sumo_pairing_text(net, args.sumo_routes)}"
         print(text, file=sys.stderr if args.json else sys.stdout)
@@ -292,7 +337,7 @@ def cmd_reach(args: argparse.Namespace) -> int:
     for flag, value, ext in (("--geojson", args.geojson, ".geojson"), ("--html", args.html, ".html")):
         if value is not None and not str(value).endswith((ext, ".json") if ext == ".geojson" else ext):
             raise ParameterError(f"{flag} must name a {ext} file, got {value!r}")
-    lg, belief, vehicle, header = _setup(args, args.vehicle)
+    lg, belief, vehicle, header = load_inputs(args, args.vehicle)
     battery = BatteryState.from_vehicle(vehicle, charge, reserve)
     s = resolve_endpoint(lg, args.origin, "start", max_snap_m=args.max_snap_m)
     res = reachable(lg, belief, s, battery, args.delta, h0=potential_h(lg.network, vehicle))
@@ -358,4 +403,14 @@ def cmd_model(args: argparse.Namespace) -> int:
     return 0
 
 
-__all__ = ["add_commands", "add_route_args", "cmd_model", "cmd_reach", "cmd_route", "cmd_vehicles", "parse_soc"]
+__all__ = [
+    "add_prior_arg",
+    "add_route_args",
+    "cmd_model",
+    "cmd_reach",
+    "cmd_route",
+    "cmd_vehicles",
+    "load_inputs",
+    "parse_soc",
+    "register",
+]

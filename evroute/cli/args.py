@@ -1,13 +1,143 @@
-"""Argument types and shared options of the ``evroute`` command line (parsing only: nothing heavy is imported)."""
+"""Argument types and shared options of the ``evroute`` command line (parsing only: nothing heavy is imported).
+
+Option names are the same in every command: ``--from``/``--to`` for the two ends of a trip, ``--model`` for a model
+KIND (``bi``, ``gp-exact``, ...) and ``--model-file`` for a saved model (``.npz``).  The spellings used before
+(``--start``/``--goal``, ``--model FILE``, ``--kind``) still work for one release as *deprecated aliases*
+(:func:`add_option`): each use prints one line ``evroute: warning: --start is deprecated; use --from``.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from evroute.errors import ParameterError
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (``evroute: error: ...``, status 2) instead of usage plus message, and options
+    that are required but have deprecated aliases (:func:`add_option`: checked after parsing, so an alias counts)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: ``(dest, flag)`` of the options :func:`add_option` made required
+        self.required_options: list[tuple[str, str]] = []
+
+    def error(self, message: str) -> NoReturn:
+        where = self.prog.removeprefix("evroute").strip()
+        self.exit(2, f"evroute: error: {where + ': ' if where else ''}{' '.join(message.split())}\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        ns, rest = super().parse_known_args(args, namespace)
+        missing = [flag for dest, flag in self.required_options if getattr(ns, dest, None) is None]
+        if missing:
+            self.error(f"the following arguments are required: {', '.join(missing)}")
+        return ns, rest
+
+
+def deprecation_warning(old: str, new: str) -> None:
+    """The one line an old option spelling prints (stderr)."""
+    print(f"evroute: warning: {old} is deprecated; use {new}", file=sys.stderr)
+
+
+class DeprecatedAlias(argparse.Action):
+    """An old spelling of option ``new``: stores into the same destination and prints :func:`deprecation_warning`.
+    Hidden from ``--help``; it sets no default (the new option's default stands)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, *, new: str, **kwargs: Any) -> None:
+        kwargs.setdefault("default", argparse.SUPPRESS)
+        kwargs.setdefault("help", argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+        self.new = new
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        deprecation_warning(option_string or self.option_strings[0], self.new)
+        setattr(namespace, self.dest, values)
+
+
+def add_option(
+    p: argparse.ArgumentParser,
+    flag: str,
+    *,
+    dest: str,
+    aliases: Sequence[str] = (),
+    required: bool = False,
+    **kwargs: Any,
+) -> None:
+    """Add option ``flag`` (storing into ``dest``) and its deprecated ``aliases`` (:class:`DeprecatedAlias`, same
+    ``type`` and ``choices``).  ``required`` is checked after parsing by :class:`Parser`, so an alias satisfies it."""
+    p.add_argument(flag, dest=dest, **kwargs)
+    same = {k: kwargs[k] for k in ("type", "choices", "metavar") if k in kwargs}
+    for old in aliases:
+        p.add_argument(old, dest=dest, action=DeprecatedAlias, new=flag, **same)
+    if required:
+        if not isinstance(p, Parser):
+            raise TypeError("a required option with aliases needs an evroute.cli.args.Parser")
+        p.required_options.append((dest, flag))
+
+
+def add_endpoints(p: argparse.ArgumentParser, *, to: bool = True, required: bool = True, what: str = "") -> None:
+    """``--from`` (and with ``to``, ``--to``): an edge id or a point ``LON,LAT``, stored as ``origin``/``dest``;
+    ``--start``/``--goal`` are their deprecated aliases."""
+    add_option(
+        p,
+        "--from",
+        dest="origin",
+        aliases=("--start",),
+        required=required,
+        metavar="FROM",
+        help=f"start edge id, or a point LON,LAT{what}",
+    )
+    if to:
+        add_option(
+            p,
+            "--to",
+            dest="dest",
+            aliases=("--goal",),
+            required=required,
+            metavar="TO",
+            help=f"goal edge id, or a point LON,LAT{what}",
+        )
+
+
+def add_model_file(p: argparse.ArgumentParser, help: str) -> None:
+    """``--model-file`` (a saved model, ``.npz``), stored as ``model_file``; ``--model`` is its deprecated alias in
+    the commands where ``--model`` named a file."""
+    add_option(p, "--model-file", dest="model_file", aliases=("--model",), default=None, metavar="FILE", help=help)
+
+
+class ModelKindOrFile(argparse.Action):
+    """``--model`` where it named a model file before and names a model KIND now (``evroute learn``): a value that
+    looks like a file (ends in ``.npz``, has a folder, or exists) is the deprecated file spelling, stored as
+    ``model_file`` with :func:`deprecation_warning`; anything else is a kind, stored as ``dest`` (and checked by the
+    command)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        import os
+
+        text = str(values)
+        if text.endswith(".npz") or os.sep in text or "/" in text or os.path.exists(text):
+            deprecation_warning("--model FILE", "--model-file FILE")
+            namespace.model_file = text
+        else:
+            setattr(namespace, self.dest, text)
 
 
 def positive_int(text: str) -> int:

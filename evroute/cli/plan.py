@@ -9,23 +9,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
+from evroute.cli.args import add_endpoints, add_model_file, add_network_args
 from evroute.errors import ParameterError
 
 #: exit status when no plan is feasible
 NO_PLAN = 1
 
 
-def add_plan_parser(sub: Any, add_network_args: Callable[[argparse.ArgumentParser], None]) -> None:
+def register(sub: Any) -> None:
     """Register ``plan`` on the top-level subparsers ``sub``."""
     p = sub.add_parser(
         "plan", help="charging stops for a trip, with P(arrival charge >= reserve) at every stop and the destination"
     )
+    p.set_defaults(handler=cmd_plan)
     add_network_args(p)
-    p.add_argument("--from", dest="origin", required=True, help="start edge id, or a point LON,LAT")
-    p.add_argument("--to", dest="dest", required=True, help="destination edge id, or a point LON,LAT")
+    add_endpoints(p)
     p.add_argument("--chargers", required=True, help="charging stations: .csv, .geojson or .osm (docs/charging.md)")
     p.add_argument("--charge", required=True, help="battery charge at the start, e.g. 15%%")
     p.add_argument("--reserve", default=None, help="charge to keep on every arrival, e.g. 10%% (default: min_soc)")
@@ -61,14 +61,14 @@ def add_plan_parser(sub: Any, add_network_args: Callable[[argparse.ArgumentParse
         default=250.0,
         help="chargers farther than this from every road are left out (default: 250 m)",
     )
-    p.add_argument("--model", default=None, help="saved model (default: the physics prior)")
+    add_model_file(p, "saved model (default: the physics prior)")
     p.add_argument(
         "--vehicle",
         default=None,
         help="vehicle profile (default: the model's, else the default vehicle; see `evroute vehicles`)",
     )
     p.add_argument("--json", action="store_true", help="print the plan as JSON")
-    from evroute.driver.commands import add_prior_arg
+    from evroute.cli.driver import add_prior_arg
 
     add_prior_arg(p)
     p.add_argument("--geojson", default=None, help="write the legs and stops to this GeoJSON file")
@@ -100,8 +100,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from evroute.charging.chargers import read_chargers, snap_chargers
     from evroute.charging.planner import plan_trip
     from evroute.charging.search import PlanSettings
+    from evroute.cli.driver import load_inputs, parse_soc
     from evroute.driver.answers import BatteryState
-    from evroute.driver.commands import _setup, parse_soc
     from evroute.routes import resolve_endpoint
 
     _check(args)
@@ -110,7 +110,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if step is None or not 0 < step <= 0.5:
         raise ParameterError(f"--step must be in (0%, 50%], got {args.step!r}")
     chargers = read_chargers(args.chargers)  # a bad charger file fails before the network loads
-    lg, belief, vehicle, header = _setup(args, args.vehicle)
+    lg, belief, vehicle, header = load_inputs(args, args.vehicle)
     battery = BatteryState.from_vehicle(vehicle, charge, reserve)
     n_read = len(chargers)
     chargers = snap_chargers(lg.network, chargers, args.charger_snap_m)
@@ -132,7 +132,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     problem, plan = plan_trip(lg, belief, vehicle, s, g, chargers, settings, trip_rho=args.trip_rho)
     d = plan_dict(plan, problem, belief, lg, chargers)
     net = lg.network
-    source = f"model {args.model} ({header['kind']})" if header else "physics prior"
+    source = f"model {args.model_file} ({header['kind']})" if header else "physics prior"
     d |= {
         "network": net.name,
         "vehicle": vehicle.name,
@@ -171,4 +171,4 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0 if plan.feasible else NO_PLAN
 
 
-__all__ = ["NO_PLAN", "add_plan_parser", "cmd_plan"]
+__all__ = ["NO_PLAN", "cmd_plan", "register"]

@@ -1,0 +1,153 @@
+"""One size of the country-scale benchmark (:mod:`studies.bench.benchmark_scale`), measured in THIS process.
+
+:func:`measure` runs, on ``synthetic:EDGES:SEED`` (:func:`evroute.network.synthetic.synthetic_city`, through the
+registry and the compute cache as ``evroute run`` does), the set-up of a BI-TS run stage by stage (network, line
+graph, route, environment draw, bandit, round 1: :func:`evroute.experiments.runner.make_bandit`), then further
+BI-TS rounds, then the served-model queries: the reduced costs of the BI posterior means
+(:meth:`evroute.driver.query.QueryContext.least_mean_arcs`), CCH preprocessing and customization
+(:mod:`evroute.cch`), point-to-point queries by CCH and by Dijkstra (:class:`evroute.oracle.RouteOracle`) on the same
+arcs, and the reachable area (:func:`evroute.driver.reach.reachable`).  Every step records CPU seconds
+(``time.process_time``) and wall seconds, and the process's peak resident memory (``ru_maxrss``) after it.
+With ``profile=True`` each step runs once under cProfile instead and only its top functions are recorded.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import json
+import os
+import pstats
+import resource
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+
+def peak_mb() -> float:
+    """Peak resident memory of this process so far (MB; Linux reports ``ru_maxrss`` in KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def _top(prof: cProfile.Profile, n: int = 3) -> list[dict[str, Any]]:
+    """The ``n`` functions with the most own CPU time (``tottime``) in ``prof``."""
+    st = pstats.Stats(prof)
+    rows = sorted(st.stats.items(), key=lambda kv: -kv[1][2])[:n]  # type: ignore[attr-defined]
+    out = []
+    for (file, line, fn), (_cc, _nc, tt, ct, _callers) in rows:
+        where = "~" if file == "~" else f"{os.path.basename(os.path.dirname(file))}/{os.path.basename(file)}:{line}"
+        out.append({"function": fn, "where": where, "tottime_s": round(tt, 4), "cumtime_s": round(ct, 4)})
+    return out
+
+
+class Steps:
+    """Records each step's CPU/wall seconds and the peak memory after it (or its profile)."""
+
+    def __init__(self, profile: bool) -> None:
+        self.profile = profile
+        self.rows: dict[str, dict[str, Any]] = {}
+
+    def run(self, name: str, fn: Callable[[], Any]) -> Any:
+        print(f"step {name}", file=sys.stderr, flush=True)  # names the step a killed child was in
+        if self.profile:
+            prof = cProfile.Profile()
+            c0 = time.process_time()
+            value = prof.runcall(fn)
+            self.rows[name] = {"cpu_s": time.process_time() - c0, "top": _top(prof)}
+            return value
+        c0, w0 = time.process_time(), time.perf_counter()
+        value = fn()
+        self.rows[name] = {"cpu_s": time.process_time() - c0, "wall_s": time.perf_counter() - w0, "peak_mb": peak_mb()}
+        return value
+
+    def repeat(self, name: str, fn: Callable[[int], Any], n: int) -> None:
+        """``fn(i)`` for ``i < n``: the median CPU and wall seconds of one call (one profiled call with ``profile``)."""
+        if self.profile:
+            self.run(name, lambda: fn(0))
+            return
+        print(f"step {name}", file=sys.stderr, flush=True)
+        cpu, wall = [], []
+        for i in range(n):
+            c0, w0 = time.process_time(), time.perf_counter()
+            fn(i)
+            cpu.append(time.process_time() - c0)
+            wall.append(time.perf_counter() - w0)
+        self.rows[name] = {
+            "cpu_s": statistics.median(cpu),
+            "wall_s": statistics.median(wall),
+            "n": n,
+            "peak_mb": peak_mb(),
+        }
+
+
+#: the set-up stages of a BI-TS run, as :mod:`studies.bench.env_setup` names them
+SETUP_STAGES = ("network", "line graph", "route", "environment", "bandit", "round 1")
+
+
+def measure(
+    n_edges: int, seed: int = 0, *, setup_only: bool = False, profile: bool = False, queries: int = 200
+) -> dict[str, Any]:
+    """All steps on ``synthetic:n_edges:seed`` (module doc); ``setup_only`` stops after the set-up (the warm-cache
+    run).  Sizes of the repeated steps shrink with the network so that a million edges stays within minutes."""
+    from evroute.cch import CCHIndex
+    from evroute.driver.answers import BatteryState
+    from evroute.driver.query import QueryContext, make_belief
+    from evroute.driver.reach import reachable
+    from evroute.energy import VehicleProfile
+    from evroute.experiments import ExperimentConfig
+    from evroute.experiments import runner as R
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+    from evroute.oracle import RouteOracle
+    from evroute.routes import resolve_route
+
+    network = f"synthetic:{n_edges}:{seed}"
+    cfg = ExperimentConfig(
+        network=network, route="A", model="bi", policy="ts", env="consistent", potential="elevation", seeds=(seed,)
+    )
+    out: dict[str, Any] = {"network": network, "load_start": os.getloadavg()[0], "pid_cpu_start": time.process_time()}
+    s = Steps(profile)
+    net = s.run("network", lambda: load_network(network))
+    lg = s.run("line graph", lambda: build_line_graph(net))
+    rs = s.run("route", lambda: resolve_route(lg, network, "A", None, None))
+    env = s.run(
+        "environment",
+        lambda: R._environment(lg, cfg.vehicle, cfg.env, json.dumps(cfg.environment, sort_keys=True), seed),
+    )
+    bandit = s.run("bandit", lambda: R.make_bandit(cfg, R.Problem(lg, env, rs), seed))
+    s.run("round 1", bandit.step)
+    out["edges"], out["turns"] = int(lg.n_nodes), int(lg.n_arcs)
+    out["setup_peak_mb"] = peak_mb()
+    if not setup_only:
+        big = lg.n_nodes >= 500_000
+        s.repeat("BI-TS round", lambda i: bandit.step(), 5 if big else 15)
+        vehicle = VehicleProfile.load(cfg.vehicle)
+        belief = make_belief(lg, bandit.model, vehicle)
+        ctx = QueryContext(lg, belief, vehicle, engine="cch")
+        arcs = s.run("reduced costs", ctx.least_mean_arcs)
+        index = s.run("CCH preprocessing", lambda: CCHIndex(lg))
+        router = s.run("CCH customization", lambda: index.customize(arcs))
+        rng = np.random.default_rng(seed)
+        pairs = rng.integers(0, lg.n_nodes, size=(queries, 2))
+        s.repeat("CCH query", lambda i: router.route(int(pairs[i, 0]), int(pairs[i, 1])), queries)
+        oracle = RouteOracle(lg)
+        s.repeat("Dijkstra query", lambda i: oracle.shortest_route_arcs(arcs, int(pairs[i, 0]), int(pairs[i, 1])), 3)
+        battery = BatteryState.from_vehicle(vehicle, 0.8)
+        s.repeat("reach", lambda i: reachable(lg, belief, int(pairs[i, 0]), battery, h0=ctx.h0), 3)
+        # the same routes from both engines (costs within the CCH's stated quantization bound)
+        gaps = []
+        for a, b in pairs[:3]:
+            c, d = router.route(int(a), int(b)).cost, oracle.shortest_route_arcs(arcs, int(a), int(b)).cost
+            gaps.append(abs(c - d))
+        out["cch_vs_dijkstra"] = {"max_cost_gap": max(gaps), "error_bound": router.error_bound}
+    out["steps"] = s.rows
+    out["cpu_total_s"] = time.process_time() - out.pop("pid_cpu_start")
+    out["peak_mb"] = peak_mb()
+    out["load_end"] = os.getloadavg()[0]
+    return out
+
+
+__all__ = ["SETUP_STAGES", "Steps", "measure", "peak_mb"]

@@ -1,0 +1,124 @@
+"""``studies/bench/benchmark_scale.py`` (issue 39, item 6): the page is rebuilt byte for byte from its committed data,
+its verdicts and growth exponents follow from the numbers, a child that times out or runs out of memory is recorded
+as such, and one real (small) measurement has every step with CCH and Dijkstra agreeing."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from studies.bench.benchmark_scale import _child
+from studies.bench.scale_measure import SETUP_STAGES, measure
+from studies.bench.scale_report import LATER_STEPS, render, slope, value
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "benchmark_scale.md"
+DATA = ROOT / "docs" / "data" / "benchmark_scale.json"
+needs_checkout = pytest.mark.skipif(not DOC.is_file(), reason="needs the source checkout")
+
+
+def _report(data: Path, out: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [
+        sys.executable,
+        "-m",
+        "studies.bench.benchmark_scale",
+        "--report-only",
+        "--data",
+        str(data),
+        "--out",
+        str(out),
+    ]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
+
+
+@needs_checkout
+def test_page_is_rebuilt_byte_for_byte(tmp_path: Path) -> None:
+    out = tmp_path / "page.md"
+    res = _report(DATA, out)
+    assert res.returncode == 0, res.stderr
+    assert out.read_bytes() == DOC.read_bytes()
+
+
+def test_missing_data_is_one_error_line_and_nothing_written(tmp_path: Path) -> None:
+    res = _report(tmp_path / "absent.json", tmp_path / "page.md")
+    assert res.returncode == 2 and res.stderr.startswith("evroute: error: ")
+    assert len(res.stderr.strip().splitlines()) == 1 and not (tmp_path / "page.md").exists()
+
+
+def _run(edges: int, cpu: float, mb: float) -> dict[str, Any]:
+    """A cold run whose every step costs ``cpu`` CPU seconds, peaking at ``mb``."""
+    steps = {s: {"cpu_s": cpu, "wall_s": 2 * cpu, "peak_mb": mb} for s in SETUP_STAGES + LATER_STEPS}
+    return {
+        "status": "ok",
+        "edges": edges,
+        "turns": 3 * edges,
+        "steps": steps,
+        "setup_peak_mb": mb,
+        "peak_mb": mb,
+        "load_start": 1.0,
+        "load_end": 1.0,
+        "cpu_total_s": 13 * cpu,
+        "child_wall_s": 26 * cpu,
+        "cch_vs_dijkstra": {"max_cost_gap": 0.0, "error_bound": 1.0},
+    }
+
+
+def _data(cpu_at_1m: float) -> dict[str, Any]:
+    sizes = {}
+    for n, cpu in ((10_000, cpu_at_1m / 100), (1_000_000, cpu_at_1m)):
+        cold = _run(n, cpu, n / 1000)
+        warm = copy.deepcopy(cold)
+        sizes[str(n)] = {"requested_edges": n, "cold": cold, "warm": warm}
+    return {"command": "cmd", "machine": "m", "sizes": sizes}
+
+
+def test_verdicts_and_exponents_follow_from_the_numbers() -> None:
+    # every step linear in the edges: exponent 1.00; 1M steps at 1 ms CPU: all time targets met (cold set-up 6 ms)
+    page = render(_data(0.001))
+    assert "| BI-TS round (CPU s) | 1.00 |" in page
+    assert "| BI-TS round ≤ 50 ms (CPU) | 1 ms | met |" in page
+    assert "| cold set-up peak memory ≤ 2 GB | 1,000 MB | met |" in page
+    # 1M steps at 60 ms CPU: the round, the query and the set-up targets are missed, reach (<= 200 ms) is still met
+    page = render(_data(0.060))
+    assert "| BI-TS round ≤ 50 ms (CPU) | 60 ms | missed |" in page
+    assert "| reach ≤ 200 ms (CPU) | 60 ms | met |" in page
+    assert "| warm route query against a served model ≤ 5 ms (CCH, CPU) | 60 ms | missed |" in page
+    assert "| 5M edges run in ≤ 8 GB | — | not measured |" in page
+    d = _data(0.001)
+    d["sizes"]["1000000"]["cold"]["cch_vs_dijkstra"]["max_cost_gap"] = 2.0  # beyond the stated bound
+    assert "largest gap 2 Wh (stated bounds 1 to 1 Wh) | missed |" in render(d)
+    d["sizes"]["1000000"]["cold"] = {"status": "timed out after 5 s"}
+    assert "| BI-TS round ≤ 50 ms (CPU) | — | not measured (timed out after 5 s) |" in render(d)
+
+
+def test_slope_is_the_log_log_growth() -> None:
+    assert slope(1e4, 2.0, 1e6, 2.0 * 100**1.5) == pytest.approx(1.5, rel=1e-12)
+    assert slope(1e4, 0.0, 1e6, 1.0) is None
+    assert value({"status": "failed"}, "setup") is None
+
+
+@pytest.mark.slow
+def test_a_child_past_its_limits_is_recorded_not_guessed(tmp_path: Path) -> None:
+    assert _child(["10000", "0", "full"], str(tmp_path), 14.0, 0.01)["status"] == "timed out after 0 s"
+    res = _child(["10000", "0", "full"], str(tmp_path), 0.05, 120.0)  # 50 MB: numpy cannot even load
+    assert res["status"].startswith("failed (exit 1, cap 0.05 GB)")
+
+
+@pytest.mark.slow
+def test_one_small_measurement_has_every_step_and_cch_agrees_with_dijkstra(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("EVROUTE_COMPUTE_CACHE", str(tmp_path))
+    res = measure(3000, 0, queries=5)
+    assert set(res["steps"]) == set(SETUP_STAGES + LATER_STEPS)
+    assert all(r["cpu_s"] >= 0 and r["peak_mb"] > 0 for r in res["steps"].values())
+    gap = res["cch_vs_dijkstra"]
+    assert gap["max_cost_gap"] <= gap["error_bound"]  # the bound of evroute.cch (quantization), not a tolerance
+    assert abs(res["edges"] - 3000) <= 0.05 * 3000  # synthetic_city's size tolerance
+    json.dumps(res)  # what the child prints

@@ -1,0 +1,62 @@
+"""(b) of the energy validation (``studies/energy_validation/sumo_traces.py``): the route check and the page's
+statistics, by hand on made-up rows (the SUMO and FASTSim runs themselves are the study's command)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from studies.energy_validation.sumo_traces import _in_order, report
+
+
+def test_edges_seen_in_route_order():
+    route = ["a", "b", "c", "d"]
+    assert _in_order(["a", "b", "c", "d"], route)
+    assert _in_order(["a", "c", "d"], route)  # b driven within one step: unseen
+    assert not _in_order(["a", "c", "b", "d"], route)  # out of order
+    assert not _in_order(["b", "c", "d"], route)  # the first edge never seen
+    assert not _in_order(["a", "b", "x", "d"], route)  # off the route
+    assert not _in_order([], route)
+
+
+def _rows() -> pd.DataFrame:
+    """Five kept trips with profile / FASTSim ratios 0.8, 0.9, 1.0, 1.1, 1.2 and one refused by FASTSim."""
+    ratio = np.array([0.8, 0.9, 1.0, 1.1, 1.2])
+    kept = pd.DataFrame(
+        {
+            "network": "monaco",
+            "vehicle": "chevrolet_bolt_2020",
+            "failure": "",
+            "sumo_m": 2000.0,
+            "sumo_s": 300.0,
+            "rise_m": [10.0, 20.0, 30.0, 40.0, 50.0],
+            "fastsim_wh": 100.0,
+            "fastsim_regen_eff": 0.87,
+            "evroute_regen_eff": 0.97,
+            "profile_wh": 100.0 * ratio,
+            "steady_wh": 95.0 * ratio,
+            "eq8_wh": 90.0 * ratio,
+            "trace_wh": 100.0,
+            "prior_s": 330.0,
+        }
+    )
+    why = "FASTSim: edrv charge power (28 kW) exceeds current max charge power (13 kW)"
+    refused = pd.DataFrame({"network": ["monaco"], "vehicle": ["chevrolet_bolt_2020"], "failure": [why]})
+    return pd.concat([kept, refused], ignore_index=True)
+
+
+def test_report_statistics_by_hand():
+    text = "\n".join(report(_rows(), 15.0))
+    # median 1.0; numpy's linear quantiles: 10 % at 0.84, 90 % at 1.16; worst = farthest from 1 (first found: 0.8)
+    assert "| monaco | chevrolet_bolt_2020 | 5 / 6 | 2.00 | profile | 1.000 | 0.840-1.160 | 0.800 |" in text
+    assert "| monaco | chevrolet_bolt_2020 | 5 / 6 | 2.00 | steady | 0.950 | 0.798-1.102 | 0.760 |" in text
+    assert "All 5 kept trips: profile median ratio 1.000 (10-90 % 0.840-1.160), within +-15 %." in text
+    assert "Not kept: 1 trips (monaco 1) where FASTSim stops" in text and "median rise +30 m" in text
+    assert "; 0 where FASTSim's Bolt cannot follow" in text and "; 0 for SUMO reasons" in text
+    assert "median 1.100." in text  # the prior's time over SUMO's: 330 / 300
+
+
+def test_report_says_outside_when_it_is():
+    rows = _rows()
+    rows["profile_wh"] *= 0.5
+    assert "profile median ratio 0.500 (10-90 % 0.420-0.580), OUTSIDE +-15 %" in "\n".join(report(rows, 15.0))

@@ -1,0 +1,121 @@
+"""The CCH route engine (:mod:`evroute.cch`) against Dijkstra (:class:`evroute.oracle.RouteOracle`) on random graphs
+and weights: every route is a legal route from start to goal whose real cost is within the stated quantization
+bound of Dijkstra's optimum; unreachable goals and bad weights raise as the oracle does."""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from evroute.cch import CCHIndex
+from evroute.errors import ParameterError, UnreachableError
+from evroute.linegraph import build_line_graph
+from evroute.network.synthetic import synthetic_city
+from evroute.oracle import RouteOracle, is_valid_route
+
+pytest.importorskip("routingkit_cch")
+
+
+@functools.lru_cache(maxsize=4)
+def _graph(n: int, seed: int):
+    lg = build_line_graph(synthetic_city(n, seed=seed))
+    return lg, CCHIndex(lg), RouteOracle(lg)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    size=st.sampled_from([40, 150, 400]),
+    seed=st.integers(0, 3),
+    wseed=st.integers(0, 10_000),
+    scale=st.sampled_from([1e-3, 1.0, 1e4]),
+    zeros=st.floats(0.0, 0.5),
+)
+def test_cch_routes_are_optimal_within_the_quantization_bound(size, seed, wseed, scale, zeros) -> None:
+    lg, index, oracle = _graph(size, seed)
+    rng = np.random.default_rng(wseed)
+    w = rng.exponential(scale, lg.n_nodes) * (rng.random(lg.n_nodes) >= zeros)  # some free edges: ties
+    a = rng.exponential(scale, index.n_arcs) * (rng.random(index.n_arcs) >= zeros)
+    by_node, by_arc = index.customize_nodes(w), index.customize(a)
+    for s, g in rng.integers(0, lg.n_nodes, (12, 2)):
+        for router, ref in (
+            (by_node, lambda s, g: oracle.shortest_route(w, s, g)),
+            (by_arc, lambda s, g: oracle.shortest_route_arcs(a, s, g)),
+        ):
+            try:
+                want = ref(int(s), int(g))
+            except UnreachableError:
+                with pytest.raises(UnreachableError):
+                    router.route(int(s), int(g))
+                continue
+            got = router.route(int(s), int(g))
+            assert got.edges[0] == s and got.edges[-1] == g and is_valid_route(lg, got.edges)
+            # the route is optimal for the rounded weights: its real cost is within the bound of the optimum, and
+            # never below it (the optimum is the optimum); 1e-9 relative covers the float sums' rounding
+            assert (
+                want.cost - 1e-9 * max(1.0, want.cost)
+                <= got.cost
+                <= want.cost + router.error_bound + 1e-9 * max(1.0, want.cost)
+            )
+            assert router.error_bound <= lg.n_nodes * (float(router.arc_weights.sum()) / 2**30) * (1 + 1e-12) + 1e-300
+
+
+def test_cch_refuses_bad_weights_and_indices() -> None:
+    lg, index, _ = _graph(40, 0)
+    with pytest.raises(ParameterError, match="non-negative"):
+        index.customize_nodes(-np.ones(lg.n_nodes))
+    with pytest.raises(ParameterError, match="shape"):
+        index.customize(np.ones(3))
+    router = index.customize_nodes(np.ones(lg.n_nodes))
+    with pytest.raises(ParameterError, match="outside"):
+        router.route(0, lg.n_nodes)
+    r = router.route(5, 5)
+    assert list(r.edges) == [5] and r.cost == 1.0
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 10_000), charge=st.floats(0.02, 0.9))
+def test_route_query_on_cch_answers_what_dijkstra_answers(seed, charge) -> None:
+    """The driver's query with ``engine="cch"`` against ``engine="dijkstra"``: energy-optimal, shortest and fastest
+    routes of the same cost (within the quantization bound), and a risk-aware answer of the same feasibility."""
+    from evroute.driver.answers import BatteryState
+    from evroute.driver.belief import RouteBelief
+    from evroute.driver.query import QueryContext, route_query
+    from evroute.energy import VehicleProfile
+    from evroute.models.store import prior_model
+
+    lg, _, _ = _graph(400, 1)
+    v = VehicleProfile()
+    m = prior_model("bi", lg, v)
+    rng = np.random.default_rng(seed)
+    e = rng.integers(0, lg.n_nodes, 80)
+    m.update(e, m.posterior().mean[e] * rng.uniform(0.5, 1.5, 80))
+    b = RouteBelief(m)
+    fast, ref = QueryContext(lg, b, v, engine="cch"), QueryContext(lg, b, v, engine="dijkstra")
+    assert (fast.engine, ref.engine) == ("cch", "dijkstra")
+    bat = BatteryState.from_vehicle(v, charge, 0.01)
+    for s, g in rng.integers(0, lg.n_nodes, (5, 2)):
+        got, want = route_query(fast, int(s), int(g), bat), route_query(ref, int(s), int(g), bat)
+        mu_got, mu_want = fast.least_mean_route(int(s), int(g))[0], ref.least_mean_route(int(s), int(g))[0]
+        bound = fast._least_router.error_bound if fast._least_router is not None else 0.0
+        assert mu_want - 1e-9 <= mu_got <= mu_want + bound + 1e-9
+        net = lg.network
+        for kind, w in (("shortest", net.length_m), ("fastest", fast.time_s)):
+            a, b_ = w[got.routes[kind]].sum(), w[want.routes[kind]].sum()
+            assert b_ - 1e-9 <= a <= b_ + fast._cch(kind, lambda i: None).error_bound + 1e-9
+        assert got.risk is not None and want.risk is not None
+        assert got.risk.feasible == want.risk.feasible or abs(got.risk.mean_wh - want.risk.mean_wh) < 1e-3
+
+
+def test_unknown_engine_is_refused() -> None:
+    from evroute.driver.belief import RouteBelief
+    from evroute.driver.query import QueryContext
+    from evroute.energy import VehicleProfile
+    from evroute.models.store import prior_model
+
+    lg, _, _ = _graph(40, 0)
+    with pytest.raises(ParameterError, match="route engine"):
+        QueryContext(lg, RouteBelief(prior_model("bi", lg, VehicleProfile())), VehicleProfile(), engine="ch")
