@@ -187,8 +187,31 @@ def turn_speed_mps(deflection_rad: ArrayLike, lateral_accel_mps2: float, turn_ra
     return np.sqrt(lateral_accel_mps2 * np.maximum(radius, 0.0))
 
 
+def lane_headings(edges: list[Any]) -> dict[str, list[float]]:
+    """``{edge id: [start x, start y, end x, end y]}``: the unit direction (net x/y, metres) of the first and last
+    segment of each ``sumolib`` edge's lane shape, without the stubs to the junction centres that the edge's drawn
+    geometry adds (``getShape(includeJunctions=True)``: from the end of the right-hand lane to the centre, they turn
+    a straight road through a junction by 20-40 degrees); a degenerate shape gives zeros."""
+    out: dict[str, list[float]] = {}
+    for e in edges:
+        q = np.asarray(e.getShape(), dtype=np.float64).reshape(-1, 2)
+        d = np.diff(q, axis=0)
+        d = d[np.hypot(d[:, 0], d[:, 1]) > 1e-6]
+        if not len(d):
+            out[e.getID()] = [0.0, 0.0, 0.0, 0.0]
+            continue
+        s, t = d[0] / np.hypot(*d[0]), d[-1] / np.hypot(*d[-1])
+        out[e.getID()] = [round(float(x), 6) for x in (*s, *t)]
+    return out
+
+
 def _end_headings(network: RoadNetwork) -> tuple[np.ndarray, np.ndarray]:
-    """``(E, 2)`` unit direction of each edge's first and last segment in local metres (zero where degenerate)."""
+    """``(E, 2)`` unit direction of each edge's first and last segment in local metres (zero where degenerate): a
+    SUMO network's lane shapes (``meta["lane_headings"]``, :func:`lane_headings`), else its geometry's."""
+    listed = network.meta.get("lane_headings")
+    if listed:
+        h = np.array([listed.get(e, [0.0] * 4) for e in network.edge_ids.tolist()], dtype=np.float64).reshape(-1, 4)
+        return h[:, :2].copy(), h[:, 2:].copy()
     scale = np.array([1.0, 1.0])
     if network.meta.get("crs", "EPSG:4326") == "EPSG:4326":
         lat = float(np.mean([g[0, 1] for g in network.geometry]))
@@ -283,35 +306,83 @@ def turn_controls(network: RoadNetwork, model: JunctionModel | None = None) -> t
     return kind, prog
 
 
-#: OSM road classes from the highest priority down (a ``_link`` ranks with its class; unknown classes lowest)
-CLASS_ORDER: tuple[str, ...] = (
-    "motorway",
-    "trunk",
-    "primary",
-    "secondary",
-    "tertiary",
-    "unclassified",
-    "road",
-    "residential",
-    "living_street",
-    "service",
-)
+#: netconvert's edge priority by OSM road class (SUMO's ``data/typemap/osmNetconvert.typ.xml``, eclipse-sumo 1.28:
+#: the ``_link`` classes rank below every main class down to tertiary); unknown classes 0
+NETCONVERT_PRIORITY: dict[str, int] = {
+    "motorway": 14,
+    "trunk": 13,
+    "primary": 12,
+    "secondary": 11,
+    "tertiary": 10,
+    "motorway_link": 9,
+    "trunk_link": 8,
+    "primary_link": 7,
+    "secondary_link": 6,
+    "tertiary_link": 5,
+    "unclassified": 4,
+    "residential": 3,
+    "living_street": 2,
+    "service": 1,
+}
+#: netconvert's ``--junctions.right-before-left.speed-threshold`` default (m/s: 49 km/h)
+RIGHT_BEFORE_LEFT_MAX_MPS = 49.0 / 3.6
+#: most different speeds (m/s) of two approaches of a right-before-left junction (netconvert: 9.5 km/h)
+RIGHT_BEFORE_LEFT_SPEED_DIFF_MPS = 9.5 / 3.6
+_COS135 = -np.cos(np.pi / 4)
+
+
+def _major_approaches(inc: list[int], prio: np.ndarray, speed: np.ndarray, end: np.ndarray) -> set[int]:
+    """The major approaches of a priority junction among the incoming edges ``inc`` (netconvert's
+    ``NBEdgePriorityComputer::setPriorityJunctionPriorities``): the approaches ranked best (priority, then the
+    whole m/s of the limit) and, of those, the most opposite pair; a single best approach and the approach most
+    opposite it when more than 135 degrees apart."""
+    key = {e: (int(prio[e]), int(speed[e])) for e in inc}
+    top = max(key.values())
+    best = [e for e in inc if key[e] == top]
+    if len(best) == 1:
+        others = [e for e in inc if e != best[0]]
+        if not others:
+            return set(best)
+        opp = min(others, key=lambda e: float(end[e] @ end[best[0]]))
+        return {best[0], opp} if float(end[opp] @ end[best[0]]) < _COS135 else {best[0]}
+    pairs = [(float(end[a] @ end[b]), a, b) for i, a in enumerate(best) for b in best[i + 1 :]]
+    _, a, b = min(pairs)
+    return {a, b}
+
+
+def _right_before_left(inc: list[int], prio: np.ndarray, speed: np.ndarray, end: np.ndarray) -> bool:
+    """Whether netconvert makes the junction of the incoming edges ``inc`` right-before-left
+    (``NBNodeTypeComputer::computeNodeTypes``): every two approaches (but opposite ones where there are more than
+    two) of the same priority, limits within 9.5 km/h of each other and below 49 km/h."""
+    for i, a in enumerate(inc):
+        for b in inc[i + 1 :]:
+            if len(inc) > 2 and float(end[a] @ end[b]) < _COS135:
+                continue
+            s1, s2 = speed[a], speed[b]
+            if (
+                prio[a] != prio[b]
+                or abs(s1 - s2) > RIGHT_BEFORE_LEFT_SPEED_DIFF_MPS
+                or max(s1, s2) >= RIGHT_BEFORE_LEFT_MAX_MPS
+            ):
+                return False
+    return len(inc) > 1
 
 
 def priority_yields(network: RoadNetwork) -> np.ndarray:
     """``(C,)`` whether each turn yields by the right-of-way rules netconvert applies where the network says nothing
-    (SUMO's ``priority`` junctions), at an intersection (three or more neighbouring junctions):
+    (its guessed junction types), at an intersection (three or more neighbouring junctions):
 
-    * an approach ranked below another approach to the same junction yields (the rank: the road class of
-      ``meta["osm_road_class"]`` (by edge id) in :data:`CLASS_ORDER`, then the posted limit);
-    * a left turn (more than 45 degrees, right-hand traffic) from a top-ranked approach yields to the oncoming
-      approach of the same rank (one whose last segment points the other way, within 45 degrees).
+    * a right-before-left junction (every two approaches, opposite ones aside, of the same class priority,
+      :data:`NETCONVERT_PRIORITY`, with limits below 49 km/h and within 9.5 km/h): every turn yields;
+    * a priority junction: the major road is the best-ranked approach (class priority, then limit) with the approach
+      most opposite it, or of several equally ranked approaches the most opposite pair (:func:`_major_approaches`);
+      every other approach yields, and a left turn (more than 45 degrees, right-hand traffic) from a major approach
+      yields to the oncoming major approach.
     """
     t = network.turns
     classes = network.meta.get("osm_road_class") or {}
-    order = {c: len(CLASS_ORDER) - i for i, c in enumerate(CLASS_ORDER)}
-    cls = np.array([order.get(str(classes.get(e, "")).removesuffix("_link"), 0) for e in network.edge_ids.tolist()])
-    rank = cls * 1000.0 + np.round(network.speed_limit_mps, 1)
+    prio = np.array([NETCONVERT_PRIORITY.get(str(classes.get(e, "")), 0) for e in network.edge_ids.tolist()])
+    speed = np.asarray(network.speed_limit_mps, dtype=np.float64)
     ends = np.concatenate([network.from_node, network.to_node])
     other = np.concatenate([network.to_node, network.from_node])
     keep = ends != other
@@ -322,20 +393,23 @@ def priority_yields(network: RoadNetwork) -> np.ndarray:
     for e, n in enumerate(network.to_node.tolist()):
         incoming.setdefault(n, []).append(e)
     start, end = _end_headings(network)
+    rule: dict[str, tuple[bool, set[int]]] = {}
     out = np.zeros(len(t), dtype=bool)
     for k, (a, b) in enumerate(t.tolist()):
         node = network.to_node[a]
         if neigh.get(node, 0) < 3:
             continue
-        rivals = [e for e in incoming[node] if e != a and network.from_node[e] != network.to_node[b]]
-        top = max((rank[e] for e in rivals), default=-np.inf)
-        if rank[a] < top:
-            out[k] = True
+        inc = incoming[node]
+        if node not in rule:
+            rbl = _right_before_left(inc, prio, speed, end)
+            rule[node] = (rbl, set() if rbl else _major_approaches(inc, prio, speed, end))
+        rbl, major = rule[node]
+        if rbl or a not in major:
+            out[k] = rbl or len(inc) > 1
             continue
         h1, h2 = end[a], start[b]
         left = h1[0] * h2[1] - h1[1] * h2[0] > np.sin(np.pi / 4)
-        oncoming = any(rank[e] >= rank[a] and float(end[e] @ h1) < -np.cos(np.pi / 4) for e in rivals)
-        out[k] = bool(left and oncoming)
+        out[k] = bool(left and any(e != a and float(end[e] @ h1) < _COS135 for e in major))
     return out
 
 
@@ -410,11 +484,12 @@ __all__ = [
     "SUMO_LINK_STATES",
     "JunctionArms",
     "JunctionModel",
-    "CLASS_ORDER",
+    "NETCONVERT_PRIORITY",
     "arm_weights",
     "priority_yields",
     "hcm_uniform_delay_s",
     "junction_arms",
+    "lane_headings",
     "red_standstill_s",
     "signal_stop_probability",
     "sumo_turn_controls",

@@ -124,9 +124,10 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
     }
     if structures:
         meta["structures"] = structures
-    from evroute.network.junctions import sumo_turn_controls
+    from evroute.network.junctions import lane_headings, sumo_turn_controls
 
     meta["turn_controls"] = sumo_turn_controls(net, set(index))
+    meta["lane_headings"] = lane_headings(edges)
     if crs != "EPSG:4326":
         meta["warning"] = "the SUMO net has no geo-projection: geometry holds x/y in metres, not lon/lat"
     return RoadNetwork(
