@@ -41,11 +41,19 @@ PRIORS: tuple[str, ...] = ("profile", "eq8")
 
 @dataclass(frozen=True)
 class EdgePrior:
-    """Per-edge prior of a network: ``energy_wh`` ``(E,)`` (Wh) and ``time_s`` ``(E,)`` expected time (s)."""
+    """Per-edge prior of a network: ``energy_wh`` ``(E,)`` (Wh) and ``time_s`` ``(E,)`` expected time (s).
+
+    ``stop_s`` ``(E,)`` is the part of ``time_s`` that stopping at the junction costs (s: the expected standstill and
+    the braking to rest and accelerating from it, beyond passing the junction at its pass speed); ``cruise_s`` ``(E,)``
+    the time at the edge's cruise speed with no junction at all (s, ``length / min(speed, top speed)``).  The rest,
+    ``time_s - cruise_s - stop_s``, is slowing down for turns and yields.  Eq. 8 has neither (zeros, ``time_s``).
+    """
 
     energy_wh: np.ndarray
     time_s: np.ndarray
     prior: str
+    stop_s: np.ndarray
+    cruise_s: np.ndarray
 
 
 def edge_prior(
@@ -62,7 +70,8 @@ def edge_prior(
         raise ParameterError(f"unknown prior {prior!r} (use {' or '.join(PRIORS)})")
     length = np.asarray(network.length_m, dtype=np.float64)
     if prior == "eq8":
-        return EdgePrior(network_energy_wh(network, v), length / network.speed_mps, prior)
+        time = length / network.speed_mps
+        return EdgePrior(network_energy_wh(network, v), time, prior, np.zeros_like(time), time)
     arms = network.junction_arms(junctions)
     v_c = np.minimum(np.asarray(network.speed_mps, dtype=np.float64), v.top_speed_mps)
     e = arms.edge
@@ -78,7 +87,8 @@ def edge_prior(
     arm_s = p * (stop.time_s + w) + (1.0 - p) * go.time_s
     energy = np.bincount(e, weights=arms.weight * arm_wh, minlength=len(length))
     time = np.bincount(e, weights=arms.weight * arm_s, minlength=len(length))
-    return EdgePrior(energy, time, prior)
+    stop_s = np.bincount(e, weights=arms.weight * p * (stop.time_s + w - go.time_s), minlength=len(length))
+    return EdgePrior(energy, time, prior, stop_s, length / v_c)
 
 
 __all__ = ["PRIORS", "EdgePrior", "edge_prior"]

@@ -4,7 +4,7 @@ Two steps, writing only under ``docs/``:
 
 ``collect``: ``--pairs`` random origin-destination edge pairs of a network's largest strongly connected component
 (seeded, at least ``--min-km`` apart as the crow flies); between each pair the fastest route by evroute's predicted
-travel time (the default prior's time, :func:`predicted_time_s`: speed profiles with junction and signal delays;
+travel time (the default prior's time, :func:`predicted_prior`: speed profiles with junction and signal delays;
 Dijkstra on the line graph) is driven by one car in SUMO
 (:class:`evroute.sumo.live.LiveSimulation`, ``libsumo``) on the same ``.net.xml``, with no background traffic (the
 junction model assumes free flow) and the driver's speed factor drawn like SUMO draws it for a passenger car
@@ -50,7 +50,8 @@ def collect(network: str, pairs: int, seed: int, min_km: float) -> pd.DataFrame:
 
     lg = load_linegraph(network)
     net = lg.network
-    time_s = predicted_time_s(net)
+    prior = predicted_prior(net)
+    time_s = prior.time_s
     free_s = net.length_m / net.speed_mps
     arms = net.junction_arms()
     yields = np.bincount(arms.edge, weights=arms.weight * (arms.kind == 1), minlength=net.n_edges)
@@ -88,6 +89,8 @@ def collect(network: str, pairs: int, seed: int, min_km: float) -> pd.DataFrame:
                     "length_m": round(float(net.length_m[route].sum()), 1),
                     "evroute_s": round(float(time_s[route].sum()), 2),
                     "free_flow_s": round(float(free_s[route].sum()), 2),
+                    "stop_s": round(float(prior.stop_s[route].sum()), 2),
+                    "slow_s": round(float((time_s - prior.cruise_s - prior.stop_s)[route].sum()), 2),
                     "yields": round(float(yields[route].sum()), 2),
                     "limit_s": round(float((net.length_m / net.speed_limit_mps)[route].sum()), 2),
                     "signals": sum(junction_type.get(e) == "traffic_light" for e in ids),
@@ -104,13 +107,13 @@ def collect(network: str, pairs: int, seed: int, min_km: float) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def predicted_time_s(net) -> np.ndarray:  # net: RoadNetwork
-    """``(E,)`` evroute's predicted travel time of each edge (s): the default prior's expected time
-    (:func:`evroute.energy.edge_prior` with the default vehicle: speed profiles with the junction and signal delays
-    of :mod:`evroute.network.junctions`), what the router's fastest route and ETA use."""
+def predicted_prior(net):  # net: RoadNetwork -> EdgePrior
+    """evroute's prediction for each edge: the default prior (:func:`evroute.energy.edge_prior` with the default
+    vehicle: speed profiles with the junction and signal delays of :mod:`evroute.network.junctions`), whose
+    ``time_s`` ``(E,)`` (s) the router's fastest route and ETA use; ``stop_s`` and ``cruise_s`` split it."""
     from evroute.energy import VehicleProfile, edge_prior
 
-    return edge_prior(net, VehicleProfile.load()).time_s
+    return edge_prior(net, VehicleProfile.load())
 
 
 def _junction_types(net_file: Path) -> dict[str, str]:
