@@ -10,6 +10,7 @@ linear wait (1e-9).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -266,3 +267,90 @@ def test_controls_inferred_without_a_sumo_net():
     arms = junction_arms(net)
     through = (arms.edge == e) & np.isclose(arms.weight, jm.through_share, rtol=1e-12)
     assert through.sum() == 1 and arms.pass_mps[through][0] == math.inf
+
+
+def _cross(speed_kmh: float, north: tuple[float, float], classes: dict[str, str] | None = None) -> RoadNetwork:
+    """A four-way junction J (local metres) of two-way roads W-J-E (straight) and N-J-S with the north arm's far end
+    at ``north`` (the south arm straight down), every road at ``speed_kmh``; ``classes`` by edge id."""
+    coords = {"W": (-100.0, 0.0), "J": (0.0, 0.0), "E": (100.0, 0.0), "N": north, "S": (0.0, -100.0)}
+    pairs = [("W", "J"), ("J", "E"), ("N", "J"), ("J", "S")]
+    edges = pairs + [(v, u) for u, v in pairs]
+    from evroute.network._graph import junction_turns, node_codes
+
+    (fi, ti), _ = node_codes([u for u, _ in edges], [v for _, v in edges])
+    meta: dict[str, object] = {"crs": "local-metres"}
+    if classes:
+        meta["osm_road_class"] = classes
+    return RoadNetwork(
+        name="cross",
+        edge_ids=np.array([f"{u}{v}" for u, v in edges]),
+        from_node=np.array([u for u, _ in edges]),
+        to_node=np.array([v for _, v in edges]),
+        length_m=np.full(len(edges), 100.0),
+        speed_mps=np.full(len(edges), speed_kmh / 3.6),
+        z_from_m=np.zeros(len(edges)),
+        z_to_m=np.zeros(len(edges)),
+        geometry=[np.array([coords[u], coords[v]]) for u, v in edges],
+        turns=junction_turns(fi, ti),
+        meta=meta,
+    )
+
+
+def _controls(net: RoadNetwork) -> dict[tuple[str, str], int]:
+    kind, _ = turn_controls(net)
+    ids = net.edge_ids
+    return {(ids[a], ids[b]): int(k) for (a, b), k in zip(net.turns.tolist(), kind, strict=True)}
+
+
+def test_right_of_way_follows_netconvert():
+    """netconvert's guessed junction types (NBNodeTypeComputer, NBEdgePriorityComputer in SUMO's netbuild)."""
+    # equal roads below 49 km/h: right before left, every turn at J yields
+    got = _controls(_cross(30.0, (0.0, 100.0)))
+    at_j = [k for k in got if k[0].endswith("J")]
+    assert len(at_j) == 12 and all(got[k] == YIELD for k in at_j)
+    # equal roads at 50 km/h: a priority junction whose major road is the most opposite pair of approaches (W-E,
+    # straight; N-S bent by 30 degrees); N and S yield, the major road's left turn yields to the oncoming major road
+    got = _controls(_cross(50.0, (-57.7, 100.0)))
+    assert got[("WJ", "JE")] == FREE and got[("EJ", "JW")] == FREE and got[("WJ", "JS")] == FREE  # right turn
+    assert got[("NJ", "JS")] == YIELD and got[("SJ", "JE")] == YIELD and got[("SJ", "JW")] == YIELD
+    assert got[("WJ", "JN")] == YIELD and got[("EJ", "JS")] == YIELD  # left across the oncoming major road
+    # the class decides before the angle: a primary N-S road through residential W-E arms is the major road
+    primary = {e: "primary" for e in ("NJ", "JN", "SJ", "JS")}
+    got = _controls(_cross(50.0, (-57.7, 100.0), primary))
+    assert got[("NJ", "JS")] == FREE and got[("WJ", "JE")] == YIELD and got[("EJ", "JW")] == YIELD
+
+
+SHIFTED_XML = """<?xml version="1.0" encoding="UTF-8"?>
+<net version="1.20" junctionCornerDetail="5" limitTurnSpeed="5.50">
+    <location netOffset="0.00,0.00" convBoundary="0.00,-10.00,200.00,10.00" origBoundary="0,-10,200,10"
+        projParameter="!"/>
+    <edge id="AB" from="A" to="B" priority="2"><lane id="AB_0" index="0" speed="13.89" length="94.00"
+        shape="0.00,-1.60 94.00,-1.60"/></edge>
+    <edge id="BC" from="B" to="C" priority="2"><lane id="BC_0" index="0" speed="13.89" length="94.00"
+        shape="106.00,-1.60 200.00,-1.60"/></edge>
+    <edge id="BD" from="B" to="D" priority="2"><lane id="BD_0" index="0" speed="13.89" length="94.00"
+        shape="101.60,-6.00 101.60,-100.00"/></edge>
+    <junction id="A" type="dead_end" x="0.00" y="0.00" incLanes="" intLanes="" shape="0.00,0.00"/>
+    <junction id="B" type="priority" x="100.00" y="0.00" incLanes="AB_0" intLanes="" shape="94,0 106,0 106,-6 94,-6"/>
+    <junction id="C" type="dead_end" x="200.00" y="0.00" incLanes="BC_0" intLanes="" shape="200.00,0.00"/>
+    <junction id="D" type="dead_end" x="100.00" y="-100.00" incLanes="BD_0" intLanes="" shape="100.00,-100.00"/>
+    <connection from="AB" to="BC" fromLane="0" toLane="0" dir="s" state="M"/>
+    <connection from="AB" to="BD" fromLane="0" toLane="0" dir="r" state="M"/>
+</net>
+"""
+
+
+def test_sumo_turn_angles_come_from_the_lane_shapes(tmp_path):
+    """A straight road through a junction whose right-hand lane (1.6 m off the centre line) stops 6 m before the
+    junction centre: the drawn geometry's stubs to the centre bend it by 2 atan(1.6 / 6) = 30 degrees; the lane
+    shapes say straight on (0) and a right angle for the right turn (1e-9 rad: rounding of the stored headings)."""
+    p = tmp_path / "shifted.net.xml"
+    p.write_text(SHIFTED_XML)
+    net = load_sumo_net(p)
+    ids = net.edge_ids.tolist()
+    theta = dict(zip([(ids[a], ids[b]) for a, b in net.turns.tolist()], turn_deflection_rad(net), strict=True))
+    assert theta[("AB", "BC")] == pytest.approx(0.0, abs=1e-9)
+    assert theta[("AB", "BD")] == pytest.approx(math.pi / 2, abs=1e-6)
+    drawn = dataclasses.replace(net, meta={k: v for k, v in net.meta.items() if k != "lane_headings"})
+    bent = dict(zip([(ids[a], ids[b]) for a, b in drawn.turns.tolist()], turn_deflection_rad(drawn), strict=True))
+    assert bent[("AB", "BC")] == pytest.approx(2 * math.atan(1.6 / 6.0), rel=1e-6)
