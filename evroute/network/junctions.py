@@ -17,8 +17,9 @@ accelerating away are kinematics of the vehicle, charged there); nothing here is
 * Other networks (OSM through osmnx, hand-built, synthetic): the junction's OSM ``highway`` tag
   (``meta["junction_tags"]``: ``traffic_signals`` a *signal* with :attr:`JunctionModel.default_cycle_s` /
   :attr:`~JunctionModel.default_green_s`, ``stop``, ``give_way`` a *yield*); else the right-of-way rules of
-  :func:`priority_yields` (a lower-ranked approach and a left turn across oncoming traffic *yield*), the others are
-  *free*.
+  :func:`priority_yields`, netconvert's guesses (every turn of a right-before-left junction, a minor approach of a
+  priority junction and a left turn across the oncoming major road *yield*), the others are *free*.
+* Turn angles: from the edges' end segments; a SUMO network's from its lane shapes (:func:`lane_headings`).
 
 **Delays** (:class:`JunctionModel` holds the parameters; none fitted):
 
@@ -49,6 +50,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from evroute.errors import check_positive, check_range
+from evroute.network.headings import lane_headings, turn_deflection_rad
+from evroute.network.rightofway import NETCONVERT_PRIORITY, priority_yields
 
 if TYPE_CHECKING:  # pragma: no cover
     from evroute.network.road_network import RoadNetwork
@@ -187,58 +190,6 @@ def turn_speed_mps(deflection_rad: ArrayLike, lateral_accel_mps2: float, turn_ra
     return np.sqrt(lateral_accel_mps2 * np.maximum(radius, 0.0))
 
 
-def lane_headings(edges: list[Any]) -> dict[str, list[float]]:
-    """``{edge id: [start x, start y, end x, end y]}``: the unit direction (net x/y, metres) of the first and last
-    segment of each ``sumolib`` edge's lane shape, without the stubs to the junction centres that the edge's drawn
-    geometry adds (``getShape(includeJunctions=True)``: from the end of the right-hand lane to the centre, they turn
-    a straight road through a junction by 20-40 degrees); a degenerate shape gives zeros."""
-    out: dict[str, list[float]] = {}
-    for e in edges:
-        q = np.asarray(e.getShape(), dtype=np.float64).reshape(-1, 2)
-        d = np.diff(q, axis=0)
-        d = d[np.hypot(d[:, 0], d[:, 1]) > 1e-6]
-        if not len(d):
-            out[e.getID()] = [0.0, 0.0, 0.0, 0.0]
-            continue
-        s, t = d[0] / np.hypot(*d[0]), d[-1] / np.hypot(*d[-1])
-        out[e.getID()] = [round(float(x), 6) for x in (*s, *t)]
-    return out
-
-
-def _end_headings(network: RoadNetwork) -> tuple[np.ndarray, np.ndarray]:
-    """``(E, 2)`` unit direction of each edge's first and last segment in local metres (zero where degenerate): a
-    SUMO network's lane shapes (``meta["lane_headings"]``, :func:`lane_headings`), else its geometry's."""
-    listed = network.meta.get("lane_headings")
-    if listed:
-        h = np.array([listed.get(e, [0.0] * 4) for e in network.edge_ids.tolist()], dtype=np.float64).reshape(-1, 4)
-        return h[:, :2].copy(), h[:, 2:].copy()
-    scale = np.array([1.0, 1.0])
-    if network.meta.get("crs", "EPSG:4326") == "EPSG:4326":
-        lat = float(np.mean([g[0, 1] for g in network.geometry]))
-        scale = np.array([np.cos(np.radians(lat)), 1.0])
-    start = np.zeros((network.n_edges, 2))
-    end = np.zeros((network.n_edges, 2))
-    for i, g in enumerate(network.geometry):
-        d = np.diff(np.asarray(g, dtype=np.float64) * scale, axis=0)
-        d = d[np.hypot(d[:, 0], d[:, 1]) > 1e-12]
-        if len(d):
-            start[i], end[i] = d[0], d[-1]
-    for h in (start, end):
-        n = np.hypot(h[:, 0], h[:, 1])
-        h[n > 0] /= n[n > 0, None]
-    return start, end
-
-
-def turn_deflection_rad(network: RoadNetwork) -> np.ndarray:
-    """``(C,)`` deflection angle of each legal turn (rad, ``[0, pi]``: 0 straight on, ``pi/2`` a right angle, ``pi``
-    a U-turn) between the last segment of ``e1`` and the first of ``e2``; 0 where a geometry is degenerate."""
-    start, end = _end_headings(network)
-    t = network.turns
-    cos = np.einsum("ij,ij->i", end[t[:, 0]], start[t[:, 1]])
-    known = (np.abs(end[t[:, 0]]).sum(axis=1) > 0) & (np.abs(start[t[:, 1]]).sum(axis=1) > 0)
-    return np.where(known, np.arccos(np.clip(cos, -1.0, 1.0)), 0.0)
-
-
 def sumo_turn_controls(net: Any, edge_ids: set[str]) -> dict[str, dict[str, list[float]]]:
     """``{from edge: {to edge: [kind, cycle_s, green_s]}}`` of a ``sumolib`` net read with its programs, for the
     turns between ``edge_ids`` (module doc; ``cycle_s = green_s = 0`` unless signalled).  A turn with several lane
@@ -304,113 +255,6 @@ def turn_controls(network: RoadNetwork, model: JunctionModel | None = None) -> t
             elif tag == "give_way" or yields[k]:
                 kind[k] = YIELD
     return kind, prog
-
-
-#: netconvert's edge priority by OSM road class (SUMO's ``data/typemap/osmNetconvert.typ.xml``, eclipse-sumo 1.28:
-#: the ``_link`` classes rank below every main class down to tertiary); unknown classes 0
-NETCONVERT_PRIORITY: dict[str, int] = {
-    "motorway": 14,
-    "trunk": 13,
-    "primary": 12,
-    "secondary": 11,
-    "tertiary": 10,
-    "motorway_link": 9,
-    "trunk_link": 8,
-    "primary_link": 7,
-    "secondary_link": 6,
-    "tertiary_link": 5,
-    "unclassified": 4,
-    "residential": 3,
-    "living_street": 2,
-    "service": 1,
-}
-#: netconvert's ``--junctions.right-before-left.speed-threshold`` default (m/s: 49 km/h)
-RIGHT_BEFORE_LEFT_MAX_MPS = 49.0 / 3.6
-#: most different speeds (m/s) of two approaches of a right-before-left junction (netconvert: 9.5 km/h)
-RIGHT_BEFORE_LEFT_SPEED_DIFF_MPS = 9.5 / 3.6
-_COS135 = -np.cos(np.pi / 4)
-
-
-def _major_approaches(inc: list[int], prio: np.ndarray, speed: np.ndarray, end: np.ndarray) -> set[int]:
-    """The major approaches of a priority junction among the incoming edges ``inc`` (netconvert's
-    ``NBEdgePriorityComputer::setPriorityJunctionPriorities``): the approaches ranked best (priority, then the
-    whole m/s of the limit) and, of those, the most opposite pair; a single best approach and the approach most
-    opposite it when more than 135 degrees apart."""
-    key = {e: (int(prio[e]), int(speed[e])) for e in inc}
-    top = max(key.values())
-    best = [e for e in inc if key[e] == top]
-    if len(best) == 1:
-        others = [e for e in inc if e != best[0]]
-        if not others:
-            return set(best)
-        opp = min(others, key=lambda e: float(end[e] @ end[best[0]]))
-        return {best[0], opp} if float(end[opp] @ end[best[0]]) < _COS135 else {best[0]}
-    pairs = [(float(end[a] @ end[b]), a, b) for i, a in enumerate(best) for b in best[i + 1 :]]
-    _, a, b = min(pairs)
-    return {a, b}
-
-
-def _right_before_left(inc: list[int], prio: np.ndarray, speed: np.ndarray, end: np.ndarray) -> bool:
-    """Whether netconvert makes the junction of the incoming edges ``inc`` right-before-left
-    (``NBNodeTypeComputer::computeNodeTypes``): every two approaches (but opposite ones where there are more than
-    two) of the same priority, limits within 9.5 km/h of each other and below 49 km/h."""
-    for i, a in enumerate(inc):
-        for b in inc[i + 1 :]:
-            if len(inc) > 2 and float(end[a] @ end[b]) < _COS135:
-                continue
-            s1, s2 = speed[a], speed[b]
-            if (
-                prio[a] != prio[b]
-                or abs(s1 - s2) > RIGHT_BEFORE_LEFT_SPEED_DIFF_MPS
-                or max(s1, s2) >= RIGHT_BEFORE_LEFT_MAX_MPS
-            ):
-                return False
-    return len(inc) > 1
-
-
-def priority_yields(network: RoadNetwork) -> np.ndarray:
-    """``(C,)`` whether each turn yields by the right-of-way rules netconvert applies where the network says nothing
-    (its guessed junction types), at an intersection (three or more neighbouring junctions):
-
-    * a right-before-left junction (every two approaches, opposite ones aside, of the same class priority,
-      :data:`NETCONVERT_PRIORITY`, with limits below 49 km/h and within 9.5 km/h): every turn yields;
-    * a priority junction: the major road is the best-ranked approach (class priority, then limit) with the approach
-      most opposite it, or of several equally ranked approaches the most opposite pair (:func:`_major_approaches`);
-      every other approach yields, and a left turn (more than 45 degrees, right-hand traffic) from a major approach
-      yields to the oncoming major approach.
-    """
-    t = network.turns
-    classes = network.meta.get("osm_road_class") or {}
-    prio = np.array([NETCONVERT_PRIORITY.get(str(classes.get(e, "")), 0) for e in network.edge_ids.tolist()])
-    speed = np.asarray(network.speed_limit_mps, dtype=np.float64)
-    ends = np.concatenate([network.from_node, network.to_node])
-    other = np.concatenate([network.to_node, network.from_node])
-    keep = ends != other
-    pairs = np.unique(np.column_stack([ends[keep], other[keep]]), axis=0)
-    nodes, n_neigh = np.unique(pairs[:, 0], return_counts=True)
-    neigh = dict(zip(nodes.tolist(), n_neigh.tolist(), strict=True))
-    incoming: dict[str, list[int]] = {}
-    for e, n in enumerate(network.to_node.tolist()):
-        incoming.setdefault(n, []).append(e)
-    start, end = _end_headings(network)
-    rule: dict[str, tuple[bool, set[int]]] = {}
-    out = np.zeros(len(t), dtype=bool)
-    for k, (a, b) in enumerate(t.tolist()):
-        node = network.to_node[a]
-        if neigh.get(node, 0) < 3:
-            continue
-        inc = incoming[node]
-        if node not in rule:
-            rbl = _right_before_left(inc, prio, speed, end)
-            rule[node] = (rbl, set() if rbl else _major_approaches(inc, prio, speed, end))
-        rbl, major = rule[node]
-        if rbl or a not in major:
-            out[k] = rbl or len(inc) > 1
-            continue
-        h1, h2 = end[a], start[b]
-        left = h1[0] * h2[1] - h1[1] * h2[0] > np.sin(np.pi / 4)
-        out[k] = bool(left and any(e != a and float(end[e] @ h1) < _COS135 for e in major))
-    return out
 
 
 def arm_weights(

@@ -124,7 +124,8 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
     }
     if structures:
         meta["structures"] = structures
-    from evroute.network.junctions import lane_headings, sumo_turn_controls
+    from evroute.network.headings import lane_headings
+    from evroute.network.junctions import sumo_turn_controls
 
     meta["turn_controls"] = sumo_turn_controls(net, set(index))
     meta["lane_headings"] = lane_headings(edges)
