@@ -23,14 +23,15 @@ from evroute.linegraph import LineGraph
 
 @dataclass(frozen=True)
 class Trip:
-    """One trip measured on both loaders: points (lon, lat) and each loader's fastest-route time (s), energy (Wh)
-    and length (m)."""
+    """One trip measured on both loaders: points (lon, lat) and each loader's fastest-route time (s), energy (Wh),
+    length (m) and free-flow time (s: ``length_m / speed_mps`` summed over the route, no junction delays)."""
 
     origin: tuple[float, float]
     dest: tuple[float, float]
     time_s: dict[str, float]
     energy_wh: dict[str, float]
     length_m: dict[str, float]
+    free_s: dict[str, float]
 
 
 def _candidates(lg: LineGraph, lon: float, lat: float) -> list[int]:
@@ -46,8 +47,9 @@ def _candidates(lg: LineGraph, lon: float, lat: float) -> list[int]:
 def fastest_trip(
     lg: LineGraph, origin: tuple[float, float], dest: tuple[float, float], time_s: np.ndarray, energy: np.ndarray
 ):
-    """``(time_s, energy_wh, length_m)`` of the fastest route between two points (see the module docstring) by the
-    edge times ``time_s`` ``(E,)`` (s), with the energy of ``energy`` ``(E,)`` (Wh)."""
+    """``(time_s, energy_wh, length_m, free_s)`` of the fastest route between two points (see the module docstring)
+    by the edge times ``time_s`` ``(E,)`` (s), with the energy of ``energy`` ``(E,)`` (Wh) and the free-flow time
+    ``length_m / speed_mps`` (s)."""
     from evroute.oracle import RouteOracle
 
     net = lg.network
@@ -64,7 +66,8 @@ def fastest_trip(
     if best is None:
         raise UnreachableError(f"no route between {origin} and {dest}")
     e = best.edges
-    return float(time_s[e].sum()), float(energy[e].sum()), float(net.length_m[e].sum())
+    free = float((net.length_m / net.speed_mps)[e].sum())
+    return float(time_s[e].sum()), float(energy[e].sum()), float(net.length_m[e].sum()), free
 
 
 def loader_agreement(
@@ -101,6 +104,7 @@ def loader_agreement(
                 {k: v[0] for k, v in res.items()},
                 {k: v[1] for k, v in res.items()},
                 {k: v[2] for k, v in res.items()},
+                {k: v[3] for k, v in res.items()},
             )
         )
     return trips
@@ -108,9 +112,10 @@ def loader_agreement(
 
 def summary(trips: list[Trip]) -> dict[str, float]:
     """Median and worst absolute relative difference (osmnx / netconvert - 1) of time, energy and the route's mean
-    speed (length / time: the speeds alone, whatever route each graph offers), and the count."""
+    free-flow speed (length / free-flow time: the speeds alone, without the junctions, whatever route each graph
+    offers), and the count."""
     out: dict[str, float] = {"trips": float(len(trips))}
-    speed = {ld: np.array([t.length_m[ld] / t.time_s[ld] for t in trips]) for ld in ("osmnx", "netconvert")}
+    speed = {ld: np.array([t.length_m[ld] / t.free_s[ld] for t in trips]) for ld in ("osmnx", "netconvert")}
     for what in ("time_s", "energy_wh", "speed"):
         if what == "speed":
             rel = speed["osmnx"] / speed["netconvert"] - 1.0

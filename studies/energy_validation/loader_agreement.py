@@ -3,7 +3,8 @@
     python -m studies.energy_validation.loader_agreement --networks monaco,luxembourg --trips 20
 
 One line per network: the share of road length posted above 90 km/h on the default loader; trips; median and worst
-|osmnx / netconvert - 1| of time, of energy and of the route's mean speed (:mod:`studies.energy_validation.agreement`).
+|osmnx / netconvert - 1| of time, of energy and of the route's mean free-flow speed
+(:mod:`studies.energy_validation.agreement`).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{name}: road length posted above 90 km/h {fast:.1%}; {int(s['trips'])} trips; "
             f"time |diff| median {s['time_s_median_abs']:.1%} worst {s['time_s_worst_abs']:.1%}; "
             f"energy |diff| median {s['energy_wh_median_abs']:.1%} worst {s['energy_wh_worst_abs']:.1%}; "
-            f"route mean speed |diff| median {s['speed_median_abs']:.1%} worst {s['speed_worst_abs']:.1%}"
+            f"route free-flow speed |diff| median {s['speed_median_abs']:.1%} worst {s['speed_worst_abs']:.1%}"
         )
     return 0
 

@@ -154,15 +154,25 @@ does (`evroute.network.junctions`): a red light (the net's own fixed-time progra
 flow: stop with the red share of the cycle, stand the rest of the red less the time spent braking), a stop sign, a
 minor approach slowing to 20 km/h, a turn driven at the speed its angle allows (3 m/s² lateral acceleration on a 12
 m path radius at a right angle), braking at 1.2 m/s² and accelerating at 1.0 m/s². The parameters come from the
-sources cited in `evroute/network/junctions.py` and `evroute/energy/profile.py`; none is fitted to these runs. Two
-choices of the junction model were made after a first Monaco run (equal shares for every turn out of an edge: median
-1.143 on 30 Monaco pairs): a U-turn carries no traffic unless it is the only way on, and the straightest turn
-(within 45°) carries 80 % of an edge's traffic (HCM's default 10 % left and 10 % right turns). Luxembourg is the
-held-out check: a partial Luxembourg run with equal shares (12 pairs, median about 1.27) was seen only after that
-choice, and one correction was made after 8 Luxembourg routes of a later run had been seen (ratios 1.02-1.71): at a
-red light the time a car spends braking to the stop line counts toward its wait (before, both were added:
-double-counted time, not a fitted parameter). Luxembourg's routes pass more signals; the model's drivers brake and
-accelerate more gently than SUMO's (1.2 / 1.0 against up to 4.5 / 2.6 m/s²), so each stop costs them more time.
+sources cited in `evroute/network/junctions.py` and `evroute/energy/profile.py`; none is fitted to these runs.
+
+**What was changed after seeing which runs.**  (1) After a first Monaco run (equal shares for every turn out of an
+edge: median 1.143 on 30 Monaco pairs): a U-turn carries no traffic unless it is the only way on, and the straightest
+turn (within 45°) carries 80 % of an edge's traffic (HCM's default 10 % left and 10 % right turns).  (2) After 8
+Luxembourg routes of a later run (ratios 1.02-1.71): at a red light the time a car spends braking to the stop line
+counts toward its wait (before, both were added: double-counted time, not a fitted parameter).  (3) The run before
+this one (40 pairs each, same seeds) gave Monaco 1.074 and Luxembourg 1.216.  Its 40 Luxembourg routes, split per
+route, had the model adding a median 123 s slowing for turns and yields and 82 s stopping at signals where SUMO
+took 108 s beyond the free-flow time: the slow-downs were too large.  The cause, found while comparing the two
+loaders (`docs/speeds.md`), not by fitting: on SUMO networks the turn angles were taken from the edges' drawn
+geometry, whose end stubs run from the right-hand lane's end to the junction centre and bend a straight road by
+20-40° at every junction, so straight-through cars were slowed to a turn speed and no arm counted as straight on.
+They now come from the lane shapes (`evroute.network.headings.lane_headings`); no parameter changed.  Re-scored on
+the same routes before this run: Monaco 1.047, Luxembourg 1.116.  The driver is unchanged: the model's drivers brake
+and accelerate more gently than SUMO's (1.2 / 1.0 against up to 4.5 / 2.6 m/s², SUMO's passenger defaults, which the
+reference keeps), so each slow-down and stop costs them more time; with SUMO's rates the same routes score 0.961 and
+1.001.
+
 The ratio is the predicted time over SUMO's measured time of the same edges; the goal is a median within ±{GOAL:.0%}.
 The free-flow column is the old prediction, `length_m / speed_mps` with no junction delay, on the same routes.
 
@@ -205,6 +215,13 @@ def report(df: pd.DataFrame) -> str:
         verdicts.append(
             f"{name}, free-flow time at the posted limits (free-flow factor 1): median ratio {np.median(lim):.3f}"
         )
+        if {"stop_s", "slow_s"} <= set(ok.columns) and ok["stop_s"].notna().all():
+            verdicts.append(
+                f"{name}, where the time goes (median per route): free-flow {ok['free_flow_s'].median():.0f} s; the "
+                f"model adds {ok['slow_s'].median():.0f} s slowing for turns and yields and {ok['stop_s'].median():.0f}"
+                f" s stopping (signals, stop signs); SUMO's time beyond the free-flow time "
+                f"{(ok['sumo_s'] - ok['free_flow_s']).median():.0f} s"
+            )
         per_tls, per_other = _delay_fit(ok)
         model = ((ok["evroute_s"] - ok["free_flow_s"]) / ok["edges"]).median()
         verdicts.append(
