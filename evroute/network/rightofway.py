@@ -47,7 +47,9 @@ def _major_approaches(inc: list[int], prio: np.ndarray, speed: np.ndarray, end: 
     """The major approaches of a priority junction among the incoming edges ``inc`` (netconvert's
     ``NBEdgePriorityComputer::setPriorityJunctionPriorities``): the approaches ranked best (priority, then the
     whole m/s of the limit) and, of those, the most opposite pair; a single best approach and the approach most
-    opposite it when more than 135 degrees apart."""
+    opposite it when more than 135 degrees apart.  Not reproduced: netconvert's lane counts in the ranking (an osmnx
+    graph has no per-direction lane count) and its second rule for a single best approach (a counterpart 75-135
+    degrees off of the same priority where the other approaches differ)."""
     key = {e: (int(prio[e]), int(speed[e])) for e in inc}
     top = max(key.values())
     best = [e for e in inc if key[e] == top]
