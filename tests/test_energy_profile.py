@@ -16,17 +16,16 @@ from hypothesis import strategies as st
 from evroute.energy import (
     PRIORS,
     DrivingStyle,
-    JunctionModel,
     VehicleProfile,
     edge_energy_wh,
     edge_prior,
     elevation_potential_wh,
-    junction_cases,
     network_energy_wh,
     profile_energy,
     vehicle_names,
 )
 from evroute.errors import ParameterError
+from evroute.network._graph import junction_turns, node_codes
 from evroute.network.road_network import RoadNetwork
 
 BOLT = VehicleProfile.load("chevrolet_bolt_2020")
@@ -197,20 +196,8 @@ def _grid_net(speeds=None) -> RoadNetwork:
         z_from_m=np.array([z[u] for u, _ in edges]),
         z_to_m=np.array([z[v] for _, v in edges]),
         geometry=[np.array([coords[u], coords[v]], dtype=float) * 1e-3 for u, v in edges],
-        turns=np.zeros((0, 2)),
+        turns=junction_turns(*node_codes([u for u, _ in edges], [v for _, v in edges])[0]),
     )
-
-
-def test_junction_cases_by_hand():
-    speeds = np.full(12, 13.9)
-    speeds[[3, 9]] = 8.3  # C-W and W-C slower: W-C is a minor approach to C
-    net = _grid_net(speeds)
-    cases = junction_cases(net.from_node, net.to_node, net.speed_mps).tolist()
-    case = dict(zip(net.edge_ids.tolist(), cases, strict=True))
-    assert case["ND"] == 0  # dead end
-    assert case["CN"] == 1 and case["CE"] == 1 and case["E2E"] == 1  # N and E join two roads: pass-through
-    assert case["WC"] == 2 and case["NC"] == 3 and case["SC"] == 3  # minor and major approaches to the crossing
-    assert case["CS"] == 0 and case["CW"] == 0  # S and W are dead ends
 
 
 def test_prior_by_name_and_its_properties():
@@ -221,20 +208,22 @@ def test_prior_by_name_and_its_properties():
     prof = edge_prior(net, BOLT)
     # reduced costs stay >= 0 (each branch's kinetic energy telescopes; module doc of evroute.energy.prior)
     assert np.all(prof.energy_wh - elevation_potential_wh(net, BOLT) >= -1e-9)
-    # stopping costs energy and time: every edge at least its constant-speed (pass) energy and time
+    # junctions cost time: every edge at least its free-flow time
     assert np.all(prof.time_s >= eq8.time_s - 1e-9)
-    case = junction_cases(net.from_node, net.to_node, net.speed_mps)
-    stops = case == 0
-    assert np.all(prof.energy_wh[stops] > eq8.energy_wh[stops])
-    # a pass-through edge is Eq. 8 when cruised steadily, more with the default speed fluctuation
-    steady = edge_prior(net, BOLT, style=DrivingStyle(speed_fluctuation_mps2=0.0))
-    np.testing.assert_allclose(steady.energy_wh[case == 1], eq8.energy_wh[case == 1], rtol=1e-9)
-    assert np.all(prof.energy_wh[case == 1] > eq8.energy_wh[case == 1])
-    np.testing.assert_allclose(prof.time_s, steady.time_s, rtol=1e-12)  # the fluctuation keeps the mean speed
-    # a dead-end edge waits the full stop time
-    jm = JunctionModel()
+    ids = net.edge_ids.tolist()
+    # dead ends (S, W, D, E2) stop without waiting: exactly the rest-to-rest profile, more energy than cruising
+    stops = np.isin(net.to_node, ["S", "W", "D", "E2"])
     one = profile_energy(net.length_m[stops], 0.0, net.speed_mps[stops], 0.0, net.incline[stops], BOLT)
-    np.testing.assert_allclose(prof.time_s[stops], one.time_s + jm.stop_wait_s, rtol=1e-12)
+    np.testing.assert_allclose(prof.time_s[stops], one.time_s, rtol=1e-12)
+    assert np.all(prof.energy_wh[stops] > eq8.energy_wh[stops])
+    # straight on through N and E (C-N-D, C-E-E2 are straight; the U-turns carry no traffic): Eq. 8 exactly when
+    # cruised steadily, more with the default speed fluctuation, which keeps the mean speed (same time)
+    straight = [ids.index(k) for k in ("CN", "CE", "DN", "E2E")]
+    steady = edge_prior(net, BOLT, style=DrivingStyle(speed_fluctuation_mps2=0.0))
+    np.testing.assert_allclose(steady.energy_wh[straight], eq8.energy_wh[straight], rtol=1e-9)
+    assert np.all(prof.energy_wh[straight] > eq8.energy_wh[straight])
+    np.testing.assert_allclose(prof.time_s[straight], eq8.time_s[straight], rtol=1e-12)
+    np.testing.assert_allclose(prof.time_s, steady.time_s, rtol=1e-12)
     with pytest.raises(ParameterError, match="unknown prior"):
         edge_prior(net, BOLT, "nope")
 
@@ -243,6 +232,6 @@ def test_top_speed_caps_the_profile_prior_only():
     net = _grid_net(np.full(12, 130 / 3.6))
     twizy = VehicleProfile.load("twizy")
     prof = edge_prior(net, twizy)
-    case = junction_cases(net.from_node, net.to_node, net.speed_mps)
-    np.testing.assert_allclose(prof.time_s[case == 1], 400.0 / (80 / 3.6), rtol=1e-12)
+    straight = [net.edge_ids.tolist().index(k) for k in ("CN", "CE", "DN", "E2E")]
+    np.testing.assert_allclose(prof.time_s[straight], 400.0 / (80 / 3.6), rtol=1e-12)
     np.testing.assert_allclose(edge_prior(net, twizy, "eq8").time_s, 400.0 / (130 / 3.6), rtol=1e-12)

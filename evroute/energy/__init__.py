@@ -15,7 +15,7 @@ from evroute.energy.eq8 import (
     reduced_cost_wh,
     travel_time_s,
 )
-from evroute.energy.prior import PRIORS, EdgePrior, JunctionModel, edge_prior, junction_cases
+from evroute.energy.prior import PRIORS, EdgePrior, edge_prior
 from evroute.energy.profile import DrivingStyle, ProfileEnergy, battery_power_w, profile_energy
 from evroute.energy.vehicle import (
     DEFAULT_VEHICLE,
@@ -34,7 +34,6 @@ __all__ = [
     "VEHICLE_DIR",
     "DrivingStyle",
     "EdgePrior",
-    "JunctionModel",
     "ProfileEnergy",
     "VehicleProfile",
     "battery_energy_wh",
@@ -43,7 +42,6 @@ __all__ = [
     "edge_prior",
     "elevation_potential_wh",
     "heading_change_rad",
-    "junction_cases",
     "network_energy_wh",
     "profile_energy",
     "reduced_cost_wh",

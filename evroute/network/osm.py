@@ -19,6 +19,9 @@
 * Turns: every pair (edge into junction ``v``, edge out of ``v``) except U-turns back to where the
   vehicle came from, which are allowed only at dead ends.
 * Geometry: the edge's ``geometry`` polyline, or the straight line between its junctions.
+* Junction control: the ``highway`` tag (``traffic_signals``, ``stop``, ``give_way``) of the junctions that keep
+  one (such a node stays a junction, as netconvert keeps it), in ``meta["junction_tags"]``, and each edge's road
+  class in ``meta["osm_road_class"]`` (:mod:`evroute.network.junctions`).
 """
 
 from __future__ import annotations
@@ -68,6 +71,8 @@ _BAD_SERVICE = {
     "drive": {"alley", "driveway", "emergency_access", "parking", "parking_aisle", "private"},
     "drive_service": {"emergency_access", "parking", "parking_aisle", "private"},
 }
+#: node ``highway`` tags that control a junction (:mod:`evroute.network.junctions`)
+_CONTROLS = {"traffic_signals", "stop", "give_way"}
 NETWORK_TYPES = ("drive", "drive_service", "all")
 _NUM = re.compile(r"^\s*([-+]?\d+(?:\.\d*)?|[-+]?\.\d+)")
 
@@ -204,7 +209,15 @@ def load_osm(
     tag_xyz = tag_xyz[np.isfinite(tag_xyz[:, 2])]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", category=UserWarning)
-        g = ox.simplify_graph(g, edge_attrs_differ=["highway", "speed_limit_kph", "bridge", "tunnel", "layer"])
+        # a signal, stop or give-way node stays a junction (netconvert keeps it too): evroute.network.junctions
+        for _, a in g.nodes(data=True):
+            if a.get("highway") in _CONTROLS:
+                a["evroute_control"] = a["highway"]
+        g = ox.simplify_graph(
+            g,
+            node_attrs_include=["evroute_control"],
+            edge_attrs_differ=["highway", "speed_limit_kph", "bridge", "tunnel", "layer"],
+        )
 
     rows = [(u, v, k, a) for u, v, k, a in g.edges(keys=True, data=True) if float(a.get("length", 0.0)) > 0]
     n_zero = g.number_of_edges() - len(rows)
@@ -259,6 +272,10 @@ def load_osm(
         else:
             geometry.append(np.array([[nx_[f], ny_[f]], [nx_[t], ny_[t]]]))
     turns = junction_turns(fi, ti, n_nodes=len(node_ids))
+    tags = {node_ids[i]: str(nodes[n].get("highway")) for n, i in pos.items() if nodes[n].get("highway") in _CONTROLS}
+    if tags:  # junction control for evroute.network.junctions (nodes osmnx's simplification kept)
+        meta["junction_tags"] = tags
+    meta["osm_road_class"] = {f"{u}-{v}-{k}": road_class(a.get("highway")) for u, v, k, a in rows}
     limit = np.array([float(np.mean(a["speed_limit_kph"])) for *_, a in rows]) / 3.6
     return RoadNetwork(
         name=name or p.name.split(".")[0],

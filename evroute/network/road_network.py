@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
     import pandas as pd
 
+    from evroute.network.junctions import JunctionArms, JunctionModel
+
 
 @dataclass(eq=False)
 class RoadNetwork:
@@ -272,6 +274,13 @@ class RoadNetwork:
                 geometry=LineString(geom if len(geom) >= 2 else np.vstack([geom, geom])),
             )
         return g
+
+    def junction_arms(self, model: JunctionModel | None = None) -> JunctionArms:
+        """What the junction at each edge's end does to each legal turn: stop probability, standstill, turn speed
+        (:func:`evroute.network.junctions.junction_arms`), for the energy layer's prior."""
+        from evroute.network.junctions import junction_arms
+
+        return junction_arms(self, model)
 
     def turn_graph(self) -> nx.DiGraph:
         """Directed line graph as networkx: nodes are edge indices, arcs are legal turns."""

@@ -11,7 +11,8 @@ junctions carry no ``z`` but the lane shapes are 3-D, a junction takes the mean 
 it), and its length is the slope length of the edge's shape from junction centre to junction centre (SUMO's lane
 length stops short of the junctions: dividing the junction-to-junction rise by it overstated inclines).  Edges
 tagged as bridge or tunnel (``<param>`` ``bridge``/``tunnel``/``layer``, imported by netconvert's
-``--osm.all-attributes``) are listed in ``meta["structures"]``.
+``--osm.all-attributes``) are listed in ``meta["structures"]``.  ``meta["turn_controls"]`` holds each turn's
+control (link state, traffic-light cycle and green) for :mod:`evroute.network.junctions`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ def _read_net(path: Path):  # noqa: ANN202 - sumolib.net.Net
     check_xml_file(path, "SUMO network file")  # no DTD, no bomb reaches sumolib (evroute.network.xmlguard)
 
     try:
-        return sumolib.net.readNet(str(path), withInternal=False, withPrograms=False, withFoes=False, maxcache=0)
+        return sumolib.net.readNet(str(path), withInternal=False, withPrograms=True, withFoes=False, maxcache=0)
     except Exception as exc:  # noqa: BLE001 - lxml/sax/KeyError/ValueError from a malformed file
         msg = str(exc).splitlines()[0].strip() if str(exc).strip() else type(exc).__name__
         raise DataError(f"malformed SUMO network {path}: {type(exc).__name__}: {msg}") from None
@@ -123,6 +124,11 @@ def load_sumo_net(path: str | os.PathLike[str], *, name: str | None = None, vcla
     }
     if structures:
         meta["structures"] = structures
+    from evroute.network.headings import lane_headings
+    from evroute.network.junctions import sumo_turn_controls
+
+    meta["turn_controls"] = sumo_turn_controls(net, set(index))
+    meta["lane_headings"] = lane_headings(edges)
     if crs != "EPSG:4326":
         meta["warning"] = "the SUMO net has no geo-projection: geometry holds x/y in metres, not lon/lat"
     return RoadNetwork(

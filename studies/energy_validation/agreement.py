@@ -5,8 +5,9 @@ The same OSM file loaded with ``--loader netconvert`` and ``--loader osmnx`` giv
 (lon/lat): the midpoints of two random edges of the netconvert network at least ``min_km`` apart as the crow flies.
 In each network a point snaps to its nearest edge and that edge's reverse twin (the same road the other way), and
 the trip is the fastest route (Dijkstra on travel time, turns as the network allows them) over the four start/goal
-combinations; its time (s) and energy (Wh, the default prior :func:`evroute.energy.network_energy_wh` with the
-default vehicle) are compared.  ``studies/energy_validation/loader_agreement.py`` prints the summary;
+combinations; its time (s) and energy (Wh), both the default prior's (:func:`evroute.energy.edge_prior` with the
+default vehicle: speed profiles with the junction and signal delays of :mod:`evroute.network.junctions`), are
+compared.  ``studies/energy_validation/loader_agreement.py`` prints the summary;
 ``tests/test_speeds_realdata.py`` asserts it.
 """
 
@@ -22,14 +23,15 @@ from evroute.linegraph import LineGraph
 
 @dataclass(frozen=True)
 class Trip:
-    """One trip measured on both loaders: points (lon, lat) and each loader's fastest-route time (s), energy (Wh)
-    and length (m)."""
+    """One trip measured on both loaders: points (lon, lat) and each loader's fastest-route time (s), energy (Wh),
+    length (m) and free-flow time (s: ``length_m / speed_mps`` summed over the route, no junction delays)."""
 
     origin: tuple[float, float]
     dest: tuple[float, float]
     time_s: dict[str, float]
     energy_wh: dict[str, float]
     length_m: dict[str, float]
+    free_s: dict[str, float]
 
 
 def _candidates(lg: LineGraph, lon: float, lat: float) -> list[int]:
@@ -42,12 +44,15 @@ def _candidates(lg: LineGraph, lon: float, lat: float) -> list[int]:
     return [e, *(int(t) for t in twin[:1])]
 
 
-def fastest_trip(lg: LineGraph, origin: tuple[float, float], dest: tuple[float, float], energy: np.ndarray):
-    """``(time_s, energy_wh, length_m)`` of the fastest route between two points (see the module docstring)."""
+def fastest_trip(
+    lg: LineGraph, origin: tuple[float, float], dest: tuple[float, float], time_s: np.ndarray, energy: np.ndarray
+):
+    """``(time_s, energy_wh, length_m, free_s)`` of the fastest route between two points (see the module docstring)
+    by the edge times ``time_s`` ``(E,)`` (s), with the energy of ``energy`` ``(E,)`` (Wh) and the free-flow time
+    ``length_m / speed_mps`` (s)."""
     from evroute.oracle import RouteOracle
 
     net = lg.network
-    time_s = net.length_m / net.speed_mps
     oracle = RouteOracle(lg)
     best = None
     for s in _candidates(lg, *origin):
@@ -61,20 +66,21 @@ def fastest_trip(lg: LineGraph, origin: tuple[float, float], dest: tuple[float, 
     if best is None:
         raise UnreachableError(f"no route between {origin} and {dest}")
     e = best.edges
-    return float(time_s[e].sum()), float(energy[e].sum()), float(net.length_m[e].sum())
+    free = float((net.length_m / net.speed_mps)[e].sum())
+    return float(time_s[e].sum()), float(energy[e].sum()), float(net.length_m[e].sum()), free
 
 
 def loader_agreement(
     name: str, n_trips: int = 20, *, seed: int = 0, min_km: float = 1.0, data_dir: str | None = None
 ) -> list[Trip]:
     """``n_trips`` trips on network ``name`` measured on both loaders (see the module docstring)."""
-    from evroute.energy import VehicleProfile, network_energy_wh
+    from evroute.energy import VehicleProfile, edge_prior
     from evroute.experiments.runner import load_linegraph
     from evroute.routes import edge_midpoints
 
     vehicle = VehicleProfile.load()
     lgs = {ld: load_linegraph(name, data_dir, None, ld) for ld in ("netconvert", "osmnx")}
-    energy = {ld: network_energy_wh(lg.network, vehicle) for ld, lg in lgs.items()}
+    prior = {ld: edge_prior(lg.network, vehicle) for ld, lg in lgs.items()}
     mid = edge_midpoints(lgs["netconvert"].network.geometry)
     rng = np.random.default_rng(seed)
     coslat = np.cos(np.radians(mid[:, 1].mean()))
@@ -88,7 +94,7 @@ def loader_agreement(
             continue
         o, d = (float(mid[i, 0]), float(mid[i, 1])), (float(mid[j, 0]), float(mid[j, 1]))
         try:
-            res = {ld: fastest_trip(lg, o, d, energy[ld]) for ld, lg in lgs.items()}
+            res = {ld: fastest_trip(lg, o, d, prior[ld].time_s, prior[ld].energy_wh) for ld, lg in lgs.items()}
         except (UnreachableError, ValueError):  # a point off the other loader's largest component
             continue
         trips.append(
@@ -98,6 +104,7 @@ def loader_agreement(
                 {k: v[0] for k, v in res.items()},
                 {k: v[1] for k, v in res.items()},
                 {k: v[2] for k, v in res.items()},
+                {k: v[3] for k, v in res.items()},
             )
         )
     return trips
@@ -105,9 +112,10 @@ def loader_agreement(
 
 def summary(trips: list[Trip]) -> dict[str, float]:
     """Median and worst absolute relative difference (osmnx / netconvert - 1) of time, energy and the route's mean
-    speed (length / time: the speeds alone, whatever route each graph offers), and the count."""
+    free-flow speed (length / free-flow time: the speeds alone, without the junctions, whatever route each graph
+    offers), and the count."""
     out: dict[str, float] = {"trips": float(len(trips))}
-    speed = {ld: np.array([t.length_m[ld] / t.time_s[ld] for t in trips]) for ld in ("osmnx", "netconvert")}
+    speed = {ld: np.array([t.length_m[ld] / t.free_s[ld] for t in trips]) for ld in ("osmnx", "netconvert")}
     for what in ("time_s", "energy_wh", "speed"):
         if what == "speed":
             rel = speed["osmnx"] / speed["netconvert"] - 1.0
