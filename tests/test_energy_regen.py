@@ -27,6 +27,7 @@ IDEAL = replace(
     auxiliary_power_w=None,
     max_regen_power_kw=None,
     hvac_power_curve=None,
+    battery_efficiency_map=None,
 )
 MPH_PER_MPS = 3600.0 / 1609.344
 
@@ -125,3 +126,30 @@ def test_fade_needs_speeds_and_both_parameters():
     e = edge_energy_wh([1000.0], [50 / 3.6], [-0.1], no_aux)[0]
     e_nf = edge_energy_wh([1000.0], [50 / 3.6], [-0.1], replace(no_aux, regen_fraction_max=1.0))[0]
     assert e < 0 and e / e_nf == pytest.approx(0.98, rel=2e-3)
+
+
+def test_battery_map_turns_terminal_power_into_chemical_power():
+    """The Bolt's battery map (FASTSim's ``res.eff_interp`` at 22 C): 66 kW (1C) out of the terminals for 10 s costs
+    ``66 kW / 0.9774 * 10 s``; 33 kW (-0.5C) into them stores ``33 kW * 0.989 * 10 s`` (the map's points, 1e-12), and
+    the auxiliaries go through it with the motor: Eq. 8's edge is ``(P / eta+ + P_aux) / eta_b`` exactly."""
+    bolt = replace(
+        IDEAL,
+        battery_efficiency_map=BOLT.battery_efficiency_map,
+        regen_fraction_max=None,
+        regen_half_speed_kmh=None,
+        regen_fade_width_kmh=None,
+    )
+    assert bolt.battery_capacity_wh == 66000.0
+    eta_t = bolt.propulsion_efficiency
+    wheel = np.array([66000.0 * eta_t * 10.0, -33000.0 / eta_t * 10.0])
+    got = battery_energy_wh(wheel, np.array([10.0, 10.0]), bolt, 30.0) * 3600
+    assert got == pytest.approx([66000.0 / 0.9774 * 10.0, -33000.0 * 0.989 * 10.0], rel=1e-12)
+    # Eq. 8 at 30 m/s on 1 km of a 2 % climb with 250 W of auxiliaries (constant efficiencies but the battery's)
+    aux = replace(bolt, auxiliary_power_w=250.0, rolling_resistance=0.01)
+    mech = aux.mass_kg * aux.gravity_mps2 * (0.02 + 0.01 * np.sqrt(1 - 0.02**2)) * 1000.0
+    p_el = mech / eta_t / (1000.0 / 30.0) + 250.0
+    eta_b = np.interp(p_el / 66000.0, *np.asarray(BOLT.battery_efficiency_map).T)
+    want = p_el / eta_b * (1000.0 / 30.0) / 3600.0
+    assert edge_energy_wh([1000.0], [30.0], [0.02], aux)[0] == pytest.approx(want, rel=1e-12)
+    # the map only adds losses: never below the same chain with a lossless battery
+    assert np.all(bolt.chemical_power_w(np.array([-5e4, -1e3, 0.0, 1e3, 5e4])) >= np.array([-5e4, -1e3, 0, 1e3, 5e4]))

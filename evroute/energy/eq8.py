@@ -82,10 +82,10 @@ def edge_energy_wh(
             raise DataError("heading changes must be finite, >= 0 and one per edge")
         mech_j = mech_j + v.radial_drag_m * v.mass_kg * speed_mps * theta
     timed = v.aux_w > 0 or v.auxiliary_power_w is not None or v.max_regen_power_kw is not None
-    timed = timed or v.motor_efficiency_map is not None
+    timed = timed or v.motor_efficiency_map is not None or v.battery_efficiency_map is not None
     if timed and np.any(speed_mps <= 0):
         raise ParameterError(
-            "speeds must be > 0 with auxiliary power, a regeneration limit or a motor map (travel time l / v)"
+            "speeds must be > 0 with auxiliary power, a regeneration limit or a motor or battery map (time l / v)"
         )
     return battery_energy_wh(mech_j, length_m / speed_mps, v, speed_mps)
 
@@ -118,7 +118,9 @@ def battery_energy_wh(
     takes, :meth:`VehicleProfile.regen_fraction` at the speed, 1 for a profile without brake blending; the friction
     brakes take the rest), the latter capped at ``max_regen_power_kw`` over the duration, plus ``auxiliary_power_w``
     over the duration.  With a motor efficiency map, ``eta+`` and ``eta-`` are multiplied by the motor's efficiency at
-    its mean power, ``W / duration`` (``f W / duration`` when recuperating).
+    its mean power, ``W / duration`` (``f W / duration`` when recuperating).  With a battery efficiency map the sum
+    (the battery's terminal energy) is turned into chemical energy at its mean power
+    (:meth:`VehicleProfile.chemical_power_w`).
 
     Args:
         wheel_j: ``(n,)`` work at the wheels (J).
@@ -141,12 +143,16 @@ def battery_energy_wh(
         np.where(motor_j >= 0, motor_j / (v.propulsion_efficiency * eta_m), motor_j * v.recuperation_efficiency * eta_m)
         / 3600.0
     )
-    if v.aux_w == 0 and v.max_regen_power_kw is None:
+    if v.aux_w == 0 and v.max_regen_power_kw is None and v.battery_efficiency_map is None:
         return wh
     hours = np.asarray(duration_s, dtype=np.float64) / 3600.0
     if v.max_regen_power_kw is not None:
         wh = np.maximum(wh, -1000.0 * v.max_regen_power_kw * hours)
-    return wh + v.aux_w * hours
+    wh = wh + v.aux_w * hours
+    if v.battery_efficiency_map is None:
+        return wh
+    mean_w = np.divide(wh, hours, out=np.zeros_like(wh), where=hours > 0)
+    return np.where(hours > 0, v.chemical_power_w(mean_w) * hours, wh)
 
 
 def network_energy_wh(network, vehicle: VehicleProfile | None = None) -> np.ndarray:  # network: RoadNetwork

@@ -15,9 +15,9 @@ motor's share of the braking power, :meth:`~evroute.energy.VehicleProfile.regen_
 take or cannot recover is lost in the friction brakes), plus the auxiliaries ``P_aux`` (:func:`battery_power_w`).
 The battery energy of a constant-acceleration phase is ``int P_batt(v) dv / |dv/dt|``, computed by composite
 Gauss-Legendre quadrature (4 panels of 4 nodes) on the speed interval split where ``P`` changes sign (exact for
-constant efficiencies, no power cap and no regeneration fade: the integrand is then a polynomial of degree 3 on each
-piece; the cap and the motor map's breakpoints are kinks, integrated to about 0.1 %, the fade a smooth step,
-integrated to 1e-4 of the recovered energy, ``tests/test_energy_regen.py``); the cruise phase is
+constant efficiencies, no power cap, no regeneration fade and no battery map: the integrand is then a polynomial of
+degree 3 on each piece; the cap and the motor and battery maps' breakpoints are kinks, integrated to about 0.1 %, the
+fade a smooth step, integrated to 1e-4 of the recovered energy, ``tests/test_energy_regen.py``); the cruise phase is
 ``P_batt(v_p) d_c / v_p``.
 
 **Speed fluctuation.**  Nobody cruises at a constant speed: traffic, bends and the driver's foot make small speed
@@ -122,14 +122,15 @@ def battery_power_w(
     """Battery power (W) for wheel power ``wheel_w`` (W, any shape) at speed ``speed_mps`` (m/s, broadcast; needed
     only when the profile's regeneration fades with speed): ``P / (eta+ eta_m)`` when ``P >= 0``,
     ``max(f P eta- eta_m, -P_regen)`` when braking (``f`` the motor's share, :meth:`VehicleProfile.regen_fraction`),
-    plus the auxiliaries (the power form of :func:`evroute.energy.eq8.battery_energy_wh`)."""
+    plus the auxiliaries, through the battery's efficiency map when the profile has one
+    (:meth:`VehicleProfile.chemical_power_w`; the power form of :func:`evroute.energy.eq8.battery_energy_wh`)."""
     p = np.asarray(wheel_w, dtype=np.float64)
     p = p * regen_share(p, vehicle, speed_mps)
     eta_m = vehicle.motor_efficiency(p)
     out = np.where(p >= 0, p / (vehicle.propulsion_efficiency * eta_m), p * vehicle.recuperation_efficiency * eta_m)
     if vehicle.max_regen_power_kw is not None:
         out = np.maximum(out, -1000.0 * vehicle.max_regen_power_kw)
-    return out + vehicle.aux_w
+    return vehicle.chemical_power_w(out + vehicle.aux_w)
 
 
 def _phase_j(

@@ -17,6 +17,11 @@ The paper's fields (mass, resistances, two constant efficiencies, battery) are a
   is FASTSim 2's regenerative braking limit ``max_regen / (1 + regen_a exp(-regen_b (v_mph + 1)))`` rewritten in
   km/h: with its ``regen_a = 500``, ``regen_b = 0.99`` per mph, ``v_half = (ln 500 - 0.99) / 0.99`` mph = 8.493 km/h
   and ``w = 1 / 0.99`` mph = 1.6256 km/h.  Without these fields the motor takes all the braking power (``f = 1``);
+* ``battery_efficiency_map``: the battery's efficiency against its C-rate (terminal power over capacity, 1/h,
+  negative when charging), ``[[c_rate, efficiency], ...]`` (linear interpolation, clamped at the ends): its ohmic
+  losses grow with the current.  The battery then pays ``P_el / eta_b`` for a terminal power ``P_el > 0`` (motor and
+  auxiliaries) and stores ``P_el eta_b`` when charging (:meth:`VehicleProfile.chemical_power_w`), and
+  ``propulsion_efficiency`` / ``recuperation_efficiency`` hold the rest of the chain (the transmission) only;
 * ``hvac_power_curve`` and ``ambient_temp_c``: the climate control's power against the ambient temperature,
   ``[[degrees C, W], ...]`` (linear interpolation, clamped at the ends), added to ``auxiliary_power_w`` when an ambient
   temperature is set (:attr:`VehicleProfile.hvac_w`); no ambient temperature (the default): no HVAC load, so results
@@ -136,6 +141,9 @@ class VehicleProfile:
     regen_half_speed_kmh: float | None = None
     #: width (km/h) of that fade (the logistic's scale); set with ``regen_half_speed_kmh``
     regen_fade_width_kmh: float | None = None
+    #: ``[[C-rate (1/h, < 0 charging), battery efficiency], ...]``; None: the battery's losses are part of the
+    #: constant efficiencies (module doc)
+    battery_efficiency_map: tuple[tuple[float, float], ...] | None = None
     #: DC charging power against state of charge, ``[[soc in 0..1, kW], ...]``
     charging_curve: tuple[tuple[float, float], ...] | None = None
     #: HVAC power against ambient temperature, ``[[degrees C, W], ...]``; None: not modelled
@@ -167,6 +175,9 @@ class VehicleProfile:
                 raise ParameterError("motor_efficiency_map needs motor_power_kw (its power fractions' reference)")
             pts = _curve("motor_efficiency_map", self.motor_efficiency_map, (0.0, 10.0), (0.01, 1.0))
             object.__setattr__(self, "motor_efficiency_map", pts)
+        if self.battery_efficiency_map is not None:
+            pts = _curve("battery_efficiency_map", self.battery_efficiency_map, (-20.0, 20.0), (0.5, 1.0))
+            object.__setattr__(self, "battery_efficiency_map", pts)
         if self.charging_curve is not None:
             pts = _curve("charging_curve", self.charging_curve, (0.0, 1.0), (0.0, 10_000.0))
             object.__setattr__(self, "charging_curve", pts)
@@ -207,6 +218,17 @@ class VehicleProfile:
             return np.ones_like(p)
         xs, ys = np.asarray(self.motor_efficiency_map, dtype=np.float64).T
         return np.interp(np.abs(p) / (1000.0 * self.motor_power_kw), xs, ys)
+
+    def chemical_power_w(self, terminal_w: np.ndarray) -> np.ndarray:
+        """Chemical power (W) the battery gives for terminal power ``terminal_w`` (W, any shape; negative when
+        charging): ``P / eta_b(P / C)`` when ``P > 0``, ``P eta_b(P / C)`` when charging, ``C`` the capacity (Wh), and
+        ``P`` itself where the profile has no ``battery_efficiency_map``."""
+        p = np.asarray(terminal_w, dtype=np.float64)
+        if self.battery_efficiency_map is None:
+            return p
+        xs, ys = np.asarray(self.battery_efficiency_map, dtype=np.float64).T
+        eta = np.interp(p / self.battery_capacity_wh, xs, ys)
+        return np.where(p > 0, p / eta, p * eta)
 
     @property
     def regen_fades(self) -> bool:
