@@ -347,6 +347,24 @@ def report(df: pd.DataFrame, goal_pct: float) -> list[str]:
         f"All {len(kept)} kept trips: profile median ratio {s['median']:.3f} (10-90 % {s['q10']:.3f}-{s['q90']:.3f}, "
         f"worst {s['worst']:.3f}), {'within' if within else 'OUTSIDE'} +-{goal_pct:g} %."
     )
+    ratio = kept["profile_wh"] / kept["fastsim_wh"]
+    worst = kept.loc[(ratio - 1.0).abs().idxmax()]
+    by_net = []
+    for name, k in kept.groupby("network", sort=False):
+        m = float((k["profile_wh"] / k["fastsim_wh"]).median())
+        by_net.append(
+            f"{name} {m:.3f} ({'within' if abs(m - 1.0) * 100 <= goal_pct else 'OUTSIDE'}; vehicle model on the "
+            f"trace {(k['trace_wh'] / k['fastsim_wh']).median():.3f} of FASTSim, prior "
+            f"{(k['profile_wh'] / k['trace_wh']).median():.3f} of the trace model)"
+        )
+    verdicts.append(
+        "By network, profile median ratio: " + "; ".join(by_net) + ". The worst trip "
+        f"({worst['network']} {int(worst['trip'])}) is a descent of {-worst['rise_m']:.0f} m over "
+        f"{worst['sumo_m'] / 1000:.1f} km for which FASTSim's battery energy is {worst['fastsim_wh']:.0f} Wh: "
+        "the ratio of two small numbers."
+        if worst["rise_m"] < 0
+        else "By network, profile median ratio: " + "; ".join(by_net) + "."
+    )
     tr = kept["trace_wh"] / kept["fastsim_wh"]
     pr = kept["profile_wh"] / kept["trace_wh"]
     verdicts.append(

@@ -61,6 +61,10 @@ def test_report_statistics_by_hand():
     assert "braking energy at the wheels is 0.80 of its battery energy" in text and "reading is 8.0 % of" in text
     assert f"trace model is {100 / 92:.3f} (median)" in text
     assert "adds 4.2 % to the trace model's energy" in text  # 100 / 96 - 1
+    assert (
+        "By network, profile median ratio: monaco 1.000 (within; vehicle model on the trace 1.000 of FASTSim, " in text
+    )
+    assert "The worst trip" not in text  # the worst (0.8) is a climb: no descent to explain
     assert "median 1.100." in text  # the prior's time over SUMO's: 330 / 300
 
 
@@ -69,4 +73,15 @@ def test_report_says_outside_when_it_is():
     rows["profile_wh"] *= 0.5
     assert "profile median ratio 0.500 (10-90 % 0.420-0.580, worst 0.400), OUTSIDE +-15 %" in "\n".join(
         report(rows, 15.0)
+    )
+
+
+def test_report_explains_a_worst_descent():
+    rows = _rows()
+    rows["trip"] = range(len(rows))
+    rows.loc[0, ["rise_m", "fastsim_wh", "profile_wh"]] = [-120.0, 20.0, 90.0]  # ratio 4.5: the worst
+    text = "\n".join(report(rows, 15.0))
+    assert (
+        "The worst trip (monaco 0) is a descent of 120 m over 2.0 km for which FASTSim's battery energy is 20 Wh"
+        in text
     )
