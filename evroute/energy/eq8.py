@@ -82,46 +82,77 @@ def edge_energy_wh(
             raise DataError("heading changes must be finite, >= 0 and one per edge")
         mech_j = mech_j + v.radial_drag_m * v.mass_kg * speed_mps * theta
     timed = v.aux_w > 0 or v.auxiliary_power_w is not None or v.max_regen_power_kw is not None
-    timed = timed or v.motor_efficiency_map is not None
+    timed = timed or v.motor_efficiency_map is not None or v.battery_efficiency_map is not None
     if timed and np.any(speed_mps <= 0):
         raise ParameterError(
-            "speeds must be > 0 with auxiliary power, a regeneration limit or a motor map (travel time l / v)"
+            "speeds must be > 0 with auxiliary power, a regeneration limit or a motor or battery map (time l / v)"
         )
-    return battery_energy_wh(mech_j, length_m / speed_mps, v)
+    return battery_energy_wh(mech_j, length_m / speed_mps, v, speed_mps)
 
 
-def battery_energy_wh(wheel_j: np.ndarray, duration_s: np.ndarray, vehicle: VehicleProfile) -> np.ndarray:
+def regen_share(wheel: np.ndarray, vehicle: VehicleProfile, speed_mps: np.ndarray | float | None) -> np.ndarray:
+    """``(n,)`` share of each braking work or power ``wheel`` (J or W, ``(n,)``) the motor recovers at ``speed_mps``
+    (m/s, broadcast to ``(n,)``; :meth:`VehicleProfile.regen_fraction`), 1 where ``wheel >= 0``.  A profile whose
+    share fades with speed needs the speeds (a one-line :class:`ParameterError` without them)."""
+    if speed_mps is None:
+        if vehicle.regen_fades:
+            raise ParameterError(
+                f"vehicle {vehicle.name!r}: its regeneration fades with speed, so the speeds are needed"
+            )
+        speed_mps = 0.0
+    share = np.broadcast_to(vehicle.regen_fraction(speed_mps), wheel.shape)
+    return np.where(wheel < 0, share, 1.0)
+
+
+def battery_energy_wh(
+    wheel_j: np.ndarray,
+    duration_s: np.ndarray,
+    vehicle: VehicleProfile,
+    speed_mps: np.ndarray | float | None = None,
+) -> np.ndarray:
     """Battery energy (Wh) that pays for work ``wheel_j`` at the wheels over ``duration_s``: the battery side of
     Eq. 8, shared by the edge models (:func:`edge_energy_wh`, :mod:`evroute.energy.profile`) and the trace model
     (:mod:`evroute.traces.energy`).
 
-    ``W / eta+`` when ``W >= 0``, ``W eta-`` when recuperating, the latter capped at ``max_regen_power_kw`` over the
-    duration, plus ``auxiliary_power_w`` over the duration.  With a motor efficiency map, ``eta+`` and ``eta-`` are
-    multiplied by the motor's efficiency at the mean wheel power ``W / duration``.
+    ``W / eta+`` when ``W >= 0``, ``f W eta-`` when recuperating (``f``: the share of the braking work the motor
+    takes, :meth:`VehicleProfile.regen_fraction` at the speed, 1 for a profile without brake blending; the friction
+    brakes take the rest), the latter capped at ``max_regen_power_kw`` over the duration, plus ``auxiliary_power_w``
+    over the duration.  With a motor efficiency map, ``eta+`` and ``eta-`` are multiplied by the motor's efficiency at
+    its mean power, ``W / duration`` (``f W / duration`` when recuperating).  With a battery efficiency map the sum
+    (the battery's terminal energy) is turned into chemical energy at its mean power
+    (:meth:`VehicleProfile.chemical_power_w`).
 
     Args:
         wheel_j: ``(n,)`` work at the wheels (J).
         duration_s: ``(n,)`` durations (s, > 0 where used); used only with auxiliary power, a regeneration limit or
             a motor efficiency map.
-        vehicle: the profile (efficiencies, ``auxiliary_power_w``, ``max_regen_power_kw``, the motor map).
+        vehicle: the profile (efficiencies, ``auxiliary_power_w``, ``max_regen_power_kw``, the motor map, the brake
+            blending).
+        speed_mps: ``(n,)`` (or one) mean speed of each piece (m/s); needed only when the profile's regeneration
+            fades with speed.
     """
     v = vehicle
     wheel_j = np.asarray(wheel_j, dtype=np.float64)
+    motor_j = wheel_j * regen_share(wheel_j, v, speed_mps)
     if v.motor_efficiency_map is None:
         eta_m: np.ndarray | float = 1.0
     else:
         dt = np.asarray(duration_s, dtype=np.float64)
-        eta_m = v.motor_efficiency(np.divide(wheel_j, dt, out=np.zeros_like(wheel_j), where=dt > 0))
+        eta_m = v.motor_efficiency(np.divide(motor_j, dt, out=np.zeros_like(motor_j), where=dt > 0))
     wh = (
-        np.where(wheel_j >= 0, wheel_j / (v.propulsion_efficiency * eta_m), wheel_j * v.recuperation_efficiency * eta_m)
+        np.where(motor_j >= 0, motor_j / (v.propulsion_efficiency * eta_m), motor_j * v.recuperation_efficiency * eta_m)
         / 3600.0
     )
-    if v.aux_w == 0 and v.max_regen_power_kw is None:
+    if v.aux_w == 0 and v.max_regen_power_kw is None and v.battery_efficiency_map is None:
         return wh
     hours = np.asarray(duration_s, dtype=np.float64) / 3600.0
     if v.max_regen_power_kw is not None:
         wh = np.maximum(wh, -1000.0 * v.max_regen_power_kw * hours)
-    return wh + v.aux_w * hours
+    wh = wh + v.aux_w * hours
+    if v.battery_efficiency_map is None:
+        return wh
+    mean_w = np.divide(wh, hours, out=np.zeros_like(wh), where=hours > 0)
+    return np.where(hours > 0, v.chemical_power_w(mean_w) * hours, wh)
 
 
 def network_energy_wh(network, vehicle: VehicleProfile | None = None) -> np.ndarray:  # network: RoadNetwork
@@ -189,5 +220,6 @@ __all__ = [
     "heading_change_rad",
     "network_energy_wh",
     "reduced_cost_wh",
+    "regen_share",
     "travel_time_s",
 ]

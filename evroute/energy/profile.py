@@ -10,12 +10,15 @@ An edge of length ``L`` (m) is entered at ``v_in``, cruised at ``v_c`` and left 
 with ``v_p = v_c`` when ``d_a + d_b <= L``, else the peak ``v_p^2 = (2 a b L + b v_in^2 + a v_out^2) / (a + b)``
 (a triangle; an exit speed the edge is too short to reach is moved to the nearest reachable one).  At speed ``v``
 the wheels need ``P(v) = (m_eff dv/dt + m g sin + m g C_r cos + 1/2 rho C_d A v^2) v`` (W) and the battery pays
-``P / (eta+ eta_m(P))`` when ``P >= 0`` and ``max(P eta- eta_m(P), -P_regen)`` when braking (what the motor cannot
-recover is lost in the friction brakes), plus the auxiliaries ``P_aux`` (:func:`battery_power_w`).  The battery energy
-of a constant-acceleration phase is ``int P_batt(v) dv / |dv/dt|``, computed by composite Gauss-Legendre quadrature
-(4 panels of 4 nodes) on the speed interval split where ``P`` changes sign (exact for constant efficiencies and no
-power cap: the integrand is then a polynomial of degree 3 on each piece; the cap and the motor map's breakpoints are
-kinks, integrated to about 0.1 %); the cruise phase is ``P_batt(v_p) d_c / v_p``.
+``P / (eta+ eta_m(P))`` when ``P >= 0`` and ``max(f P eta- eta_m(f P), -P_regen)`` when braking (``f = f(v)`` the
+motor's share of the braking power, :meth:`~evroute.energy.VehicleProfile.regen_fraction`: what the motor does not
+take or cannot recover is lost in the friction brakes), plus the auxiliaries ``P_aux`` (:func:`battery_power_w`).
+The battery energy of a constant-acceleration phase is ``int P_batt(v) dv / |dv/dt|``, computed by composite
+Gauss-Legendre quadrature (4 panels of 4 nodes) on the speed interval split where ``P`` changes sign (exact for
+constant efficiencies, no power cap, no regeneration fade and no battery map: the integrand is then a polynomial of
+degree 3 on each piece; the cap and the motor and battery maps' breakpoints are kinks, integrated to about 0.1 %, the
+fade a smooth step, integrated to 1e-4 of the recovered energy, ``tests/test_energy_regen.py``); the cruise phase is
+``P_batt(v_p) d_c / v_p``.
 
 **Speed fluctuation.**  Nobody cruises at a constant speed: traffic, bends and the driver's foot make small speed
 changes whose kinetic energy goes partly to the brakes.  :attr:`DrivingStyle.speed_fluctuation_mps2` ``k`` is their
@@ -40,6 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
+from evroute.energy.eq8 import regen_share
 from evroute.energy.vehicle import VehicleProfile
 from evroute.errors import DataError, ParameterError, check_positive, check_range
 
@@ -112,16 +116,21 @@ class ProfileEnergy:
         return self.kinetic_j + self.potential_j + self.rolling_j + self.drag_j
 
 
-def battery_power_w(wheel_w: np.ndarray, vehicle: VehicleProfile) -> np.ndarray:
-    """Battery power (W) for wheel power ``wheel_w`` (W, any shape): ``P / (eta+ eta_m)`` when ``P >= 0``,
-    ``max(P eta- eta_m, -P_regen)`` when braking, plus the auxiliaries (the power form of
-    :func:`evroute.energy.eq8.battery_energy_wh`)."""
+def battery_power_w(
+    wheel_w: np.ndarray, vehicle: VehicleProfile, speed_mps: np.ndarray | float | None = None
+) -> np.ndarray:
+    """Battery power (W) for wheel power ``wheel_w`` (W, any shape) at speed ``speed_mps`` (m/s, broadcast; needed
+    only when the profile's regeneration fades with speed): ``P / (eta+ eta_m)`` when ``P >= 0``,
+    ``max(f P eta- eta_m, -P_regen)`` when braking (``f`` the motor's share, :meth:`VehicleProfile.regen_fraction`),
+    plus the auxiliaries, through the battery's efficiency map when the profile has one
+    (:meth:`VehicleProfile.chemical_power_w`; the power form of :func:`evroute.energy.eq8.battery_energy_wh`)."""
     p = np.asarray(wheel_w, dtype=np.float64)
+    p = p * regen_share(p, vehicle, speed_mps)
     eta_m = vehicle.motor_efficiency(p)
     out = np.where(p >= 0, p / (vehicle.propulsion_efficiency * eta_m), p * vehicle.recuperation_efficiency * eta_m)
     if vehicle.max_regen_power_kw is not None:
         out = np.maximum(out, -1000.0 * vehicle.max_regen_power_kw)
-    return out + vehicle.aux_w
+    return vehicle.chemical_power_w(out + vehicle.aux_w)
 
 
 def _phase_j(
@@ -143,7 +152,7 @@ def _phase_j(
         mid, half = 0.5 * (a + b), 0.5 * (b - a)
         v = mid[:, None] + half[:, None] * _GX[None, :]
         p = (f0[:, None] + c_drag * v**2) * v
-        total += half * (battery_power_w(p, vehicle) @ _GW)
+        total += half * (battery_power_w(p, vehicle, v) @ _GW)
     return total / abs(accel)
 
 
@@ -158,13 +167,13 @@ def _cruise_j(
     road_n = force0 + c_drag * v_p**2
     t_c = d_c / v_p
     if k == 0:
-        return battery_power_w(road_n * v_p, vehicle) * t_c
+        return battery_power_w(road_n * v_p, vehicle, v_p) * t_c
     m_eff = vehicle.effective_mass_kg
     t_a, t_b = k * t_c / (2.0 * a), k * t_c / (2.0 * b)
     return (
-        battery_power_w(road_n * v_p, vehicle) * (t_c - t_a - t_b)
-        + battery_power_w((road_n + m_eff * a) * v_p, vehicle) * t_a
-        + battery_power_w((road_n - m_eff * b) * v_p, vehicle) * t_b
+        battery_power_w(road_n * v_p, vehicle, v_p) * (t_c - t_a - t_b)
+        + battery_power_w((road_n + m_eff * a) * v_p, vehicle, v_p) * t_a
+        + battery_power_w((road_n - m_eff * b) * v_p, vehicle, v_p) * t_b
     )
 
 

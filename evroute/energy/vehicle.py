@@ -10,6 +10,18 @@ The paper's fields (mass, resistances, two constant efficiencies, battery) are a
   one ``recuperation_efficiency * eta_motor``;
 * ``auxiliary_power_w`` (W), ``max_regen_power_kw`` (kW), ``rotating_mass_kg`` (equivalent mass of wheels and motor,
   kg), ``top_speed_kmh`` (a cap on the driving speed of every edge);
+* ``regen_fraction_max``, ``regen_half_speed_kmh`` and ``regen_fade_width_kmh``: brake blending, the share of the
+  braking power the motor recovers at speed ``v`` (the friction brakes take the rest),
+  ``f(v) = f_max / (1 + exp(-(v - v_half) / w))`` (:meth:`VehicleProfile.regen_fraction`): near ``f_max`` at speed,
+  fading out below about ``v_half + 3 w`` as the motor's back-EMF falls and the friction brakes finish the stop.  It
+  is FASTSim 2's regenerative braking limit ``max_regen / (1 + regen_a exp(-regen_b (v_mph + 1)))`` rewritten in
+  km/h: with its ``regen_a = 500``, ``regen_b = 0.99`` per mph, ``v_half = (ln 500 - 0.99) / 0.99`` mph = 8.493 km/h
+  and ``w = 1 / 0.99`` mph = 1.6256 km/h.  Without these fields the motor takes all the braking power (``f = 1``);
+* ``battery_efficiency_map``: the battery's efficiency against its C-rate (terminal power over capacity, 1/h,
+  negative when charging), ``[[c_rate, efficiency], ...]`` (linear interpolation, clamped at the ends): its ohmic
+  losses grow with the current.  The battery then pays ``P_el / eta_b`` for a terminal power ``P_el > 0`` (motor and
+  auxiliaries) and stores ``P_el eta_b`` when charging (:meth:`VehicleProfile.chemical_power_w`), and
+  ``propulsion_efficiency`` / ``recuperation_efficiency`` hold the rest of the chain (the transmission) only;
 * ``hvac_power_curve`` and ``ambient_temp_c``: the climate control's power against the ambient temperature,
   ``[[degrees C, W], ...]`` (linear interpolation, clamped at the ends), added to ``auxiliary_power_w`` when an ambient
   temperature is set (:attr:`VehicleProfile.hvac_w`); no ambient temperature (the default): no HVAC load, so results
@@ -65,6 +77,9 @@ OPTIONAL_RANGES: dict[str, tuple[float, float]] = {
     "rotating_mass_kg": (0.0, 1_000.0),
     "top_speed_kmh": (0.0, 500.0),
     "ambient_temp_c": (-60.0, 60.0),
+    "regen_fraction_max": (0.0, 1.0),
+    "regen_half_speed_kmh": (0.0, 100.0),
+    "regen_fade_width_kmh": (0.0, 50.0),
 }
 
 
@@ -119,6 +134,16 @@ class VehicleProfile:
     rotating_mass_kg: float | None = None
     #: top speed (km/h): no edge is driven faster
     top_speed_kmh: float | None = None
+    #: the largest share of the braking power the motor recovers (brake blending; the friction brakes take the rest);
+    #: None: all of it (module doc)
+    regen_fraction_max: float | None = None
+    #: speed (km/h) at which the recovered share has faded to half of ``regen_fraction_max``; None: no fade
+    regen_half_speed_kmh: float | None = None
+    #: width (km/h) of that fade (the logistic's scale); set with ``regen_half_speed_kmh``
+    regen_fade_width_kmh: float | None = None
+    #: ``[[C-rate (1/h, < 0 charging), battery efficiency], ...]``; None: the battery's losses are part of the
+    #: constant efficiencies (module doc)
+    battery_efficiency_map: tuple[tuple[float, float], ...] | None = None
     #: DC charging power against state of charge, ``[[soc in 0..1, kW], ...]``
     charging_curve: tuple[tuple[float, float], ...] | None = None
     #: HVAC power against ambient temperature, ``[[degrees C, W], ...]``; None: not modelled
@@ -133,7 +158,12 @@ class VehicleProfile:
             check_range(f, getattr(self, f), low, high, low_open=low_open)
         for f, (low, high) in OPTIONAL_RANGES.items():
             if getattr(self, f) is not None:
-                check_range(f, getattr(self, f), low, high, low_open=f in ("motor_power_kw", "top_speed_kmh"))
+                low_open = f in ("motor_power_kw", "top_speed_kmh", "regen_fade_width_kmh")
+                check_range(f, getattr(self, f), low, high, low_open=low_open)
+        if (self.regen_half_speed_kmh is None) != (self.regen_fade_width_kmh is None):
+            raise ParameterError(
+                "regen_half_speed_kmh and regen_fade_width_kmh are set together (the fade's two parameters)"
+            )
         check_positive("min_soc", self.min_soc, allow_zero=True)
         check_positive("max_soc", self.max_soc)
         if not self.min_soc < self.max_soc <= 1:
@@ -145,6 +175,9 @@ class VehicleProfile:
                 raise ParameterError("motor_efficiency_map needs motor_power_kw (its power fractions' reference)")
             pts = _curve("motor_efficiency_map", self.motor_efficiency_map, (0.0, 10.0), (0.01, 1.0))
             object.__setattr__(self, "motor_efficiency_map", pts)
+        if self.battery_efficiency_map is not None:
+            pts = _curve("battery_efficiency_map", self.battery_efficiency_map, (-20.0, 20.0), (0.5, 1.0))
+            object.__setattr__(self, "battery_efficiency_map", pts)
         if self.charging_curve is not None:
             pts = _curve("charging_curve", self.charging_curve, (0.0, 1.0), (0.0, 10_000.0))
             object.__setattr__(self, "charging_curve", pts)
@@ -185,6 +218,32 @@ class VehicleProfile:
             return np.ones_like(p)
         xs, ys = np.asarray(self.motor_efficiency_map, dtype=np.float64).T
         return np.interp(np.abs(p) / (1000.0 * self.motor_power_kw), xs, ys)
+
+    def chemical_power_w(self, terminal_w: np.ndarray) -> np.ndarray:
+        """Chemical power (W) the battery gives for terminal power ``terminal_w`` (W, any shape; negative when
+        charging): ``P / eta_b(P / C)`` when ``P > 0``, ``P eta_b(P / C)`` when charging, ``C`` the capacity (Wh), and
+        ``P`` itself where the profile has no ``battery_efficiency_map``."""
+        p = np.asarray(terminal_w, dtype=np.float64)
+        if self.battery_efficiency_map is None:
+            return p
+        xs, ys = np.asarray(self.battery_efficiency_map, dtype=np.float64).T
+        eta = np.interp(p / self.battery_capacity_wh, xs, ys)
+        return np.where(p > 0, p / eta, p * eta)
+
+    @property
+    def regen_fades(self) -> bool:
+        """Whether the recovered share of the braking power depends on speed (:meth:`regen_fraction`)."""
+        return self.regen_half_speed_kmh is not None
+
+    def regen_fraction(self, speed_mps: np.ndarray | float) -> np.ndarray:
+        """Share of the braking power the motor recovers at speed ``speed_mps`` (m/s, any shape; module doc):
+        ``f_max / (1 + exp(-(v - v_half) / w))``, ``f_max`` (1 when unset) where the profile has no fade."""
+        v = np.asarray(speed_mps, dtype=np.float64)
+        f_max = 1.0 if self.regen_fraction_max is None else float(self.regen_fraction_max)
+        if self.regen_half_speed_kmh is None or self.regen_fade_width_kmh is None:
+            return np.full_like(v, f_max)
+        x = (3.6 * v - self.regen_half_speed_kmh) / self.regen_fade_width_kmh
+        return f_max * 0.5 * (1.0 + np.tanh(0.5 * x))  # the logistic 1 / (1 + exp(-x)), without overflow
 
     @classmethod
     def load(cls, name_or_path: str | Path = "sumo_ev") -> VehicleProfile:

@@ -25,6 +25,10 @@ profile field               SUMO vType attribute / param    note
 ``top_speed_kmh``           ``maxSpeed`` (attribute, m/s)   when set
 ``motor_power_kw``,         none                            SUMO's ``Energy`` model has constant
 ``motor_efficiency_map``                                    efficiencies; MMPEVEM has its own loss map
+``regen_fraction_max``,     none                            SUMO recovers all braking power (no brake
+``regen_half_speed_kmh``,                                   blending); its battery device has one efficiency
+``regen_fade_width_kmh``,
+``battery_efficiency_map``
 ``charging_curve``,         none                            not energy-model parameters
 ``sources``
 ==========================  ==============================  ===============================================

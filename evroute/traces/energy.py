@@ -9,7 +9,8 @@ Between two samples ``i`` and ``i + 1`` (time step ``dt``, mean speed ``v = (v_i
 ``cos(a) ~ 1``), and the battery pays
 
     E = W / eta+                        if W >= 0          (propulsion losses)
-    E = max(W eta-, -P_regen dt)        if W <  0          (recuperation, capped by the regeneration power)
+    E = max(f W eta-, -P_regen dt)      if W <  0          (recuperation: the motor's share f(v) of the braking,
+                                                            capped by the regeneration power)
     E += P_aux dt                                           (auxiliaries run whenever the log runs)
 
 which is Eq. 8 of the reference paper (:mod:`evroute.energy`) plus the kinetic term that a constant-speed edge model
@@ -148,7 +149,7 @@ def trace_energy(
     drag = 0.5 * vehicle.air_density_kgpm3 * vehicle.drag_coefficient * vehicle.front_area_m2 * vbar**2 * ds
     wheel = kinetic + potential + rolling + drag
     return TraceEnergy(
-        battery_wh=battery_energy_wh(wheel, dt, vehicle),
+        battery_wh=battery_energy_wh(wheel, dt, vehicle, vbar),
         wheel_j=wheel,
         kinetic_j=kinetic,
         potential_j=potential,

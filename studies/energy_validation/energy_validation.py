@@ -20,8 +20,9 @@ test procedure: battery chemical energy over the cycle) and by evroute with the 
   paper replaced by the vehicle's, no stops): what the old prior would say.
 
 (b) Route energy against FASTSim driving SUMO's recorded speed traces of random Monaco and Luxembourg trips
-(:mod:`studies.energy_validation.sumo_traces`; ``docs/results/data/energy_validation_sumo.csv``, collected per network
-and resumed where it stopped; ``--skip-sumo`` keeps the committed rows, ``--redo-sumo`` drives them again).
+(:mod:`studies.energy_validation.sumo_traces`; ``docs/results/data/energy_validation_sumo.csv``, recomputed on every
+run from SUMO traces cached in the user cache folder; ``--skip-sumo`` keeps the committed rows, ``--redo-sumo`` drives
+SUMO again instead of reading its cache).
 
 (d) The Twizy logs: :func:`evroute.traces.energy.trace_energy` with the ``twizy`` profile, uncalibrated, against the
 logged state of charge.
@@ -155,11 +156,13 @@ def build_report(cycles: pd.DataFrame, twizy: pd.DataFrame | None, sumo: pd.Data
         "",
         "Reference: FASTSim 3.1.0 (NREL) with its own vehicle file, the unadjusted cycle, battery chemical energy "
         "(`res.energy_out_chemical_joules`). evroute: the shipped profile of the same car "
-        "(`evroute/resources/vehicles/`, every energy parameter taken from the same FASTSim file, as its `sources` "
-        "field says; nothing fitted to these or any cycle). The ways of driving the cycle:",
+        "(`evroute/resources/vehicles/`, every energy parameter taken from the same FASTSim file but the brake "
+        "blending, which FASTSim 3.1 does not model and is FASTSim 2's regenerative braking limit for the same car "
+        "(the friction brakes take 2 % of the braking and all of it near standstill), as its `sources` field says; "
+        "nothing fitted to these or any cycle). The ways of driving the cycle:",
         "",
         "* **trace**: the cycle second by second through `evroute.traces.trace_energy` (kinetic term with the "
-        "wheels' inertia, motor efficiency map, auxiliaries, regeneration cap);",
+        "wheels' inertia, motor efficiency map, auxiliaries, brake blending, regeneration cap);",
         "* **edges**: the cycle cut at its stops into micro-trips, each one edge driven from rest to rest by the "
         "speed-profile model (`evroute.energy.profile_energy`, the junction model's stop branch: 1.0 m/s^2 up, "
         "1.2 m/s^2 down, `DrivingStyle` defaults, not fitted) at the cruise speed that gives the "
@@ -263,7 +266,7 @@ def main() -> None:
     ap.add_argument("--data", default=str(DATA), help="folder of the data files (default: %(default)s)")
     ap.add_argument("--report-only", action="store_true", help="rebuild --out from the committed data files only")
     ap.add_argument("--skip-sumo", action="store_true", help="do not drive the SUMO trips of (b) (keep their data)")
-    ap.add_argument("--redo-sumo", action="store_true", help="drive the SUMO trips of (b) again (default: resume)")
+    ap.add_argument("--redo-sumo", action="store_true", help="drive the SUMO trips of (b) again (default: cached)")
     args = ap.parse_args()
     data = Path(args.data)
     cyc_csv, tw_csv = data / "energy_validation_cycles.csv", data / "energy_validation_twizy.csv"
