@@ -127,8 +127,7 @@ def build(
 
 #: Version of the prior draw (:func:`sample_prior_function_and_variance`); part of the compute-cache key of
 #: :func:`seeded_prior_draw`: bump it whenever the draw of a seed changes.
-DRAW_VERSION = 3  # 2: sparse draws (above dense_max edges, even nu) by sparse Cholesky solves, not SuperLU;
-# 3: the "scale" method from SCALE_MIN_EDGES edges (smaller networks: the same draws as version 2)
+DRAW_VERSION = 2  # 2: sparse draws (above dense_max edges, even nu) by sparse Cholesky solves, not SuperLU
 #: ``method="auto"`` uses the ``"scale"`` method from this many edges (module doc); every committed study's network
 #: has at most 100k edges, so their draws are those of the ``"sparse"`` (or ``"dense"``) method, unchanged.
 SCALE_MIN_EDGES = 250_000
@@ -179,6 +178,9 @@ def seeded_prior_draw(linegraph: LineGraph, cfg: EnvironmentConfig, seed: int) -
         "version": DRAW_VERSION,
         "blas_threads": DRAW_BLAS_THREADS,
     }
+    method = cfg.method if cfg.method != "auto" else _auto_method(linegraph.n_nodes, cfg)
+    if method == "scale":  # its constants make the draw (the other methods' keys are as before it existed)
+        inputs["scale"] = [SCALE_GRAPH_DRAWS, SCALE_FEATURES, SCALE_BLOCK, SCALE_RTOL]
     both = cached_compute("prior-draw", inputs, draw, what="environment draw", array=True, blas=False)
     return both[0], both[1]
 
