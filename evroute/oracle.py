@@ -51,7 +51,7 @@ MIN_WEIGHT_WH = 1e-12
 _NDTR_ONE = 9.0
 
 
-def rectified_gaussian_mean(mean: np.ndarray, var: np.ndarray) -> np.ndarray:
+def rectified_gaussian_mean(mean: np.ndarray, var: np.ndarray | float) -> np.ndarray:
     """``E[max(0, X)]`` for ``X ~ N(mean, var)``, elementwise, stable for very negative ``mean / std``.
 
     ``E[max(0, X)] = s (phi(a) + a Phi(a))`` with ``a = mean / s``; for ``a < 0`` it is evaluated as
