@@ -272,7 +272,9 @@ def render(d: dict[str, Any]) -> str:
         "compiled classes on those lines (cProfile lists neither separately), so they are Python-level work or "
         "vectorised NumPy/SciPy or library work called there; a *compiled call* is a library function (bounded by "
         "its memory traffic or flops).  The profile is a separate run (its seconds rank functions; they are not the "
-        "timings above).  Memory rows name the step that raises the peak most.",
+        "timings above).  Memory rows name the step that raises the peak most.  The environment draw changes method "
+        "at 250,000 edges (`sparse` below, `scale` from there: `docs/graph_kernel.md`), so an exponent across that "
+        "size compares two methods; the extrapolation uses the last pair of sizes.",
         "",
         *_growth_table(d),
         "",
