@@ -50,6 +50,21 @@ class LineGraph:
         """Number of line-graph arcs = legal turns ``C``."""
         return int(self.adjacency.nnz)
 
+    def arc_pattern(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(indptr (E + 1,), heads (C,), tails (C,))`` of the turns in sorted CSR order, computed once (the
+        oracles' and path searches' sparsity structure; read-only arrays, shared by every caller)."""
+        if "arc_pattern" not in self._cache:
+            adj = self.adjacency.tocsr().copy()
+            adj.sort_indices()
+            tails = np.repeat(np.arange(adj.shape[0], dtype=np.int64), np.diff(adj.indptr))
+            arrays = (adj.indptr, adj.indices, tails)
+            for arr in arrays:
+                arr.flags.writeable = False
+            self._cache["arc_pattern"] = arrays
+        pattern = self._cache["arc_pattern"]
+        assert isinstance(pattern, tuple)
+        return pattern
+
     @property
     def turns(self) -> np.ndarray:
         """``(C, 2)`` legal turns ``(e1, e2)`` in CSR order (sorted by ``e1``, then ``e2``)."""

@@ -74,3 +74,20 @@ def test_mean_is_the_physics_energy_and_variance_is_capped():
     assert np.all(np.abs(draws.mean(0) - e_det) < 5 * target_sd / np.sqrt(len(draws)) + 1e-9)
     np.testing.assert_allclose(draws.std(0), target_sd, rtol=0.05)
     assert draws.min() >= pot.min() - 1e-9 and np.all(draws - pot >= 0)
+
+
+def test_potential_telescopes_is_the_junction_elevation_check() -> None:
+    import dataclasses
+
+    from evroute.environments.consistent import potential_telescopes
+    from evroute.linegraph import build_line_graph
+    from evroute.network.synthetic import synthetic_city
+
+    lg = build_line_graph(synthetic_city(2000, 0))
+    assert potential_telescopes(lg)
+    t = lg.turns
+    z = lg.network.z_to_m.copy()
+    z[t[0, 0]] += 1e-3  # one junction's elevation differs between an edge's end and the next edge's start
+    bad = build_line_graph(dataclasses.replace(lg.network, z_to_m=z))
+    assert not potential_telescopes(bad)
+    assert potential_telescopes(bad, tol_m=2e-3)

@@ -137,3 +137,43 @@ def test_route_is_reproducible_across_calls():
     a, b = o.shortest_route(w, 0, 7), o.shortest_route(w, 0, 7)
     assert np.array_equal(a.edges, b.edges)
     assert list(itertools.pairwise(a.edges))  # at least one turn
+
+
+def _rectified_whole_array(mean: np.ndarray, var: np.ndarray | float) -> np.ndarray:
+    """:func:`rectified_gaussian_mean` as it was before it evaluated each branch on its own half (commit 79808c8)."""
+    import math
+
+    from scipy.special import erfcx, ndtr
+
+    mean = np.asarray(mean, dtype=np.float64)
+    s = np.sqrt(np.maximum(np.asarray(var, dtype=np.float64), 0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(s > 0, mean / np.where(s > 0, s, 1.0), 0.0)
+    pos = a >= 0
+    ap, an = np.maximum(a, 0.0), np.minimum(a, 0.0)
+    out_pos = s * (np.exp(-0.5 * ap**2) / math.sqrt(2 * math.pi) + ap * ndtr(ap))
+    out_neg = s * np.exp(-0.5 * an**2) * (1 / math.sqrt(2 * math.pi) + 0.5 * an * erfcx(-an / math.sqrt(2)))
+    out = np.where(pos, out_pos, out_neg)
+    return np.where(s > 0, np.maximum(out, 0.0), np.maximum(mean, 0.0))
+
+
+@pytest.mark.parametrize("n", [1, 7, 1000, 20_003])
+def test_rectified_mean_is_bit_for_bit_the_whole_array_formula(n: int) -> None:
+    # the bandit's oracle weights, hence every route of the committed studies, must not change in the last bit
+    from evroute.oracle import rectified_gaussian_mean
+
+    rng = np.random.default_rng(n)
+    mean = rng.normal(0, 5, n) * rng.choice([1e-3, 1.0, 30.0, 1e4], n)
+    var = np.abs(rng.normal(0, 3, n))
+    var[::5] = 0.0
+    for v in (var, 4.0, 0.0, 1e-30):
+        np.testing.assert_array_equal(rectified_gaussian_mean(mean, v), _rectified_whole_array(mean, v))
+
+
+def test_ndtr_is_one_from_the_cut() -> None:
+    from scipy.special import ndtr
+
+    from evroute.oracle import _NDTR_ONE
+
+    x = np.concatenate([np.linspace(_NDTR_ONE, 40.0, 2_000_001), np.geomspace(40.0, 1e308, 10_000), [np.inf]])
+    assert np.all(ndtr(x) == 1.0)

@@ -43,10 +43,11 @@ def potential_h(network, vehicle=None) -> np.ndarray:  # network: RoadNetwork, v
     return v.mass_kg * v.gravity_mps2 * v.recuperation_efficiency * np.asarray(network.z_to_m) / 3600.0
 
 
-def _csr(lg: LineGraph) -> sp.csr_matrix:
-    adj = lg.adjacency.tocsr().copy()
-    adj.sort_indices()
-    return sp.csr_matrix((np.ones(adj.nnz), adj.indices, adj.indptr), shape=adj.shape)
+def _csr(lg: LineGraph, data: np.ndarray | None = None) -> sp.csr_matrix:
+    """The line graph's arcs as a CSR matrix with ``data`` ``(C,)`` (default ones) on the memoised sorted pattern."""
+    indptr, heads, _ = lg.arc_pattern()
+    n = lg.n_nodes
+    return sp.csr_matrix((np.ones(len(heads)) if data is None else data, heads, indptr), shape=(n, n), copy=False)
 
 
 def reweight(
@@ -69,17 +70,15 @@ def reweight(
     Raises:
         NegativeCycleError: some cycle of the line graph has negative total weight (and not ``clip_on_cycle``).
     """
-    g = _csr(lg)
+    _, heads, tails = lg.arc_pattern()
     w = np.asarray(w, dtype=np.float64)
-    tails = np.repeat(np.arange(g.shape[0]), np.diff(g.indptr))
-    heads = g.indices
     tol = 1e-9 * max(1.0, float(np.abs(w).max()))
     h = np.zeros_like(w) if h0 is None else np.asarray(h0, dtype=np.float64)
     a = w[heads] + h[tails] - h[heads]
     if a.min() < -tol and not bellman_ford_first:
         return h, np.maximum(a, 0.0), False
     if a.min() < -tol:
-        n = g.shape[0]
+        n = lg.n_nodes
         rows = np.concatenate([tails, np.full(n, n)])
         cols = np.concatenate([heads, np.arange(n)])
         aug = sp.csr_matrix((w[cols], (rows, cols)), shape=(n + 1, n + 1))  # virtual source n -> every node
@@ -113,8 +112,8 @@ class PathEnumerator:
         self.lg = linegraph
         self.w = np.asarray(weights, dtype=np.float64)
         self.h, arcs, self.exact = reweight(linegraph, self.w, h0, clip_on_cycle=True, bellman_ford_first=exact)
-        g = _csr(linegraph)
-        self.graph = sp.csr_matrix((arcs, g.indices, g.indptr), shape=g.shape)
+        self.graph = _csr(linegraph, arcs)
+        g = self.graph
         self.base = arcs
         self.heads = g.indices
         self.indptr = g.indptr

@@ -30,6 +30,7 @@ clipped at 0: costs then only over-estimate, so what is reported stays reachable
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,18 +52,27 @@ class ReachResult:
         reachable: ``(E,)`` bool, edge reachable with probability ``>= 1 - delta`` (conservative, module doc).
         quantile_wh: ``(E,)`` ``Q(R_v)``, the sum of per-edge quantiles on the best route to each edge (Wh; inf if
             unreachable in the graph).
-        mean_wh: ``(E,)`` posterior mean energy of that route (Wh).
         pred: ``(E,)`` Dijkstra predecessors (line-graph indices, -9999 at the start / unreached).
         budget_wh: the energy budget ``B`` (Wh).
+        edge_mean_wh: ``(E,)`` posterior mean energy of every edge (Wh), summed along the tree by :attr:`mean_wh`.
     """
 
     reachable: np.ndarray
     quantile_wh: np.ndarray
-    mean_wh: np.ndarray
     pred: np.ndarray
     budget_wh: float
     start: int
     exact: bool = True
+    edge_mean_wh: np.ndarray | None = None
+
+    @functools.cached_property
+    def mean_wh(self) -> np.ndarray:
+        """``(E,)`` posterior mean energy of the quantile route to each edge (Wh; inf if unreached), summed along the
+        shortest-path tree on first access (:func:`tree_path_sums`: a third of a reach on a million edges, and most
+        callers read a few edges or none)."""
+        if self.edge_mean_wh is None:
+            raise ParameterError("this reach result was built without the edge means")
+        return tree_path_sums(self.pred, self.start, self.edge_mean_wh, np.isfinite(self.quantile_wh))
 
     def route_to(self, v: int) -> np.ndarray:
         """The quantile route from the start to edge ``v`` (line-graph indices)."""
@@ -97,9 +107,7 @@ def reachable(
     # node-weighted route cost to v: q[start] + dist(v) - h[start] + h[v]
     qv = np.where(np.isfinite(dist), q[start] + dist - enum.h[start] + enum.h, np.inf)
     ok = qv <= battery.budget_wh
-    # the mean energy of each quantile route, summed along the shortest-path tree
-    mean = tree_path_sums(pred, start, belief.mean, np.isfinite(dist))
-    return ReachResult(ok, qv, mean, pred, battery.budget_wh, start, enum.exact)
+    return ReachResult(ok, qv, pred, battery.budget_wh, start, enum.exact, np.asarray(belief.mean, dtype=np.float64))
 
 
 def tree_path_sums(pred: np.ndarray, root: int, values: np.ndarray, reached: np.ndarray) -> np.ndarray:

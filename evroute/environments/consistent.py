@@ -131,8 +131,8 @@ class ConsistentEnvironment(EnergyEnvironment):
 def potential_telescopes(linegraph: LineGraph, tol_m: float = 1e-6) -> bool:
     """Whether every turn ``e1 -> e2`` has ``z_to(e1) == z_from(e2)`` (the elevation potential is a node potential)."""
     net = linegraph.network
-    t = linegraph.turns
-    return bool(len(t) == 0 or np.max(np.abs(net.z_to_m[t[:, 0]] - net.z_from_m[t[:, 1]])) <= tol_m)
+    _, heads, tails = linegraph.arc_pattern()  # the turns (e1, e2) = (tails, heads), without a (C, 2) copy
+    return bool(len(heads) == 0 or np.max(np.abs(net.z_to_m[tails] - net.z_from_m[heads])) <= tol_m)
 
 
 def lognormal_reduced_costs(

@@ -22,6 +22,15 @@ Sampling backends (``method``):
   to ``K_f o K_G``.  Used above ``dense_max`` edges (100k-edge synthetic cities).  For even ``graph_nu`` the graph draws
   are sparse Cholesky solves (:mod:`evroute.kernels.sparse_cholesky`; SuperLU before :data:`DRAW_VERSION` 2: the
   same draws to rounding, ``~1e-15`` relative).
+* ``"scale"``: the sparse construction with fewer terms and no factorization, for networks of a million edges and
+  more (from :data:`SCALE_MIN_EDGES` edges under ``"auto"``, even integer ``graph_nu``): :data:`SCALE_GRAPH_DRAWS`
+  features times graph draws in the product term, each draw by Jacobi-preconditioned conjugate gradients
+  (:class:`~evroute.kernels.cg_matern.CGMaternSampler`, relative residual :data:`SCALE_RTOL`), and
+  :data:`SCALE_FEATURES` features in the additive term.  Same covariance in expectation over the features; the
+  random-feature error of the product term's covariance is about ``1 / sqrt(8)`` per entry instead of
+  ``1 / sqrt(512)``.  Memory ``O(E)`` (the ``(E, 8)`` features and a few ``(E, 8)`` solver arrays, no
+  ``(E, n_features)`` matrix and no Cholesky factor, whose fill-in made 5M edges run out of memory); time
+  ``O(E)`` times the CG iterations (a few dozen: the spectrum of ``A`` is bounded, :mod:`cg_matern`).
 """
 
 from __future__ import annotations
@@ -35,10 +44,11 @@ from evroute.energy import VehicleProfile, network_energy_wh
 from evroute.environments.base import EnergyEnvironment, config_from_params
 from evroute.errors import ParameterError, check_positive
 from evroute.kernels import GraphMaternKernel
+from evroute.kernels.cg_matern import CGMaternSampler
 from evroute.kernels.edge import EdgeKernel, GraphKernel, Points, edge_kernel
 from evroute.kernels.graph_gram import dense_graph_gram
 from evroute.kernels.linalg import geometric_jitters, jittered_cholesky
-from evroute.kernels.matern import rff_blocks
+from evroute.kernels.matern import matern_rff, rff_blocks
 from evroute.kernels.sparse_cholesky import CholeskyMaternSampler
 from evroute.linegraph import LineGraph
 
@@ -53,7 +63,7 @@ class EnvironmentConfig:
     graph_nu: float = 2.0
     graph_kappa: float = 1.0
     product_weight: float = 0.5  # w: share of sigma0^2 in the k_G k_f term
-    method: str = "auto"  # auto | dense | sparse
+    method: str = "auto"  # auto | dense | sparse | scale
     dense_max: int = 6000
     n_features: int = 512
 
@@ -63,8 +73,8 @@ class EnvironmentConfig:
         check_positive("lengthscale", self.lengthscale)
         if not 0.0 <= self.product_weight <= 1.0:
             raise ParameterError(f"product_weight must be in [0, 1], got {self.product_weight}")
-        if self.method not in ("auto", "dense", "sparse"):
-            raise ParameterError(f"unknown environment method {self.method!r} (use auto, dense or sparse)")
+        if self.method not in ("auto", "dense", "sparse", "scale"):
+            raise ParameterError(f"unknown environment method {self.method!r} (use auto, dense, sparse or scale)")
         check_positive("graph_nu", self.graph_nu)
         check_positive("graph_kappa", self.graph_kappa)
         if self.dense_max < 0 or self.n_features < 1:
@@ -118,6 +128,18 @@ def build(
 #: Version of the prior draw (:func:`sample_prior_function_and_variance`); part of the compute-cache key of
 #: :func:`seeded_prior_draw`: bump it whenever the draw of a seed changes.
 DRAW_VERSION = 2  # 2: sparse draws (above dense_max edges, even nu) by sparse Cholesky solves, not SuperLU
+#: ``method="auto"`` uses the ``"scale"`` method from this many edges (module doc); every committed study's network
+#: has at most 100k edges, so their draws are those of the ``"sparse"`` (or ``"dense"``) method, unchanged.
+SCALE_MIN_EDGES = 250_000
+#: graph draws (random features of ``k_f``) in the product term of the ``"scale"`` method
+SCALE_GRAPH_DRAWS = 8
+#: random features of the additive term ``k_f'`` in the ``"scale"`` method
+SCALE_FEATURES = 64
+#: right-hand sides per conjugate-gradient solve in the ``"scale"`` method (memory: about 6 ``(E, SCALE_BLOCK)``
+#: float64 arrays)
+SCALE_BLOCK = 8
+#: relative residual of the ``"scale"`` method's solves (draw error at most ``SCALE_RTOL cond(A)``, :mod:`cg_matern`)
+SCALE_RTOL = 1e-5
 #: BLAS threads of the prior draw: a fixed count, so that a seed's draw does not depend on the BLAS thread count of the
 #: process that makes it (another count sums in another order: other last bits), and one thread because more are
 #: slower on a loaded 2-core machine (``docs/benchmark_gp_history.md``).
@@ -156,6 +178,9 @@ def seeded_prior_draw(linegraph: LineGraph, cfg: EnvironmentConfig, seed: int) -
         "version": DRAW_VERSION,
         "blas_threads": DRAW_BLAS_THREADS,
     }
+    method = cfg.method if cfg.method != "auto" else _auto_method(linegraph.n_nodes, cfg)
+    if method == "scale":  # its constants make the draw (the other methods' keys are as before it existed)
+        inputs["scale"] = [SCALE_GRAPH_DRAWS, SCALE_FEATURES, SCALE_BLOCK, SCALE_RTOL]
     both = cached_compute("prior-draw", inputs, draw, what="environment draw", array=True, blas=False)
     return both[0], both[1]
 
@@ -177,7 +202,9 @@ def sample_prior_function_and_variance(
     """
     n = linegraph.n_nodes
     x = linegraph.contexts()
-    method = cfg.method if cfg.method != "auto" else ("dense" if n <= cfg.dense_max else "sparse")
+    method = cfg.method if cfg.method != "auto" else _auto_method(n, cfg)
+    if method == "scale":
+        return _scale_draw(linegraph, cfg, rng)
     w = cfg.product_weight
     # integer nu: sparse precision solves (also the fastest way to the dense K_G); else eigendecomposition
     graph_method = "sparse" if float(cfg.graph_nu).is_integer() else "dense"
@@ -215,19 +242,76 @@ def sample_prior_function_and_variance(
             g_sq += np.einsum("ij,ij->i", g, g)
             f += np.einsum("ij,ij->i", phi[:, j : j + block], g)
         del phi
-        scale = w / (float(g_sq.sum()) / (n * cfg.n_features))
-        f *= np.sqrt(scale)
-        var += scale * (g_sq / cfg.n_features) * phi_sq
+        _normalise_product(f, var, g_sq, phi_sq, w, cfg.n_features)
     if w < 1:
-        # the additive term row block by row block (no (E, n_features) matrix): the random features' draws, then
-        # the weights' normals, as when the whole matrix was made first
-        rows2 = rff_blocks(x, cfg.n_features, rng, cfg.lengthscale, dtype=np.float32)
-        z = rng.standard_normal(cfg.n_features)
-        for r, rows in rows2:
-            part = slice(r, r + len(rows))
-            f[part] += np.sqrt(1.0 - w) * (rows @ z)
-            var[part] += (1.0 - w) * np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
+        _add_context_term(f, var, x, cfg.n_features, cfg.lengthscale, 1.0 - w, rng)
     return f, var
+
+
+def _normalise_product(
+    f: np.ndarray, var: np.ndarray, g_sq: np.ndarray, phi_sq: np.ndarray, w: float, n_features: int
+) -> None:
+    """Scale the product term ``f`` ``(E,)`` (sum over ``n_features`` of features times graph draws) in place to
+    average variance ``w`` (the graph kernel's average variance estimated by the draws' squares ``g_sq``) and add
+    each edge's variance to ``var`` ``(E,)`` (``phi_sq``: each edge's sum of squared features)."""
+    scale = w / (float(g_sq.sum()) / (len(f) * n_features))
+    f *= np.sqrt(scale)
+    var += scale * (g_sq / n_features) * phi_sq
+
+
+def _add_context_term(
+    f: np.ndarray,
+    var: np.ndarray,
+    x: np.ndarray,
+    n_features: int,
+    lengthscale: float,
+    weight: float,
+    rng: np.random.Generator,
+) -> None:
+    """Add ``sqrt(weight)`` times a random-feature draw of the context Matérn ``k_f'`` on ``x`` ``(E, d)`` to ``f``
+    and its variances to ``var`` (both ``(E,)``, in place), row block by row block (no ``(E, n_features)``
+    matrix): the random features' draws, then the weights' normals, as when the whole matrix was made first."""
+    rows2 = rff_blocks(x, n_features, rng, lengthscale, dtype=np.float32)
+    z = rng.standard_normal(n_features)
+    for r, rows in rows2:
+        part = slice(r, r + len(rows))
+        f[part] += np.sqrt(weight) * (rows @ z)
+        var[part] += weight * np.einsum("ij,ij->i", rows, rows, dtype=np.float64)
+
+
+def _scale_draw(
+    linegraph: LineGraph, cfg: EnvironmentConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """The ``"scale"`` method of :func:`sample_prior_function_and_variance` (module doc): the sparse method's
+    construction with :data:`SCALE_GRAPH_DRAWS` graph draws by conjugate gradients (:class:`CGMaternSampler`, no
+    factorization) and :data:`SCALE_FEATURES` features in the additive term; ``O(E)`` memory."""
+    if not float(cfg.graph_nu).is_integer() or int(cfg.graph_nu) % 2:
+        raise ParameterError(f"environment method 'scale' needs an even integer graph_nu, got {cfg.graph_nu}")
+    n, x, w = linegraph.n_nodes, linegraph.contexts(), cfg.product_weight
+    f, var = np.zeros(n), np.zeros(n)
+    if w > 0:
+        d = min(cfg.n_features, SCALE_GRAPH_DRAWS)
+        phi = matern_rff(x, d, rng, cfg.lengthscale, dtype=np.float32)  # (E, d): small at d = 8
+        phi_sq = np.einsum("ij,ij->i", phi, phi, dtype=np.float64)
+        graph = CGMaternSampler(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, rtol=SCALE_RTOL)
+        g_sq = np.zeros(n)
+        for j, g in zip(range(0, d, SCALE_BLOCK), graph.sample_blocks(d, SCALE_BLOCK, rng), strict=True):
+            g_sq += np.einsum("ij,ij->i", g, g)
+            f += np.einsum("ij,ij->i", phi[:, j : j + g.shape[1]], g, dtype=np.float64)
+        del phi
+        _normalise_product(f, var, g_sq, phi_sq, w, d)
+    if w < 1:
+        _add_context_term(f, var, x, min(cfg.n_features, SCALE_FEATURES), cfg.lengthscale, 1.0 - w, rng)
+    return f, var
+
+
+def _auto_method(n: int, cfg: EnvironmentConfig) -> str:
+    """``dense`` up to ``cfg.dense_max`` edges, ``scale`` from :data:`SCALE_MIN_EDGES` (even integer ``graph_nu``
+    only), ``sparse`` between."""
+    if n <= cfg.dense_max:
+        return "dense"
+    even = float(cfg.graph_nu).is_integer() and int(cfg.graph_nu) % 2 == 0
+    return "scale" if n >= SCALE_MIN_EDGES and even else "sparse"
 
 
 def prior_kernel(linegraph: LineGraph, cfg: EnvironmentConfig) -> EdgeKernel:

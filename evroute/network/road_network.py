@@ -22,6 +22,27 @@ if TYPE_CHECKING:  # pragma: no cover
     from evroute.network.junctions import JunctionArms, JunctionModel
 
 
+def all_unique(ids: np.ndarray) -> bool:
+    """Whether the strings of ``ids`` ``(E,)`` (a NumPy str array) are all different.
+
+    Each string's code points (NumPy pads them with zeros to a common width) are hashed to one uint64 (a polynomial,
+    modulo 2^64); distinct hashes prove distinct strings, and only a repeated hash (a duplicate, or rarely a
+    collision) falls back to a set of the strings: a million ids in ~0.1 s instead of ~0.7 s.
+    """
+    ids = np.ascontiguousarray(ids)
+    if ids.dtype.kind != "U" or ids.dtype.itemsize == 0 or len(ids) < 2:
+        return len(set(ids.tolist())) == len(ids)
+    codes = ids.view(np.uint32).reshape(len(ids), -1)
+    h = np.zeros(len(ids), dtype=np.uint64)
+    for j in range(codes.shape[1]):
+        h *= np.uint64(1_000_003)  # wraps modulo 2^64 (no warning for arrays)
+        h += codes[:, j]
+    h.sort()
+    if not np.any(h[1:] == h[:-1]):
+        return True
+    return len(set(ids.tolist())) == len(ids)
+
+
 @dataclass(eq=False)
 class RoadNetwork:
     """Directed road network with per-edge attributes and legal turns.
@@ -61,7 +82,9 @@ class RoadNetwork:
 
     def __post_init__(self) -> None:
         self.speed_limit_mps = np.array(self.speed_mps, dtype=np.float64, copy=True)
-        self.edge_ids = np.asarray(self.edge_ids, dtype=object).astype(str)
+        ids = np.asarray(self.edge_ids)
+        # a str array is copied as it is (through object: ~0.5 s per million ids, the same result)
+        self.edge_ids = ids.astype(str) if ids.dtype.kind == "U" else np.asarray(ids, dtype=object).astype(str)
         self.from_node = np.asarray(self.from_node).astype(str)
         self.to_node = np.asarray(self.to_node).astype(str)
         for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m"):
@@ -84,7 +107,7 @@ class RoadNetwork:
                 raise DataError(f"network {self.name!r}: {attr} has {len(getattr(self, attr))} entries, expected {n}")
         if len(self.geometry) != n:
             raise DataError(f"network {self.name!r}: geometry has {len(self.geometry)} entries, expected {n}")
-        if len(set(self.edge_ids.tolist())) != n:
+        if not all_unique(self.edge_ids):
             raise DataError(f"network {self.name!r}: edge ids are not unique")
         for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m"):
             if not np.all(np.isfinite(getattr(self, attr))):

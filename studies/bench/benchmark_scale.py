@@ -37,6 +37,9 @@ from studies.common.bench import machine_line
 
 DATA = Path("docs/data/benchmark_scale.json")
 OUT = Path("docs/benchmark_scale.md")
+#: sizes above this many edges skip the CCH steps (``--cch-max-edges``): its preprocessing took 252 s of CPU at 1M
+#: edges and grows with exponent 1.3
+CCH_MAX_EDGES = 2_000_000
 COMMAND = (
     "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 nice -n 10 python -m studies.bench.benchmark_scale"
 )
@@ -79,16 +82,20 @@ def _child(args: list[str], cache: str, mem_gb: float, timeout: float) -> dict[s
     return res
 
 
-def measure_size(n: int, seed: int, mem_gb: float, timeout: float) -> dict[str, Any]:
-    """Cold then warm set-up of one size, each in a fresh process (module doc)."""
+def measure_size(n: int, seed: int, mem_gb: float, timeout: float, cch_max: int = CCH_MAX_EDGES) -> dict[str, Any]:
+    """Cold then warm set-up of one size, each in a fresh process (module doc); above ``cch_max`` edges without the
+    CCH steps."""
     with tempfile.TemporaryDirectory(prefix="evroute-scale-") as cache:
-        cold = _child([str(n), str(seed), "full"], cache, mem_gb, timeout)
+        cold = _child([str(n), str(seed), "full" if n <= cch_max else "nocch"], cache, mem_gb, timeout)
         warm = (
             _child([str(n), str(seed), "setup"], cache, mem_gb, timeout)
             if cold["status"] == "ok"
             else {"status": "not run (cold run did not finish)"}
         )
-    return {"requested_edges": n, "mem_cap_gb": mem_gb, "timeout_s": timeout, "cold": cold, "warm": warm}
+    out = {"requested_edges": n, "mem_cap_gb": mem_gb, "timeout_s": timeout, "cold": cold, "warm": warm}
+    if n > cch_max:
+        out["cch_skipped"] = f"CCH steps not run above {cch_max:,} edges (preprocessing alone grows as n^1.3)"
+    return out
 
 
 def save(path: Path, key: tuple[str, ...], result: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mem-gb", type=float, default=14.0, help="address-space cap of each child (GB)")
     ap.add_argument("--timeout", type=float, default=1500.0, help="wall-clock limit of each child (s)")
     ap.add_argument("--profile-size", type=int, default=0, help="profile every step once at this size")
+    ap.add_argument("--cch-max-edges", type=int, default=CCH_MAX_EDGES, help="skip the CCH steps above this size")
     ap.add_argument("--report-only", action="store_true", help="render the page from --data, measure nothing")
     ap.add_argument("--data", type=Path, default=DATA)
     ap.add_argument("--out", type=Path, default=OUT)
@@ -121,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         from studies.bench.scale_measure import measure
 
         n, seed, mode = int(a.child[0]), int(a.child[1]), a.child[2]
-        res = measure(n, seed, setup_only=mode == "setup", profile=mode == "profile")
+        res = measure(n, seed, setup_only=mode == "setup", profile=mode == "profile", cch=mode != "nocch")
         print(json.dumps(res))
         return 0
     if a.report_only:
@@ -139,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for n in sizes:
         print(f"measuring {n} edges ...", file=sys.stderr, flush=True)
-        d = save(a.data, ("sizes", str(n)), measure_size(n, a.seed, a.mem_gb, a.timeout))
+        d = save(a.data, ("sizes", str(n)), measure_size(n, a.seed, a.mem_gb, a.timeout, a.cch_max_edges))
     if a.profile_size:
         print(f"profiling {a.profile_size} edges ...", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix="evroute-scale-") as cache:

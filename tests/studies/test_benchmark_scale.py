@@ -122,3 +122,44 @@ def test_one_small_measurement_has_every_step_and_cch_agrees_with_dijkstra(monke
     assert gap["max_cost_gap"] <= gap["error_bound"]  # the bound of evroute.cch (quantization), not a tolerance
     assert abs(res["edges"] - 3000) <= 0.05 * 3000  # synthetic_city's size tolerance
     json.dumps(res)  # what the child prints
+
+
+def test_bounds_section_follows_from_the_numbers() -> None:
+    assert "Every target at 1M edges is met." in render(_data(0.001))
+    d = _data(0.060)
+    one = d["sizes"]["1000000"]["cold"]
+    one["route_settled_share"], one["reach_reached_share"] = 0.5, 1.0
+    page = render(d)
+    # the round (60 ms) against a Dijkstra of 60 ms over 3M turns: 50,000 arcs per ms, half the graph settled: 30 ms
+    assert "settles 50.0% of the 1,000,000 line-graph nodes" in page
+    assert "SciPy's Dijkstra scans 50,000 arcs per ms" in page
+    assert "the search alone needs about 30 ms; the rest of the round (30 ms)" in page
+    assert "would have to scan 30,000 arcs per ms" in page  # 1.5M arcs in 50 ms
+    assert "reach" not in page.split("## What bounds")[1].split("## Growth")[0]  # met: not listed
+
+
+def test_a_size_without_cch_renders_dashes_and_says_why() -> None:
+    d = _data(0.001)
+    big = _run(5_000_000, 0.5, 7000.0)
+    for s in ("CCH preprocessing", "CCH customization", "CCH query"):
+        del big["steps"][s]
+    del big["cch_vs_dijkstra"]
+    d["sizes"]["5000000"] = {"requested_edges": 5_000_000, "cold": big, "warm": copy.deepcopy(big), "cch_skipped": "x"}
+    page = render(d)
+    assert "| CCH query | " in page and page.split("| CCH query | ")[1].split("\n")[0].endswith("| — |")
+    assert "* 5,000,000 edges: x." in page
+    assert "| 5M edges run in ≤ 8 GB | 7,000 MB | met |" in page
+    assert "largest gap 0 Wh (stated bounds 1 to 1 Wh) | met |" in page  # agreement from the sizes with a CCH
+
+
+@pytest.mark.slow
+def test_a_measurement_without_cch_records_the_search_shares(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("EVROUTE_COMPUTE_CACHE", str(tmp_path))
+    res = measure(3000, 0, queries=5, cch=False)
+    assert set(res["steps"]) == set(SETUP_STAGES + LATER_STEPS) - {
+        "CCH preprocessing",
+        "CCH customization",
+        "CCH query",
+    }
+    assert 0.0 < res["route_settled_share"] <= 1.0 and 0.0 <= res["reach_reached_share"] <= 1.0
+    assert "cch_vs_dijkstra" not in res

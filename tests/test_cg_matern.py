@@ -1,0 +1,114 @@
+"""The factorization-free graph Matérn sampler (:mod:`evroute.kernels.cg_matern`) and the environments' ``"scale"``
+draw built on it (:mod:`evroute.environments.paper`): against dense linear algebra and the sparse Cholesky draw."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from evroute.environments import paper
+from evroute.environments.paper import EnvironmentConfig, sample_prior_function_and_variance
+from evroute.kernels.cg_matern import CGMaternSampler
+from evroute.linegraph import build_line_graph
+from evroute.network.synthetic import synthetic_city
+
+
+@pytest.fixture(scope="module")
+def lg():  # noqa: ANN201
+    return build_line_graph(synthetic_city(600, 2))
+
+
+def _dense_a(lap: sp.spmatrix, nu: float, kappa: float) -> np.ndarray:
+    return lap.toarray() + 2.0 * nu / kappa**2 * np.eye(lap.shape[0])
+
+
+@pytest.mark.parametrize("rtol", [1e-4, 1e-8])
+def test_solve_is_within_the_stated_bound(lg, rtol: float) -> None:  # noqa: ANN001
+    lap = lg.laplacian()
+    s = CGMaternSampler(lap, 2.0, 1.0, rtol=rtol)
+    a = _dense_a(lap, 2.0, 1.0)
+    ev = np.linalg.eigvalsh(a)
+    assert ev[-1] / ev[0] <= s.cond_bound * (1 + 1e-12)  # the stated bound really bounds cond(A)
+    b = np.random.default_rng(0).standard_normal((lap.shape[0], 5))
+    x = s.solve(b)
+    exact = np.linalg.solve(a, b)
+    # ||x - x*|| <= ||A^-1|| ||A x - b|| <= cond(A) rtol ||x*|| per column (residual stopping rule)
+    err = np.linalg.norm(x - exact, axis=0) / np.linalg.norm(exact, axis=0)
+    assert np.all(err <= rtol * s.cond_bound)
+    assert np.all(np.linalg.norm(a @ x - b, axis=0) <= rtol * np.linalg.norm(b, axis=0))
+
+
+@pytest.mark.parametrize(("nu", "kappa"), [(2.0, 1.0), (4.0, 0.7)])
+def test_colour_is_the_dense_matrix_power(lg, nu: float, kappa: float) -> None:  # noqa: ANN001
+    lap = lg.laplacian()
+    s = CGMaternSampler(lap, nu, kappa, rtol=1e-10)
+    z = np.random.default_rng(1).standard_normal((lap.shape[0], 3))
+    want = np.linalg.matrix_power(np.linalg.inv(_dense_a(lap, nu, kappa)), int(nu) // 2) @ z
+    # two solves at most, each within rtol cond(A) (relative): 1e-10 * cond * (nu / 2) with room for rounding
+    np.testing.assert_allclose(s.colour(z), want, rtol=0, atol=1e-8 * np.abs(want).max())
+
+
+def test_sample_blocks_shapes_and_stream(lg) -> None:  # noqa: ANN001
+    s = CGMaternSampler(lg.laplacian(), 2.0, 1.0)
+    r1, r2 = np.random.default_rng(3), np.random.default_rng(3)
+    blocks = [b.copy() for b in s.sample_blocks(11, 4, r1)]
+    assert [b.shape[1] for b in blocks] == [4, 4, 3]
+    z = np.concatenate([r2.standard_normal((s.n, m)) for m in (4, 4, 3)], axis=1)
+    both = s.colour(z)  # one solve of all columns stops at another iteration: each within rtol cond(A) of exact
+    np.testing.assert_allclose(
+        np.concatenate(blocks, axis=1), both, rtol=0, atol=2 * s.rtol * s.cond_bound * np.abs(both).max()
+    )
+    assert r1.standard_normal() == r2.standard_normal()  # the same stream consumed
+
+
+@pytest.mark.parametrize("nu", [1.0, 3.0, 2.5])
+def test_odd_or_fractional_nu_is_refused(lg, nu: float) -> None:  # noqa: ANN001
+    with pytest.raises(ValueError, match="even integer"):
+        CGMaternSampler(lg.laplacian(), nu, 1.0)
+
+
+def test_scale_method_equals_the_sparse_draw_with_as_many_features(lg) -> None:  # noqa: ANN001
+    # with n_features = SCALE_GRAPH_DRAWS (<= SCALE_FEATURES) the scale method consumes the generator exactly as the
+    # sparse one does; only the solver differs (conjugate gradients vs sparse Cholesky)
+    d = paper.SCALE_GRAPH_DRAWS
+    assert d <= paper.SCALE_FEATURES and d <= paper.SCALE_BLOCK
+    for w in (0.5, 1.0):
+        r1, r2 = np.random.default_rng(5), np.random.default_rng(5)
+        fs, vs = sample_prior_function_and_variance(
+            lg, EnvironmentConfig(method="scale", n_features=d, product_weight=w), r1
+        )
+        fc, vc = sample_prior_function_and_variance(
+            lg, EnvironmentConfig(method="sparse", n_features=d, product_weight=w), r2
+        )
+        assert r1.standard_normal() == r2.standard_normal()
+        cond = CGMaternSampler(lg.laplacian(), 2.0, 1.0).cond_bound
+        # each graph draw within SCALE_RTOL cond(A) (relative); the normalisation and variances inherit it, x4 room
+        tol = 4 * paper.SCALE_RTOL * cond
+        np.testing.assert_allclose(fs, fc, rtol=0, atol=tol * np.abs(fc).max())
+        np.testing.assert_allclose(vs, vc, rtol=tol)
+
+
+def test_auto_method_thresholds() -> None:
+    cfg = EnvironmentConfig()
+    assert paper._auto_method(cfg.dense_max, cfg) == "dense"
+    assert paper._auto_method(paper.SCALE_MIN_EDGES - 1, cfg) == "sparse"
+    assert paper._auto_method(paper.SCALE_MIN_EDGES, cfg) == "scale"
+    assert paper._auto_method(paper.SCALE_MIN_EDGES, EnvironmentConfig(graph_nu=3.0)) == "sparse"
+    # every committed study's network is below the threshold (largest: synthetic:100000)
+    assert paper.SCALE_MIN_EDGES > 100_000 * 1.02
+
+
+def test_scale_method_refuses_odd_nu(lg) -> None:  # noqa: ANN001
+    from evroute.errors import ParameterError
+
+    with pytest.raises(ParameterError, match="even integer graph_nu"):
+        sample_prior_function_and_variance(lg, EnvironmentConfig(method="scale", graph_nu=3.0), np.random.default_rng())
+
+
+def test_scale_draw_has_unit_average_variance(lg) -> None:  # noqa: ANN001
+    f, v = sample_prior_function_and_variance(lg, EnvironmentConfig(method="scale"), np.random.default_rng(0))
+    assert np.all(np.isfinite(f)) and np.all(v > 0)
+    # product term: mean of scale g_sq / d is w exactly, times phi_sq (mean 1 +- Monte Carlo over 8 features, and the
+    # additive term's 64): a loose bound, 4 sigma of the features' error sqrt(2 / 8) = 0.5 on the product half
+    assert abs(v.mean() - 1.0) < 0.5
