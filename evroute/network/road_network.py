@@ -43,6 +43,15 @@ def all_unique(ids: np.ndarray) -> bool:
     return len(set(ids.tolist())) == len(ids)
 
 
+def _narrow(a: np.ndarray) -> np.ndarray:
+    """``a`` (a NumPy str array) at the width of its longest string: a wider input dtype (a padded buffer) would cost
+    4 bytes per unused code point and per id, and change the arrays' digests."""
+    if a.dtype.kind != "U" or len(a) == 0:
+        return a
+    width = max(int(np.strings.str_len(a).max()), 1)
+    return a if a.dtype.itemsize == 4 * width else a.astype(f"<U{width}")
+
+
 @dataclass(eq=False)
 class RoadNetwork:
     """Directed road network with per-edge attributes and legal turns.
@@ -84,7 +93,7 @@ class RoadNetwork:
         self.speed_limit_mps = np.array(self.speed_mps, dtype=np.float64, copy=True)
         ids = np.asarray(self.edge_ids)
         # a str array is copied as it is (through object: ~0.5 s per million ids, the same result)
-        self.edge_ids = ids.astype(str) if ids.dtype.kind == "U" else np.asarray(ids, dtype=object).astype(str)
+        self.edge_ids = _narrow(ids.astype(str) if ids.dtype.kind == "U" else np.asarray(ids, dtype=object).astype(str))
         self.from_node = np.asarray(self.from_node).astype(str)
         self.to_node = np.asarray(self.to_node).astype(str)
         for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m"):
