@@ -133,11 +133,7 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
         "",
         f"Protocol: consistent environment, elevation potential, T = {', '.join(horizons) or '--'} rounds, "
         f"regret against the exact optimum ({', '.join(refs) or '--'}). GP = exact GP posterior (`gp-exact`). "
-        'Init `default` = the neutral model prior (`docs/gp.md`, "Model prior"); in these rows its prior and noise '
-        "standard deviations were the paper's fractions 0.25 and 0.1 of sigma_det, the same fractions the consistent "
-        "environment generates with, and its kernel is of the environment's family; only the lengthscale differed: "
-        '"without the truth" below means without the true lengthscale and per-edge variances, not without the '
-        "environment's scale and noise (issue 38); "
+        f"Init `default` = the neutral model prior of the code that recorded the row ({prior_text(rows)}); "
         "`oracle` (ablation) = the environment's generating kernel and noise variance and its ACTUAL per-edge "
         "marginal variances after the cap (`min(sigma0^2 v_e, (max_cv r_det(e))^2)`, "
         "`ConsistentEnvironment.marginal_variances`): BI takes them as per-edge prior variances, the GP scales its "
@@ -221,14 +217,48 @@ def build_report(rows: Sequence[dict[str, str]], commands: Sequence[str]) -> lis
     return lines
 
 
+def prior_text(rows: Sequence[dict[str, str]]) -> str:
+    """What the ``default`` init was in the rows: the prior of :data:`evroute.models.builders.NEUTRAL` for rows that
+    reproduce at HEAD (:func:`studies.reproduce.table.gp_vs_bi_at_head`), the paper's fractions for the older ones
+    (recorded before issue 38 changed the default prior)."""
+    from evroute.models.builders import NEUTRAL
+    from studies.reproduce.table import gp_vs_bi_at_head
+
+    now = any(gp_vs_bi_at_head(r) for r in rows)
+    old = not all(gp_vs_bi_at_head(r) for r in rows)
+    parts = []
+    if now:
+        parts.append(
+            f"{'in the rows that reproduce at HEAD, ' if old else ''}`default_prior` of `evroute/models/builders.py`: "
+            f"prior standard deviation {NEUTRAL.prior_cv:g} times the root mean square of the edges' physics "
+            f"energies, initial noise standard deviation {NEUTRAL.noise_to_prior:g} of that (learnt), graph "
+            f"Matern nu = {NEUTRAL.graph_nu:g} and kappa = {NEUTRAL.correlation_m:g} m over the mean edge length, "
+            f"product weight {NEUTRAL.product_weight:g}, context lengthscale sqrt(3), fixed from sources that owe "
+            "nothing to the environments (issue 38; none is an environment's generating value, "
+            "`tests/test_misspecified.py`)"
+        )
+    if old:
+        parts.append(
+            f"{'in the older rows' if now else 'in these rows'} (recorded before issue 38) its prior and noise "
+            "standard deviations were the paper's fractions 0.25 and 0.1 of sigma_det, the same fractions the "
+            "consistent environment generates with, and its kernel was of the environment's family; only the "
+            'lengthscale differed: for these rows "without the truth" below means without the true lengthscale and '
+            "per-edge variances, not without the environment's scale and noise"
+        )
+    return "; ".join(parts)
+
+
 def provenance_lines(rows: Sequence[dict[str, str]]) -> list[str]:
     """The commits that recorded the rows, per route (the data's ``commit`` column), and which rows reproduce at
-    HEAD (those ``studies.reproduce`` re-runs: the synthetic route's)."""
+    HEAD (:func:`studies.reproduce.table.gp_vs_bi_at_head`: those ``python -m studies.reproduce.run`` re-runs)."""
+    from studies.reproduce.table import gp_vs_bi_at_head
+
     per: dict[str, dict[str, int]] = {}
+    at_head: dict[str, int] = {}
     for r in rows:
         c = per.setdefault(r["route"], {})
         c[r.get("commit") or "unlabelled"] = c.get(r.get("commit") or "unlabelled", 0) + 1
-    real = [route for route in per if not route.startswith("synthetic:")]
+        at_head[r["route"]] = at_head.get(r["route"], 0) + gp_vs_bi_at_head(r)
     lines = [
         "Provenance: each row carries the commit that recorded it (column `commit`; rows recorded before the column "
         "existed: the commit that last wrote the row's line, `python -m studies.reproduce.provenance`).  Rows per "
@@ -241,22 +271,33 @@ def provenance_lines(rows: Sequence[dict[str, str]]) -> list[str]:
         cells = ", ".join(f"`{k}` ({n})" for k, n in sorted(c.items(), key=lambda kv: (-kv[1], kv[0])))
         lines.append(f"| {route} | {sum(c.values())} | {cells} |")
     lines += [""]
-    if real:
-        lines += [
-            f"The rows of {', '.join(real)} were recorded before issue 34 changed the networks' speeds and the "
-            "default energy prior (merged at commit `7991dbd`), from which the consistent environment draws its "
-            "energies: they are not reproduced at HEAD; each comes from the code at (or, for a run that took "
-            "longer than a commit, just before) its commit: `git checkout <commit>`, then the study command that "
-            "names its route and stage (before commit `16c07d3` the study was `gp_vs_bi` under `scripts/paper/`).  "
-            "Every sentence below about these routes describes that code, not HEAD.  On the synthetic route only "
-            "the BI rows with the oracle init reproduce at HEAD (`python -m studies.reproduce.run --pages gp_vs_bi` "
-            "re-runs them and compares): issue 38 changed the default prior (its values are no longer the "
-            "environments' generating fractions), so the default-init rows, BI's and the GP's, come from the code "
-            "of their commits, and the GP rows also from the GP code of their commits (re-run at HEAD, "
-            "GP-EXACT-BUCB seeds differ).",
-            "",
-        ]
-    return lines
+    new = [route for route in per if at_head[route] == sum(per[route].values())]
+    old = [route for route in per if at_head[route] == 0]
+    mixed = [route for route in per if route not in new and route not in old]
+    sentences = []
+    if new:
+        sentences.append(
+            f"Every row of {', '.join(new)} reproduces at HEAD: BI's and the GP's rows of a route were recorded "
+            "together, by the code of their commit (`python -m studies.reproduce.run --pages gp_vs_bi` re-runs them "
+            "and compares; CI re-runs a seeded sample)."
+        )
+    if old:
+        sentences.append(
+            f"The rows of {', '.join(old)} do not reproduce at HEAD: they were recorded before issue 34 changed the "
+            "networks' speeds and the default energy prior (merged at commit `7991dbd`), from which the consistent "
+            "environment draws its energies, and before issue 38 changed the default model prior.  Each comes "
+            "from the code at (or, for a run that took longer than a commit, just before) its commit: `git checkout "
+            "<commit>`, then the study command that names its route and stage (before commit `16c07d3` the study "
+            "was `gp_vs_bi` under `scripts/paper/`).  Every sentence below about these routes describes that code, "
+            "not HEAD."
+        )
+    for route in mixed:
+        sentences.append(
+            f"Of the {sum(per[route].values())} rows of {route}, {at_head[route]} reproduce at HEAD; the others come "
+            "from the code of their commits (`git checkout <commit>`), so its comparisons can pair rows of "
+            "different code."
+        )
+    return lines + [" ".join(sentences), ""] if sentences else lines
 
 
 def _mean_over(values: dict[int, float], seeds: Sequence[int]) -> float:

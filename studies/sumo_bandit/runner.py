@@ -262,11 +262,14 @@ def missing_seed_lines(runs: pd.DataFrame, replay: dict[str, list[int]], note: s
         have, want = set(m["seed"].astype(int)), set(replay.get(str(lab), []))
         if want - have:
             missing = ", ".join(str(s) for s in sorted(want - have))
-            short.append(f"{lab} {len(have & want)} of {len(want)} (not driven: seed {missing})")
+            short.append(
+                f"{lab}: {len(have & want)} of its {len(want)} seeds driven (not driven: "
+                f"seed{'s' if len(want - have) > 1 else ''} {missing})"
+            )
     if not short:
         return []
     why = f"  {note}" if note else "  Why is not recorded."
-    return ["", f"Seeds whose final route was not driven live: {'; '.join(short)}.{why}"]
+    return ["", f"Methods with seeds whose final route was not driven live: {'; '.join(short)}.{why}"]
 
 
 def live_section(

@@ -60,6 +60,26 @@ def test_rows_not_rerun_at_head_carry_their_commit() -> None:
         assert all(f"`{c}`" in page for c in {r["commit"] for r in stale}), f"{s.page}.md misses a row's commit"
 
 
+def test_gp_vs_bi_routes_are_at_head_whole_and_older_rows_predate_issue_34() -> None:
+    """The gp_vs_bi page pairs BI and GP rows of a route by seed: a route's rows are all at HEAD or all older (never
+    a pair of different code), and the older ones were recorded before issue 34 (merged at 7991dbd), as the page
+    says."""
+    from studies.reproduce.table import gp_vs_bi_at_head
+
+    s = next(x for x in SOURCES if x.data == "gp_vs_bi_finals.csv")
+    rows = read_rows(s, s.path)
+    per: dict[str, set[bool]] = {}
+    for r in rows:
+        per.setdefault(r["route"], set()).add(gp_vs_bi_at_head(r))
+    assert all(len(v) == 1 for v in per.values()), per
+    assert any(v == {True} for v in per.values())
+    if not (ROOT / ".git").exists():
+        pytest.skip("needs the git history")
+    for c in {r["commit"] for r in rows if not gp_vs_bi_at_head(r)}:
+        proc = subprocess.run(["git", "merge-base", "--is-ancestor", c, "7991dbd"], cwd=ROOT, capture_output=True)
+        assert proc.returncode == 0, f"{c} is not an ancestor of 7991dbd (issue 34's merge)"
+
+
 def test_tolerance_is_one_unit_of_the_last_stored_decimal() -> None:
     assert tolerance("0.25") == pytest.approx(0.01)
     assert tolerance("12") == 1.0

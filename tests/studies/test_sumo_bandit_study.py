@@ -127,8 +127,11 @@ def test_live_section_numbers_by_hand() -> None:
     meta_note = {**meta, "networks": {"m": {**meta, "missing_seeds_note": "Because."}}}
     replay = {"m-A": {"BI-TS": [0, 1, 2, 3, 4], "GP-EXACT-TS": [0, 1, 2]}}
     noted = "\n".join(live_section(_finals(), _trips(), meta_note, None, replay))
-    assert "Seeds whose final route was not driven live: BI-TS 3 of 5 (not driven: seed 3, 4).  Because." in noted
-    assert "Seeds whose final route" not in text
+    assert (
+        "Methods with seeds whose final route was not driven live: BI-TS: 3 of its 5 seeds driven (not driven: "
+        "seeds 3, 4).  Because." in noted
+    )
+    assert "whose final route was not driven" not in text
     assert (
         "Live, arms: of 1 paired comparisons turn - edge, 0 resolve lower live energy, 0 higher, not resolved" in text
     )
