@@ -201,6 +201,7 @@ def test_route_noise_recovers_whole_trip_noise_and_trip_effect() -> None:
     res = t_arr - x_arr @ coef
     inv = np.linalg.inv(x_arr.T @ x_arr)
     se = np.sqrt(np.diag(inv @ (x_arr.T * res**2) @ x_arr @ inv))
+    assert (fit.noise_mult_se, fit.rel_var_se) == pytest.approx(tuple(se), rel=1e-6)  # the fit's own, as computed here
     assert abs(fit.noise_mult * phi - k_true) < 4 * se[0] * phi
     assert abs(fit.rel_var - tau**2) < 4 * se[1]
     assert fit.rel_var > 2 * se[1] and fit.noise_mult < 0.5  # detected (one-sided 2 SE), and noise below nominal
