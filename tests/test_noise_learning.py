@@ -205,3 +205,46 @@ def test_route_noise_recovers_whole_trip_noise_and_trip_effect() -> None:
     assert abs(fit.noise_mult * phi - k_true) < 4 * se[0] * phi
     assert abs(fit.rel_var - tau**2) < 4 * se[1]
     assert fit.rel_var > 2 * se[1] and fit.noise_mult < 0.5  # detected (one-sided 2 SE), and noise below nominal
+
+
+@pytest.mark.parametrize("kind", ["bi", "gp"])
+def test_noise_log_ml_equals_the_posterior_log_ml_at_every_scale(kind: str) -> None:
+    """:func:`noise_log_ml` (one eigendecomposition) gives the log marginal likelihood :func:`linear_posterior`
+    computes by a Cholesky at each noise scale (float rounding only: rtol 1e-9), for independent edges and a dense
+    kernel; and the posterior's :meth:`SubsetCovariance.quad` is ``w^T cov_of(idx) w``."""
+    from evroute.models.linear_obs import (
+        DiagonalKernel,
+        LinearObsEdgeModel,
+        linear_posterior,
+        noise_log_ml,
+    )
+
+    rng = np.random.default_rng(4)
+    n = 30
+    if kind == "bi":
+        kernel: object = DiagonalKernel(rng.uniform(5.0, 20.0, n))
+    else:
+        x = rng.standard_normal((n, n))
+
+        class Dense:
+            def __init__(self, k: np.ndarray) -> None:
+                self.k, self.n = k, len(k)
+
+            def diag(self) -> np.ndarray:
+                return np.diag(self.k).copy()
+
+            def columns(self, idx: np.ndarray) -> np.ndarray:
+                return self.k[:, idx]
+
+        kernel = Dense(x @ x.T / n + 0.5 * np.eye(n))
+    model = LinearObsEdgeModel(rng.uniform(20, 60, n), kernel, 4.0, 1.0, "bi")  # type: ignore[arg-type]
+    for _ in range(40):
+        e = rng.choice(n - 5, size=3, replace=False)  # the last 5 edges never read: U is a strict subset
+        model.observe(e, rng.uniform(0.2, 1, (2, 3)), rng.uniform(20, 90, 2), np.diag(rng.uniform(1, 3, 2)))
+    log_ml = noise_log_ml(model.kernel, model.scale2, model.prior_mean, model.stats)
+    for phi in (0.01, 0.3, 1.0, 7.0, 500.0):
+        want = linear_posterior(model.kernel, model.scale2, model.prior_mean, model.stats, noise_scale=phi)[3]
+        assert log_ml(phi) == pytest.approx(want, rel=1e-9)
+    post = model.posterior()
+    idx, w = np.array([0, 4, 27, 9]), rng.uniform(0, 1, 4)
+    assert post.quad_of(idx, w) == pytest.approx(float(w @ post.covariance_of(idx) @ w), rel=1e-9)

@@ -393,3 +393,16 @@ def test_learn_network_bad_input_writes_nothing(tmp_path, extra, message):
     assert res.returncode == 2, res.stderr
     assert res.stderr.count("\n") == 1 and message in res.stderr and "Traceback" not in res.stderr
     assert not model.exists()
+
+
+def test_has_candidate_is_the_full_candidate_search(grid):
+    """:meth:`MatchIndex.has_candidate` (one nearest-piece query, the full search only near the radius) says the same
+    as the full candidate search for 3,000 points on, near and far from the grid's roads (uniform over the grid's
+    extent and 300 m beyond, so every case -- surely in, surely out, in between -- occurs)."""
+    rng = np.random.default_rng(3)
+    _, index = grid
+    lo, hi = index.piece_a.min(axis=0) - 300.0, index.piece_a.max(axis=0) + 300.0
+    xy = rng.uniform(lo, hi, (3000, 2))
+    full = index.candidates(xy)[0][:, 0] >= 0
+    assert 0.1 < full.mean() < 0.9  # both outcomes occur
+    np.testing.assert_array_equal(index.has_candidate(xy), full)

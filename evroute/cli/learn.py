@@ -260,9 +260,12 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         read_header(target)  # a bad model file fails before the logs are read and the network loads
     vehicle = VehicleProfile.load(args.vehicle)
     files = check_logs(args.logs, args.battery)
-    check = tqdm(total=len(files), desc="check", unit="log", disable=None)
-    if args.workers == 1:
-        validate_logs(files, columns, check.update)  # every error before anything is written
+    # every error before anything is written: fewer files than --save-every are never saved before the last is read,
+    # so one pass does (a 200 MB log is read once); else a first pass reads every log
+    one_pass = args.workers == 1 and len(files) < args.save_every
+    check = tqdm(total=len(files), desc="check", unit="log", disable=True if one_pass else None)
+    if args.workers == 1 and not one_pass:
+        validate_logs(files, columns, check.update)
     lg = build_line_graph(load_network(args.network))
     index = MatchIndex(lg, options)
     with LogWorkers(index, args.workers) as workers:
@@ -294,7 +297,7 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
                 done=done,
                 soc_step=args.soc_step,
                 on_file=on_file,
-                warn=False,  # the check above read every log and showed its warnings
+                warn=one_pass,  # else the check above read every log and showed its warnings
             )
             bar.update(report.files_skipped)
             bar.close()

@@ -99,6 +99,14 @@ class TripEffect:
         return {"rel_var": self.rel_var, "se": self.se, "trips": self.trips}
 
 
+def _quad(cov_of: Any, e: np.ndarray, w: np.ndarray) -> float:
+    """``w^T Sigma_ee w``: without the ``(k, k)`` matrix where ``cov_of`` is a posterior's bound ``covariance_of``
+    (:meth:`evroute.kernels.posterior.GaussianPosterior.quad_of`) or has a ``quad`` method
+    (:class:`evroute.models.linear_obs.SubsetCovariance`), else from ``cov_of(e)``."""
+    quad = getattr(cov_of, "quad", None) or getattr(getattr(cov_of, "__self__", None), "quad_of", None)
+    return float(quad(e, w)) if quad is not None else float(w @ (np.asarray(cov_of(e)) @ w))
+
+
 def fit_trip_effect(
     mean: np.ndarray, cov_of: Any, sums: TripSums, noise_scale: float = 1.0, *, min_trips: int = 2
 ) -> TripEffect:
@@ -112,7 +120,7 @@ def fit_trip_effect(
     m = np.asarray(mean, dtype=np.float64)
     for i, (e, w, y, r) in enumerate(trips):
         mu = float(w @ m[e])
-        v = noise_scale * r - float(w @ (np.asarray(cov_of(e)) @ w))
+        v = noise_scale * r - _quad(cov_of, e, w)
         num[i] = (y - mu) ** 2 - v
         den[i] = mu * mu
     total = float(den.sum())
@@ -177,7 +185,7 @@ def fit_route_noise(
     for i, (e, w, y, r) in enumerate(trips):
         mu = float(w @ m[e])
         x[i] = (noise_scale * r, mu * mu)
-        target[i] = (y - mu) ** 2 + float(w @ (np.asarray(cov_of(e)) @ w))
+        target[i] = (y - mu) ** 2 + _quad(cov_of, e, w)
     good = np.isfinite(x).all(axis=1) & np.isfinite(target)
     if good.sum() < min_trips or not np.any(x[good] > 0):
         return RouteNoise(1.0, 0.0, len(trips))
