@@ -296,9 +296,7 @@ def noise_log_ml(kernel: KernelSource, scale2: float, prior_mean: np.ndarray, st
     return log_ml
 
 
-def _sparse_noise_log_ml(
-    d: np.ndarray, lam: sp.csr_matrix, b0: np.ndarray, rr0: float, n: int, logdet_r: float
-) -> Any:
+def _sparse_noise_log_ml(d: np.ndarray, lam: sp.csr_matrix, b0: np.ndarray, rr0: float, n: int, logdet_r: float) -> Any:
     """:func:`noise_log_ml` for independent edges (``L = diag(d)``): ``M = I + D Lambda_0 D / phi`` stays sparse, so
     each evaluation is one sparse LU (``log det M`` from its diagonal, ``b^T L M^-1 L^T b`` by its solve)."""
     from scipy.sparse.linalg import splu
