@@ -154,6 +154,8 @@ def test_the_model_file_keeps_the_trip_noise_and_refuses_a_malformed_one(world, 
     tau2, k = trip_noise(read_header(path))
     assert (tau2, k) == (meta["trip_effect"]["rel_var"], meta["trip_effect"]["noise_mult"])
     loaded, header = load_model(path, lg, serve=True)
+    assert (loaded.noise_scale, loaded.prior_scale) == (model.noise_scale, model.prior_scale)
+    assert model.prior_scale != 1.0  # learned (ML-II with the noise)
     b = make_belief(lg, loaded, vehicle, header)
     post = loaded.posterior()
     np.testing.assert_allclose(b.noise_var, k * np.asarray(post.noise_var), rtol=1e-12)

@@ -152,7 +152,8 @@ def learn_logs(
 def fit_noise(model: LinearObsEdgeModel) -> dict[str, Any]:
     """Fit the noise of a model learned from logs and return what the model file keeps of it (``meta.trip_effect``).
 
-    1. The readings' noise scale ``phi`` by ML-II (:meth:`LinearObsEdgeModel.fit_noise_scale`, set on ``model``).
+    1. The readings' noise scale ``phi`` and the prior covariance's factor ``c`` by ML-II
+       (:func:`evroute.models.linear_obs.fit_hyperparameters`, set on ``model``).
     2. The whole-trip noise and the trip-level effect from the learned traces' residual sums
        (:func:`evroute.models.trip_effect.fit_route_noise`): one traversal's noise within a whole trip is ``k`` times
        the model's (``noise_mult``; the readings over short windows also see how energy is spread along an edge,
@@ -162,9 +163,10 @@ def fit_noise(model: LinearObsEdgeModel) -> dict[str, Any]:
     Returns :meth:`~evroute.models.trip_effect.RouteNoise.to_dict` (``rel_var`` = ``tau^2``, ``noise_mult`` = ``k``,
     ``trips``, their standard errors); fewer than two traces: ``k = 1``, ``tau^2 = 0``.
     """
+    from evroute.models.linear_obs import fit_hyperparameters
     from evroute.models.trip_effect import fit_route_noise
 
-    phi = model.fit_noise_scale()
+    phi, _ = fit_hyperparameters(model)
     post = model.posterior()
     rn = fit_route_noise(post.mean, post.covariance_of, model.trips, phi)
     return rn.to_dict()

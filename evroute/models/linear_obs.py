@@ -289,15 +289,16 @@ def noise_log_ml(kernel: KernelSource, scale2: float, prior_mean: np.ndarray, st
     g = np.maximum(g, 0.0)  # Lambda_0 is positive semi-definite: negative eigenvalues are rounding
     d2 = (q.T @ (l_k.T @ (stats.h[u] - lam @ m[u]))) ** 2
 
-    def log_ml(phi: float) -> float:
-        quad = float(np.sum(d2 / (phi * (phi + g))))
-        return -0.5 * (rr0 / phi - quad + float(np.log1p(g / phi).sum()) + logdet_r + n * np.log(2 * np.pi * phi))
+    def log_ml(phi: float, c: float = 1.0) -> float:
+        quad = float(np.sum(c * d2 / (phi * (phi + c * g))))
+        logdet = float(np.log1p(c * g / phi).sum())
+        return -0.5 * (rr0 / phi - quad + logdet + logdet_r + n * np.log(2 * np.pi * phi))
 
     return log_ml
 
 
 def _sparse_noise_log_ml(d: np.ndarray, lam: sp.csr_matrix, b0: np.ndarray, rr0: float, n: int, logdet_r: float) -> Any:
-    """:func:`noise_log_ml` for independent edges (``L = diag(d)``): ``M = I + D Lambda_0 D / phi`` stays sparse, so
+    """:func:`noise_log_ml` for independent edges (``L = diag(d)``): ``M = I + c D Lambda_0 D / phi`` stays sparse, so
     each evaluation is one sparse LU (``log det M`` from its diagonal, ``b^T L M^-1 L^T b`` by its solve)."""
     from scipy.sparse.linalg import splu
 
@@ -305,10 +306,10 @@ def _sparse_noise_log_ml(d: np.ndarray, lam: sp.csr_matrix, b0: np.ndarray, rr0:
     c0 = d * b0
     eye = sp.identity(len(d), format="csc")
 
-    def log_ml(phi: float) -> float:
-        lu = splu((eye + g / phi).tocsc(), permc_spec="MMD_AT_PLUS_A", options={"SymmetricMode": True})
+    def log_ml(phi: float, c: float = 1.0) -> float:
+        lu = splu((eye + (c / phi) * g).tocsc(), permc_spec="MMD_AT_PLUS_A", options={"SymmetricMode": True})
         logdet = float(np.log(np.abs(lu.U.diagonal())).sum())
-        quad = float(c0 @ lu.solve(c0)) / (phi * phi)
+        quad = c * float(c0 @ lu.solve(c0)) / (phi * phi)
         return -0.5 * (rr0 / phi - quad + logdet + logdet_r + n * np.log(2 * np.pi * phi))
 
     return log_ml
@@ -420,6 +421,8 @@ class LinearObsEdgeModel(EdgeModel):
         self.log_ml = 0.0
         #: ``phi``: every reading's noise covariance (and one traversal's noise) times this (module doc)
         self.noise_scale = 1.0
+        #: ``c``: the prior covariance is ``c scale2 K`` (learned with ``phi`` by :meth:`fit_hyperparameters`)
+        self.prior_scale = 1.0
         #: per learned trace, what the trip-level effect is estimated from (:mod:`evroute.models.trip_effect`)
         self.trips = TripSums()
         #: ``(basis (E, p) Wh, prior s.d. (p,))`` of the shared mean corrections (:class:`BasisKernel`), or None
@@ -446,7 +449,7 @@ class LinearObsEdgeModel(EdgeModel):
     def posterior(self) -> EdgePosterior:
         if self._post is None:
             mu, var, cov_of, self.log_ml = linear_posterior(
-                self.kernel, self.scale2, self.prior_mean, self.stats, noise_scale=self.noise_scale
+                self.kernel, self.scale2 * self.prior_scale, self.prior_mean, self.stats, noise_scale=self.noise_scale
             )
             assert var is not None
             noise = np.full(self.n_edges, self.noise_var * self.noise_scale)
@@ -462,7 +465,7 @@ class LinearObsEdgeModel(EdgeModel):
         u = self.stats.touched()
         if self.stats.readings == 0 or len(u) == 0:
             return self.noise_scale
-        log_ml = noise_log_ml(self.kernel, self.scale2, self.prior_mean, self.stats)
+        log_ml = noise_log_ml(self.kernel, self.scale2 * self.prior_scale, self.prior_mean, self.stats)
 
         def neg(z: float) -> float:
             return -log_ml(float(np.exp(z)))
@@ -472,6 +475,34 @@ class LinearObsEdgeModel(EdgeModel):
         self.noise_scale = float(np.exp(res.x))
         self._post = None
         return self.noise_scale
+
+
+def fit_hyperparameters(
+    model: LinearObsEdgeModel,
+    phi_bounds: tuple[float, float] = (1e-3, 1e3),
+    c_bounds: tuple[float, float] = (1e-3, 1e2),
+) -> tuple[float, float]:
+    """ML-II of the noise scale ``phi`` and the prior covariance's factor ``c`` together (:func:`noise_log_ml`;
+    bounded quasi-Newton in ``(log phi, log c)`` from the model's values), set on ``model``
+    (:attr:`~LinearObsEdgeModel.noise_scale`, :attr:`~LinearObsEdgeModel.prior_scale`) and returned.  The physics
+    prior's variance ``(0.25 sigma_det)^2`` is a guess; how far learned edges move from their prior mean says how
+    uncertain the unseen ones are.  Without readings both stay."""
+    from scipy.optimize import minimize
+
+    u = model.stats.touched()
+    if model.stats.readings == 0 or len(u) == 0:
+        return model.noise_scale, model.prior_scale
+    log_ml = noise_log_ml(model.kernel, model.scale2, model.prior_mean, model.stats)
+
+    def neg(z: np.ndarray) -> float:
+        return -log_ml(float(np.exp(z[0])), float(np.exp(z[1])))
+
+    bounds = [(np.log(phi_bounds[0]), np.log(phi_bounds[1])), (np.log(c_bounds[0]), np.log(c_bounds[1]))]
+    z0 = np.clip(np.log([model.noise_scale, model.prior_scale]), [b[0] for b in bounds], [b[1] for b in bounds])
+    res = minimize(neg, z0, method="L-BFGS-B", bounds=bounds, options={"ftol": 1e-10})
+    model.noise_scale, model.prior_scale = float(np.exp(res.x[0])), float(np.exp(res.x[1]))
+    model._post = None
+    return model.noise_scale, model.prior_scale
 
 
 def offset_basis(
@@ -545,6 +576,7 @@ __all__ = [
     "LinearStatistics",
     "ReadingBatch",
     "SubsetCovariance",
+    "fit_hyperparameters",
     "linear_model_from",
     "noise_log_ml",
     "offset_basis",
