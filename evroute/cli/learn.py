@@ -195,7 +195,8 @@ def _fit_noise_and_trip_effect(model: Any, meta: dict[str, Any]) -> None:
     phi = model.noise_scale
     sd = float(model.noise_var * phi * effect["noise_mult"]) ** 0.5
     print(
-        f"noise learned (ML-II): the readings' scale {phi:.3g} of the nominal; from whole trips "
+        f"noise learned (ML-II): the readings' scale {phi:.3g} of the nominal (prior variance x "
+        f"{model.prior_scale:.3g}); from whole trips "
         f"({effect['trips']} traces): one traversal's s.d. {sd:.2f}"
         f" Wh ({effect['noise_mult']:.3g} x the readings' variance), trip effect relative s.d. "
         f"{effect['rel_var'] ** 0.5:.3f}"
