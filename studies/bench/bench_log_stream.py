@@ -49,9 +49,11 @@ def measure(cmd: list[str], code: Path | None = None) -> dict[str, float]:
     status, wall, CPU, peak RSS (MB), load average before and after."""
     before = os.getloadavg()[0]
     env = dict(os.environ)
-    if code is not None:
+    if code is not None:  # run in the checkout too: `python -m` puts the working directory first on the path
         env["PYTHONPATH"] = str(code)
-    out = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True, check=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True, check=True, env=env, cwd=code
+    )
     res = json.loads(out.stdout.strip().splitlines()[-1])
     res["load_before"], res["load_after"] = before, os.getloadavg()[0]
     return res
