@@ -312,8 +312,10 @@ def _workers_main(args: argparse.Namespace) -> int:
         + ("every statistic equal and the files identical byte for byte." if same else "**they differ**."),
         f"The per-log stages of the learning pass (read, match, learn: summary lines below) took {s1:.1f} CPU s with "
         f"1 worker and {sn:.1f} with {args.workers}; the rest ({c1 - s1:.1f} and {cn - sn:.1f} CPU s) is start-up, "
-        "network, match index, the first pass over the logs (validation) and saving, and with workers their own "
-        "start-up and the match index sent to each.",
+        "network, match index, the first pass over the logs (validation; none with 1 worker and fewer logs than "
+        "`--save-every`: the logs are read once), the fit of the noise scale, the prior's scale, the whole-trip noise "
+        "and the trip effect (posteriors over the touched edges) and saving, and with workers their own start-up and "
+        "the match index sent to each.",
     ]
     if share < 0.9:
         lines.append(
