@@ -55,6 +55,8 @@ def measure(cmd: list[str], code: Path | None = None) -> dict[str, float]:
         [sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True, check=True, env=env, cwd=code
     )
     res = json.loads(out.stdout.strip().splitlines()[-1])
+    if res["rc"] != 0:  # the command's own error line(s), so that a failed row says why
+        print("\n".join(out.stderr.strip().splitlines()[-3:]), file=sys.stderr)
     res["load_before"], res["load_after"] = before, os.getloadavg()[0]
     return res
 
