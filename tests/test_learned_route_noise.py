@@ -146,6 +146,7 @@ def test_the_model_file_keeps_the_trip_noise_and_refuses_a_malformed_one(world, 
     a malformed ``meta.trip_effect`` is one ``DataError`` line naming the field (the CLI's exit 2)."""
     from evroute.driver.query import make_belief, trip_noise
     from evroute.errors import DataError
+    from evroute.models.linear_obs import LinearObsEdgeModel
     from evroute.models.store import load_model, read_header, save_model
 
     lg, vehicle, f = world
@@ -154,6 +155,7 @@ def test_the_model_file_keeps_the_trip_noise_and_refuses_a_malformed_one(world, 
     tau2, k = trip_noise(read_header(path))
     assert (tau2, k) == (meta["trip_effect"]["rel_var"], meta["trip_effect"]["noise_mult"])
     loaded, header = load_model(path, lg, serve=True)
+    assert isinstance(loaded, LinearObsEdgeModel)
     assert (loaded.noise_scale, loaded.prior_scale) == (model.noise_scale, model.prior_scale)
     assert model.prior_scale != 1.0  # learned (ML-II with the noise)
     b = make_belief(lg, loaded, vehicle, header)
