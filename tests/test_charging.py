@@ -292,3 +292,33 @@ def test_leg_moments_match_sampled_worlds(kind, rho):
     assert np.all(np.abs(emp - cov) < 4 * se)
     if rho > 0:
         assert cov[0, 1] > 4 * se[0, 1]  # the trip-level effect correlates the legs
+
+
+@pytest.mark.parametrize("kind", ["bi", "gp-exact"])
+def test_a_learned_trip_effect_enters_every_leg_and_the_sampled_worlds(kind):
+    """A belief with a learned whole-trip noise (``k = 0.5``) and trip effect (``tau^2 = 0.02``, as ``evroute learn``
+    stores them): each leg's variance adds ``tau^2 (sum m_e)^2`` to the posterior and the halved traversal noise, two
+    legs of one trip covary by ``tau^2 (sum_i m)(sum_j m)`` more than without it, and worlds sampled edge by edge (one
+    ``beta`` per world) match those moments (6000 worlds; each entry within 4 s.e. of a Gaussian sample covariance)."""
+    lg, veh, plain, pot, ch = _city(kind)
+    belief = RouteBelief(plain.model, pot, 0.02, 0.5)
+    np.testing.assert_allclose(belief.noise_var, 0.5 * plain.noise_var)
+    sites = make_sites(lg, belief, 0, lg.n_nodes - 1, ch)
+    t = build_legs(lg, belief, sites, pot, h0=potential_h(lg.network, veh))
+    for k in range(0, len(t), 7):
+        e = t.driven(k)
+        _, var_f = belief.route_moments(e, trip=False)
+        want = var_f + belief.noise_var[e].sum() + 0.02 * belief.effect_mean[e].sum() ** 2
+        assert t.var_wh2[k] == pytest.approx(want, rel=1e-8)
+    p = PlanProblem(t, CURVE, PlanSettings(35_000.0, 0.5, 0.05))
+    legs = [int(np.flatnonzero(t.src == 0)[0]), int(np.flatnonzero(t.src == 2)[-1])]
+    cov = leg_covariance(t, belief, legs)
+    m = [belief.effect_mean[t.driven(k)].sum() for k in legs]
+    base = leg_covariance(build_legs(lg, plain, sites, pot, h0=potential_h(lg.network, veh)), plain, legs)
+    assert cov[0, 1] - base[0, 1] == pytest.approx(0.02 * m[0] * m[1], rel=1e-8)
+    n = 6000
+    e = sample_leg_energies(p, belief, legs, n, np.random.default_rng(3))
+    emp = np.cov(e.T)
+    se = np.sqrt((cov**2 + np.outer(np.diag(cov), np.diag(cov))) / n)
+    assert np.all(np.abs(emp - cov) < 4 * se)
+    assert cov[0, 1] > 4 * se[0, 1]  # the trip effect correlates the legs

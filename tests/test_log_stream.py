@@ -163,3 +163,25 @@ def test_streaming_memory_does_not_grow_with_the_log(tmp_path):
     peak_large, kept_large = _peak_streaming(large)
     assert kept_large > 3.9 * kept_small
     assert peak_large <= 1.1 * peak_small + 1e6, (peak_small, peak_large)
+
+
+def test_the_learning_benchmark_drives_the_synthetic_logs_walk():
+    """One walk for the synthetic logs and the learning benchmark (``studies/trip_logs/bench_learning.py``): with the
+    same seed the benchmark's trace has exactly ``duration_s`` samples at the walk's positions, speeds and heights,
+    and its charge is the walk's energy rounded to the gauge's 0.1 % (at most half a step off)."""
+    from evroute.energy import VehicleProfile, network_energy_wh
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+    from evroute.traces.mapmatch import MatchIndex
+    from evroute.traces.synthetic import random_drive
+    from studies.trip_logs.bench_learning import _drive
+
+    index = MatchIndex(build_line_graph(load_network("synthetic:100:1")))
+    energy = network_energy_wh(index.linegraph.network, VehicleProfile())
+    v, z, wh, la, lo = random_drive(index, np.random.default_rng(5), 300, 5.0, energy)
+    tr = _drive(index, np.random.default_rng(5), 300, 5.0, energy, 30_000.0)
+    assert len(tr) == len(v) == 300
+    np.testing.assert_array_equal(tr.lat, la)
+    np.testing.assert_array_equal(tr.lon, lo)
+    np.testing.assert_array_equal(tr.speed_mps, v)
+    assert np.all(np.abs(tr.soc_pct - (90.0 - 100.0 * wh / 30_000.0)) <= 0.05 + 1e-9)

@@ -201,6 +201,73 @@ def test_route_noise_recovers_whole_trip_noise_and_trip_effect() -> None:
     res = t_arr - x_arr @ coef
     inv = np.linalg.inv(x_arr.T @ x_arr)
     se = np.sqrt(np.diag(inv @ (x_arr.T * res**2) @ x_arr @ inv))
+    assert (fit.noise_mult_se, fit.rel_var_se) == pytest.approx(tuple(se), rel=1e-6)  # the fit's own, as computed here
     assert abs(fit.noise_mult * phi - k_true) < 4 * se[0] * phi
     assert abs(fit.rel_var - tau**2) < 4 * se[1]
     assert fit.rel_var > 2 * se[1] and fit.noise_mult < 0.5  # detected (one-sided 2 SE), and noise below nominal
+
+
+@pytest.mark.parametrize("kind", ["bi", "gp"])
+def test_noise_log_ml_equals_the_posterior_log_ml_at_every_scale(kind: str) -> None:
+    """:func:`noise_log_ml` (one eigendecomposition; a sparse LU for independent edges) gives the log marginal
+    likelihood :func:`linear_posterior` computes by a Cholesky at each noise scale and prior covariance factor (float
+    rounding only: rtol 1e-9), for independent edges and a dense
+    kernel; and the posterior's :meth:`SubsetCovariance.quad` is ``w^T cov_of(idx) w``."""
+    from evroute.models.linear_obs import (
+        DiagonalKernel,
+        LinearObsEdgeModel,
+        linear_posterior,
+        noise_log_ml,
+    )
+
+    rng = np.random.default_rng(4)
+    n = 30
+    if kind == "bi":
+        kernel: object = DiagonalKernel(rng.uniform(5.0, 20.0, n))
+    else:
+        x = rng.standard_normal((n, n))
+
+        class Dense:
+            def __init__(self, k: np.ndarray) -> None:
+                self.k, self.n = k, len(k)
+
+            def diag(self) -> np.ndarray:
+                return np.diag(self.k).copy()
+
+            def columns(self, idx: np.ndarray) -> np.ndarray:
+                return self.k[:, idx]
+
+        kernel = Dense(x @ x.T / n + 0.5 * np.eye(n))
+    model = LinearObsEdgeModel(rng.uniform(20, 60, n), kernel, 4.0, 1.0, "bi")  # type: ignore[arg-type]
+    for _ in range(40):
+        e = rng.choice(n - 5, size=3, replace=False)  # the last 5 edges never read: U is a strict subset
+        model.observe(e, rng.uniform(0.2, 1, (2, 3)), rng.uniform(20, 90, 2), np.diag(rng.uniform(1, 3, 2)))
+    log_ml = noise_log_ml(model.kernel, model.scale2, model.prior_mean, model.stats)
+    for phi, c in ((0.01, 1.0), (0.3, 1.0), (1.0, 1.0), (7.0, 1.0), (500.0, 1.0), (0.3, 0.01), (2.0, 30.0)):
+        want = linear_posterior(model.kernel, model.scale2 * c, model.prior_mean, model.stats, noise_scale=phi)[3]
+        assert log_ml(phi, c) == pytest.approx(want, rel=1e-9)
+    post = model.posterior()
+    idx, w = np.array([0, 4, 27, 9]), rng.uniform(0, 1, 4)
+    assert post.quad_of(idx, w) == pytest.approx(float(w @ post.covariance_of(idx) @ w), rel=1e-9)
+
+
+def test_fit_hyperparameters_recovers_the_prior_scale_and_the_noise() -> None:
+    """300 independent edges whose truth is drawn with 4 times the model's prior variance, each read 6 times in pairs
+    (``y = f_a + f_b`` style windows over 2 edges) with 2.5 times the nominal noise: the joint ML-II gives ``c`` and
+    ``phi`` within 4 standard errors of a variance estimate from 300 (prior) and 900 (noise) degrees of freedom,
+    ``sqrt(2 / df)`` relative; the posterior then uses ``c`` (its prior variance on an unread edge is ``c`` times the
+    kernel's) and the model file keeps both."""
+    from evroute.models.linear_obs import fit_hyperparameters
+
+    rng = np.random.default_rng(12)
+    n, pv = 300, 25.0
+    model, _ = _linear_bi(n + 1, pv, rng)  # edge n is never read
+    f = model.prior_mean + np.sqrt(4.0 * pv) * rng.standard_normal(n + 1)
+    for _ in range(900):
+        e = rng.choice(n, size=2, replace=False)
+        a = rng.uniform(0.3, 1.0, (2, 2))
+        r0 = np.diag(rng.uniform(1.0, 3.0, 2))
+        model.observe(e, a, a @ f[e] + np.sqrt(2.5 * np.diag(r0)) * rng.standard_normal(2), r0)
+    phi, c = fit_hyperparameters(model)
+    assert abs(c - 4.0) < 4 * 4.0 * np.sqrt(2 / n) and abs(phi - 2.5) < 4 * 2.5 * np.sqrt(2 / 900)
+    assert model.posterior().var[n] == pytest.approx(c * pv, rel=1e-9)

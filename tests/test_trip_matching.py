@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.sparse.csgraph import dijkstra
 
 from evroute.errors import DataError, DataWarning
@@ -393,3 +395,62 @@ def test_learn_network_bad_input_writes_nothing(tmp_path, extra, message):
     assert res.returncode == 2, res.stderr
     assert res.stderr.count("\n") == 1 and message in res.stderr and "Traceback" not in res.stderr
     assert not model.exists()
+
+
+def test_has_candidate_is_the_full_candidate_search(grid):
+    """:meth:`MatchIndex.has_candidate` (one nearest-piece query, the full search only near the radius) says the same
+    as the full candidate search for 3,000 points on, near and far from the grid's roads (uniform over the grid's
+    extent and 300 m beyond, so every case -- surely in, surely out, in between -- occurs)."""
+    rng = np.random.default_rng(3)
+    _, index = grid
+    lo, hi = index.piece_a.min(axis=0) - 300.0, index.piece_a.max(axis=0) + 300.0
+    xy = rng.uniform(lo, hi, (3000, 2))
+    full = index.candidates(xy)[0][:, 0] >= 0
+    assert 0.1 < full.mean() < 0.9  # both outcomes occur
+    np.testing.assert_array_equal(index.has_candidate(xy), full)
+
+
+def _boundaries_loop(s, r, mech, q, rho, scale, min_window_m, *, first, last):
+    """The boundaries of a piece by the plain loop over its charge changes (the reference for the vectorized one)."""
+    q_wh2 = (q * scale) ** 2 / 12.0
+    pos, lvl, var, mec = ([float(s[0])], [float(r[0])], [q_wh2], [float(mech[0])]) if first else ([], [], [], [])
+    for i in np.flatnonzero(np.abs(np.diff(r)) > 1e-9) + 1:
+        p = 0.5 * (s[i - 1] + s[i])
+        dm = mech[i] - mech[i - 1]
+        v = (rho * (s[i] - s[i - 1])) ** 2 / 12.0 + (max(abs(r[i] - r[i - 1]) - q, 0.0) * scale) ** 2 / 12
+        if pos and p - pos[-1] < min_window_m:
+            continue
+        pos.append(float(p))
+        lvl.append(0.5 * float(r[i - 1] + r[i]))
+        var.append(float(v + dm * dm / 12.0))
+        mec.append(0.5 * float(mech[i - 1] + mech[i]))
+    if last:
+        if len(pos) > (1 if first else 0) and s[-1] - pos[-1] < min_window_m:
+            pos.pop(), lvl.pop(), var.pop(), mec.pop()
+        pos.append(float(s[-1]))
+        lvl.append(float(r[-1]))
+        var.append(q_wh2)
+        mec.append(float(mech[-1]))
+    return pos, lvl, var, mec
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(2, 80),
+    step=st.sampled_from([0.5, 2.5, 5.0, 10.0]),
+    first=st.booleans(),
+    last=st.booleans(),
+)
+def test_piece_boundaries_are_the_loops(seed, n, step, first, last):
+    """The vectorized boundaries of a piece (:func:`evroute.traces.observations._piece_boundaries`) are the plain
+    loop's, exactly, on random pieces: positions with steps around the 5 m merge distance (ties included: steps that
+    are multiples of 2.5 m), gauges that move by 0-2 steps per sample."""
+    from evroute.traces.observations import _piece_boundaries
+
+    rng = np.random.default_rng(seed)
+    s = np.cumsum(rng.choice([0.0, step, 2 * step], size=n))
+    r = 80.0 - 0.1 * np.cumsum(rng.integers(0, 3, n))
+    mech = rng.normal(0, 5, n)
+    args = (s, r, mech, 0.1, 0.05, 350.0, 5.0)
+    assert _piece_boundaries(*args, first=first, last=last) == _boundaries_loop(*args, first=first, last=last)

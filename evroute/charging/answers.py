@@ -56,7 +56,8 @@ def charge_profile(plan: Plan, problem: PlanProblem, belief: RouteBelief, lg: An
             var_f = np.cumsum(belief.var[e])
         nv = np.cumsum(belief.noise_var[e])
         ns = np.cumsum(np.sqrt(belief.noise_var[e]))
-        var = var_f + (1 - rho) * nv + rho * ns**2
+        ms = np.cumsum(belief.effect_mean[e])
+        var = var_f + (1 - rho) * nv + rho * ns**2 + belief.trip_rel_var * ms**2
         km.append(dist + np.cumsum(net.length_m[e]) / 1000.0)
         dist = float(km[-1][-1])
         mean.append(dep - np.cumsum(belief.mean[e]) / s.capacity_wh)

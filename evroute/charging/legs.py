@@ -16,8 +16,13 @@ energies (joint for the exact GP: :class:`evroute.driver.belief.RouteBelief`) an
 ``sd s_e``, with a trip-level random effect (:mod:`evroute.sumo.trip_interval`): ``Cov(n_t, n_t') = rho s_t s_t'``
 for two traversals of one trip, so
 
-    Var E = 1^T Sigma_f 1 + (1 - rho) sum s_e^2 + rho (sum s_e)^2,
-    Cov(E_i, E_j) = 1^T Sigma_f[i, j] 1 + rho (sum_{leg i} s_e) (sum_{leg j} s_e)      (two legs of one trip).
+    Var E = 1^T Sigma_f 1 + (1 - rho) sum s_e^2 + rho (sum s_e)^2 + tau^2 (sum m_e)^2,
+    Cov(E_i, E_j) = 1^T Sigma_f[i, j] 1 + rho (sum_{leg i} s_e) (sum_{leg j} s_e)
+                    + tau^2 (sum_{leg i} m_e) (sum_{leg j} m_e)                            (two legs of one trip).
+
+``tau^2 (sum m_e)^2`` is the trip-level effect a model learned from logs carries (the driver, the day: every edge of
+the trip scaled by one ``1 + beta``, ``beta ~ N(0, tau^2)``; ``m_e`` the edges' reduced means,
+:attr:`RouteBelief.effect_mean`; :mod:`evroute.models.trip_effect`), as in ``evroute route``; 0 for other models.
 
 With independent edges (BI) every sum is additive along a route, so all pairs' sums come from the shortest-path
 trees by pointer doubling (:func:`tree_sums`, no route walked); with the exact GP each route's ``1^T Sigma_f 1`` is
@@ -188,7 +193,9 @@ def build_legs(
     src_sites = np.arange(sites.n - 1)  # origin and chargers
     sources = sites.edge[src_sites]
     noise_sd = np.sqrt(belief.noise_var)
-    vals = np.column_stack([time, net.length_m, belief.mean, belief.var, belief.noise_var, noise_sd, potential_wh])
+    vals = np.column_stack(
+        [time, net.length_m, belief.mean, belief.var, belief.noise_var, noise_sd, potential_wh, belief.effect_mean]
+    )
     graphs = {"fastest": _arc_graph(lg, time), "energy": PathEnumerator(lg, belief.mean, h0, exact=False).graph}
     preds, sums = {}, {}
     for name, g in graphs.items():
@@ -206,7 +213,7 @@ def build_legs(
         pred, tot = preds[name], sums[name]
         reach = (v == sources[src_i]) | (pred[src_i, v] >= 0)
         row = tot[src_i, v] + first
-        blocks.append(np.column_stack([src_i, dst_j, np.full(len(v), k_i), row[:, [0, 1, 2, 3, 4, 5, 6]]])[reach])
+        blocks.append(np.column_stack([src_i, dst_j, np.full(len(v), k_i), row])[reach])
     a = np.concatenate(blocks)
     if not len(a) or not np.any(a[:, 0] == 0) or not np.any(a[:, 1] == sites.dest):
         ids = net.edge_ids
@@ -233,7 +240,7 @@ def build_legs(
     var_f = a[:, 6]
     if belief.joint:  # correlated posterior: each route's 1^T Sigma 1
         var_f = np.array([belief.route_moments(table.driven(k), trip=False)[1] for k in range(len(table))])
-    table.var_wh2 = var_f + (1.0 - trip_rho) * a[:, 7] + trip_rho * a[:, 8] ** 2
+    table.var_wh2 = var_f + (1.0 - trip_rho) * a[:, 7] + trip_rho * a[:, 8] ** 2 + belief.trip_rel_var * a[:, 10] ** 2
     return _dedupe(table)
 
 
@@ -273,7 +280,8 @@ def leg_covariance(table: LegTable, belief: RouteBelief, legs: list[int]) -> np.
         cf = np.where(edges[:, None] == edges[None, :], belief.var[edges][:, None], 0.0)
     s = np.sqrt(belief.noise_var[edges])
     rho = table.trip_rho
-    cn = rho * np.outer(s, s) + (1.0 - rho) * np.diag(s * s)
+    m = belief.effect_mean[edges]
+    cn = rho * np.outer(s, s) + (1.0 - rho) * np.diag(s * s) + belief.trip_rel_var * np.outer(m, m)
     a = np.zeros((len(parts), len(edges)))
     a[member, np.arange(len(edges))] = 1.0
     return a @ (cf + cn) @ a.T

@@ -2,7 +2,8 @@
 
 A world draws every edge's expected energy from the model's posterior (jointly for the exact GP, independently for
 BI; an edge driven twice keeps its draw) and every traversal's noise with the trip-level effect,
-``n_t = s_t (sqrt(rho) z + sqrt(1 - rho) eps_t)`` with ``z`` one draw per trip (:mod:`evroute.charging.legs`).  This
+``n_t = s_t (sqrt(rho) z + sqrt(1 - rho) eps_t) + beta m_t`` with ``z`` and ``beta ~ N(0, tau^2)`` one draw per trip
+(:mod:`evroute.charging.legs`).  This
 samples the edges, not the legs' Gaussian the planner uses, so it also checks the legs' moments.
 
 Driving a plan in a world: leave with ``c0``; on arrival at a stop with charge ``A`` leave with ``max(A, t_k)``
@@ -36,6 +37,8 @@ def sample_leg_energies(
     rho = t.trip_rho
     z = rng.standard_normal((n, 1))
     noise = s * (np.sqrt(rho) * z + np.sqrt(1.0 - rho) * rng.standard_normal((n, len(trav))))
+    if belief.trip_rel_var > 0:  # the trip-level effect: one beta per world scales every edge's reduced mean
+        noise = noise + np.sqrt(belief.trip_rel_var) * rng.standard_normal((n, 1)) * belief.effect_mean[trav]
     x = f[:, inv] + noise
     member = np.repeat(np.arange(len(parts)), [len(p) for p in parts])
     out = np.zeros((n, len(parts)))

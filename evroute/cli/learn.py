@@ -185,18 +185,21 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
 
 def _fit_noise_and_trip_effect(model: Any, meta: dict[str, Any]) -> None:
-    """The readings' noise scale by ML-II and the trip-level effect by moments (:mod:`evroute.models.linear_obs`,
-    :mod:`evroute.models.trip_effect`), recorded in ``meta["trip_effect"]`` for route intervals; one line printed."""
-    from evroute.models.trip_effect import fit_trip_effect
+    """The readings' noise scale by ML-II, the whole-trip noise and the trip-level effect
+    (:func:`evroute.experiments.trip_learning.fit_noise`), recorded in ``meta["trip_effect"]`` for every route
+    interval served from the model; one line printed."""
+    from evroute.experiments.trip_learning import fit_noise
 
-    phi = model.fit_noise_scale()
-    post = model.posterior()
-    effect = fit_trip_effect(post.mean, post.covariance_of, model.trips, phi)
-    meta["trip_effect"] = effect.to_dict()
+    effect = fit_noise(model)
+    meta["trip_effect"] = effect
+    phi = model.noise_scale
+    sd = float(model.noise_var * phi * effect["noise_mult"]) ** 0.5
     print(
-        f"noise learned (ML-II): scale {phi:.3g} of the nominal, one traversal's s.d. "
-        f"{float(model.noise_var * phi) ** 0.5:.2f} Wh; trip effect (moments, {effect.trips} traces): "
-        f"relative s.d. {effect.rel_var**0.5:.3f} (variance {effect.rel_var:.3g} +- {effect.se:.2g})"
+        f"noise learned (ML-II): the readings' scale {phi:.3g} of the nominal (prior variance x "
+        f"{model.prior_scale:.3g}); from whole trips "
+        f"({effect['trips']} traces): one traversal's s.d. {sd:.2f}"
+        f" Wh ({effect['noise_mult']:.3g} x the readings' variance), trip effect relative s.d. "
+        f"{effect['rel_var'] ** 0.5:.3f}"
     )
 
 
@@ -258,9 +261,12 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         read_header(target)  # a bad model file fails before the logs are read and the network loads
     vehicle = VehicleProfile.load(args.vehicle)
     files = check_logs(args.logs, args.battery)
-    check = tqdm(total=len(files), desc="check", unit="log", disable=None)
-    if args.workers == 1:
-        validate_logs(files, columns, check.update)  # every error before anything is written
+    # every error before anything is written: fewer files than --save-every are never saved before the last is read,
+    # so one pass does (a 200 MB log is read once); else a first pass reads every log
+    one_pass = args.workers == 1 and len(files) < args.save_every
+    check = tqdm(total=len(files), desc="check", unit="log", disable=True if one_pass else None)
+    if args.workers == 1 and not one_pass:
+        validate_logs(files, columns, check.update)
     lg = build_line_graph(load_network(args.network))
     index = MatchIndex(lg, options)
     with LogWorkers(index, args.workers) as workers:
@@ -292,7 +298,7 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
                 done=done,
                 soc_step=args.soc_step,
                 on_file=on_file,
-                warn=False,  # the check above read every log and showed its warnings
+                warn=one_pass,  # else the check above read every log and showed its warnings
             )
             bar.update(report.files_skipped)
             bar.close()

@@ -36,6 +36,9 @@ class RouteBelief:
             posterior means below it are raised to it: a physical edge energy never is (its reduced cost, the
             dissipated energy, is ``>= 0``), but a Gaussian posterior fed noisy data on flat roads can put it there,
             and reduced costs ``>= 0`` keep route searches exact (:mod:`evroute.driver.paths`).  Variances unchanged.
+        trip_rel_var: ``tau^2`` of the trip-level effect (:mod:`evroute.models.trip_effect`), >= 0.
+        noise_mult: the whole-trip multiplier of the model's traversal noise (``k`` of
+            :func:`~evroute.models.trip_effect.fit_route_noise`), >= 0; :attr:`noise_var` is the model's times it.
 
     Attributes:
         mean: ``(E,)`` posterior mean of each edge's expected energy, Wh.
@@ -47,7 +50,13 @@ class RouteBelief:
     #: kernel columns kept between route queries (``E`` floats each; 2000 columns = 90 MB on Luxembourg)
     max_cached_columns = 2000
 
-    def __init__(self, model: EdgeModel, potential_wh: np.ndarray | None = None, trip_rel_var: float = 0.0) -> None:
+    def __init__(
+        self,
+        model: EdgeModel,
+        potential_wh: np.ndarray | None = None,
+        trip_rel_var: float = 0.0,
+        noise_mult: float = 1.0,
+    ) -> None:
         post = model.posterior()
         self.model = model
         self.mean = np.asarray(post.mean, dtype=np.float64)
@@ -60,7 +69,12 @@ class RouteBelief:
         self.trip_rel_var = float(trip_rel_var)
         self.effect_mean = np.maximum(self.mean.copy(), 0.0)
         self.var = np.maximum(np.asarray(post.var, dtype=np.float64), 0.0)
-        self.noise_var = np.broadcast_to(np.asarray(post.noise_var, dtype=np.float64), self.mean.shape).copy()
+        if not (noise_mult >= 0 and np.isfinite(noise_mult)):
+            raise ParameterError(f"noise_mult must be >= 0, got {noise_mult}")
+        #: one traversal's noise within a whole trip = ``noise_mult`` x the model's (learned from whole trips,
+        #: :func:`evroute.models.trip_effect.fit_route_noise`; 1 for a model without)
+        noise = np.broadcast_to(np.asarray(post.noise_var, dtype=np.float64), self.mean.shape)
+        self.noise_var = noise_mult * noise
         self.n_edges = len(self.mean)
         self._gp: dict[str, Any] | None = None
         self._lock = threading.Lock()  # the kernel-column cache is shared by concurrent queries (evroute serve)

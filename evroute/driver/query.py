@@ -47,19 +47,28 @@ def make_belief(
     (battery energy minus kinetic and potential energy; ``header["meta"]["energies"]["kind"] == "reduced"``) is
     served with each edge's full potential added back: the battery pays the reduced sum plus ``m g dz`` along the
     route (the kinetic part telescopes from rest to rest); variances are unchanged (a constant per edge).  The
-    trip-level effect learned from logs (``header["meta"]["trip_effect"]["rel_var"]``,
-    :mod:`evroute.models.trip_effect`) enters every route's variance.
+    trip-level effect and the whole-trip noise learned from logs (:func:`trip_noise`) enter every route's variance.
     """
     from evroute.energy import elevation_potential_wh
 
     meta = (header or {}).get("meta", {})
     reduced = meta.get("energies", {})
-    tau2 = float(meta.get("trip_effect", {}).get("rel_var", 0.0))  # learned from trip logs (evroute learn)
+    tau2, mult = trip_noise(header)  # learned from trip logs (evroute learn)
     if reduced.get("kind") != "reduced":
-        return RouteBelief(model, elevation_potential_wh(lg.network, vehicle), tau2)
-    belief = RouteBelief(model, np.zeros(lg.n_nodes), tau2)  # reduced energies are >= 0 (dissipated energy)
+        return RouteBelief(model, elevation_potential_wh(lg.network, vehicle), tau2, mult)
+    belief = RouteBelief(model, np.zeros(lg.n_nodes), tau2, mult)  # reduced energies are >= 0 (dissipated energy)
     belief.mean = belief.mean + reduced_offset_wh(lg, vehicle, header)
     return belief
+
+
+def trip_noise(header: dict[str, Any] | None) -> tuple[float, float]:
+    """``(tau^2, k)`` of a model file's header: the trip-level effect's relative variance and the multiplier of the
+    model's traversal noise within a whole trip, both learned from the logs by ``evroute learn``
+    (``meta["trip_effect"]``, :func:`evroute.models.trip_effect.fit_route_noise`); ``(0, 1)`` for a model without
+    (a prior, a model not learned from logs), ``k = 1`` for files written before the multiplier was learned.  The
+    loader has checked both values (:mod:`evroute.models.store_schema`)."""
+    effect = (header or {}).get("meta", {}).get("trip_effect", {})
+    return float(effect.get("rel_var", 0.0)), float(effect.get("noise_mult", 1.0))
 
 
 def reduced_offset_wh(lg: LineGraph, vehicle: VehicleProfile, header: dict[str, Any] | None) -> np.ndarray:
@@ -260,6 +269,7 @@ __all__ = [
     "QueryContext",
     "RouteQueryResult",
     "make_belief",
+    "trip_noise",
     "reduced_offset_wh",
     "route_query",
 ]

@@ -149,6 +149,29 @@ def learn_logs(
     return report
 
 
+def fit_noise(model: LinearObsEdgeModel) -> dict[str, Any]:
+    """Fit the noise of a model learned from logs and return what the model file keeps of it (``meta.trip_effect``).
+
+    1. The readings' noise scale ``phi`` and the prior covariance's factor ``c`` by ML-II
+       (:func:`evroute.models.linear_obs.fit_hyperparameters`, set on ``model``).
+    2. The whole-trip noise and the trip-level effect from the learned traces' residual sums
+       (:func:`evroute.models.trip_effect.fit_route_noise`): one traversal's noise within a whole trip is ``k`` times
+       the model's (``noise_mult``; the readings over short windows also see how energy is spread along an edge,
+       which cancels over a trip) and each trip's reduced energy is scaled by ``1 + beta``, ``beta ~ N(0, tau^2)``
+       (``rel_var``).  Every route interval served from the file uses both (:func:`evroute.driver.query.trip_noise`).
+
+    Returns :meth:`~evroute.models.trip_effect.RouteNoise.to_dict` (``rel_var`` = ``tau^2``, ``noise_mult`` = ``k``,
+    ``trips``, their standard errors); fewer than two traces: ``k = 1``, ``tau^2 = 0``.
+    """
+    from evroute.models.linear_obs import fit_hyperparameters
+    from evroute.models.trip_effect import fit_route_noise
+
+    phi, _ = fit_hyperparameters(model)
+    post = model.posterior()
+    rn = fit_route_noise(post.mean, post.covariance_of, model.trips, phi)
+    return rn.to_dict()
+
+
 def open_model(
     path: Path,
     linegraph: LineGraph,
@@ -190,6 +213,7 @@ __all__ = [
     "MatchOptions",
     "check_logs",
     "file_digest",
+    "fit_noise",
     "learn_logs",
     "open_model",
     "read_log",

@@ -110,6 +110,16 @@ class GaussianPosterior:
             return np.asarray(self._subset_cov(idx), dtype=float)
         return self.covariance[np.ix_(idx, idx)]
 
+    def quad_of(self, idx: np.ndarray, w: np.ndarray) -> float:
+        """``w^T Sigma_II w`` for the points ``idx`` ``(k,)`` and weights ``w`` ``(k,)``: by ``subset_covariance.quad``
+        when it has one (no ``(k, k)`` matrix formed), else from :meth:`covariance_of`."""
+        idx = np.asarray(idx, dtype=np.int64).reshape(-1)
+        ww = np.asarray(w, dtype=float).reshape(-1)
+        quad = getattr(self._subset_cov, "quad", None)
+        if quad is not None:
+            return float(quad(idx, ww))
+        return float(ww @ self.covariance_of(idx) @ ww)
+
     def sample(self, rng: np.random.Generator, n_samples: int = 1, scale: float = 1.0) -> FloatArray:
         """``(n_samples, m)`` joint draws from ``N(mean, scale^2 covariance)`` (by ``sampler`` when given)."""
         if self.sampler is not None:

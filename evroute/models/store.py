@@ -31,7 +31,8 @@ with ``np.load(path, allow_pickle=False)``) holding
   ``lin_col``, ``lin_val`` (the sparse information matrix ``Lambda`` in COO form, Wh^-2), ``lin_h`` ``(E,)``
   (Wh^-1), ``lin_readings`` (a count) and ``lin_yry_logdet`` (``sum y^T R^-1 y`` and ``sum log det R``, for the
   marginal likelihood); the header's ``hyperparameters["noise_scale"]`` (the readings' learned noise scale, 1 if
-  absent) and, optionally, ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` (per learned trace, what its
+  absent) and ``hyperparameters["prior_scale"]`` (the learned factor of the prior covariance, 1 if absent) and,
+  optionally, ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` (per learned trace, what its
   trip-level effect is estimated from: :class:`~evroute.models.trip_effect.TripSums`).  The posterior is the closed
   form of that module.
 
@@ -105,7 +106,8 @@ def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]
         extra = {"lin_basis": lin.basis[0], "lin_basis_sd": lin.basis[1]} if lin.basis is not None else {}
         trips = lin.trips.arrays() if len(lin.trips) else {}
         out = {**base_arrays, **extra, **lin.stats.arrays(), **trips}
-        return kind, {**hyper, "base": base_kind, "noise_scale": lin.noise_scale}, out, int(lin.stats.readings)
+        hp = {**hyper, "base": base_kind, "noise_scale": lin.noise_scale, "prior_scale": lin.prior_scale}
+        return kind, hp, out, int(lin.stats.readings)
     return (kind, *base_state(model, kind))
 
 
@@ -285,6 +287,7 @@ def _load_linear(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGr
     model = linear_model_from(base, basis=a.get("lin_basis"), basis_sd=a.get("lin_basis_sd"))
     model.stats = LinearStatistics.from_arrays(model.n_edges, a)
     model.noise_scale = float(hp.get("noise_scale", 1.0))  # files before the noise was learned: 1
+    model.prior_scale = float(hp.get("prior_scale", 1.0))  # files before the prior's scale was learned: 1
     model.trips = TripSums.from_arrays(a)
     return model
 

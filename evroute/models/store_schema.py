@@ -118,6 +118,7 @@ def _check_header(path: str | Path, header: dict[str, Any]) -> None:
     logs = header["meta"].get("logs", {})
     if not (isinstance(logs, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in logs.items())):
         raise _fail(path, "header field 'meta.logs' must map log digests (strings) to file names (strings)")
+    _check_trip_effect(path, header["meta"].get("trip_effect"))
     from evroute.energy import VehicleProfile
     from evroute.validation import call_checked, check_params
 
@@ -132,6 +133,25 @@ def _check_header(path: str | Path, header: dict[str, Any]) -> None:
         raise _fail(path, f"linear model with unknown base {hp.get('base')!r} (bi or gp-exact)")
     if exact:
         _check_exact_hyper(path, hp)
+
+
+def _check_trip_effect(path: str | Path, effect: Any) -> None:
+    """``meta.trip_effect`` (learned by ``evroute learn``, served in every route interval): absent, or an object with
+    ``rel_var`` (``tau^2``) a finite number >= 0 and, when present (files since the whole-trip noise is learned),
+    ``noise_mult`` a finite number >= 0 and ``trips`` an integer >= 0."""
+    if effect is None:
+        return
+    if not isinstance(effect, dict):
+        raise _fail(path, f"header field 'meta.trip_effect' must be a JSON object, got {type(effect).__name__}")
+    v = effect.get("rel_var")
+    if not (_number(v) and v >= 0):
+        raise _fail(path, f"header field 'meta.trip_effect.rel_var' must be a finite number >= 0, got {v!r}")
+    k = effect.get("noise_mult", 1.0)
+    if not (_number(k) and k >= 0):
+        raise _fail(path, f"header field 'meta.trip_effect.noise_mult' must be a finite number >= 0, got {k!r}")
+    n = effect.get("trips", 0)
+    if not (_int(n) and n >= 0):
+        raise _fail(path, f"header field 'meta.trip_effect.trips' must be an integer >= 0, got {n!r}")
 
 
 def _check_exact_hyper(path: str | Path, hp: dict[str, Any]) -> None:
@@ -235,6 +255,8 @@ def _check_ranges(path: str | Path, header: dict[str, Any], a: dict[str, np.ndar
         need(bool(((a["trip_edge"] >= 0) & (a["trip_edge"] < n_edges)).all()), "array 'trip_edge' out of 0..E-1")
     scale = header["hyperparameters"].get("noise_scale", 1.0) if header["kind"] == "linear" else 1.0
     need(_number(scale) and scale > 0, f"hyperparameter 'noise_scale' must be a finite number > 0, got {scale!r}")
+    pscale = header["hyperparameters"].get("prior_scale", 1.0) if header["kind"] == "linear" else 1.0
+    need(_number(pscale) and pscale > 0, f"hyperparameter 'prior_scale' must be a finite number > 0, got {pscale!r}")
     obs = {"bi": "count", "gp-exact": "counts", "linear": "lin_readings"}[header["kind"]]
     need(int(a[obs].sum()) == header["observations"], f"header 'observations' is not the sum of array {obs!r}")
 

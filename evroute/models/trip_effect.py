@@ -99,6 +99,14 @@ class TripEffect:
         return {"rel_var": self.rel_var, "se": self.se, "trips": self.trips}
 
 
+def _quad(cov_of: Any, e: np.ndarray, w: np.ndarray) -> float:
+    """``w^T Sigma_ee w``: without the ``(k, k)`` matrix where ``cov_of`` is a posterior's bound ``covariance_of``
+    (:meth:`evroute.kernels.posterior.GaussianPosterior.quad_of`) or has a ``quad`` method
+    (:class:`evroute.models.linear_obs.SubsetCovariance`), else from ``cov_of(e)``."""
+    quad = getattr(cov_of, "quad", None) or getattr(getattr(cov_of, "__self__", None), "quad_of", None)
+    return float(quad(e, w)) if quad is not None else float(w @ (np.asarray(cov_of(e)) @ w))
+
+
 def fit_trip_effect(
     mean: np.ndarray, cov_of: Any, sums: TripSums, noise_scale: float = 1.0, *, min_trips: int = 2
 ) -> TripEffect:
@@ -112,7 +120,7 @@ def fit_trip_effect(
     m = np.asarray(mean, dtype=np.float64)
     for i, (e, w, y, r) in enumerate(trips):
         mu = float(w @ m[e])
-        v = noise_scale * r - float(w @ (np.asarray(cov_of(e)) @ w))
+        v = noise_scale * r - _quad(cov_of, e, w)
         num[i] = (y - mu) ** 2 - v
         den[i] = mu * mu
     total = float(den.sum())
@@ -127,11 +135,29 @@ def fit_trip_effect(
 class RouteNoise:
     """The route-level noise fitted from whole trips (:func:`fit_route_noise`): one traversal's noise is
     ``noise_mult`` times the readings' (at their noise scale), plus the trip effect ``rel_var`` = ``tau^2``; ``trips``
-    the traces it rests on."""
+    the traces it rests on; ``noise_mult_se``, ``rel_var_se`` their standard errors (sandwich, trips as clusters;
+    infinite when not estimated)."""
 
     noise_mult: float
     rel_var: float
     trips: int
+    noise_mult_se: float = float("inf")
+    rel_var_se: float = float("inf")
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a model file keeps (``meta.trip_effect``; JSON: an infinite s.e. is ``None``)."""
+
+        def fin(x: float) -> float | None:
+            return float(x) if np.isfinite(x) else None
+
+        return {
+            "rel_var": self.rel_var,
+            "noise_mult": self.noise_mult,
+            "trips": self.trips,
+            "rel_var_se": fin(self.rel_var_se),
+            "noise_mult_se": fin(self.noise_mult_se),
+            "method": "whole-trip",
+        }
 
 
 def fit_route_noise(
@@ -146,7 +172,9 @@ def fit_route_noise(
     driven share; over a whole trip that spread cancels, so the readings' noise scale ``phi`` (ML-II over windows)
     can overstate one whole traversal's noise many times.  A route interval needs the whole-trip noise: ``k phi``
     times the nominal traversal noise per edge, plus ``tau^2 mu^2``.  Fewer than ``min_trips`` traces: ``k = 1``,
-    ``tau^2 = 0`` (the readings' noise as it is)."""
+    ``tau^2 = 0`` (the readings' noise as it is).  Standard errors: the least-squares sandwich ``(X^T X)^-1 X^T
+    diag(e^2) X (X^T X)^-1`` with the trips' residuals ``e`` (each trip one cluster; a coefficient held at 0 by the
+    constraint gets the unconstrained formula's value, a rough guide there)."""
     from scipy.optimize import nnls
 
     trips = sums.trips()
@@ -157,14 +185,21 @@ def fit_route_noise(
     for i, (e, w, y, r) in enumerate(trips):
         mu = float(w @ m[e])
         x[i] = (noise_scale * r, mu * mu)
-        target[i] = (y - mu) ** 2 + float(w @ (np.asarray(cov_of(e)) @ w))
+        target[i] = (y - mu) ** 2 + _quad(cov_of, e, w)
     good = np.isfinite(x).all(axis=1) & np.isfinite(target)
     if good.sum() < min_trips or not np.any(x[good] > 0):
         return RouteNoise(1.0, 0.0, len(trips))
     norm = np.maximum(np.abs(x[good]).max(axis=0), 1e-300)  # columns of very different size (Wh^2 vs Wh^2 of mu^2)
-    coef, _ = nnls(x[good] / norm, target[good])
+    xs = x[good] / norm
+    coef, _ = nnls(xs, target[good])
+    res = target[good] - xs @ coef
+    se = np.full(2, np.inf)
+    gram = xs.T @ xs
+    if good.sum() > 2 and np.linalg.cond(gram) < 1e12:
+        inv = np.linalg.inv(gram)
+        se = np.sqrt(np.maximum(np.diag(inv @ (xs.T * res**2) @ xs @ inv), 0.0)) / norm
     coef = coef / norm
-    return RouteNoise(float(coef[0]), float(coef[1]), len(trips))
+    return RouteNoise(float(coef[0]), float(coef[1]), len(trips), float(se[0]), float(se[1]))
 
 
 __all__ = ["RouteNoise", "TripEffect", "TripSums", "fit_route_noise", "fit_trip_effect"]

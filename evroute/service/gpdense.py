@@ -129,8 +129,8 @@ class DenseGPBelief(RouteBelief):
         gp: the statistics and kernel.
         floor_wh: ``(E,)`` lower bound of the posterior means (the elevation potential, as RouteBelief's
             ``potential_wh``); offset_wh: ``(E,)`` added to the means afterwards (models of reduced energies,
-            :func:`evroute.driver.query.reduced_offset_wh`); trip_rel_var: ``tau^2`` of the trip-level effect learned
-            from logs (as RouteBelief's).
+            :func:`evroute.driver.query.reduced_offset_wh`); trip_rel_var, noise_mult: ``tau^2`` of the trip-level
+            effect and the whole-trip multiplier of the traversal noise learned from logs (as RouteBelief's).
     """
 
     def __init__(
@@ -139,6 +139,7 @@ class DenseGPBelief(RouteBelief):
         floor_wh: np.ndarray | None = None,
         offset_wh: np.ndarray | None = None,
         trip_rel_var: float = 0.0,
+        noise_mult: float = 1.0,
     ) -> None:
         s, k, u = gp.scale, gp.kernel, gp.edges
         m0 = gp.prior_mean_wh / s
@@ -160,7 +161,7 @@ class DenseGPBelief(RouteBelief):
         if offset_wh is not None:
             self.mean = self.mean + offset_wh
         self.var = np.maximum(var, 0.0)
-        self.noise_var = np.full(gp.n_edges, gp.noise * s * s)
+        self.noise_var = np.full(gp.n_edges, noise_mult * gp.noise * s * s)
         self.n_edges = gp.n_edges
         self.joint = True
         self._k, self._w, self._s2 = k, w, s * s

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from evroute.driver.query import QueryContext, make_belief, reduced_offset_wh
+from evroute.driver.query import QueryContext, make_belief, reduced_offset_wh, trip_noise
 from evroute.energy import VehicleProfile
 from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
@@ -110,8 +110,8 @@ class ServiceState:
         from evroute.energy import elevation_potential_wh
 
         floor = np.zeros(self.lg.n_nodes) if reduced else elevation_potential_wh(self.lg.network, self.vehicle)
-        tau2 = float((header or {}).get("meta", {}).get("trip_effect", {}).get("rel_var", 0.0))
-        return DenseGPBelief(model, floor, self._offset if reduced else None, tau2)
+        tau2, mult = trip_noise(header)
+        return DenseGPBelief(model, floor, self._offset if reduced else None, tau2, mult)
 
     def _publish(self, model: Served, header: dict[str, Any] | None, source: str, observations: int) -> ModelVersion:
         """Build the belief of ``model`` and make it the current version (caller holds ``_write``)."""

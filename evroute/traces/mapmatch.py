@@ -231,6 +231,19 @@ class MatchIndex:
         cd[t_idx[keep], rank[keep]] = d[keep]
         return ce, co, cd
 
+    def has_candidate(self, xy: np.ndarray) -> np.ndarray:
+        """``(T,)`` whether each sample has an edge within the radius (``candidates(xy)[0][:, 0] >= 0``), by one
+        nearest-piece query: a piece whose centre is within the radius is (a point's distance to a segment is at most
+        its distance to the segment's centre), none within radius + half a piece means no edge; only the samples in
+        between get the full candidate search."""
+        opt = self.options
+        d1, _ = self.tree.query(xy, k=1, distance_upper_bound=opt.radius_m + self.piece_half)
+        has = d1 <= opt.radius_m
+        unsure = np.flatnonzero(np.isfinite(d1) & ~has)
+        if unsure.size:
+            has[unsure] = self.candidates(xy[unsure])[0][:, 0] >= 0
+        return has
+
     def transition_costs(self, ce: np.ndarray, co: np.ndarray, straight_m: np.ndarray) -> np.ndarray:
         """``(T - 1, k, k)`` transition costs between the candidates of consecutive samples (``inf``: infeasible)."""
         opt = self.options
@@ -248,9 +261,7 @@ class MatchIndex:
         lat, lon = np.asarray(lat, dtype=np.float64), np.asarray(lon, dtype=np.float64)
         t_n = lat.shape[0]
         xy = self.project(lat, lon)
-        ce, co, cd = self.candidates(xy)
-        has = ce[:, 0] >= 0
-        idx = np.flatnonzero(has)  # samples with a candidate; the others stay unmatched
+        idx = np.flatnonzero(self.has_candidate(xy))  # samples with a candidate; the others stay unmatched
         edge = np.full(t_n, -1, dtype=np.int64)
         offset = np.zeros(t_n)
         path_index = np.full(t_n, -1, dtype=np.int64)
@@ -258,7 +269,8 @@ class MatchIndex:
             return MatchedTrace(edge, offset, np.zeros(0, dtype=np.int64), path_index, 0, np.full(t_n, -1))
         matched_idx = idx
         idx = _thin(xy, idx, self.options.thin_factor * self.options.sigma_m)
-        ce, co, cd, sxy = ce[idx], co[idx], cd[idx], xy[idx]
+        sxy = xy[idx]
+        ce, co, cd = self.candidates(sxy)  # the HMM's samples only (a sample's candidates do not depend on others)
         emis = 0.5 * (cd / self.options.sigma_m) ** 2
         straight = np.hypot(*np.diff(sxy, axis=0).T)
         trans = self.transition_costs(ce, co, straight)

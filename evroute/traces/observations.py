@@ -179,6 +179,21 @@ def trace_readings(
     )
 
 
+def _first_at_least(p: np.ndarray, a: np.ndarray, gap: float) -> np.ndarray:
+    """For each ``a_j``: the first index ``k`` of the non-decreasing ``p`` with ``p_k - a_j >= gap`` (``len(p)`` if
+    none), decided by that difference itself (a search on ``a_j + gap``, then moved where rounding differs)."""
+    n = len(p)
+    k = np.searchsorted(p, a + gap, side="left")
+    if n == 0:
+        return k
+    for _ in range(2):
+        fwd = (k < n) & (p[np.minimum(k, n - 1)] - a < gap)
+        k = k + fwd
+        back = (k > 0) & (p[np.maximum(k - 1, 0)] - a >= gap)
+        k = k - back
+    return k
+
+
 def _piece_boundaries(
     s: np.ndarray,
     r: np.ndarray,
@@ -197,16 +212,23 @@ def _piece_boundaries(
     across it is not bounded, so it has no boundary there."""
     q_wh2 = (q * scale) ** 2 / 12.0
     pos, lvl, var, mec = ([float(s[0])], [float(r[0])], [q_wh2], [float(mech[0])]) if first else ([], [], [], [])
-    for i in np.flatnonzero(np.abs(np.diff(r)) > 1e-9) + 1:
-        p = 0.5 * (s[i - 1] + s[i])
-        dm = mech[i] - mech[i - 1]
-        v = (rho * (s[i] - s[i - 1])) ** 2 / 12.0 + (max(abs(r[i] - r[i - 1]) - q, 0.0) * scale) ** 2 / 12
-        if pos and p - pos[-1] < min_window_m:
-            continue
-        pos.append(float(p))
-        lvl.append(0.5 * float(r[i - 1] + r[i]))
-        var.append(float(v + dm * dm / 12.0))
-        mec.append(0.5 * float(mech[i - 1] + mech[i]))
+    i = np.flatnonzero(np.abs(np.diff(r)) > 1e-9) + 1  # the charge changes, all at once
+    p = 0.5 * (s[i - 1] + s[i])
+    dm = mech[i] - mech[i - 1]
+    v = (rho * (s[i] - s[i - 1])) ** 2 / 12.0 + (np.maximum(np.abs(r[i] - r[i - 1]) - q, 0.0) * scale) ** 2 / 12
+    # a change closer than min_window_m to the last kept boundary is skipped: follow the chain of next kept ones
+    # (positions are non-decreasing, so the next kept after j is the first at >= p_j + min_window_m)
+    nxt = _first_at_least(p, p, min_window_m).tolist()
+    j = int(_first_at_least(p, np.array([pos[-1]]), min_window_m)[0]) if pos else 0
+    keep = []
+    while j < len(p):
+        keep.append(j)
+        j = nxt[j]
+    k = np.asarray(keep, dtype=np.int64)
+    pos += p[k].tolist()
+    lvl += (0.5 * (r[i[k] - 1] + r[i[k]])).tolist()
+    var += (v[k] + dm[k] ** 2 / 12.0).tolist()
+    mec += (0.5 * (mech[i[k] - 1] + mech[i[k]])).tolist()
     if last:
         if len(pos) > (1 if first else 0) and s[-1] - pos[-1] < min_window_m:
             pos.pop(), lvl.pop(), var.pop(), mec.pop()

@@ -26,10 +26,14 @@ TWIZY_HEADER = (
 DEFAULT_HEADER = "time,speed_kmh,altitude_m,soc_pct,lat,lon"
 
 
-def _drive(
+def random_drive(
     index: MatchIndex, rng: np.random.Generator, duration_s: int, sigma_m: float, energy_wh: np.ndarray
 ) -> tuple[np.ndarray, ...]:
-    """``(speed m/s, altitude m, energy used Wh, lat, lon)`` of one drive, ``(duration_s,)`` each."""
+    """``(speed m/s, altitude m, energy used Wh, lat, lon)`` of one drive (module doc), ``(duration_s,)`` each: a
+    random walk from a random edge over legal turns without U-turns (unless the only way on), 1 Hz samples at each
+    edge's speed limit along its geometry, the energy ``energy_wh`` ``(E,)`` of each edge spread evenly along it,
+    Gaussian GPS noise of ``sigma_m`` metres on the positions.  The one walk of the synthetic logs and of the learning
+    benchmark (``studies/trip_logs/bench_learning.py``)."""
     lg = index.linegraph
     net = lg.network
     adj = lg.adjacency.tocsr()
@@ -104,7 +108,7 @@ def write_synthetic_log(
     with p.open("w", newline="") as fh:
         fh.write((TWIZY_HEADER if fmt == "twizy" else DEFAULT_HEADER) + "\n")
         while drives == 0 or fh.tell() < target_bytes:
-            v, z, wh, la, lo = _drive(index, rng, drive_s, gps_sigma_m, energy_wh)
+            v, z, wh, la, lo = random_drive(index, rng, drive_s, gps_sigma_m, energy_wh)
             soc = np.clip(np.round((90.0 - 100.0 * wh / usable_wh) / soc_step) * soc_step, 0.0, 100.0)
             _write_rows(fh, fmt, rows, v, z, soc, la, lo)
             rows += len(v)
@@ -113,4 +117,4 @@ def write_synthetic_log(
     return {"rows": rows, "drives": drives, "bytes": size}
 
 
-__all__ = ["DEFAULT_HEADER", "TWIZY_HEADER", "write_synthetic_log"]
+__all__ = ["DEFAULT_HEADER", "TWIZY_HEADER", "random_drive", "write_synthetic_log"]

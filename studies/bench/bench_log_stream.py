@@ -15,6 +15,10 @@ For each: wall seconds, CPU seconds of the child (``resource.getrusage(RUSAGE_CH
 resident set of the child (``ru_maxrss`` of a wrapper process that runs only that command), the load average before
 and after.  Prints a Markdown table (``--output``: also written there).
 
+``--before DIR`` (a checkout of an earlier commit, e.g. ``git worktree add --detach DIR COMMIT``): every command
+runs first with that checkout's ``evroute`` (``PYTHONPATH=DIR``), then with this one's, one after the other on the
+same log, so the table holds both side by side (rows ``before`` / ``after``, each checkout's commit in the header).
+
     python -m studies.bench.bench_log_stream --mb 200 --network monaco --dir /tmp/evroute-bench-log
 """
 
@@ -40,11 +44,19 @@ _WRAPPER = (
 )
 
 
-def measure(cmd: list[str]) -> dict[str, float]:
-    """Run ``cmd`` under the wrapper: exit status, wall, CPU, peak RSS (MB), load average before and after."""
+def measure(cmd: list[str], code: Path | None = None) -> dict[str, float]:
+    """Run ``cmd`` under the wrapper (with ``evroute`` imported from the checkout ``code``, default this one): exit
+    status, wall, CPU, peak RSS (MB), load average before and after."""
     before = os.getloadavg()[0]
-    out = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True, check=True)
+    env = dict(os.environ)
+    if code is not None:  # run in the checkout too: `python -m` puts the working directory first on the path
+        env["PYTHONPATH"] = str(code)
+    out = subprocess.run(
+        [sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True, check=True, env=env, cwd=code
+    )
     res = json.loads(out.stdout.strip().splitlines()[-1])
+    if res["rc"] != 0:  # the command's own error line(s), so that a failed row says why
+        print("\n".join(out.stderr.strip().splitlines()[-3:]), file=sys.stderr)
     res["load_before"], res["load_after"] = before, os.getloadavg()[0]
     return res
 
@@ -73,7 +85,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--modes", default="trace,network")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--output", default=None)
+    p.add_argument("--before", default=None, help="a checkout of an earlier commit to measure side by side")
     args = p.parse_args(argv)
+    here = Path(__file__).resolve().parents[2]
+    codes: list[tuple[str, Path]] = [("after", here)]
+    if args.before is not None:
+        if not (Path(args.before) / "evroute" / "__init__.py").is_file():
+            print(f"evroute: error: --before {args.before}: not a checkout of evroute", file=sys.stderr)
+            return 2
+        codes = [("before", Path(args.before).resolve()), *codes]
     folder = Path(args.dir)
     folder.mkdir(parents=True, exist_ok=True)
     big = folder / f"log_{args.network}_{args.mb:g}mb_seed{args.seed}.csv"
@@ -88,40 +108,52 @@ def main(argv: list[str] | None = None) -> int:
     with big.open() as fh:
         rows = sum(1 for _ in fh) - 1
     evroute = [sys.executable, "-m", "evroute", "learn"]
-    results: list[tuple[str, str, dict[str, float]]] = []
+    results: list[tuple[str, str, str, dict[str, float]]] = []
     for mode in args.modes.split(","):
-        if mode == "trace":
-            cmd = [*evroute, "--columns", "twizy", "--vehicle", "sumo_ev", "--json"]
-            results.append(("trace", f"{size_mb:.0f} MB", measure([*cmd, str(big)])))
-        elif mode == "network":
+        if mode not in ("trace", "network"):
+            print(f"evroute: error: unknown mode {mode!r} (trace, network)", file=sys.stderr)
+            return 2
+    for mode in args.modes.split(","):
+        for code_label, code in codes:
+            if mode == "trace":
+                cmd = [*evroute, "--columns", "twizy", "--vehicle", "sumo_ev", "--json"]
+                results.append((code_label, "trace", f"{size_mb:.0f} MB", measure([*cmd, str(big)], code)))
+                continue
             for f, label in ((small, "one drive (fixed cost)"), (big, f"{size_mb:.0f} MB")):
                 model = folder / "bench_model.npz"
                 model.unlink(missing_ok=True)
                 cmd = [*evroute, str(f), "--columns", "twizy", "--network", args.network, "--model", str(model)]
                 cmd += ["--kind", "bi", "--vehicle", "sumo_ev", "--soc-step", "0.01"]
-                results.append(("network", label, measure(cmd)))
-        else:
-            print(f"evroute: error: unknown mode {mode!r} (trace, network)", file=sys.stderr)
-            return 2
+                results.append((code_label, "network", label, measure(cmd, code)))
     lines = [
-        "| mode | log | exit | wall s | CPU s | peak RSS MB | load before / after |",
-        "|---|---|---|---|---|---|---|",
+        "| code | mode | log | exit | wall s | CPU s | peak RSS MB | load before / after |",
+        "|---|---|---|---|---|---|---|---|",
     ]
-    for mode, label, r in results:
+    for code_label, mode, label, r in results:
         lines.append(
-            f"| {mode} | {label} | {r['rc']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | {r['maxrss_mb']:.0f} | "
-            f"{r['load_before']:.1f} / {r['load_after']:.1f} |"
+            f"| {code_label} | {mode} | {label} | {r['rc']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
+            f"{r['maxrss_mb']:.0f} | {r['load_before']:.1f} / {r['load_after']:.1f} |"
         )
+    commits = ", ".join(f"{c} = `{_commit(d)}`" for c, d in codes)
+    before_arg = f" --before {args.before}" if args.before else ""
     head = (
-        f"`python -m studies.bench.bench_log_stream --mb {args.mb:g} --network {args.network} --seed {args.seed}` "
-        f"on {platform.node()} ({os.cpu_count()} CPUs): log {big.name}, {size_mb:.1f} MB, {rows} rows "
-        f"(generated in {gen_s:.0f} s{', reused' if not info else ''})."
+        f"`python -m studies.bench.bench_log_stream --mb {args.mb:g} --network {args.network} --seed {args.seed} "
+        f"--modes {args.modes}{before_arg}` on {platform.node()} ({os.cpu_count()} CPUs; {commits}): log {big.name}, "
+        f"{size_mb:.1f} MB, {rows} rows (generated in {gen_s:.0f} s{', reused' if not info else ''})."
     )
     text = head + "\n\n" + "\n".join(lines) + "\n"
     print(text)
     if args.output:
         Path(args.output).write_text(text)
     return 0
+
+
+def _commit(path: Path) -> str:
+    """The checkout's commit (short hash; ``+dirty`` with uncommitted changes to tracked files)."""
+    git = ["git", "-C", str(path)]
+    sha = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    return (sha or "unknown") + ("+dirty" if dirty.stdout.strip() else "")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """Throughput of map-matched learning from trip logs (issue 23, speed goal: 1,000 one-hour traces on Luxembourg in
 under 5 minutes).
 
-Traces: ``--traces`` random drives of ``--duration-s`` seconds on the network (seed ``--seed``): a random walk over
-legal turns without U-turns, driven at each edge's speed limit, sampled at 1 Hz along the edge geometry with
-``--gps-sigma-m`` GPS noise; the state of charge follows the physics energies (Eq. 8, ``sumo_ev``; from 90 %, so
+Traces: ``--traces`` random drives of ``--duration-s`` seconds (samples) on the network (seed ``--seed``): the
+synthetic logs' walk (:func:`evroute.traces.synthetic.random_drive`: a random walk over legal turns without U-turns,
+driven at each edge's speed limit, sampled at 1 Hz along the edge geometry with ``--gps-sigma-m`` GPS noise, cut at
+``--duration-s`` samples); the state of charge follows the physics energies (Eq. 8, ``sumo_ev``; from 90 %, so
 that recuperation downhill stays below 100 %) and is rounded to 0.1 %.  Each trace is made, matched
 (:class:`evroute.traces.mapmatch.MatchIndex`), turned into readings and learned
 (:class:`evroute.models.linear_obs.LinearObsEdgeModel`, statistics only), one at a time (memory: one trace); then
@@ -41,35 +42,14 @@ import numpy as np
 
 
 def _drive(index, rng: np.random.Generator, duration_s: float, sigma_m: float, e_det: np.ndarray, usable_wh: float):
+    """One drive of ``duration_s`` samples as a :class:`~evroute.traces.Trace`: the library's walk
+    (:func:`evroute.traces.synthetic.random_drive`), the state of charge from 90 % rounded to 0.1 %."""
     from evroute.traces import Trace
+    from evroute.traces.synthetic import random_drive
 
-    lg = index.linegraph
-    net = lg.network
-    adj = lg.adjacency.tocsr()
-    e = int(rng.integers(lg.n_nodes))
-    lat, lon, soc = [], [], []
-    t, used, carry = 0.0, 0.0, 0.0
-    while t < duration_s:
-        g = np.asarray(net.geometry[e], dtype=np.float64)
-        xy = index.project(g[:, 1], g[:, 0])
-        cum = np.concatenate([[0.0], np.cumsum(np.hypot(*np.diff(xy, axis=0).T))])
-        step = float(net.speed_mps[e])
-        s = np.arange(carry, cum[-1], step)
-        carry = (s[-1] + step - cum[-1]) if s.size else carry - cum[-1]
-        lat.append(np.interp(s, cum, g[:, 1]))
-        lon.append(np.interp(s, cum, g[:, 0]))
-        soc.append(90.0 - 100.0 * (used + e_det[e] * s / max(cum[-1], 1e-9)) / usable_wh)
-        used += float(e_det[e])
-        t += s.size
-        nxt = adj.indices[adj.indptr[e] : adj.indptr[e + 1]]
-        fwd = [int(v) for v in nxt if index.reverse[e] != v]
-        e = int(rng.choice(fwd or nxt))
-    la, lo = np.concatenate(lat), np.concatenate(lon)
-    n = la.size
-    la = la + rng.normal(0, sigma_m, n) / 111_319.49
-    lo = lo + rng.normal(0, sigma_m, n) / (111_319.49 * np.cos(np.radians(la)))
-    q = np.round(np.concatenate(soc) / 0.1) * 0.1
-    return Trace(np.arange(n, dtype=float), np.zeros(n), np.zeros(n), q, la, lo, name="bench")
+    v, z, wh, la, lo = random_drive(index, rng, int(duration_s), sigma_m, e_det)
+    q = np.round((90.0 - 100.0 * wh / usable_wh) / 0.1) * 0.1
+    return Trace(np.arange(len(v), dtype=float), v, z, q, la, lo, name="bench")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -332,8 +312,10 @@ def _workers_main(args: argparse.Namespace) -> int:
         + ("every statistic equal and the files identical byte for byte." if same else "**they differ**."),
         f"The per-log stages of the learning pass (read, match, learn: summary lines below) took {s1:.1f} CPU s with "
         f"1 worker and {sn:.1f} with {args.workers}; the rest ({c1 - s1:.1f} and {cn - sn:.1f} CPU s) is start-up, "
-        "network, match index, the first pass over the logs (validation) and saving, and with workers their own "
-        "start-up and the match index sent to each.",
+        "network, match index, the first pass over the logs (validation; none with 1 worker and fewer logs than "
+        "`--save-every`: the logs are read once), the fit of the noise scale, the prior's scale, the whole-trip noise "
+        "and the trip effect (posteriors over the touched edges) and saving, and with workers their own start-up and "
+        "the match index sent to each.",
     ]
     if share < 0.9:
         lines.append(

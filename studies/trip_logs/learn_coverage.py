@@ -1,0 +1,107 @@
+"""Held-out coverage of the route intervals ``evroute learn`` serves (issue 35 item 2): the known-truth study's SUMO
+trips (``studies/trip_logs/known_truth.py``, its ``load_study``: Monaco, 1,000 training and 60 held-out trips from rest
+to rest), learned by the real command and served as ``evroute route --model-file`` serves them.
+
+Per seed and N: the N training trips the known-truth study draws for that seed (``default_rng(seed).choice``) are
+written as CSV logs (SUMO's own 1 Hz log, the "exact" condition: the charge to 6 significant digits, so
+``--soc-step 0.0001``) and learned by ``evroute learn LOGS --network monaco --model-file M --model KIND --vehicle
+sumo_ev`` (a child process: the noise scale by ML-II, the whole-trip noise and the trip effect from the logs, saved in
+the model file).  The file is loaded as ``route --model-file`` loads it (``load_model``, ``make_belief``): each held-out
+trip's energy is predicted over its true route with the driven share ``w`` of each edge (the first and last edges are
+partly driven) plus its boundary term from rest to rest (both from ``load_study``), with the served variance
+``w^T Sigma w + sum_e w_e s_e^2 + tau^2 (w^T m)^2`` (posterior joint covariance, the served traversal noise ``s_e^2``
+-- the readings' noise times the learned whole-trip multiplier --, the learned trip effect), and a 90 % interval
+``+- 1.645 sd``.  Rows: coverage of the 60 held-out trips, RMSE, the learned ``k`` and ``tau^2``.  Resumable
+(``--out/rows.csv``).
+
+    python -m studies.trip_logs.learn_coverage --study results/known_truth_monaco --seeds 3 --ns 10,100
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+FIELDS = ["n_train", "seed", "model", "n_test", "cover90", "rmse_wh", "sd_mean_wh", "noise_mult", "trip_rel_var"]
+Z90 = 1.6448536269514722
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(path.open())) if path.is_file() else []
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--study", default="results/known_truth_monaco", help="known-truth study folder (its sim/)")
+    p.add_argument("--out", default="results/learn_coverage", help="this study's folder (rows.csv; resumable)")
+    p.add_argument("--ns", default="10,100")
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--models", default="bi,gp-exact")
+    args = p.parse_args(argv)
+    from evroute.driver.query import make_belief
+    from evroute.models.store import load_model
+    from evroute.traces.reader import write_trace_csv
+    from studies.trip_logs.known_truth import load_study
+
+    st = load_study("monaco", Path(args.study), 1000, 60, 1000.0)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    rows_csv = out / "rows.csv"
+    done = {(int(r["n_train"]), int(r["seed"]), r["model"]) for r in _rows(rows_csv)}
+    for n_train in (int(x) for x in args.ns.split(",")):
+        for seed in range(args.seeds):
+            pick = np.random.default_rng(seed).choice(len(st.train), size=min(n_train, len(st.train)), replace=False)
+            for kind in args.models.split(","):
+                if (n_train, seed, kind) in done:
+                    continue
+                with tempfile.TemporaryDirectory() as tmp:
+                    logs = [str(write_trace_csv(st.traces[st.train[i]], Path(tmp) / f"t{i}.csv")) for i in pick]
+                    model_file = Path(tmp) / "m.npz"
+                    cmd = [sys.executable, "-m", "evroute", "learn", *logs, "--network", "monaco"]
+                    cmd += ["--model-file", str(model_file), "--model", kind, "--vehicle", "sumo_ev"]
+                    cmd += ["--soc-step", "0.0001", "--save-every", str(len(logs) + 1)]
+                    res = subprocess.run(cmd, capture_output=True, text=True)
+                    if res.returncode != 0:
+                        print(res.stderr, file=sys.stderr)
+                        return res.returncode
+                    model, header = load_model(model_file, st.lg, serve=True)
+                belief = make_belief(st.lg, model, st.vehicle, header)
+                pred, var = [], []
+                for n, w in zip(st.test, st.w_test, strict=True):
+                    e = st.truth[n]
+                    m = belief.effect_mean[e]  # the reduced means (the served mean minus each edge's potential)
+                    pred.append(float(w @ m))
+                    quad = float(w @ belief.cov(e) @ w) + float(w @ belief.noise_var[e])
+                    var.append(quad + belief.trip_rel_var * float(w @ m) ** 2)
+                err = np.array(pred) + st.bnd_test - st.y_test
+                sd = np.sqrt(np.array(var))
+                effect = header["meta"]["trip_effect"]
+                row = dict(
+                    n_train=n_train,
+                    seed=seed,
+                    model=kind,
+                    n_test=len(err),
+                    cover90=f"{np.mean(np.abs(err) <= Z90 * sd):.4f}",
+                    rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
+                    sd_mean_wh=f"{sd.mean():.3f}",
+                    noise_mult=f"{effect['noise_mult']:.4g}",
+                    trip_rel_var=f"{effect['rel_var']:.4g}",
+                )
+                new = not rows_csv.is_file()
+                with rows_csv.open("a", newline="") as fh:
+                    wr = csv.DictWriter(fh, fieldnames=FIELDS, lineterminator="\n")
+                    if new:
+                        wr.writeheader()
+                    wr.writerow(row)
+                print(row, file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,180 @@
+"""`evroute learn` learns the whole-trip noise and the trip-level effect from its logs, keeps them in the model file,
+and every route interval served from that file uses them (:func:`evroute.experiments.trip_learning.fit_noise`,
+:func:`evroute.driver.query.trip_noise`).
+
+The synthetic world (known truth): on a 92-edge network each edge has a true reduced energy ``f_e`` (drawn around the
+physics prior); a trip is a random walk over legal turns, sampled every 10 m at the edges' speed limits, and its
+reduced energy is ``sum_e ((1 + beta) f_e + eps_e)`` with one ``beta ~ N(0, tau^2)`` per trip (the driver, the day) and
+``eps_e ~ N(0, s^2)`` per traversal; inside an edge the energy is spread unevenly (``A_e sin(pi x / L)``, zero at
+both ends: accelerating at an edge's start, braking at its end), which short charge windows see and whole trips do
+not.  The logged battery energy adds the mechanical energy (kinetic at the logged speed, potential at the network's
+heights), the gauge rounds to 0.01 %: what :func:`evroute.traces.observations.trace_readings` reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from evroute.energy import VehicleProfile
+
+NET = "synthetic:100:1"
+TAU, NOISE_SD, SPREAD_SD = 0.1, 5.0, 10.0  # trip effect (relative), traversal noise (Wh), along-edge spread (Wh)
+Z90 = 1.6448536269514722
+
+
+@pytest.fixture(scope="module")
+def world():
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+    from evroute.traces.mechanical import reduced_prior_wh
+
+    lg = build_line_graph(load_network(NET))
+    vehicle = VehicleProfile.load("sumo_ev")
+    prior = reduced_prior_wh(lg.network, vehicle)
+    rng = np.random.default_rng(0)
+    f = np.maximum(prior * (1.0 + 0.15 * rng.standard_normal(lg.n_nodes)), 0.2 * prior)
+    return lg, vehicle, f
+
+
+def _walk(lg, rng: np.random.Generator, n_edges: int) -> np.ndarray:
+    """A random walk of ``n_edges`` edges over legal turns, no U-turn unless it is the only way on."""
+    net = lg.network
+    adj = lg.adjacency.tocsr()
+    ends = {(u, v): e for e, (u, v) in enumerate(zip(net.from_node.tolist(), net.to_node.tolist(), strict=True))}
+    rev = [ends.get((v, u), -1) for u, v in zip(net.from_node.tolist(), net.to_node.tolist(), strict=True)]
+    path = [int(rng.integers(lg.n_nodes))]
+    while len(path) < n_edges:
+        e = path[-1]
+        nxt = adj.indices[adj.indptr[e] : adj.indptr[e + 1]]
+        fwd = [int(v) for v in nxt if rev[e] != v]
+        path.append(int(rng.choice(fwd or nxt)))
+    return np.asarray(path)
+
+
+def _trip(lg, vehicle, f: np.ndarray, path: np.ndarray, rng: np.random.Generator):
+    """One logged trip along ``path`` (module doc): ``(trace, matched, true reduced energy Wh)``."""
+    from evroute.traces.mapmatch import MatchedTrace
+    from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
+    from evroute.traces.reader import Trace
+
+    net = lg.network
+    length = net.length_m[path]
+    beta = TAU * rng.standard_normal()
+    total = (1.0 + beta) * f[path] + NOISE_SD * rng.standard_normal(len(path))
+    bump = SPREAD_SD * rng.standard_normal(len(path))
+    s = np.arange(0.0, length.sum() + 1e-9, 10.0)
+    start = np.concatenate([[0.0], np.cumsum(length)[:-1]])
+    k = np.minimum(np.searchsorted(start, s, side="right") - 1, len(path) - 1)
+    x = (s - start[k]) / length[k]
+    diss = np.concatenate([[0.0], np.cumsum(total)])[k] + total[k] * x + bump[k] * np.sin(np.pi * x)
+    edge = path[k]
+    offset = s - start[k]
+    z = path_height_m(edge, offset, net.length_m, net.z_from_m, net.z_to_m)
+    v = net.speed_mps[edge]
+    mech = sample_mechanical_wh(v, z, vehicle)
+    battery = mech - mech[0] + diss
+    cap = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
+    soc = np.round((80.0 - 100.0 * battery / cap) / 0.01) * 0.01
+    t = np.concatenate([[0.0], np.cumsum(10.0 / v[1:])])
+    zeros = np.zeros(len(s))
+    trace = Trace(t, v, z, soc, zeros, zeros, name="t")
+    return trace, MatchedTrace(edge, offset, path, k, 1), float(total.sum())
+
+
+def _learn(lg, vehicle, f, n_trips: int, seed: int, tmp_path):
+    """Learn ``n_trips`` synthetic trips as ``evroute learn`` does (readings, statistics, trip sums, then
+    :func:`fit_noise`) into a new BI model of reduced energies; returns ``(model, meta)``."""
+    from evroute.experiments.trip_learning import fit_noise, open_model
+    from evroute.models.linear_obs import reading_batch
+    from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
+    from evroute.traces.observations import trace_readings
+
+    net = lg.network
+    model, _, meta = open_model(tmp_path / "absent.npz", lg, "bi", vehicle)
+    cap = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
+    rng = np.random.default_rng(seed)
+    for _ in range(n_trips):
+        tr, m, _ = _trip(lg, vehicle, f, _walk(lg, rng, int(rng.integers(8, 20))), rng)
+        z = path_height_m(m.edge, m.offset_m, net.length_m, net.z_from_m, net.z_to_m)
+        mech = sample_mechanical_wh(tr.speed_mps, z, vehicle)
+        r = trace_readings(tr, m, net.length_m, cap, model.noise_var, soc_step=0.01, mechanical_wh=mech)
+        assert r is not None
+        model.observe_batch(reading_batch(r.edges, r.a, r.y, r.noise_cov))
+        model.trips.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+    meta["trip_effect"] = fit_noise(model)
+    return model, meta
+
+
+@pytest.mark.slow
+def test_learn_recovers_the_trip_noise_and_its_intervals_cover_held_out_trips(world, tmp_path) -> None:
+    """400 training trips learned; the fitted whole-trip traversal noise ``k phi s_0^2`` and ``tau^2`` match the
+    truth within 4 of the fit's own standard errors (sandwich over trips).  Then the model goes through the model file
+    and :func:`make_belief` (what ``evroute route --model-file``, ``plan`` and the service serve): on 400 held-out trips
+    of the same world the 90 % route intervals cover 85-95 % (binomial s.d. of the coverage at 400 trips: 1.5 points,
+    so the band is +-3.3 s.d. around 90 %)."""
+    from evroute.driver.query import make_belief, reduced_offset_wh
+    from evroute.models.store import load_model, save_model
+
+    lg, vehicle, f = world
+    model, meta = _learn(lg, vehicle, f, 400, 1, tmp_path)
+    effect = meta["trip_effect"]
+    phi = model.noise_scale
+    k = effect["noise_mult"]
+    assert effect["trips"] == 400
+    assert abs(k * phi * model.noise_var - NOISE_SD**2) < 4 * effect["noise_mult_se"] * phi * model.noise_var, effect
+    assert abs(effect["rel_var"] - TAU**2) < 4 * effect["rel_var_se"]
+
+    path = save_model(tmp_path / "m.npz", model, lg, vehicle=vehicle, meta=meta)
+    loaded, header = load_model(path, lg, serve=True)
+    assert header["meta"]["trip_effect"] == pytest.approx(effect)
+    belief = make_belief(lg, loaded, vehicle, header)
+    assert belief.trip_rel_var == effect["rel_var"]
+    offset = reduced_offset_wh(lg, vehicle, header)
+    rng = np.random.default_rng(99)
+    hits, n = 0, 400
+    for _ in range(n):
+        route = _walk(lg, rng, int(rng.integers(8, 20)))
+        _, _, truth = _trip(lg, vehicle, f, route, rng)
+        mean, var = belief.route_moments(route)
+        hits += abs(mean - offset[route].sum() - truth) <= Z90 * np.sqrt(var)
+    assert 0.85 <= hits / n <= 0.95, hits / n
+
+
+def test_the_model_file_keeps_the_trip_noise_and_refuses_a_malformed_one(world, tmp_path) -> None:
+    """The learned noise survives the model file; a file written before ``noise_mult`` existed loads with ``k = 1``;
+    a malformed ``meta.trip_effect`` is one ``DataError`` line naming the field (the CLI's exit 2)."""
+    from evroute.driver.query import make_belief, trip_noise
+    from evroute.errors import DataError
+    from evroute.models.linear_obs import LinearObsEdgeModel
+    from evroute.models.store import load_model, read_header, save_model
+
+    lg, vehicle, f = world
+    model, meta = _learn(lg, vehicle, f, 30, 2, tmp_path)
+    path = save_model(tmp_path / "m.npz", model, lg, vehicle=vehicle, meta=meta)
+    tau2, k = trip_noise(read_header(path))
+    assert (tau2, k) == (meta["trip_effect"]["rel_var"], meta["trip_effect"]["noise_mult"])
+    loaded, header = load_model(path, lg, serve=True)
+    assert isinstance(loaded, LinearObsEdgeModel)
+    assert (loaded.noise_scale, loaded.prior_scale) == (model.noise_scale, model.prior_scale)
+    assert model.prior_scale != 1.0  # learned (ML-II with the noise)
+    b = make_belief(lg, loaded, vehicle, header)
+    post = loaded.posterior()
+    np.testing.assert_allclose(b.noise_var, k * np.asarray(post.noise_var), rtol=1e-12)
+    assert b.trip_rel_var == tau2
+    old = {"rel_var": 0.01, "se": 0.002, "trips": 30}  # a file of the earlier format
+    save_model(tmp_path / "old.npz", model, lg, vehicle=vehicle, meta={**meta, "trip_effect": old})
+    assert trip_noise(read_header(tmp_path / "old.npz")) == (0.01, 1.0)
+    for bad, field in (
+        ({"rel_var": -0.1}, "rel_var"),
+        ({"rel_var": "x"}, "rel_var"),
+        ({"rel_var": 0.01, "noise_mult": True}, "noise_mult"),
+        ({"rel_var": 0.01, "noise_mult": -1}, "noise_mult"),
+        ({"rel_var": 0.01, "trips": 2.5}, "trips"),
+        ([0.01], "must be a JSON object"),
+    ):
+        p = tmp_path / "bad.npz"
+        save_model(p, model, lg, vehicle=vehicle, meta={**meta, "trip_effect": bad})
+        with pytest.raises(DataError, match=rf"bad.npz: header field 'meta.trip_effect.*{field}") as exc:
+            read_header(p)
+        assert "\n" not in str(exc.value)
