@@ -4,7 +4,8 @@ committed CSV files alone (protocol: ``studies/trip_logs/known_truth.py``).
 ``--collect FOLDER ...`` first copies the study folders of ``known_truth.py`` (one per network: ``rows.csv``,
 ``matching.csv``, ``coverage.csv``, ``bias.csv``, ``floor.csv`` of ``known_truth_floor.py``, ``command.txt``) into
 the committed files, in the order given:
-the five CSV files concatenated and the commands one per line (``--commands``).  Without it the report is rebuilt
+the five CSV files concatenated (a folder without ``floor.csv``: that network's section has no floor) and the commands
+one per line (``--commands``).  Without it the report is rebuilt
 from the committed files (a missing one: one ``evroute: error:`` line, exit 2, nothing written).
 """
 
@@ -49,6 +50,10 @@ BIAS_TERMS = {
 }
 
 
+#: study-folder files a network may lack (its section then has no floor)
+OPTIONAL = ("floor.csv",)
+
+
 def _read(path: Path) -> list[dict[str, str]]:
     with path.open(newline="") as fh:
         return list(csv.DictReader(fh))
@@ -70,6 +75,8 @@ def collect(folders: list[Path], files: dict[str, Path], commands: Path) -> None
         header: list[str] | None = None
         rows: list[dict[str, str]] = []
         for f in folders:
+            if name in OPTIONAL and not (f / name).is_file():
+                continue
             with (f / name).open(newline="") as fh:
                 r = csv.DictReader(fh)
                 header = header or list(r.fieldnames or [])
@@ -166,9 +173,9 @@ def _network_lines(
         "",
         "### Held-out route energy",
         "",
-        f"{p['n_test']} held-out trips, mean SUMO energy {float(p['mean_energy_wh']):.1f} Wh.  Prior: {what} "
-        f"(`evroute.energy.edge_prior(..., {prior_name!r})` minus each edge's `m g dz`, plus the route's boundary "
-        "term), the mean and scale every learned model starts from"
+        f"{p['n_test']} held-out trips, mean SUMO energy {float(p['mean_energy_wh']):.1f} Wh.  Prior: {what}; per "
+        f"edge `evroute.energy.edge_prior(..., {prior_name!r})` minus its `m g dz`, plus the route's boundary term; "
+        "the mean and scale every learned model starts from"
         + (
             ", and the one `evroute learn` starts a new model from."
             if prior_name == DEFAULT_PRIOR
@@ -239,8 +246,10 @@ def _network_lines(
             c = np.array([float(r["coverage"]) for r in coverage if int(r["n_train"]) == n])
             lines.append(f"* N = {n}: {c.mean():.0%}")
     ns = sorted({n for (_, n, _) in ratio})
-    goal_ns = sorted({n for n in ns if n == GOAL_N} | {ns[-1]})
+    goal_ns = [n for n in ns if n == GOAL_N or n > GOAL_N and n == ns[-1]]  # the goal's N and the largest beyond it
     lines += ["", f"### Goal: {GOAL_N} trips halve the prior's route-level RMSE", ""]
+    if GOAL_N not in ns:
+        lines.append(f"* N = {GOAL_N} not in these rows: the goal is not judged on this network.")
     for n in goal_ns:
         for cond, n_, model in sorted(k for k in ratio if k[1] == n):
             r, upper = ratio[(cond, n_, model)]
@@ -262,7 +271,14 @@ def _network_lines(
         lines.append(
             f"* {cond}, {model}: RMSE ratio {' -> '.join(f'{x:.2f}' for x in seq)} over N = "
             f"{', '.join(str(n) for n in ns if (cond, n, model) in ratio)}: "
-            f"{'falls monotonically' if mono else 'does not fall monotonically'}; coverage {', '.join(inside)}: "
+            + (
+                "one N only, no trend"
+                if len(seq) < 2
+                else "falls monotonically"
+                if mono
+                else "does not fall monotonically"
+            )
+            + f"; coverage {', '.join(inside)}: "
             + (
                 "no intervals in these rows"
                 if not covs
@@ -530,7 +546,9 @@ def main(argv: list[str] | None = None) -> int:
             "bias.csv": "bias",
             "floor.csv": "floor",
         }
-        need = [f / n for f in args.collect for n in [*names, "command.txt"] if not (f / n).is_file()]
+        need = [
+            f / n for f in args.collect for n in [*names, "command.txt"] if n not in OPTIONAL and not (f / n).is_file()
+        ]
         if need:
             print(f"evroute: error: {need[0]}: no such file (run known_truth.py there first)", file=sys.stderr)
             return 2
