@@ -247,9 +247,19 @@ def _network_lines(
             m, h = _interval(d)
             lines.append(f"| {cond} | {n} | {len(d)} | {m:+.1f} +- {h:.1f} |")
     if coverage:
-        lines += ["", "Share of the held-out trips' route edges that the N training trips drove (mean over seeds):", ""]
+        lines += [
+            "",
+            "Share of the held-out trips' route edges that the N training trips drove (mean over the seeds of the "
+            "rows above):",
+            "",
+        ]
+        fitted = {(int(r["n_train"]), r["seed"]) for r in learned}
         for n in sorted({int(r["n_train"]) for r in coverage}):
-            c = np.array([float(r["coverage"]) for r in coverage if int(r["n_train"]) == n])
+            c = np.array(
+                [float(r["coverage"]) for r in coverage if int(r["n_train"]) == n and (n, r["seed"]) in fitted]
+            )
+            if not c.size:
+                continue
             lines.append(f"* N = {n}: {c.mean():.0%}")
     ns = sorted({n for (_, n, _) in ratio})
     goal_ns = [n for n in ns if n == GOAL_N or n > GOAL_N and n == ns[-1]]  # the goal's N and the largest beyond it
@@ -478,12 +488,14 @@ def report(args: argparse.Namespace) -> int:
     for net in nets:
         rs = [r for r in learned if r["network"] == net]
         conds = ", ".join(sorted({r["condition"] for r in rs}))
-        ns = ", ".join(str(n) for n in sorted({int(r["n_train"]) for r in rs}))
-        seeds = sorted({int(r["seed"]) for r in rs})
+        per_n = []
+        for n in sorted({int(r["n_train"]) for r in rs}):
+            seeds = sorted({int(r["seed"]) for r in rs if int(r["n_train"]) == n})
+            per_n.append(f"N = {n} seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})")
         cells = {(r["condition"], int(r["n_train"])) for r in rs}
         dropped = [f"{c} at N = {n}" for c, n in design if (c, n) not in cells]
         lines.append(
-            f"* {net}: conditions {conds}; N = {ns}; seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})"
+            f"* {net}: conditions {conds}; {', '.join(per_n)}"
             + (
                 f"; not run here (CPU budget; rerunning its command completes them): {', '.join(dropped)}"
                 if dropped
