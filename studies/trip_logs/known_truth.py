@@ -15,7 +15,8 @@ Protocol (all seeded):
    true route (precision), per trip.  Matcher: ``MatchOptions(sigma_m=max(noise, 5), beta_m=10 (1 s) or 30 (10 s))``
    with the default thinning at 4 sigma, which a pilot on the matching precision of 30 of the training trips (15 m
    noise, 1 Hz) preferred to Newson & Krumm's 2 sigma (0.88 vs 0.65); no held-out trip was used for it.
-3. For N in ``--ns`` and each seed, N training trips drawn at random (seed) are learned by BI and by the exact GP
+3. For N in ``--ns`` and each seed (N at or above the pool ``--train``: seed 0 alone, every seed draws the whole
+   pool), N training trips drawn at random (seed) are learned by BI and by the exact GP
    (``evroute.models.store.prior_model`` priors: the physics mean of ``--prior``, by default the project's default
    prior, the speed-profile model of ``evroute.energy.edge_prior``, from which ``evroute learn`` starts a new model too;
    the paper's kernel; prior variance ``(p sigma_det)^2``).  The readings are **reduced energies**
@@ -325,6 +326,12 @@ def _pick(n_train: int, seed: int, pool: int) -> np.ndarray:
     return np.random.default_rng(seed).choice(pool, size=min(n_train, pool), replace=False)
 
 
+def _cells(ns: list[int], seeds: int, pool: int) -> list[tuple[int, int]]:
+    """The (N, seed) cells of the design: every seed for N below the pool's size; one (seed 0) for N at or above it,
+    where every seed draws the whole pool and would repeat the same fit."""
+    return [(n, seed) for n in ns for seed in range(seeds if n < pool else 1)]
+
+
 def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
     """``(N, seed, rows, CPU s)``: both models learned from the cell's ``N`` training trips and scored on the held-out
     trips (module doc, step 3), from :data:`_SHARED` (a forked worker's copy)."""
@@ -438,18 +445,17 @@ def run(args: argparse.Namespace) -> int:
     have_cov = {(int(r["n_train"]), int(r["seed"])) for r in _read(out / "coverage.csv")}
     test_edges = np.concatenate([truth[n] for n in test])  # share of held-out route edges the N training trips drove
     cov_rows = []
-    for n_train in args.ns:
-        for seed in range(args.seeds):
-            if (n_train, seed) not in have_cov:
-                seen = np.unique(np.concatenate([truth[train[i]] for i in _pick(n_train, seed, len(train))]))
-                cov_rows.append(
-                    dict(
-                        network=args.network,
-                        n_train=n_train,
-                        seed=seed,
-                        coverage=f"{np.isin(test_edges, seen).mean():.4f}",
-                    )
+    for n_train, seed in _cells(args.ns, args.seeds, len(train)):
+        if (n_train, seed) not in have_cov:
+            seen = np.unique(np.concatenate([truth[train[i]] for i in _pick(n_train, seed, len(train))]))
+            cov_rows.append(
+                dict(
+                    network=args.network,
+                    n_train=n_train,
+                    seed=seed,
+                    coverage=f"{np.isin(test_edges, seen).mean():.4f}",
                 )
+            )
     if cov_rows:
         _append(out / "coverage.csv", ["network", "n_train", "seed", "coverage"], cov_rows)
     done = {(r["condition"], int(r["n_train"]), int(r["seed"])) for r in _read(rows_csv)}
@@ -480,7 +486,7 @@ def run(args: argparse.Namespace) -> int:
         for pf in args.prior_fracs
     }
     for cond in args.conditions:
-        todo = [(n, seed) for n in args.ns for seed in range(args.seeds) if (cond, n, seed) not in done]
+        todo = [(n, seed) for n, seed in _cells(args.ns, args.seeds, len(train)) if (cond, n, seed) not in done]
         have_match = {r["trip"] for r in _read(out / "matching.csv") if r["condition"] == cond}
         if not todo and have_match >= set(train):
             continue

@@ -385,13 +385,25 @@ def _network_lines(
             )
     if floor:
         at_goal = {k[2]: v[0] * prior for k, v in ratio.items() if k[1] == GOAL_N and k[0] == "exact"}
-        lines += ["", "### The floor: what no per-edge learner removes", "", *_floor_lines(floor, prior, at_goal)]
+        exact_rows = {k: v[0] * prior for k, v in ratio.items() if k[0] == "exact"}
+        learned_best = min(((v, k[1], k[2]) for k, v in exact_rows.items()), default=None)
+        lines += [
+            "",
+            "### The oracle of per-edge means: an estimated floor",
+            "",
+            *_floor_lines(floor, prior, at_goal, learned_best),
+        ]
     if bias:
         lines += ["", "### Where the prior's bias comes from", "", *_bias_lines(bias, float(p["bias_wh"]))]
     return lines
 
 
-def _floor_lines(floor: list[dict[str, str]], prior: float, at_goal: dict[str, float]) -> list[str]:
+def _floor_lines(
+    floor: list[dict[str, str]],
+    prior: float,
+    at_goal: dict[str, float],
+    learned_best: tuple[float, int, str] | None = None,
+) -> list[str]:
     """The oracle ablation and the shared-structure fit of ``floor.csv`` (``studies/trip_logs/known_truth_floor.py``)
     against the prior, the goal of half its RMSE and the learned models' mean RMSE at ``GOAL_N`` (``at_goal``, exact
     logs, per model)."""
@@ -416,6 +428,7 @@ def _floor_lines(floor: list[dict[str, str]], prior: float, at_goal: dict[str, f
     best = min(shared, key=lambda r: float(r["rmse_wh"])) if shared else None
     b = float(best["rmse_wh"]) if best else float("inf")
     reach = min(o, b)  # the lowest error any of these sums of per-edge values reached
+    below = learned_best is not None and learned_best[0] < reach  # a learned model came below both
     lines += [
         "",
         "`oracle_edge_means` is an **oracle ablation, not a learner**: each held-out route's edges at their mean "
@@ -428,7 +441,13 @@ def _floor_lines(floor: list[dict[str, str]], prior: float, at_goal: dict[str, f
             f"below ({b:.1f} Wh): **the goal of halving the prior's RMSE at N = {GOAL_N} is out of reach of "
             f"per-edge learning on this network**; what learning can reach is about the floor (ratio "
             f"{reach / prior:.2f})."
-            if reach > prior / 2
+            if reach > prior / 2 and not below
+            else f"It is above half the prior's RMSE ({prior / 2:.1f} Wh), and so is the best shared-structure fit "
+            f"below ({b:.1f} Wh), but the learned {learned_best[2]} at N = {learned_best[1]} comes below both "
+            f"({learned_best[0]:.1f} Wh, ratio {learned_best[0] / prior:.2f}): the oracle is not a hard floor (its "
+            "means carry their sampling error), and this study does not show that halving the prior's RMSE is out "
+            f"of reach; at N = {GOAL_N} it is missed (the goal lines above)."
+            if reach > prior / 2 and learned_best is not None
             else f"It is {'below' if o <= prior / 2 else 'above'} half the prior's RMSE ({prior / 2:.1f} Wh)"
             + (f" and the best shared-structure fit below is under it ({b:.1f} Wh)" if o > prior / 2 else "")
             + ": the floor does not forbid the goal."
@@ -437,11 +456,11 @@ def _floor_lines(floor: list[dict[str, str]], prior: float, at_goal: dict[str, f
     lines += [
         "",
         f"Decomposition of the prior's mean squared error ({prior:.1f}^2 Wh^2) on these held-out trips, additive "
-        "when the trip-level noise is uncorrelated with the prior's per-edge error: the floor's is "
-        f"{o**2 / prior**2:.0%} of it (trip-level noise and the means' sampling error, what no per-edge learner "
-        f"removes); the other {1 - o**2 / prior**2:.0%} is the prior's systematic error per edge, what learning "
-        "can remove.  The readings' own noise adds nothing here: the exact logs' charge is read to 1e-6 % of the "
-        "capacity at 1 Hz (the degraded conditions add it).",
+        "when the trip-level noise is uncorrelated with the prior's per-edge error: the oracle's is "
+        f"{o**2 / prior**2:.0%} of it (trip-level noise and the means' sampling error); the other "
+        f"{1 - o**2 / prior**2:.0%} is the prior's systematic error per edge, what learning can remove.  The "
+        "readings' own noise adds nothing here: the exact logs' charge is read to 1e-6 % of the capacity at 1 Hz "
+        "(the degraded conditions add it).",
     ]
     if best is not None:
         lines.append(
@@ -458,7 +477,7 @@ def _floor_lines(floor: list[dict[str, str]], prior: float, at_goal: dict[str, f
         )
     for model, rmse in sorted(at_goal.items()):
         lines.append(
-            f"* N = {GOAL_N}, exact logs, {model}: mean RMSE {rmse:.1f} Wh = {rmse / o:.2f} x the floor "
+            f"* N = {GOAL_N}, exact logs, {model}: mean RMSE {rmse:.1f} Wh = {rmse / o:.2f} x the oracle's "
             f"({rmse / prior:.2f} x the prior)."
         )
     if "trip_variance" in by:

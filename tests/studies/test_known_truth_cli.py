@@ -54,3 +54,11 @@ def test_coverage_goal_within_the_rows_rounding() -> None:
     assert stored.mean() > 0.95 and _in_goal(stored.mean()) and _inside(stored.mean())
     assert not _in_goal(0.9501) and not _inside(0.9501) and not _in_goal(0.8499) and not _inside(0.8499)
     assert _in_goal(0.85) and _inside(0.85)
+
+
+def test_cells_one_seed_where_n_draws_the_whole_pool() -> None:
+    """N at or above the pool's size draws the whole pool for every seed (the same fit): one cell, seed 0."""
+    from studies.trip_logs.known_truth import _cells
+
+    assert _cells([10, 1000, 2000], 3, 1000) == [(10, 0), (10, 1), (10, 2), (1000, 0), (2000, 0)]
+    assert sorted(_pick(1000, 0, 1000).tolist()) == sorted(_pick(1000, 7, 1000).tolist()) == list(range(1000))
