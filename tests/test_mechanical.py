@@ -134,6 +134,32 @@ def test_reduced_prior_telescopes_to_eq8() -> None:
     np.testing.assert_allclose(red + potential_wh(net, V), e_det, rtol=1e-12, atol=1e-12)
 
 
+def test_reduced_prior_of_the_default_prior_and_learn_starts_from_it(tmp_path) -> None:
+    """``reduced_prior_wh(..., "profile")`` is the speed-profile prior's edge energy minus ``m g dz`` on every edge,
+    telescopes along every legal turn to that prior's energy of the two edges (its profiles end at the speed they
+    start with: no kinetic change), differs from Eq. 8's on a hilly network, and is the mean a new ``evroute learn``
+    model starts from (``open_model``: the prior a user gets before learning is the default one).  Float rounding
+    only (1e-9)."""
+    from evroute.energy import PRIORS, edge_prior
+    from evroute.experiments.trip_learning import open_model
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+
+    lg = build_line_graph(load_network("synthetic:300:1"))
+    net = lg.network
+    t = np.asarray(lg.turns)
+    prof, red = edge_prior(net, V, "profile").energy_wh, reduced_prior_wh(net, V, "profile")
+    np.testing.assert_allclose(red + potential_wh(net, V), prof, rtol=1e-12, atol=1e-12)
+    meta = energies_meta(V)
+    got = red[t].sum(axis=1) + np.array([boundary_wh(meta, net.z_from_m[a], net.z_to_m[b]) for a, b in t.tolist()])
+    np.testing.assert_allclose(got, prof[t].sum(axis=1), rtol=1e-9, atol=1e-9)
+    assert (red > 0).all() and np.abs(red - reduced_prior_wh(net, V)).max() > 1e-3
+    assert PRIORS[0] == "profile"
+    model, logs, _ = open_model(tmp_path / "new.npz", lg, "bi", V)
+    np.testing.assert_allclose(model.posterior().mean, red, rtol=1e-12, atol=1e-12)
+    assert logs == {}
+
+
 @pytest.mark.slow
 def test_learn_writes_reduced_energies_and_refuses_a_battery_model(tmp_path) -> None:
     """``evroute learn`` on a network writes a model whose header says reduced energies (with the masses and ``g`` of

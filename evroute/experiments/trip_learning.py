@@ -184,10 +184,12 @@ def open_model(
 ) -> tuple[LinearObsEdgeModel, dict[str, str], dict[str, Any]]:
     """``(model, learned logs, header meta)``: the saved model at ``path`` (any saved kind of reduced energies, made a
     linear-reading model; a file of battery energies is refused), or the physics prior of ``kind`` for reduced
-    energies if the file does not exist (mean :func:`~evroute.traces.mechanical.reduced_prior_wh`, noise s.d.
+    energies if the file does not exist (mean :func:`~evroute.traces.mechanical.reduced_prior_wh` of the default prior
+    ``PRIORS[0]``, the speed-profile model ``evroute route`` uses without a model file; noise s.d.
     ``noise_frac sigma_det``; with ``offsets`` the shared per-metre and per-edge offsets of
     :func:`~evroute.models.linear_obs.offset_basis`).  The meta of a new model records the convention
     (``meta["energies"]``, :func:`~evroute.traces.mechanical.energies_meta`, kinetic mass ``kinetic_mass_kg``)."""
+    from evroute.energy import PRIORS
     from evroute.models.linear_obs import offset_basis
     from evroute.models.store import load_model, prior_model
     from evroute.traces.mechanical import energies_meta, reduced_prior_wh, require_reduced
@@ -198,7 +200,7 @@ def open_model(
         meta = dict(header.get("meta", {}))
         return linear_model_from(model), dict(meta.get("logs", {})), meta
     extra: dict[str, Any] = {"learn_hyper": False} if kind == "gp-exact" else {}
-    mean = reduced_prior_wh(linegraph.network, vehicle)
+    mean = reduced_prior_wh(linegraph.network, vehicle, PRIORS[0])
     base = prior_model(kind, linegraph, vehicle, noise_frac=noise_frac, mean_wh=mean, **extra)
     meta = {"energies": energies_meta(vehicle, kinetic_mass_kg, source="trip logs")}
     if not offsets:

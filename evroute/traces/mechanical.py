@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from evroute.energy import VehicleProfile, network_energy_wh
+from evroute.energy import VehicleProfile, edge_prior
 from evroute.errors import DataError, ParameterError
 
 #: the value of a model header's ``meta["energies"]["kind"]`` for reduced energies (module doc)
@@ -47,14 +47,18 @@ def potential_wh(network: Any, vehicle: VehicleProfile, gravity_mps2: float | No
     return vehicle.mass_kg * g * (np.asarray(network.z_to_m) - np.asarray(network.z_from_m)) / 3600.0
 
 
-def reduced_prior_wh(network: Any, vehicle: VehicleProfile) -> np.ndarray:
-    """``(E,)`` Eq. 8's energy minus the edge's potential change (Wh): the physics prior of a reduced energy.
+def reduced_prior_wh(network: Any, vehicle: VehicleProfile, prior: str = "eq8") -> np.ndarray:
+    """``(E,)`` the ``prior`` model's edge energy minus the edge's potential change (Wh): the physics prior of a reduced
+    energy.
 
-    Eq. 8 is at constant speed (no kinetic change), so this is its dissipated part, ``>= 0`` for efficiencies
-    ``<= 1`` on a network with ``|dz| <= length``.  Summed over a route and given back its boundary term
+    ``prior`` names a model of :func:`evroute.energy.edge_prior` (``"profile"``, the project's default, as
+    ``evroute learn`` starts a new model from; ``"eq8"``, the paper's, here by default for its exact route identity).
+    Eq. 8 is at constant speed (no kinetic change), so its reduced energy is its dissipated part, ``>= 0`` for
+    efficiencies ``<= 1`` on a network with ``|dz| <= length``; summed over a route and given back its boundary term
     ``m g (z_end - z_start) / 3600`` it is Eq. 8's route energy exactly (consecutive edges share their junction's
-    height)."""
-    return network_energy_wh(network, vehicle) - potential_wh(network, vehicle)
+    height).  The speed profile drives each edge ``u -> v_c -> u`` (no kinetic change either), so the same holds for
+    its expected energies."""
+    return edge_prior(network, vehicle, prior).energy_wh - potential_wh(network, vehicle)
 
 
 def energies_meta(vehicle: VehicleProfile, kinetic_mass_kg: float | None = None, **extra: Any) -> dict[str, Any]:

@@ -15,34 +15,39 @@ Protocol (all seeded):
    true route (precision), per trip.  Matcher: ``MatchOptions(sigma_m=max(noise, 5), beta_m=10 (1 s) or 30 (10 s))``
    with the default thinning at 4 sigma, which a pilot on the matching precision of 30 of the training trips (15 m
    noise, 1 Hz) preferred to Newson & Krumm's 2 sigma (0.88 vs 0.65); no held-out trip was used for it.
-3. For N in ``--ns`` and each seed, N training trips drawn at random (seed) are learned by BI and by the exact GP
-   (``evroute.models.store.prior_model`` priors: physics mean Eq. 8, the paper's kernel, prior variance
-   ``(p sigma_det)^2``).  The readings are **reduced energies** (``evroute.traces.mechanical``: battery energy minus
-   the change of mechanical energy, SUMO's kinetic mass ``m + rotatingMass``, the network's heights at the matched
-   positions, SUMO's g), the prior mean Eq. 8 minus each edge's ``m g dz``.  Hyper-parameters by ML-II on the
-   training readings alone (never the held-out trips): the largest log marginal likelihood over the prior's scale
-   ``p`` in ``--prior-fracs``, whether to add shared per-metre and per-edge offsets of the physics mean
-   (``evroute.models.linear_obs.offset_basis``: prior s.d. 0.05 Wh/m and 10 Wh), the nominal noise of one traversal
-   ``(f sigma_det)^2`` with ``f`` in ``--noise-fracs`` (it matters beside the charge quantisation of degraded logs;
-   with exact logs only ``phi f^2`` does) and, for each, the readings' noise scale ``phi`` (bounded search,
-   :func:`_ml2`).  The held-out trips' energy is predicted as the sum of the posterior means over their true routes
-   plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end - z_start)``), with two 90 %
-   intervals: ``cover90`` from the route's joint posterior covariance, the whole-trip noise and the trip effect fitted
-   to the training trips' sums (``evroute.models.trip_effect.fit_route_noise``: the readings' noise over short
-   windows overstates a whole traversal's), and ``cover90_learn`` with the readings' noise ``phi`` per traversal and
-   the trip effect by moments (``fit_trip_effect``), as ``evroute learn`` does today.  Error per held-out trip =
-   predicted - SUMO's battery energy (Wh): RMSE, bias and the share of held-out trips inside each 90 % interval; the
-   prior alone (N = 0) is the physics model.
+3. For N in ``--ns`` and each seed (N at or above the pool ``--train``: seed 0 alone, every seed draws the whole
+   pool), N training trips drawn at random (seed) are learned by BI and by the exact GP
+   (``evroute.models.store.prior_model`` priors: the physics mean of ``--prior``, by default the project's default
+   prior, the speed-profile model of ``evroute.energy.edge_prior``, from which ``evroute learn`` starts a new model too;
+   the paper's kernel; prior variance ``(p sigma_det)^2``).  The readings are **reduced energies**
+   (``evroute.traces.mechanical``: battery energy minus the change of mechanical energy, SUMO's kinetic mass ``m +
+   rotatingMass``, the network's heights at the matched positions, SUMO's g), the prior mean the prior's edge energy
+   minus its ``m g dz``.  Hyper-parameters by ML-II on the training readings alone (never the held-out trips): the
+   largest log marginal likelihood over the prior's scale ``p`` in ``--prior-fracs``, whether to add shared per-metre
+   and per-edge offsets of the physics mean (``evroute.models.linear_obs.offset_basis``: prior s.d. 0.05 Wh/m and 10
+   Wh), the nominal noise of one traversal ``(f sigma_det)^2`` with ``f`` in ``--noise-fracs`` (it matters beside the
+   charge quantisation of degraded logs; with exact logs only ``phi f^2`` does) and, for each, the readings' noise scale
+   ``phi`` (bounded search, :func:`_ml2`).  The held-out trips' energy is predicted as the sum of the posterior means
+   over their true routes plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end -
+   z_start)``), with two 90 % intervals: ``cover90`` from the route's joint posterior covariance, the whole-trip noise
+   and the trip effect fitted to the training trips' sums (``evroute.models.trip_effect.fit_route_noise``: the readings'
+   noise over short windows overstates a whole traversal's), and ``cover90_learn`` with the readings' noise ``phi`` per
+   traversal and the trip effect by moments (``fit_trip_effect``), as ``evroute learn`` does today.  Error per held-out
+   trip = predicted - SUMO's battery energy (Wh): RMSE, bias and the share of held-out trips inside each 90 % interval;
+   the prior alone (N = 0) is the physics model.
 
 Where the prior's bias comes from (``bias.csv``, training trips, SUMO's exact logs; no fit, no held-out trip): each
 trip's SUMO energy minus the prior's, split by ``known_truth_floor.bias_rows`` into the driven speed profile, SUMO's
 rotating mass, its auxiliary power and a remainder.  The floor that no per-edge learner removes (an oracle of the
 true per-edge means) and a shared-structure fit: ``studies/trip_logs/known_truth_floor.py`` (``floor.csv``).
 
-Resumable: the simulation and each (condition, N, seed) row are kept in ``--out`` (``sim/``, ``rows.csv``,
-``matching.csv``, ``coverage.csv``, ``bias.csv``, and ``command.txt``: the latest command); a rerun skips what is
-there.  One study folder per network; ``studies/trip_logs/known_truth_report.py --collect FOLDER ...`` copies them into
-the committed CSV files (``docs/results/data/trip_logs_known_truth*``) and writes the report.
+Resumable: the simulation, the training trips' matches and each (condition, N, seed) row are kept in ``--out``
+(``sim/``, ``matched_COND.pkl``, ``rows.csv``, ``matching.csv``, ``coverage.csv``, ``bias.csv``, and ``command.txt``:
+the latest command); a rerun skips what is there, so extra seeds or N cost only their fits.  ``--workers 2`` fits
+two cells at once (forked processes sharing the trips' readings), each with one BLAS thread
+(``evroute.experiments.threads``: more threads made a cell several times dearer in CPU on a loaded machine).  One
+study folder per network; ``studies/trip_logs/known_truth_report.py --collect FOLDER ...`` copies them into the
+committed CSV files (``docs/results/data/trip_logs_known_truth*``) and writes the report.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from evroute.energy import PRIORS
 
 CONDITIONS = {  # name: (period_s, gps_sigma_m, soc_step_pct); "exact": SUMO's own log (the bound of log quality)
     "exact": (1.0, 0.0, 1e-6),
@@ -87,6 +94,7 @@ ROW_FIELDS = [
     "noise_mult",
     "cover90_learn",
     "trip_rel_var_learn",
+    "prior",
 ]
 Z90 = 1.6448536269514722  # the standard normal's 95 % quantile: a central 90 % interval is mean +- Z90 sd
 MATCH_FIELDS = ["network", "condition", "trip", "samples", "recall", "precision", "cpu_s"]
@@ -149,6 +157,7 @@ class Study:
     held-out trips' weights and boundary terms (module doc, step 3)."""
 
     lg: Any
+    prior: str  # the prior's name (evroute.energy.PRIORS), its mean the reduced energies of that model
     vehicle: Any
     sumo_v: Any  # the vehicle with SUMO's g: reduced energies as SUMO charges them
     m_kin: float  # SUMO's kinetic mass m + rotatingMass (kg)
@@ -158,7 +167,7 @@ class Study:
     test: list[str]
     truth: dict  # trip -> (n,) edge indices of its route
     energy: dict  # trip -> SUMO battery energy (Wh)
-    e_det: np.ndarray  # (E,) Eq. 8 (Wh)
+    e_det: np.ndarray  # (E,) the prior's edge energies (Wh)
     red_prior: np.ndarray  # (E,) the prior mean of reduced energies (Wh)
     exact_index: Any  # MatchIndex for SUMO's exact logs
     w_test: list[np.ndarray]  # per held-out trip: (n,) driven share of each route edge
@@ -166,9 +175,9 @@ class Study:
     y_test: np.ndarray  # (test,) SUMO battery energy (Wh)
 
 
-def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: float) -> Study:
+def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: float, prior: str = "profile") -> Study:
     """Simulate (once; kept in ``out / "sim"``) and load the study's trips (module doc, steps 1 and 3)."""
-    from evroute.energy import VehicleProfile, network_energy_wh
+    from evroute.energy import VehicleProfile, edge_prior
     from evroute.linegraph import build_line_graph
     from evroute.network.registry import load_network
     from evroute.sumo.replay import sumo_net_file
@@ -219,6 +228,7 @@ def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: 
         bnd_list.append(float(mech[1] - mech[0]))
     return Study(
         lg=lg,
+        prior=prior,
         vehicle=vehicle,
         sumo_v=sumo_v,
         m_kin=m_kin,
@@ -228,8 +238,8 @@ def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: 
         test=test,
         truth=truth,
         energy=energy,
-        e_det=network_energy_wh(net, vehicle),
-        red_prior=reduced_prior_wh(net, vehicle),
+        e_det=edge_prior(net, vehicle, prior).energy_wh,
+        red_prior=reduced_prior_wh(net, vehicle, prior),
         exact_index=exact_index,
         w_test=w_test,
         bnd_test=np.array(bnd_list),
@@ -237,103 +247,40 @@ def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: 
     )
 
 
-def run(args: argparse.Namespace) -> int:
-    from evroute.models.linear_obs import (
-        LinearStatistics,
-        kernel_factor,
-        linear_model_from,
-        offset_basis,
-    )
-    from evroute.models.store import prior_model
-    from evroute.models.trip_effect import TripSums, fit_route_noise, fit_trip_effect
+#: what the fitting of one cell needs, set by :func:`run` before the process pool forks (its workers inherit it)
+_SHARED: dict[str, Any] = {}
+
+
+def _match_trips(st: Study, cond: str, out: Path, network: str) -> dict[str, tuple[Any, Any]]:
+    """``{trip: (degraded log, match)}`` of every training trip under ``cond`` (module doc, step 2), matched once per
+    study folder: the matches are kept in ``out / f"matched_{cond}.pkl"`` (the logs are re-degraded from their seeds,
+    which is cheap and exact), the matching rows appended to ``matching.csv`` the first time."""
+    import pickle
+
     from evroute.sumo.triplogs import degrade
     from evroute.traces.mapmatch import MatchIndex, MatchOptions
-    from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
-    from evroute.traces.observations import trace_readings
-    from studies.trip_logs.known_truth_floor import BIAS_FIELDS, bias_rows
 
-    out = Path(args.out)
-    st = load_study(args.network, out, args.train, args.test, args.min_route_m)
-    lg, vehicle, net = st.lg, st.vehicle, st.lg.network
-    traces, train, test, truth, energy = st.traces, st.train, st.test, st.truth, st.energy
-    sumo_v, m_kin, usable, e_det, red_prior = st.sumo_v, st.m_kin, st.usable, st.e_det, st.red_prior
-    w_test, bnd_test, y_test = st.w_test, st.bnd_test, st.y_test
-    rows_csv, match_csv = out / "rows.csv", out / "matching.csv"
-    (out / "command.txt").write_text(_command(args.argv) + "\n")  # the latest command: it completes the design
-    if not (out / "bias.csv").is_file():
-        _append(out / "bias.csv", BIAS_FIELDS, bias_rows(args.network, train, traces, truth, net, vehicle, energy))
-    have_cov = {(int(r["n_train"]), int(r["seed"])) for r in _read(out / "coverage.csv")}
-    test_edges = np.concatenate([truth[n] for n in test])  # share of held-out route edges the N training trips drove
-    cov_rows = []
-    for n_train in args.ns:
-        for seed in range(args.seeds):
-            if (n_train, seed) not in have_cov:
-                pick = np.random.default_rng(seed).choice(len(train), size=min(n_train, len(train)), replace=False)
-                seen = np.unique(np.concatenate([truth[train[i]] for i in pick]))
-                cov_rows.append(
-                    dict(
-                        network=args.network,
-                        n_train=n_train,
-                        seed=seed,
-                        coverage=f"{np.isin(test_edges, seen).mean():.4f}",
-                    )
-                )
-    if cov_rows:
-        _append(out / "coverage.csv", ["network", "n_train", "seed", "coverage"], cov_rows)
-    done = {(r["condition"], int(r["n_train"]), int(r["seed"])) for r in _read(rows_csv)}
-    prior_done = any(int(r["n_train"]) == 0 for r in _read(rows_csv))
-    if not prior_done:
-        pred = np.array([w @ red_prior[truth[n]] for n, w in zip(test, w_test, strict=True)]) + bnd_test
-        err = pred - y_test
-        _append(
-            rows_csv,
-            ROW_FIELDS,
-            [
-                dict(
-                    network=args.network,
-                    condition="-",
-                    n_train=0,
-                    seed=0,
-                    model="prior",
-                    rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
-                    bias_wh=f"{err.mean():.3f}",
-                    n_test=len(test),
-                    mean_energy_wh=f"{y_test.mean():.3f}",
-                )
-            ],
+    period, sigma, step = CONDITIONS[cond]
+    store = out / f"matched_{cond}.pkl"
+    kept: dict[str, Any] = pickle.loads(store.read_bytes()) if store.is_file() else {}
+    index = None
+    have_match = {r["trip"] for r in _read(out / "matching.csv") if r["condition"] == cond}
+    matched, rows = {}, []
+    for k, name in enumerate(st.train):
+        log = degrade(
+            st.traces[name], np.random.default_rng(1000 + k), gps_sigma_m=sigma, period_s=period, soc_step_pct=step
         )
-    # the priors once (the kernel does not depend on the noise, which only enters the readings' covariance)
-    extra: dict[str, Any] = {"learn_hyper": False}
-    bases = {
-        (k, pf): prior_model(
-            k, lg, vehicle, outputscale_frac=pf, mean_wh=red_prior, **(extra if k == "gp-exact" else {})
-        )
-        for k in args.models
-        for pf in args.prior_fracs
-    }
-    var_det = float(np.var(e_det))
-    for cond in args.conditions:
-        period, sigma, step = CONDITIONS[cond]
-        index = MatchIndex(lg, MatchOptions(sigma_m=max(sigma, 5.0), beta_m=10.0 if period <= 1 else 30.0))
-        basis, basis_sd = offset_basis(index.length_m)
-        todo = [(n, seed) for n in args.ns for seed in range(args.seeds) if (cond, n, seed) not in done]
-        have_match = {r["trip"] for r in _read(match_csv) if r["condition"] == cond}
-        if not todo and have_match >= set(train):
-            continue
-        matched = {}
-        matched_rows = []
-        for k, name in enumerate(train):
-            log = degrade(
-                traces[name], np.random.default_rng(1000 + k), gps_sigma_m=sigma, period_s=period, soc_step_pct=step
-            )
+        if name not in kept:
+            if index is None:
+                index = MatchIndex(st.lg, MatchOptions(sigma_m=max(sigma, 5.0), beta_m=10.0 if period <= 1 else 30.0))
             t0 = time.process_time()
-            m = index.match(log.lat, log.lon)
+            kept[name] = index.match(log.lat, log.lon)
             cpu = time.process_time() - t0
-            true_set, got = set(truth[name].tolist()), set(m.path.tolist())
             if name not in have_match:
-                matched_rows.append(
+                true_set, got = set(st.truth[name].tolist()), set(kept[name].path.tolist())
+                rows.append(
                     dict(
-                        network=args.network,
+                        network=network,
                         condition=cond,
                         trip=name,
                         samples=len(log),
@@ -342,124 +289,258 @@ def run(args: argparse.Namespace) -> int:
                         cpu_s=f"{cpu:.4f}",
                     )
                 )
-            matched[name] = (log, m)
-        if matched_rows:
-            _append(match_csv, MATCH_FIELDS, matched_rows)
-        cache: dict[tuple[str, float], Any] = {}  # (trip, noise fraction) -> its readings (None: unusable)
+        matched[name] = (log, kept[name])
+    if index is not None:
+        store.write_bytes(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
+    if rows:
+        _append(out / "matching.csv", MATCH_FIELDS, rows)
+    return matched
 
-        for n_train, seed in todo:
-            pick = np.random.default_rng(seed).choice(len(train), size=min(n_train, len(train)), replace=False)
-            t0 = _cpu()
-            # per noise fraction the readings' statistics are the same for both models and both mean choices (only
-            # the prior kernel differs): built once, shared; per model and mean choice the kernel's factor over the
-            # touched edges is the same for every noise fraction (the touched edges do not depend on the noise):
-            # computed once.  The best log marginal likelihood wins, the first in (f, offsets) order on a tie.
-            stats_of, unusable_of = [], []
-            for frac in args.noise_fracs:
-                stats = LinearStatistics(len(e_det))
-                unusable = 0
-                for i in pick:
-                    key = (train[i], frac)
-                    if key not in cache:
-                        log, m = matched[train[i]]
-                        z = path_height_m(m.edge, m.offset_m, index.length_m, net.z_from_m, net.z_to_m)
-                        mech = sample_mechanical_wh(log.speed_mps, z, sumo_v, m_kin)
-                        cache[key] = (
-                            trace_readings(
-                                log, m, index.length_m, usable, frac**2 * var_det, soc_step=step, mechanical_wh=mech
-                            )
-                            if m.pieces == 1
-                            else None
-                        )
-                    r = cache[key]
-                    if r is None:
-                        unusable += 1
-                        continue
-                    stats.add(r.edges, r.a, r.y, r.noise_cov)
-                stats_of.append(stats)
-                unusable_of.append(unusable)
-            touched = stats_of[0].touched()
-            assert all(np.array_equal(st.touched(), touched) for st in stats_of)
-            rows = []
-            for kind in args.models:
-                # ML-II over the prior's scale, the offsets and the noise (module doc, step 3); first best on a tie
-                best: tuple | None = None
-                for pf in args.prior_fracs:
-                    for offsets in (False, True):
-                        kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
-                        model = linear_model_from(bases[(kind, pf)], **kw)  # noise_var only enters the readings
-                        factor = kernel_factor(model.kernel, model.scale2, touched) if len(touched) else None
-                        for f_i, (frac, stats) in enumerate(zip(args.noise_fracs, stats_of, strict=True)):
-                            phi, log_ml = _ml2(model, stats, factor)
-                            if best is None or log_ml > best[0]:
-                                best = (log_ml, pf, frac, offsets, f_i, phi)
-                assert best is not None
-                _, pf, frac, offsets, f_i, phi = best
-                kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
-                model = linear_model_from(bases[(kind, pf)], **kw)
-                model.stats = stats_of[f_i]
-                model.noise_var = frac**2 * var_det
-                model.noise_scale = phi
-                unusable = unusable_of[f_i]
-                post = model.posterior()
-                mu = post.mean
-                sums = TripSums()
-                for i in pick:
-                    r = cache[(train[i], frac)]
-                    if r is not None:
-                        sums.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
-                # two route intervals: the readings' noise + the trip effect by moments (as evroute learn), and the
-                # whole-trip noise and trip effect fitted to the training trips' sums (trip_effect.fit_route_noise)
-                tau2 = fit_trip_effect(mu, post.covariance_of, sums, phi).rel_var
-                rn = fit_route_noise(mu, post.covariance_of, sums, phi)
-                pred = np.array([w @ mu[truth[n]] for n, w in zip(test, w_test, strict=True)]) + bnd_test
-                parts = np.array(
-                    [
-                        (
-                            w @ post.covariance_of(truth[n]) @ w,
-                            phi * model.noise_var * w.sum(),
-                            max(w @ mu[truth[n]], 0.0) ** 2,
-                        )
-                        for n, w in zip(test, w_test, strict=True)
-                    ]
-                )
-                sd_learn = np.sqrt(parts[:, 0] + parts[:, 1] + tau2 * parts[:, 2])
-                sd = np.sqrt(parts[:, 0] + rn.noise_mult * parts[:, 1] + rn.rel_var * parts[:, 2])
-                err = pred - y_test
-                log_ml = model.log_ml
-                rows.append(
-                    dict(
-                        network=args.network,
-                        condition=cond,
-                        n_train=n_train,
-                        seed=seed,
-                        model=kind,
-                        rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
-                        bias_wh=f"{err.mean():.3f}",
-                        n_test=len(test),
-                        mean_energy_wh=f"{y_test.mean():.3f}",
-                        noise_frac=frac,
-                        offsets=int(offsets),
-                        log_ml=f"{log_ml:.2f}",
-                        unusable=unusable,
-                        cover90=f"{np.mean(np.abs(err) <= Z90 * sd):.4f}",
-                        sd_mean_wh=f"{sd.mean():.3f}",
-                        noise_scale=f"{phi:.4g}",
-                        trip_rel_var=f"{rn.rel_var:.4g}",
-                        prior_frac=pf,
-                        noise_mult=f"{rn.noise_mult:.4g}",
-                        cover90_learn=f"{np.mean(np.abs(err) <= Z90 * sd_learn):.4f}",
-                        trip_rel_var_learn=f"{tau2:.4g}",
-                    )
-                )
-            _append(rows_csv, ROW_FIELDS, rows)
-            print(
-                f"{cond} N={n_train} seed={seed}: "
-                + ", ".join(f"{r['model']} {r['rmse_wh']}" for r in rows)
-                + f" ({_cpu() - t0:.1f} CPU s)",
-                file=sys.stderr,
+
+def _readings(st: Study, matched: dict, cond: str, names: list[str], fracs: list[float]) -> dict:
+    """``{(trip, f): Readings or None}`` (None: matched in more than one piece, unusable) of the trips ``names`` for
+    each nominal noise fraction ``f`` (module doc, step 3: reduced energies)."""
+    from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
+    from evroute.traces.observations import trace_readings
+
+    net, length = st.lg.network, st.exact_index.length_m
+    step = CONDITIONS[cond][2]
+    var_det = float(np.var(st.e_det))
+    out: dict[tuple[str, float], Any] = {}
+    for name in names:
+        log, m = matched[name]
+        if m.pieces != 1:
+            out.update({(name, f): None for f in fracs})
+            continue
+        z = path_height_m(m.edge, m.offset_m, length, net.z_from_m, net.z_to_m)
+        mech = sample_mechanical_wh(log.speed_mps, z, st.sumo_v, st.m_kin)
+        for f in fracs:
+            out[(name, f)] = trace_readings(
+                log, m, length, st.usable, f**2 * var_det, soc_step=step, mechanical_wh=mech
             )
+    return out
+
+
+def _pick(n_train: int, seed: int, pool: int) -> np.ndarray:
+    """The training trips of a cell: ``n_train`` of the pool's ``pool`` drawn without replacement (seed)."""
+    return np.random.default_rng(seed).choice(pool, size=min(n_train, pool), replace=False)
+
+
+def _cells(ns: list[int], seeds: int, pool: int) -> list[tuple[int, int]]:
+    """The (N, seed) cells of the design: every seed for N below the pool's size; one (seed 0) for N at or above it,
+    where every seed draws the whole pool and would repeat the same fit."""
+    return [(n, seed) for n in ns for seed in range(seeds if n < pool else 1)]
+
+
+def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
+    """``(N, seed, rows, CPU s)``: both models learned from the cell's ``N`` training trips and scored on the held-out
+    trips (module doc, step 3), from :data:`_SHARED` (a forked worker's copy)."""
+    from evroute.models.linear_obs import kernel_factor, linear_model_from
+    from evroute.models.trip_effect import TripSums, fit_route_noise, fit_trip_effect
+
+    n_train, seed = cell
+    sh = _SHARED
+    st, args, cond, cache, bases = sh["study"], sh["args"], sh["cond"], sh["readings"], sh["bases"]
+    basis, basis_sd, stats_for = sh["basis"], sh["basis_sd"], sh["stats_for"]
+    t0 = _cpu()
+    pick = _pick(n_train, seed, len(st.train))
+    names = [st.train[i] for i in pick]
+    var_det = float(np.var(st.e_det))
+    # per noise fraction the readings' statistics are the same for both models and both mean choices (only the
+    # prior kernel differs): built once, shared; per model and mean choice the kernel's factor over the touched edges
+    # is the same for every noise fraction (the touched edges do not depend on the noise): computed once.  The best
+    # log marginal likelihood wins, the first in (f, offsets) order on a tie.
+    stats_of, unusable_of = zip(*(stats_for(names, f) for f in args.noise_fracs), strict=True)
+    touched = stats_of[0].touched()
+    assert all(np.array_equal(x.touched(), touched) for x in stats_of)
+    rows = []
+    for kind in args.models:
+        best: tuple | None = None
+        for pf in args.prior_fracs:
+            for offsets in (False, True):
+                kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
+                model = linear_model_from(bases[(kind, pf)], **kw)  # noise_var only enters the readings
+                factor = kernel_factor(model.kernel, model.scale2, touched) if len(touched) else None
+                for f_i, stats in enumerate(stats_of):
+                    phi, log_ml = _ml2(model, stats, factor)
+                    if best is None or log_ml > best[0]:
+                        best = (log_ml, pf, args.noise_fracs[f_i], offsets, f_i, phi)
+        assert best is not None
+        _, pf, frac, offsets, f_i, phi = best
+        kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
+        model = linear_model_from(bases[(kind, pf)], **kw)
+        model.stats = stats_of[f_i]
+        model.noise_var = frac**2 * var_det
+        model.noise_scale = phi
+        post = model.posterior()
+        mu = post.mean
+        sums = TripSums()
+        for name in names:
+            r = cache[(name, frac)]
+            if r is not None:
+                sums.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+        # two route intervals: the readings' noise + the trip effect by moments (as evroute learn), and the whole-trip
+        # noise and trip effect fitted to the training trips' sums (trip_effect.fit_route_noise)
+        tau2 = fit_trip_effect(mu, post.covariance_of, sums, phi).rel_var
+        rn = fit_route_noise(mu, post.covariance_of, sums, phi)
+        routes = [st.truth[n] for n in st.test]
+        pred = np.array([w @ mu[r] for r, w in zip(routes, st.w_test, strict=True)]) + st.bnd_test
+        parts = np.array(
+            [
+                (w @ post.covariance_of(r) @ w, phi * model.noise_var * w.sum(), max(w @ mu[r], 0.0) ** 2)
+                for r, w in zip(routes, st.w_test, strict=True)
+            ]
+        )
+        sd_learn = np.sqrt(parts[:, 0] + parts[:, 1] + tau2 * parts[:, 2])
+        sd = np.sqrt(parts[:, 0] + rn.noise_mult * parts[:, 1] + rn.rel_var * parts[:, 2])
+        err = pred - st.y_test
+        rows.append(
+            dict(
+                network=args.network,
+                condition=cond,
+                n_train=n_train,
+                seed=seed,
+                model=kind,
+                rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
+                bias_wh=f"{err.mean():.3f}",
+                n_test=len(st.test),
+                mean_energy_wh=f"{st.y_test.mean():.3f}",
+                noise_frac=frac,
+                offsets=int(offsets),
+                log_ml=f"{model.log_ml:.2f}",
+                unusable=unusable_of[f_i],
+                cover90=f"{np.mean(np.abs(err) <= Z90 * sd):.4f}",
+                sd_mean_wh=f"{sd.mean():.3f}",
+                noise_scale=f"{phi:.4g}",
+                trip_rel_var=f"{rn.rel_var:.4g}",
+                prior_frac=pf,
+                noise_mult=f"{rn.noise_mult:.4g}",
+                cover90_learn=f"{np.mean(np.abs(err) <= Z90 * sd_learn):.4f}",
+                trip_rel_var_learn=f"{tau2:.4g}",
+                prior=st.prior,
+            )
+        )
+    return n_train, seed, rows, _cpu() - t0
+
+
+def run(args: argparse.Namespace) -> int:
+    import multiprocessing
+
+    from evroute.models.linear_obs import LinearStatistics, offset_basis
+    from evroute.models.store import prior_model
+    from studies.trip_logs.known_truth_floor import BIAS_FIELDS, bias_rows
+
+    out = Path(args.out)
+    st = load_study(args.network, out, args.train, args.test, args.min_route_m, args.prior)
+    lg, net = st.lg, st.lg.network
+    train, test, truth = st.train, st.test, st.truth
+    rows_csv = out / "rows.csv"
+    (out / "command.txt").write_text(_command(args.argv) + "\n")  # the latest command: it completes the design
+    if not (out / "bias.csv").is_file():
+        _append(
+            out / "bias.csv",
+            BIAS_FIELDS,
+            bias_rows(args.network, train, st.traces, truth, net, st.vehicle, st.energy, st.e_det),
+        )
+    have_cov = {(int(r["n_train"]), int(r["seed"])) for r in _read(out / "coverage.csv")}
+    test_edges = np.concatenate([truth[n] for n in test])  # share of held-out route edges the N training trips drove
+    cov_rows = []
+    for n_train, seed in _cells(args.ns, args.seeds, len(train)):
+        if (n_train, seed) not in have_cov:
+            seen = np.unique(np.concatenate([truth[train[i]] for i in _pick(n_train, seed, len(train))]))
+            cov_rows.append(
+                dict(
+                    network=args.network,
+                    n_train=n_train,
+                    seed=seed,
+                    coverage=f"{np.isin(test_edges, seen).mean():.4f}",
+                )
+            )
+    if cov_rows:
+        _append(out / "coverage.csv", ["network", "n_train", "seed", "coverage"], cov_rows)
+    done = {(r["condition"], int(r["n_train"]), int(r["seed"])) for r in _read(rows_csv)}
+    if not any(int(r["n_train"]) == 0 for r in _read(rows_csv)):
+        pred = np.array([w @ st.red_prior[truth[n]] for n, w in zip(test, st.w_test, strict=True)]) + st.bnd_test
+        err = pred - st.y_test
+        prior_row = dict(network=args.network, condition="-", n_train=0, seed=0, model="prior", prior=st.prior)
+        prior_row.update(
+            rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
+            bias_wh=f"{err.mean():.3f}",
+            n_test=len(test),
+            mean_energy_wh=f"{st.y_test.mean():.3f}",
+        )
+        _append(rows_csv, ROW_FIELDS, [prior_row])
+    # the priors once (the kernel does not depend on the noise, which only enters the readings' covariance)
+    extra: dict[str, Any] = {"learn_hyper": False}
+    bases = {
+        (k, pf): prior_model(
+            k,
+            lg,
+            st.vehicle,
+            outputscale_frac=pf,
+            prior=st.prior,
+            mean_wh=st.red_prior,
+            **(extra if k == "gp-exact" else {}),
+        )
+        for k in args.models
+        for pf in args.prior_fracs
+    }
+    for cond in args.conditions:
+        todo = [(n, seed) for n, seed in _cells(args.ns, args.seeds, len(train)) if (cond, n, seed) not in done]
+        have_match = {r["trip"] for r in _read(out / "matching.csv") if r["condition"] == cond}
+        if not todo and have_match >= set(train):
+            continue
+        t0 = _cpu()
+        matched = _match_trips(st, cond, out, args.network)
+        need = sorted({train[i] for n, seed in todo for i in _pick(n, seed, len(train))})
+        cache = _readings(st, matched, cond, need, args.noise_fracs)
+        print(f"{cond}: {len(matched)} trips matched, {len(need)} read ({_cpu() - t0:.1f} CPU s)", file=sys.stderr)
+
+        def stats_for(names: list[str], frac: float, cache: dict = cache) -> tuple[LinearStatistics, int]:
+            stats, unusable = LinearStatistics(len(st.e_det)), 0
+            for name in names:
+                r = cache[(name, frac)]
+                if r is None:
+                    unusable += 1
+                else:
+                    stats.add(r.edges, r.a, r.y, r.noise_cov)
+            return stats, unusable
+
+        basis, basis_sd = offset_basis(st.exact_index.length_m)
+        _SHARED.update(
+            study=st,
+            args=args,
+            cond=cond,
+            readings=cache,
+            bases=bases,
+            basis=basis,
+            basis_sd=basis_sd,
+            stats_for=stats_for,
+        )
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(args.workers) if args.workers > 1 else _Serial() as pool:
+            for n_train, seed, rows, cpu in pool.imap_unordered(_fit_cell, todo):
+                _append(rows_csv, ROW_FIELDS, rows)
+                print(
+                    f"{cond} N={n_train} seed={seed}: "
+                    + ", ".join(f"{r['model']} {r['rmse_wh']}" for r in rows)
+                    + f" ({cpu:.1f} CPU s)",
+                    file=sys.stderr,
+                )
     return 0
+
+
+class _Serial:
+    """A stand-in for a process pool of one worker: ``imap_unordered`` in this process."""
+
+    def __enter__(self) -> _Serial:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def imap_unordered(self, fn: Any, items: list) -> Any:
+        return map(fn, items)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -477,6 +558,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models", default="bi,gp-exact", help="learned models, among bi, gp-exact")
     p.add_argument("--noise-fracs", default=",".join(map(str, NOISE_FRACS)), help="grid of f (ML-II, step 3)")
     p.add_argument("--prior-fracs", default="0.25", help="grid of the prior s.d. / sigma_det (ML-II, step 3)")
+    p.add_argument(
+        "--prior", default=PRIORS[0], help=f"the physics prior, among {', '.join(PRIORS)} (default: the default)"
+    )
+    p.add_argument("--workers", type=int, default=1, help="processes fitting cells at once (1 or 2)")
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.ns = [int(x) for x in args.ns.split(",") if x]
@@ -496,10 +581,16 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    if args.prior not in PRIORS or args.workers not in (1, 2):
+        print(f"evroute: error: --prior must be one of {', '.join(PRIORS)} and --workers 1 or 2", file=sys.stderr)
+        return 2
     if not args.noise_fracs or not args.prior_fracs or not all(0 < f < 10 for f in fracs):
         print("evroute: error: --noise-fracs and --prior-fracs need values in (0, 10)", file=sys.stderr)
         return 2
-    return run(args)
+    from evroute.experiments.threads import run_threads
+
+    with run_threads():  # one BLAS thread per process (EVROUTE_BLAS_THREADS): --workers parallelises over processes
+        return run(args)
 
 
 if __name__ == "__main__":

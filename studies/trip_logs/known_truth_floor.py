@@ -7,7 +7,8 @@ readings' noise), every trip's reduced energy (battery minus kinetic and potenti
 each trip has a reduced energy per traversed edge; the whole traversals (not the trip's first or last edge) of
 every edge over the pool of trips estimate the edge's **true mean**.  Rows (held-out trips of the study):
 
-* ``prior``: the study's prior (Eq. 8's reduced energies plus the boundary term);
+* ``prior``: the study's prior (its reduced energies plus the boundary term; the default prior unless the study's
+  ``--prior`` says otherwise);
 * ``oracle_edge_means`` (**an oracle ablation, not a learner**): the sum over the held-out route of the true per-edge
   means from every *other* trip of the pool (training and held-out, leave-one-out; the prior where an edge has no
   whole traversal), plus the boundary term.  Its error is what no per-edge learner can remove: the trip-level noise
@@ -28,6 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
+from evroute.energy import PRIORS
+
 FIELDS = ["network", "row", "n_train", "rmse_wh", "bias_wh", "n_test", "note", "command"]
 BIAS_FIELDS = [
     "network",
@@ -45,12 +48,16 @@ BIAS_FIELDS = [
 ]
 
 
-def bias_rows(network: str, train: list[str], traces: dict, truth: dict, net, vehicle, energy: dict) -> list[dict]:
-    """Per training trip, SUMO's battery energy minus the prior's (Eq. 8 summed over the true route, Wh) split into
-    what the constant-speed prior leaves out, from SUMO's exact log alone (no held-out trip, no fit):
+def bias_rows(
+    network: str, train: list[str], traces: dict, truth: dict, net, vehicle, energy: dict, prior_wh: np.ndarray
+) -> list[dict]:
+    """Per training trip, SUMO's battery energy minus the prior's (``prior_wh``, ``(E,)`` the study prior's edge
+    energies, summed over the true route, Wh) split into what the prior leaves out, from SUMO's exact log alone (no
+    held-out trip, no fit):
 
     * ``speed_profile_wh``: the trace model (:func:`evroute.traces.energy.trace_energy`, Eq. 8 second by second with
-      the kinetic term, SUMO's own altitude ``z``) along SUMO's driven speeds, minus Eq. 8 at the speed limits;
+      the kinetic term, SUMO's own altitude ``z``) along SUMO's driven speeds, minus the prior (for the default prior:
+      its assumed speed profile and junction stops; for Eq. 8: constant speed at the limits);
     * ``rotating_mass_wh``: the same with SUMO's rotating mass (``SUMO_ONLY_DEFAULTS``) added to the kinetic term;
     * ``auxiliary_wh``: SUMO's constant power intake times the trip's duration (the profile sets none);
     * ``rest_wh``: what remains, i.e. what the trace model does not reproduce of SUMO's Energy model (e.g. its radial
@@ -65,9 +72,6 @@ def bias_rows(network: str, train: list[str], traces: dict, truth: dict, net, ve
     aux_w = SUMO_ONLY_DEFAULTS["constantPowerIntake"] if aux_w is None else aux_w
     bare = dataclasses.replace(vehicle, auxiliary_power_w=None)
     rot = TraceModelOptions(rotating_mass_kg=SUMO_ONLY_DEFAULTS["rotatingMass"])
-    from evroute.energy import network_energy_wh
-
-    e_det = network_energy_wh(net, vehicle)
     out = []
     for n in train:
         tr, route = traces[n], truth[n]
@@ -75,7 +79,7 @@ def bias_rows(network: str, train: list[str], traces: dict, truth: dict, net, ve
         spun = trace_energy(tr, bare, rot, altitude_m=tr.altitude_m).total_wh
         duration = float(tr.t_s[-1] - tr.t_s[0])
         aux = aux_w * duration / 3600.0
-        prior = float(e_det[route].sum())
+        prior = float(prior_wh[route].sum())
         out.append(
             dict(
                 network=network,
@@ -154,7 +158,7 @@ def floor_rows(st, network: str, fit_ns: list[int]) -> list[dict]:
 
     routes = [st.truth[n] for n in st.test]
     pred = np.array([w @ st.red_prior[r] for r, w in zip(routes, st.w_test, strict=True)]) + st.bnd_test
-    rows.append(row("prior", pred, 0, "Eq. 8 reduced + boundary"))
+    rows.append(row("prior", pred, 0, f"{st.prior} reduced + boundary"))
     oracle, known, total = [], 0, 0
     for n, r, w in zip(st.test, routes, st.w_test, strict=True):
         own = trav[n]
@@ -212,13 +216,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--test", type=int, default=60)
     p.add_argument("--min-route-m", type=float, default=1000.0)
     p.add_argument("--fit-ns", default="10,100,1000")
+    p.add_argument("--prior", default=PRIORS[0], help=f"the study's prior, among {', '.join(PRIORS)}")
     args = p.parse_args(argv)
     fit_ns = [int(x) for x in args.fit_ns.split(",") if x]
-    if not fit_ns or min(fit_ns) < 1 or max(fit_ns) > args.train:
-        print("evroute: error: --fit-ns must be within 1..--train", file=sys.stderr)
+    if not fit_ns or min(fit_ns) < 1 or max(fit_ns) > args.train or args.prior not in PRIORS:
+        print(
+            f"evroute: error: --fit-ns must be within 1..--train, --prior one of {', '.join(PRIORS)}", file=sys.stderr
+        )
         return 2
     out = Path(args.out)
-    st = load_study(args.network, out, args.train, args.test, args.min_route_m)
+    st = load_study(args.network, out, args.train, args.test, args.min_route_m, args.prior)
     rows = floor_rows(st, args.network, fit_ns)
     import shlex
 
