@@ -42,7 +42,7 @@ rotating mass, its auxiliary power and a remainder.  The floor that no per-edge 
 true per-edge means) and a shared-structure fit: ``studies/trip_logs/known_truth_floor.py`` (``floor.csv``).
 
 Resumable: the simulation, the training trips' matches and each (condition, N, seed) row are kept in ``--out``
-(``sim/``, ``matched_COND.pkl``, ``rows.csv``, ``matching.csv``, ``coverage.csv``, ``bias.csv``, and ``command.txt``:
+(``sim/``, ``matched_COND.npz``, ``rows.csv``, ``matching.csv``, ``coverage.csv``, ``bias.csv``, and ``command.txt``:
 the latest command); a rerun skips what is there, so extra seeds or N cost only their fits.  ``--workers 2`` fits
 two cells at once (forked processes sharing the trips' readings), each with one BLAS thread
 (``evroute.experiments.threads``: more threads made a cell several times dearer in CPU on a loaded machine).  One
@@ -251,18 +251,56 @@ def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: 
 _SHARED: dict[str, Any] = {}
 
 
+_MATCH_FIELDS = ("edge", "offset_m", "path", "path_index", "piece")
+
+
+def _save_matches(store: Path, kept: dict[str, Any]) -> None:
+    """Write the matches ``{trip: MatchedTrace}`` to ``store`` (``.npz``; one set of arrays per trip), atomically."""
+    arrays: dict[str, np.ndarray] = {}
+    for name, m in kept.items():
+        for f in _MATCH_FIELDS:
+            v = getattr(m, f)
+            arrays[f"{name}/{f}"] = np.zeros(0, dtype=np.int64) if v is None else np.asarray(v)
+        arrays[f"{name}/pieces"] = np.asarray(m.pieces, dtype=np.int64)
+        arrays[f"{name}/has_piece"] = np.asarray(m.piece is not None)
+    tmp = store.with_name(store.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, **arrays)
+    tmp.replace(store)
+
+
+def _load_matches(store: Path) -> dict[str, Any]:
+    """The matches :func:`_save_matches` wrote (``{}`` when ``store`` is missing or unreadable: they are re-matched)."""
+    from evroute.traces.mapmatch import MatchedTrace
+
+    if not store.is_file():
+        return {}
+    try:
+        with np.load(store, allow_pickle=False) as z:
+            names = {k.rsplit("/", 1)[0] for k in z.files}
+            out = {}
+            for name in names:
+                f = {k: z[f"{name}/{k}"] for k in _MATCH_FIELDS}
+                piece = f["piece"] if bool(z[f"{name}/has_piece"]) else None
+                out[name] = MatchedTrace(
+                    f["edge"], f["offset_m"], f["path"], f["path_index"], int(z[f"{name}/pieces"]), piece
+                )
+            return out
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
 def _match_trips(st: Study, cond: str, out: Path, network: str) -> dict[str, tuple[Any, Any]]:
     """``{trip: (degraded log, match)}`` of every training trip under ``cond`` (module doc, step 2), matched once per
-    study folder: the matches are kept in ``out / f"matched_{cond}.pkl"`` (the logs are re-degraded from their seeds,
-    which is cheap and exact), the matching rows appended to ``matching.csv`` the first time."""
-    import pickle
-
+    study folder: the matches are kept in ``out / f"matched_{cond}.npz"`` (arrays only, read without pickle; the logs
+    are re-degraded from their seeds, which is cheap and exact), the matching rows appended to ``matching.csv`` the
+    first time."""
     from evroute.sumo.triplogs import degrade
     from evroute.traces.mapmatch import MatchIndex, MatchOptions
 
     period, sigma, step = CONDITIONS[cond]
-    store = out / f"matched_{cond}.pkl"
-    kept: dict[str, Any] = pickle.loads(store.read_bytes()) if store.is_file() else {}
+    store = out / f"matched_{cond}.npz"
+    kept: dict[str, Any] = _load_matches(store)
     index = None
     have_match = {r["trip"] for r in _read(out / "matching.csv") if r["condition"] == cond}
     matched, rows = {}, []
@@ -291,7 +329,7 @@ def _match_trips(st: Study, cond: str, out: Path, network: str) -> dict[str, tup
                 )
         matched[name] = (log, kept[name])
     if index is not None:
-        store.write_bytes(pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL))
+        _save_matches(store, kept)
     if rows:
         _append(out / "matching.csv", MATCH_FIELDS, rows)
     return matched

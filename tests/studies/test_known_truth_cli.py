@@ -62,3 +62,29 @@ def test_cells_one_seed_where_n_draws_the_whole_pool() -> None:
 
     assert _cells([10, 1000, 2000], 3, 1000) == [(10, 0), (10, 1), (10, 2), (1000, 0), (2000, 0)]
     assert sorted(_pick(1000, 0, 1000).tolist()) == sorted(_pick(1000, 7, 1000).tolist()) == list(range(1000))
+
+
+def test_matches_are_kept_without_pickle_and_read_back_exactly(tmp_path) -> None:  # noqa: ANN001
+    """The study folder's matches round-trip through ``.npz`` (no pickle: a study folder can be handed over), with
+    and without per-sample pieces; a damaged file reads as no matches (they are re-matched)."""
+    import numpy as np
+
+    from evroute.traces.mapmatch import MatchedTrace
+    from studies.trip_logs.known_truth import _load_matches, _save_matches
+
+    a = MatchedTrace(
+        np.array([3, 3, -1, 5]), np.array([0.5, 9.0, 0.0, 1.25]), np.array([3, 4, 5]), np.array([0, 0, -1, 2]), 1
+    )
+    b = MatchedTrace(np.array([1, 2]), np.array([0.0, 2.0]), np.array([1, 2]), np.array([0, 1]), 2, np.array([0, 1]))
+    store = tmp_path / "matched_exact.npz"
+    _save_matches(store, {"trip_0": a, "trip/odd": b})
+    got = _load_matches(store)
+    assert set(got) == {"trip_0", "trip/odd"}
+    for want, m in ((a, got["trip_0"]), (b, got["trip/odd"])):
+        for f in ("edge", "offset_m", "path", "path_index"):
+            np.testing.assert_array_equal(getattr(m, f), getattr(want, f))
+        assert m.pieces == want.pieces
+        assert (m.piece is None) == (want.piece is None)
+    np.testing.assert_array_equal(got["trip/odd"].piece, b.piece)
+    store.write_bytes(b"not a zip file")
+    assert _load_matches(store) == {}
