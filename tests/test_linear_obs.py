@@ -14,10 +14,9 @@ from evroute.models.linear_obs import (
     LinearObsEdgeModel,
     LinearStatistics,
     kernel_factor,
-    linear_model_from,
     linear_posterior,
-    offset_basis,
 )
+from evroute.models.linear_obs_build import linear_model_from, offset_basis
 from evroute.models.store import prior_model
 from evroute.network.registry import load_network
 

@@ -257,7 +257,7 @@ def test_fit_hyperparameters_recovers_the_prior_scale_and_the_noise() -> None:
     ``phi`` within 4 standard errors of a variance estimate from 300 (prior) and 900 (noise) degrees of freedom,
     ``sqrt(2 / df)`` relative; the posterior then uses ``c`` (its prior variance on an unread edge is ``c`` times the
     kernel's) and the model file keeps both."""
-    from evroute.models.linear_obs import fit_hyperparameters
+    from evroute.models.linear_obs_build import fit_hyperparameters
 
     rng = np.random.default_rng(12)
     n, pv = 300, 25.0

@@ -323,7 +323,7 @@ def test_trace_with_a_gps_jump_is_matched_and_learned_in_two_pieces(grid, tmp_pa
     # through `evroute learn`'s loop (a CSV log): both pieces learned, the window across the jump dropped
     from evroute.energy import VehicleProfile
     from evroute.experiments.trip_learning import learn_logs
-    from evroute.models.linear_obs import linear_model_from
+    from evroute.models.linear_obs_build import linear_model_from
     from evroute.models.store import prior_model
     from evroute.traces import write_trace_csv
 

@@ -20,7 +20,8 @@ from evroute.energy import VehicleProfile
 from evroute.errors import DataError, ParameterError
 from evroute.experiments.trip_workers import LearnParams, LogWorkers, read_log, validate_logs
 from evroute.linegraph import LineGraph
-from evroute.models.linear_obs import LinearObsEdgeModel, linear_model_from
+from evroute.models.linear_obs import LinearObsEdgeModel
+from evroute.models.linear_obs_build import linear_model_from
 from evroute.traces.mapmatch import MatchIndex, MatchOptions
 from evroute.traces.reader import TraceColumns
 
@@ -153,7 +154,7 @@ def fit_noise(model: LinearObsEdgeModel) -> dict[str, Any]:
     """Fit the noise of a model learned from logs and return what the model file keeps of it (``meta.trip_effect``).
 
     1. The readings' noise scale ``phi`` and the prior covariance's factor ``c`` by ML-II
-       (:func:`evroute.models.linear_obs.fit_hyperparameters`, set on ``model``).
+       (:func:`evroute.models.linear_obs_build.fit_hyperparameters`, set on ``model``).
     2. The whole-trip noise and the trip-level effect from the learned traces' residual sums
        (:func:`evroute.models.trip_effect.fit_route_noise`): one traversal's noise within a whole trip is ``k`` times
        the model's (``noise_mult``; the readings over short windows also see how energy is spread along an edge,
@@ -163,7 +164,7 @@ def fit_noise(model: LinearObsEdgeModel) -> dict[str, Any]:
     Returns :meth:`~evroute.models.trip_effect.RouteNoise.to_dict` (``rel_var`` = ``tau^2``, ``noise_mult`` = ``k``,
     ``trips``, their standard errors); fewer than two traces: ``k = 1``, ``tau^2 = 0``.
     """
-    from evroute.models.linear_obs import fit_hyperparameters
+    from evroute.models.linear_obs_build import fit_hyperparameters
     from evroute.models.trip_effect import fit_route_noise
 
     phi, _ = fit_hyperparameters(model)
@@ -187,10 +188,10 @@ def open_model(
     energies if the file does not exist (mean :func:`~evroute.traces.mechanical.reduced_prior_wh` of the default prior
     ``PRIORS[0]``, the speed-profile model ``evroute route`` uses without a model file; noise s.d.
     ``noise_frac sigma_det``; with ``offsets`` the shared per-metre and per-edge offsets of
-    :func:`~evroute.models.linear_obs.offset_basis`).  The meta of a new model records the convention
+    :func:`~evroute.models.linear_obs_build.offset_basis`).  The meta of a new model records the convention
     (``meta["energies"]``, :func:`~evroute.traces.mechanical.energies_meta`, kinetic mass ``kinetic_mass_kg``)."""
     from evroute.energy import PRIORS
-    from evroute.models.linear_obs import offset_basis
+    from evroute.models.linear_obs_build import offset_basis
     from evroute.models.store import load_model, prior_model
     from evroute.traces.mechanical import energies_meta, reduced_prior_wh, require_reduced
 

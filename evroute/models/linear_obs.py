@@ -51,7 +51,6 @@ from evroute.errors import DataError, ParameterError
 from evroute.kernels.linalg import jittered_cholesky, solve_lower
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_posterior import KernelSource
-from evroute.models.state import prior_state
 from evroute.models.trip_effect import TripSums
 
 
@@ -477,98 +476,6 @@ class LinearObsEdgeModel(EdgeModel):
         return self.noise_scale
 
 
-def fit_hyperparameters(
-    model: LinearObsEdgeModel,
-    phi_bounds: tuple[float, float] = (1e-3, 1e3),
-    c_bounds: tuple[float, float] = (1e-3, 1e2),
-) -> tuple[float, float]:
-    """ML-II of the noise scale ``phi`` and the prior covariance's factor ``c`` together (:func:`noise_log_ml`;
-    bounded quasi-Newton in ``(log phi, log c)`` from the model's values), set on ``model``
-    (:attr:`~LinearObsEdgeModel.noise_scale`, :attr:`~LinearObsEdgeModel.prior_scale`) and returned.  The physics
-    prior's variance ``(0.25 sigma_det)^2`` is a guess; how far learned edges move from their prior mean says how
-    uncertain the unseen ones are.  Without readings both stay."""
-    from scipy.optimize import minimize
-
-    u = model.stats.touched()
-    if model.stats.readings == 0 or len(u) == 0:
-        return model.noise_scale, model.prior_scale
-    log_ml = noise_log_ml(model.kernel, model.scale2, model.prior_mean, model.stats)
-
-    def neg(z: np.ndarray) -> float:
-        return -log_ml(float(np.exp(z[0])), float(np.exp(z[1])))
-
-    bounds = [(np.log(phi_bounds[0]), np.log(phi_bounds[1])), (np.log(c_bounds[0]), np.log(c_bounds[1]))]
-    z0 = np.clip(np.log([model.noise_scale, model.prior_scale]), [b[0] for b in bounds], [b[1] for b in bounds])
-    res = minimize(neg, z0, method="L-BFGS-B", bounds=bounds, options={"ftol": 1e-10})
-    model.noise_scale, model.prior_scale = float(np.exp(res.x[0])), float(np.exp(res.x[1]))
-    model._post = None
-    return model.noise_scale, model.prior_scale
-
-
-def offset_basis(
-    length_m: np.ndarray, per_metre_sd: float = 0.05, per_edge_sd: float = 10.0
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(B (E, 2), sd (2,))``: a shared per-metre offset (prior s.d. ``per_metre_sd`` Wh/m) and a shared per-edge
-    offset (``per_edge_sd`` Wh, e.g. the junction at its end) of the physics energies, for :func:`linear_model_from`."""
-    length = np.asarray(length_m, dtype=np.float64)
-    return np.column_stack([length, np.ones_like(length)]), np.array([per_metre_sd, per_edge_sd], dtype=np.float64)
-
-
-def linear_model_from(
-    model: EdgeModel, *, basis: np.ndarray | None = None, basis_sd: np.ndarray | None = None
-) -> LinearObsEdgeModel:
-    """The linear-reading model with ``model``'s prior and its per-edge data as single-edge readings.
-
-    ``basis`` ``(E, p)`` (Wh per unit coefficient) with prior s.d. ``basis_sd`` ``(p,)``: shared corrections of the
-    prior mean learned with the edges (:class:`BasisKernel`, e.g. :func:`offset_basis`).
-
-    ``model``: a :class:`~evroute.models.bi.BayesianEdgeModel` (independent edges; per-edge noise variances) or an
-    :class:`~evroute.models.gp_exact.ExactGPEdgeModel` (its kernel source and hyperparameters, as they are now).
-    """
-    if isinstance(model, LinearObsEdgeModel):
-        return model
-    out = _linear_of(model)
-    out.base_state = prior_state(model)
-    if basis is not None:
-        b = np.asarray(basis, dtype=np.float64).reshape(out.n_edges, -1)
-        sd = np.asarray(basis_sd, dtype=np.float64).reshape(-1)
-        if sd.shape != (b.shape[1],) or not (np.isfinite(b).all() and np.all(sd > 0) and np.isfinite(sd).all()):
-            raise ParameterError(f"basis {b.shape} needs {b.shape[1]} finite prior s.d. > 0, got {sd}")
-        out.kernel = BasisKernel(out.kernel, b / np.sqrt(out.scale2), sd**2)  # model units: K_Wh / scale2
-        out.basis = (b, sd)
-    return out
-
-
-def _linear_of(model: EdgeModel) -> LinearObsEdgeModel:
-    from evroute.models.bi import BayesianEdgeModel
-    from evroute.models.gp_exact import ExactGPEdgeModel
-
-    if isinstance(model, BayesianEdgeModel):
-        if np.ptp(model.noise_var) > 0:
-            raise ParameterError("a BI model with per-edge noise variances cannot take linear readings")
-        out = LinearObsEdgeModel(
-            model.prior_mean, DiagonalKernel(model.prior_var), 1.0, float(model.noise_var[0]), "bi"
-        )
-        seen = np.flatnonzero(model.count)
-        out.stats.lam = sp.csr_matrix(
-            (model.count[seen] / model.noise_var[seen], (seen, seen)), shape=(model.n_edges, model.n_edges)
-        )
-        out.stats.h[seen] = model.total[seen] / model.noise_var[seen]
-        out.stats.readings = int(model.count.sum())
-        return out
-    if isinstance(model, ExactGPEdgeModel):
-        s2 = float(model.scale) ** 2
-        out = LinearObsEdgeModel(model.prior_mean_wh, model.kernel(), s2, float(model.noise_var), "gp-exact")
-        e, n, ybar, _ = model.statistics()
-        if len(e):
-            w = n / out.noise_var
-            out.stats.lam = sp.csr_matrix((w, (e, e)), shape=(model.n_edges, model.n_edges))
-            out.stats.h[e] = w * ybar * model.scale
-            out.stats.readings = int(n.sum())
-        return out
-    raise ParameterError(f"a {type(model).__name__} cannot take linear readings (use bi or gp-exact)")
-
-
 __all__ = [
     "BasisKernel",
     "DiagonalKernel",
@@ -576,10 +483,7 @@ __all__ = [
     "LinearStatistics",
     "ReadingBatch",
     "SubsetCovariance",
-    "fit_hyperparameters",
-    "linear_model_from",
     "noise_log_ml",
-    "offset_basis",
     "linear_posterior",
     "reading_batch",
     "kernel_factor",

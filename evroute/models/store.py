@@ -274,7 +274,8 @@ def _load_exact(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGra
 def _load_linear(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGraph) -> EdgeModel:
     """The base prior (bi or gp-exact, no observation) made a linear-reading model, with the saved statistics."""
     from evroute.models.bi import BayesianEdgeModel
-    from evroute.models.linear_obs import LinearStatistics, linear_model_from
+    from evroute.models.linear_obs import LinearStatistics
+    from evroute.models.linear_obs_build import linear_model_from
 
     if hp.get("base") == "bi":
         base: EdgeModel = BayesianEdgeModel(a["prior_mean_wh"], a["prior_var"], a["noise_var"])

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         return _workers_main(args)
     from evroute.energy import VehicleProfile, network_energy_wh
     from evroute.linegraph import build_line_graph
-    from evroute.models.linear_obs import linear_model_from
+    from evroute.models.linear_obs_build import linear_model_from
     from evroute.models.store import prior_model
     from evroute.network.registry import load_network
     from evroute.traces import read_trace_csv, write_trace_csv

@@ -24,7 +24,7 @@ Protocol (all seeded):
    rotatingMass``, the network's heights at the matched positions, SUMO's g), the prior mean the prior's edge energy
    minus its ``m g dz``.  Hyper-parameters by ML-II on the training readings alone (never the held-out trips): the
    largest log marginal likelihood over the prior's scale ``p`` in ``--prior-fracs``, whether to add shared per-metre
-   and per-edge offsets of the physics mean (``evroute.models.linear_obs.offset_basis``: prior s.d. 0.05 Wh/m and 10
+   and per-edge offsets of the physics mean (``linear_obs_build.offset_basis``: prior s.d. 0.05 Wh/m and 10
    Wh), the nominal noise of one traversal ``(f sigma_det)^2`` with ``f`` in ``--noise-fracs`` (it matters beside the
    charge quantisation of degraded logs; with exact logs only ``phi f^2`` does) and, for each, the readings' noise scale
    ``phi`` (bounded search, :func:`_ml2`).  The held-out trips' energy is predicted as the sum of the posterior means
@@ -59,7 +59,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -265,7 +265,7 @@ def _save_matches(store: Path, kept: dict[str, Any]) -> None:
         arrays[f"{name}/has_piece"] = np.asarray(m.piece is not None)
     tmp = store.with_name(store.name + ".tmp")
     with open(tmp, "wb") as fh:
-        np.savez(fh, **arrays)
+        np.savez(fh, allow_pickle=False, **cast(dict[str, Any], arrays))
     tmp.replace(store)
 
 
@@ -373,7 +373,8 @@ def _cells(ns: list[int], seeds: int, pool: int) -> list[tuple[int, int]]:
 def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
     """``(N, seed, rows, CPU s)``: both models learned from the cell's ``N`` training trips and scored on the held-out
     trips (module doc, step 3), from :data:`_SHARED` (a forked worker's copy)."""
-    from evroute.models.linear_obs import kernel_factor, linear_model_from
+    from evroute.models.linear_obs import kernel_factor
+    from evroute.models.linear_obs_build import linear_model_from
     from evroute.models.trip_effect import TripSums, fit_route_noise, fit_trip_effect
 
     n_train, seed = cell
@@ -464,7 +465,8 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
 def run(args: argparse.Namespace) -> int:
     import multiprocessing
 
-    from evroute.models.linear_obs import LinearStatistics, offset_basis
+    from evroute.models.linear_obs import LinearStatistics
+    from evroute.models.linear_obs_build import offset_basis
     from evroute.models.store import prior_model
     from studies.trip_logs.known_truth_floor import BIAS_FIELDS, bias_rows
 
