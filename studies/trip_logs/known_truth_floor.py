@@ -1,7 +1,7 @@
 """Where the known-truth study's held-out error comes from: the prior's systematic error, the trip-level noise floor
 and what shared structure removes (issue 35, item 5's diagnosis).
 
-From SUMO's exact logs of a study folder (:func:`studies.trip_logs.known_truth.load_study`; no degradation, no
+From SUMO's exact logs of a study folder (:func:`studies.trip_logs.known_truth_data.load_study`; no degradation, no
 readings' noise), every trip's reduced energy (battery minus kinetic and potential energy,
 :mod:`evroute.traces.mechanical`) is attributed sample by sample to the edge its exact match puts the sample on, so
 each trip has a reduced energy per traversed edge; the whole traversals (not the trip's first or last edge) of
@@ -207,7 +207,7 @@ def floor_rows(st, network: str, fit_ns: list[int]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from studies.trip_logs.known_truth import load_study
+    from studies.trip_logs.known_truth_data import load_study
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--network", default="monaco")

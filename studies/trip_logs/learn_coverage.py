@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     from evroute.driver.query import make_belief
     from evroute.models.store import load_model
     from evroute.traces.reader import write_trace_csv
-    from studies.trip_logs.known_truth import load_study
+    from studies.trip_logs.known_truth_data import load_study
 
     st = load_study("monaco", Path(args.study), 1000, 60, 1000.0)
     out = Path(args.out)

@@ -48,7 +48,7 @@ def test_coverage_goal_within_the_rows_rounding() -> None:
     import numpy as np
 
     from studies.trip_logs.calibration_report import _inside
-    from studies.trip_logs.known_truth_report import _in_goal
+    from studies.trip_logs.known_truth_sections import _in_goal
 
     stored = np.array([float(f"{k / 60:.4f}") for k in (58, 57, 57, 58, 55)])
     assert stored.mean() > 0.95 and _in_goal(stored.mean()) and _inside(stored.mean())
@@ -70,7 +70,7 @@ def test_matches_are_kept_without_pickle_and_read_back_exactly(tmp_path) -> None
     import numpy as np
 
     from evroute.traces.mapmatch import MatchedTrace
-    from studies.trip_logs.known_truth import _load_matches, _save_matches
+    from studies.trip_logs.known_truth_data import _load_matches, _save_matches
 
     a = MatchedTrace(
         np.array([3, 3, -1, 5]), np.array([0.5, 9.0, 0.0, 1.25]), np.array([3, 4, 5]), np.array([0, 0, -1, 2]), 1

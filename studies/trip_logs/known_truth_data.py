@@ -1,0 +1,246 @@
+"""The known-truth study's data (:mod:`studies.trip_logs.known_truth`, module doc steps 1-3): the simulated trips of
+a study folder (:func:`load_study`), their map matches kept per folder without pickle (:func:`_match_trips`), and the
+reduced-energy readings of the training trips (:func:`_readings`)."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+CONDITIONS = {  # name: (period_s, gps_sigma_m, soc_step_pct); "exact": SUMO's own log (the bound of log quality)
+    "exact": (1.0, 0.0, 1e-6),
+    "1s_5m_0.1pct": (1.0, 5.0, 0.1),
+    "10s_15m_0.1pct": (10.0, 15.0, 0.1),
+    "1s_15m_1pct": (1.0, 15.0, 1.0),
+}
+MATCH_FIELDS = ["network", "condition", "trip", "samples", "recall", "precision", "cpu_s"]
+
+
+def _append(path: Path, fields: list[str], rows: list[dict]) -> None:
+    new = not path.is_file()
+    with path.open("a", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
+        if new:
+            w.writeheader()
+        w.writerows(rows)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (SUMO), user + system."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def _read(path: Path) -> list[dict]:
+    return list(csv.DictReader(path.open())) if path.is_file() else []
+
+
+@dataclasses.dataclass
+class Study:
+    """What every analysis of one study folder shares (:func:`load_study`): the network, the simulated trips and the
+    held-out trips' weights and boundary terms (module doc, step 3)."""
+
+    lg: Any
+    prior: str  # the prior's name (evroute.energy.PRIORS), its mean the reduced energies of that model
+    vehicle: Any
+    sumo_v: Any  # the vehicle with SUMO's g: reduced energies as SUMO charges them
+    m_kin: float  # SUMO's kinetic mass m + rotatingMass (kg)
+    usable: float  # usable capacity (Wh)
+    traces: dict
+    train: list[str]
+    test: list[str]
+    truth: dict  # trip -> (n,) edge indices of its route
+    energy: dict  # trip -> SUMO battery energy (Wh)
+    e_det: np.ndarray  # (E,) the prior's edge energies (Wh)
+    red_prior: np.ndarray  # (E,) the prior mean of reduced energies (Wh)
+    exact_index: Any  # MatchIndex for SUMO's exact logs
+    w_test: list[np.ndarray]  # per held-out trip: (n,) driven share of each route edge
+    bnd_test: np.ndarray  # (test,) boundary term M(end) - M(start) (Wh)
+    y_test: np.ndarray  # (test,) SUMO battery energy (Wh)
+
+
+def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: float, prior: str = "profile") -> Study:
+    """Simulate (once; kept in ``out / "sim"``) and load the study's trips (module doc, steps 1 and 3)."""
+    from evroute.energy import VehicleProfile, edge_prior
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+    from evroute.sumo.replay import sumo_net_file
+    from evroute.sumo.triplogs import random_routes, simulate_trips
+    from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2, effective_mass_kg
+    from evroute.traces.formats import read_sumo_fcd
+    from evroute.traces.mapmatch import MatchIndex, MatchOptions
+    from evroute.traces.mechanical import path_height_m, reduced_prior_wh, sample_mechanical_wh
+
+    out.mkdir(parents=True, exist_ok=True)
+    vehicle = VehicleProfile.load("sumo_ev")
+    lg = build_line_graph(load_network(network))
+    net = lg.network
+    index_of = {str(e): i for i, e in enumerate(net.edge_ids)}
+    sim = out / "sim"
+    routes = random_routes(lg, n_train + n_test, min_route_m, np.random.default_rng(0))
+    if not (sim / "battery.xml").is_file():
+        t0 = _cpu()
+        simulate_trips(sumo_net_file(lg), routes, sim, vehicle=vehicle, depart_gap_s=20.0, arrive_at_rest=True)
+        print(f"simulated {len(routes)} trips ({_cpu() - t0:.1f} CPU s incl. SUMO)", file=sys.stderr)
+    traces = {t.name: t for t in read_sumo_fcd(sim / "fcd.xml", sim / "battery.xml")}
+    usable = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
+    names = [n for n in routes if n in traces]
+    train, test = names[:n_train], names[n_train : n_train + n_test]
+    truth = {n: np.array([index_of[e] for e in routes[n]]) for n in names}
+    energy = {n: float(traces[n].soc_pct[0] - traces[n].soc_pct[-1]) / 100.0 * usable for n in names}
+    # reduced energies as SUMO charges them: its g and kinetic mass; a route's battery energy = sum + its boundary
+    sumo_v = dataclasses.replace(vehicle, gravity_mps2=SUMO_GRAVITY_MPS2)
+    m_kin = effective_mass_kg(vehicle)
+    # what each held-out trip drove of its route: SUMO's lanes start and end metres inside an edge (junctions), so the
+    # first and last edges are partly driven; their shares and the boundary term at the trip's real end points come
+    # from its exact log matched to the network (the trip's own start and end, as a driver's query gives them)
+    exact_index = MatchIndex(lg, MatchOptions(sigma_m=5.0, beta_m=10.0))
+    w_test, bnd_list = [], []
+    for n in test:
+        tr, route = traces[n], truth[n]
+        m = exact_index.match(tr.lat, tr.lon)
+        ln = exact_index.length_m[route]
+        start = m.offset_m[0] / ln[0] if m.edge[0] == route[0] else 0.0  # share of the first edge not driven
+        end = m.offset_m[-1] / ln[-1] if m.edge[-1] == route[-1] else 1.0  # share of the last edge driven
+        w = np.ones(len(route))
+        w[-1] = min(end, 1.0)
+        w[0] -= min(start, 1.0)  # a one-edge route: end - start
+        z = path_height_m(m.edge[[0, -1]], m.offset_m[[0, -1]], exact_index.length_m, net.z_from_m, net.z_to_m)
+        z = np.where(np.isfinite(z), z, [net.z_from_m[route[0]], net.z_to_m[route[-1]]])
+        mech = sample_mechanical_wh(tr.speed_mps[[0, -1]], z, sumo_v, m_kin)
+        w_test.append(np.clip(w, 0.0, 1.0))
+        bnd_list.append(float(mech[1] - mech[0]))
+    return Study(
+        lg=lg,
+        prior=prior,
+        vehicle=vehicle,
+        sumo_v=sumo_v,
+        m_kin=m_kin,
+        usable=usable,
+        traces=traces,
+        train=train,
+        test=test,
+        truth=truth,
+        energy=energy,
+        e_det=edge_prior(net, vehicle, prior).energy_wh,
+        red_prior=reduced_prior_wh(net, vehicle, prior),
+        exact_index=exact_index,
+        w_test=w_test,
+        bnd_test=np.array(bnd_list),
+        y_test=np.array([energy[n] for n in test]),
+    )
+
+
+_MATCH_FIELDS = ("edge", "offset_m", "path", "path_index", "piece")
+
+
+def _save_matches(store: Path, kept: dict[str, Any]) -> None:
+    """Write the matches ``{trip: MatchedTrace}`` to ``store`` (``.npz``; one set of arrays per trip), atomically."""
+    arrays: dict[str, np.ndarray] = {}
+    for name, m in kept.items():
+        for f in _MATCH_FIELDS:
+            v = getattr(m, f)
+            arrays[f"{name}/{f}"] = np.zeros(0, dtype=np.int64) if v is None else np.asarray(v)
+        arrays[f"{name}/pieces"] = np.asarray(m.pieces, dtype=np.int64)
+        arrays[f"{name}/has_piece"] = np.asarray(m.piece is not None)
+    tmp = store.with_name(store.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        np.savez(fh, allow_pickle=False, **cast(dict[str, Any], arrays))
+    tmp.replace(store)
+
+
+def _load_matches(store: Path) -> dict[str, Any]:
+    """The matches :func:`_save_matches` wrote (``{}`` when ``store`` is missing or unreadable: they are re-matched)."""
+    from evroute.traces.mapmatch import MatchedTrace
+
+    if not store.is_file():
+        return {}
+    try:
+        with np.load(store, allow_pickle=False) as z:
+            names = {k.rsplit("/", 1)[0] for k in z.files}
+            out = {}
+            for name in names:
+                f = {k: z[f"{name}/{k}"] for k in _MATCH_FIELDS}
+                piece = f["piece"] if bool(z[f"{name}/has_piece"]) else None
+                out[name] = MatchedTrace(
+                    f["edge"], f["offset_m"], f["path"], f["path_index"], int(z[f"{name}/pieces"]), piece
+                )
+            return out
+    except (OSError, ValueError, KeyError):
+        return {}
+
+
+def _match_trips(st: Study, cond: str, out: Path, network: str) -> dict[str, tuple[Any, Any]]:
+    """``{trip: (degraded log, match)}`` of every training trip under ``cond`` (module doc, step 2), matched once per
+    study folder: the matches are kept in ``out / f"matched_{cond}.npz"`` (arrays only, read without pickle; the logs
+    are re-degraded from their seeds, which is cheap and exact), the matching rows appended to ``matching.csv`` the
+    first time."""
+    from evroute.sumo.triplogs import degrade
+    from evroute.traces.mapmatch import MatchIndex, MatchOptions
+
+    period, sigma, step = CONDITIONS[cond]
+    store = out / f"matched_{cond}.npz"
+    kept: dict[str, Any] = _load_matches(store)
+    index = None
+    have_match = {r["trip"] for r in _read(out / "matching.csv") if r["condition"] == cond}
+    matched, rows = {}, []
+    for k, name in enumerate(st.train):
+        log = degrade(
+            st.traces[name], np.random.default_rng(1000 + k), gps_sigma_m=sigma, period_s=period, soc_step_pct=step
+        )
+        if name not in kept:
+            if index is None:
+                index = MatchIndex(st.lg, MatchOptions(sigma_m=max(sigma, 5.0), beta_m=10.0 if period <= 1 else 30.0))
+            t0 = time.process_time()
+            kept[name] = index.match(log.lat, log.lon)
+            cpu = time.process_time() - t0
+            if name not in have_match:
+                true_set, got = set(st.truth[name].tolist()), set(kept[name].path.tolist())
+                rows.append(
+                    dict(
+                        network=network,
+                        condition=cond,
+                        trip=name,
+                        samples=len(log),
+                        recall=f"{len(true_set & got) / len(true_set):.4f}",
+                        precision=f"{len(true_set & got) / max(len(got), 1):.4f}",
+                        cpu_s=f"{cpu:.4f}",
+                    )
+                )
+        matched[name] = (log, kept[name])
+    if index is not None:
+        _save_matches(store, kept)
+    if rows:
+        _append(out / "matching.csv", MATCH_FIELDS, rows)
+    return matched
+
+
+def _readings(st: Study, matched: dict, cond: str, names: list[str], fracs: list[float]) -> dict:
+    """``{(trip, f): Readings or None}`` (None: matched in more than one piece, unusable) of the trips ``names`` for
+    each nominal noise fraction ``f`` (module doc, step 3: reduced energies)."""
+    from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
+    from evroute.traces.observations import trace_readings
+
+    net, length = st.lg.network, st.exact_index.length_m
+    step = CONDITIONS[cond][2]
+    var_det = float(np.var(st.e_det))
+    out: dict[tuple[str, float], Any] = {}
+    for name in names:
+        log, m = matched[name]
+        if m.pieces != 1:
+            out.update({(name, f): None for f in fracs})
+            continue
+        z = path_height_m(m.edge, m.offset_m, length, net.z_from_m, net.z_to_m)
+        mech = sample_mechanical_wh(log.speed_mps, z, st.sumo_v, st.m_kin)
+        for f in fracs:
+            out[(name, f)] = trace_readings(
+                log, m, length, st.usable, f**2 * var_det, soc_step=step, mechanical_wh=mech
+            )
+    return out
