@@ -207,12 +207,12 @@ def test_route_noise_recovers_whole_trip_noise_and_trip_effect() -> None:
     assert fit.rel_var > 2 * se[1] and fit.noise_mult < 0.5  # detected (one-sided 2 SE), and noise below nominal
 
 
-@pytest.mark.parametrize("kind", ["bi", "gp"])
+@pytest.mark.parametrize("kind", ["bi", "bi-dense", "gp"])
 def test_noise_log_ml_equals_the_posterior_log_ml_at_every_scale(kind: str) -> None:
-    """:func:`noise_log_ml` (one eigendecomposition; a sparse LU for independent edges) gives the log marginal
-    likelihood :func:`linear_posterior` computes by a Cholesky at each noise scale and prior covariance factor (float
-    rounding only: rtol 1e-9), for independent edges and a dense
-    kernel; and the posterior's :meth:`SubsetCovariance.quad` is ``w^T cov_of(idx) w``."""
+    """:func:`noise_log_ml` (one eigendecomposition; for independent edges a sparse LU per evaluation, or with
+    ``dense=True`` the eigendecomposition too) gives the log marginal likelihood :func:`linear_posterior` computes by a
+    Cholesky at each noise scale and prior covariance factor (float rounding only: rtol 1e-9), for independent edges
+    and a dense kernel; and the posterior's :meth:`SubsetCovariance.quad` is ``w^T cov_of(idx) w``."""
     from evroute.models.linear_obs import (
         DiagonalKernel,
         LinearObsEdgeModel,
@@ -222,7 +222,7 @@ def test_noise_log_ml_equals_the_posterior_log_ml_at_every_scale(kind: str) -> N
 
     rng = np.random.default_rng(4)
     n = 30
-    if kind == "bi":
+    if kind.startswith("bi"):
         kernel: object = DiagonalKernel(rng.uniform(5.0, 20.0, n))
     else:
         x = rng.standard_normal((n, n))
@@ -242,7 +242,7 @@ def test_noise_log_ml_equals_the_posterior_log_ml_at_every_scale(kind: str) -> N
     for _ in range(40):
         e = rng.choice(n - 5, size=3, replace=False)  # the last 5 edges never read: U is a strict subset
         model.observe(e, rng.uniform(0.2, 1, (2, 3)), rng.uniform(20, 90, 2), np.diag(rng.uniform(1, 3, 2)))
-    log_ml = noise_log_ml(model.kernel, model.scale2, model.prior_mean, model.stats)
+    log_ml = noise_log_ml(model.kernel, model.scale2, model.prior_mean, model.stats, dense=kind != "bi")
     for phi, c in ((0.01, 1.0), (0.3, 1.0), (1.0, 1.0), (7.0, 1.0), (500.0, 1.0), (0.3, 0.01), (2.0, 30.0)):
         want = linear_posterior(model.kernel, model.scale2 * c, model.prior_mean, model.stats, noise_scale=phi)[3]
         assert log_ml(phi, c) == pytest.approx(want, rel=1e-9)

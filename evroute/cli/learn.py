@@ -188,9 +188,11 @@ def _fit_noise_and_trip_effect(model: Any, meta: dict[str, Any]) -> None:
     """The readings' noise scale by ML-II, the whole-trip noise and the trip-level effect
     (:func:`evroute.experiments.trip_learning.fit_noise`), recorded in ``meta["trip_effect"]`` for every route
     interval served from the model; one line printed."""
+    from evroute.experiments.threads import run_threads
     from evroute.experiments.trip_learning import fit_noise
 
-    effect = fit_noise(model)
+    with run_threads():  # one BLAS thread, as the logs' work (on a busy machine more only spin: 2-5 times the CPU)
+        effect = fit_noise(model)
     meta["trip_effect"] = effect
     phi = model.noise_scale
     sd = float(model.noise_var * phi * effect["noise_mult"]) ** 0.5
