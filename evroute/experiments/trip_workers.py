@@ -165,8 +165,8 @@ def _trace_outcome(
     if r is None:
         cpu["learn"] += time.process_time() - t2
         return TraceOutcome(samples, matched.pieces, None, first=first)
-    batch = reading_batch(r.edges, r.a, r.y, r.noise_cov)
-    trip_sum = (r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+    batch = reading_batch(r.edges, r.a, r.y, r.noise_band, banded=True)
+    trip_sum = (r.edges, r.a.sum(axis=0), float(r.y.sum()), r.noise_sum())
     cpu["learn"] += time.process_time() - t2
     return TraceOutcome(samples, matched.pieces, batch, r.dropped, trip_sum, first)
 

@@ -121,7 +121,9 @@ class ReadingBatch:
     logdet_r: float
 
 
-def reading_batch(edges: np.ndarray, a: np.ndarray, y: np.ndarray, noise_cov: np.ndarray) -> ReadingBatch:
+def reading_batch(
+    edges: np.ndarray, a: np.ndarray, y: np.ndarray, noise_cov: np.ndarray, *, banded: bool = False
+) -> ReadingBatch:
     """The contribution of ``m`` readings ``y = A f_edges + eps``, ``eps ~ N(0, noise_cov)`` to
     :class:`LinearStatistics` (``R = L L^T``, ``G = L^-1 A``: ``gram = G^T G``, ``h = G^T L^-1 y``); a pure function
     of its arguments, so it can run in a worker process.
@@ -130,13 +132,16 @@ def reading_batch(edges: np.ndarray, a: np.ndarray, y: np.ndarray, noise_cov: np
         edges: ``(k,)`` distinct edge indices the readings involve.
         a: ``(m, k)`` weights (driven share of each edge per reading).
         y: ``(m,)`` readings, Wh.
-        noise_cov: ``(m, m)`` symmetric positive definite noise covariance, Wh^2.
+        noise_cov: ``(m, m)`` symmetric positive definite noise covariance, Wh^2; ``banded``: a tridiagonal one as its
+            ``(2, m)`` lower band (diagonal, sub-diagonal; :attr:`evroute.traces.observations.Readings.noise_band`).
     """
     e = np.asarray(edges, dtype=np.int64).reshape(-1)
     a = np.atleast_2d(np.asarray(a, dtype=np.float64))
     y = np.asarray(y, dtype=np.float64).reshape(-1)
     r = np.atleast_2d(np.asarray(noise_cov, dtype=np.float64))
-    if a.shape != (len(y), len(e)) or r.shape != (len(y), len(y)):
+    if banded and r.shape == (2, len(y)) and len(y) <= 2:  # the dense path below, as for the full matrix
+        r, banded = np.diag(r[0]) + np.diag(r[1, :-1], -1) + np.diag(r[1, :-1], 1), False
+    if a.shape != (len(y), len(e)) or r.shape != ((2, len(y)) if banded else (len(y), len(y))):
         raise ParameterError(f"readings: A {a.shape}, y {y.shape}, R {r.shape} do not fit {len(e)} edges")
     if len(np.unique(e)) != len(e) or (len(e) and e.min() < 0):
         raise ParameterError("readings: edges must be distinct non-negative indices")
@@ -144,13 +149,12 @@ def reading_batch(edges: np.ndarray, a: np.ndarray, y: np.ndarray, noise_cov: np
         raise DataError("readings contain NaN or inf")
     if len(y) == 0:
         return ReadingBatch(e, np.zeros((len(e), len(e))), np.zeros(len(e)), 0, 0.0, 0.0)
-    r = 0.5 * (r + r.T)
+    r = r if banded else 0.5 * (r + r.T)
     try:
-        if len(y) > 2 and not np.triu(r, 2).any():  # tridiagonal (a trace's windows): O(m) banded Cholesky
+        if banded or (len(y) > 2 and not np.triu(r, 2).any()):  # tridiagonal (a trace's windows): banded Cholesky
             import scipy.linalg
 
-            band = np.zeros((2, len(y)))
-            band[0], band[1, :-1] = np.diag(r), np.diag(r, -1)
+            band = r if banded else np.vstack([np.diag(r), np.r_[np.diag(r, -1), 0.0]])
             lb = scipy.linalg.cholesky_banded(band, lower=True)
             gw = scipy.linalg.solve_banded((1, 0), lb, np.column_stack([a, y]))
             g, w, diag_l = gw[:, :-1], gw[:, -1], lb[0]

@@ -55,7 +55,9 @@ class Readings:
         edges: ``(k,)`` distinct edges (indices) the windows cover.
         a: ``(m, k)`` driven share of each edge in each window.
         y: ``(m,)`` battery energy drawn in each window, Wh.
-        noise_cov: ``(m, m)`` noise covariance, Wh^2.
+        noise_band: ``(2, m)`` the noise covariance, tridiagonal (consecutive windows share at most a boundary), in
+            the lower banded form of :func:`scipy.linalg.cholesky_banded`: the diagonal, then the sub-diagonal (its last
+            entry 0), Wh^2; :attr:`noise_cov` is the ``(m, m)`` matrix.
         positions_m: ``(b,)`` the kept windows' boundaries along the driven path, m (``b = m + 1`` for a trace
             matched in one piece: consecutive windows share a boundary).
         dropped: windows left out because they span a break between matched pieces (module doc).
@@ -64,9 +66,19 @@ class Readings:
     edges: np.ndarray
     a: np.ndarray
     y: np.ndarray
-    noise_cov: np.ndarray
+    noise_band: np.ndarray
     positions_m: np.ndarray
     dropped: int = 0
+
+    @property
+    def noise_cov(self) -> np.ndarray:
+        """``(m, m)`` the noise covariance, Wh^2 (from :attr:`noise_band`)."""
+        d, off = self.noise_band[0], self.noise_band[1, :-1]
+        return np.diag(d) + np.diag(off, -1) + np.diag(off, 1)
+
+    def noise_sum(self) -> float:
+        """``1^T R 1``: the variance of the readings' sum, Wh^2."""
+        return float(self.noise_band[0].sum() + 2.0 * self.noise_band[1].sum())
 
 
 def soc_step_pct(soc_pct: np.ndarray) -> float:
@@ -170,12 +182,12 @@ def trace_readings(
     used = a.sum(axis=0) > 0
     edges, a = edges[used], a[:, used]
     v = np.asarray(var)
-    cov = np.diag(v[w] + v[w + 1])
+    band = np.zeros((2, len(y)))
+    band[0] = (v[w] + v[w + 1]) + (edge_noise_var * a.sum(axis=1) + 1e-9 * max(edge_noise_var, 1.0))
     shared = np.flatnonzero(w[1:] == w[:-1] + 1)  # consecutive windows with a common boundary
-    cov[shared, shared + 1] = cov[shared + 1, shared] = -v[w[shared] + 1]
-    cov += np.diag(edge_noise_var * a.sum(axis=1) + 1e-9 * max(edge_noise_var, 1.0))
+    band[1, shared] = -v[w[shared] + 1]
     return Readings(
-        edges=edges, a=a, y=y, noise_cov=cov, positions_m=p[np.union1d(w, w + 1)], dropped=len(pos) - 1 - len(win)
+        edges=edges, a=a, y=y, noise_band=band, positions_m=p[np.union1d(w, w + 1)], dropped=len(pos) - 1 - len(win)
     )
 
 
