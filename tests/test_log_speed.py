@@ -31,3 +31,64 @@ def test_banded_reading_batch_equals_the_dense_one(m: int) -> None:
     for k in ("edges", "gram", "h"):
         assert np.array_equal(getattr(want, k), getattr(got, k)), k
     assert (want.readings, want.yry, want.logdet_r) == (got.readings, got.yry, got.logdet_r)
+
+
+def test_viterbi_many_is_each_chain_alone_and_the_brute_force() -> None:
+    """Chains of different lengths (1-6 steps, 3 states, a fifth of the transitions infeasible) side by side in one
+    :func:`_viterbi_many`: each gets what it gets alone, and a chain with a feasible sequence gets the brute-force
+    optimum (all ``3^T`` sequences) without a cut; one without restarts (a cut)."""
+    import itertools
+
+    from evroute.traces.mapmatch import _viterbi_many
+
+    rng = np.random.default_rng(5)
+    for _ in range(30):
+        lens = rng.integers(1, 7, size=int(rng.integers(1, 6)))
+        emis = [rng.exponential(1.0, (t, 3)) for t in lens]
+        trans = [np.where(rng.random((t - 1, 3, 3)) < 0.2, np.inf, rng.exponential(1.0, (t - 1, 3, 3))) for t in lens]
+        together = _viterbi_many(emis, trans)
+        for em, tr, (choice, cuts) in zip(emis, trans, together, strict=True):
+            alone, alone_cuts = _viterbi_many([em], [tr])[0]
+            assert np.array_equal(choice, alone) and cuts == alone_cuts
+            t_n = len(em)
+            costs = {
+                seq: em[np.arange(t_n), seq].sum() + sum(tr[t, seq[t], seq[t + 1]] for t in range(t_n - 1))
+                for seq in itertools.product(range(3), repeat=t_n)
+            }
+            best = min(costs.values())
+            if np.isfinite(best):
+                assert not cuts and costs[tuple(choice.tolist())] == best
+            else:
+                assert cuts
+
+
+def test_match_many_is_match_of_each_trace() -> None:
+    """Traces matched together (:meth:`MatchIndex.match_many`, as a long log's blocks are) give each trace's
+    :meth:`MatchIndex.match` alone, bit for bit: random drives of different lengths on the grid network with GPS noise
+    (routes up to 120 m between samples), one that jumps to another drive half-way (matched in two pieces), one far
+    from every road, one of a single sample and an empty one."""
+    from pathlib import Path
+
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+    from evroute.traces.mapmatch import MatchIndex, MatchOptions
+    from evroute.traces.synthetic import random_drive
+
+    grid = Path(__file__).resolve().parents[1] / "data" / "sumo-tiny" / "grid.net.xml"
+    index = MatchIndex(build_line_graph(load_network(grid)), MatchOptions(sigma_m=5.0, max_route_m=120.0))
+    rng = np.random.default_rng(2)
+    energy = np.full(index.n_edges, 10.0)
+    traces = [random_drive(index, rng, n, 5.0, energy)[3:] for n in (300, 300, 40, 170)]
+    (la, lo), (la2, lo2) = traces[0], traces[1]
+    traces[1] = (np.r_[la[:150], la2[:150]], np.r_[lo[:150], lo2[:150]])  # a jump to another drive
+    traces += [(la + 1.0, lo), (la[:1], lo[:1]), (la[:0], lo[:0])]
+    together = index.match_many(traces)
+    assert together[0].pieces == 1 and (together[0].edge >= 0).all()
+    assert together[1].pieces == 2 and (together[1].edge >= 0).all()
+    assert together[4].pieces == 0 and (together[4].edge == -1).all()
+    assert together[5].pieces == 1 and together[6].edge.shape == (0,)
+    for (la_i, lo_i), got in zip(traces, together, strict=True):
+        want = index.match(la_i, lo_i)
+        for f in ("edge", "offset_m", "path", "path_index", "piece"):
+            assert np.array_equal(getattr(want, f), getattr(got, f)), f
+        assert want.pieces == got.pieces

@@ -23,6 +23,7 @@ input order**: the caller sums them in the same order as a serial run, so the mo
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import warnings
@@ -43,7 +44,7 @@ from evroute.experiments.threads import run_blas_threads, run_threads
 from evroute.models.linear_obs import ReadingBatch, reading_batch
 from evroute.traces.clean import clean_trace, split_all
 from evroute.traces.formats import read_sumo_fcd, read_trace_gpx
-from evroute.traces.mapmatch import MatchIndex
+from evroute.traces.mapmatch import MatchedTrace, MatchIndex
 from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
 from evroute.traces.observations import trace_readings
 from evroute.traces.reader import Trace, TraceColumns, read_trace_csv
@@ -54,6 +55,9 @@ _R = TypeVar("_R")
 
 #: logs in flight per worker (submitted and not yet consumed)
 IN_FLIGHT_PER_WORKER = 2
+#: blocks of a CSV log matched together (:meth:`~evroute.traces.mapmatch.MatchIndex.match_many`: the same matches,
+#: a fraction of the NumPy calls; memory: this many blocks of :data:`~evroute.traces.stream.BLOCK_ROWS` rows)
+MATCH_GROUP = 16
 
 
 @dataclass(frozen=True)
@@ -138,11 +142,18 @@ def validate_logs(
 
 
 def _trace_outcome(
-    tr: Trace, index: MatchIndex, params: LearnParams, cpu: dict[str, float], first: bool = True
+    tr: Trace,
+    index: MatchIndex,
+    params: LearnParams,
+    cpu: dict[str, float],
+    first: bool = True,
+    matched: MatchedTrace | None = None,
 ) -> TraceOutcome:
-    """Match one trace (or block), reduce its charge readings to a :class:`ReadingBatch`; CPU added to ``cpu``."""
+    """Match one trace (or block; ``matched``: matched already), reduce its charge readings to a
+    :class:`ReadingBatch`; CPU added to ``cpu``."""
     t1 = time.process_time()
-    matched = index.match(tr.lat, tr.lon)
+    if matched is None:
+        matched = index.match(tr.lat, tr.lon)
     t2 = time.process_time()
     cpu["match"] += t2 - t1
     samples = len(tr) - (0 if first else 1)
@@ -187,21 +198,26 @@ def _merge_sums(
 def _stream_csv(path: Path, index: MatchIndex, params: LearnParams, cpu: dict[str, float]) -> Iterator[TraceOutcome]:
     """The blocks of a CSV log, each matched and reduced as it is taken (:class:`LogOutcome`); a trace's trip sum
     (for the trip effect) comes with its last block."""
-    stream = LogStream(path, params.columns, warn=params.warn)
+    stream = iter(LogStream(path, params.columns, warn=params.warn))
     total: tuple[np.ndarray, np.ndarray, float, float] | None = None
-    t0 = time.process_time()
-    for block in stream:
-        cpu["read"] += time.process_time() - t0
-        tr = block.trace(f"{path.stem}#{block.segment + 1}")
-        out = _trace_outcome(tr, index, params, cpu, block.first)
-        total = _merge_sums(total, out.trip_sum)
-        if block.last:
-            yield replace(out, trip_sum=total)
-            total = None
-        else:
-            yield replace(out, trip_sum=None)
+    while True:
         t0 = time.process_time()
-    cpu["read"] += time.process_time() - t0
+        group = list(itertools.islice(stream, MATCH_GROUP))
+        t1 = time.process_time()
+        cpu["read"] += t1 - t0
+        if not group:
+            return
+        traces = [block.trace(f"{path.stem}#{block.segment + 1}") for block in group]
+        matched = index.match_many([(tr.lat, tr.lon) for tr in traces])
+        cpu["match"] += time.process_time() - t1
+        for block, tr, m in zip(group, traces, matched, strict=True):
+            out = _trace_outcome(tr, index, params, cpu, block.first, m)
+            total = _merge_sums(total, out.trip_sum)
+            if block.last:
+                yield replace(out, trip_sum=total)
+                total = None
+            else:
+                yield replace(out, trip_sum=None)
 
 
 def learn_log(

@@ -23,6 +23,7 @@ shortest path (the table's predecessors).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -258,34 +259,70 @@ class MatchIndex:
 
     def match(self, lat: np.ndarray, lon: np.ndarray) -> MatchedTrace:
         """Match one trace (``(T,)`` WGS 84 degrees) to its driven edges (module doc)."""
-        lat, lon = np.asarray(lat, dtype=np.float64), np.asarray(lon, dtype=np.float64)
-        t_n = lat.shape[0]
-        xy = self.project(lat, lon)
-        idx = np.flatnonzero(self.has_candidate(xy))  # samples with a candidate; the others stay unmatched
+        return self.match_many([(lat, lon)])[0]
+
+    def match_many(self, traces: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[MatchedTrace]:
+        """Match independent traces (``(lat, lon)``, each ``(T_i,)`` WGS 84 degrees) together, each exactly as
+        :meth:`match` alone (bit for bit: every step is per sample, per pair of consecutive samples or per chain):
+        one candidate search and one transition table over all their samples, and the Viterbi recursions side by
+        side (one ``(B, k, k)`` array step per time step for ``B`` traces, where each step's cost is mostly
+        NumPy's per-call overhead: a long log's blocks are matched a few at a time)."""
+        opt = self.options
+        xys = [self.project(np.asarray(la, dtype=np.float64), np.asarray(lo, dtype=np.float64)) for la, lo in traces]
+        cut = np.cumsum([0] + [len(xy) for xy in xys])
+        has = self.has_candidate(np.concatenate(xys)) if cut[-1] else np.zeros(0, dtype=bool)
+        matched_idx = [np.flatnonzero(has[a:b]) for a, b in zip(cut[:-1], cut[1:], strict=True)]
+        kept = [
+            _thin(xy, i, opt.thin_factor * opt.sigma_m) if i.size else i for xy, i in zip(xys, matched_idx, strict=True)
+        ]
+        out = [self._unmatched(len(xy)) for xy in xys]
+        live = [b for b, i in enumerate(kept) if i.size]
+        if not live:
+            return out
+        sxy = np.concatenate([xys[b][kept[b]] for b in live])
+        # the HMM's samples only (a sample's candidates do not depend on others), trace by trace (its sorts run
+        # faster on one trace's samples than on all of them at once)
+        ce, co, cd = (np.concatenate(c) for c in zip(*(self.candidates(xys[b][kept[b]]) for b in live), strict=True))
+        emis = 0.5 * (cd / opt.sigma_m) ** 2
+        trans = self.transition_costs(ce, co, np.hypot(*np.diff(sxy, axis=0).T))  # pairs across traces: unused
+        at = np.cumsum([0] + [len(kept[b]) for b in live])
+        spans = list(zip(at[:-1].tolist(), at[1:].tolist(), strict=True))
+        chains = _viterbi_many([emis[a:b] for a, b in spans], [trans[a : b - 1] for a, b in spans])
+        for b, a, (choice, cuts) in zip(live, at[:-1], chains, strict=True):
+            rows = np.arange(len(kept[b]))
+            sel = (a + rows, choice)
+            out[b] = self._assemble(len(xys[b]), matched_idx[b], kept[b], ce[sel], co[sel], cuts)
+        return out
+
+    @staticmethod
+    def _unmatched(t_n: int) -> MatchedTrace:
+        no = np.full(t_n, -1, dtype=np.int64)
+        return MatchedTrace(no, np.zeros(t_n), np.zeros(0, dtype=np.int64), no.copy(), 0, no.copy())
+
+    def _assemble(
+        self, t_n: int, matched_idx: np.ndarray, idx: np.ndarray, e_kept: np.ndarray, o_kept: np.ndarray, cuts: set[int]
+    ) -> MatchedTrace:
+        """The :class:`MatchedTrace` of ``t_n`` samples whose HMM samples ``idx`` (of the ``matched_idx`` with a
+        candidate) were matched to edges ``e_kept`` at offsets ``o_kept``, the chain restarted at ``cuts``."""
         edge = np.full(t_n, -1, dtype=np.int64)
         offset = np.zeros(t_n)
         path_index = np.full(t_n, -1, dtype=np.int64)
-        if idx.size == 0:
-            return MatchedTrace(edge, offset, np.zeros(0, dtype=np.int64), path_index, 0, np.full(t_n, -1))
-        matched_idx = idx
-        idx = _thin(xy, idx, self.options.thin_factor * self.options.sigma_m)
-        sxy = xy[idx]
-        ce, co, cd = self.candidates(sxy)  # the HMM's samples only (a sample's candidates do not depend on others)
-        emis = 0.5 * (cd / self.options.sigma_m) ** 2
-        straight = np.hypot(*np.diff(sxy, axis=0).T)
-        trans = self.transition_costs(ce, co, straight)
-        choice, cuts = _viterbi(emis, trans)
         rows = np.arange(len(idx))
-        edge[idx], offset[idx] = ce[rows, choice], co[rows, choice]
+        edge[idx], offset[idx] = e_kept, o_kept
+        # the path: each change of matched edge appends it, joined to the previous one by the shortest path (not
+        # across a cut); a sample's path index is the path's last edge at its change
+        ev = e_kept.tolist()
+        changes = np.flatnonzero(np.r_[e_kept[:1] != -1, e_kept[1:] != e_kept[:-1]])
         path: list[int] = []
-        prev = -1
-        for j, (i, e) in enumerate(zip(idx, edge[idx], strict=True)):
-            if e != prev:
-                if prev >= 0 and j not in cuts:
-                    path.extend(self.between(prev, int(e)))
-                path.append(int(e))
-                prev = int(e)
-            path_index[i] = len(path) - 1
+        last = np.empty(len(changes), dtype=np.int64)
+        for n, j in enumerate(changes.tolist()):
+            prev = ev[j - 1] if j > 0 else -1
+            if prev >= 0 and j not in cuts:
+                path.extend(self.between(prev, ev[j]))
+            path.append(ev[j])
+            last[n] = len(path) - 1
+        which = np.searchsorted(changes, rows, side="right") - 1
+        path_index[idx] = np.where(which >= 0, last[np.maximum(which, 0)] if len(last) else -1, -1)
         path_arr = np.asarray(path, dtype=np.int64)
         piece = np.full(t_n, -1, dtype=np.int64)
         piece[idx] = np.searchsorted(np.asarray(sorted(cuts), dtype=np.int64), rows, side="right")
@@ -319,36 +356,56 @@ def _thin(xy: np.ndarray, idx: np.ndarray, min_step_m: float) -> np.ndarray:
     return idx[np.asarray(keep)]
 
 
-def _viterbi(emis: np.ndarray, trans: np.ndarray) -> tuple[np.ndarray, set[int]]:
-    """Cheapest state sequence of an HMM: ``emis`` ``(T, k)``, ``trans`` ``(T - 1, k, k)`` costs.
+def _viterbi_many(emis: list[np.ndarray], trans: list[np.ndarray]) -> list[tuple[np.ndarray, set[int]]]:
+    """Cheapest state sequences of independent HMMs, side by side: chain ``b`` has ``emis[b]`` ``(T_b, k)`` and
+    ``trans[b]`` ``(T_b - 1, k, k)`` costs (chains padded to the longest; a padded step keeps the score).
 
-    Returns:
-        ``(choice (T,), cuts)``: the state index per step, and the steps where no transition was feasible (the
-        sequence restarts there).
+    Returns, per chain, ``(choice (T_b,), cuts)``: the state index per step, and the steps where no transition was
+    feasible (the sequence restarts there).
     """
-    t_n, k = emis.shape
-    back = np.zeros((t_n, k), dtype=np.int64)
-    cuts: set[int] = set()
-    score = emis[0].copy()
-    starts, finals = [0], []
+    if not emis:
+        return []
+    b_n, k = len(emis), emis[0].shape[1]
+    lens = np.array([len(e) for e in emis])
+    t_max = int(lens.max())
+    em = np.zeros((b_n, t_max, k))
+    tr = np.zeros((b_n, max(t_max - 1, 0), k, k))
+    for b in range(b_n):
+        em[b, : lens[b]] = emis[b]
+        tr[b, : lens[b] - 1] = trans[b]
+    back = np.zeros((b_n, t_max, k), dtype=np.int64)
+    cuts: list[list[int]] = [[] for _ in range(b_n)]
+    finals: list[list[np.ndarray]] = [[] for _ in range(b_n)]
+    score = em[:, 0].copy()
     cols = np.arange(k)
-    for t in range(1, t_n):
-        total = score[:, None] + trans[t - 1]
-        best = np.argmin(total, axis=0)
-        new = total[best, cols] + emis[t]
-        if not np.isfinite(new).any():  # no feasible move: restart the chain here
-            cuts.add(t)
-            starts.append(t)
-            finals.append(score)
-            new = emis[t].copy()
-            best = cols
-        back[t] = best
+    chain = np.arange(b_n)[:, None]
+    for t in range(1, t_max):
+        total = score[:, :, None] + tr[:, t - 1]
+        best = np.argmin(total, axis=1)
+        new = total[chain, best, cols] + em[:, t]
+        live = lens > t
+        dead = live & ~np.isfinite(new).any(axis=1)
+        for b in np.flatnonzero(dead).tolist():  # no feasible move: restart the chain here
+            cuts[b].append(t)
+            finals[b].append(score[b].copy())
+        new[dead], best[dead] = em[dead, t], cols
+        new[~live], best[~live] = score[~live], cols
+        back[:, t] = best
         score = new
-    finals.append(score)
-    choice = np.zeros(t_n, dtype=np.int64)
-    ends = [*starts[1:], t_n]
-    for s, e_, fin in zip(starts, ends, finals, strict=True):
-        choice[e_ - 1] = int(np.argmin(fin))
-        for t in range(e_ - 1, s, -1):
-            choice[t - 1] = back[t, choice[t]]
-    return choice, cuts
+    out = []
+    for b in range(b_n):
+        t_n, bk = int(lens[b]), back[b].tolist()
+        choice = [0] * t_n
+        for s, e_, fin in zip([0, *cuts[b]], [*cuts[b], t_n], [*finals[b], score[b]], strict=True):
+            c = int(np.argmin(fin))
+            choice[e_ - 1] = c
+            for t in range(e_ - 1, s, -1):
+                c = bk[t][c]
+                choice[t - 1] = c
+        out.append((np.asarray(choice, dtype=np.int64), set(cuts[b])))
+    return out
+
+
+def _viterbi(emis: np.ndarray, trans: np.ndarray) -> tuple[np.ndarray, set[int]]:
+    """:func:`_viterbi_many` of one chain: ``emis`` ``(T, k)``, ``trans`` ``(T - 1, k, k)`` costs."""
+    return _viterbi_many([emis], [trans])[0]
