@@ -78,7 +78,10 @@ def test_match_many_is_match_of_each_trace() -> None:
     index = MatchIndex(build_line_graph(load_network(grid)), MatchOptions(sigma_m=5.0, max_route_m=120.0))
     rng = np.random.default_rng(2)
     energy = np.full(index.n_edges, 10.0)
-    traces = [random_drive(index, rng, n, 5.0, energy)[3:] for n in (300, 300, 40, 170)]
+    traces: list[tuple[np.ndarray, np.ndarray]] = []
+    for n in (300, 300, 40, 170):
+        _, _, _, la_n, lo_n = random_drive(index, rng, n, 5.0, energy)
+        traces.append((la_n, lo_n))
     (la, lo), (la2, lo2) = traces[0], traces[1]
     traces[1] = (np.r_[la[:150], la2[:150]], np.r_[lo[:150], lo2[:150]])  # a jump to another drive
     traces += [(la + 1.0, lo), (la[:1], lo[:1]), (la[:0], lo[:0])]
