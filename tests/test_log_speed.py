@@ -95,3 +95,64 @@ def test_match_many_is_match_of_each_trace() -> None:
         for f in ("edge", "offset_m", "path", "path_index", "piece"):
             assert np.array_equal(getattr(want, f), getattr(got, f)), f
         assert want.pieces == got.pieces
+
+
+def _log_lines(rng: np.random.Generator, n: int) -> list[list[str]]:
+    """``n`` records of the default schema with a few bad ones: a wrong number of fields, a blank line, a value that
+    is not a number, a time going back."""
+    rows = []
+    for i in range(n):
+        rec = [f"{i}", f"{rng.uniform(0, 90):.3f}", f"{rng.uniform(0, 50):.2f}", f"{90 - i * 0.01:.2f}"]
+        rec += [f"{43.73 + rng.normal(0, 1e-3):.6f}", f"{7.42 + rng.normal(0, 1e-3):.6f}"]
+        u = rng.uniform()
+        if u < 0.03:
+            rec = rec[:4]
+        elif u < 0.05:
+            rec = []
+        elif u < 0.07:
+            rec[1] = "fast"
+        elif u < 0.08:
+            rec[0] = str(max(i - 5, 0))
+        rows.append(rec)
+    return rows
+
+
+def test_plain_lines_read_as_the_csv_module_reads_them(tmp_path) -> None:
+    """The reader splits plain lines itself (no quote, carriage return or NUL; every line with the header's fields)
+    and hands any other chunk, and everything after it, to :mod:`csv`: the same log written plainly, with CRLF line
+    ends, with every field quoted, and with one quoted field in the middle (the switch mid-file) gives the same rows,
+    line numbers and drop counts for any chunk size."""
+    from evroute.traces.csvstream import CsvRows
+    from evroute.traces.synthetic import DEFAULT_HEADER
+
+    rng = np.random.default_rng(7)
+    header = DEFAULT_HEADER.split(",")
+    recs = _log_lines(rng, 200)
+
+    def write(name: str, end: str = "\n", quote_all: bool = False, quote_row: int = -1) -> object:
+        lines = []
+        for i, r in enumerate([header, *recs]):
+            q = quote_all or i == quote_row
+            lines.append(",".join(f'"{x}"' if q else x for x in r))
+        p = tmp_path / name
+        p.write_bytes((end.join(lines) + ("" if name == "noend.csv" else end)).encode())
+        return p
+
+    files = [
+        write("plain.csv"),
+        write("crlf.csv", end="\r\n"),
+        write("quoted.csv", quote_all=True),
+        write("mid.csv", quote_row=120),
+        write("noend.csv"),
+    ]
+    results = []
+    for chunk in (3, 64, 1000):
+        for f in files:
+            r = CsvRows(f, None, chunk_rows=chunk)
+            rows = np.concatenate(list(r))
+            results.append((rows, r.n_rows, r.drops.text("log", r.n_rows), r.drops.count))
+    want = results[0]
+    assert want[1] == 200 - sum(1 for r in recs if not r) and want[3]  # blank lines are no rows; some dropped
+    for got in results[1:]:
+        assert np.array_equal(got[0], want[0], equal_nan=True)
+        assert got[1:] == want[1:]

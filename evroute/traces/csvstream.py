@@ -1,6 +1,8 @@
 """Streaming read of CSV trip logs: the rows of a file in chunks, each value checked, never the whole file in memory.
 
-:class:`CsvRows` reads a CSV log with :mod:`csv` one chunk of ``chunk_rows`` records at a time and turns each chunk
+:class:`CsvRows` reads a CSV log one chunk of ``chunk_rows`` records at a time (plain lines -- no quote, carriage
+return or NUL, each with the header's number of fields -- split by one ``str.split`` per chunk, anything else by
+:mod:`csv` from that chunk on: the same fields) and turns each chunk
 into a ``(n, 7)`` float array of the rows that pass the value checks (columns :data:`ROW_FIELDS`: time in s, speed
 in m/s, altitude in m, state of charge in % or NaN when the log has none, latitude, longitude in degrees, and the
 row's line number).  The checks, in this order (a row is counted under the first it fails): the header's number of
@@ -21,10 +23,10 @@ from __future__ import annotations
 import csv
 import itertools
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
@@ -136,6 +138,16 @@ def _times(strs: list[str], fmt: str | None) -> tuple[np.ndarray, np.ndarray]:
     return secs.to_numpy(dtype=np.float64, na_value=np.nan), ok
 
 
+def _strided(fields: list[str], n: int, width: int) -> Callable[[int], list[str]]:
+    """Column ``k`` of ``n`` records of ``width`` fields laid out one after the other in ``fields``."""
+    return lambda k: fields[k : n * width : width]
+
+
+def _column_of(rows: list[list[str]]) -> Callable[[int], list[str]]:
+    """Column ``k`` of the records ``rows``."""
+    return lambda k: [r[k] for r in rows]
+
+
 class CsvRows:
     """The valid rows of one CSV log, chunk by chunk (module doc); iterate once.  ``columns`` ``None``: the format
     detected from the header (:func:`evroute.traces.logformats.detect_columns`).
@@ -169,34 +181,61 @@ class CsvRows:
         self._day = 0.0
 
     def __iter__(self) -> Iterator[np.ndarray]:
-        width = len(self.header)
         line = 2  # the line of the next record (one record per line)
         try:
             with self.path.open(newline="", encoding="utf-8") as fh:
-                reader = csv.reader(fh)
-                next(reader, None)
-                while True:
-                    block = list(itertools.islice(reader, self.chunk_rows))
-                    if not block:
-                        break
-                    lines = range(line, line + len(block))
-                    line += len(block)
-                    if all(len(r) == width for r in block):
-                        yield self._chunk(block, lines, [])
+                for chunk in self._records(fh):
+                    if isinstance(chunk, tuple):  # plain lines: every record has the header's fields
+                        fields, n = chunk
+                        yield self._chunk(_strided(fields, n, len(self.header)), n, range(line, line + n), [])
+                        line += n
                         continue
-                    rows = [r for r in block if len(r) == width]
-                    good = [k for k, r in zip(lines, block, strict=True) if len(r) == width]
-                    wrong = [k for k, r in zip(lines, block, strict=True) if r and len(r) != width]
-                    yield self._chunk(rows, good, wrong)
+                    lines = range(line, line + len(chunk))
+                    line += len(chunk)
+                    width = len(self.header)
+                    if all(len(r) == width for r in chunk):
+                        yield self._chunk(_column_of(chunk), len(chunk), lines, [])
+                        continue
+                    rows = [r for r in chunk if len(r) == width]
+                    good = [k for k, r in zip(lines, chunk, strict=True) if len(r) == width]
+                    wrong = [k for k, r in zip(lines, chunk, strict=True) if r and len(r) != width]
+                    yield self._chunk(_column_of(rows), len(rows), good, wrong)
         except (OSError, UnicodeDecodeError, csv.Error) as exc:
             raise DataError(f"cannot read trip log {self.path}: {' '.join(str(exc).split())[:120]}") from None
 
-    def _chunk(self, rows: list[list[str]], lines: Sequence[int], wrong: list[int]) -> np.ndarray:
+    def _records(self, fh: TextIO) -> Iterator[tuple[list[str], int] | list[list[str]]]:
+        """The records after the header, ``chunk_rows`` at a time: ``(fields, n)`` for ``n`` plain lines (no quote,
+        carriage return or NUL, each with the header's number of fields: what :mod:`csv` gives, split in one call),
+        else the :mod:`csv` records (from the first chunk that is not plain on: a quoted field may span lines)."""
+        width = len(self.header)
+        first = fh.readline()
+        plain = '"' not in first  # a quoted header may span lines: every record through csv
+        reader: Iterator[list[str]] | None = None
+        if not plain:
+            reader = csv.reader(itertools.chain([first], fh))
+            next(reader, None)
+        while True:
+            if reader is None:
+                lines = list(itertools.islice(fh, self.chunk_rows))
+                if not lines:
+                    return
+                text = "".join(lines)
+                text += "" if text.endswith("\n") else "\n"
+                counts = list(map(str.count, lines, itertools.repeat(",")))
+                if not ('"' in text or "\r" in text or "\0" in text) and counts.count(width - 1) == len(lines):
+                    yield text.replace("\n", ",").split(","), len(lines)
+                    continue
+                reader = csv.reader(itertools.chain(lines, fh))
+            block = list(itertools.islice(reader, self.chunk_rows))
+            if not block:
+                return
+            yield block
+
+    def _chunk(self, column: Callable[[int], list[str]], n: int, lines: Sequence[int], wrong: list[int]) -> np.ndarray:
         """The ``(n, 7)`` valid rows of one chunk (module doc), drops counted."""
         cols = self.cols
-        self.n_rows += len(rows) + len(wrong)
+        self.n_rows += n + len(wrong)
         self.drops.add("wrong number of fields", wrong)
-        n = len(rows)
         out = np.empty((n, 7))
         if not n:
             return out
@@ -211,7 +250,7 @@ class CsvRows:
             code[(code == 0) & mask] = k
 
         k_t = index[cols.time]
-        t, ok_t = _times([r[k_t] for r in rows], cols.time_format)
+        t, ok_t = _times(column(k_t), cols.time_format)
         if cols.time_format is None:
             fail(~ok_t, f"column {cols.time!r} not seconds or an ISO 8601 time")
         else:
@@ -224,7 +263,7 @@ class CsvRows:
                 values[key] = np.full(n, np.nan)
                 continue
             k = index[col]
-            x, c = _floats([r[k] for r in rows])
+            x, c = _floats(column(k))
             fail(c == 1, f"column {col!r} not a number")
             fail(c == 2, f"column {col!r} not finite")
             values[key] = x
