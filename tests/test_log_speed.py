@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -117,7 +119,7 @@ def _log_lines(rng: np.random.Generator, n: int) -> list[list[str]]:
     return rows
 
 
-def test_plain_lines_read_as_the_csv_module_reads_them(tmp_path) -> None:
+def test_plain_lines_read_as_the_csv_module_reads_them(tmp_path: Path) -> None:
     """The reader splits plain lines itself (no quote, carriage return or NUL; every line with the header's fields)
     and hands any other chunk, and everything after it, to :mod:`csv`: the same log written plainly, with CRLF line
     ends, with every field quoted, and with one quoted field in the middle (the switch mid-file) gives the same rows,
@@ -129,7 +131,7 @@ def test_plain_lines_read_as_the_csv_module_reads_them(tmp_path) -> None:
     header = DEFAULT_HEADER.split(",")
     recs = _log_lines(rng, 200)
 
-    def write(name: str, end: str = "\n", quote_all: bool = False, quote_row: int = -1) -> object:
+    def write(name: str, end: str = "\n", quote_all: bool = False, quote_row: int = -1) -> Path:
         lines = []
         for i, r in enumerate([header, *recs]):
             q = quote_all or i == quote_row
