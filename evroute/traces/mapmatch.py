@@ -145,6 +145,10 @@ class MatchIndex:
         self.piece_edge = np.concatenate(e_list).astype(np.int64)
         self.piece_offset = np.concatenate(o_list)
         self.piece_half = float(np.max(np.hypot(*(self.piece_b - self.piece_a).T))) / 2
+        #: each piece's vector ``b - a`` (m), its squared length (floored at 1e-12 m^2) and length (m)
+        self.piece_v = self.piece_b - self.piece_a
+        self.piece_vv = np.maximum(np.einsum("ij,ij->i", self.piece_v, self.piece_v), 1e-12)
+        self.piece_len = np.sqrt(self.piece_vv)
         self.tree = cKDTree(0.5 * (self.piece_a + self.piece_b))
         ends = {(u, v): e for e, (u, v) in enumerate(zip(net.from_node.tolist(), net.to_node.tolist(), strict=True))}
         #: ``(E,)`` the edge in the opposite direction between the same junctions (-1: none)
@@ -205,16 +209,15 @@ class MatchIndex:
         ok = np.isfinite(dq)
         t_idx = np.broadcast_to(np.arange(t_n)[:, None], dq.shape)[ok]
         piece = iq[ok]
-        pa, pb = self.piece_a[piece], self.piece_b[piece]
-        v = pb - pa
-        vv = np.maximum(np.einsum("ij,ij->i", v, v), 1e-12)
-        u = np.clip(np.einsum("ij,ij->i", xy[t_idx] - pa, v) / vv, 0.0, 1.0)
-        d = np.hypot(*(xy[t_idx] - (pa + u[:, None] * v)).T)
+        pa, v, vv = self.piece_a[piece], self.piece_v[piece], self.piece_vv[piece]
+        txy = xy[t_idx]
+        u = np.clip(np.einsum("ij,ij->i", txy - pa, v) / vv, 0.0, 1.0)
+        d = np.hypot(*(txy - (pa + u[:, None] * v)).T)
         e = self.piece_edge[piece]
-        off = self.piece_offset[piece] + u * np.sqrt(vv)
+        off = self.piece_offset[piece] + u * self.piece_len[piece]
         near = d <= opt.radius_m
         t_idx, e, off, d = t_idx[near], e[near], off[near], d[near]
-        order = np.lexsort((d, e, t_idx))  # per (sample, edge), the closest piece first
+        order = np.lexsort((d, t_idx * (self.n_edges + 1) + e))  # per (sample, edge), the closest piece first
         t_idx, e, off, d = t_idx[order], e[order], off[order], d[order]
         first = np.ones(len(e), dtype=bool)
         first[1:] = (t_idx[1:] != t_idx[:-1]) | (e[1:] != e[:-1])

@@ -176,9 +176,12 @@ def trace_readings(
     lo_ = np.maximum(p[w, None], start[None, :])
     hi_ = np.minimum(p[w + 1, None], (start + lengths)[None, :])
     share = np.clip(hi_ - lo_, 0.0, None) / np.maximum(lengths, 1e-9)[None, :]  # (m, M)
-    edges, inv = np.unique(matched.path, return_inverse=True)
+    edges, first, inv = np.unique(matched.path, return_index=True, return_inverse=True)
     a = np.zeros((len(y), len(edges)))
-    np.add.at(a.T, inv, share.T)
+    a[:, inv[first]] = share[:, first]  # each edge's first traversal; the later ones added in path order
+    again = np.setdiff1d(np.arange(len(inv)), first, assume_unique=True)
+    if again.size:
+        np.add.at(a.T, inv[again], share.T[again])
     used = a.sum(axis=0) > 0
     edges, a = edges[used], a[:, used]
     v = np.asarray(var)
