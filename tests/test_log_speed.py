@@ -158,3 +158,34 @@ def test_plain_lines_read_as_the_csv_module_reads_them(tmp_path: Path) -> None:
     for got in results[1:]:
         assert np.array_equal(got[0], want[0], equal_nan=True)
         assert got[1:] == want[1:]
+
+
+def test_match_index_pieces_are_the_per_segment_loops() -> None:
+    """The index's pieces (built for all segments at once) are those of splitting each edge's polyline segment by
+    segment (the loop it replaces, written out here), bit for bit, on the grid network with a 7 m piece length."""
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+    from evroute.traces.mapmatch import MatchIndex
+
+    grid = Path(__file__).resolve().parents[1] / "data" / "sumo-tiny" / "grid.net.xml"
+    index = MatchIndex(build_line_graph(load_network(grid)), piece_m=7.0)
+    a_l, b_l, e_l, o_l, length = [], [], [], [], []
+    for e, g in enumerate(index.linegraph.network.geometry):
+        g = np.asarray(g, dtype=np.float64)
+        xy = index.project(g[:, 1], g[:, 0])
+        seg = np.hypot(*np.diff(xy, axis=0).T)
+        keep = seg > 1e-9
+        xa, xb, seg = xy[:-1][keep], xy[1:][keep], seg[keep]
+        start = np.concatenate([[0.0], np.cumsum(seg)[:-1]])
+        length.append(float(seg.sum()) if seg.size else 0.0)
+        for xa_i, xb_i, s_i, n_i in zip(xa, xb, start, np.maximum(np.ceil(seg / 7.0), 1).astype(int), strict=True):
+            u = np.arange(n_i + 1) / n_i
+            pts = xa_i + u[:, None] * (xb_i - xa_i)
+            a_l.append(pts[:-1])
+            b_l.append(pts[1:])
+            o_l.append(s_i + u[:-1] * np.hypot(*(xb_i - xa_i)))
+            e_l.append(np.full(n_i, e))
+    assert len(a_l) > index.n_edges  # edges split into several pieces
+    assert np.array_equal(index.piece_a, np.concatenate(a_l)) and np.array_equal(index.piece_b, np.concatenate(b_l))
+    assert np.array_equal(index.piece_edge, np.concatenate(e_l))
+    assert np.array_equal(index.piece_offset, np.concatenate(o_l)) and np.array_equal(index.length_m, length)

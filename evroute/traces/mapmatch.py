@@ -123,27 +123,33 @@ class MatchIndex:
         allpts = np.concatenate([np.asarray(g, dtype=np.float64) for g in net.geometry])
         self.lon0, self.lat0 = float(allpts[:, 0].mean()), float(allpts[:, 1].mean())
         self.kx = _M_PER_DEG * np.cos(np.radians(self.lat0))
-        a_list, b_list, e_list, o_list = [], [], [], []
+        # every edge's polyline in segments of positive length, each split into pieces of at most piece_m
+        sizes = np.array([len(g) for g in net.geometry])
+        xy = self.project(allpts[:, 1], allpts[:, 0])
+        seg_edge = np.repeat(np.arange(self.n_edges), sizes - 1)
+        inner = np.ones(len(xy) - 1, dtype=bool)
+        inner[np.cumsum(sizes)[:-1] - 1] = False  # the step from one edge's last point to the next edge's first
+        xa_all, xb_all = xy[:-1][inner], xy[1:][inner]
+        seg_all = np.hypot(*(xb_all - xa_all).T)
+        keep = seg_all > 1e-9
+        xa, xb, seg, seg_edge = xa_all[keep], xb_all[keep], seg_all[keep], seg_edge[keep]
+        bounds = np.searchsorted(seg_edge, np.arange(self.n_edges + 1))
         self.length_m = np.zeros(self.n_edges)
-        for e, g in enumerate(net.geometry):
-            xy = self.project(np.asarray(g, dtype=np.float64)[:, 1], np.asarray(g, dtype=np.float64)[:, 0])
-            seg = np.hypot(*np.diff(xy, axis=0).T)
-            keep = seg > 1e-9
-            xa, xb, seg = xy[:-1][keep], xy[1:][keep], seg[keep]
-            start = np.concatenate([[0.0], np.cumsum(seg)[:-1]])
-            self.length_m[e] = float(seg.sum()) if seg.size else 0.0
-            n_sub = np.maximum(np.ceil(seg / piece_m).astype(np.int64), 1)
-            for xa_i, xb_i, s_i, n_i in zip(xa, xb, start, n_sub, strict=True):
-                u = np.arange(n_i + 1) / n_i
-                pts = xa_i + u[:, None] * (xb_i - xa_i)
-                a_list.append(pts[:-1])
-                b_list.append(pts[1:])
-                o_list.append(s_i + u[:-1] * np.hypot(*(xb_i - xa_i)))
-                e_list.append(np.full(n_i, e))
-        self.piece_a = np.concatenate(a_list)
-        self.piece_b = np.concatenate(b_list)
-        self.piece_edge = np.concatenate(e_list).astype(np.int64)
-        self.piece_offset = np.concatenate(o_list)
+        start = np.empty(len(seg))
+        for e in range(self.n_edges):  # per edge: its own sums, as the edge's polyline alone gives
+            lo, hi = bounds[e], bounds[e + 1]
+            if hi > lo:
+                self.length_m[e] = float(seg[lo:hi].sum())
+                start[lo:hi] = np.concatenate([[0.0], np.cumsum(seg[lo:hi])[:-1]])
+        n_sub = np.maximum(np.ceil(seg / piece_m).astype(np.int64), 1)
+        of = np.repeat(np.arange(len(seg)), n_sub)  # each piece's segment
+        k = np.arange(len(of)) - np.repeat(np.cumsum(n_sub) - n_sub, n_sub)  # its place in the segment
+        d_ab = xb[of] - xa[of]
+        u_a, u_b = k / n_sub[of], (k + 1) / n_sub[of]
+        self.piece_a = xa[of] + u_a[:, None] * d_ab
+        self.piece_b = xa[of] + u_b[:, None] * d_ab
+        self.piece_edge = seg_edge[of].astype(np.int64)
+        self.piece_offset = start[of] + u_a * np.hypot(*(xb - xa).T)[of]
         self.piece_half = float(np.max(np.hypot(*(self.piece_b - self.piece_a).T))) / 2
         #: each piece's vector ``b - a`` (m), its squared length (floored at 1e-12 m^2) and length (m)
         self.piece_v = self.piece_b - self.piece_a
