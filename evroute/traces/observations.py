@@ -37,6 +37,7 @@ itself is no boundary (its position is unknown).  Windows inside a piece are kep
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from dataclasses import dataclass
 
@@ -161,7 +162,7 @@ def trace_readings(
         pb, lb, vb, mb = _piece_boundaries(
             s[lo:hi], r[lo:hi], mech[lo:hi], q, rho, scale, min_window_m, first=k == 0, last=hi == len(s)
         )
-        win.extend(len(pos) + j for j in range(len(pb) - 1))
+        win.extend(range(len(pos), len(pos) + len(pb) - 1))
         pos.extend(pb)
         lvl.extend(lb)
         var.extend(vb)
@@ -233,12 +234,19 @@ def _piece_boundaries(
     v = (rho * (s[i] - s[i - 1])) ** 2 / 12.0 + (np.maximum(np.abs(r[i] - r[i - 1]) - q, 0.0) * scale) ** 2 / 12
     # a change closer than min_window_m to the last kept boundary is skipped: follow the chain of next kept ones
     # (positions are non-decreasing, so the next kept after j is the first at >= p_j + min_window_m)
-    nxt = _first_at_least(p, p, min_window_m).tolist()
+    nxt_a = _first_at_least(p, p, min_window_m)
+    nxt = nxt_a.tolist()
+    skips = np.flatnonzero(nxt_a != np.arange(1, len(p) + 1)).tolist()  # where the chain passes over a change
     j = int(_first_at_least(p, np.array([pos[-1]]), min_window_m)[0]) if pos else 0
-    keep = []
-    while j < len(p):
-        keep.append(j)
-        j = nxt[j]
+    keep: list[int] = []
+    at = 0
+    while j < len(p):  # j, j + 1, ... up to the next skip are all kept, then the chain jumps
+        at = bisect.bisect_left(skips, j, at)
+        if at == len(skips):
+            keep.extend(range(j, len(p)))
+            break
+        keep.extend(range(j, skips[at] + 1))
+        j = nxt[skips[at]]
     k = np.asarray(keep, dtype=np.int64)
     pos += p[k].tolist()
     lvl += (0.5 * (r[i[k] - 1] + r[i[k]])).tolist()
