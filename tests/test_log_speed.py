@@ -189,3 +189,32 @@ def test_match_index_pieces_are_the_per_segment_loops() -> None:
     assert np.array_equal(index.piece_a, np.concatenate(a_l)) and np.array_equal(index.piece_b, np.concatenate(b_l))
     assert np.array_equal(index.piece_edge, np.concatenate(e_l))
     assert np.array_equal(index.piece_offset, np.concatenate(o_l)) and np.array_equal(index.length_m, length)
+
+
+def test_direct_pair_index_is_the_binary_search() -> None:
+    """Route distances and paths between edges looked up in the direct pair index (networks of up to
+    ``DENSE_PAIRS`` pairs) are those of the binary search in the sorted keys (larger networks), for every pair of
+    the grid network, and a path asked again (from the cache) is the same."""
+    import copy
+
+    from evroute.errors import DataError
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+    from evroute.traces.mapmatch import MatchIndex, MatchOptions
+
+    grid = Path(__file__).resolve().parents[1] / "data" / "sumo-tiny" / "grid.net.xml"
+    index = MatchIndex(build_line_graph(load_network(grid)), MatchOptions(max_route_m=120.0))
+    search = copy.deepcopy(index)
+    search.pos = None
+    assert index.pos is not None
+    a, b = (x.ravel() for x in np.meshgrid(np.arange(index.n_edges), np.arange(index.n_edges)))
+    assert np.array_equal(index.route_m(a, b), search.route_m(a, b))
+    assert np.isinf(index.route_m(a, b)).any()  # some pairs beyond 120 m
+    for x, y in zip(a.tolist(), b.tolist(), strict=True):
+        try:
+            want = search.between(x, y)
+        except DataError:
+            with pytest.raises(DataError):
+                index.between(x, y)
+            continue
+        assert index.between(x, y) == want and index.between(x, y) == want

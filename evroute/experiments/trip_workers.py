@@ -57,7 +57,7 @@ _R = TypeVar("_R")
 IN_FLIGHT_PER_WORKER = 2
 #: blocks of a CSV log matched together (:meth:`~evroute.traces.mapmatch.MatchIndex.match_many`: the same matches,
 #: a fraction of the NumPy calls; memory: this many blocks of :data:`~evroute.traces.stream.BLOCK_ROWS` rows)
-MATCH_GROUP = 16
+MATCH_GROUP = 32
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,10 @@ from scipy.spatial import cKDTree
 from evroute.errors import DataError, ParameterError
 from evroute.linegraph import LineGraph
 
+#: networks of at most this many edge pairs (``E^2``; 4 bytes each) keep a direct pair index (:attr:`MatchIndex.pos`)
+DENSE_PAIRS = 3_000**2
+#: paths between matched edges remembered per index (:meth:`MatchIndex.between`)
+BETWEEN_CACHE = 100_000
 _M_PER_DEG = 111_319.49  # metres per degree of latitude (WGS 84 mean), and of longitude at the equator
 
 
@@ -183,25 +187,47 @@ class MatchIndex:
         k = np.concatenate(keys)
         order = np.argsort(k)
         self.keys, self.dist, self.pred = k[order], np.concatenate(dist)[order], np.concatenate(pred)[order]
+        #: ``(E * E,)`` the index in ``keys`` of each pair ``a * E + b`` (-1: none) where ``E^2 <= DENSE_PAIRS``
+        #: (Monaco: 18 MB), else None: pairs found by one look-up instead of a binary search
+        self.pos: np.ndarray | None = None
+        if self.n_edges**2 <= DENSE_PAIRS and len(self.keys):
+            self.pos = np.full(self.n_edges**2, -1, dtype=np.int32)
+            self.pos[self.keys] = np.arange(len(self.keys), dtype=np.int32)
+        self._between: dict[int, list[int]] = {}  # paths found so far (at most BETWEEN_CACHE)
 
     def route_m(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """``D(a, b)`` (m) for arrays of edges (``inf`` beyond ``max_route_m`` or unreachable; 0 for ``a == b``)."""
         key = np.asarray(a, dtype=np.int64) * self.n_edges + np.asarray(b, dtype=np.int64)
-        i = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
-        found = self.keys[i] == key
+        if self.pos is not None:
+            i = self.pos[key]
+            found = i >= 0
+            i = np.maximum(i, 0)
+        else:
+            i = np.minimum(np.searchsorted(self.keys, key), len(self.keys) - 1)
+            found = self.keys[i] == key
         return np.where(found, self.dist[i], np.where(key // self.n_edges == key % self.n_edges, 0.0, np.inf))
 
     def between(self, a: int, b: int) -> list[int]:
         """Edges strictly between ``a`` and ``b`` on the shortest legal path ``a -> b`` (empty if adjacent)."""
+        known = self._between.get(a * self.n_edges + b)
+        if known is not None:
+            return list(known)
         out: list[int] = []
         node = b
         while True:
             key = a * self.n_edges + node
-            i = int(np.searchsorted(self.keys, key))
-            if i >= len(self.keys) or self.keys[i] != key:
+            if self.pos is not None:
+                i = int(self.pos[key])
+            else:
+                i = int(np.searchsorted(self.keys, key))
+                i = i if i < len(self.keys) and self.keys[i] == key else -1
+            if i < 0:
                 raise DataError(f"no path from edge {a} to edge {b} in the distance table")
             p = int(self.pred[i])
             if p == a:
+                if len(self._between) >= BETWEEN_CACHE:
+                    self._between.clear()
+                self._between[a * self.n_edges + b] = out[::-1]
                 return out[::-1]
             out.append(p)
             node = p
