@@ -13,7 +13,9 @@ command after the other:
 
 For each: wall seconds, CPU seconds of the child (``resource.getrusage(RUSAGE_CHILDREN)`` differences), the peak
 resident set of the child (``ru_maxrss`` of a wrapper process that runs only that command), the load average before
-and after.  Prints a Markdown table (``--output``: also written there).
+and after, and (``network``) the CPU seconds of the per-log stages the command prints (read, match, learn: readings
+and their statistics) with the samples each handles per CPU second.  Prints a Markdown table (``--output``: also
+written there).
 
 ``--before DIR`` (a checkout of an earlier commit, e.g. ``git worktree add --detach DIR COMMIT``): every command
 runs first with that checkout's ``evroute`` (``PYTHONPATH=DIR``), then with this one's, one after the other on the
@@ -32,21 +34,25 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 _WRAPPER = (
-    "import resource, subprocess, sys, json, time\n"
+    "import re, resource, subprocess, sys, json, time\n"
     "t = time.perf_counter()\n"
-    "rc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n"
+    "run = subprocess.run(sys.argv[1:], stdout=subprocess.PIPE, text=True)\n"
     "wall = time.perf_counter() - t\n"
     "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
     "cpu = ru.ru_utime + ru.ru_stime\n"
-    "print(json.dumps({'rc': rc, 'wall_s': wall, 'cpu_s': cpu, 'maxrss_mb': ru.ru_maxrss / 1024}))\n"
+    "m = re.search(r'([0-9]+) samples; CPU s: read ([0-9.]+), match ([0-9.]+), learn ([0-9.]+)', run.stdout)\n"
+    "stages = [float(x) for x in m.groups()] if m else None\n"
+    "print(json.dumps({'rc': run.returncode, 'wall_s': wall, 'cpu_s': cpu, 'maxrss_mb': ru.ru_maxrss / 1024,\n"
+    "                  'stages': stages}))\n"
 )
 
 
-def measure(cmd: list[str], code: Path | None = None) -> dict[str, float]:
+def measure(cmd: list[str], code: Path | None = None) -> dict[str, Any]:
     """Run ``cmd`` under the wrapper (with ``evroute`` imported from the checkout ``code``, default this one): exit
-    status, wall, CPU, peak RSS (MB), load average before and after."""
+    status, wall, CPU, peak RSS (MB), load average before and after, the per-log stages (:func:`_stages`)."""
     before = os.getloadavg()[0]
     env = dict(os.environ)
     if code is not None:  # run in the checkout too: `python -m` puts the working directory first on the path
@@ -108,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     with big.open() as fh:
         rows = sum(1 for _ in fh) - 1
     evroute = [sys.executable, "-m", "evroute", "learn"]
-    results: list[tuple[str, str, str, dict[str, float]]] = []
+    results: list[tuple[str, str, str, dict[str, Any]]] = []
     for mode in args.modes.split(","):
         if mode not in ("trace", "network"):
             print(f"evroute: error: unknown mode {mode!r} (trace, network)", file=sys.stderr)
@@ -126,13 +132,14 @@ def main(argv: list[str] | None = None) -> int:
                 cmd += ["--kind", "bi", "--vehicle", "sumo_ev", "--soc-step", "0.01"]
                 results.append((code_label, "network", label, measure(cmd, code)))
     lines = [
-        "| code | mode | log | exit | wall s | CPU s | peak RSS MB | load before / after |",
-        "|---|---|---|---|---|---|---|---|",
+        "| code | mode | log | exit | wall s | CPU s | peak RSS MB | load before / after | read / match / learn CPU s "
+        "(k samples per CPU s) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for code_label, mode, label, r in results:
         lines.append(
             f"| {code_label} | {mode} | {label} | {r['rc']} | {r['wall_s']:.1f} | {r['cpu_s']:.1f} | "
-            f"{r['maxrss_mb']:.0f} | {r['load_before']:.1f} / {r['load_after']:.1f} |"
+            f"{r['maxrss_mb']:.0f} | {r['load_before']:.1f} / {r['load_after']:.1f} | {_stages(r.get('stages'))} |"
         )
     commits = ", ".join(f"{c} = `{_commit(d)}`" for c, d in codes)
     before_arg = f" --before {args.before}" if args.before else ""
@@ -146,6 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.output:
         Path(args.output).write_text(text)
     return 0
+
+
+def _stages(stages: list[float] | None) -> str:
+    """The CPU seconds of the per-log stages ``evroute learn --network`` prints (``[samples, read, match, learn]``),
+    each with the samples it handles per CPU second; ``-`` without them."""
+    if not stages:
+        return "-"
+    n, *cpu = stages
+    return " / ".join(f"{c:.1f} ({n / c / 1000:.0f})" if c > 0 else f"{c:.1f}" for c in cpu)
 
 
 def _commit(path: Path) -> str:
