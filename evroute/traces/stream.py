@@ -43,8 +43,8 @@ from evroute.traces.formats import haversine_m
 from evroute.traces.logformats import is_gpx
 from evroute.traces.reader import Trace, TraceColumns
 
-#: rows per block handed to the map matcher and the readings (17 minutes at 1 Hz): a block's readings have a dense
-#: ``m x m`` noise covariance (``m`` up to the block's rows with a fine gauge), 8 MB and a 0.3 GFlop Cholesky at 1,000
+#: rows per block handed to the map matcher and the readings (17 minutes at 1 Hz): a block's readings' ``(m, k)``
+#: shares of its ``k`` path edges and the dense ``(k, k)`` statistics grow with it (their noise is tridiagonal)
 BLOCK_ROWS = 1_000
 
 
