@@ -295,12 +295,15 @@ def noise_log_ml(
         d = np.sqrt(scale2 * kernel.v[u])
         if not (lam.nnz >= DENSE_FILL * len(u) ** 2 if dense is None else dense):
             return _sparse_noise_log_ml(d, lam, b0, rr0, n, logdet_r)
-        gm, ltb = d[:, None] * lam.toarray() * d[None, :], d * b0
+        gm, ltb = lam.toarray() * d[:, None], d * b0  # D Lambda D, the second product in place
+        gm *= d[None, :]
     else:
         kuu = scale2 * np.asarray(kernel.columns(u))[u]
         l_k = jittered_cholesky(0.5 * (kuu + kuu.T))
         gm, ltb = l_k.T @ np.asarray(lam @ l_k), l_k.T @ b0
-    g, q = np.linalg.eigh(0.5 * (gm + gm.T))
+    gm += gm.T
+    gm *= 0.5
+    g, q = np.linalg.eigh(gm)
     g = np.maximum(g, 0.0)  # Lambda_0 is positive semi-definite: negative eigenvalues are rounding
     d2 = (q.T @ ltb) ** 2
 
