@@ -69,7 +69,6 @@ def test_match_many_is_match_of_each_trace() -> None:
     :meth:`MatchIndex.match` alone, bit for bit: random drives of different lengths on the grid network with GPS noise
     (routes up to 120 m between samples), one that jumps to another drive half-way (matched in two pieces), one far
     from every road, one of a single sample and an empty one."""
-    from pathlib import Path
 
     from evroute.linegraph import build_line_graph
     from evroute.network.registry import load_network
