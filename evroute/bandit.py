@@ -23,7 +23,7 @@ from evroute.arms import ArmSpace, make_arms
 from evroute.environments import EnergyEnvironment
 from evroute.models.base import EdgeModel
 from evroute.oracle import Route, optimal_route
-from evroute.policies.index import IndexPolicy
+from evroute.policies.index import IndexPolicy, ThompsonSampling
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,12 @@ class RoutingBandit(RouteLearner):
         arms: the bandit's arms (:func:`evroute.arms.make_arms`): ``None`` or edge arms (the paper's), or turn arms;
             the model then has one arm per turn and per terminal arm, the oracle is Dijkstra with arc weights, and
             the potential is charged to each arm's edge.
+        lazy_ts: Thompson rounds by the compiled bidirectional search that draws an edge's sample only when it
+            touches it (:class:`evroute.search.LazyThompsonEngine`; exact, another random stream than the full
+            draw).  ``None`` (default): when the model is BI (:class:`~evroute.models.bi.BayesianEdgeModel`), the policy
+            plain Thompson sampling, the arms edges, numba installed and the network has at least
+            :data:`LAZY_TS_MIN_ARMS` edges, so that the smaller studies keep their random streams bit for bit;
+            ``True``: whenever the model, policy and arms allow it (else :class:`ParameterError`); ``False``: never.
     """
 
     arms: ArmSpace  # never None here: edge arms by default
@@ -158,6 +164,7 @@ class RoutingBandit(RouteLearner):
         regret_reference: str = "auto",
         potential_wh: np.ndarray | None = None,
         arms: ArmSpace | None = None,
+        lazy_ts: bool | None = None,
     ) -> None:
         self.env = env
         self.model = model
@@ -182,6 +189,7 @@ class RoutingBandit(RouteLearner):
         self._arm_potential = None if self.potential_wh is None else self.arms.lift(self.potential_wh)
         self.t = 0
         self.cumulative_regret = 0.0
+        self._lazy = _lazy_engine(self, lazy_ts)
 
     def step(self) -> RoundRecord:
         """Play one round and return its record."""
@@ -189,11 +197,17 @@ class RoutingBandit(RouteLearner):
         self._advance_environment(t)
         self.model.advance(t)
         c0 = time.perf_counter()
-        post = self.model.posterior()
-        c1 = time.perf_counter()
-        w = self.policy.weights(post, t, self.rng_policy, self._arm_potential)
-        c2 = time.perf_counter()
-        route = self.arms.shortest_route(w, self.start, self.goal)
+        if self._lazy is not None:  # posterior, draws and weights inside the search, for the edges it touches
+            key = ThompsonSampling.round_key(self.rng_policy)
+            c1 = c2 = time.perf_counter()
+            state = self.model.conjugate_state()  # type: ignore[attr-defined]  # checked by _lazy_engine
+            route = self._lazy.route(state, key, self.start, self.goal, self._arm_potential)
+        else:
+            post = self.model.posterior()
+            c1 = time.perf_counter()
+            w = self.policy.weights(post, t, self.rng_policy, self._arm_potential)
+            c2 = time.perf_counter()
+            route = self.arms.shortest_route(w, self.start, self.goal)
         c3 = time.perf_counter()
         played = self.arms.route_arms(route.edges)
         y = self.env.observe_arms(self.arms, played, self.rng_noise)
@@ -230,6 +244,35 @@ class RoutingBandit(RouteLearner):
         self.policy = state["policy"]
         self.rng_policy.bit_generator.state = state["rng_policy"]
         self.rng_noise.bit_generator.state = state["rng_noise"]
+
+
+#: Networks with at least this many edges run BI Thompson rounds by the lazy compiled search by default
+#: (:class:`RoutingBandit`'s ``lazy_ts``); every committed study's network is smaller, so their routes and random
+#: streams are those of the full draw.
+LAZY_TS_MIN_ARMS = 200_000
+
+
+def _lazy_engine(bandit: RoutingBandit, lazy_ts: bool | None) -> Any:
+    """The :class:`~evroute.search.LazyThompsonEngine` of ``bandit``'s rounds, or ``None`` (``lazy_ts`` of
+    :class:`RoutingBandit`)."""
+    from evroute.errors import ParameterError
+    from evroute.search import LazyThompsonEngine, numba_available
+
+    if lazy_ts is False:
+        return None
+    fits = (
+        type(bandit.policy) is ThompsonSampling
+        and bandit.arms.kind == "edge"
+        and callable(getattr(bandit.model, "conjugate_state", None))
+        and numba_available()
+    )
+    if lazy_ts is None:
+        return LazyThompsonEngine(bandit.env.linegraph) if fits and bandit.arms.n_arms >= LAZY_TS_MIN_ARMS else None
+    if not fits:
+        raise ParameterError(
+            "lazy Thompson rounds need plain Thompson sampling, a BI model, edge arms and numba installed"
+        )
+    return LazyThompsonEngine(bandit.env.linegraph)
 
 
 #: Deterministic budget of the integer program that tries to certify the best simple route before the best known

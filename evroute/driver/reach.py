@@ -42,6 +42,11 @@ from evroute.driver.belief import RouteBelief
 from evroute.driver.paths import PathEnumerator
 from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
+from evroute.search import numba_available, one_to_all
+
+#: networks with at least this many edges run reach's Dijkstra compiled by default (smaller ones keep SciPy's, so
+#: their predecessor trees stay bit for bit what they were)
+COMPILED_MIN_EDGES = 200_000
 
 
 @dataclass(frozen=True)
@@ -93,8 +98,14 @@ def reachable(
     delta: float = 0.05,
     *,
     h0: np.ndarray | None = None,
+    compiled: bool | None = None,
 ) -> ReachResult:
-    """Edges reachable from ``start`` keeping the reserve with probability ``>= 1 - delta`` (module doc)."""
+    """Edges reachable from ``start`` keeping the reserve with probability ``>= 1 - delta`` (module doc).
+
+    ``compiled``: the one Dijkstra by the compiled binary-heap search (:func:`evroute.search.one_to_all`, the same
+    distances; among equal-cost routes it may keep another predecessor) instead of SciPy's; ``None`` (default): when
+    numba is installed and the network has at least :data:`COMPILED_MIN_EDGES` edges.
+    """
     if not 0 < delta < 0.5:
         raise ParameterError(f"delta must be in (0, 0.5), got {delta}")
     start = int(start)
@@ -103,7 +114,13 @@ def reachable(
     z = float(ndtri(1.0 - delta))
     q = belief.mean + z * belief.edge_sd()
     enum = PathEnumerator(lg, q, h0, exact=False)  # non-negative arcs: clipped quantiles only over-estimate
-    dist, pred = dijkstra(enum.graph, directed=True, indices=start, return_predecessors=True)
+    if compiled is None:
+        compiled = lg.n_nodes >= COMPILED_MIN_EDGES and numba_available()
+    if compiled:
+        g = enum.graph
+        dist, pred = one_to_all(g.indptr, g.indices, g.data, start)
+    else:
+        dist, pred = dijkstra(enum.graph, directed=True, indices=start, return_predecessors=True)
     # node-weighted route cost to v: q[start] + dist(v) - h[start] + h[v]
     qv = np.where(np.isfinite(dist), q[start] + dist - enum.h[start] + enum.h, np.inf)
     ok = qv <= battery.budget_wh
@@ -145,4 +162,4 @@ def route_probability(belief: RouteBelief, route: np.ndarray, battery: BatterySt
     return float(ndtr((battery.budget_wh - mean) / sd))
 
 
-__all__ = ["ReachResult", "reachable", "route_probability", "tree_path_sums"]
+__all__ = ["COMPILED_MIN_EDGES", "ReachResult", "reachable", "route_probability", "tree_path_sums"]
