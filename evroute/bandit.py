@@ -145,8 +145,10 @@ class RoutingBandit(RouteLearner):
             touches it (:class:`evroute.search.LazyThompsonEngine`; exact, another random stream than the full
             draw).  ``None`` (default): when the model is BI (:class:`~evroute.models.bi.BayesianEdgeModel`), the policy
             plain Thompson sampling, the arms edges, numba installed and the network has at least
-            :data:`LAZY_TS_MIN_ARMS` edges, so that the smaller studies keep their random streams bit for bit;
-            ``True``: whenever the model, policy and arms allow it (else :class:`ParameterError`); ``False``: never.
+            :data:`LAZY_TS_MIN_ARMS` edges, so that the smaller studies keep their random streams bit for bit, and
+            until a round's search would settle more than :data:`LAZY_TS_MAX_SHARE` of the nodes (then that round and
+            the rest draw every edge); ``True``: always, whenever the model, policy and arms allow it (else
+            :class:`ParameterError`); ``False``: never.
     """
 
     arms: ArmSpace  # never None here: edge arms by default
@@ -190,6 +192,7 @@ class RoutingBandit(RouteLearner):
         self.t = 0
         self.cumulative_regret = 0.0
         self._lazy = _lazy_engine(self, lazy_ts)
+        self._lazy_auto = lazy_ts is None
 
     def step(self) -> RoundRecord:
         """Play one round and return its record."""
@@ -197,12 +200,16 @@ class RoutingBandit(RouteLearner):
         self._advance_environment(t)
         self.model.advance(t)
         c0 = time.perf_counter()
+        route = None
         if self._lazy is not None:  # posterior, draws and weights inside the search, for the edges it touches
             key = ThompsonSampling.round_key(self.rng_policy)
             c1 = c2 = time.perf_counter()
             state = self.model.conjugate_state()  # type: ignore[attr-defined]  # checked by _lazy_engine
-            route = self._lazy.route(state, key, self.start, self.goal, self._arm_potential)
-        else:
+            cap = int(LAZY_TS_MAX_SHARE * self.arms.n_arms) if self._lazy_auto else None
+            route = self._lazy.route(state, key, self.start, self.goal, self._arm_potential, max_settled=cap)
+            if route is None:  # the two searches cover most of the graph: the full draw is cheaper, from now on
+                self._lazy = None
+        if route is None:
             post = self.model.posterior()
             c1 = time.perf_counter()
             w = self.policy.weights(post, t, self.rng_policy, self._arm_potential)
@@ -234,6 +241,7 @@ class RoutingBandit(RouteLearner):
             "policy": self.policy,
             "rng_policy": self.rng_policy.bit_generator.state,
             "rng_noise": self.rng_noise.bit_generator.state,
+            "lazy_ts": self._lazy is not None,
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -244,12 +252,20 @@ class RoutingBandit(RouteLearner):
         self.policy = state["policy"]
         self.rng_policy.bit_generator.state = state["rng_policy"]
         self.rng_noise.bit_generator.state = state["rng_noise"]
+        if not state.get("lazy_ts", True):  # the run had left the lazy search (snapshots before it have no key)
+            self._lazy = None
 
 
 #: Networks with at least this many edges run BI Thompson rounds by the lazy compiled search by default
 #: (:class:`RoutingBandit`'s ``lazy_ts``); every committed study's network is smaller, so their routes and random
 #: streams are those of the full draw.
 LAZY_TS_MIN_ARMS = 200_000
+
+#: By default a lazy search that settles more than this share of the nodes gives up (its route would cost more than
+#: the full draw, which SciPy's Dijkstra follows at about a third of the lazy search's cost per node: measured in
+#: ``docs/data/scale_rounds.json``); that round and every later one of the run then draw every edge.  Cross-city routes
+#: (the benchmark's route A: the two searches meet after settling about 80% of the graph) end up there.
+LAZY_TS_MAX_SHARE = 0.3
 
 
 def _lazy_engine(bandit: RoutingBandit, lazy_ts: bool | None) -> Any:

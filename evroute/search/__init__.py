@@ -14,8 +14,8 @@ Two engines, compiled with numba (``cache=True``: the first call in a fresh envi
   weights of all edges (:func:`thompson_weights`) read where the search needs them, each drawn once per round and
   reused, and the route is the one a full Dijkstra finds on those weights.  The posteriors are independent, so the
   weights the search never reads need never be drawn: the round is exact.
-* :func:`one_to_all`: Dijkstra from one node to every node on a CSR graph with non-negative arc weights (reach), a
-  binary heap in compiled code in place of SciPy's Fibonacci heap.
+* :func:`one_to_all`: Dijkstra from one node to every node on a CSR graph with non-negative arc weights (reach), an
+  indexed 4-ary heap in compiled code in place of SciPy's Fibonacci heap.
 
 Without numba (:func:`numba_available` False) neither engine exists and the callers keep SciPy's Dijkstra.
 """
@@ -129,8 +129,9 @@ class LazyThompsonEngine:
     ``(round key, edge)`` and the posterior statistics, so whether it was drawn while searching or for all edges at
     once (:func:`thompson_weights`) it is the same number.
 
-    Per round only the touched nodes are written: every per-node array carries a round stamp, so nothing of size
-    ``E`` is cleared or allocated (state: about 60 bytes per edge and 24 per turn, allocated once).
+    Both searches keep their frontier in an indexed 4-ary heap (decrease-key, each node at most once).  Per round only
+    the touched nodes are written and, at the end, reset (the search keeps a list of them), so nothing of size ``E``
+    is cleared or allocated per round (state: about 70 bytes per edge and 4 per turn, allocated once).
 
     Args:
         linegraph: the line graph whose turns are the arcs (its sorted CSR pattern).
@@ -150,24 +151,31 @@ class LazyThompsonEngine:
         self.rindptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(heads, minlength=n), out=self.rindptr[1:])
         self.rtails = np.ascontiguousarray(tails[order], dtype=np.int32)
-        self._stamp = 0
-        self._wst = np.zeros(n, dtype=np.int64)
-        self._wv = np.zeros(n)
-        self._sf, self._sb = np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64)
+        self._wv = np.full(n, -1.0)  # this round's weights; -1: not drawn
+        unseen = self._k.UNSEEN
+        self._posf, self._posb = np.full(n, unseen, dtype=np.int32), np.full(n, unseen, dtype=np.int32)
         self._df, self._db = np.zeros(n), np.zeros(n)
         self._pf, self._pb = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
-        cap = c + 2  # a lazy-deletion heap holds at most one entry per improving relaxation (<= turns) + the root
-        self._hfk, self._hbk = np.empty(cap), np.empty(cap)
-        self._hfv, self._hbv = np.empty(cap, dtype=np.int32), np.empty(cap, dtype=np.int32)
+        self._hfk, self._hbk = np.empty(n), np.empty(n)  # an indexed heap holds each node at most once
+        self._hfv, self._hbv = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
+        self._tf, self._tb = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
         self._path = np.empty(n, dtype=np.int64)
-        self._stats = np.zeros(5, dtype=np.int64)
+        self._stats = np.zeros(6, dtype=np.int64)
         #: counters of the last :meth:`route`: ``settled_forward``, ``settled_backward``, ``arcs_scanned``, ``draws``
         self.last_stats: dict[str, int] = {}
 
     def route(
-        self, state: ConjugateNormalState, key: int, start: int, goal: int, potential_wh: np.ndarray | None = None
-    ) -> Route:
-        """The minimum-weight route under the round-``key`` weights (``cost`` in Wh, start and goal included).
+        self,
+        state: ConjugateNormalState,
+        key: int,
+        start: int,
+        goal: int,
+        potential_wh: np.ndarray | None = None,
+        *,
+        max_settled: int | None = None,
+    ) -> Route | None:
+        """The minimum-weight route under the round-``key`` weights (``cost`` in Wh, start and goal included), or
+        ``None`` when the two searches would settle more than ``max_settled`` nodes (default: no limit).
 
         Raises:
             ParameterError: an index or a statistic's shape is out of range.
@@ -183,24 +191,26 @@ class LazyThompsonEngine:
             raise ParameterError(f"the posterior statistics must have shape ({n},)")
         pot = _potential(potential_wh, n)
         k = _key(key)
-        self._stamp += 1
-        s = self._stamp
-        w_start = float(self._k.weight_at(start, s, self._wst, self._wv, k, *arrs, pot))
+        w_start = float(self._k.weight_at(start, self._wv, k, *arrs, pot))
         if start == goal:
+            self._wv[start] = -1.0
             self.last_stats = {"settled_forward": 0, "settled_backward": 0, "arcs_scanned": 0, "draws": 1}
             return Route(np.asarray([start]), w_start)
         cost = self._k.bidir_kernel(
-            self.indptr, self.heads, self.rindptr, self.rtails, start, goal, s, k, *arrs, pot,
-            self._wst, self._wv, self._sf, self._df, self._pf, self._sb, self._db, self._pb,
-            self._hfk, self._hfv, self._hbk, self._hbv, self._path, self._stats,
+            self.indptr, self.heads, self.rindptr, self.rtails, start, goal, k, *arrs, pot, self._wv,
+            self._df, self._pf, self._posf, self._hfk, self._hfv, self._tf,
+            self._db, self._pb, self._posb, self._hbk, self._hbv, self._tb,
+            n + 1 if max_settled is None else int(max_settled), self._path, self._stats,
         )  # fmt: skip
         st = self._stats
         self.last_stats = {
             "settled_forward": int(st[1]),
             "settled_backward": int(st[2]),
             "arcs_scanned": int(st[3]),
-            "draws": int(st[4]) + 1,
+            "draws": int(st[4]),
         }
+        if st[5]:
+            return None
         if not math.isfinite(cost):
             ids = self.linegraph.network.edge_ids
             raise UnreachableError(f"goal edge {ids[goal]!r} is unreachable from start edge {ids[start]!r}")
@@ -217,15 +227,16 @@ def one_to_all(indptr: np.ndarray, heads: np.ndarray, data: np.ndarray, start: i
         raise ParameterError(f"start index {start} is outside 0..{n - 1}")
     dist = np.full(n, np.inf)
     pred = np.full(n, -9999, dtype=np.int32)
-    cap = len(heads) + 2
     K.one_to_all_kernel(
-        np.asarray(indptr, dtype=np.int64),
-        np.asarray(heads, dtype=np.int32),
+        np.asarray(indptr),
+        np.asarray(heads),
         np.asarray(data, dtype=np.float64),
         int(start),
+        -1,
         dist,
         pred,
-        np.empty(cap),
-        np.empty(cap, dtype=np.int32),
+        np.empty(n),
+        np.empty(n, dtype=np.int32),
+        np.full(n, K.UNSEEN, dtype=np.int32),
     )
     return dist, pred
