@@ -193,6 +193,7 @@ class RoutingBandit(RouteLearner):
         self.cumulative_regret = 0.0
         self._lazy = _lazy_engine(self, lazy_ts)
         self._lazy_auto = lazy_ts is None
+        self._lazy_built = self._lazy is not None
 
     def step(self) -> RoundRecord:
         """Play one round and return its record."""
@@ -234,15 +235,17 @@ class RoutingBandit(RouteLearner):
     # ------------------------------------------------------------ checkpointing
     def state(self) -> dict[str, Any]:
         """Everything needed to continue exactly where the bandit is (model, policy, RNG states, round)."""
-        return {
+        out = {
             "t": self.t,
             "cumulative_regret": self.cumulative_regret,
             "model": self.model,
             "policy": self.policy,
             "rng_policy": self.rng_policy.bit_generator.state,
             "rng_noise": self.rng_noise.bit_generator.state,
-            "lazy_ts": self._lazy is not None,
         }
+        if self._lazy_built:  # whether the run still searches lazily (only where it can: older snapshots stay valid)
+            out["lazy_ts"] = self._lazy is not None
+        return out
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore a :meth:`state` snapshot."""
@@ -252,7 +255,7 @@ class RoutingBandit(RouteLearner):
         self.policy = state["policy"]
         self.rng_policy.bit_generator.state = state["rng_policy"]
         self.rng_noise.bit_generator.state = state["rng_noise"]
-        if not state.get("lazy_ts", True):  # the run had left the lazy search (snapshots before it have no key)
+        if not state.get("lazy_ts", True):  # the run had left the lazy search
             self._lazy = None
 
 
