@@ -200,3 +200,52 @@ def test_bandit_leaves_the_lazy_search_when_it_covers_the_graph(monkeypatch):
     c = _bandit(None)
     c.run(3)
     assert c._lazy is not None
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 40), p=st.floats(0.05, 0.6), seed=st.integers(0, 10_000))
+def test_one_to_all_is_scipys_dijkstra(n, p, seed):
+    """Distances equal SciPy's (1e-12 relative: the same sums along possibly other equal-cost paths), the same nodes
+    unreached, and every predecessor is a tight arc of the returned distances (a shortest-path tree)."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import dijkstra
+
+    rng = np.random.default_rng(seed)
+    dense = (rng.random((n, n)) < p) * rng.exponential(size=(n, n)) * (rng.random((n, n)) > 0.1)
+    mask = (rng.random((n, n)) < p) & ~np.eye(n, dtype=bool)
+    g = sp.csr_matrix((dense[mask], np.nonzero(mask)), shape=(n, n))  # explicit zeros kept: zero-weight arcs
+    g.sort_indices()
+    start = int(rng.integers(n))
+    ref = dijkstra(g, directed=True, indices=start)
+    dist, pred = search.one_to_all(g.indptr, g.indices, g.data, start)
+    assert np.array_equal(np.isfinite(dist), np.isfinite(ref))
+    fin = np.isfinite(ref)
+    np.testing.assert_allclose(dist[fin], ref[fin], rtol=1e-12, atol=1e-12)
+    assert pred[start] == -9999 and np.all(pred[~fin] == -9999)
+    for v in np.flatnonzero(fin):
+        if v != start:
+            u = int(pred[v])
+            arc = g.indptr[u] + np.searchsorted(g.indices[g.indptr[u] : g.indptr[u + 1]], v)
+            assert dist[v] == pytest.approx(dist[u] + g.data[arc], rel=1e-12, abs=1e-12)
+
+
+def test_compiled_reach_equals_scipys():
+    """reachable(compiled=True) reports the same reachable edges and quantile costs (1e-9 relative) as SciPy's."""
+    from test_driver import _learned, _small
+
+    from evroute.driver.answers import BatteryState
+    from evroute.driver.belief import RouteBelief
+    from evroute.driver.paths import potential_h
+    from evroute.driver.reach import reachable
+
+    lg, _ = _small()
+    b = RouteBelief(_learned("bi", lg, 3))
+    bat = BatteryState(10_000.0, 0.01, 0.0)
+    for start in (0, lg.n_nodes // 2, lg.n_nodes - 1):
+        a = reachable(lg, b, start, bat, 0.05, h0=potential_h(lg.network))
+        c = reachable(lg, b, start, bat, 0.05, h0=potential_h(lg.network), compiled=True)
+        assert np.array_equal(a.reachable, c.reachable)
+        fin = np.isfinite(a.quantile_wh)
+        assert np.array_equal(fin, np.isfinite(c.quantile_wh))
+        np.testing.assert_allclose(c.quantile_wh[fin], a.quantile_wh[fin], rtol=1e-9)
+        np.testing.assert_allclose(c.mean_wh[fin], a.mean_wh[fin], rtol=1e-9, atol=1e-9)

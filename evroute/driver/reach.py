@@ -42,11 +42,7 @@ from evroute.driver.belief import RouteBelief
 from evroute.driver.paths import PathEnumerator
 from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
-from evroute.search import numba_available, one_to_all
-
-#: networks with at least this many edges run reach's Dijkstra compiled by default (smaller ones keep SciPy's, so
-#: their predecessor trees stay bit for bit what they were)
-COMPILED_MIN_EDGES = 200_000
+from evroute.search import one_to_all
 
 
 @dataclass(frozen=True)
@@ -98,13 +94,13 @@ def reachable(
     delta: float = 0.05,
     *,
     h0: np.ndarray | None = None,
-    compiled: bool | None = None,
+    compiled: bool = False,
 ) -> ReachResult:
     """Edges reachable from ``start`` keeping the reserve with probability ``>= 1 - delta`` (module doc).
 
-    ``compiled``: the one Dijkstra by the compiled binary-heap search (:func:`evroute.search.one_to_all`, the same
-    distances; among equal-cost routes it may keep another predecessor) instead of SciPy's; ``None`` (default): when
-    numba is installed and the network has at least :data:`COMPILED_MIN_EDGES` edges.
+    ``compiled``: the one Dijkstra by the compiled 4-ary-heap search (:func:`evroute.search.one_to_all`: the same
+    distances; among equal-cost routes it may keep another predecessor) instead of SciPy's.  Not the default: at a
+    million edges both take the same time (``docs/scale_rounds.md``).
     """
     if not 0 < delta < 0.5:
         raise ParameterError(f"delta must be in (0, 0.5), got {delta}")
@@ -114,8 +110,6 @@ def reachable(
     z = float(ndtri(1.0 - delta))
     q = belief.mean + z * belief.edge_sd()
     enum = PathEnumerator(lg, q, h0, exact=False)  # non-negative arcs: clipped quantiles only over-estimate
-    if compiled is None:
-        compiled = lg.n_nodes >= COMPILED_MIN_EDGES and numba_available()
     if compiled:
         g = enum.graph
         dist, pred = one_to_all(g.indptr, g.indices, g.data, start)
@@ -162,4 +156,4 @@ def route_probability(belief: RouteBelief, route: np.ndarray, battery: BatterySt
     return float(ndtr((battery.budget_wh - mean) / sd))
 
 
-__all__ = ["COMPILED_MIN_EDGES", "ReachResult", "reachable", "route_probability", "tree_path_sums"]
+__all__ = ["ReachResult", "reachable", "route_probability", "tree_path_sums"]
