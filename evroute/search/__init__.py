@@ -1,7 +1,7 @@
 """Compiled searches on the line graph for the country scale (issue 39): lazily sampled Thompson rounds and reach.
 
-Two engines, compiled with numba (``cache=True``: the first call in a fresh environment compiles them, about
-:data:`COMPILE_NOTE`; later processes load the machine code from numba's cache) and used only where they pay:
+Two engines, compiled with numba (``cache=True``: the first call in a fresh environment compiles them,
+:data:`COMPILE_NOTE`):
 
 * :class:`LazyThompsonEngine`: one Thompson-sampling round of the independent conjugate Gaussian model
   (:class:`ConjugateNormalState`, the BI model) by a **bidirectional Dijkstra** that draws the sample of an edge only
@@ -14,8 +14,13 @@ Two engines, compiled with numba (``cache=True``: the first call in a fresh envi
   weights of all edges (:func:`thompson_weights`) read where the search needs them, each drawn once per round and
   reused, and the route is the one a full Dijkstra finds on those weights.  The posteriors are independent, so the
   weights the search never reads need never be drawn: the round is exact.
-* :func:`one_to_all`: Dijkstra from one node to every node on a CSR graph with non-negative arc weights (reach), an
-  indexed 4-ary heap in compiled code in place of SciPy's Fibonacci heap.
+  The bandit uses it for BI Thompson rounds from :data:`evroute.bandit.LAZY_TS_MIN_ARMS` edges and leaves it for the
+  full draw when a round's two searches would settle more than :data:`evroute.bandit.LAZY_TS_MAX_SHARE` of the nodes:
+  a settled node costs about three times what SciPy's Dijkstra pays per node, so the lazy search wins on trips whose
+  two balls of half the route's cost are small (9 of 10 random trips at a million edges, median 97 against 388 ms)
+  and loses on cross-city routes (``docs/scale_rounds.md``).
+* :func:`one_to_all`: Dijkstra from one node to every node on a CSR graph with non-negative arc weights (reach on
+  request), an indexed 4-ary heap in compiled code; as fast as SciPy's at a million edges.
 
 Without numba (:func:`numba_available` False) neither engine exists and the callers keep SciPy's Dijkstra.
 """
@@ -36,7 +41,10 @@ from evroute.linegraph import LineGraph
 from evroute.oracle import Route
 
 #: what the first call costs when numba's cache is empty (measured on the 2-core benchmark machine, CPU time)
-COMPILE_NOTE = "about 4 s of CPU for all kernels (once per environment; numba's on-disk cache serves later processes)"
+COMPILE_NOTE = (
+    "about 17 s of CPU for all kernels on the loaded 2-core benchmark machine (14 s the bidirectional search), once "
+    "per installation; later processes load them from numba's cache in about 1 s (mostly importing numba)"
+)
 
 
 def numba_available() -> bool:
