@@ -101,8 +101,9 @@ def settled_share(lg: Any, arc_weights: np.ndarray, start: int, goal: int) -> fl
 
 def lazy_probe(lg: Any, bandit: Any, start: int, goal: int) -> dict[str, Any] | None:
     """One uncapped round of the lazy bidirectional Thompson search (:class:`evroute.search.LazyThompsonEngine`) on
-    the bandit's posterior: its CPU seconds (a second round: the first loads the compiled kernels), the share of the
-    line-graph nodes the two searches settle, the weights drawn; ``None`` without numba or for another model."""
+    the bandit's posterior: its CPU seconds (a second round: the first loads the compiled kernels), the nodes the two
+    searches settle over the line-graph nodes (one settled by both counts twice), the weights drawn; ``None`` without
+    numba or for another model."""
     from evroute.search import LazyThompsonEngine, numba_available
 
     if not numba_available() or not callable(getattr(bandit.model, "conjugate_state", None)):
