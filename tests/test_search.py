@@ -249,3 +249,17 @@ def test_compiled_reach_equals_scipys():
         assert np.array_equal(fin, np.isfinite(c.quantile_wh))
         np.testing.assert_allclose(c.quantile_wh[fin], a.quantile_wh[fin], rtol=1e-9)
         np.testing.assert_allclose(c.mean_wh[fin], a.mean_wh[fin], rtol=1e-9, atol=1e-9)
+
+
+def test_without_numba_the_bandit_keeps_scipys_path(monkeypatch):
+    """numba missing: the default runs the full draw with SciPy's Dijkstra even at scale (same routes as
+    ``lazy_ts=False``), asking for the lazy search is one ParameterError."""
+    import evroute.bandit as B
+
+    monkeypatch.setattr(search, "numba_available", lambda: False)
+    monkeypatch.setattr(B, "LAZY_TS_MIN_ARMS", 0)
+    b = _bandit(None)
+    assert b._lazy is None
+    assert [r.route for r in b.run(3)] == [r.route for r in _bandit(False).run(3)]
+    with pytest.raises(ParameterError, match="numba"):
+        _bandit(True)
