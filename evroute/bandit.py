@@ -264,10 +264,11 @@ class RoutingBandit(RouteLearner):
 #: streams are those of the full draw.
 LAZY_TS_MIN_ARMS = 200_000
 
-#: By default a lazy search that settles more than this share of the nodes gives up (its route would cost more than
-#: the full draw, which SciPy's Dijkstra follows at about a third of the lazy search's cost per node: measured in
-#: ``docs/data/scale_rounds.json``); that round and every later one of the run then draw every edge.  Cross-city routes
-#: (the benchmark's route A: the two searches meet after settling about 80% of the graph) end up there.
+#: By default a lazy search that settles more than this share of the nodes gives up: a node it settles costs about 3.5
+#: times what the full round spends per node (at a million edges 1.5 us against 0.42 us: ``docs/scale_rounds.md``), so
+#: past about 30% the full draw with SciPy's Dijkstra is cheaper; that round and every later one of the run then draw
+#: every edge.  Cross-city routes end up there (the benchmark's route A: the two searches meet after settling 82% of
+#: the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10% (median).
 LAZY_TS_MAX_SHARE = 0.3
 
 
