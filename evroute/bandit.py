@@ -23,7 +23,7 @@ from evroute.arms import ArmSpace, make_arms
 from evroute.environments import EnergyEnvironment
 from evroute.models.base import EdgeModel
 from evroute.oracle import Route, optimal_route
-from evroute.policies.index import IndexPolicy
+from evroute.policies.index import IndexPolicy, ThompsonSampling
 
 
 @dataclass(frozen=True)
@@ -141,6 +141,14 @@ class RoutingBandit(RouteLearner):
         arms: the bandit's arms (:func:`evroute.arms.make_arms`): ``None`` or edge arms (the paper's), or turn arms;
             the model then has one arm per turn and per terminal arm, the oracle is Dijkstra with arc weights, and
             the potential is charged to each arm's edge.
+        lazy_ts: Thompson rounds by the compiled bidirectional search that draws an edge's sample only when it
+            touches it (:class:`evroute.search.LazyThompsonEngine`; exact, another random stream than the full
+            draw).  ``None`` (default): when the model is BI (:class:`~evroute.models.bi.BayesianEdgeModel`), the policy
+            plain Thompson sampling, the arms edges, numba installed and the network has at least
+            :data:`LAZY_TS_MIN_ARMS` edges, so that the smaller studies keep their random streams bit for bit, and
+            until a round's search would settle more than :data:`LAZY_TS_MAX_SHARE` of the nodes (then that round and
+            the rest draw every edge); ``True``: always, whenever the model, policy and arms allow it (else
+            :class:`ParameterError`); ``False``: never.
     """
 
     arms: ArmSpace  # never None here: edge arms by default
@@ -158,6 +166,7 @@ class RoutingBandit(RouteLearner):
         regret_reference: str = "auto",
         potential_wh: np.ndarray | None = None,
         arms: ArmSpace | None = None,
+        lazy_ts: bool | None = None,
     ) -> None:
         self.env = env
         self.model = model
@@ -182,6 +191,9 @@ class RoutingBandit(RouteLearner):
         self._arm_potential = None if self.potential_wh is None else self.arms.lift(self.potential_wh)
         self.t = 0
         self.cumulative_regret = 0.0
+        self._lazy = _lazy_engine(self, lazy_ts)
+        self._lazy_auto = lazy_ts is None
+        self._lazy_built = self._lazy is not None
 
     def step(self) -> RoundRecord:
         """Play one round and return its record."""
@@ -189,11 +201,21 @@ class RoutingBandit(RouteLearner):
         self._advance_environment(t)
         self.model.advance(t)
         c0 = time.perf_counter()
-        post = self.model.posterior()
-        c1 = time.perf_counter()
-        w = self.policy.weights(post, t, self.rng_policy, self._arm_potential)
-        c2 = time.perf_counter()
-        route = self.arms.shortest_route(w, self.start, self.goal)
+        route = None
+        if self._lazy is not None:  # posterior, draws and weights inside the search, for the edges it touches
+            key = ThompsonSampling.round_key(self.rng_policy)
+            c1 = c2 = time.perf_counter()
+            state = self.model.conjugate_state()  # type: ignore[attr-defined]  # checked by _lazy_engine
+            cap = int(LAZY_TS_MAX_SHARE * self.arms.n_arms) if self._lazy_auto else None
+            route = self._lazy.route(state, key, self.start, self.goal, self._arm_potential, max_settled=cap)
+            if route is None:  # the two searches cover most of the graph: the full draw is cheaper, from now on
+                self._lazy = None
+        if route is None:
+            post = self.model.posterior()
+            c1 = time.perf_counter()
+            w = self.policy.weights(post, t, self.rng_policy, self._arm_potential)
+            c2 = time.perf_counter()
+            route = self.arms.shortest_route(w, self.start, self.goal)
         c3 = time.perf_counter()
         played = self.arms.route_arms(route.edges)
         y = self.env.observe_arms(self.arms, played, self.rng_noise)
@@ -213,7 +235,7 @@ class RoutingBandit(RouteLearner):
     # ------------------------------------------------------------ checkpointing
     def state(self) -> dict[str, Any]:
         """Everything needed to continue exactly where the bandit is (model, policy, RNG states, round)."""
-        return {
+        out = {
             "t": self.t,
             "cumulative_regret": self.cumulative_regret,
             "model": self.model,
@@ -221,6 +243,9 @@ class RoutingBandit(RouteLearner):
             "rng_policy": self.rng_policy.bit_generator.state,
             "rng_noise": self.rng_noise.bit_generator.state,
         }
+        if self._lazy_built:  # whether the run still searches lazily (only where it can: older snapshots stay valid)
+            out["lazy_ts"] = self._lazy is not None
+        return out
 
     def load_state(self, state: dict[str, Any]) -> None:
         """Restore a :meth:`state` snapshot."""
@@ -230,6 +255,44 @@ class RoutingBandit(RouteLearner):
         self.policy = state["policy"]
         self.rng_policy.bit_generator.state = state["rng_policy"]
         self.rng_noise.bit_generator.state = state["rng_noise"]
+        if not state.get("lazy_ts", True):  # the run had left the lazy search
+            self._lazy = None
+
+
+#: Networks with at least this many edges run BI Thompson rounds by the lazy compiled search by default
+#: (:class:`RoutingBandit`'s ``lazy_ts``); every committed study's network is smaller, so their routes and random
+#: streams are those of the full draw.
+LAZY_TS_MIN_ARMS = 200_000
+
+#: By default a lazy search that settles more than this share of the nodes gives up: a node it settles costs about 3.5
+#: times what the full round spends per node (at a million edges 1.5 us against 0.42 us: ``docs/scale_rounds.md``), so
+#: past about 30% the full draw with SciPy's Dijkstra is cheaper; that round and every later one of the run then draw
+#: every edge.  Cross-city routes end up there (the benchmark's route A: the two searches meet after settling 82% of
+#: the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10% (median).
+LAZY_TS_MAX_SHARE = 0.3
+
+
+def _lazy_engine(bandit: RoutingBandit, lazy_ts: bool | None) -> Any:
+    """The :class:`~evroute.search.LazyThompsonEngine` of ``bandit``'s rounds, or ``None`` (``lazy_ts`` of
+    :class:`RoutingBandit`)."""
+    from evroute.errors import ParameterError
+    from evroute.search import LazyThompsonEngine, numba_available
+
+    if lazy_ts is False:
+        return None
+    fits = (
+        type(bandit.policy) is ThompsonSampling
+        and bandit.arms.kind == "edge"
+        and callable(getattr(bandit.model, "conjugate_state", None))
+        and numba_available()
+    )
+    if lazy_ts is None:
+        return LazyThompsonEngine(bandit.env.linegraph) if fits and bandit.arms.n_arms >= LAZY_TS_MIN_ARMS else None
+    if not fits:
+        raise ParameterError(
+            "lazy Thompson rounds need plain Thompson sampling, a BI model, edge arms and numba installed"
+        )
+    return LazyThompsonEngine(bandit.env.linegraph)
 
 
 #: Deterministic budget of the integer program that tries to certify the best simple route before the best known

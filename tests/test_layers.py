@@ -12,8 +12,9 @@ module no layer names fails the test, so a new package is placed deliberately.
                                                 attaches physics energies, hence above ``energy``)
   3   linegraph, routes, traces                 line graph, edge contexts, named routes, trip logs
   4   kernels                                   graph Matérn and Matérn kernels
-  5   oracle, arms, cch                         route search on the line graph, rectified oracle weights; the
-                                                bandit's arms (edges or turns) and their oracle; CCH queries
+  5   oracle, arms, cch, search                 route search on the line graph, rectified oracle weights; the
+                                                bandit's arms (edges or turns) and their oracle; CCH queries;
+                                                compiled searches (lazy Thompson rounds, one-to-all Dijkstra)
   6   sumo | bo                                 SUMO tooling (recording, export) | single-arm BO library
   7   environments | models                     truth, feedback, exact optimum | edge models and their
                                                 builders (built from a ModelPrior, never from an environment)
@@ -68,7 +69,7 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("evroute.network",), False),
     (("evroute.linegraph", "evroute.routes", "evroute.traces"), False),
     (("evroute.kernels",), False),
-    (("evroute.oracle", "evroute.arms", "evroute.cch"), False),
+    (("evroute.oracle", "evroute.arms", "evroute.cch", "evroute.search"), False),
     (("evroute.sumo", "evroute.bo"), True),
     (("evroute.environments", "evroute.models"), True),
     (("evroute.policies",), False),

@@ -42,6 +42,7 @@ from evroute.driver.belief import RouteBelief
 from evroute.driver.paths import PathEnumerator
 from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
+from evroute.search import one_to_all
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,14 @@ def reachable(
     delta: float = 0.05,
     *,
     h0: np.ndarray | None = None,
+    compiled: bool = False,
 ) -> ReachResult:
-    """Edges reachable from ``start`` keeping the reserve with probability ``>= 1 - delta`` (module doc)."""
+    """Edges reachable from ``start`` keeping the reserve with probability ``>= 1 - delta`` (module doc).
+
+    ``compiled``: the one Dijkstra by the compiled 4-ary-heap search (:func:`evroute.search.one_to_all`: the same
+    distances; among equal-cost routes it may keep another predecessor) instead of SciPy's.  Not the default: at a
+    million edges both take the same time (``docs/scale_rounds.md``).
+    """
     if not 0 < delta < 0.5:
         raise ParameterError(f"delta must be in (0, 0.5), got {delta}")
     start = int(start)
@@ -103,7 +110,11 @@ def reachable(
     z = float(ndtri(1.0 - delta))
     q = belief.mean + z * belief.edge_sd()
     enum = PathEnumerator(lg, q, h0, exact=False)  # non-negative arcs: clipped quantiles only over-estimate
-    dist, pred = dijkstra(enum.graph, directed=True, indices=start, return_predecessors=True)
+    if compiled:
+        g = enum.graph
+        dist, pred = one_to_all(g.indptr, g.indices, g.data, start)
+    else:
+        dist, pred = dijkstra(enum.graph, directed=True, indices=start, return_predecessors=True)
     # node-weighted route cost to v: q[start] + dist(v) - h[start] + h[v]
     qv = np.where(np.isfinite(dist), q[start] + dist - enum.h[start] + enum.h, np.inf)
     ok = qv <= battery.budget_wh

@@ -29,6 +29,7 @@ import numpy as np
 
 from evroute.errors import DataError, ParameterError
 from evroute.models.base import EdgeModel, EdgePosterior
+from evroute.search import ConjugateNormalState
 
 
 class BayesianEdgeModel(EdgeModel):
@@ -81,6 +82,12 @@ class BayesianEdgeModel(EdgeModel):
         precision = 1.0 / self.prior_var + self.count / self.noise_var
         mean = (self.prior_mean / self.prior_var + self.total / self.noise_var) / precision
         return EdgePosterior(mean=mean, variance=1.0 / precision, noise_var=self.noise_var)
+
+    def conjugate_state(self) -> ConjugateNormalState:
+        """The posterior's statistics as arrays (views, not copies), for searches that compute the posterior of an
+        edge only when they touch it (:class:`evroute.search.LazyThompsonEngine`; the same formulas as
+        :meth:`posterior`)."""
+        return ConjugateNormalState(self.prior_mean, self.prior_var, self.count, self.total, self.noise_var)
 
     def log_marginal_likelihood(self, noise_var: float, prior_var: float) -> float:
         """Log marginal likelihood of all observations for scalar variances (Wh^2; module doc)."""

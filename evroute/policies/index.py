@@ -134,6 +134,14 @@ class ThompsonSampling(IndexPolicy):
     def estimates(self, posterior: EdgePosterior, t: int, rng: np.random.Generator) -> np.ndarray:
         return thompson_sample(posterior, rng, joint=False)
 
+    @staticmethod
+    def round_key(rng: np.random.Generator) -> int:
+        """The key of one round's lazily drawn samples (:class:`evroute.search.LazyThompsonEngine`): one 63-bit
+        integer from the policy's stream, so a run stays reproducible from its seed and resumable from its RNG state
+        (the lazy draws are another stream than :meth:`estimates`'s, used only at scale: see
+        :data:`evroute.bandit.LAZY_TS_MIN_ARMS`)."""
+        return int(rng.integers(0, 2**63))
+
 
 class Greedy(IndexPolicy):
     """Posterior mean (exploitation only), a baseline."""

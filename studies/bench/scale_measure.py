@@ -99,6 +99,26 @@ def settled_share(lg: Any, arc_weights: np.ndarray, start: int, goal: int) -> fl
     return float(np.mean(dist <= dist[goal]))
 
 
+def lazy_probe(lg: Any, bandit: Any, start: int, goal: int) -> dict[str, Any] | None:
+    """One uncapped round of the lazy bidirectional Thompson search (:class:`evroute.search.LazyThompsonEngine`) on
+    the bandit's posterior: its CPU seconds (a second round: the first loads the compiled kernels), the nodes the two
+    searches settle over the line-graph nodes (one settled by both counts twice), the weights drawn; ``None`` without
+    numba or for another model."""
+    from evroute.search import LazyThompsonEngine, numba_available
+
+    if not numba_available() or not callable(getattr(bandit.model, "conjugate_state", None)):
+        return None
+    eng = LazyThompsonEngine(lg)
+    state, pot = bandit.model.conjugate_state(), bandit.potential_wh
+    eng.route(state, 1, start, goal, pot)
+    c0 = time.process_time()
+    eng.route(state, 2, start, goal, pot)
+    cpu = time.process_time() - c0
+    st = eng.last_stats
+    settled = st["settled_forward"] + st["settled_backward"]
+    return {"cpu_s": cpu, "settled_share": settled / lg.n_nodes, "draws": st["draws"], "arcs": st["arcs_scanned"]}
+
+
 def measure(
     n_edges: int,
     seed: int = 0,
@@ -159,6 +179,7 @@ def measure(
         s.repeat("reach", lambda i: reachable(lg, belief, int(pairs[i, 0]), battery, h0=ctx.h0), 3)
         if not profile:  # what bounds the searches: how much of the graph an exact search must settle
             out["route_settled_share"] = settled_share(lg, arcs, rs.start, rs.goal)
+            out["route_lazy"] = lazy_probe(lg, bandit, rs.start, rs.goal)
             out["reach_reached_share"] = float(
                 reachable(lg, belief, int(pairs[0, 0]), battery, h0=ctx.h0).reachable.mean()
             )
@@ -175,4 +196,4 @@ def measure(
     return out
 
 
-__all__ = ["SETUP_STAGES", "Steps", "measure", "peak_mb", "settled_share"]
+__all__ = ["SETUP_STAGES", "Steps", "lazy_probe", "measure", "peak_mb", "settled_share"]

@@ -303,6 +303,24 @@ def _cch_lines(d: dict[str, Any]) -> list[str]:
     return (out or ["No size measured."]) + skipped
 
 
+def _lazy_sentence(lazy: dict[str, Any] | None, round_s: float) -> str:
+    """What the lazy bidirectional search (``evroute.search``) did on route A, when measured, against the round."""
+    if not lazy:
+        return ""
+    cpu, draws, share = float(lazy["cpu_s"]), int(lazy["draws"]), float(lazy["settled_share"])
+    verdict = (
+        "more than the round with every edge drawn, so BI-TS rounds leave it after their first round here "
+        "(`evroute.bandit.LAZY_TS_MAX_SHARE`) and the row is the full draw with SciPy's Dijkstra"
+        if cpu > round_s
+        else "less than the round with every edge drawn"
+    )
+    return (
+        f"  The lazy bidirectional search with compiled weights (`evroute.search`) settles {share:.1%} of the nodes on "
+        f"route A (balls of half the route's cost around both ends cover most of the city) and draws {draws:,} "
+        f"weights in {fmt_s(cpu)} ({cpu * 1e9 / max(draws, 1):,.0f} ns per drawn edge), {verdict}."
+    )
+
+
 def _bounds_lines(d: dict[str, Any]) -> list[str]:
     """For every missed target at 1M edges, the measured quantities that bound it (computed from the JSON)."""
     one = dict(_sizes(d)).get(1_000_000)
@@ -327,6 +345,7 @@ def _bounds_lines(d: dict[str, Any]) -> list[str]:
                 f"O(E) array work on every edge (posterior, one Thompson draw, rectified weights, arc gather).  "
                 f"Within {fmt_s(limit)} an exact search would have to scan {turns * share / (limit * 1e3):,.0f} arcs "
                 "per ms, or settle only the edges it needs (lazily sampled weights in a compiled search)."
+                + _lazy_sentence(r.get("route_lazy"), x)
             )
         elif key == "reach" and "reach_reached_share" in r:
             share = float(r["reach_reached_share"])

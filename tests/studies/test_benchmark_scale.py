@@ -136,6 +136,14 @@ def test_bounds_section_follows_from_the_numbers() -> None:
     assert "the search alone needs about 30 ms; the rest of the round (30 ms)" in page
     assert "would have to scan 30,000 arcs per ms" in page  # 1.5M arcs in 50 ms
     assert "reach" not in page.split("## What bounds")[1].split("## Growth")[0]  # met: not listed
+    assert "lazy bidirectional" not in page  # not measured: not stated
+    # the lazy search's probe, when recorded: its share, draws and time per draw, against the round's 60 ms
+    one["route_lazy"] = {"cpu_s": 0.3, "settled_share": 0.8, "draws": 600_000, "arcs": 2_000_000}
+    page = render(d)
+    assert "settles 80.0% of the nodes on route A" in page and "draws 600,000 weights in 300 ms (500 ns" in page
+    assert "more than the round with every edge drawn" in page
+    one["route_lazy"]["cpu_s"] = 0.03
+    assert "less than the round with every edge drawn" in render(d)
 
 
 def test_a_size_without_cch_renders_dashes_and_says_why() -> None:
@@ -163,3 +171,5 @@ def test_a_measurement_without_cch_records_the_search_shares(monkeypatch, tmp_pa
     }
     assert 0.0 < res["route_settled_share"] <= 1.0 and 0.0 <= res["reach_reached_share"] <= 1.0
     assert "cch_vs_dijkstra" not in res
+    lazy = res["route_lazy"]  # the lazy bidirectional search on route A (numba is a dependency)
+    assert 0.0 < lazy["settled_share"] <= 2.0 and lazy["draws"] >= 2 and lazy["cpu_s"] >= 0

@@ -1,0 +1,251 @@
+"""Compiled searches on the line graph for the country scale (issue 39): lazily sampled Thompson rounds and reach.
+
+Two engines, compiled with numba (``cache=True``: the first call in a fresh environment compiles them,
+:data:`COMPILE_NOTE`):
+
+* :class:`LazyThompsonEngine`: one Thompson-sampling round of the independent conjugate Gaussian model
+  (:class:`ConjugateNormalState`, the BI model) by a **bidirectional Dijkstra** that draws the sample of an edge only
+  when the search first touches it.  The posterior of edge ``e`` is ``N(m_e, v_e)`` with ``v_e = 1 / (1/s0_e^2 +
+  n_e/s_n,e^2)`` and ``m_e = v_e (mu0_e/s0_e^2 + S_e/s_n,e^2)``; its Thompson draw ``m_e + sqrt(v_e) z_e`` minus the
+  potential ``p_e`` is rectified into the oracle weight ``w_e = max(E[max(0, N(m_e + sqrt(v_e) z_e - p_e,
+  s_n,e^2))], MIN_WEIGHT_WH)`` exactly as :meth:`evroute.policies.IndexPolicy.weights` does.  The standard normal
+  ``z_e`` is a *counter-based* number of ``(round key, e)`` (:func:`standard_normals`: splitmix64 hashing and
+  Box-Muller), so it does not depend on the order in which the search visits edges: the lazily drawn weights are the
+  weights of all edges (:func:`thompson_weights`) read where the search needs them, each drawn once per round and
+  reused, and the route is the one a full Dijkstra finds on those weights.  The posteriors are independent, so the
+  weights the search never reads need never be drawn: the round is exact.
+  The bandit uses it for BI Thompson rounds from :data:`evroute.bandit.LAZY_TS_MIN_ARMS` edges and leaves it for the
+  full draw when a round's two searches would settle more than :data:`evroute.bandit.LAZY_TS_MAX_SHARE` of the nodes:
+  a settled node costs about three times what SciPy's Dijkstra pays per node, so the lazy search wins on trips whose
+  two balls of half the route's cost are small (9 of 10 random trips at a million edges, median 97 against 388 ms)
+  and loses on cross-city routes (``docs/scale_rounds.md``).
+* :func:`one_to_all`: Dijkstra from one node to every node on a CSR graph with non-negative arc weights (reach on
+  request), an indexed 4-ary heap in compiled code; as fast as SciPy's at a million edges.
+
+Without numba (:func:`numba_available` False) neither engine exists and the callers keep SciPy's Dijkstra.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from evroute.errors import ParameterError, UnreachableError
+from evroute.linegraph import LineGraph
+from evroute.oracle import Route
+
+#: what the first call costs when numba's cache is empty (measured on the 2-core benchmark machine, CPU time)
+COMPILE_NOTE = (
+    "about 17 s of CPU for all kernels on the loaded 2-core benchmark machine (14 s the bidirectional search), once "
+    "per installation; later processes load them from numba's cache in about 1 s (mostly importing numba)"
+)
+
+
+def numba_available() -> bool:
+    """Whether the compiled engines exist (numba installed; importing it costs about a second, so it is imported
+    only by the first engine built)."""
+    return importlib.util.find_spec("numba") is not None
+
+
+@functools.cache
+def _kernels() -> Any:
+    """The compiled kernels' module (imports numba)."""
+    if not numba_available():
+        raise ParameterError("the compiled search engines need numba (pip install numba)")
+    from evroute.search import kernels
+
+    return kernels
+
+
+def _key(key: int) -> np.uint64:
+    if not 0 <= int(key) < 2**64:
+        raise ParameterError(f"a round key is an integer in [0, 2^64), got {key}")
+    return np.uint64(int(key))
+
+
+def standard_normals(key: int, idx: np.ndarray) -> np.ndarray:
+    """``(k,)`` the counter-based standard normals of ``(key, idx[i])`` (the same number for the same pair, whatever
+    else is drawn)."""
+    K = _kernels()
+    i = np.ascontiguousarray(idx, dtype=np.int64)
+    out = np.empty(len(i))
+    K.normals_kernel(_key(key), i, out)
+    return out
+
+
+def rectified_mean(mu: np.ndarray, var: np.ndarray) -> np.ndarray:
+    """``(k,)`` the compiled ``E[max(0, N(mu, var))]`` of the engines (agrees with
+    :func:`evroute.oracle.rectified_gaussian_mean` to about ``a^2 eps`` relative, ``a = mu / sqrt(var)``)."""
+    K = _kernels()
+    m = np.ascontiguousarray(mu, dtype=np.float64)
+    v = np.ascontiguousarray(np.broadcast_to(var, m.shape), dtype=np.float64)
+    out = np.empty(len(m))
+    K.rect_kernel(m, v, out)
+    return out
+
+
+@dataclass(frozen=True)
+class ConjugateNormalState:
+    """Independent conjugate Gaussian posteriors of ``E`` edges (all ``(E,)`` float64, Wh and Wh^2): prior mean and
+    variance, observation count and sum, observation-noise variance (the BI model's statistics, read, never copied)."""
+
+    prior_mean: np.ndarray
+    prior_var: np.ndarray
+    count: np.ndarray
+    total: np.ndarray
+    noise_var: np.ndarray
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.prior_mean, self.prior_var, self.count, self.total, self.noise_var)
+
+
+def _potential(potential_wh: np.ndarray | None, n: int) -> np.ndarray:
+    if potential_wh is None:
+        return np.zeros(0)
+    p = np.asarray(potential_wh, dtype=np.float64)
+    if p.shape != (n,):
+        raise ParameterError(f"the potential must have shape ({n},), got {p.shape}")
+    return p
+
+
+def thompson_weights(state: ConjugateNormalState, key: int, potential_wh: np.ndarray | None = None) -> np.ndarray:
+    """``(E,)`` every edge's oracle weight in the round of ``key`` (Wh; module doc): the reference the lazy search
+    reads from."""
+    K = _kernels()
+    arrs = state.arrays()
+    out = np.empty(len(arrs[0]))
+    K.weights_kernel(_key(key), *arrs, _potential(potential_wh, len(out)), out)
+    return out
+
+
+class LazyThompsonEngine:
+    """Thompson-sampling rounds of a :class:`ConjugateNormalState` on one line graph by a bidirectional Dijkstra with
+    lazily drawn weights (module doc).
+
+    Why it is exact.  The forward search labels ``df(v)`` = the least sum of weights of a route's edges after the
+    start up to and including ``v``; the backward search labels ``db(u)`` = the least sum of weights of the edges
+    after ``u`` up to and including the goal, i.e. Dijkstra on the reversed turns with the weight of a turn's head.
+    Every turn ``u -> v`` seen from a labelled end gives the candidate ``df(u) + w_v + db(v)``; ``mu`` is the least.
+    With non-negative weights, once the two heaps' least keys sum to at least ``mu`` no route through an unsettled
+    node can cost less (Goldberg & Harrelson's stopping rule for bidirectional Dijkstra), so ``w_start + mu`` is the
+    minimum and the recorded turn joins the two halves into a minimum route.  A weight is the pure function of
+    ``(round key, edge)`` and the posterior statistics, so whether it was drawn while searching or for all edges at
+    once (:func:`thompson_weights`) it is the same number.
+
+    Both searches keep their frontier in an indexed 4-ary heap (decrease-key, each node at most once).  Per round only
+    the touched nodes are written and, at the end, reset (the search keeps a list of them), so nothing of size ``E``
+    is cleared or allocated per round (state: about 70 bytes per edge and 4 per turn, allocated once).
+
+    Args:
+        linegraph: the line graph whose turns are the arcs (its sorted CSR pattern).
+    """
+
+    def __init__(self, linegraph: LineGraph) -> None:
+        self._k = _kernels()
+        self.linegraph = linegraph
+        indptr, heads, _ = linegraph.arc_pattern()
+        n, c = linegraph.n_nodes, len(heads)
+        if c >= 2**31:
+            raise ParameterError(f"{c} turns exceed the int32 indices of the compiled search")
+        self.n = n
+        self.indptr = np.ascontiguousarray(indptr, dtype=np.int64)
+        self.heads = np.ascontiguousarray(heads, dtype=np.int32)
+        # reverse CSR (the turns grouped by head): SciPy's O(N + C) CSR -> CSC conversion
+        rev = sp.csr_matrix((np.ones(c, dtype=np.int8), heads, indptr), shape=(n, n)).tocsc()
+        self.rindptr = np.ascontiguousarray(rev.indptr, dtype=np.int64)
+        self.rtails = np.ascontiguousarray(rev.indices, dtype=np.int32)
+        self._wv = np.full(n, -1.0)  # this round's weights; -1: not drawn
+        unseen = self._k.UNSEEN
+        self._posf, self._posb = np.full(n, unseen, dtype=np.int32), np.full(n, unseen, dtype=np.int32)
+        self._df, self._db = np.zeros(n), np.zeros(n)
+        self._pf, self._pb = np.zeros(n, dtype=np.int32), np.zeros(n, dtype=np.int32)
+        self._hfk, self._hbk = np.empty(n), np.empty(n)  # an indexed heap holds each node at most once
+        self._hfv, self._hbv = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
+        self._tf, self._tb = np.empty(n, dtype=np.int32), np.empty(n, dtype=np.int32)
+        self._path = np.empty(n, dtype=np.int64)
+        self._stats = np.zeros(6, dtype=np.int64)
+        #: counters of the last :meth:`route`: ``settled_forward``, ``settled_backward``, ``arcs_scanned``, ``draws``
+        self.last_stats: dict[str, int] = {}
+
+    def route(
+        self,
+        state: ConjugateNormalState,
+        key: int,
+        start: int,
+        goal: int,
+        potential_wh: np.ndarray | None = None,
+        *,
+        max_settled: int | None = None,
+    ) -> Route | None:
+        """The minimum-weight route under the round-``key`` weights (``cost`` in Wh, start and goal included), or
+        ``None`` when the two searches would settle more than ``max_settled`` nodes (default: no limit).
+
+        Raises:
+            ParameterError: an index or a statistic's shape is out of range.
+            UnreachableError: ``goal`` cannot be reached from ``start``.
+        """
+        n = self.n
+        start, goal = int(start), int(goal)
+        for what, idx in (("start", start), ("goal", goal)):
+            if not 0 <= idx < n:
+                raise ParameterError(f"{what} edge index {idx} is outside 0..{n - 1}")
+        arrs = tuple(np.ascontiguousarray(a, dtype=np.float64) for a in state.arrays())
+        if any(a.shape != (n,) for a in arrs):
+            raise ParameterError(f"the posterior statistics must have shape ({n},)")
+        pot = _potential(potential_wh, n)
+        k = _key(key)
+        w_start = float(self._k.weight_at(start, self._wv, k, *arrs, pot))
+        if start == goal:
+            self._wv[start] = -1.0
+            self.last_stats = {"settled_forward": 0, "settled_backward": 0, "arcs_scanned": 0, "draws": 1}
+            return Route(np.asarray([start]), w_start)
+        cost = self._k.bidir_kernel(
+            self.indptr, self.heads, self.rindptr, self.rtails, start, goal, k, *arrs, pot, self._wv,
+            self._df, self._pf, self._posf, self._hfk, self._hfv, self._tf,
+            self._db, self._pb, self._posb, self._hbk, self._hbv, self._tb,
+            n + 1 if max_settled is None else int(max_settled), self._path, self._stats,
+        )  # fmt: skip
+        st = self._stats
+        self.last_stats = {
+            "settled_forward": int(st[1]),
+            "settled_backward": int(st[2]),
+            "arcs_scanned": int(st[3]),
+            "draws": int(st[4]),
+        }
+        if st[5]:
+            return None
+        if not math.isfinite(cost):
+            ids = self.linegraph.network.edge_ids
+            raise UnreachableError(f"goal edge {ids[goal]!r} is unreachable from start edge {ids[start]!r}")
+        return Route(self._path[: int(st[0])].copy(), w_start + float(cost))
+
+
+def one_to_all(indptr: np.ndarray, heads: np.ndarray, data: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """Dijkstra from ``start`` over a CSR graph (``indptr (N + 1,)``, ``heads (C,)``, non-negative ``data (C,)``):
+    ``(dist (N,), pred (N,))``, ``inf`` and ``-9999`` (SciPy's marker) where unreached, ``pred[start] = -9999``.
+    Equal-cost alternatives may give another ``pred`` than SciPy's; ``dist`` is the same minimum."""
+    K = _kernels()
+    n = len(indptr) - 1
+    if not 0 <= int(start) < n:
+        raise ParameterError(f"start index {start} is outside 0..{n - 1}")
+    dist = np.full(n, np.inf)
+    pred = np.full(n, -9999, dtype=np.int32)
+    K.one_to_all_kernel(
+        np.asarray(indptr),
+        np.asarray(heads),
+        np.asarray(data, dtype=np.float64),
+        int(start),
+        -1,
+        dist,
+        pred,
+        np.empty(n),
+        np.empty(n, dtype=np.int32),
+        np.full(n, K.UNSEEN, dtype=np.int32),
+    )
+    return dist, pred

@@ -1,0 +1,342 @@
+"""The compiled kernels of :mod:`evroute.search` (numba, ``cache=True``); imported only when numba is installed.
+
+Shapes: per-node arrays are ``(N,)`` (line-graph nodes = road edges), per-arc arrays ``(C,)`` (turns) in CSR order;
+energies and weights in Wh, variances in Wh^2.  The algorithms and why they are exact: :mod:`evroute.search`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numba
+import numpy as np
+
+from evroute.oracle import MIN_WEIGHT_WH
+
+_INV_2_53 = 1.0 / 9007199254740992.0
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+_INV_SQRT_2 = 1.0 / math.sqrt(2.0)
+
+
+# ------------------------------------------------------------------ counter-based normals and the Thompson weight
+
+
+def _njit(fn: Any) -> Any:
+    """Compile ``fn`` in nopython mode, cached on disk (the first process pays the compilation)."""
+    return numba.njit(cache=True, nogil=True)(fn)
+
+
+def _inline(fn: Any) -> Any:
+    """A helper compiled into its callers (numba inlines it at the IR level)."""
+    return numba.njit(cache=True, nogil=True, inline="always")(fn)
+
+
+@_inline
+def _splitmix64(x: Any) -> Any:
+    """splitmix64's finaliser of a ``uint64`` (a bijection with full avalanche; Steele, Lea & Flood 2014)."""
+    x = x + np.uint64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@_inline
+def _normal(key: Any, idx: Any) -> float:
+    """Standard normal number of ``(key, idx)``: two uniforms in ``(0, 1)`` from hashing, one Box-Muller cosine."""
+    h1 = _splitmix64(np.uint64(key) ^ _splitmix64(np.uint64(idx)))
+    h2 = _splitmix64(h1)
+    u1 = (float(h1 >> np.uint64(11)) + 0.5) * _INV_2_53
+    u2 = (float(h2 >> np.uint64(11)) + 0.5) * _INV_2_53
+    return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
+
+
+@_inline
+def _rectified_mean(mu: float, var: float) -> float:
+    """``E[max(0, X)]``, ``X ~ N(mu, var)``: ``s (phi(a) + a Phi(a))``, ``a = mu / s``, with ``Phi`` from ``erfc``.
+
+    For ``a < 0`` the two terms cancel to ``~ s phi(a) / a^2``; each is computed to relative precision ``eps``, so
+    the result keeps a relative error of about ``a^2 eps`` (``1e-13`` at ``a = -30``; below that it underflows
+    beneath :data:`MIN_WEIGHT_WH` for any ``s`` under 1e30 Wh anyway)."""
+    if var <= 0.0:
+        return max(mu, 0.0)
+    s = math.sqrt(var)
+    a = mu / s
+    res = s * (math.exp(-0.5 * a * a) * _INV_SQRT_2PI + a * 0.5 * math.erfc(-a * _INV_SQRT_2))
+    return max(res, 0.0)
+
+
+@_inline
+def _ts_weight(e: int, key: Any, m0: Any, v0: Any, cnt: Any, tot: Any, nv: Any, pot: Any) -> float:
+    """Oracle weight of edge ``e`` in the round of ``key`` (module doc); ``pot`` empty: no potential."""
+    prec = 1.0 / v0[e] + cnt[e] / nv[e]
+    mean = (m0[e] / v0[e] + tot[e] / nv[e]) / prec
+    mu = mean + math.sqrt(1.0 / prec) * _normal(key, e)
+    if pot.shape[0] > 0:
+        mu = mu - pot[e]
+    return max(_rectified_mean(mu, nv[e]), MIN_WEIGHT_WH)
+
+
+@_njit
+def normals_kernel(key: Any, idx: Any, out: Any) -> None:
+    for i in range(idx.shape[0]):
+        out[i] = _normal(key, idx[i])
+
+
+@_njit
+def rect_kernel(mu: Any, var: Any, out: Any) -> None:
+    for i in range(mu.shape[0]):
+        out[i] = _rectified_mean(mu[i], var[i])
+
+
+@_njit
+def weights_kernel(key: Any, m0: Any, v0: Any, cnt: Any, tot: Any, nv: Any, pot: Any, out: Any) -> None:
+    for e in range(out.shape[0]):
+        out[e] = _ts_weight(e, key, m0, v0, cnt, tot, nv, pot)
+
+
+# ------------------------------------------------------------------ indexed 4-ary heap with decrease-key
+#
+# ``hk (N,)`` keys and ``hv (N,)`` nodes of the heap; ``pos (N,)`` where each node is: its slot in the heap, ``UNSEEN``
+# (not labelled in this search) or ``SETTLED``.  A node is in the heap at most once (no stale entries).
+
+UNSEEN = -1
+SETTLED = -2
+
+
+@_inline
+def _sift_up(hk: Any, hv: Any, pos: Any, i: int, key: float, v: int) -> None:
+    while i > 0:
+        p = (i - 1) >> 2
+        if hk[p] <= key:
+            break
+        hk[i] = hk[p]
+        hv[i] = hv[p]
+        pos[hv[i]] = i
+        i = p
+    hk[i] = key
+    hv[i] = v
+    pos[v] = i
+
+
+@_inline
+def _pop(hk: Any, hv: Any, pos: Any, size: int) -> int:
+    """Remove the root (read ``hk[0], hv[0]`` first) and mark it settled; the new size."""
+    pos[hv[0]] = SETTLED
+    size -= 1
+    if size == 0:
+        return 0
+    key = hk[size]
+    v = hv[size]
+    i = 0
+    while True:
+        c = 4 * i + 1
+        if c >= size:
+            break
+        best = c
+        bk = hk[c]
+        for cc in range(c + 1, min(c + 4, size)):
+            if hk[cc] < bk:
+                bk = hk[cc]
+                best = cc
+        if key <= bk:
+            break
+        hk[i] = bk
+        hv[i] = hv[best]
+        pos[hv[i]] = i
+        i = best
+    hk[i] = key
+    hv[i] = v
+    pos[v] = i
+    return size
+
+
+@_inline
+def _relax(hk: Any, hv: Any, pos: Any, size: int, touched: Any, nt: int, v: int, nd: float) -> tuple[int, int, bool]:
+    """Offer label ``nd`` to node ``v`` (not settled): ``(size, touched count, improved)``."""
+    p = pos[v]
+    if p == UNSEEN:
+        touched[nt] = v
+        _sift_up(hk, hv, pos, size, nd, v)
+        return size + 1, nt + 1, True
+    if nd < hk[p]:
+        _sift_up(hk, hv, pos, p, nd, v)
+        return size, nt, True
+    return size, nt, False
+
+
+# ------------------------------------------------------------------ the lazy bidirectional Thompson search
+
+
+@_inline
+def weight_at(v: int, wv: Any, key: Any, m0: Any, v0: Any, cnt: Any, tot: Any, nv: Any, pot: Any) -> float:
+    """Edge ``v``'s weight of this round, drawn on first use (``wv[v] < 0``: not drawn yet)."""
+    if wv[v] < 0.0:
+        wv[v] = _ts_weight(v, key, m0, v0, cnt, tot, nv, pot)
+    return wv[v]
+
+
+@_njit
+def bidir_kernel(  # noqa: PLR0913, PLR0915 - one compiled loop over flat arrays
+    indptr: Any,
+    heads: Any,
+    rindptr: Any,
+    rtails: Any,
+    start: int,
+    goal: int,
+    key: Any,
+    m0: Any,
+    v0: Any,
+    cnt: Any,
+    tot: Any,
+    nv: Any,
+    pot: Any,
+    wv: Any,
+    df: Any,
+    pf: Any,
+    posf: Any,
+    hfk: Any,
+    hfv: Any,
+    tf: Any,
+    db: Any,
+    pb: Any,
+    posb: Any,
+    hbk: Any,
+    hbv: Any,
+    tb: Any,
+    max_settled: int,
+    path: Any,
+    stats: Any,
+) -> float:
+    """Bidirectional Dijkstra (:class:`evroute.search.LazyThompsonEngine`); writes the route into ``path`` and
+    ``stats = [route length, settled forward, settled backward, arcs scanned, weights drawn, gave up]``; returns the
+    cost without the start's weight (``inf``: unreachable, or gave up after settling ``max_settled`` nodes).  Leaves
+    ``posf``, ``posb`` all ``UNSEEN`` and ``wv`` all undrawn (-1) again: only the nodes it touched are reset."""
+    inf = np.inf
+    df[start] = 0.0
+    pf[start] = -1
+    tf[0] = start
+    _sift_up(hfk, hfv, posf, 0, 0.0, start)
+    db[goal] = 0.0
+    pb[goal] = -1
+    tb[0] = goal
+    _sift_up(hbk, hbv, posb, 0, 0.0, goal)
+    nf, ntf, nb, ntb = 1, 1, 1, 1
+    mu = inf
+    mu_u, mu_v = -1, -1
+    settled_f, settled_b, scanned = 0, 0, 0
+    gave_up = 0
+    while nf > 0 and nb > 0:
+        if hfk[0] + hbk[0] >= mu:
+            break
+        if settled_f + settled_b >= max_settled:
+            gave_up = 1
+            mu = inf
+            mu_u = -1
+            break
+        if hfk[0] <= hbk[0]:  # expand the side with the smaller radius
+            u = hfv[0]
+            du = hfk[0]
+            nf = _pop(hfk, hfv, posf, nf)
+            settled_f += 1
+            for j in range(indptr[u], indptr[u + 1]):
+                v = heads[j]
+                scanned += 1
+                if posf[v] == SETTLED:
+                    continue
+                nd = du + weight_at(v, wv, key, m0, v0, cnt, tot, nv, pot)
+                nf, ntf, better = _relax(hfk, hfv, posf, nf, tf, ntf, v, nd)
+                if better:
+                    df[v] = nd
+                    pf[v] = u
+                if posb[v] != UNSEEN and nd + db[v] < mu:
+                    mu = nd + db[v]
+                    mu_u, mu_v = u, v
+        else:
+            v = hbv[0]
+            nd = hbk[0] + weight_at(v, wv, key, m0, v0, cnt, tot, nv, pot)
+            nb = _pop(hbk, hbv, posb, nb)
+            settled_b += 1
+            for j in range(rindptr[v], rindptr[v + 1]):
+                u = rtails[j]
+                scanned += 1
+                if posb[u] == SETTLED:
+                    continue
+                nb, ntb, better = _relax(hbk, hbv, posb, nb, tb, ntb, u, nd)
+                if better:
+                    db[u] = nd
+                    pb[u] = v
+                if posf[u] != UNSEEN and df[u] + nd < mu:
+                    mu = df[u] + nd
+                    mu_u, mu_v = u, v
+    k = 0
+    if mu_u >= 0:
+        x = mu_u  # forward half, from the meeting turn's tail back to the start
+        while x >= 0:
+            path[k] = x
+            k += 1
+            x = pf[x]
+        path[:k] = path[:k][::-1].copy()
+        x = mu_v  # backward half, from the meeting turn's head on to the goal
+        while x >= 0:
+            path[k] = x
+            k += 1
+            x = pb[x]
+    draws = 0
+    for i in range(ntf):
+        x = tf[i]
+        posf[x] = UNSEEN
+        if wv[x] >= 0.0:
+            draws += 1
+            wv[x] = -1.0
+    for i in range(ntb):
+        x = tb[i]
+        posb[x] = UNSEEN
+        if wv[x] >= 0.0:
+            draws += 1
+            wv[x] = -1.0
+    stats[0] = k
+    stats[1] = settled_f
+    stats[2] = settled_b
+    stats[3] = scanned
+    stats[4] = draws
+    stats[5] = gave_up
+    return mu
+
+
+# ------------------------------------------------------------------ one-to-all Dijkstra (reach)
+
+
+@_njit
+def one_to_all_kernel(
+    indptr: Any, heads: Any, data: Any, start: int, target: int, dist: Any, pred: Any, hk: Any, hv: Any, pos: Any
+) -> int:
+    """Dijkstra from ``start``: fills ``dist`` (``inf`` unreached) and ``pred``; ``pos`` starts all ``UNSEEN``;
+    stops once ``target`` is settled (``-1``: never); returns the number of settled nodes."""
+    dist[start] = 0.0
+    _sift_up(hk, hv, pos, 0, 0.0, start)
+    n = 1
+    settled = 0
+    while n > 0:
+        u = hv[0]
+        du = hk[0]
+        n = _pop(hk, hv, pos, n)
+        settled += 1
+        if u == target:
+            break
+        for j in range(indptr[u], indptr[u + 1]):
+            v = heads[j]
+            p = pos[v]
+            if p == SETTLED:
+                continue
+            nd = du + data[j]
+            if p == UNSEEN:
+                _sift_up(hk, hv, pos, n, nd, v)
+                n += 1
+            elif nd < hk[p]:
+                _sift_up(hk, hv, pos, p, nd, v)
+            else:
+                continue
+            dist[v] = nd
+            pred[v] = u
+    return settled
