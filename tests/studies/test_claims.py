@@ -134,3 +134,24 @@ def test_learning_benchmark_prose_quotes_its_generated_table() -> None:
     assert m is not None
     assert int(m.group(1)) == round(walls["2"]) and int(m.group(3)) == round(walls["1"])
     assert walls["1"] <= int(m.group(2)) and walls["2"] <= int(m.group(2))
+
+
+def test_bo_doc_timing_summary_quotes_bo_timing() -> None:
+    """docs/bo.md's timing summary: BOKE's and BOKE+'s exponents and the n = 3200 GP-UCB / BOKE ratios, from
+    bo_timing.json by the page's own fit (exponents to the 2 decimals quoted, ratios to the integer quoted), and each
+    exponent on the side of 1 or 2 the sentence puts it."""
+    from studies.bo.bo_timing import slopes
+
+    d = json.loads((RESULTS / "data" / "bo_timing.json").read_text())
+    text = " ".join((ROOT / "docs" / "bo.md").read_text().split())
+    m = re.search(r"exponents of BOKE and BOKE\+ are ([\d.]+) and ([\d.]+), below 1", text)
+    assert m is not None
+    s = slopes(d)
+    assert (float(m.group(1)), float(m.group(2))) == (round(s["BOKE"], 2), round(s["BOKE+"], 2))
+    assert max(s["BOKE"], s["BOKE+"]) < 1 and s["KR-UCB"] < 2
+    assert min(s["GP-UCB (rank-one)"], s["GP-UCB (full refit)"]) > 2
+    r = re.search(r"n = 3200 one GP-UCB iteration costs about (\d+) times one of BOKE's \((\d+)x rank-one, (\d+)x", text)
+    assert r is not None and d["sizes"][-1] == 3200
+    ratios = [d["seconds"][k][-1] / d["seconds"]["BOKE"][-1] for k in ("GP-UCB (rank-one)", "GP-UCB (full refit)")]
+    assert [int(r.group(2)), int(r.group(3))] == [round(x) for x in ratios]
+    assert all(abs(x / int(r.group(1)) - 1) < 0.1 for x in ratios)  # "about": within 10 %
