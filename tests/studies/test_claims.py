@@ -150,7 +150,8 @@ def test_bo_doc_timing_summary_quotes_bo_timing() -> None:
     assert (float(m.group(1)), float(m.group(2))) == (round(s["BOKE"], 2), round(s["BOKE+"], 2))
     assert max(s["BOKE"], s["BOKE+"]) < 1 and s["KR-UCB"] < 2
     assert min(s["GP-UCB (rank-one)"], s["GP-UCB (full refit)"]) > 2
-    r = re.search(r"n = 3200 one GP-UCB iteration costs about (\d+) times one of BOKE's \((\d+)x rank-one, (\d+)x", text)
+    r = re.search(r"n = 3200 one GP-UCB iteration costs about (\d+) times one of BOKE's \((\d+)x rank-one, (\d+)x",
+                  text)  # fmt: skip
     assert r is not None and d["sizes"][-1] == 3200
     ratios = [d["seconds"][k][-1] / d["seconds"]["BOKE"][-1] for k in ("GP-UCB (rank-one)", "GP-UCB (full refit)")]
     assert [int(r.group(2)), int(r.group(3))] == [round(x) for x in ratios]
