@@ -156,3 +156,25 @@ def test_bo_doc_timing_summary_quotes_bo_timing() -> None:
     ratios = [d["seconds"][k][-1] / d["seconds"]["BOKE"][-1] for k in ("GP-UCB (rank-one)", "GP-UCB (full refit)")]
     assert [int(r.group(2)), int(r.group(3))] == [round(x) for x in ratios]
     assert all(abs(x / int(r.group(1)) - 1) < 0.1 for x in ratios)  # "about": within 10 %
+
+
+def test_serve_benchmark_latency_bound_follows_its_numbers() -> None:
+    """docs/benchmark_serve.md's "What bounds the latency" (one per model): the server's CPU per request and the rest
+    of the 1-client p50 as benchmark_serve.json has them, and waiting for a CPU ruled out exactly when the load
+    average was below the CPU count (it was blamed for the whole rest at a load of 1.85 on 2 CPUs before)."""
+    d = json.loads((ROOT / "docs" / "data" / "benchmark_serve.json").read_text())
+    text = (ROOT / "docs" / "benchmark_serve.md").read_text()
+    found = re.findall(r"What bounds the latency: .*", text)
+    assert len(found) == len(d["kinds"]) >= 1
+    for sentence, res in zip(found, d["kinds"].values(), strict=True):
+        one = next(lv for lv in res["levels"] if lv["clients"] == 1)
+        cpu = 1000 * one["server_cpu_s"] / one["requests"]
+        m = re.match(r"What bounds the latency: the server spends ([\d.]+) ms .*the other ([\d.]+) ms of the client's "
+                     r"p50 of ([\d.]+) ms", sentence)  # fmt: skip
+        assert m is not None
+        assert float(m.group(1)) == pytest.approx(cpu, abs=0.005)
+        assert float(m.group(3)) == pytest.approx(one["p50_ms"], abs=0.005)
+        assert float(m.group(2)) == pytest.approx(one["p50_ms"] - cpu, abs=0.01)
+        below = one["loadavg_before"][0] < d["cpus"]
+        assert ("waiting for a CPU does not explain it" in sentence) == below
+        assert "idle core" not in sentence  # never measured on an idle core
