@@ -265,3 +265,15 @@ def test_charging_doc_quotes_the_charging_study() -> None:
     p90 = float(np.percentile(main, 90))
     assert f"A plan takes {np.median(main):.3f} s of CPU (median, at most 3 stops; 90th percentile {p90:.3f} s)" in text
     assert f"({np.median(big):.3f} s with 200)" in text
+
+
+def test_serve_doc_memory_quotes_the_serving_benchmark() -> None:
+    """docs/serve.md's resident memory per worker on Luxembourg is the serving benchmark's RSS range per model (it said
+    "BI ~300 MB; the exact GP adds its 255 MB kernel" against a measured 202-208 and 509-643 MB)."""
+    d = json.loads((ROOT / "docs" / "data" / "benchmark_serve.json").read_text())
+    text = " ".join((ROOT / "docs" / "serve.md").read_text().split())
+    m = re.search(r"BI (\d+)-(\d+) MB, the exact GP with its [\d]+ MB kernel (\d+)-(\d+) MB", text)
+    assert m is not None and d["network"] == "luxembourg"
+    for (lo, hi), kind in (((m.group(1), m.group(2)), "bi"), ((m.group(3), m.group(4)), "gp-exact")):
+        rss = d["kinds"][kind]["memory"]["rss_mb"]
+        assert (int(lo), int(hi)) == (round(min(rss)), round(max(rss)))
