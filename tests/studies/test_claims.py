@@ -292,3 +292,25 @@ def test_graph_kernel_doc_quotes_its_bench_tables() -> None:
     m = re.search(r"cost ([\d.]+)-([\d.]+) s up to 20k edges", text)
     assert m is not None
     assert (float(m.group(1)), float(m.group(2))) == (round(min(eig), 1), round(max(eig)))
+
+
+def test_arms_doc_prose_quotes_the_turn_coverage_data() -> None:
+    """docs/arms.md's arm counts, turns never driven with turn probes and the turn-vs-edge deviations, from
+    turn_coverage*.json (it said 5,427 + 2,107 = 7,534 arms on Monaco, 84 and 75 turns never driven and medians of
+    1.29 and 0.44 Wh, against data of 5,437 + 2,117 = 7,554, 75 and 70, 1.14 and 0.43 Wh)."""
+    text = " ".join((ROOT / "docs" / "arms.md").read_text().split())
+    edge, turn = _rows("turn_coverage.json"), _rows("turn_coverage_probe_turns.json")
+    for net, name in (("monaco", "Monaco"), ("luxembourg", "Luxembourg")):
+        r = edge[net]
+        assert r["arms"] == r["turns"] + r["edges"] == turn[net]["arms"]
+        assert f"{name} {r['turns']:,} + {r['edges']:,} = {r['arms']:,}" in text
+    mo, lu = turn["monaco"], turn["luxembourg"]
+    assert f"with turn probes it is {mo['turns_never_driven']} and {lu['turns_never_driven']} turns" in text
+    assert (
+        f"by a median of {mo['median_abs_dev']:.2f} Wh (90th percentile {mo['q90_abs_dev']:.2f} Wh) on Monaco and "
+        f"{lu['median_abs_dev']:.2f} Wh ({lu['q90_abs_dev']:.2f} Wh) on Luxembourg, on the turn-probe days"
+    ) in text
+    m = re.search(r"with ([\d.]+) to ([\d.]+) times as many arms", text)
+    assert m is not None
+    ratios = sorted(edge[n]["arms"] / edge[n]["edges"] for n in ("monaco", "luxembourg"))
+    assert (float(m.group(1)), float(m.group(2))) == (round(ratios[0], 1), round(ratios[1], 1))
