@@ -51,7 +51,29 @@ def gp_vs_bi_row(row: Mapping[str, str], runs: Path) -> Row:
     }
 
 
-RUNNERS: dict[str, Callable[[Mapping[str, str], Path], Row]] = {"gp_vs_bi_finals.csv": gp_vs_bi_row}
+def misspecification_row(row: Mapping[str, str], runs: Path) -> Row:
+    """One (world, method, seed) row of ``misspecification_finals.csv`` re-run alone: the study's own configuration
+    of that cell (:func:`studies.misspecification.run.configs`) with that one seed (the seed alone fixes the world's
+    drawn parameters, truth and noise)."""
+    from studies.common import report as R
+    from studies.misspecification import run as M
+
+    world, method, seed = row["world"], row["method"], int(row["seed"])
+    ns = argparse.Namespace(methods=[method], horizon=int(row["horizon"]), seeds=seed + 1)
+    key = f"{world}/{method}"
+    cfgs = M.configs(ns, [world])
+    if key not in cfgs:
+        raise ValueError(f"{key}: not a cell of the design")
+    cfg = dataclasses.replace(cfgs[key], seeds=(seed,))  # type: ignore[type-var]
+    root = runs / f"seed{seed}"
+    R.run_grid({key: cfg}, argparse.Namespace(report_only=False, runs=str(root), executor="serial", workers=1))
+    return {**row, "final_regret_wh": f"{R.seed_finals(root / key)[seed]:.6f}"}
+
+
+RUNNERS: dict[str, Callable[[Mapping[str, str], Path], Row]] = {
+    "gp_vs_bi_finals.csv": gp_vs_bi_row,
+    "misspecification_finals.csv": misspecification_row,
+}
 
 
 def rerun_row(data: str, row: Mapping[str, str], runs: Path) -> Row:

@@ -64,13 +64,13 @@ class Source:
 #: the commits whose gp_vs_bi rows reproduce at HEAD: the regeneration at HEAD of issue 38, item 4 (BI and GP rows of a
 #: route together, with the default prior of issue 38; ``python -m studies.gp_vs_bi.run``, command in
 #: ``gp_vs_bi_commands.txt``): the synthetic route at ``79808c8``, monaco:B at ``5d826b9`` and ``34bef37``, monaco:A
-#: at ``55832cf`` (the library code is the same at these commits and at HEAD; the sampled CI check re-runs them).
-#: Every other row was recorded before issue 34 changed the real networks' speeds and
+#: at ``55832cf``, luxembourg:A at ``644830d`` (the library code is the same at these commits and at HEAD; the
+#: sampled CI check re-runs them).  Every other row was recorded before issue 34 changed the real networks' speeds and
 #: the default energy prior (merged at ``7991dbd``) and before issue 38 changed the default model prior (merged at
 #: ``650ca28``: its values are no longer the environments' generating fractions); those rows carry their commit
 #: (column ``commit``) and are not re-run at HEAD (the synthetic route's BI-TS seed 10 gave 5,103.2 Wh at
 #: ``9405652`` and 15,661.6 at ``79808c8``; its BI-TS-ORACLE rows of ``3adccb8`` came out identical).
-GP_VS_BI_AT_HEAD = frozenset({"79808c8", "5d826b9", "34bef37", "55832cf"})
+GP_VS_BI_AT_HEAD = frozenset({"79808c8", "5d826b9", "34bef37", "55832cf", "644830d"})
 
 
 def gp_vs_bi_at_head(r: Mapping[str, str]) -> bool:
@@ -79,11 +79,24 @@ def gp_vs_bi_at_head(r: Mapping[str, str]) -> bool:
 
 
 def _cheap_gp_vs_bi(r: Mapping[str, str]) -> bool:
-    """gp_vs_bi rows at HEAD that re-run in seconds (the CI sample): BI's (about 1 CPU s) and GP-TS off Luxembourg
-    (about 10 CPU s with the process's start; Luxembourg GP-TS about 30 s, synthetic GP-BUCB and GP-UCB 20-30 s)."""
+    """gp_vs_bi rows at HEAD that re-run in seconds (the CI sample): BI's (about 1 CPU s; on Luxembourg 2-12 s, most
+    of it the environment's draw) and GP-TS off Luxembourg (about 10 CPU s with the process's start; Luxembourg GP-TS
+    7-15 s and its BUCB and UCB runs longer, synthetic GP-BUCB and GP-UCB 20-30 s)."""
     return gp_vs_bi_at_head(r) and (
         r["model"] == "bi" or (r["policy"] == "ts" and not r["route"].startswith("luxembourg:"))
     )
+
+
+#: the commits whose misspecification rows reproduce at HEAD: GP-TS, BI-TS, BI-EB-TS and BLR-TS re-run at HEAD
+#: (``python -m studies.misspecification.run --workers 2 --methods GP-TS BI-TS BI-EB-TS BLR-TS``, commit
+#: ``644830d``; the rows of ``e78cdfdc735a`` they replaced came out identical)
+MISSPECIFICATION_AT_HEAD = frozenset({"644830d52200"})
+
+
+def misspecification_at_head(r: Mapping[str, str]) -> bool:
+    """Whether a misspecification row reproduces at HEAD: its ``commit`` is one of
+    :data:`MISSPECIFICATION_AT_HEAD`."""
+    return r.get("commit", "") in MISSPECIFICATION_AT_HEAD
 
 
 _LIVE_WHY = "the SUMO-live drives of the final routes of rows archived with sumo_bandit_finals.csv"
@@ -269,9 +282,11 @@ SOURCES: tuple[Source, ...] = (
         "misspecification_finals.csv",
         "misspecification",
         key=("world", "method", "seed"),
+        excluded={"commit": "provenance: the commit that ran the row"},
         commands_file="misspecification_commands.txt",
-        why="400 runs (~25 min of CPU on 2 workers) by the study's own resumable command; every row carries the "
-        "commit that made it",
+        rerun="rows",
+        head=misspecification_at_head,
+        cheap=misspecification_at_head,  # 1-5 CPU s a row (392 edges, 150 rounds)
     ),
     Source("misspecification_commands.txt", "misspecification", why="the commands behind misspecification_finals.csv"),
     Source(
