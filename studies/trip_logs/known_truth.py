@@ -94,7 +94,13 @@ ROW_FIELDS = [
     "cover90_learn",
     "trip_rel_var_learn",
     "prior",
+    "cover90_insample",
+    "noise_mult_insample",
+    "trip_rel_var_insample",
+    "commit",
 ]
+#: folds of the out-of-fold trip residuals the route intervals' noise is fitted to (N <= FOLDS: leave one trip out)
+FOLDS = 10
 Z90 = 1.6448536269514722  # the standard normal's 95 % quantile: a central 90 % interval is mean +- Z90 sd
 
 
@@ -103,6 +109,17 @@ def _command(argv: list[str]) -> str:
     import shlex
 
     return " ".join(["python", "studies/trip_logs/known_truth.py", *(shlex.quote(a) for a in argv)])
+
+
+def _commit() -> str:
+    """The code's commit (short hash; ``+dirty`` when tracked files differ from it), which each row carries."""
+    import subprocess
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], capture_output=True, text=True, check=False).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
 def _ml2(model: Any, stats: Any, factor: Any) -> tuple[float, float]:
@@ -150,7 +167,13 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
     trips (module doc, step 3), from :data:`_SHARED` (a forked worker's copy)."""
     from evroute.models.linear_obs import kernel_factor
     from evroute.models.linear_obs_build import linear_model_from
-    from evroute.models.trip_effect import TripSums, fit_route_noise, fit_trip_effect
+    from evroute.models.trip_effect import (
+        TripSums,
+        fit_predictive_noise,
+        fit_route_noise,
+        fit_trip_effect,
+        fold_residuals,
+    )
 
     n_train, seed = cell
     sh = _SHARED
@@ -182,17 +205,32 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
         assert best is not None
         _, pf, frac, offsets, f_i, phi = best
         kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
-        model = linear_model_from(bases[(kind, pf)], **kw)
-        model.stats = stats_of[f_i]
-        model.noise_var = frac**2 * var_det
-        model.noise_scale = phi
+        kept = [name for name in names if cache[(name, frac)] is not None]
+
+        def fitted(
+            stats: Any, kind: str = kind, pf: float = pf, kw: dict = kw, frac: float = frac, phi: float = phi
+        ) -> Any:
+            """A model with the chosen hyper-parameters learned from ``stats`` (a fresh one: a model caches its
+            posterior)."""
+            out = linear_model_from(bases[(kind, pf)], **kw)
+            out.stats, out.noise_var, out.noise_scale = stats, frac**2 * var_det, phi
+            return out
+
+        def without(idx: np.ndarray, kept: list[str] = kept, frac: float = frac) -> tuple:
+            """The posterior of the cell's trips but ``kept[idx]``."""
+            drop = set(idx.tolist())
+            p_ = fitted(stats_for([n for i, n in enumerate(kept) if i not in drop], frac)[0]).posterior()
+            return p_.mean, p_.covariance_of
+
+        sums = TripSums()
+        for name in kept:
+            r = cache[(name, frac)]
+            sums.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+        # the predictive noise from out-of-fold residuals (trip_effect.fold_residuals, fit_predictive_noise)
+        pn = fit_predictive_noise(fold_residuals(without, sums, FOLDS), phi) if len(kept) >= 2 else None
+        model = fitted(stats_of[f_i])
         post = model.posterior()
         mu = post.mean
-        sums = TripSums()
-        for name in names:
-            r = cache[(name, frac)]
-            if r is not None:
-                sums.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
         # two route intervals: the readings' noise + the trip effect by moments (as evroute learn), and the whole-trip
         # noise and trip effect fitted to the training trips' sums (trip_effect.fit_route_noise)
         tau2 = fit_trip_effect(mu, post.covariance_of, sums, phi).rel_var
@@ -206,8 +244,14 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
             ]
         )
         sd_learn = np.sqrt(parts[:, 0] + parts[:, 1] + tau2 * parts[:, 2])
-        sd = np.sqrt(parts[:, 0] + rn.noise_mult * parts[:, 1] + rn.rel_var * parts[:, 2])
+        sd_in = np.sqrt(parts[:, 0] + rn.noise_mult * parts[:, 1] + rn.rel_var * parts[:, 2])
         err = pred - st.y_test
+        if pn is None:  # fewer than two usable trips: nothing to fit the noise from (the in-sample fit's defaults)
+            cover, sd, k_fit, tau2_fit = np.abs(err) <= Z90 * sd_in, sd_in, rn.noise_mult, rn.rel_var
+        else:
+            cover = pn.covers(err, parts[:, 0], parts[:, 1], parts[:, 2], 0.9)
+            sd = np.sqrt(pn.variance(parts[:, 0], parts[:, 1], parts[:, 2]))
+            k_fit, tau2_fit = pn.k_mean, pn.tau2_mean
         rows.append(
             dict(
                 network=args.network,
@@ -223,15 +267,19 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
                 offsets=int(offsets),
                 log_ml=f"{model.log_ml:.2f}",
                 unusable=unusable_of[f_i],
-                cover90=f"{np.mean(np.abs(err) <= Z90 * sd):.4f}",
+                cover90=f"{np.mean(cover):.4f}",
                 sd_mean_wh=f"{sd.mean():.3f}",
                 noise_scale=f"{phi:.4g}",
-                trip_rel_var=f"{rn.rel_var:.4g}",
+                trip_rel_var=f"{tau2_fit:.4g}",
                 prior_frac=pf,
-                noise_mult=f"{rn.noise_mult:.4g}",
+                noise_mult=f"{k_fit:.4g}",
                 cover90_learn=f"{np.mean(np.abs(err) <= Z90 * sd_learn):.4f}",
                 trip_rel_var_learn=f"{tau2:.4g}",
                 prior=st.prior,
+                cover90_insample=f"{np.mean(np.abs(err) <= Z90 * sd_in):.4f}",
+                noise_mult_insample=f"{rn.noise_mult:.4g}",
+                trip_rel_var_insample=f"{rn.rel_var:.4g}",
+                commit=sh["commit"],
             )
         )
     return n_train, seed, rows, _cpu() - t0
@@ -331,6 +379,7 @@ def run(args: argparse.Namespace) -> int:
             basis=basis,
             basis_sd=basis_sd,
             stats_for=stats_for,
+            commit=_commit(),
         )
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(args.workers) if args.workers > 1 else _Serial() as pool:
