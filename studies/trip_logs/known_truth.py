@@ -29,10 +29,16 @@ Protocol (all seeded):
    charge quantisation of degraded logs; with exact logs only ``phi f^2`` does) and, for each, the readings' noise scale
    ``phi`` (bounded search, :func:`_ml2`).  The held-out trips' energy is predicted as the sum of the posterior means
    over their true routes plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end -
-   z_start)``), with two 90 % intervals: ``cover90`` from the route's joint posterior covariance, the whole-trip noise
-   and the trip effect fitted to the training trips' sums (``evroute.models.trip_effect.fit_route_noise``: the readings'
-   noise over short windows overstates a whole traversal's), and ``cover90_learn`` with the readings' noise ``phi`` per
-   traversal and the trip effect by moments (``fit_trip_effect``), as ``evroute learn`` does today.  Error per held-out
+   z_start)``), with three 90 % intervals: ``cover90`` from the route's joint posterior covariance plus the whole-trip
+   noise and the trip effect fitted to the training trips' **out-of-fold** residual sums (``evroute.models.
+   trip_effect.fold_residuals``: each trip's sum predicted by the posterior of the other folds' trips, ``FOLDS`` = 10
+   folds, leave one trip out for N <= 10, same hyper-parameters; ``fit_predictive_noise``: the posterior of ``(k,
+   tau^2)`` under weakly-informative half-Cauchy priors, the interval a mixture over it, so it carries the fit's
+   uncertainty from few trips; the readings' noise over short windows overstates a whole traversal's, hence ``k``);
+   ``cover90_insample`` the same with ``(k, tau^2)`` fitted to the in-sample residuals of the posterior that learned
+   the trips (``fit_route_noise``, a normal at the fit: a diagnostic, too narrow where a trip's own edges absorb its
+   trip effect); and ``cover90_learn`` with the readings' noise ``phi`` per traversal and the trip effect by moments
+   (``fit_trip_effect``), as ``evroute learn`` does today.  Each row carries the code's commit.  Error per held-out
    trip = predicted - SUMO's battery energy (Wh): RMSE, bias and the share of held-out trips inside each 90 % interval;
    the prior alone (N = 0) is the physics model.
 
