@@ -31,8 +31,9 @@ Protocol (all seeded):
    over their true routes plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end -
    z_start)``), with three 90 % intervals: ``cover90`` from the route's joint posterior covariance plus the whole-trip
    noise and the trip effect fitted to the training trips' **out-of-fold** residual sums (``evroute.models.
-   trip_effect.fold_residuals``: each trip's sum predicted by the posterior of the other folds' trips, ``FOLDS`` = 10
-   folds, leave one trip out for N <= 10, same hyper-parameters; ``fit_predictive_noise``: the posterior of ``(k,
+   trip_effect.cavity_residuals``: each trip's sum predicted by the posterior of the other folds' trips, ``FOLDS`` =
+   10 folds, leave one trip out for N <= 10, same hyper-parameters; each fold's readings taken out of the posterior
+   of all, exactly what refitting without them gives; ``fit_predictive_noise``: the posterior of ``(k,
    tau^2)`` under weakly-informative half-Cauchy priors, the interval a mixture over it, so it carries the fit's
    uncertainty from few trips; the readings' noise over short windows overstates a whole traversal's, hence ``k``);
    ``cover90_insample`` the same with ``(k, tau^2)`` fitted to the in-sample residuals of the posterior that learned
@@ -175,10 +176,10 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
     from evroute.models.linear_obs_build import linear_model_from
     from evroute.models.trip_effect import (
         TripSums,
+        cavity_residuals,
         fit_predictive_noise,
         fit_route_noise,
         fit_trip_effect,
-        fold_residuals,
     )
 
     n_train, seed = cell
@@ -213,29 +214,19 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
         kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
         kept = [name for name in names if cache[(name, frac)] is not None]
 
-        def fitted(
-            stats: Any, kind: str = kind, pf: float = pf, kw: dict = kw, frac: float = frac, phi: float = phi
-        ) -> Any:
-            """A model with the chosen hyper-parameters learned from ``stats`` (a fresh one: a model caches its
-            posterior)."""
-            out = linear_model_from(bases[(kind, pf)], **kw)
-            out.stats, out.noise_var, out.noise_scale = stats, frac**2 * var_det, phi
-            return out
-
-        def without(idx: np.ndarray, kept: list[str] = kept, frac: float = frac) -> tuple:
-            """The posterior of the cell's trips but ``kept[idx]``."""
-            drop = set(idx.tolist())
-            p_ = fitted(stats_for([n for i, n in enumerate(kept) if i not in drop], frac)[0]).posterior()
-            return p_.mean, p_.covariance_of
-
-        sums = TripSums()
+        sums, learned = TripSums(), []
         for name in kept:
             r = cache[(name, frac)]
             sums.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
-        # the predictive noise from out-of-fold residuals (trip_effect.fold_residuals, fit_predictive_noise)
-        pn = fit_predictive_noise(fold_residuals(without, sums, FOLDS), phi) if len(kept) >= 2 else None
-        model = fitted(stats_of[f_i])
+            learned.append((r.edges, r.a, r.y, r.noise_cov))
+        model = linear_model_from(bases[(kind, pf)], **kw)
+        model.stats, model.noise_var, model.noise_scale = stats_of[f_i], frac**2 * var_det, phi
         post = model.posterior()
+        # the predictive noise from out-of-fold residuals: each fold's readings taken out of the posterior again
+        # (trip_effect.cavity_residuals: the same numbers as refitting without the fold), fit_predictive_noise
+        pn = None
+        if len(kept) >= 2:
+            pn = fit_predictive_noise(cavity_residuals(post.mean, post.covariance_of, learned, phi, FOLDS), phi)
         mu = post.mean
         # two route intervals: the readings' noise + the trip effect by moments (as evroute learn), and the whole-trip
         # noise and trip effect fitted to the training trips' sums (trip_effect.fit_route_noise)
