@@ -129,28 +129,24 @@ def _commit() -> str:
     return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def _ml2(model: Any, stats: Any, factor: Any) -> tuple[float, float]:
-    """``(phi, log ML)``: the readings' noise scale by ML-II (bounded search in ``log phi`` over ``[1e-3, 1e3]``, the
-    kernel's factor shared) for ``model``'s prior and ``stats``, and the log marginal likelihood there."""
+def _ml2(model: Any, stats: Any) -> tuple[float, float]:
+    """``(phi, log ML)``: the readings' noise scale by ML-II (bounded search in ``log phi`` over ``[1e-3, 1e3]``) for
+    ``model``'s prior and ``stats``, and the log marginal likelihood there; each evaluation from one decomposition
+    (``evroute.models.linear_obs.noise_log_ml``: the value ``linear_posterior`` gives, without a Cholesky per
+    evaluation)."""
     from scipy.optimize import minimize_scalar
 
-    from evroute.models.linear_obs import linear_posterior
+    from evroute.models.linear_obs import noise_log_ml
 
-    if stats.readings == 0 or factor is None:
+    if stats.readings == 0 or len(stats.touched()) == 0:
         return 1.0, 0.0
-
-    def neg(z: float) -> float:
-        return -linear_posterior(
-            model.kernel,
-            model.scale2,
-            model.prior_mean,
-            stats,
-            factor=factor,
-            with_variance=False,
-            noise_scale=float(np.exp(z)),
-        )[3]
-
-    res = minimize_scalar(neg, bounds=(np.log(1e-3), np.log(1e3)), method="bounded", options={"xatol": 1e-3})
+    log_ml = noise_log_ml(model.kernel, model.scale2 * model.prior_scale, model.prior_mean, stats)
+    res = minimize_scalar(
+        lambda z: -log_ml(float(np.exp(z))),
+        bounds=(np.log(1e-3), np.log(1e3)),
+        method="bounded",
+        options={"xatol": 1e-3},
+    )
     return float(np.exp(res.x)), float(-res.fun)
 
 
@@ -172,7 +168,6 @@ def _cells(ns: list[int], seeds: int, pool: int) -> list[tuple[int, int]]:
 def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
     """``(N, seed, rows, CPU s)``: both models learned from the cell's ``N`` training trips and scored on the held-out
     trips (module doc, step 3), from :data:`_SHARED` (a forked worker's copy)."""
-    from evroute.models.linear_obs import kernel_factor
     from evroute.models.linear_obs_build import linear_model_from
     from evroute.models.trip_effect import (
         TripSums,
@@ -191,12 +186,9 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
     names = [st.train[i] for i in pick]
     var_det = float(np.var(st.e_det))
     # per noise fraction the readings' statistics are the same for both models and both mean choices (only the
-    # prior kernel differs): built once, shared; per model and mean choice the kernel's factor over the touched edges
-    # is the same for every noise fraction (the touched edges do not depend on the noise): computed once.  The best
-    # log marginal likelihood wins, the first in (f, offsets) order on a tie.
+    # prior kernel differs): built once, shared.  The best log marginal likelihood wins, the first in (f, offsets)
+    # order on a tie.
     stats_of, unusable_of = zip(*(stats_for(names, f) for f in args.noise_fracs), strict=True)
-    touched = stats_of[0].touched()
-    assert all(np.array_equal(x.touched(), touched) for x in stats_of)
     rows = []
     for kind in args.models:
         best: tuple | None = None
@@ -204,9 +196,8 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
             for offsets in (False, True):
                 kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
                 model = linear_model_from(bases[(kind, pf)], **kw)  # noise_var only enters the readings
-                factor = kernel_factor(model.kernel, model.scale2, touched) if len(touched) else None
                 for f_i, stats in enumerate(stats_of):
-                    phi, log_ml = _ml2(model, stats, factor)
+                    phi, log_ml = _ml2(model, stats)
                     if best is None or log_ml > best[0]:
                         best = (log_ml, pf, args.noise_fracs[f_i], offsets, f_i, phi)
         assert best is not None
