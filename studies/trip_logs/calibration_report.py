@@ -5,9 +5,10 @@ from the known-truth study's committed rows alone (``docs/results/data/trip_logs
 Each held-out trip is one SUMO drive from rest to rest on its route (traffic, stops and queues included), never seen
 by the learner.  Its battery energy is predicted with a 90 % interval by models learned from N training trips' logs,
 with the noise learned from them (ML-II noise scale; the whole-trip noise and the trip effect fitted to the training
-trips' out-of-fold residual sums, the interval a mixture over their posterior).  SUMO's state of charge is its battery energy over the capacity, so the arrival charge is the
-departure charge minus the trip's energy over the capacity: an interval on the energy maps one-to-one onto an
-interval on the arrival charge, and the two coverages are the same number.
+trips' out-of-fold residual sums, the interval a mixture over their posterior).  SUMO's state of charge is its
+battery energy over the capacity, so the arrival charge is the departure charge minus the trip's energy over the
+capacity: an interval on the energy maps one-to-one onto an interval on the arrival charge, and the two coverages are
+the same number.
 
     python -m studies.trip_logs.calibration_report [--rows CSV] [--output MD]
 
