@@ -32,7 +32,7 @@ Protocol (all seeded):
    z_start)``), with three 90 % intervals: ``cover90`` from the route's joint posterior covariance plus the whole-trip
    noise and the trip effect fitted to the training trips' **out-of-fold** residual sums (``evroute.models.
    trip_effect.cavity_residuals``: each trip's sum predicted by the posterior of the other folds' trips, ``FOLDS`` =
-   10 folds, leave one trip out for N <= 10, same hyper-parameters; each fold's readings taken out of the posterior
+   10 folds (folds of 10 trips beyond N = 100), leave one trip out for N <= 10, same hyper-parameters; each fold's readings taken out of the posterior
    of all, exactly what refitting without them gives; ``fit_predictive_noise``: the posterior of ``(k,
    tau^2)`` under weakly-informative half-Cauchy priors, the interval a mixture over it, so it carries the fit's
    uncertainty from few trips; the readings' noise over short windows overstates a whole traversal's, hence ``k``);
@@ -106,7 +106,8 @@ ROW_FIELDS = [
     "trip_rel_var_insample",
     "commit",
 ]
-#: folds of the out-of-fold trip residuals the route intervals' noise is fitted to (N <= FOLDS: leave one trip out)
+#: folds of the out-of-fold trip residuals the route intervals' noise is fitted to (N <= FOLDS: leave one trip out);
+#: beyond 100 trips, folds of at most 10 trips (a fold's readings form one dense matrix: 100 trips' took > 10 GB)
 FOLDS = 10
 Z90 = 1.6448536269514722  # the standard normal's 95 % quantile: a central 90 % interval is mean +- Z90 sd
 
@@ -217,7 +218,9 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
         # (trip_effect.cavity_residuals: the same numbers as refitting without the fold), fit_predictive_noise
         pn = None
         if len(kept) >= 2:
-            pn = fit_predictive_noise(cavity_residuals(post.mean, post.covariance_of, learned, phi, FOLDS), phi)
+            pn = fit_predictive_noise(
+                cavity_residuals(post.mean, post.covariance_of, learned, phi, max(FOLDS, -(-len(kept) // FOLDS))), phi
+            )
         mu = post.mean
         # two route intervals: the readings' noise + the trip effect by moments (as evroute learn), and the whole-trip
         # noise and trip effect fitted to the training trips' sums (trip_effect.fit_route_noise)
