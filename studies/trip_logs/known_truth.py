@@ -32,10 +32,11 @@ Protocol (all seeded):
    z_start)``), with three 90 % intervals: ``cover90`` from the route's joint posterior covariance plus the whole-trip
    noise and the trip effect fitted to the training trips' **out-of-fold** residual sums (``evroute.models.
    trip_effect.cavity_residuals``: each trip's sum predicted by the posterior of the other folds' trips, ``FOLDS`` =
-   10 folds (folds of 10 trips beyond N = 100), leave one trip out for N <= 10, same hyper-parameters; each fold's readings taken out of the posterior
-   of all, exactly what refitting without them gives; ``fit_predictive_noise``: the posterior of ``(k,
-   tau^2)`` under weakly-informative half-Cauchy priors, the interval a mixture over it, so it carries the fit's
-   uncertainty from few trips; the readings' noise over short windows overstates a whole traversal's, hence ``k``);
+   10 folds (folds of 10 trips beyond N = 100), leave one trip out for N <= 10, same hyper-parameters; each fold's
+   readings taken out of the posterior of all, exactly what refitting without them gives; ``fit_predictive_noise``:
+   the posterior of ``(k, tau^2)`` under weakly-informative half-Cauchy priors, the interval a mixture over it, so it
+   carries the fit's uncertainty from few trips; the readings' noise over short windows overstates a whole
+   traversal's, hence ``k``);
    ``cover90_insample`` the same with ``(k, tau^2)`` fitted to the in-sample residuals of the posterior that learned
    the trips (``fit_route_noise``, a normal at the fit: a diagnostic, too narrow where a trip's own edges absorb its
    trip effect); and ``cover90_learn`` with the readings' noise ``phi`` per traversal and the trip effect by moments
