@@ -5,6 +5,8 @@ the best fit does not), and the out-of-fold residuals keep the trip effect a pos
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -104,7 +106,7 @@ def test_out_of_fold_residuals_keep_the_trip_effect_a_learned_trip_absorbs() -> 
     ys = (1 + tau0 * rng.standard_normal(n_trips)) * f[edges].sum(axis=1) + rng.standard_normal(n_trips)
     a, r0 = np.ones((1, per)), np.eye(1)
 
-    def posterior_of(trips: list[int]) -> object:
+    def posterior_of(trips: list[int]) -> Any:
         model = LinearObsEdgeModel(m0, DiagonalKernel(np.full(len(m0), 25.0)), 1.0, 1.0, "bi")
         for t in trips:
             model.observe(edges[t], a, ys[t : t + 1], r0)
@@ -116,7 +118,7 @@ def test_out_of_fold_residuals_keep_the_trip_effect_a_learned_trip_absorbs() -> 
     post = posterior_of(list(range(n_trips)))
     inside = fit_route_noise(post.mean, post.covariance_of, sums, 1.0)
 
-    def without(idx: np.ndarray) -> tuple[np.ndarray, object]:
+    def without(idx: np.ndarray) -> tuple[np.ndarray, Any]:
         p = posterior_of([t for t in range(n_trips) if t not in set(idx.tolist())])
         return p.mean, p.covariance_of
 
@@ -143,7 +145,7 @@ def test_cavity_residuals_equal_refitting_without_each_fold(with_basis: bool, fo
     rng = np.random.default_rng(0)
     n_edges, phi = 60, 0.7
     m0 = rng.uniform(20.0, 60.0, n_edges)
-    kernel: object = DiagonalKernel(np.full(n_edges, 25.0))
+    kernel: Any = DiagonalKernel(np.full(n_edges, 25.0))
     if with_basis:
         basis = np.column_stack([rng.uniform(0.5, 2.0, n_edges), np.ones(n_edges)])
         kernel = BasisKernel(kernel, basis, np.array([4.0, 9.0]))
@@ -157,8 +159,8 @@ def test_cavity_residuals_equal_refitting_without_each_fold(with_basis: bool, fo
         r0[0, 1] = r0[1, 0] = -0.3
         trips.append((e, a, a @ f[e] + rng.standard_normal(3), r0))
 
-    def posterior_of(ts: list) -> object:
-        model = LinearObsEdgeModel(m0, kernel, 1.0, 1.0, "bi")  # type: ignore[arg-type]
+    def posterior_of(ts: list) -> Any:
+        model = LinearObsEdgeModel(m0, kernel, 1.0, 1.0, "bi")
         model.noise_scale = phi
         for e, a, y, r0 in ts:
             model.observe(e, a, y, r0)
@@ -168,7 +170,7 @@ def test_cavity_residuals_equal_refitting_without_each_fold(with_basis: bool, fo
     for e, a, y, r0 in trips:
         sums.add(e, a.sum(axis=0), float(y.sum()), float(r0.sum()))
 
-    def without(idx: np.ndarray) -> tuple[np.ndarray, object]:
+    def without(idx: np.ndarray) -> tuple[np.ndarray, Any]:
         p = posterior_of([t for i, t in enumerate(trips) if i not in set(idx.tolist())])
         return p.mean, p.covariance_of
 
