@@ -5,9 +5,10 @@ from the known-truth study's committed rows alone (``docs/results/data/trip_logs
 Each held-out trip is one SUMO drive from rest to rest on its route (traffic, stops and queues included), never seen
 by the learner.  Its battery energy is predicted with a 90 % interval by models learned from N training trips' logs,
 with the noise learned from them (ML-II noise scale; the whole-trip noise and the trip effect fitted to the training
-trips' sums).  SUMO's state of charge is its battery energy over the capacity, so the arrival charge is the
-departure charge minus the trip's energy over the capacity: an interval on the energy maps one-to-one onto an
-interval on the arrival charge, and the two coverages are the same number.
+trips' out-of-fold residual sums, the interval a mixture over their posterior).  SUMO's state of charge is its
+battery energy over the capacity, so the arrival charge is the departure charge minus the trip's energy over the
+capacity: an interval on the energy maps one-to-one onto an interval on the arrival charge, and the two coverages are
+the same number.
 
     python -m studies.trip_logs.calibration_report [--rows CSV] [--output MD]
 
@@ -51,14 +52,16 @@ def report_lines(rows: list[dict[str, str]], source: str) -> list[str]:
         "Each held-out trip is one SUMO drive from rest to rest on its route (traffic, stops and queues included), "
         "never seen by the learner; its battery energy is predicted by BI and the exact GP learned from N training "
         "trips' logs, with a 90 % interval from the route's joint posterior, the whole-trip noise and the trip effect "
-        "learned from the training trips (`trip_effect.fit_route_noise`).  SUMO's state of charge is its battery "
+        "learned from the training trips' out-of-fold residuals (`trip_effect.cavity_residuals`, "
+        "`fit_predictive_noise`: the interval a mixture over their posterior, so it carries their estimation "
+        "uncertainty).  SUMO's state of charge is its battery "
         "energy over the capacity, so the arrival charge is the departure charge minus the trip's energy over the "
         "capacity: the arrival-charge interval covers exactly when the energy interval does, and the coverage below "
         "is both.  'As learn' is the interval `evroute learn` computes today (the readings' noise scale per "
         "traversal and the trip effect by moments), on the same trips.",
         "",
         "| network | condition | N | model | seeds | held-out trips per seed "
-        "| 90 % coverage (mean; min-max over seeds) | as learn | mean interval half-width (Wh) | RMSE (Wh) |",
+        "| 90 % coverage (mean; min-max over seeds) | as learn | 1.645 x mean predictive s.d. (Wh) | RMSE (Wh) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted({(r["network"], r["condition"], int(r["n_train"]), r["model"]) for r in learned})

@@ -29,10 +29,18 @@ Protocol (all seeded):
    charge quantisation of degraded logs; with exact logs only ``phi f^2`` does) and, for each, the readings' noise scale
    ``phi`` (bounded search, :func:`_ml2`).  The held-out trips' energy is predicted as the sum of the posterior means
    over their true routes plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end -
-   z_start)``), with two 90 % intervals: ``cover90`` from the route's joint posterior covariance, the whole-trip noise
-   and the trip effect fitted to the training trips' sums (``evroute.models.trip_effect.fit_route_noise``: the readings'
-   noise over short windows overstates a whole traversal's), and ``cover90_learn`` with the readings' noise ``phi`` per
-   traversal and the trip effect by moments (``fit_trip_effect``), as ``evroute learn`` does today.  Error per held-out
+   z_start)``), with three 90 % intervals: ``cover90`` from the route's joint posterior covariance plus the whole-trip
+   noise and the trip effect fitted to the training trips' **out-of-fold** residual sums (``evroute.models.
+   trip_effect.cavity_residuals``: each trip's sum predicted by the posterior of the other folds' trips, ``FOLDS`` =
+   10 folds (folds of 10 trips beyond N = 100), leave one trip out for N <= 10, same hyper-parameters; each fold's
+   readings taken out of the posterior of all, exactly what refitting without them gives; ``fit_predictive_noise``:
+   the posterior of ``(k, tau^2)`` under weakly-informative half-Cauchy priors, the interval a mixture over it, so it
+   carries the fit's uncertainty from few trips; the readings' noise over short windows overstates a whole
+   traversal's, hence ``k``);
+   ``cover90_insample`` the same with ``(k, tau^2)`` fitted to the in-sample residuals of the posterior that learned
+   the trips (``fit_route_noise``, a normal at the fit: a diagnostic, too narrow where a trip's own edges absorb its
+   trip effect); and ``cover90_learn`` with the readings' noise ``phi`` per traversal and the trip effect by moments
+   (``fit_trip_effect``), as ``evroute learn`` does today.  Each row carries the code's commit.  Error per held-out
    trip = predicted - SUMO's battery energy (Wh): RMSE, bias and the share of held-out trips inside each 90 % interval;
    the prior alone (N = 0) is the physics model.
 
@@ -94,7 +102,14 @@ ROW_FIELDS = [
     "cover90_learn",
     "trip_rel_var_learn",
     "prior",
+    "cover90_insample",
+    "noise_mult_insample",
+    "trip_rel_var_insample",
+    "commit",
 ]
+#: folds of the out-of-fold trip residuals the route intervals' noise is fitted to (N <= FOLDS: leave one trip out);
+#: beyond 100 trips, folds of at most 10 trips (a fold's readings form one dense matrix: 100 trips' took > 10 GB)
+FOLDS = 10
 Z90 = 1.6448536269514722  # the standard normal's 95 % quantile: a central 90 % interval is mean +- Z90 sd
 
 
@@ -105,28 +120,35 @@ def _command(argv: list[str]) -> str:
     return " ".join(["python", "studies/trip_logs/known_truth.py", *(shlex.quote(a) for a in argv)])
 
 
-def _ml2(model: Any, stats: Any, factor: Any) -> tuple[float, float]:
-    """``(phi, log ML)``: the readings' noise scale by ML-II (bounded search in ``log phi`` over ``[1e-3, 1e3]``, the
-    kernel's factor shared) for ``model``'s prior and ``stats``, and the log marginal likelihood there."""
+def _commit() -> str:
+    """The code's commit (short hash; ``+dirty`` when tracked files differ from it), which each row carries."""
+    import subprocess
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], capture_output=True, text=True, check=False).stdout.strip()
+
+    head = git("rev-parse", "--short", "HEAD") or "unknown"
+    return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def _ml2(model: Any, stats: Any) -> tuple[float, float]:
+    """``(phi, log ML)``: the readings' noise scale by ML-II (bounded search in ``log phi`` over ``[1e-3, 1e3]``) for
+    ``model``'s prior and ``stats``, and the log marginal likelihood there; each evaluation from one decomposition
+    (``evroute.models.linear_obs.noise_log_ml``: the value ``linear_posterior`` gives, without a Cholesky per
+    evaluation)."""
     from scipy.optimize import minimize_scalar
 
-    from evroute.models.linear_obs import linear_posterior
+    from evroute.models.linear_obs import noise_log_ml
 
-    if stats.readings == 0 or factor is None:
+    if stats.readings == 0 or len(stats.touched()) == 0:
         return 1.0, 0.0
-
-    def neg(z: float) -> float:
-        return -linear_posterior(
-            model.kernel,
-            model.scale2,
-            model.prior_mean,
-            stats,
-            factor=factor,
-            with_variance=False,
-            noise_scale=float(np.exp(z)),
-        )[3]
-
-    res = minimize_scalar(neg, bounds=(np.log(1e-3), np.log(1e3)), method="bounded", options={"xatol": 1e-3})
+    log_ml = noise_log_ml(model.kernel, model.scale2 * model.prior_scale, model.prior_mean, stats)
+    res = minimize_scalar(
+        lambda z: -log_ml(float(np.exp(z))),
+        bounds=(np.log(1e-3), np.log(1e3)),
+        method="bounded",
+        options={"xatol": 1e-3},
+    )
     return float(np.exp(res.x)), float(-res.fun)
 
 
@@ -148,9 +170,14 @@ def _cells(ns: list[int], seeds: int, pool: int) -> list[tuple[int, int]]:
 def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
     """``(N, seed, rows, CPU s)``: both models learned from the cell's ``N`` training trips and scored on the held-out
     trips (module doc, step 3), from :data:`_SHARED` (a forked worker's copy)."""
-    from evroute.models.linear_obs import kernel_factor
     from evroute.models.linear_obs_build import linear_model_from
-    from evroute.models.trip_effect import TripSums, fit_route_noise, fit_trip_effect
+    from evroute.models.trip_effect import (
+        TripSums,
+        cavity_residuals,
+        fit_predictive_noise,
+        fit_route_noise,
+        fit_trip_effect,
+    )
 
     n_train, seed = cell
     sh = _SHARED
@@ -161,12 +188,9 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
     names = [st.train[i] for i in pick]
     var_det = float(np.var(st.e_det))
     # per noise fraction the readings' statistics are the same for both models and both mean choices (only the
-    # prior kernel differs): built once, shared; per model and mean choice the kernel's factor over the touched edges
-    # is the same for every noise fraction (the touched edges do not depend on the noise): computed once.  The best
-    # log marginal likelihood wins, the first in (f, offsets) order on a tie.
+    # prior kernel differs): built once, shared.  The best log marginal likelihood wins, the first in (f, offsets)
+    # order on a tie.
     stats_of, unusable_of = zip(*(stats_for(names, f) for f in args.noise_fracs), strict=True)
-    touched = stats_of[0].touched()
-    assert all(np.array_equal(x.touched(), touched) for x in stats_of)
     rows = []
     for kind in args.models:
         best: tuple | None = None
@@ -174,25 +198,31 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
             for offsets in (False, True):
                 kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
                 model = linear_model_from(bases[(kind, pf)], **kw)  # noise_var only enters the readings
-                factor = kernel_factor(model.kernel, model.scale2, touched) if len(touched) else None
                 for f_i, stats in enumerate(stats_of):
-                    phi, log_ml = _ml2(model, stats, factor)
+                    phi, log_ml = _ml2(model, stats)
                     if best is None or log_ml > best[0]:
                         best = (log_ml, pf, args.noise_fracs[f_i], offsets, f_i, phi)
         assert best is not None
         _, pf, frac, offsets, f_i, phi = best
         kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
-        model = linear_model_from(bases[(kind, pf)], **kw)
-        model.stats = stats_of[f_i]
-        model.noise_var = frac**2 * var_det
-        model.noise_scale = phi
-        post = model.posterior()
-        mu = post.mean
-        sums = TripSums()
-        for name in names:
+        kept = [name for name in names if cache[(name, frac)] is not None]
+
+        sums, learned = TripSums(), []
+        for name in kept:
             r = cache[(name, frac)]
-            if r is not None:
-                sums.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+            sums.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+            learned.append((r.edges, r.a, r.y, r.noise_cov))
+        model = linear_model_from(bases[(kind, pf)], **kw)
+        model.stats, model.noise_var, model.noise_scale = stats_of[f_i], frac**2 * var_det, phi
+        post = model.posterior()
+        # the predictive noise from out-of-fold residuals: each fold's readings taken out of the posterior again
+        # (trip_effect.cavity_residuals: the same numbers as refitting without the fold), fit_predictive_noise
+        pn = None
+        if len(kept) >= 2:
+            pn = fit_predictive_noise(
+                cavity_residuals(post.mean, post.covariance_of, learned, phi, max(FOLDS, -(-len(kept) // FOLDS))), phi
+            )
+        mu = post.mean
         # two route intervals: the readings' noise + the trip effect by moments (as evroute learn), and the whole-trip
         # noise and trip effect fitted to the training trips' sums (trip_effect.fit_route_noise)
         tau2 = fit_trip_effect(mu, post.covariance_of, sums, phi).rel_var
@@ -206,8 +236,14 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
             ]
         )
         sd_learn = np.sqrt(parts[:, 0] + parts[:, 1] + tau2 * parts[:, 2])
-        sd = np.sqrt(parts[:, 0] + rn.noise_mult * parts[:, 1] + rn.rel_var * parts[:, 2])
+        sd_in = np.sqrt(parts[:, 0] + rn.noise_mult * parts[:, 1] + rn.rel_var * parts[:, 2])
         err = pred - st.y_test
+        if pn is None:  # fewer than two usable trips: nothing to fit the noise from (the in-sample fit's defaults)
+            cover, sd, k_fit, tau2_fit = np.abs(err) <= Z90 * sd_in, sd_in, rn.noise_mult, rn.rel_var
+        else:
+            cover = pn.covers(err, parts[:, 0], parts[:, 1], parts[:, 2], 0.9)
+            sd = np.sqrt(pn.variance(parts[:, 0], parts[:, 1], parts[:, 2]))
+            k_fit, tau2_fit = pn.k_mean, pn.tau2_mean
         rows.append(
             dict(
                 network=args.network,
@@ -223,15 +259,19 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
                 offsets=int(offsets),
                 log_ml=f"{model.log_ml:.2f}",
                 unusable=unusable_of[f_i],
-                cover90=f"{np.mean(np.abs(err) <= Z90 * sd):.4f}",
+                cover90=f"{np.mean(cover):.4f}",
                 sd_mean_wh=f"{sd.mean():.3f}",
                 noise_scale=f"{phi:.4g}",
-                trip_rel_var=f"{rn.rel_var:.4g}",
+                trip_rel_var=f"{tau2_fit:.4g}",
                 prior_frac=pf,
-                noise_mult=f"{rn.noise_mult:.4g}",
+                noise_mult=f"{k_fit:.4g}",
                 cover90_learn=f"{np.mean(np.abs(err) <= Z90 * sd_learn):.4f}",
                 trip_rel_var_learn=f"{tau2:.4g}",
                 prior=st.prior,
+                cover90_insample=f"{np.mean(np.abs(err) <= Z90 * sd_in):.4f}",
+                noise_mult_insample=f"{rn.noise_mult:.4g}",
+                trip_rel_var_insample=f"{rn.rel_var:.4g}",
+                commit=sh["commit"],
             )
         )
     return n_train, seed, rows, _cpu() - t0
@@ -331,6 +371,7 @@ def run(args: argparse.Namespace) -> int:
             basis=basis,
             basis_sd=basis_sd,
             stats_for=stats_for,
+            commit=_commit(),
         )
         ctx = multiprocessing.get_context("fork")
         with ctx.Pool(args.workers) if args.workers > 1 else _Serial() as pool:

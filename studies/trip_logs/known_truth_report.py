@@ -90,8 +90,9 @@ def report(args: argparse.Namespace) -> int:
             per_n.append(f"N = {n} seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})")
         cells = {(r["condition"], int(r["n_train"])) for r in rs}
         dropped = [f"{c} at N = {n}" for c, n in design if (c, n) not in cells]
+        commits = ", ".join(sorted({r.get("commit") or "not recorded" for r in rs}))
         lines.append(
-            f"* {net}: conditions {conds}; {', '.join(per_n)}"
+            f"* {net}: conditions {conds}; {', '.join(per_n)}; code at commit {commits}"
             + (
                 f"; not run here (CPU budget; rerunning its command completes them): {', '.join(dropped)}"
                 if dropped

@@ -155,18 +155,23 @@ def _network_lines(
         + "  RMSE and bias "
         "(predicted - SUMO) of their predicted battery energy (Wh; mean over seeds with its 95 % t-interval); "
         "ratio = RMSE / the prior's RMSE; 90 % coverage = share of the held-out trips inside their 90 % predictive "
-        "interval (mean over seeds), the interval from the whole-trip noise and trip effect fitted to the training "
-        "trips (`trip_effect.fit_route_noise`); coverage as learn = the same with the readings' noise per traversal "
+        "interval (mean over seeds), the interval from the route's posterior plus the whole-trip noise and trip "
+        "effect fitted to the training trips' out-of-fold residuals (`trip_effect.cavity_residuals`: each of 10 folds "
+        "of the N trips, one trip per fold for N <= 10, predicted by the posterior of the others; "
+        "`fit_predictive_noise`: weakly-informative half-Cauchy priors, the interval a mixture over their posterior, "
+        "so it carries their estimation uncertainty); in-sample fit = the same intervals with "
+        "the noise fitted to the in-sample residuals of the posterior that learned those trips "
+        "(`trip_effect.fit_route_noise`, a normal at the fit); coverage as learn = the readings' noise per traversal "
         "and the trip effect by moments, as `evroute learn` computes it; p chosen = the prior s.d. / sigma_det ML-II "
         "chose (values over seeds); noise scale = the ML-II scale of the readings' noise (range over seeds); k = the "
-        "whole-trip noise as a multiple of the readings' (range over seeds); tau = the trip effect's relative s.d. "
-        "(mean over seeds).",
+        "whole-trip noise as a multiple of the readings' (posterior mean, range over seeds); tau = the trip effect's "
+        "relative s.d. (root of the posterior mean of tau^2, mean over seeds).",
         "",
-        "| condition | N | model | seeds | RMSE (Wh) | bias (Wh) | ratio to prior | 90 % coverage | coverage as learn "
-        "| p chosen | noise scale | k | tau | offsets chosen |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| condition | N | model | seeds | RMSE (Wh) | bias (Wh) | ratio to prior | 90 % coverage "
+        "| coverage, in-sample fit | coverage as learn | p chosen | noise scale | k | tau | offsets chosen |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         f"| - | 0 | prior ({prior_name}) | - | {prior:.1f} | {float(p['bias_wh']):+.1f} | 1 "
-        "| - | - | - | - | - | - | - |",
+        "| - | - | - | - | - | - | - | - |",
     ]
     learned = [r for r in rows if r["model"] != "prior"]
     groups = sorted({(r["condition"], int(r["n_train"]), r["model"]) for r in learned})
@@ -181,11 +186,13 @@ def _network_lines(
         offs = f"{sum(int(r['offsets']) for r in rs)} of {len(rs)}"
         cover[(cond, n, model)] = float(np.mean([float(r["cover90"]) for r in rs]))
         learn = float(np.mean([float(r["cover90_learn"]) for r in rs]))
+        insample = [float(r["cover90_insample"]) for r in rs if r.get("cover90_insample")]
+        ins = f"{np.mean(insample):.1%}" if len(insample) == len(rs) else "-"
         phis = [float(r["noise_scale"]) for r in rs]
         ks = [float(r["noise_mult"]) for r in rs]
         tau = float(np.mean([np.sqrt(float(r["trip_rel_var"])) for r in rs]))
         extra = (
-            f"{cover[(cond, n, model)]:.1%} | {learn:.1%} | {fracs} | {min(phis):.3g}-{max(phis):.3g} "
+            f"{cover[(cond, n, model)]:.1%} | {ins} | {learn:.1%} | {fracs} | {min(phis):.3g}-{max(phis):.3g} "
             f"| {min(ks):.3g}-{max(ks):.3g} | {tau:.3f}"
         )
         lines.append(
