@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from evroute.errors import DataError
+from evroute.network.polylines import Polylines, as_polylines
 from evroute.network.road_network import RoadNetwork
 
 __all__ = ["SYNTHETIC_VERSION", "check_network_arrays", "load_synthetic", "network_arrays", "network_from_arrays"]
@@ -32,8 +33,8 @@ _FIELDS = ("edge_ids", "from_node", "to_node", "length_m", "speed_mps", "z_from_
 
 def network_arrays(net: RoadNetwork) -> dict[str, Any]:
     """The network as a dict of arrays (and its name and ``meta``) that :func:`network_from_arrays` turns back."""
-    counts = np.fromiter(map(len, net.geometry), dtype=np.int64, count=len(net.geometry))
-    xy = np.concatenate(net.geometry) if len(net.geometry) else np.zeros((0, 2))
+    lines = as_polylines(net.geometry)
+    counts, xy = lines.counts, lines.xy
     return {
         "name": net.name,
         **{f: getattr(net, f) for f in _FIELDS},
@@ -62,10 +63,7 @@ def check_network_arrays(data: Any) -> None:
 
 def network_from_arrays(data: dict[str, Any]) -> RoadNetwork:
     """The :class:`RoadNetwork` of :func:`network_arrays` (checked as every network is on construction)."""
-    ends = np.cumsum(data["geometry_counts"])
-    starts = ends - data["geometry_counts"]
-    xy = data["geometry_xy"]
-    geometry = list(map(xy.__getitem__, map(slice, starts.tolist(), ends.tolist())))
+    geometry = Polylines.from_counts(data["geometry_xy"], data["geometry_counts"])
     return RoadNetwork(name=data["name"], **{f: data[f] for f in _FIELDS}, geometry=geometry, meta=data["meta"])
 
 
