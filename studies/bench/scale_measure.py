@@ -99,6 +99,27 @@ def settled_share(lg: Any, arc_weights: np.ndarray, start: int, goal: int) -> fl
     return float(np.mean(dist <= dist[goal]))
 
 
+def cch_search_space(lg: Any, nodes: np.ndarray) -> dict[str, float]:
+    """What bounds a CCH query (:mod:`evroute.cch`): the size of the root's separator and, for each of ``nodes``, the
+    separator nodes of the cells that contain it (its own and every enclosing cell's: all are its ancestors in the
+    elimination tree, so an elimination-tree search from it visits at least these); the median over ``nodes``."""
+    from evroute.cch import dissection, junction_frame
+
+    depth, path, sep = dissection(*junction_frame(lg))
+    key = depth * 2**40 + path  # (level, cell) of each separator node
+    cells, size = np.unique(key[sep], return_counts=True)
+    lookup = dict(zip(cells.tolist(), size.tolist(), strict=True))
+    visited = []
+    for v in nodes.tolist():
+        d, p = int(depth[v]), int(path[v])
+        visited.append(sum(lookup.get((d - k) * 2**40 + (p >> k), 0) for k in range(d + 1)))
+    return {
+        "root_separator": float(lookup.get(0, 0)),
+        "separator_share": float(sep.mean()),
+        "ancestor_separator_nodes_median": float(np.median(visited)),
+    }
+
+
 def measure(
     n_edges: int,
     seed: int = 0,
@@ -168,6 +189,7 @@ def measure(
                 c, d = router.route(int(a), int(b)).cost, oracle.shortest_route_arcs(arcs, int(a), int(b)).cost
                 gaps.append(abs(c - d))
             out["cch_vs_dijkstra"] = {"max_cost_gap": max(gaps), "error_bound": router.error_bound}
+            out["cch_search_space"] = cch_search_space(lg, pairs[:, 0])
     out["steps"] = s.rows
     out["cpu_total_s"] = time.process_time() - out.pop("pid_cpu_start")
     out["peak_mb"] = peak_mb()
@@ -175,4 +197,4 @@ def measure(
     return out
 
 
-__all__ = ["SETUP_STAGES", "Steps", "measure", "peak_mb", "settled_share"]
+__all__ = ["SETUP_STAGES", "Steps", "cch_search_space", "measure", "peak_mb", "settled_share"]

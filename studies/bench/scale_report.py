@@ -344,10 +344,20 @@ def _bounds_lines(d: dict[str, Any]) -> list[str]:
                 f"the largest stage is `{top}`."
             )
         elif key == "CCH query":
+            space = r.get("cch_search_space")
+            why = (
+                f"; the nested dissection's root separator alone holds {space['root_separator']:,.0f} line-graph nodes "
+                f"(the road edges a straight cut through the grid crosses), and a query's elimination-tree search "
+                f"visits at least the separators of every cell enclosing its start, a median of "
+                f"{space['ancestor_separator_nodes_median']:,.0f} nodes, each relaxing its upward arcs (the top "
+                "separators are near-cliques after contraction): a grid's separators grow as sqrt(E), a road "
+                "network's more slowly"
+                if space
+                else ""
+            )
             out.append(
                 f"* **{label}** ({fmt_s(x)}): RoutingKit's CCH query on the turn-expanded line graph "
-                f"({edges:,} nodes, {turns:,} arcs); its search space grows as the exponent in the table below "
-                "(the elimination tree of a line graph is deeper than a road graph's of the same size)."
+                f"({edges:,} nodes, {turns:,} arcs){why}."
             )
         else:
             out.append(f"* **{label}** ({fmt_s(x)}).")
