@@ -246,7 +246,9 @@ def render(d: dict[str, Any]) -> str:
         "synthetic city (jittered irregular grid with arterials, expressways, one-way streets, diagonals, curves "
         "and hills), loaded as `evroute run` loads it.  Cold: an empty compute cache; warm: a second process "
         "reusing the cache the first filled.  Repeated steps report the median: BI-TS rounds over 15 (5 at 1M), "
-        "CCH queries over 200 random pairs, Dijkstra queries and reach over 3.  Memory is the child's `ru_maxrss`.",
+        "CCH queries over 200 random pairs, Dijkstra queries and reach over 3.  Memory is the child's `ru_maxrss`.  "
+        "The CCH (`evroute.cch`) orders the line graph by nested dissection with straight cuts between junctions "
+        "(`dissection_order`; before issue 39's core work, RoutingKit's inertial flow: 266 s of CPU at 1M edges).",
         "",
         "## Measured (CPU / wall per step)",
         "",
