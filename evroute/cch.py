@@ -10,9 +10,9 @@ a CCH answers a point-to-point query in microseconds after two set-up phases (Ro
    separator of its line graph (a turn joins two edges at a junction, so it never jumps a cut between junctions):
    the junctions of each cell are split by a straight line through their median (the best of four directions,
    as inertial flow projects, without its max-flow refinement), and the road edges that cross it are the cell's
-   separator, ranked above both halves.  Vectorised level by level: 11 s of CPU for the synthetic 1M-edge city,
-   where RoutingKit's own inertial-flow order of the line graph took 266 s, with no slower queries (measured in
-   ``docs/benchmark_scale.md``).
+   separator, ranked above both halves.  Vectorised level by level: on the synthetic 1M-edge city the whole
+   preprocessing takes 16.7 s of CPU (the order ~11 s), where RoutingKit's own inertial-flow order of the line graph
+   took 266 s, and queries take 9.4 ms instead of 13 ms (``docs/benchmark_scale.md``).
 2. **Customization** (:meth:`CCHIndex.customize`, once per weight vector, e.g. per model version): the shortcut
    weights, a few milliseconds on Luxembourg.
 3. **Queries** (:meth:`CCHRouter.route`): ~0.05 ms on Luxembourg against ~1.6 ms for a Dijkstra.
