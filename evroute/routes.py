@@ -12,12 +12,14 @@ south-east (both deterministic, spanning the whole city).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from evroute.errors import DataError, ParameterError, UnknownEdgeError
 from evroute.linegraph import LineGraph
+from evroute.network.polylines import as_polylines
 from evroute.network.snap import DEFAULT_MAX_SNAP_M, nearest_edge
 from evroute.paths import resource
 
@@ -96,7 +98,7 @@ def resolve_endpoint(lg: LineGraph, text: str, what: str = "start", *, max_snap_
     return nearest_edge(lg.network, *point, max_distance_m=max_snap_m)
 
 
-def edge_midpoints(geometry: list[np.ndarray]) -> np.ndarray:
+def edge_midpoints(geometry: Sequence[np.ndarray]) -> np.ndarray:
     """``(E, 2)`` mean of each edge's polyline points (``geometry``: ``E`` arrays ``(k_i, 2)``, lon/lat degrees).
 
     Vectorised per point count ``k`` (a network has a few dozen distinct counts): the polylines of ``k`` points are
@@ -108,9 +110,9 @@ def edge_midpoints(geometry: list[np.ndarray]) -> np.ndarray:
     out = np.zeros((len(geometry), 2))
     if not len(geometry):
         return out
-    counts = np.fromiter(map(len, geometry), dtype=np.int64, count=len(geometry))
-    xy = np.concatenate(geometry).astype(np.float64, copy=False).reshape(-1, 2)
-    starts = np.cumsum(counts) - counts
+    lines = as_polylines(geometry)
+    counts, xy = lines.counts, lines.xy
+    starts = lines.offsets[:-1]
     for k in np.unique(counts).tolist():
         idx = np.flatnonzero(counts == k)
         out[idx] = xy[starts[idx, None] + np.arange(k)].mean(axis=1)

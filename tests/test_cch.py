@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evroute.cch import CCHIndex
+from evroute.cch import CCHIndex, dissection, dissection_order, junction_frame
 from evroute.errors import ParameterError, UnreachableError
 from evroute.linegraph import build_line_graph
 from evroute.network.synthetic import synthetic_city
@@ -119,3 +119,71 @@ def test_unknown_engine_is_refused() -> None:
     lg, _, _ = _graph(40, 0)
     with pytest.raises(ParameterError, match="route engine"):
         QueryContext(lg, RouteBelief(prior_model("bi", lg, VehicleProfile())), VehicleProfile(), engine="ch")
+
+
+def _nested(depth: np.ndarray, path: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Whether the cells of ``u`` and ``v`` (:func:`dissection`) are nested: the shallower path is a prefix."""
+    lo = np.minimum(depth[u], depth[v])
+    return (path[u] >> (depth[u] - lo)) == (path[v] >> (depth[v] - lo))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_junctions=st.integers(2, 60),
+    n_edges=st.integers(1, 300),
+    seed=st.integers(0, 10_000),
+    leaf=st.integers(1, 8),
+)
+def test_dissection_separates_every_turn(n_junctions, n_edges, seed, leaf) -> None:
+    """On random junction graphs at random positions (not planar, not geometric): every turn ``u -> v`` (``u`` ends
+    where ``v`` starts) joins edges of nested cells, i.e. the separators separate; every non-leaf cell is split."""
+    rng = np.random.default_rng(seed)
+    fi = rng.integers(0, n_junctions, n_edges)
+    ti = (fi + rng.integers(1, n_junctions, n_edges)) % n_junctions  # no self-loops: every cell can be cut
+    x, y = rng.normal(size=n_junctions), rng.normal(size=n_junctions)
+    depth, path, sep = dissection(fi, ti, x, y, leaf=leaf)
+    u, v = np.nonzero(ti[:, None] == fi[None, :])
+    assert _nested(depth, path, u, v).all()
+    # an edge in a leaf cell shares it with at most leaf - 1 others; the recursion ends (depth bounded by log2)
+    leaves = ~sep
+    if leaves.any():
+        key = depth[leaves] * 2**40 + path[leaves]
+        assert np.unique(key, return_counts=True)[1].max() <= leaf
+    assert depth.max() <= 2 * np.log2(n_edges + 1) + 2
+
+
+def test_dissection_ends_when_no_line_cuts() -> None:
+    """Self-loops at junctions of one position cannot be cut: they become one leaf cell, the recursion ends."""
+    fi = ti = np.array([0, 0, 1, 1, 0] * 20)
+    depth, path, sep = dissection(fi, ti, np.zeros(2), np.zeros(2), leaf=4)
+    assert not sep.any() and (depth == 0).all() and (path == 0).all()
+
+
+@pytest.mark.parametrize("size", [400, 3000])
+def test_dissection_order_is_a_permutation_with_separators_last(size) -> None:
+    """On the synthetic city: the order ranks every line-graph node once, every turn joins nested cells, the root's
+    cut is small and ranks last."""
+    lg = _graph(size, 0)[0]
+    order = dissection_order(lg)
+    assert np.array_equal(np.sort(order), np.arange(lg.n_nodes))
+    depth, path, sep = dissection(*junction_frame(lg))
+    _, heads, tails = lg.arc_pattern()
+    assert _nested(depth, path, tails, heads).all()
+    root = np.flatnonzero(sep & (depth == 0))
+    assert len(root) and set(order[-len(root) :].tolist()) == set(root.tolist())
+    # a straight cut through the jittered grid of ~E / 3.4 junctions crosses ~sqrt(E / 3.4) streets, two edges each
+    # (plus diagonals): ~1.1 sqrt(E); a cut that ignored geometry would take ~E / 2
+    assert len(root) <= 4 * np.sqrt(lg.n_nodes)
+
+
+def test_inertial_order_gives_the_same_costs() -> None:
+    """RoutingKit's own order and the dissection order: the same optimal costs (within both quantization bounds)."""
+    lg, index, oracle = _graph(400, 2)
+    other = CCHIndex(lg, order="inertial")
+    w = np.random.default_rng(1).exponential(1.0, lg.n_nodes)
+    a, b = index.customize_nodes(w), other.customize_nodes(w)
+    for s, g in np.random.default_rng(2).integers(0, lg.n_nodes, (20, 2)):
+        ca, cb = a.route(int(s), int(g)).cost, b.route(int(s), int(g)).cost
+        assert abs(ca - cb) <= a.error_bound + b.error_bound + 1e-9 * max(1.0, ca)
+    with pytest.raises(ParameterError, match="unknown CCH order"):
+        CCHIndex(lg, order="metis")

@@ -246,12 +246,13 @@ def drape(network: Any, dem: DemSpec) -> Any:
     and lengths become the slope lengths for the new elevations (:mod:`evroute.network.elevation`).
     """
     from evroute.network._graph import node_codes
+    from evroute.network.polylines import as_polylines
     from evroute.network.road_network import RoadNetwork
 
     d = read_dem(dem)
     (fi, ti), uniq = node_codes(network.from_node, network.to_node)
-    starts = np.array([g[0] for g in network.geometry], dtype=np.float64)
-    ends = np.array([g[-1] for g in network.geometry], dtype=np.float64)
+    packed = as_polylines(network.geometry)
+    starts, ends = packed.first(), packed.last()
     idx = np.concatenate([fi, ti])
     pts = np.concatenate([starts, ends])
     cnt = np.bincount(idx, minlength=len(uniq)).astype(np.float64)

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from evroute.network.polylines import Polylines, as_polylines
 from evroute.network.road_network import RoadNetwork
 
 #: the arrays of a :class:`RoadNetwork` kept as they are
@@ -36,13 +37,9 @@ def network_code_digest() -> str:
 def network_tree(net: RoadNetwork) -> dict[str, Any]:
     """``net`` as a data tree: its arrays, the polylines concatenated with their ``(E + 1,)`` offsets, its meta."""
     tree: dict[str, Any] = {k: np.asarray(getattr(net, k)) for k in _ARRAYS}
-    lengths = np.array([len(g) for g in net.geometry], dtype=np.int64)
-    tree["geometry_offsets"] = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    tree["geometry_points"] = (
-        np.concatenate([np.asarray(g, dtype=np.float64).reshape(-1, 2) for g in net.geometry])
-        if len(net.geometry)
-        else np.zeros((0, 2))
-    )
+    lines = as_polylines(net.geometry)
+    tree["geometry_offsets"] = lines.offsets
+    tree["geometry_points"] = lines.xy
     tree["speed_limit_mps"] = np.asarray(net.speed_limit_mps, dtype=np.float64)
     tree["name"] = net.name
     tree["meta"] = dict(net.meta)
@@ -59,7 +56,7 @@ def network_from_tree(tree: dict[str, Any]) -> RoadNetwork:
     pts = np.asarray(tree["geometry_points"], dtype=np.float64).reshape(-1, 2)
     if off.ndim != 1 or len(off) != len(tree["edge_ids"]) + 1 or off[-1] != len(pts) or np.any(np.diff(off) < 0):
         raise ValueError("geometry offsets do not match the edges and points")
-    geometry = [pts[a:b] for a, b in zip(off[:-1].tolist(), off[1:].tolist(), strict=True)]
+    geometry = Polylines(pts, off)
     a = {k: np.asarray(tree[k]) for k in _ARRAYS}
     net = RoadNetwork(
         name=str(tree["name"]),

@@ -20,6 +20,8 @@ from typing import Any
 import numpy as np
 
 from evroute.errors import DataError
+from evroute.network._graph import node_codes
+from evroute.network.polylines import Polylines, as_polylines
 from evroute.network.road_network import RoadNetwork
 
 __all__ = ["SYNTHETIC_VERSION", "check_network_arrays", "load_synthetic", "network_arrays", "network_from_arrays"]
@@ -28,17 +30,30 @@ __all__ = ["SYNTHETIC_VERSION", "check_network_arrays", "load_synthetic", "netwo
 #: :func:`~evroute.network.synthetic.synthetic_city` makes a different network for the same parameters.
 SYNTHETIC_VERSION = 1
 _FIELDS = ("edge_ids", "from_node", "to_node", "length_m", "speed_mps", "z_from_m", "z_to_m", "turns")
+#: the arrays of an entry (:func:`network_arrays`; the junctions as ids and codes)
+_ARRAYS = ("edge_ids", "node_ids", "node_codes", "node_widths", "length_m", "speed_mps", "z_from_m", "z_to_m", "turns")
+#: layout of an entry: part of the cache key, so that entries of another layout are never read
+LAYOUT = 2
 
 
 def network_arrays(net: RoadNetwork) -> dict[str, Any]:
-    """The network as a dict of arrays (and its name and ``meta``) that :func:`network_from_arrays` turns back."""
-    counts = np.fromiter(map(len, net.geometry), dtype=np.int64, count=len(net.geometry))
-    xy = np.concatenate(net.geometry) if len(net.geometry) else np.zeros((0, 2))
+    """The network as a dict of arrays (and its name and ``meta``) that :func:`network_from_arrays` turns back.
+
+    Stored compactly (the entry is read and checksummed on every load): the junction ids once each
+    (``node_ids``, in their own str dtype) with each edge's ``(from, to)`` index into them (``node_codes``, int32, where
+    two ``(E,)`` str arrays took ~180 bytes per edge at a million edges) and the turns as int32 when they fit."""
+    lines = as_polylines(net.geometry)
+    (fi, ti), uniq = node_codes(net.from_node, net.to_node)
+    idx = np.int32 if max(len(uniq), net.n_edges) < 2**31 else np.int64
     return {
         "name": net.name,
-        **{f: getattr(net, f) for f in _FIELDS},
-        "geometry_xy": np.ascontiguousarray(xy, dtype=np.float64),
-        "geometry_counts": counts,
+        **{f: getattr(net, f) for f in _FIELDS if f not in ("from_node", "to_node", "turns")},
+        "node_ids": uniq.astype(np.result_type(net.from_node, net.to_node), copy=False),
+        "node_codes": np.stack([fi, ti], axis=1).astype(idx),
+        "node_widths": np.array([net.from_node.dtype.itemsize // 4, net.to_node.dtype.itemsize // 4]),
+        "turns": net.turns.astype(idx),
+        "geometry_xy": np.ascontiguousarray(lines.xy, dtype=np.float64),
+        "geometry_counts": lines.counts.astype(np.int32),
         "meta": net.meta,
     }
 
@@ -46,27 +61,43 @@ def network_arrays(net: RoadNetwork) -> dict[str, Any]:
 def check_network_arrays(data: Any) -> None:
     """Raise :class:`ValueError` unless ``data`` has the keys and array kinds of :func:`network_arrays` and its
     geometry counts add up (the :class:`RoadNetwork` constructor checks the rest: lengths, ranges, turns)."""
-    keys = {"name", *_FIELDS, "geometry_xy", "geometry_counts", "meta"}
+    arrays = (*_ARRAYS, "geometry_xy", "geometry_counts")
+    keys = {"name", *arrays, "meta"}
     if not isinstance(data, dict) or set(data) != keys:
         raise ValueError(f"a network entry has the keys {sorted(keys)}")
-    if not all(isinstance(data[f], np.ndarray) for f in (*_FIELDS, "geometry_xy", "geometry_counts")):
+    if not all(isinstance(data[f], np.ndarray) for f in arrays):
         raise ValueError("a network entry's fields are arrays")
     xy, counts = data["geometry_xy"], data["geometry_counts"]
-    if xy.dtype != np.float64 or xy.ndim != 2 or xy.shape[1] != 2 or counts.dtype != np.int64 or counts.ndim != 1:
-        raise ValueError("a network entry's geometry is (P, 2) float64 with int64 counts")
-    if len(counts) != len(data["edge_ids"]) or (counts < 0).any() or int(counts.sum()) != len(xy):
+    if xy.dtype != np.float64 or xy.ndim != 2 or xy.shape[1] != 2 or counts.dtype.kind != "i" or counts.ndim != 1:
+        raise ValueError("a network entry's geometry is (P, 2) float64 with integer counts")
+    if len(counts) != len(data["edge_ids"]) or (counts < 0).any() or int(counts.sum(dtype=np.int64)) != len(xy):
         raise ValueError("a network entry's geometry counts do not match its edges and points")
+    codes, ids = data["node_codes"], data["node_ids"]
+    if codes.dtype.kind != "i" or codes.shape != (len(data["edge_ids"]), 2) or ids.dtype.kind != "U":
+        raise ValueError("a network entry's junctions are (E, 2) integer codes into a str array")
+    if len(codes) and (codes.min() < 0 or codes.max() >= len(ids)):
+        raise ValueError("a network entry's junction codes are outside its junction ids")
+    if data["node_widths"].shape != (2,) or data["node_widths"].dtype.kind != "i" or data["node_widths"].min() < 1:
+        raise ValueError("a network entry's junction id widths are two positive integers")
+    if data["turns"].dtype.kind != "i":
+        raise ValueError("a network entry's turns are integers")
     if not isinstance(data["meta"], dict) or not isinstance(data["name"], str):
         raise ValueError("a network entry's name is a string and its meta a mapping")
 
 
 def network_from_arrays(data: dict[str, Any]) -> RoadNetwork:
     """The :class:`RoadNetwork` of :func:`network_arrays` (checked as every network is on construction)."""
-    ends = np.cumsum(data["geometry_counts"])
-    starts = ends - data["geometry_counts"]
-    xy = data["geometry_xy"]
-    geometry = list(map(xy.__getitem__, map(slice, starts.tolist(), ends.tolist())))
-    return RoadNetwork(name=data["name"], **{f: data[f] for f in _FIELDS}, geometry=geometry, meta=data["meta"])
+    geometry = Polylines.from_counts(data["geometry_xy"], data["geometry_counts"])
+    ids, codes, (w_from, w_to) = data["node_ids"], data["node_codes"], data["node_widths"].tolist()
+    fields = {f: data[f] for f in _FIELDS if f not in ("from_node", "to_node")}
+    return RoadNetwork(
+        name=data["name"],
+        **fields,
+        from_node=ids[codes[:, 0]].astype(f"<U{w_from}", copy=False),  # each in the str dtype it was made with
+        to_node=ids[codes[:, 1]].astype(f"<U{w_to}", copy=False),
+        geometry=geometry,
+        meta=data["meta"],
+    )
 
 
 def load_synthetic(n_edges: int = 1000, seed: int = 0, **options: Any) -> RoadNetwork:
@@ -90,7 +121,7 @@ def load_synthetic(n_edges: int = 1000, seed: int = 0, **options: Any) -> RoadNe
 
     data = cached_compute(
         "synthetic-network",
-        {"params": params, "name": name, "version": SYNTHETIC_VERSION},
+        {"params": params, "name": name, "version": SYNTHETIC_VERSION, "layout": LAYOUT},
         lambda: network_arrays(synthetic_city(n_edges, seed, name=name, **options)),
         what="synthetic network",
         blas=False,

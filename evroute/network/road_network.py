@@ -7,12 +7,14 @@ between edges.  All arrays are aligned by edge index ``0 .. n_edges - 1``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from evroute.errors import DataError, UnknownEdgeError
+from evroute.network.polylines import Polylines, as_polylines
 
 if TYPE_CHECKING:  # pragma: no cover
     import geopandas as gpd
@@ -52,6 +54,12 @@ def _narrow(a: np.ndarray) -> np.ndarray:
     return a if a.dtype.itemsize == 4 * width else a.astype(f"<U{width}")
 
 
+def _str_array(a: Any) -> np.ndarray:
+    """``a`` as a NumPy str array: a str array as it is (no copy: a million junction ids are ~90 MB), else converted."""
+    arr = np.asarray(a)
+    return arr if arr.dtype.kind == "U" else arr.astype(str)
+
+
 @dataclass(eq=False)
 class RoadNetwork:
     """Directed road network with per-edge attributes and legal turns.
@@ -68,7 +76,8 @@ class RoadNetwork:
             delays not included); travel times and the energy prior use it.
         z_from_m: ``(E,)`` float, elevation of the start of the edge in metres.
         z_to_m: ``(E,)`` float, elevation of the end of the edge in metres.
-        geometry: list of ``E`` arrays of shape ``(k_i, 2)``: (lon, lat) polyline of each edge, degrees.
+        geometry: sequence of ``E`` arrays of shape ``(k_i, 2)``: (lon, lat) polyline of each edge, degrees (a list,
+            or :class:`~evroute.network.polylines.Polylines`: the same sequence packed in two arrays).
         turns: ``(C, 2)`` int array of legal turns ``(e1, e2)``: a vehicle may drive ``e2`` right after ``e1``.
         meta: free-form provenance (source file, loader, warnings).
         speed_limit_mps: ``(E,)`` float, posted speed limit in m/s, what SUMO's lanes carry: not a constructor
@@ -84,7 +93,7 @@ class RoadNetwork:
     speed_mps: np.ndarray
     z_from_m: np.ndarray
     z_to_m: np.ndarray
-    geometry: list[np.ndarray]
+    geometry: Sequence[np.ndarray]
     turns: np.ndarray
     meta: dict[str, Any] = field(default_factory=dict)
     speed_limit_mps: np.ndarray = field(init=False, repr=False)
@@ -94,8 +103,8 @@ class RoadNetwork:
         ids = np.asarray(self.edge_ids)
         # a str array is copied as it is (through object: ~0.5 s per million ids, the same result)
         self.edge_ids = _narrow(ids.astype(str) if ids.dtype.kind == "U" else np.asarray(ids, dtype=object).astype(str))
-        self.from_node = np.asarray(self.from_node).astype(str)
-        self.to_node = np.asarray(self.to_node).astype(str)
+        self.from_node = _str_array(self.from_node)
+        self.to_node = _str_array(self.to_node)
         for attr in ("length_m", "speed_mps", "z_from_m", "z_to_m"):
             setattr(self, attr, np.asarray(getattr(self, attr), dtype=np.float64))
         self.turns = np.asarray(self.turns, dtype=np.int64).reshape(-1, 2)
@@ -189,7 +198,9 @@ class RoadNetwork:
             speed_mps=self.speed_mps[edges],
             z_from_m=self.z_from_m[edges],
             z_to_m=self.z_to_m[edges],
-            geometry=[self.geometry[i] for i in edges],
+            geometry=(
+                self.geometry.take(edges) if isinstance(self.geometry, Polylines) else [self.geometry[i] for i in edges]
+            ),
             turns=t,
             meta=dict(self.meta),
         ).with_speed_limits(self.speed_limit_mps[edges])
@@ -221,6 +232,14 @@ class RoadNetwork:
         geoms = [LineString(g) if len(g) >= 2 else LineString([g[0], g[0]]) for g in self.geometry]
         return gpd.GeoDataFrame(self.edge_frame(), geometry=geoms, crs="EPSG:4326")
 
+    def junction_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(from_idx (E,), to_idx (E,), ids (N,))``: each edge's start and end junction as an index into the sorted
+        junction ids ``ids`` (int64)."""
+        from evroute.network._graph import node_codes
+
+        (fi, ti), uniq = node_codes(self.from_node, self.to_node)
+        return fi, ti, uniq
+
     def junction_positions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Junction ids and their x, y (mean of the edge end points touching each junction) and elevation (m).
 
@@ -228,11 +247,10 @@ class RoadNetwork:
             ``(ids, x, y, z)``: ``(N,)`` arrays, ``ids`` sorted; x/y in the network's CRS (lon/lat degrees for
             ``meta["crs"] == "EPSG:4326"``).
         """
-        from evroute.network._graph import node_codes
-
-        (fi, ti), uniq = node_codes(self.from_node, self.to_node)
+        fi, ti, uniq = self.junction_codes()
         idx = np.concatenate([fi, ti])
-        pts = np.concatenate([np.array([g[0] for g in self.geometry]), np.array([g[-1] for g in self.geometry])])
+        lines = as_polylines(self.geometry)
+        pts = np.concatenate([lines.first(), lines.last()])
         cnt = np.bincount(idx, minlength=len(uniq)).astype(np.float64)
         x = np.bincount(idx, weights=pts[:, 0], minlength=len(uniq)) / cnt
         y = np.bincount(idx, weights=pts[:, 1], minlength=len(uniq)) / cnt

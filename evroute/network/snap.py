@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from evroute.errors import ParameterError
+from evroute.network.polylines import as_polylines
 
 if TYPE_CHECKING:  # pragma: no cover
     from evroute.network.road_network import RoadNetwork
@@ -33,13 +34,14 @@ def _index(network: RoadNetwork) -> tuple[Any, Any]:
     crs = network.meta.get("crs", "EPSG:4326")
     if crs != "EPSG:4326":
         raise ParameterError(f"network {network.name!r} has no geographic coordinates ({crs}): give edge ids")
-    pts = np.concatenate(network.geometry)
+    packed = as_polylines(network.geometry)
+    pts = packed.xy
     lon0, lat0 = (float(v) for v in (pts.min(axis=0) + pts.max(axis=0)) / 2)
     tf = Transformer.from_crs(
         "EPSG:4326", f"+proj=aeqd +lat_0={lat0} +lon_0={lon0} +datum=WGS84 +units=m", always_xy=True
     )
     x, y = tf.transform(pts[:, 0], pts[:, 1])
-    sizes = np.array([len(g) for g in network.geometry])
+    sizes = packed.counts
     lines = linestrings(np.column_stack([x, y]), indices=np.repeat(np.arange(len(sizes)), sizes))
     hit = (STRtree(lines), tf)
     _TREES[network] = hit

@@ -21,6 +21,7 @@ import numpy as np
 from evroute.errors import ParameterError, check_positive
 from evroute.network._graph import junction_turns, largest_scc_edges
 from evroute.network.elevation import slope_length
+from evroute.network.polylines import Polylines
 from evroute.network.road_network import RoadNetwork
 
 #: Speed limit of each road class in km/h: residential, urban, arterial, expressway.
@@ -305,8 +306,8 @@ def synthetic_city(
     lonlat = np.column_stack(
         [lon0 + np.degrees(xy[:, 0] / (EARTH_RADIUS_M * coslat)), lat0 + np.degrees(xy[:, 1] / EARTH_RADIUS_M)]
     )
-    # one view per edge, as ``np.split(lonlat, ends[:-1])`` gave, without its per-piece overhead (100k edges: ~1 s)
-    geometry = list(map(lonlat.__getitem__, map(slice, starts.tolist(), ends.tolist())))
+    # packed: polyline i is lonlat[starts[i]:ends[i]], no array object per edge (evroute.network.polylines)
+    geometry = Polylines.from_counts(lonlat, npts)
     cls = res["seg_cls"][seg]
     speed = np.asarray(CLASS_SPEEDS_KMH)[cls] / 3.6
     label = name or f"synthetic:{n_req}:{seed_i}"

@@ -37,8 +37,8 @@ from studies.common.bench import machine_line
 
 DATA = Path("docs/data/benchmark_scale.json")
 OUT = Path("docs/benchmark_scale.md")
-#: sizes above this many edges skip the CCH steps (``--cch-max-edges``): its preprocessing took 252 s of CPU at 1M
-#: edges and grows with exponent 1.3
+#: sizes above this many edges skip the CCH steps (``--cch-max-edges``): customization took 66 s of CPU and 4.2 GB
+#: peak at 1M edges and grows with exponent 1.6 (a grid's separators), so 5M would take ~9 min and more than 8 GB
 CCH_MAX_EDGES = 2_000_000
 COMMAND = (
     "OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 nice -n 10 python -m studies.bench.benchmark_scale"
@@ -94,7 +94,7 @@ def measure_size(n: int, seed: int, mem_gb: float, timeout: float, cch_max: int 
         )
     out = {"requested_edges": n, "mem_cap_gb": mem_gb, "timeout_s": timeout, "cold": cold, "warm": warm}
     if n > cch_max:
-        out["cch_skipped"] = f"CCH steps not run above {cch_max:,} edges (preprocessing alone grows as n^1.3)"
+        out["cch_skipped"] = f"CCH steps not run above {cch_max:,} edges (customization grows as n^1.6)"
     return out
 
 

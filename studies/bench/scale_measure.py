@@ -119,6 +119,27 @@ def lazy_probe(lg: Any, bandit: Any, start: int, goal: int) -> dict[str, Any] | 
     return {"cpu_s": cpu, "settled_share": settled / lg.n_nodes, "draws": st["draws"], "arcs": st["arcs_scanned"]}
 
 
+def cch_search_space(lg: Any, nodes: np.ndarray) -> dict[str, float]:
+    """What bounds a CCH query (:mod:`evroute.cch`): the size of the root's separator and, for each of ``nodes``, the
+    separator nodes of the cells that contain it (its own and every enclosing cell's: all are its ancestors in the
+    elimination tree, so an elimination-tree search from it visits at least these); the median over ``nodes``."""
+    from evroute.cch import dissection, junction_frame
+
+    depth, path, sep = dissection(*junction_frame(lg))
+    key = depth * 2**40 + path  # (level, cell) of each separator node
+    cells, size = np.unique(key[sep], return_counts=True)
+    lookup = dict(zip(cells.tolist(), size.tolist(), strict=True))
+    visited = []
+    for v in nodes.tolist():
+        d, p = int(depth[v]), int(path[v])
+        visited.append(sum(lookup.get((d - k) * 2**40 + (p >> k), 0) for k in range(d + 1)))
+    return {
+        "root_separator": float(lookup.get(0, 0)),
+        "separator_share": float(sep.mean()),
+        "ancestor_separator_nodes_median": float(np.median(visited)),
+    }
+
+
 def measure(
     n_edges: int,
     seed: int = 0,
@@ -189,6 +210,7 @@ def measure(
                 c, d = router.route(int(a), int(b)).cost, oracle.shortest_route_arcs(arcs, int(a), int(b)).cost
                 gaps.append(abs(c - d))
             out["cch_vs_dijkstra"] = {"max_cost_gap": max(gaps), "error_bound": router.error_bound}
+            out["cch_search_space"] = cch_search_space(lg, pairs[:, 0])
     out["steps"] = s.rows
     out["cpu_total_s"] = time.process_time() - out.pop("pid_cpu_start")
     out["peak_mb"] = peak_mb()
@@ -196,4 +218,4 @@ def measure(
     return out
 
 
-__all__ = ["SETUP_STAGES", "Steps", "lazy_probe", "measure", "peak_mb", "settled_share"]
+__all__ = ["SETUP_STAGES", "Steps", "cch_search_space", "lazy_probe", "measure", "peak_mb", "settled_share"]

@@ -246,7 +246,9 @@ def render(d: dict[str, Any]) -> str:
         "synthetic city (jittered irregular grid with arterials, expressways, one-way streets, diagonals, curves "
         "and hills), loaded as `evroute run` loads it.  Cold: an empty compute cache; warm: a second process "
         "reusing the cache the first filled.  Repeated steps report the median: BI-TS rounds over 15 (5 at 1M), "
-        "CCH queries over 200 random pairs, Dijkstra queries and reach over 3.  Memory is the child's `ru_maxrss`.",
+        "CCH queries over 200 random pairs, Dijkstra queries and reach over 3.  Memory is the child's `ru_maxrss`.  "
+        "The CCH (`evroute.cch`) orders the line graph by nested dissection with straight cuts between junctions "
+        "(`dissection_order`; before issue 39's core work, RoutingKit's inertial flow: 266 s of CPU at 1M edges).",
         "",
         "## Measured (CPU / wall per step)",
         "",
@@ -363,10 +365,20 @@ def _bounds_lines(d: dict[str, Any]) -> list[str]:
                 f"the largest stage is `{top}`."
             )
         elif key == "CCH query":
+            space = r.get("cch_search_space")
+            why = (
+                f"; the nested dissection's root separator alone holds {space['root_separator']:,.0f} line-graph nodes "
+                f"(the road edges a straight cut through the grid crosses), and a query's elimination-tree search "
+                f"visits at least the separators of every cell enclosing its start, a median of "
+                f"{space['ancestor_separator_nodes_median']:,.0f} nodes, each relaxing its upward arcs (the top "
+                "separators are near-cliques after contraction): a grid's separators grow as sqrt(E), a road "
+                "network's more slowly"
+                if space
+                else ""
+            )
             out.append(
                 f"* **{label}** ({fmt_s(x)}): RoutingKit's CCH query on the turn-expanded line graph "
-                f"({edges:,} nodes, {turns:,} arcs); its search space grows as the exponent in the table below "
-                "(the elimination tree of a line graph is deeper than a road graph's of the same size)."
+                f"({edges:,} nodes, {turns:,} arcs){why}."
             )
         else:
             out.append(f"* **{label}** ({fmt_s(x)}).")
