@@ -64,13 +64,11 @@ class Source:
 #: the commits whose gp_vs_bi rows reproduce at HEAD: the regeneration at HEAD of issue 38, item 4 (BI and GP rows of a
 #: route together, with the default prior of issue 38; ``python -m studies.gp_vs_bi.run``, command in
 #: ``gp_vs_bi_commands.txt``): the synthetic route at ``79808c8``, monaco:B at ``5d826b9`` and ``34bef37``, monaco:A
-#: at ``55832cf``, luxembourg:A at ``644830d`` (the library code is the same at these commits and at HEAD; the
-#: sampled CI check re-runs them).  Every other row was recorded before issue 34 changed the real networks' speeds and
-#: the default energy prior (merged at ``7991dbd``) and before issue 38 changed the default model prior (merged at
-#: ``650ca28``: its values are no longer the environments' generating fractions); those rows carry their commit
-#: (column ``commit``) and are not re-run at HEAD (the synthetic route's BI-TS seed 10 gave 5,103.2 Wh at
-#: ``9405652`` and 15,661.6 at ``79808c8``; its BI-TS-ORACLE rows of ``3adccb8`` came out identical).
-GP_VS_BI_AT_HEAD = frozenset({"79808c8", "5d826b9", "34bef37", "55832cf", "644830d"})
+#: at ``55832cf``, luxembourg:A at ``644830d`` and luxembourg:B at ``4dcf7c2`` (the library code the study runs is the
+#: same at these commits and at HEAD; the sampled CI check re-runs them).  These are all of the file's rows: the rows
+#: recorded before issue 34 changed the real networks' speeds and the default energy prior (merged at ``7991dbd``) and
+#: before issue 38 changed the default model prior (merged at ``650ca28``) were all replaced.
+GP_VS_BI_AT_HEAD = frozenset({"79808c8", "5d826b9", "34bef37", "55832cf", "644830d", "4dcf7c2"})
 
 
 def gp_vs_bi_at_head(r: Mapping[str, str]) -> bool:
