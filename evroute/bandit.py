@@ -143,12 +143,14 @@ class RoutingBandit(RouteLearner):
             the potential is charged to each arm's edge.
         lazy_ts: Thompson rounds by the compiled bidirectional search that draws an edge's sample only when it
             touches it (:class:`evroute.search.LazyThompsonEngine`; exact, another random stream than the full
-            draw).  ``None`` (default): when the model is BI (:class:`~evroute.models.bi.BayesianEdgeModel`), the policy
-            plain Thompson sampling, the arms edges, numba installed and the network has at least
-            :data:`LAZY_TS_MIN_ARMS` edges, so that the smaller studies keep their random streams bit for bit, and
-            until a round's search would settle more than :data:`LAZY_TS_MAX_SHARE` of the nodes (then that round and
-            the rest draw every edge); ``True``: always, whenever the model, policy and arms allow it (else
-            :class:`ParameterError`); ``False``: never.
+            draw).  ``None`` (default): when the model is BI (:class:`~evroute.models.bi.BayesianEdgeModel`), the
+            policy plain Thompson sampling, the arms edges, numba installed, the network has at least
+            :data:`LAZY_TS_MIN_ARMS` edges (so that the smaller studies keep their random streams bit for bit) and
+            the route's ends are close enough that the two searches are expected to settle at most
+            :data:`LAZY_TS_EXPECTED_SHARE` of the nodes (:func:`evroute.search.bidirectional_share`; otherwise the
+            engine is never built and numba never imported); and until a round's search would settle more than
+            :data:`LAZY_TS_MAX_SHARE` of them (then that round and the rest draw every edge).  ``True``: always,
+            whenever the model, policy and arms allow it (else :class:`ParameterError`); ``False``: never.
     """
 
     arms: ArmSpace  # never None here: edge arms by default
@@ -271,12 +273,18 @@ LAZY_TS_MIN_ARMS = 200_000
 #: the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10% (median).
 LAZY_TS_MAX_SHARE = 0.3
 
+#: By default the lazy engine is built only when the geometric estimate of the share of nodes the two searches settle
+#: (:func:`evroute.search.bidirectional_share`) is at most this: the break-even of :data:`LAZY_TS_MAX_SHARE`, judged
+#: before any search, so that a cross-city run never pays for importing numba and a capped first attempt (about 1.6 s
+#: of the warm set-up at a million edges, ``docs/benchmark_scale.md``).
+LAZY_TS_EXPECTED_SHARE = 0.3
+
 
 def _lazy_engine(bandit: RoutingBandit, lazy_ts: bool | None) -> Any:
     """The :class:`~evroute.search.LazyThompsonEngine` of ``bandit``'s rounds, or ``None`` (``lazy_ts`` of
     :class:`RoutingBandit`)."""
     from evroute.errors import ParameterError
-    from evroute.search import LazyThompsonEngine, numba_available
+    from evroute.search import LazyThompsonEngine, bidirectional_share, numba_available
 
     if lazy_ts is False:
         return None
@@ -286,8 +294,14 @@ def _lazy_engine(bandit: RoutingBandit, lazy_ts: bool | None) -> Any:
         and callable(getattr(bandit.model, "conjugate_state", None))
         and numba_available()
     )
-    if lazy_ts is None:
-        return LazyThompsonEngine(bandit.env.linegraph) if fits and bandit.arms.n_arms >= LAZY_TS_MIN_ARMS else None
+    if lazy_ts is None:  # by default only where the two searches are expected to stay small (no numba import else)
+        lg = bandit.env.linegraph
+        wins = (
+            fits
+            and bandit.arms.n_arms >= LAZY_TS_MIN_ARMS
+            and bidirectional_share(lg, bandit.start, bandit.goal) <= LAZY_TS_EXPECTED_SHARE
+        )
+        return LazyThompsonEngine(lg) if wins else None
     if not fits:
         raise ParameterError(
             "lazy Thompson rounds need plain Thompson sampling, a BI model, edge arms and numba installed"

@@ -187,6 +187,7 @@ def test_bandit_leaves_the_lazy_search_when_it_covers_the_graph(monkeypatch):
     import evroute.bandit as B
 
     monkeypatch.setattr(B, "LAZY_TS_MIN_ARMS", 0)
+    monkeypatch.setattr(B, "LAZY_TS_EXPECTED_SHARE", 2.0)  # build the engine whatever the route's extent
     monkeypatch.setattr(B, "LAZY_TS_MAX_SHARE", 1e-9)  # every search gives up at once
     b = _bandit(None)
     assert b._lazy is not None
@@ -200,6 +201,36 @@ def test_bandit_leaves_the_lazy_search_when_it_covers_the_graph(monkeypatch):
     c = _bandit(None)
     c.run(3)
     assert c._lazy is not None
+
+
+def test_bidirectional_share_predicts_the_searches_and_chooses_the_engine(monkeypatch):
+    """The geometric estimate counts the edges' first points within half the ends' distance of either end (brute
+    force, one node at a time); on the cross-city corner route it is large and within a factor 2 of what the lazy
+    search settles, on neighbouring edges small; by default (size threshold lowered) the bandit builds no engine for
+    the wide route."""
+    import math
+
+    import evroute.bandit as B
+
+    b = _bandit(True)
+    lg, s, g = b.env.linegraph, b.start, b.goal
+    est = search.bidirectional_share(lg, s, g)
+    xy = np.array([np.asarray(g)[0] for g in lg.network.geometry])
+    c = math.cos(math.radians(float(np.mean(xy[:, 1]))))
+    d = lambda i, j: math.hypot(c * (xy[i, 0] - xy[j, 0]), xy[i, 1] - xy[j, 1])  # noqa: E731
+    r = d(s, g) / 2
+    brute = sum((d(v, s) <= r) + (d(v, g) <= r) for v in range(lg.n_nodes)) / lg.n_nodes
+    assert est == pytest.approx(brute, abs=1.0 / lg.n_nodes)  # a node exactly on a circle may round either way
+    eng = LazyThompsonEngine(lg)
+    eng.route(b.model.conjugate_state(), 7, s, g, b._arm_potential)
+    settled = (eng.last_stats["settled_forward"] + eng.last_stats["settled_backward"]) / lg.n_nodes
+    assert est > 0.3 and 0.5 * settled <= est <= 2.0 * settled
+    near = int(np.argsort([d(v, s) for v in range(lg.n_nodes)])[1])
+    assert search.bidirectional_share(lg, s, near) < 0.1
+    with pytest.raises(ParameterError):
+        search.bidirectional_share(lg, s, lg.n_nodes)
+    monkeypatch.setattr(B, "LAZY_TS_MIN_ARMS", 0)
+    assert _bandit(None)._lazy is None  # the corner route: estimated above the break-even, no engine
 
 
 @settings(max_examples=60, deadline=None)
