@@ -224,7 +224,7 @@ def _finish(
     return atomic_write_text(path, page)
 
 
-def _polyline(geom: list[np.ndarray], edges: Sequence[int] | np.ndarray) -> list[tuple[float, float]]:
+def _polyline(geom: Sequence[np.ndarray], edges: Sequence[int] | np.ndarray) -> list[tuple[float, float]]:
     pts = np.concatenate([geom[int(e)] for e in edges])
     return [(round(float(y), 6), round(float(x), 6)) for x, y in pts]
 
@@ -268,7 +268,7 @@ def exploration_map_html(
                 "type": "Feature",
                 "geometry": {
                     "type": "LineString",
-                    "coordinates": [[round(float(x), 5), round(float(y), 5)] for x, y in geom[e]],
+                    "coordinates": [[round(float(x), 5), round(float(y), 5)] for x, y in geom[int(e)]],
                 },
                 "properties": {
                     "label": f"{net.edge_ids[e]}: driven {int(counts[e])}x",
@@ -386,7 +386,7 @@ def reach_map_html(
                 "type": "Feature",
                 "geometry": {
                     "type": "LineString",
-                    "coordinates": [[round(float(x), 5), round(float(y), 5)] for x, y in geom[e]],
+                    "coordinates": [[round(float(x), 5), round(float(y), 5)] for x, y in geom[int(e)]],
                 },
                 "properties": {
                     "label": f"{net.edge_ids[e]}: {energy_wh[e]:.0f} Wh of {budget_wh:.0f}",
@@ -430,7 +430,7 @@ def exploration_map_png(
     idx = np.flatnonzero(counts > 0)
     if len(idx):
         lc = LineCollection(
-            [geom[e] for e in idx],
+            [geom[int(e)] for e in idx],
             array=np.log1p(counts[idx]),
             cmap="plasma",
             linewidths=1 + 2.5 * np.log1p(counts[idx]) / np.log1p(counts.max()),

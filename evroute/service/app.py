@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from importlib import resources
 from typing import Any
@@ -60,7 +60,7 @@ def field_errors(field: str) -> Iterator[None]:
         raise FieldError(field, " ".join(str(exc).split())) from None
 
 
-def _poly(geometry: list[np.ndarray], edges: Any, digits: int = 6) -> list[tuple[float, float]]:
+def _poly(geometry: Sequence[np.ndarray], edges: Any, digits: int = 6) -> list[tuple[float, float]]:
     """The polyline ``[(lon, lat), ...]`` of consecutive ``edges`` (rounded to ``digits`` decimals)."""
     pts = np.concatenate([np.asarray(geometry[int(e)], dtype=np.float64) for e in edges]).round(digits)
     return [(float(x), float(y)) for x, y in pts]
