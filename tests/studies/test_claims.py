@@ -23,7 +23,7 @@ OWNED_ELSEWHERE = frozenset(
     {"calibration.md", "trip_logs_known_truth.md", "energy_validation.md", "travel_time_validation.md"}
 )
 #: a results page names a commit: "Rows from commit `abc1234`", "at commit `abc1234`", or a per-commit table
-NAMES_COMMIT = re.compile(r"(?:[Cc]ommits?|commit \(rows\)[^\n]*\n[^\n]*)\s*`?[0-9a-f]{7}")
+NAMES_COMMIT = re.compile(r"(?:[Cc]ommits?|commit \(rows\)[^\n]*\n[^\n]*(?:\n[^\n`]*)?)\s*`?[0-9a-f]{7}")
 
 
 def _rows(name: str) -> dict[str, dict[str, float]]:
