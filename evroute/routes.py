@@ -48,8 +48,9 @@ def route_table() -> dict[str, dict[str, dict[str, str]]]:
 
 
 def network_family(network_name: str) -> str:
-    """``"synthetic"`` for ``synthetic[:...]`` names, else the name itself (``monaco``, ``luxembourg``, a path)."""
-    return "synthetic" if network_name.split(":")[0] == "synthetic" else network_name
+    """``"synthetic"`` for ``synthetic[:...]`` and ``synthetic-country:...`` names, else the name itself
+    (``monaco``, ``luxembourg``, a path)."""
+    return "synthetic" if network_name.split(":")[0] in ("synthetic", "synthetic-country") else network_name
 
 
 def _edge_index(lg: LineGraph, edge_id: str, what: str) -> int:

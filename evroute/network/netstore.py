@@ -15,6 +15,7 @@ arrays would save and load slowly), checked on load by :func:`check_network_arra
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -24,7 +25,14 @@ from evroute.network._graph import node_codes
 from evroute.network.polylines import Polylines, as_polylines
 from evroute.network.road_network import RoadNetwork
 
-__all__ = ["SYNTHETIC_VERSION", "check_network_arrays", "load_synthetic", "network_arrays", "network_from_arrays"]
+__all__ = [
+    "SYNTHETIC_VERSION",
+    "cached_network",
+    "check_network_arrays",
+    "load_synthetic",
+    "network_arrays",
+    "network_from_arrays",
+]
 
 #: Version of the synthetic city generator's output; part of the cache key: bump it whenever
 #: :func:`~evroute.network.synthetic.synthetic_city` makes a different network for the same parameters.
@@ -100,16 +108,14 @@ def network_from_arrays(data: dict[str, Any]) -> RoadNetwork:
     )
 
 
-def load_synthetic(n_edges: int = 1000, seed: int = 0, **options: Any) -> RoadNetwork:
-    """:func:`~evroute.network.synthetic.synthetic_city` ``(n_edges, seed, **options)``, from the compute cache when
-    it holds a verified entry (see the module docstring); the parameters are checked before anything is read."""
+def cached_network(kind: str, key: dict[str, Any], build: Callable[[], RoadNetwork], *, what: str) -> RoadNetwork:
+    """``build()``, from the compute cache (kind ``kind``, keyed by ``key`` and :data:`LAYOUT`) when it holds a
+    verified entry (see the module docstring); an entry that fails :func:`check_network_arrays` or the network's own
+    checks is rebuilt."""
     from evroute.network.computecache import cache_enabled, cached_compute
-    from evroute.network.synthetic import synthetic_city, synthetic_params
 
-    name = options.pop("name", None)
-    params = synthetic_params(n_edges, seed, **options)
     if not cache_enabled():
-        return synthetic_city(n_edges, seed, name=name, **options)
+        return build()
     built: list[RoadNetwork] = []
 
     def check(d: Any) -> None:  # the schema, then the network's own checks (a DataError is a bad entry too)
@@ -120,11 +126,21 @@ def load_synthetic(n_edges: int = 1000, seed: int = 0, **options: Any) -> RoadNe
             raise ValueError(str(exc)) from None
 
     data = cached_compute(
-        "synthetic-network",
-        {"params": params, "name": name, "version": SYNTHETIC_VERSION, "layout": LAYOUT},
-        lambda: network_arrays(synthetic_city(n_edges, seed, name=name, **options)),
-        what="synthetic network",
-        blas=False,
-        check=check,
+        kind, {**key, "layout": LAYOUT}, lambda: network_arrays(build()), what=what, blas=False, check=check
     )
     return built[-1] if built else network_from_arrays(data)
+
+
+def load_synthetic(n_edges: int = 1000, seed: int = 0, **options: Any) -> RoadNetwork:
+    """:func:`~evroute.network.synthetic.synthetic_city` ``(n_edges, seed, **options)``, from the compute cache when
+    it holds a verified entry (see the module docstring); the parameters are checked before anything is read."""
+    from evroute.network.synthetic import synthetic_city, synthetic_params
+
+    name = options.pop("name", None)
+    params = synthetic_params(n_edges, seed, **options)
+    return cached_network(
+        "synthetic-network",
+        {"params": params, "name": name, "version": SYNTHETIC_VERSION},
+        lambda: synthetic_city(n_edges, seed, name=name, **options),
+        what="synthetic network",
+    )

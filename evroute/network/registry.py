@@ -4,6 +4,9 @@ Specs understood by :func:`load_network`:
 
 * ``synthetic``, ``synthetic:EDGES``, ``synthetic:EDGES:SEED`` -- :func:`~evroute.network.synthetic.synthetic_city`
   (default 1000 edges, seed 0), kept in the compute cache (:func:`~evroute.network.netstore.load_synthetic`);
+* ``synthetic-country:EDGES``, ``synthetic-country:EDGES:SEED`` --
+  :func:`~evroute.network.country.synthetic_country` (seed 0 by default; towns, villages, rural roads and motorways),
+  kept in the compute cache (:func:`~evroute.network.country.load_synthetic_country`);
 * ``monaco``, ``luxembourg`` -- the OSM files of the MoST / LuST scenarios, converted with netconvert
   (:func:`~evroute.network.netconvert.osm_to_sumo`) so that edge ids are SUMO ids, then read with
   :func:`~evroute.network.sumo.load_sumo_net`;
@@ -387,6 +390,19 @@ def _parse_synthetic(spec: str) -> RoadNetwork:
     return load_synthetic(n_edges, seed)
 
 
+def _parse_country(spec: str) -> RoadNetwork:
+    from evroute.network.country import load_synthetic_country
+
+    parts = spec.split(":")
+    if len(parts) not in (2, 3):
+        raise ParameterError(f"bad network spec {spec!r}: use synthetic-country:EDGES or synthetic-country:EDGES:SEED")
+    try:
+        n_edges, seed = int(parts[1]), int(parts[2]) if len(parts) > 2 else 0
+    except ValueError:
+        raise ParameterError(f"bad network spec {spec!r}: EDGES and SEED must be integers") from None
+    return load_synthetic_country(n_edges, seed)
+
+
 def load_network(
     spec: str | os.PathLike[str],
     *,
@@ -398,8 +414,8 @@ def load_network(
     """Load a network by name or path (see the module docstring for the specs).
 
     Args:
-        spec: ``synthetic[:EDGES[:SEED]]``, ``monaco``, ``luxembourg`` or a ``.net.xml[.gz]`` / ``.osm[.bz2|.pbf]``
-            path.
+        spec: ``synthetic[:EDGES[:SEED]]``, ``synthetic-country:EDGES[:SEED]``, ``monaco``, ``luxembourg`` or a
+            ``.net.xml[.gz]`` / ``.osm[.bz2|.pbf]`` path.
         data_dir: folder holding ``monaco.osm`` / ``luxembourg.osm`` (default ``$EVROUTE_DATA`` / user cache).
         dem: DEM raster (GeoTIFF or ``.hgt``), or a list of tiles to mosaic, whose elevations replace the
             network's junction elevations (with ``loader="osmnx"``: used for nodes without ``ele`` tags).
@@ -411,13 +427,16 @@ def load_network(
     Raises:
         UnknownNetworkError: for a name that is neither known nor an existing file.
         DataError: for a missing or malformed data file.
-        ParameterError: for a malformed ``synthetic:...`` spec.
+        ParameterError: for a malformed ``synthetic:...`` or ``synthetic-country:...`` spec.
     """
     s = str(spec).strip()
     low = s.lower()
     loader = _check_loader(loader)
     if low == "synthetic" or low.startswith("synthetic:"):
         net = _parse_synthetic(s)
+        return _plausible(drape(net, dem), smooth_m) if dem is not None else net
+    if low == "synthetic-country" or low.startswith("synthetic-country:"):
+        net = _parse_country(s)
         return _plausible(drape(net, dem), smooth_m) if dem is not None else net
     if low in DATASETS:
         return load_osm_file(dataset_path(low, data_dir), name=low, loader=loader, dem=dem, smooth_m=smooth_m)
@@ -434,6 +453,7 @@ def load_network(
     if p.is_file():
         raise DataError(f"unsupported network file {p}: expected {', '.join(SUMO_SUFFIXES + OSM_SUFFIXES)}")
     raise UnknownNetworkError(
-        f"unknown network {s!r}; valid names: {', '.join(NETWORK_NAMES)}, synthetic:EDGES[:SEED] or a "
+        f"unknown network {s!r}; valid names: {', '.join(NETWORK_NAMES)}, synthetic:EDGES[:SEED], "
+        "synthetic-country:EDGES[:SEED] or a "
         ".net.xml/.osm file"
     )

@@ -46,7 +46,7 @@ def _oneway_dirs(cls: np.ndarray, fraction: float, rng: np.random.Generator) -> 
     return np.where(one, np.where(idx % 2 == 0, 1, -1), 0)
 
 
-def _terrain(
+def terrain(
     x: np.ndarray, y: np.ndarray, extent: float, rng: np.random.Generator, max_elev: float, max_incline: float
 ) -> np.ndarray:
     """Smooth hilly terrain (m) at the points ``(x, y)`` (m): a sum of random plane waves."""
@@ -74,7 +74,7 @@ def _terrain(
     return z - z.min() + rng.uniform(0.0, 20.0)
 
 
-def _build(
+def build_grid(
     nr: int,
     nc: int,
     seed: int,
@@ -84,8 +84,12 @@ def _build(
     curved_fraction: float,
     max_elev: float,
     max_incline: float,
-):
-    """One generation attempt on an ``nr x nc`` grid; returns the arrays of the kept edges."""
+) -> dict[str, Any]:
+    """One generation attempt on an ``nr x nc`` grid (metres, centred on the origin): the junction positions
+    ``px, py`` (N,), the kept directed edges' junctions ``frm, to`` (E,), their street segment ``seg`` and direction
+    ``reverse`` (E,), the turns (C, 2) of the largest strongly connected part, and per segment its class
+    ``seg_cls`` (0 residential .. 3 expressway), bend (``curved``, ``mx, my``) and length ``seg_len`` (m).  Also the
+    town builder of :mod:`evroute.network.country`."""
     rng = np.random.default_rng([seed, nr, nc])
     ys = np.concatenate([[0.0], np.cumsum(rng.uniform(70.0, 200.0, nr - 1))])
     xs = np.concatenate([[0.0], np.cumsum(rng.uniform(70.0, 200.0, nc - 1))])
@@ -271,7 +275,7 @@ def synthetic_city(
     for _ in range(4):
         nr = max(3, int(round(np.sqrt(n_nodes))))
         nc = max(3, int(round(n_nodes / nr)))
-        res = _build(
+        res = build_grid(
             nr, nc, seed_i, oneway_fraction, removal_fraction, diagonal_fraction, curved_fraction, max_elev, max_incline
         )
         got = len(res["frm"])
@@ -285,7 +289,7 @@ def synthetic_city(
     rng = np.random.default_rng([seed_i, nr, nc, 1])
     px, py = res["px"], res["py"]
     z_node = (
-        _terrain(px, py, res["extent"], rng, max_elev, max_incline)
+        terrain(px, py, res["extent"], rng, max_elev, max_incline)
         if max_elev > 0 and max_incline > 0
         else np.zeros_like(px)
     )

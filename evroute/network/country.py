@@ -1,0 +1,606 @@
+"""A deterministic synthetic *country*: towns, villages, rural roads and motorways whose structure resembles a real
+road region rather than one grid (issue 39: the scale benchmark's road-like network).
+
+:func:`synthetic_country` lays out, in a square of land sized for a real road density:
+
+* **Settlements** with Zipf-distributed sizes (size of the k-th largest proportional to ``1 / k``, from a city of a
+  tenth of the network down to villages of :data:`VILLAGE_MIN_EDGES` edges), placed at random without overlapping,
+  largest first.  Each is a jittered street grid of the synthetic city (:func:`evroute.network.synthetic.build_grid`:
+  random block sizes, removed segments, diagonals, bends, one-way streets), rotated by a random angle, with more
+  removed segments than the city (:data:`TOWN_REMOVAL`: T-junctions and dead ends, as in European towns).
+* **Rural roads** along the Gabriel graph of the settlement centres (an edge joins two settlements when no third lies
+  in the circle over them: the neighbourhood graph road networks of settlement systems are modelled by), from the
+  town junction nearest to the neighbour's side, meandering (a random smooth curve of up to ~6 % of the length),
+  subdivided into edges of :data:`RURAL_EDGE_M` metres with a bend point each.  Their class follows the smaller
+  settlement they join: primary, secondary, tertiary or unclassified.
+* **Motorways** along the Gabriel graph of the largest cities, as many as give :data:`MOTORWAY_LENGTH_SHARE` of the
+  road length: two one-way carriageways 50 m apart in edges of :data:`MOTORWAY_EDGE_M` metres, meeting at one
+  interchange per city (an incoming and an outgoing junction joined by a link), with an off-ramp to and an on-ramp
+  from the city's central junction (``motorway_link``).
+* **Terrain**: the city's hills (:func:`evroute.network.synthetic.terrain`) over every junction; edge lengths follow
+  the slope.
+
+Speeds are the project's defaults for untagged OSM ways (:func:`evroute.network.speeds.default_speed_kmh`: urban in
+settlements, rural outside) times the free-flow factor the OSM loaders apply (:func:`~evroute.network.speeds.
+free_flow_factor`), so a motorway is 130 km/h, a ramp 80, a rural primary road 90 * 0.85, a town street 50.  Only
+the largest strongly connected part of the turn graph is kept.  Longitude/latitude come from a sinusoidal projection
+around ``origin_lonlat`` (distances along parallels exact), lengths from the planar geometry.
+
+Published statistics it matches (checked by ``tests/test_network_country.py`` at 100k edges):
+
+* **Settlement sizes** follow Zipf's law, rank-size exponent ~1 (Gabaix, *Zipf's law for cities*, QJE 1999).
+* **Road density**: :data:`ROAD_DENSITY_KM_PER_KM2` km of road per km^2 of land (Germany: ~830,000 km of public
+  roads on 357,600 km^2, ~2.3; France ~1.1 M km on 550,000 km^2, ~2.0); the test accepts 1.5-3.
+* **Motorway share** of the road length ~1.5 % (Germany: ~13,200 km of Autobahn, ~1.6 %); the test accepts 0.5-4 %.
+* **Rural share**: ~30-45 % of the road length outside settlements (Germany's classified inter-urban roads,
+  ~230,000 km, are ~28 % of its public roads, and many municipal roads run between villages); the test accepts
+  20-55 %.
+* **Junction degrees** (distinct neighbouring junctions, degree 2 excluded, as OSMnx's streets per node): 3-way
+  junctions outnumber 4-way ones and the mean is 2.6-3.2, with 3-15 % dead ends (Boeing, *Urban spatial order*,
+  Applied Network Science 2019: European street networks are dominated by 3-way junctions; mean streets per node
+  ~2.7-3.0 in most cities).
+
+Everything is vectorised per settlement with numpy; a million edges take some tens of seconds.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from scipy.spatial import Delaunay, cKDTree
+
+from evroute.errors import ParameterError, check_positive
+from evroute.network._graph import junction_turns, largest_scc_edges
+from evroute.network.elevation import slope_length
+from evroute.network.netstore import cached_network
+from evroute.network.polylines import Polylines
+from evroute.network.road_network import RoadNetwork
+from evroute.network.speeds import default_speed_kmh, free_flow_factor
+from evroute.network.synthetic import EARTH_RADIUS_M, build_grid, terrain
+
+#: Version of the generator's output; part of the cache key: bump it whenever the same parameters give another network.
+COUNTRY_VERSION = 1
+#: OSM ``highway`` classes of the edges (``meta["road_class"]``); the town grid's classes 0..3 map to the first four.
+CLASSES: tuple[str, ...] = (
+    "residential",
+    "tertiary",
+    "secondary",
+    "primary",
+    "unclassified",
+    "motorway",
+    "motorway_link",
+)
+_UNCLASSIFIED, _MOTORWAY, _LINK = 4, 5, 6
+#: km of road (a two-way road counted once, a motorway once) per km^2 of land.
+ROAD_DENSITY_KM_PER_KM2 = 2.0
+#: share of the edges in settlements (the rest are rural roads and motorways).
+TOWN_EDGE_SHARE = 0.85
+#: share of the road length on motorways.
+MOTORWAY_LENGTH_SHARE = 0.015
+#: the smallest village (directed edges).
+VILLAGE_MIN_EDGES = 60
+#: the largest settlement's share of the settlement edges is ``1 / H_K`` (Zipf, exponent 1).
+ZIPF_EXPONENT = 1.0
+#: town grid options (:func:`~evroute.network.synthetic.build_grid`).
+TOWN_REMOVAL, TOWN_ONEWAY, TOWN_DIAGONAL, TOWN_CURVED = 0.3, 0.1, 0.04, 0.25
+#: directed edges per grid junction of a town (measured on the town grids, refined by the size calibration).
+_TOWN_EDGES_PER_NODE = 2.7
+_BLOCK_M = 135.0  # mean block size of the grids (uniform 70-200 m)
+#: least gap between two settlements' discs (m).
+TOWN_GAP_M = 400.0
+#: land per settlement (km^2; towns, villages and hamlets): so many that the rural roads between neighbouring
+#: settlements carry about a third of the road length (a calibration, see the module doc's rural share).
+SETTLEMENT_AREA_KM2 = 3.5
+#: radius of a hamlet's disc and the least distance between two hamlets (m).
+HAMLET_RADIUS_M = 250.0
+HAMLET_SPACING_M = 700.0
+#: target edge length of rural roads and motorways (m): a road of length D gets ceil(D / target) edges, jittered.
+RURAL_EDGE_M = 450.0
+MOTORWAY_EDGE_M = 1200.0
+_CARRIAGEWAY_M = 25.0  # each carriageway's offset from the motorway's centre line
+
+
+def country_params(
+    n_edges: int = 100_000,
+    seed: int = 0,
+    *,
+    max_elevation_m: float = 300.0,
+    max_incline: float = 0.06,
+    origin_lonlat: tuple[float, float] = (10.0, 51.0),
+) -> dict[str, Any]:
+    """The checked parameters of :func:`synthetic_country` (``name`` aside): the key of its cache entry.
+
+    Raises:
+        ParameterError: for an invalid parameter.
+    """
+    try:
+        n_req, seed_i = int(n_edges), int(seed)
+    except (TypeError, ValueError):
+        raise ParameterError(f"n_edges and seed must be integers, got {n_edges!r} and {seed!r}") from None
+    if n_req != n_edges or not 2000 <= n_req <= 10_000_000:
+        raise ParameterError(f"a synthetic country's n_edges must be an integer in 2000..10000000, got {n_edges!r}")
+    if seed_i < 0:
+        raise ParameterError(f"seed must be >= 0, got {seed!r}")
+    max_elev = check_positive("max_elevation_m", max_elevation_m, allow_zero=True)
+    if check_positive("max_incline", max_incline, allow_zero=True) > 0.5:
+        raise ParameterError(f"max_incline must be in [0, 0.5], got {max_incline!r}")
+    lon0, lat0 = (float(v) for v in origin_lonlat)
+    if not (np.isfinite(lon0) and np.isfinite(lat0) and -180 <= lon0 <= 180 and -60 <= lat0 <= 60):
+        raise ParameterError(f"origin_lonlat must be (lon, lat) with |lat| <= 60, got {origin_lonlat!r}")
+    return {
+        "n_edges": n_req,
+        "seed": seed_i,
+        "max_elevation_m": max_elev,
+        "max_incline": float(max_incline),
+        "origin_lonlat": (lon0, lat0),
+    }
+
+
+def gabriel_edges(pts: np.ndarray) -> np.ndarray:
+    """``(G, 2)`` index pairs ``i < j`` of the Gabriel graph of ``(K, 2)`` points (``K >= 2``): the Delaunay edges
+    whose diametral circle holds no other point (it is planar and contains the minimum spanning tree, so it is
+    connected); for fewer than 4 points or collinear ones, the path in x order."""
+    k = len(pts)
+    try:
+        tri = Delaunay(pts).simplices if k >= 4 else None
+    except Exception:  # qhull refuses degenerate (collinear) input
+        tri = None
+    if tri is None:
+        o = np.argsort(pts[:, 0])
+        return np.sort(np.stack([o[:-1], o[1:]], axis=1), axis=1)
+    a, b, c = (np.concatenate([tri[:, i], tri[:, j], tri[:, m]]) for i, j, m in ((0, 1, 2), (1, 2, 0), (2, 0, 1)))
+    inside = np.einsum("ij,ij->i", pts[c] - pts[a], pts[c] - pts[b]) < 0  # c in the circle over a-b
+    e = np.sort(np.stack([a, b], axis=1), axis=1)
+    bad = np.unique(e[inside], axis=0)
+    e = np.unique(e, axis=0)
+    if len(bad):
+        keys = e[:, 0] * k + e[:, 1]
+        e = e[~np.isin(keys, bad[:, 0] * k + bad[:, 1])]
+    return e
+
+
+def _place(radius: np.ndarray, side: float, rng: np.random.Generator) -> np.ndarray:
+    """``(K, 2)`` centres in ``[0, side]^2`` of discs of ``radius`` (largest first) at least :data:`TOWN_GAP_M` apart
+    (the square grows by 5 % whenever 200 more candidates for one disc fail)."""
+    pos = np.zeros((len(radius), 2))
+    for i, r in enumerate(radius):
+        tries = 16  # most discs fit at one of the first few candidates: the land is mostly empty
+        while True:
+            cand = rng.uniform(r, max(side - r, r + 1.0), (tries, 2))
+            if i == 0:
+                pos[0] = cand[0]
+                break
+            d = np.hypot(cand[:, None, 0] - pos[None, :i, 0], cand[:, None, 1] - pos[None, :i, 1])
+            ok = np.flatnonzero((d >= radius[None, :i] + r + TOWN_GAP_M).all(axis=1))
+            if len(ok):
+                pos[i] = cand[ok[0]]
+                break
+            if tries == 200:
+                side *= 1.05
+            tries = 200
+    return pos
+
+
+def _meander(
+    p0: np.ndarray, p1: np.ndarray, counts: np.ndarray, amp: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Points along ``R`` roads from ``p0`` to ``p1`` (each ``(R, 2)``): for road r, ``counts[r] + 1`` nodes at
+    jittered even steps and a bend point halfway between consecutive nodes, on the curve ``chord + D sum_h a_h
+    sin(h pi t) n`` (``a_h ~ N(0, amp / h)``, ``n`` the chord's normal).  Returns ``(nodes (sum(counts)+R, 2), bends
+    (sum(counts), 2))``, road by road."""
+    r = len(p0)
+    a = rng.normal(0.0, amp, (r, 3)) / np.arange(1, 4)
+    total = int(counts.sum())
+    road_n = np.repeat(np.arange(r), counts + 1)
+    k = np.arange(len(road_n)) - np.repeat(np.cumsum(counts + 1) - (counts + 1), counts + 1)
+    cn = counts[road_n].astype(np.float64)
+    jitter = np.where((k > 0) & (k < cn), rng.uniform(-0.2, 0.2, len(k)), 0.0)
+    t_node = (k + jitter) / cn
+    first = np.cumsum(counts + 1) - (counts + 1)
+    last = first + counts
+    road_b = np.repeat(np.arange(r), counts)
+    lo = np.delete(np.arange(len(road_n)), last)  # every node but each road's last starts a segment
+    t_bend = 0.5 * (t_node[lo] + t_node[lo + 1])
+    assert len(t_bend) == total
+
+    def curve(road: np.ndarray, t: np.ndarray) -> np.ndarray:
+        d = p1[road] - p0[road]
+        length = np.hypot(d[:, 0], d[:, 1])
+        normal = np.stack([-d[:, 1], d[:, 0]], axis=1) / np.maximum(length, 1e-9)[:, None]
+        off = sum(a[road, h - 1] * np.sin(h * np.pi * t) for h in (1, 2, 3)) * length
+        return p0[road] + t[:, None] * d + off[:, None] * normal
+
+    return curve(road_n, t_node), curve(road_b, t_bend)
+
+
+class _Parts:
+    """The country's junctions and edges as they are added (local metres)."""
+
+    def __init__(self) -> None:
+        self.xy: list[np.ndarray] = []
+        self.n_nodes = 0
+        self.edges: list[tuple[np.ndarray, ...]] = []  # (frm, to, cls, bend_x, bend_y, settlement, urban)
+
+    def nodes(self, xy: np.ndarray) -> np.ndarray:
+        ids = np.arange(self.n_nodes, self.n_nodes + len(xy))
+        self.xy.append(np.asarray(xy, dtype=np.float64).reshape(-1, 2))
+        self.n_nodes += len(xy)
+        return ids
+
+    def add(self, frm: Any, to: Any, cls: Any, bend: np.ndarray | None, settlement: Any, urban: bool) -> None:
+        frm, to = np.atleast_1d(np.asarray(frm, np.int64)), np.atleast_1d(np.asarray(to, np.int64))
+        bx = np.full(len(frm), np.nan) if bend is None else bend[:, 0]
+        by = np.full(len(frm), np.nan) if bend is None else bend[:, 1]
+        cl = np.broadcast_to(np.asarray(cls, np.int64), frm.shape)
+        st = np.broadcast_to(np.asarray(settlement, np.int64), frm.shape)
+        self.edges.append((frm, to, cl, bx, by, st, np.full(len(frm), urban)))
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        cols = tuple(np.concatenate(c) for c in zip(*self.edges, strict=True))
+        return (np.concatenate(self.xy), *cols)
+
+
+def _town(parts: _Parts, k: int, size: float, centre: np.ndarray, angle: float, seed: int) -> np.ndarray:
+    """Add settlement ``k`` (a rotated town grid of about ``size`` edges at ``centre``); its junction ids."""
+    nodes = max(size / _TOWN_EDGES_PER_NODE, 9.0)
+    aspect = float(np.random.default_rng([seed, k, 2]).uniform(0.7, 1.4))
+    nr = max(3, int(round(np.sqrt(nodes * aspect))))
+    nc = max(3, int(round(nodes / nr)))
+    g = build_grid(nr, nc, seed * 1_000_003 + k, TOWN_ONEWAY, TOWN_REMOVAL, TOWN_DIAGONAL, TOWN_CURVED, 0.0, 0.0)
+    frm, to = g["frm"], g["to"]
+    used = np.flatnonzero(np.bincount(np.concatenate([frm, to]), minlength=len(g["px"])))
+    local = np.full(len(g["px"]), -1, np.int64)
+    local[used] = np.arange(len(used))
+    c, s = np.cos(angle), np.sin(angle)
+    rot = np.array([[c, -s], [s, c]])
+    xy = np.stack([g["px"][used], g["py"][used]], axis=1) @ rot.T + centre
+    ids = parts.nodes(xy)
+    seg = g["seg"]
+    bend = np.stack([g["mx"][seg], g["my"][seg]], axis=1) @ rot.T + centre
+    bend[~g["curved"][seg]] = np.nan
+    parts.add(ids[local[frm]], ids[local[to]], g["seg_cls"][seg], bend, k, True)
+    return ids
+
+
+def _grid_radius(size: np.ndarray) -> np.ndarray:
+    """Radius (m) of the disc around a town grid of ``size`` edges (half its diagonal)."""
+    return 0.5 * np.sqrt(2.0 * np.maximum(size / _TOWN_EDGES_PER_NODE, 9.0)) * _BLOCK_M
+
+
+def _road_edges(length: np.ndarray, target: float) -> np.ndarray:
+    """Edges per direction of roads of ``length`` metres: ``ceil(length / target)``, at least 1."""
+    return np.maximum(np.ceil(length / target), 1).astype(np.int64)
+
+
+def _free_land(pos: np.ndarray, radius: np.ndarray, side: float, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Up to ``(n, 2)`` hamlet positions in ``[0, side]^2``, at least :data:`TOWN_GAP_M` outside every town disc
+    (``pos``, ``radius``) and :data:`HAMLET_SPACING_M` from each other (candidates on a raster of free land)."""
+    cell = 250.0
+    g = int(np.ceil(side / cell)) + 1
+    free = np.ones((g, g), bool)
+    for (x, y), r in zip(pos.tolist(), (radius + TOWN_GAP_M).tolist(), strict=True):
+        i0, i1 = max(int((x - r) / cell), 0), min(int((x + r) / cell) + 2, g)
+        j0, j1 = max(int((y - r) / cell), 0), min(int((y + r) / cell) + 2, g)
+        cx, cy = (np.arange(i0, i1) + 0.5) * cell, (np.arange(j0, j1) + 0.5) * cell
+        free[i0:i1, j0:j1] &= (cx[:, None] - x) ** 2 + (cy[None, :] - y) ** 2 > (r + cell) ** 2
+    cand = rng.uniform(0.0, side, (3 * n + 50, 2))
+    cand = cand[free[(cand[:, 0] / cell).astype(int), (cand[:, 1] / cell).astype(int)]]
+    close = cKDTree(cand).query_pairs(HAMLET_SPACING_M, output_type="ndarray")
+    keep = np.ones(len(cand), bool)
+    keep[close.max(axis=1) if len(close) else []] = False  # the later of each close pair goes
+    return cand[keep][:n]
+
+
+def _layout(n_req: int, town_share: float, rng: np.random.Generator) -> dict[str, Any]:
+    """Settlement sizes, radii and centres, rural roads and motorway links (before any street is built): the land
+    is sized for :data:`ROAD_DENSITY_KM_PER_KM2` from the estimated road length, with one settlement per
+    :data:`SETTLEMENT_AREA_KM2`; the Zipf sizes at least :data:`VILLAGE_MIN_EDGES` are town grids, the rest
+    hamlets."""
+    town_km = town_share * n_req * _BLOCK_M / 2.0 / 1e3 * 1.05  # two edges per two-way street; bends, diagonals
+    rural_km = (1.0 - town_share) * n_req * RURAL_EDGE_M * 0.75 / 2.0 / 1e3
+    area = (town_km + rural_km) / ROAD_DENSITY_KM_PER_KM2
+    side = float(np.sqrt(area) * 1e3)
+    k_total = max(8, int(round(area / SETTLEMENT_AREA_KM2)))
+    w = np.arange(1, k_total + 1, dtype=np.float64) ** -ZIPF_EXPONENT
+    sizes = town_share * n_req * w / w.sum()
+    n_towns = max(2, int(np.count_nonzero(sizes >= VILLAGE_MIN_EDGES)))
+    radius = _grid_radius(sizes[:n_towns])
+    pos = _place(radius, side, rng)
+    side = max(side, float(pos.max()) + 1.0)
+    hamlets = _free_land(pos, radius, side, k_total - n_towns, rng)
+    pos = np.concatenate([pos, hamlets])
+    sizes = sizes[: len(pos)]
+    radius = np.r_[radius, np.full(len(hamlets), HAMLET_RADIUS_M)]
+    roads = gabriel_edges(pos)
+    # motorways: the Gabriel graph of the M largest cities, M the least giving the motorway share of the length
+    want = MOTORWAY_LENGTH_SHARE * (town_km + rural_km) * 1e3
+    links = np.empty((0, 2), np.int64)
+    for m in range(2, n_towns + 1):
+        links = gabriel_edges(pos[:m])
+        if np.hypot(*(pos[links[:, 0]] - pos[links[:, 1]]).T).sum() >= want:
+            break
+    return {
+        "sizes": sizes,
+        "radius": radius,
+        "pos": pos,
+        "roads": roads,
+        "links": links,
+        "side": side,
+        "towns": n_towns,
+    }
+
+
+def _hamlets(parts: _Parts, lay: dict[str, Any], rng: np.random.Generator) -> list[np.ndarray]:
+    """Add the hamlets (settlements below :data:`VILLAGE_MIN_EDGES`): a junction with one to three dead-end lanes of
+    80-250 m (more for a larger hamlet); the junction of each, as an array of one."""
+    first = lay["towns"]
+    pos, sizes = lay["pos"][first:], lay["sizes"][first:]
+    centre = parts.nodes(pos)
+    owner = np.repeat(np.arange(len(pos)), 1 + (sizes >= 20) + (sizes >= 40))
+    ang, length = rng.uniform(0.0, 2 * np.pi, len(owner)), rng.uniform(80.0, 250.0, len(owner))
+    tips = parts.nodes(pos[owner] + length[:, None] * np.stack([np.cos(ang), np.sin(ang)], axis=1))
+    parts.add(centre[owner], tips, 0, None, first + owner, False)
+    parts.add(tips, centre[owner], 0, None, first + owner, False)
+    return [centre[i : i + 1] for i in range(len(pos))]
+
+
+def _rural_roads(parts: _Parts, lay: dict[str, Any], towns: list[np.ndarray], rng: np.random.Generator) -> None:
+    """Add the rural roads: each from the town junction nearest to the neighbour's side, meandering, subdivided."""
+    pos, radius, roads, sizes = lay["pos"], lay["radius"], lay["roads"], lay["sizes"]
+    xy = np.concatenate(parts.xy)
+    ends = np.zeros(roads.shape, np.int64)
+    for side in (0, 1):
+        a, b = roads[:, side], roads[:, 1 - side]
+        d = pos[b] - pos[a]
+        target = pos[a] + d * (radius[a] / np.maximum(np.hypot(d[:, 0], d[:, 1]), 1e-9))[:, None]
+        hamlet = np.array([len(t) == 1 for t in towns])[a]
+        ends[hamlet, side] = np.array([t[0] for t in towns])[a[hamlet]]
+        order = np.argsort(a, kind="stable")
+        order = order[~hamlet[order]]
+        cut = np.flatnonzero(np.diff(a[order])) + 1
+        for sel in np.split(order, cut) if len(order) else []:
+            t = a[sel[0]]
+            ids = towns[t]
+            dist = np.hypot(xy[ids, 0][None, :] - target[sel, 0:1], xy[ids, 1][None, :] - target[sel, 1:2])
+            ends[sel, side] = ids[dist.argmin(axis=1)]
+    p0, p1 = xy[ends[:, 0]], xy[ends[:, 1]]
+    counts = _road_edges(np.hypot(*(p1 - p0).T) * 1.05, RURAL_EDGE_M)
+    nodes, bends = _meander(p0, p1, counts, 0.03, rng)
+    # class by the smaller settlement: the roads joining the largest settlements are primary
+    small = np.minimum(sizes[roads[:, 0]], sizes[roads[:, 1]])
+    q = np.quantile(small, [0.5, 0.75, 0.9]) if len(small) else np.zeros(3)
+    cls = np.where(small >= q[2], 3, np.where(small >= q[1], 2, np.where(small >= q[0], 1, _UNCLASSIFIED)))
+    _chains(parts, nodes, bends, counts, ends, cls, two_way=True, settlement=-1)
+
+
+def _chains(
+    parts: _Parts,
+    nodes: np.ndarray,
+    bends: np.ndarray,
+    counts: np.ndarray,
+    ends: np.ndarray,
+    cls: np.ndarray,
+    *,
+    two_way: bool,
+    settlement: int,
+) -> None:
+    """Add roads given as node chains (:func:`_meander`): the chain's first and last node are the existing junctions
+    ``ends`` (R, 2), its inner nodes new junctions; edges along the chain (and back when ``two_way``)."""
+    first = np.cumsum(counts + 1) - (counts + 1)
+    last = first + counts
+    inner = np.ones(len(nodes), bool)
+    inner[first], inner[last] = False, False
+    ids = np.empty(len(nodes), np.int64)
+    ids[inner] = parts.nodes(nodes[inner])
+    ids[first], ids[last] = ends[:, 0], ends[:, 1]
+    lo = np.delete(np.arange(len(nodes)), last)
+    seg_cls = np.repeat(cls, counts)
+    parts.add(ids[lo], ids[lo + 1], seg_cls, bends, settlement, False)
+    if two_way:
+        parts.add(ids[lo + 1], ids[lo], seg_cls, bends, settlement, False)
+
+
+def _motorways(parts: _Parts, lay: dict[str, Any], towns: list[np.ndarray], rng: np.random.Generator) -> None:
+    """Add the motorways: per link, two one-way carriageways between the cities' interchanges (module doc)."""
+    links, pos = lay["links"], lay["pos"]
+    if not len(links):
+        return
+    cities = np.unique(links)
+    xy = np.concatenate(parts.xy)
+    hub_in, hub_out = {}, {}
+    for c in cities.tolist():
+        ids = towns[c]
+        centre = ids[np.hypot(*(xy[ids] - pos[c]).T).argmin()]
+        hub_in[c], hub_out[c] = parts.nodes(pos[c] + np.array([[0.0, -60.0], [0.0, 60.0]]))
+        parts.add([hub_in[c], centre, hub_in[c]], [centre, hub_out[c], hub_out[c]], _LINK, None, -2, False)
+    for a, b in ((links[:, 0], links[:, 1]), (links[:, 1], links[:, 0])):
+        o = np.array([hub_out[int(i)] for i in a])
+        i_ = np.array([hub_in[int(i)] for i in b])
+        p0, p1 = pos[a], pos[b]
+        d = p1 - p0
+        normal = np.stack([d[:, 1], -d[:, 0]], axis=1) / np.maximum(np.hypot(d[:, 0], d[:, 1]), 1e-9)[:, None]
+        counts = _road_edges(np.hypot(*d.T), MOTORWAY_EDGE_M)
+        nodes, bends = _meander(p0, p1, counts, 0.015, rng)
+        off = np.repeat(normal, counts + 1, axis=0) * _CARRIAGEWAY_M  # keep right
+        nodes = nodes + off
+        bends = bends + np.repeat(normal, counts, axis=0) * _CARRIAGEWAY_M
+        _chains(
+            parts,
+            nodes,
+            bends,
+            counts,
+            np.stack([o, i_], axis=1),
+            np.full(len(a), _MOTORWAY),
+            two_way=False,
+            settlement=-2,
+        )
+
+
+def _generate(n_req: int, seed: int, town_share: float) -> tuple[_Parts, dict[str, Any]]:
+    """One attempt: the layout, then the towns, rural roads and motorways."""
+    rng = np.random.default_rng([seed, n_req, 39])
+    lay = _layout(n_req, town_share, rng)
+    parts = _Parts()
+    angles = rng.uniform(0.0, np.pi / 2, len(lay["sizes"]))
+    towns = [
+        _town(parts, k, float(lay["sizes"][k]), lay["pos"][k], float(angles[k]), seed) for k in range(lay["towns"])
+    ]
+    towns += _hamlets(parts, lay, rng)
+    _rural_roads(parts, lay, towns, rng)
+    _motorways(parts, lay, towns, rng)
+    return parts, lay
+
+
+def synthetic_country(
+    n_edges: int = 100_000,
+    seed: int = 0,
+    *,
+    max_elevation_m: float = 300.0,
+    max_incline: float = 0.06,
+    origin_lonlat: tuple[float, float] = (10.0, 51.0),
+    name: str | None = None,
+) -> RoadNetwork:
+    """Generate a deterministic synthetic country with about ``n_edges`` directed road edges (module doc).
+
+    Args:
+        n_edges: requested number of directed edges (2,000 .. 10,000,000); the result is within a few percent.
+        seed: random seed; the same ``(n_edges, seed, options)`` always gives the identical network.
+        max_elevation_m: cap of the elevation range in metres (>= 0; 0 gives a flat country).
+        max_incline: steepest terrain slope at a junction, as rise/run (0..0.5).
+        origin_lonlat: (lon, lat) in degrees of the land's centre (``|lat| <= 60``).
+        name: network name (default ``"synthetic-country:N_EDGES:SEED"``).
+
+    Returns:
+        A strongly connected :class:`RoadNetwork` with edge ids ``"e0", "e1", ...`` and junction ids ``"n<k>"``;
+        ``meta`` holds each edge's OSM class (``road_class``), its settlement (``settlement``: the town's rank from
+        0 = the largest, -1 a rural road, -2 a motorway or ramp), whether it is one-way (``oneway``), the settlement
+        sizes in edges (``settlement_edges``), the land area (``area_km2``) and the seed.
+
+    Raises:
+        ParameterError: for an invalid parameter.
+    """
+    p = country_params(
+        n_edges, seed, max_elevation_m=max_elevation_m, max_incline=max_incline, origin_lonlat=origin_lonlat
+    )
+    n_req, seed_i = p["n_edges"], p["seed"]
+    share, best = TOWN_EDGE_SHARE, None
+    for _ in range(3):  # calibrate the settlements' edges: keep the attempt closest to the request
+        parts, lay = _generate(n_req, seed_i, share)
+        xy, frm, to, cls, bx, by, settle, urban = parts.arrays()
+        turns = junction_turns(frm, to, n_nodes=len(xy))
+        kept = largest_scc_edges(len(frm), turns)
+        if best is None or abs(len(kept) - n_req) < abs(len(best[2]) - n_req):
+            best = (parts, lay, kept, turns)
+        if abs(len(kept) - n_req) <= 0.02 * n_req:
+            break
+        town = int(np.count_nonzero(settle[kept] >= 0))
+        share = share * (1.0 + (n_req - len(kept)) / max(town, 1))
+    assert best is not None
+    parts, lay, kept, turns = best
+    xy, frm, to, cls, bx, by, settle, urban = parts.arrays()
+    return _network(p, name, xy, kept, turns, frm, to, cls, np.stack([bx, by], axis=1), settle, urban, lay)
+
+
+def _network(
+    p: dict[str, Any],
+    name: str | None,
+    xy: np.ndarray,
+    kept: np.ndarray,
+    turns: np.ndarray,
+    frm: np.ndarray,
+    to: np.ndarray,
+    cls: np.ndarray,
+    bend: np.ndarray,
+    settle: np.ndarray,
+    urban: np.ndarray,
+    lay: dict[str, Any],
+) -> RoadNetwork:
+    """The :class:`RoadNetwork` of the kept edges: geometry, terrain, slope lengths, speeds and meta."""
+    remap = np.full(len(frm), -1, dtype=np.int64)
+    remap[kept] = np.arange(len(kept))
+    t = remap[turns]
+    turns = t[(t >= 0).all(axis=1)]
+    frm, to, cls, bend, settle, urban = frm[kept], to[kept], cls[kept], bend[kept], settle[kept], urban[kept]
+    rng = np.random.default_rng([p["seed"], p["n_edges"], 40])
+    extent = float(np.ptp(xy, axis=0).max())
+    z = (
+        terrain(xy[:, 0], xy[:, 1], extent, rng, p["max_elevation_m"], p["max_incline"])
+        if p["max_elevation_m"] > 0 and p["max_incline"] > 0
+        else np.zeros(len(xy))
+    )
+    curved = ~np.isnan(bend[:, 0])
+    npts = np.where(curved, 3, 2)
+    ends = np.cumsum(npts)
+    starts = ends - npts
+    pts = np.empty((int(ends[-1]), 2))
+    pts[starts], pts[ends - 1], pts[starts[curved] + 1] = xy[frm], xy[to], bend[curved]
+    seg = np.diff(pts, axis=0)
+    seg_len = np.hypot(seg[:, 0], seg[:, 1])
+    seg_len[ends[:-1] - 1] = 0.0  # no segment joins two polylines
+    planar = np.add.reduceat(np.r_[seg_len, 0.0], starts)
+    lon0, lat0 = p["origin_lonlat"]
+    centre = 0.5 * (xy.min(axis=0) + xy.max(axis=0))
+    lat = lat0 + np.degrees((pts[:, 1] - centre[1]) / EARTH_RADIUS_M)
+    lon = lon0 + np.degrees((pts[:, 0] - centre[0]) / (EARTH_RADIUS_M * np.cos(np.radians(lat))))
+    names = np.array(CLASSES)[cls]
+    limit = (
+        np.where(
+            urban,
+            np.array([default_speed_kmh(c, "urban") for c in CLASSES])[cls],
+            np.array([default_speed_kmh(c, "rural") for c in CLASSES])[cls],
+        )
+        / 3.6
+    )
+    pair = frm * len(xy) + to
+    back = np.isin(to * len(xy) + frm, pair)
+    meta = {
+        "loader": "synthetic-country",
+        "crs": "EPSG:4326",
+        "seed": p["seed"],
+        "requested_edges": p["n_edges"],
+        "origin_lonlat": (lon0, lat0),
+        "road_class": names,
+        "oneway": ~back,
+        "settlement": settle.astype(np.int32),
+        "settlement_edges": np.bincount(settle[settle >= 0], minlength=len(lay["sizes"])).astype(np.int64),
+        "area_km2": float(lay["side"]) ** 2 / 1e6,
+        "elevation": "synthetic terrain",
+    }
+    m = len(frm)
+    return RoadNetwork(
+        name=name or f"synthetic-country:{p['n_edges']}:{p['seed']}",
+        edge_ids=np.char.add("e", np.arange(m).astype(str)),
+        from_node=np.char.add("n", frm.astype(str)),
+        to_node=np.char.add("n", to.astype(str)),
+        length_m=slope_length(planar, z[to] - z[frm]),
+        speed_mps=limit * free_flow_factor(limit, names),
+        z_from_m=z[frm],
+        z_to_m=z[to],
+        geometry=Polylines.from_counts(np.column_stack([lon, lat]), npts),
+        turns=turns,
+        meta=meta,
+    )
+
+
+def load_synthetic_country(n_edges: int = 100_000, seed: int = 0, **options: Any) -> RoadNetwork:
+    """:func:`synthetic_country` ``(n_edges, seed, **options)`` through the compute cache (kind
+    ``synthetic-country``, :func:`~evroute.network.netstore.cached_network`); parameters checked first."""
+    name = options.pop("name", None)
+    params = country_params(n_edges, seed, **options)
+    return cached_network(
+        "synthetic-country",
+        {"params": params, "name": name, "version": COUNTRY_VERSION},
+        lambda: synthetic_country(n_edges, seed, name=name, **options),
+        what="synthetic country",
+    )
+
+
+__all__ = [
+    "CLASSES",
+    "COUNTRY_VERSION",
+    "country_params",
+    "gabriel_edges",
+    "load_synthetic_country",
+    "synthetic_country",
+]
