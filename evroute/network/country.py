@@ -75,7 +75,7 @@ _UNCLASSIFIED, _MOTORWAY, _LINK = 4, 5, 6
 #: km of road (a two-way road counted once, a motorway once) per km^2 of land.
 ROAD_DENSITY_KM_PER_KM2 = 2.0
 #: share of the edges in settlements (the rest are rural roads and motorways).
-TOWN_EDGE_SHARE = 0.85
+TOWN_EDGE_SHARE = 0.77
 #: share of the road length on motorways.
 MOTORWAY_LENGTH_SHARE = 0.015
 #: the smallest village (directed edges).
@@ -85,7 +85,7 @@ ZIPF_EXPONENT = 1.0
 #: town grid options (:func:`~evroute.network.synthetic.build_grid`).
 TOWN_REMOVAL, TOWN_ONEWAY, TOWN_DIAGONAL, TOWN_CURVED = 0.3, 0.1, 0.04, 0.25
 #: directed edges per grid junction of a town (measured on the town grids, refined by the size calibration).
-_TOWN_EDGES_PER_NODE = 2.7
+_TOWN_EDGES_PER_NODE = 2.9
 _BLOCK_M = 135.0  # mean block size of the grids (uniform 70-200 m)
 #: least gap between two settlements' discs (m).
 TOWN_GAP_M = 400.0
@@ -305,6 +305,8 @@ def _layout(n_req: int, town_share: float, rng: np.random.Generator) -> dict[str
     w = np.arange(1, k_total + 1, dtype=np.float64) ** -ZIPF_EXPONENT
     sizes = town_share * n_req * w / w.sum()
     n_towns = max(2, int(np.count_nonzero(sizes >= VILLAGE_MIN_EDGES)))
+    hamlet_edges = 2 * (1 + (sizes[n_towns:] >= 20) + (sizes[n_towns:] >= 40)).sum()  # _hamlets' lanes
+    sizes[:n_towns] *= (town_share * n_req - hamlet_edges) / sizes[:n_towns].sum()  # the towns take the rest
     radius = _grid_radius(sizes[:n_towns])
     pos = _place(radius, side, rng)
     side = max(side, float(pos.max()) + 1.0)
@@ -485,7 +487,7 @@ def synthetic_country(
     )
     n_req, seed_i = p["n_edges"], p["seed"]
     share, best = TOWN_EDGE_SHARE, None
-    for _ in range(3):  # calibrate the settlements' edges: keep the attempt closest to the request
+    for _ in range(4):  # calibrate the settlements' edges: keep the attempt closest to the request
         parts, lay = _generate(n_req, seed_i, share)
         xy, frm, to, cls, bx, by, settle, urban = parts.arrays()
         turns = junction_turns(frm, to, n_nodes=len(xy))
