@@ -14,7 +14,7 @@ import pytest
 from evroute.errors import ParameterError
 from evroute.network import RoadNetwork
 from evroute.network._graph import largest_scc_edges, node_codes
-from evroute.network.country import CLASSES, VILLAGE_MIN_EDGES, gabriel_edges, synthetic_country
+from evroute.network.country import CLASSES, VILLAGE_MIN_EDGES, country_stats, gabriel_edges, synthetic_country
 from evroute.network.polylines import as_polylines
 from evroute.network.registry import load_network
 from evroute.network.speeds import default_speed_kmh, free_flow_factor
@@ -40,13 +40,6 @@ def small() -> RoadNetwork:
     return synthetic_country(4000, seed=2)
 
 
-def _road_km(net: RoadNetwork) -> tuple[float, np.ndarray]:
-    """Road length (km, a two-way road once, a motorway's two carriageways once) and each edge's share of it (m)."""
-    cls = net.meta["road_class"]
-    per_road = np.where(net.meta["oneway"] & (cls != "motorway"), 1.0, 0.5) * net.length_m
-    return float(per_road.sum()) / 1e3, per_road
-
-
 def test_same_seed_same_network_and_another_seed_another(small):
     assert _digest(synthetic_country(4000, seed=2)) == _digest(small)
     assert _digest(synthetic_country(4000, seed=3)) != _digest(small)
@@ -68,13 +61,17 @@ def test_size_and_connectivity_at_100k(country):
 def test_road_density_motorway_and_rural_shares(country):
     """Module doc: ~2 km of road per km^2 (Germany ~2.3, France ~2.0), motorways ~1.5 % of the road length (Germany
     ~1.6 %), a rural share of 20-55 % of the length."""
-    km, per_road = _road_km(country)
-    density = km / country.meta["area_km2"]
-    assert 1.5 <= density <= 3.0, density
-    mw = country.meta["road_class"] == "motorway"
-    assert 0.005 <= per_road[mw].sum() / 1e3 / km <= 0.04
-    rural = country.meta["settlement"] == -1
-    assert 0.20 <= per_road[rural].sum() / 1e3 / km <= 0.55
+    st = country_stats(country)
+    assert 1.5 <= st["road_km_per_km2"] <= 3.0, st
+    assert 0.005 <= st["motorway_share"] <= 0.04, st
+    assert 0.20 <= st["rural_share"] <= 0.55, st
+    assert 0.6 <= st["town_share"] <= 0.9, st
+    # the shares from the edges directly: a motorway carriageway is one of two, a two-way road one of two edges
+    cls, length = country.meta["road_class"], country.length_m
+    two_way = ~country.meta["oneway"] | (cls == "motorway")
+    km = (length * np.where(two_way, 0.5, 1.0)).sum() / 1e3
+    assert st["motorway_share"] == pytest.approx(length[cls == "motorway"].sum() / 2e3 / km, rel=1e-9)
+    assert st["road_km_per_km2"] * st["area_km2"] == pytest.approx(km, rel=1e-9)
 
 
 def test_settlement_sizes_follow_zipf(country):

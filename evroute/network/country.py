@@ -588,6 +588,27 @@ def _network(
     )
 
 
+def country_stats(net: RoadNetwork) -> dict[str, float]:
+    """What a generated country is made of (the module doc's statistics), from its ``meta``: ``area_km2``, ``towns``
+    and ``hamlets`` (settlements of at least / below :data:`VILLAGE_MIN_EDGES` edges), ``largest_town_edges``,
+    ``road_km_per_km2`` (a two-way road and a motorway's two carriageways counted once), ``town_share`` (of the
+    edges, hamlets included), ``rural_share`` and ``motorway_share`` (of the road length)."""
+    m = net.meta
+    cls, settle, sizes = m["road_class"], m["settlement"], m["settlement_edges"]
+    per_road = np.where(m["oneway"] & (cls != "motorway"), 1.0, 0.5) * net.length_m
+    km = float(per_road.sum()) / 1e3
+    return {
+        "area_km2": float(m["area_km2"]),
+        "towns": int(np.count_nonzero(sizes >= VILLAGE_MIN_EDGES)),
+        "hamlets": int(np.count_nonzero((sizes > 0) & (sizes < VILLAGE_MIN_EDGES))),
+        "largest_town_edges": int(sizes.max()),
+        "road_km_per_km2": km / float(m["area_km2"]),
+        "town_share": float(np.mean(settle >= 0)),
+        "rural_share": float(per_road[settle == -1].sum()) / 1e3 / km,
+        "motorway_share": float(per_road[cls == "motorway"].sum()) / 1e3 / km,
+    }
+
+
 def load_synthetic_country(n_edges: int = 100_000, seed: int = 0, **options: Any) -> RoadNetwork:
     """:func:`synthetic_country` ``(n_edges, seed, **options)`` through the compute cache (kind
     ``synthetic-country``, :func:`~evroute.network.netstore.cached_network`); parameters checked first."""
@@ -605,6 +626,7 @@ __all__ = [
     "CLASSES",
     "COUNTRY_VERSION",
     "country_params",
+    "country_stats",
     "gabriel_edges",
     "load_synthetic_country",
     "synthetic_country",

@@ -1,10 +1,13 @@
 """Country scale (issue 39, item 6): set-up, memory, BI-TS rounds, CCH and Dijkstra queries and reach at 10k, 100k,
-1M (and 5M) edges of the synthetic city, each size in fresh processes, and the page generated from the numbers.
+1M (and 5M) edges of the synthetic city (``--network city``, the default) and of the synthetic country
+(``--network country``: towns, villages, rural roads, motorways), each size in fresh processes, and the page
+generated from the numbers.
 
 Usage::
 
     OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1 nice -n 10 python -m studies.bench.benchmark_scale
     python -m studies.bench.benchmark_scale --sizes 5000000 --mem-gb 8 --timeout 900   # 5M, capped
+    OMP_NUM_THREADS=1 ... nice -n 10 python -m studies.bench.benchmark_scale --network country   # the country
     python -m studies.bench.benchmark_scale --profile-size 1000000                       # what dominates at 1M
     python -m studies.bench.benchmark_scale --report-only --data docs/data/benchmark_scale.json --out FILE
 
@@ -35,6 +38,8 @@ from evroute.io import atomic_write_text
 from studies.bench.scale_report import render
 from studies.common.bench import machine_line
 
+#: the measured networks: ``--network`` name -> registry family (``FAMILY:EDGES:SEED``)
+NETWORKS = {"city": "synthetic", "country": "synthetic-country"}
 DATA = Path("docs/data/benchmark_scale.json")
 OUT = Path("docs/benchmark_scale.md")
 #: sizes above this many edges skip the CCH steps (``--cch-max-edges``): customization took 66 s of CPU and 4.2 GB
@@ -50,6 +55,12 @@ def _in_step(stderr: str | bytes | None) -> str:
     text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else (stderr or "")
     steps = [line[5:] for line in text.splitlines() if line.startswith("step ")]
     return f" in step {steps[-1]}" if steps else ""
+
+
+def _key(network: str, *key: str) -> tuple[str, ...]:
+    """Where a network's results live in the data: the city's at the top (as before the country), others under
+    their name."""
+    return key if network == "city" else (network, *key)
 
 
 def _child(args: list[str], cache: str, mem_gb: float, timeout: float) -> dict[str, Any]:
@@ -82,13 +93,16 @@ def _child(args: list[str], cache: str, mem_gb: float, timeout: float) -> dict[s
     return res
 
 
-def measure_size(n: int, seed: int, mem_gb: float, timeout: float, cch_max: int = CCH_MAX_EDGES) -> dict[str, Any]:
-    """Cold then warm set-up of one size, each in a fresh process (module doc); above ``cch_max`` edges without the
-    CCH steps."""
+def measure_size(
+    n: int, seed: int, mem_gb: float, timeout: float, cch_max: int = CCH_MAX_EDGES, network: str = "city"
+) -> dict[str, Any]:
+    """Cold then warm set-up of one size of ``network`` (:data:`NETWORKS`), each in a fresh process (module doc);
+    above ``cch_max`` edges without the CCH steps."""
+    net = ["--network", network]
     with tempfile.TemporaryDirectory(prefix="evroute-scale-") as cache:
-        cold = _child([str(n), str(seed), "full" if n <= cch_max else "nocch"], cache, mem_gb, timeout)
+        cold = _child([str(n), str(seed), "full" if n <= cch_max else "nocch", *net], cache, mem_gb, timeout)
         warm = (
-            _child([str(n), str(seed), "setup"], cache, mem_gb, timeout)
+            _child([str(n), str(seed), "setup", *net], cache, mem_gb, timeout)
             if cold["status"] == "ok"
             else {"status": "not run (cold run did not finish)"}
         )
@@ -108,6 +122,8 @@ def save(path: Path, key: tuple[str, ...], result: dict[str, Any]) -> dict[str, 
     for k in key[:-1]:
         node = node.setdefault(k, {})
     node[key[-1]] = result
+    if key[0] in NETWORKS:  # a network beside the city: the command that measures it
+        d[key[0]]["command"] = f"{COMMAND} --network {key[0]}"
     atomic_write_text(path, json.dumps(d, indent=1, sort_keys=True) + "\n")
     return d
 
@@ -116,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--child", nargs=3, metavar=("EDGES", "SEED", "MODE"), help=argparse.SUPPRESS)
     ap.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated edge counts to (re)measure")
+    ap.add_argument("--network", choices=sorted(NETWORKS), default="city", help="synthetic city or country")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--mem-gb", type=float, default=14.0, help="address-space cap of each child (GB)")
     ap.add_argument("--timeout", type=float, default=1500.0, help="wall-clock limit of each child (s)")
@@ -129,7 +146,14 @@ def main(argv: list[str] | None = None) -> int:
         from studies.bench.scale_measure import measure
 
         n, seed, mode = int(a.child[0]), int(a.child[1]), a.child[2]
-        res = measure(n, seed, setup_only=mode == "setup", profile=mode == "profile", cch=mode != "nocch")
+        res = measure(
+            n,
+            seed,
+            setup_only=mode == "setup",
+            profile=mode == "profile",
+            cch=mode != "nocch",
+            family=NETWORKS[a.network],
+        )
         print(json.dumps(res))
         return 0
     if a.report_only:
@@ -147,12 +171,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for n in sizes:
         print(f"measuring {n} edges ...", file=sys.stderr, flush=True)
-        d = save(a.data, ("sizes", str(n)), measure_size(n, a.seed, a.mem_gb, a.timeout, a.cch_max_edges))
+        res = measure_size(n, a.seed, a.mem_gb, a.timeout, a.cch_max_edges, a.network)
+        d = save(a.data, _key(a.network, "sizes", str(n)), res)
     if a.profile_size:
         print(f"profiling {a.profile_size} edges ...", file=sys.stderr, flush=True)
         with tempfile.TemporaryDirectory(prefix="evroute-scale-") as cache:
-            prof = _child([str(a.profile_size), str(a.seed), "profile"], cache, a.mem_gb, a.timeout)
-        d = save(a.data, ("profile",), prof)
+            prof = _child(
+                [str(a.profile_size), str(a.seed), "profile", "--network", a.network], cache, a.mem_gb, a.timeout
+            )
+        d = save(a.data, _key(a.network, "profile"), prof)
     if not sizes and not a.profile_size:
         d = json.loads(a.data.read_text())
     atomic_write_text(a.out, render(d))

@@ -1,8 +1,9 @@
 """One size of the country-scale benchmark (:mod:`studies.bench.benchmark_scale`), measured in THIS process.
 
-:func:`measure` runs, on ``synthetic:EDGES:SEED`` (:func:`evroute.network.synthetic.synthetic_city`, through the
-registry and the compute cache as ``evroute run`` does), the set-up of a BI-TS run stage by stage (network, line
-graph, route, environment draw, bandit, round 1: :func:`evroute.experiments.runner.make_bandit`), then further
+:func:`measure` runs, on ``synthetic:EDGES:SEED`` (:func:`evroute.network.synthetic.synthetic_city`) or
+``synthetic-country:EDGES:SEED`` (:func:`evroute.network.country.synthetic_country`), through the registry and the
+compute cache as ``evroute run`` does, the set-up of a BI-TS run stage by stage (network, line graph, route,
+environment draw, bandit, round 1: :func:`evroute.experiments.runner.make_bandit`), then further
 BI-TS rounds, then the served-model queries: the reduced costs of the BI posterior means
 (:meth:`evroute.driver.query.QueryContext.least_mean_arcs`), CCH preprocessing and customization
 (:mod:`evroute.cch`), point-to-point queries by CCH and by Dijkstra (:class:`evroute.oracle.RouteOracle`) on the same
@@ -148,10 +149,12 @@ def measure(
     profile: bool = False,
     queries: int = 200,
     cch: bool = True,
+    family: str = "synthetic",
 ) -> dict[str, Any]:
-    """All steps on ``synthetic:n_edges:seed`` (module doc); ``setup_only`` stops after the set-up (the warm-cache
-    run); ``cch=False`` skips the CCH steps (too slow to preprocess at 5M edges).  Sizes of the repeated steps
-    shrink with the network so that a million edges stays within minutes."""
+    """All steps on ``FAMILY:n_edges:seed`` (module doc; ``family`` ``synthetic``, the city, or
+    ``synthetic-country``, :func:`evroute.network.country.synthetic_country`); ``setup_only`` stops after the set-up
+    (the warm-cache run); ``cch=False`` skips the CCH steps (too slow to preprocess at 5M edges).  Sizes of the
+    repeated steps shrink with the network so that a million edges stays within minutes."""
     from evroute.cch import CCHIndex
     from evroute.driver.answers import BatteryState
     from evroute.driver.query import QueryContext, make_belief
@@ -164,7 +167,7 @@ def measure(
     from evroute.oracle import RouteOracle
     from evroute.routes import resolve_route
 
-    network = f"synthetic:{n_edges}:{seed}"
+    network = f"{family}:{n_edges}:{seed}"
     cfg = ExperimentConfig(
         network=network, route="A", model="bi", policy="ts", env="consistent", potential="elevation", seeds=(seed,)
     )
@@ -180,6 +183,10 @@ def measure(
     bandit = s.run("bandit", lambda: R.make_bandit(cfg, R.Problem(lg, env, rs), seed))
     s.run("round 1", bandit.step)
     out["edges"], out["turns"] = int(lg.n_nodes), int(lg.n_arcs)
+    if net.meta.get("loader") == "synthetic-country" and not setup_only:
+        from evroute.network.country import country_stats
+
+        out["country_stats"] = country_stats(net)
     out["setup_peak_mb"] = peak_mb()
     if not setup_only:
         big = lg.n_nodes >= 500_000

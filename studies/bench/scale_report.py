@@ -285,7 +285,20 @@ def render(d: dict[str, Any]) -> str:
         *_cch_lines(d),
         "",
     ]
+    if d.get("country", {}).get("sizes"):  # the synthetic country beside the city (studies.bench.scale_country)
+        from studies.bench.scale_country import country_lines, side_by_side
+
+        at = out.index("## Targets at 1M edges") + 4
+        end = out.index("## What bounds each missed target at 1M edges") - 1
+        out[at:end] = side_by_side(_targets_table(d), _targets_table(country_view(d)))
+        out += country_lines(d)
     return "\n".join(out)
+
+
+def country_view(d: dict[str, Any]) -> dict[str, Any]:
+    """The country's results in the layout of the city's (``sizes``, ``profile``, ``command``, ``machine``)."""
+    c = d["country"]
+    return {"sizes": c["sizes"], "profile": c.get("profile"), "command": c.get("command", ""), "machine": d["machine"]}
 
 
 def _cch_lines(d: dict[str, Any]) -> list[str]:
@@ -305,7 +318,7 @@ def _cch_lines(d: dict[str, Any]) -> list[str]:
     return (out or ["No size measured."]) + skipped
 
 
-def _lazy_sentence(lazy: dict[str, Any] | None, round_s: float) -> str:
+def _lazy_sentence(lazy: dict[str, Any] | None, round_s: float, place: str = "city") -> str:
     """What the lazy bidirectional search (``evroute.search``) did on route A, when measured, against the round."""
     if not lazy:
         return ""
@@ -318,13 +331,28 @@ def _lazy_sentence(lazy: dict[str, Any] | None, round_s: float) -> str:
     )
     return (
         f"  The lazy bidirectional search with compiled weights (`evroute.search`) settles {share:.1%} of the nodes on "
-        f"route A (balls of half the route's cost around both ends cover most of the city) and draws {draws:,} "
+        f"route A (balls of half the route's cost around both ends cover most of the {place}) and draws {draws:,} "
         f"weights in {fmt_s(cpu)} ({cpu * 1e9 / max(draws, 1):,.0f} ns per drawn edge), {verdict}."
     )
 
 
-def _bounds_lines(d: dict[str, Any]) -> list[str]:
-    """For every missed target at 1M edges, the measured quantities that bound it (computed from the JSON)."""
+def _separator_growth(d: dict[str, Any]) -> str:
+    """The CCH root separator at each measured size and its growth exponent (a grid's is 0.5)."""
+    pts = [
+        (int(e["cold"]["edges"]), float(e["cold"]["cch_search_space"]["root_separator"]))
+        for _, e in _sizes(d)
+        if _ok(e["cold"]) and "cch_search_space" in e["cold"]
+    ]
+    if len(pts) < 2:
+        return ""
+    k = slope(pts[-2][0], pts[-2][1], pts[-1][0], pts[-1][1])
+    sizes = ", ".join(f"{s:,.0f} at {n:,} edges" for n, s in pts)
+    return f"; root separators {sizes}" + ("" if k is None else f" (growth exponent {k:.2f}; a grid's is 0.5)")
+
+
+def _bounds_lines(d: dict[str, Any], place: str = "city") -> list[str]:
+    """For every missed target at 1M edges, the measured quantities that bound it (computed from the JSON);
+    ``place`` names the network in the sentences (``city`` or ``country``)."""
     one = dict(_sizes(d)).get(1_000_000)
     if one is None or not _ok(one["cold"]):
         return ["1M edges not measured."]
@@ -340,14 +368,14 @@ def _bounds_lines(d: dict[str, Any]) -> list[str]:
         if key == "BI-TS round" and "route_settled_share" in r:
             share = float(r["route_settled_share"])
             out.append(
-                f"* **{label}** ({fmt_s(x)}): route A crosses the city, so an exact one-directional search settles "
+                f"* **{label}** ({fmt_s(x)}): route A crosses the {place}, so an exact one-directional search settles "
                 f"{share:.1%} of the {edges:,} line-graph nodes before the goal; SciPy's Dijkstra scans "
                 f"{rate:,.0f} arcs per ms (all {turns:,} turns in {fmt_s(dj)}, the Dijkstra query row), so the search "
                 f"alone needs about {fmt_s(share * dj)}; the rest of the round ({fmt_s(max(x - share * dj, 0.0))}) is "
                 f"O(E) array work on every edge (posterior, one Thompson draw, rectified weights, arc gather).  "
                 f"Within {fmt_s(limit)} an exact search would have to scan {turns * share / (limit * 1e3):,.0f} arcs "
                 "per ms, or settle only the edges it needs (lazily sampled weights in a compiled search)."
-                + _lazy_sentence(r.get("route_lazy"), x)
+                + _lazy_sentence(r.get("route_lazy"), x, place)
             )
         elif key == "reach" and "reach_reached_share" in r:
             share = float(r["reach_reached_share"])
@@ -366,13 +394,22 @@ def _bounds_lines(d: dict[str, Any]) -> list[str]:
             )
         elif key == "CCH query":
             space = r.get("cch_search_space")
+            tail = (
+                "(the road edges a straight cut through the grid crosses)"
+                if place == "city"
+                else f"(the road edges a straight cut through the {place} crosses){_separator_growth(d)}"
+            )
+            ending = (
+                "a grid's separators grow as sqrt(E), a road network's more slowly"
+                if place == "city"
+                else "a road network's separators grow more slowly than a grid's"
+            )
             why = (
                 f"; the nested dissection's root separator alone holds {space['root_separator']:,.0f} line-graph nodes "
-                f"(the road edges a straight cut through the grid crosses), and a query's elimination-tree search "
+                f"{tail}, and a query's elimination-tree search "
                 f"visits at least the separators of every cell enclosing its start, a median of "
                 f"{space['ancestor_separator_nodes_median']:,.0f} nodes, each relaxing its upward arcs (the top "
-                "separators are near-cliques after contraction): a grid's separators grow as sqrt(E), a road "
-                "network's more slowly"
+                f"separators are near-cliques after contraction): {ending}"
                 if space
                 else ""
             )
@@ -393,4 +430,4 @@ def _profiled(d: dict[str, Any]) -> str:
     return f"{prof['edges']:,} edges, cProfile of one call of each step"
 
 
-__all__ = ["COUNTRY_EDGES", "QUANTITIES", "TARGETS", "render", "slope", "value"]
+__all__ = ["COUNTRY_EDGES", "QUANTITIES", "TARGETS", "country_view", "render", "slope", "value"]
