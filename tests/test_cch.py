@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from evroute.cch import CCHIndex, dissection, dissection_order, junction_frame
+from evroute.cch import CUT_QUANTILES, CCHIndex, dissection, dissection_order, junction_frame
 from evroute.errors import ParameterError, UnreachableError
 from evroute.linegraph import build_line_graph
 from evroute.network.synthetic import synthetic_city
@@ -187,3 +187,25 @@ def test_inertial_order_gives_the_same_costs() -> None:
         assert abs(ca - cb) <= a.error_bound + b.error_bound + 1e-9 * max(1.0, ca)
     with pytest.raises(ParameterError, match="unknown CCH order"):
         CCHIndex(lg, order="metis")
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), n_edges=st.integers(40, 300), median_only=st.booleans())
+def test_root_cut_is_the_fewest_crossings_over_directions_and_positions(seed, n_edges, median_only) -> None:
+    """The root separator of :func:`dissection` is a straight cut with the fewest crossing edges over the tried
+    directions and positions (brute force: every direction and quantile, crossings ``min(pa, pb) < c <= max``)."""
+    rng = np.random.default_rng(seed)
+    n_j = max(4, n_edges // 2)
+    x, y = rng.random(n_j), rng.random(n_j)
+    fi, ti = rng.integers(0, n_j, n_edges), rng.integers(0, n_j, n_edges)
+    qs = (0.5,) if median_only else CUT_QUANTILES
+    depth, path, sep = dissection(fi, ti, x, y, leaf=8, quantiles=qs)
+    best = np.inf
+    for t in np.arange(4) * (np.pi / 4):
+        p = x * np.cos(t) + y * np.sin(t)
+        pa, pb = p[fi], p[ti]
+        mids = np.sort(0.5 * (pa + pb))
+        for q in qs:
+            c = mids[min(int(q * n_edges), n_edges - 1)]
+            best = min(best, int(np.sum((np.minimum(pa, pb) < c) & (c <= np.maximum(pa, pb)))))
+    assert int(np.sum(sep & (depth == 0))) == best

@@ -292,6 +292,10 @@ def render(d: dict[str, Any]) -> str:
         end = out.index("## What bounds each missed target at 1M edges") - 1
         out[at:end] = side_by_side(_targets_table(d), _targets_table(country_view(d)))
         out += country_lines(d)
+    if d.get("cch_orders"):  # the CCH orders side by side (studies.bench.cch_orders)
+        from studies.bench.scale_country import orders_lines
+
+        out += orders_lines(d)
     return "\n".join(out)
 
 

@@ -199,3 +199,22 @@ def test_country_beside_the_city_side_by_side() -> None:
     country = render(d).split("## The synthetic country")[1]
     assert "root separators 10 at 10,000 edges, 100 at 1,000,000 edges (growth exponent 0.50" in country
     assert "through the country crosses" in country and "through the grid" not in country
+
+
+def test_cch_orders_section_follows_from_the_numbers() -> None:
+    d = _data(0.001)
+    base = {"spec": "synthetic-country:100000:0", "edges": 100_000, "status": "ok", "distance_digest": 7}
+    times = {"order_s": 1.0, "contraction_s": 0.5, "customization_s": 0.25, "query_s": 2e-4}
+    d["cch_orders"] = {
+        "a median": {**base, **times, "order": "median", "root_separator": 90},
+        "b refined": {**base, **times, "order": "refined", "root_separator": 40, "query_s": 1e-4},
+        "c inertial": {**base, **times, "order": "inertial"},
+    }
+    page = render(d)
+    section = page.split("## CCH orders")[1]
+    assert "| `synthetic-country:100000:0` (100,000 edges) | median | 1 s | 500 ms | 250 ms | 200 µs | 90 |" in section
+    assert "| refined | 1 s | 500 ms | 250 ms | 100 µs | 40 |" in section
+    assert "| inertial | 1 s | 500 ms | 250 ms | 200 µs | — |" in section
+    assert "All orders give the same distances" in section
+    d["cch_orders"]["c inertial"]["distance_digest"] = 8
+    assert "**The orders' distances differ**" in render(d)
