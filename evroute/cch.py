@@ -8,11 +8,13 @@ a CCH answers a point-to-point query in microseconds after two set-up phases (Ro
 1. **Preprocessing** (:class:`CCHIndex`, once per line graph, weights not needed): a nested-dissection order of the
    line-graph nodes (:func:`dissection_order`) and the contracted graph.  An edge cut of the road network is a node
    separator of its line graph (a turn joins two edges at a junction, so it never jumps a cut between junctions):
-   the junctions of each cell are split by a straight line through their median (the best of four directions,
-   as inertial flow projects, without its max-flow refinement), and the road edges that cross it are the cell's
-   separator, ranked above both halves.  Vectorised level by level: on the synthetic 1M-edge city the whole
-   preprocessing takes 16.7 s of CPU (the order ~11 s), where RoutingKit's own inertial-flow order of the line graph
-   took 266 s, and queries take 9.4 ms instead of 13 ms (``docs/benchmark_scale.md``).
+   the junctions of each cell are split by the straight line that the fewest road edges cross among four directions
+   (as inertial flow projects, without its max-flow refinement) and nine positions from the 30 % to the 70 %
+   quantile of the edges (:data:`CUT_QUANTILES`: a cut beside the median can pass between towns), and the road
+   edges that cross it are the cell's separator, ranked above both halves.  Vectorised level by level: on the
+   synthetic 1M-edge city the whole preprocessing took 16.7 s of CPU with the median cut (the order ~11 s), where
+   RoutingKit's own inertial-flow order of the line graph took 266 s, and queries 9.4 ms instead of 13 ms; the
+   orders are measured side by side in ``docs/benchmark_scale.md`` ("CCH orders").
 2. **Customization** (:meth:`CCHIndex.customize`, once per weight vector, e.g. per model version): the shortcut
    weights, a few milliseconds on Luxembourg.
 3. **Queries** (:meth:`CCHRouter.route`): ~0.05 ms on Luxembourg against ~1.6 ms for a Dijkstra.

@@ -255,7 +255,8 @@ def add_network_args(p: argparse.ArgumentParser, default: str | None = "syntheti
     p.add_argument(
         "--network",
         default=default,
-        help="synthetic[:EDGES[:SEED]], monaco, luxembourg, or a .net.xml/.osm/.osm.pbf path (default: %(default)s)",
+        help="synthetic[:EDGES[:SEED]], synthetic-country:EDGES[:SEED], monaco, luxembourg, or a "
+        ".net.xml/.osm/.osm.pbf path (default: %(default)s)",
     )
     p.add_argument("--data-dir", default=None, help="folder with monaco.osm / luxembourg.osm (default: $EVROUTE_DATA)")
     p.add_argument(
