@@ -59,7 +59,8 @@ def country_lines(d: dict[str, Any]) -> list[str]:
         "jittered grids, hamlets, rural roads along the Gabriel graph of the settlements (meandering, 100-800 m "
         "edges), one-way motorway carriageways between the largest cities with interchanges and ramps, hills; "
         "~2 km of road per km² of land, as real countries (its docstring names the statistics and "
-        "`tests/test_network_country.py` checks them).  Route A joins two opposite corners of its bounding box.",
+        "`tests/test_network_country.py` checks them).  Route A joins two opposite corners of its bounding box.  "
+        f"CCH: {R.cut_words(c)}.",
         "",
         *_network_stats(c),
         "",

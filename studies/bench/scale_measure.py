@@ -198,6 +198,9 @@ def measure(
         rng = np.random.default_rng(seed)
         pairs = rng.integers(0, lg.n_nodes, size=(queries, 2))
         if cch:
+            from evroute.cch import CUT_QUANTILES
+
+            out["cch_cut_quantiles"] = list(CUT_QUANTILES)  # the dissection's cut positions (evroute.cch)
             index = s.run("CCH preprocessing", lambda: CCHIndex(lg))
             router = s.run("CCH customization", lambda: index.customize(arcs))
             s.repeat("CCH query", lambda i: router.route(int(pairs[i, 0]), int(pairs[i, 1])), queries)

@@ -248,7 +248,8 @@ def render(d: dict[str, Any]) -> str:
         "reusing the cache the first filled.  Repeated steps report the median: BI-TS rounds over 15 (5 at 1M), "
         "CCH queries over 200 random pairs, Dijkstra queries and reach over 3.  Memory is the child's `ru_maxrss`.  "
         "The CCH (`evroute.cch`) orders the line graph by nested dissection with straight cuts between junctions "
-        "(`dissection_order`; before issue 39's core work, RoutingKit's inertial flow: 266 s of CPU at 1M edges).",
+        f"(`dissection_order`; before issue 39's core work, RoutingKit's inertial flow: 266 s of CPU at 1M edges); "
+        f"{cut_words(d)}.",
         "",
         "## Measured (CPU / wall per step)",
         "",
@@ -297,6 +298,23 @@ def render(d: dict[str, Any]) -> str:
 
         out += orders_lines(d)
     return "\n".join(out)
+
+
+def cut_words(d: dict[str, Any]) -> str:
+    """Where the measured CCH rows put each cell's cut: recorded by the runs (``cch_cut_quantiles``), else the median
+    (runs before :data:`evroute.cch.CUT_QUANTILES`)."""
+    cuts = {
+        tuple(e["cold"].get("cch_cut_quantiles", [0.5]))
+        for _, e in _sizes(d)
+        if _ok(e["cold"]) and "CCH query" in e["cold"]["steps"]
+    }
+    if not cuts:
+        return "no CCH rows"
+    if cuts == {(0.5,)}:
+        return "these rows cut each cell through the median of its edges (measured before the refined cut)"
+    words = ", ".join(f"{q:g}" for q in sorted(max(cuts, key=lambda c: len(c))))
+    mixed = " (some sizes with the median only)" if len(cuts) > 1 else ""
+    return f"these rows cut each cell at the best of the quantiles {words} of its edges{mixed}"
 
 
 def country_view(d: dict[str, Any]) -> dict[str, Any]:
@@ -434,4 +452,4 @@ def _profiled(d: dict[str, Any]) -> str:
     return f"{prof['edges']:,} edges, cProfile of one call of each step"
 
 
-__all__ = ["COUNTRY_EDGES", "QUANTITIES", "TARGETS", "country_view", "render", "slope", "value"]
+__all__ = ["COUNTRY_EDGES", "QUANTITIES", "TARGETS", "country_view", "cut_words", "render", "slope", "value"]
