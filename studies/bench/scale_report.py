@@ -303,7 +303,7 @@ def render(d: dict[str, Any]) -> str:
 def cut_words(d: dict[str, Any]) -> str:
     """Where the measured CCH rows put each cell's cut: recorded by the runs (``cch_cut_quantiles``), else the median
     (runs before :data:`evroute.cch.CUT_QUANTILES`)."""
-    cuts = {
+    cuts: set[tuple[float, ...]] = {
         tuple(e["cold"].get("cch_cut_quantiles", [0.5]))
         for _, e in _sizes(d)
         if _ok(e["cold"]) and "CCH query" in e["cold"]["steps"]
@@ -312,7 +312,8 @@ def cut_words(d: dict[str, Any]) -> str:
         return "no CCH rows"
     if cuts == {(0.5,)}:
         return "these rows cut each cell through the median of its edges (measured before the refined cut)"
-    words = ", ".join(f"{q:g}" for q in sorted(max(cuts, key=lambda c: len(c))))
+    widest: tuple[float, ...] = sorted(cuts, key=len)[-1]
+    words = ", ".join(f"{q:g}" for q in sorted(widest))
     mixed = " (some sizes with the median only)" if len(cuts) > 1 else ""
     return f"these rows cut each cell at the best of the quantiles {words} of its edges{mixed}"
 
