@@ -124,6 +124,21 @@ def test_one_small_measurement_has_every_step_and_cch_agrees_with_dijkstra(monke
     json.dumps(res)  # what the child prints
 
 
+@pytest.mark.slow
+def test_one_small_country_measurement_has_every_step(monkeypatch, tmp_path: Path) -> None:
+    """Every consumer the benchmark drives (environment draw, BI-TS bandit, CCH, Dijkstra, reach) takes the synthetic
+    country, CCH and Dijkstra agree, and the run records what the country is made of."""
+    monkeypatch.setenv("EVROUTE_COMPUTE_CACHE", str(tmp_path))
+    res = measure(3000, 0, queries=5, family="synthetic-country")
+    assert res["network"] == "synthetic-country:3000:0"
+    assert set(res["steps"]) == set(SETUP_STAGES + LATER_STEPS)
+    gap = res["cch_vs_dijkstra"]
+    assert gap["max_cost_gap"] <= gap["error_bound"]
+    st = res["country_stats"]
+    assert st["towns"] >= 2 and st["hamlets"] > 0 and 0.0 < st["motorway_share"] < 0.1
+    json.dumps(res)
+
+
 def test_bounds_section_follows_from_the_numbers() -> None:
     assert "Every target at 1M edges is met." in render(_data(0.001))
     d = _data(0.060)
