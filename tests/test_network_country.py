@@ -14,7 +14,8 @@ import pytest
 from evroute.errors import ParameterError
 from evroute.network import RoadNetwork
 from evroute.network._graph import largest_scc_edges, node_codes
-from evroute.network.country import CLASSES, VILLAGE_MIN_EDGES, country_stats, gabriel_edges, synthetic_country
+from evroute.network.country import CLASSES, country_stats, synthetic_country
+from evroute.network.country_layout import VILLAGE_MIN_EDGES, gabriel_edges
 from evroute.network.polylines import as_polylines
 from evroute.network.registry import load_network
 from evroute.network.speeds import default_speed_kmh, free_flow_factor

@@ -51,10 +51,18 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.spatial import Delaunay, cKDTree
 
 from evroute.errors import ParameterError, check_positive
 from evroute.network._graph import junction_turns, largest_scc_edges
+from evroute.network.country_layout import (
+    MOTORWAY_EDGE_M,
+    RURAL_EDGE_M,
+    TOWN_EDGES_PER_NODE,
+    VILLAGE_MIN_EDGES,
+    layout,
+    meander,
+    road_edges,
+)
 from evroute.network.elevation import slope_length
 from evroute.network.netstore import cached_network
 from evroute.network.polylines import Polylines
@@ -75,32 +83,10 @@ CLASSES: tuple[str, ...] = (
     "motorway_link",
 )
 _UNCLASSIFIED, _MOTORWAY, _LINK = 4, 5, 6
-#: km of road (a two-way road counted once, a motorway once) per km^2 of land.
-ROAD_DENSITY_KM_PER_KM2 = 2.0
 #: share of the edges in settlements (the rest are rural roads and motorways).
 TOWN_EDGE_SHARE = 0.77
-#: share of the road length on motorways.
-MOTORWAY_LENGTH_SHARE = 0.015
-#: the smallest village (directed edges).
-VILLAGE_MIN_EDGES = 60
-#: the largest settlement's share of the settlement edges is ``1 / H_K`` (Zipf, exponent 1).
-ZIPF_EXPONENT = 1.0
 #: town grid options (:func:`~evroute.network.synthetic.build_grid`).
 TOWN_REMOVAL, TOWN_ONEWAY, TOWN_DIAGONAL, TOWN_CURVED = 0.3, 0.1, 0.04, 0.25
-#: directed edges per grid junction of a town (measured on the town grids, refined by the size calibration).
-_TOWN_EDGES_PER_NODE = 2.9
-_BLOCK_M = 135.0  # mean block size of the grids (uniform 70-200 m)
-#: least gap between two settlements' discs (m).
-TOWN_GAP_M = 400.0
-#: land per settlement (km^2; towns, villages and hamlets): so many that the rural roads between neighbouring
-#: settlements carry about a third of the road length (a calibration, see the module doc's rural share).
-SETTLEMENT_AREA_KM2 = 3.5
-#: radius of a hamlet's disc and the least distance between two hamlets (m).
-HAMLET_RADIUS_M = 250.0
-HAMLET_SPACING_M = 700.0
-#: target edge length of rural roads and motorways (m): a road of length D gets ceil(D / target) edges, jittered.
-RURAL_EDGE_M = 450.0
-MOTORWAY_EDGE_M = 1200.0
 _CARRIAGEWAY_M = 25.0  # each carriageway's offset from the motorway's centre line
 
 
@@ -140,83 +126,6 @@ def country_params(
     }
 
 
-def gabriel_edges(pts: np.ndarray) -> np.ndarray:
-    """``(G, 2)`` index pairs ``i < j`` of the Gabriel graph of ``(K, 2)`` points (``K >= 2``): the Delaunay edges
-    whose diametral circle holds no other point (it is planar and contains the minimum spanning tree, so it is
-    connected); for fewer than 4 points or collinear ones, the path in x order."""
-    k = len(pts)
-    try:
-        tri = Delaunay(pts).simplices if k >= 4 else None
-    except Exception:  # qhull refuses degenerate (collinear) input
-        tri = None
-    if tri is None:
-        o = np.argsort(pts[:, 0])
-        return np.sort(np.stack([o[:-1], o[1:]], axis=1), axis=1)
-    a, b, c = (np.concatenate([tri[:, i], tri[:, j], tri[:, m]]) for i, j, m in ((0, 1, 2), (1, 2, 0), (2, 0, 1)))
-    inside = np.einsum("ij,ij->i", pts[c] - pts[a], pts[c] - pts[b]) < 0  # c in the circle over a-b
-    e = np.sort(np.stack([a, b], axis=1), axis=1)
-    bad = np.unique(e[inside], axis=0)
-    e = np.unique(e, axis=0)
-    if len(bad):
-        keys = e[:, 0] * k + e[:, 1]
-        e = e[~np.isin(keys, bad[:, 0] * k + bad[:, 1])]
-    return e
-
-
-def _place(radius: np.ndarray, side: float, rng: np.random.Generator) -> np.ndarray:
-    """``(K, 2)`` centres in ``[0, side]^2`` of discs of ``radius`` (largest first) at least :data:`TOWN_GAP_M` apart
-    (the square grows by 5 % whenever 200 more candidates for one disc fail)."""
-    pos = np.zeros((len(radius), 2))
-    for i, r in enumerate(radius):
-        tries = 16  # most discs fit at one of the first few candidates: the land is mostly empty
-        while True:
-            cand = rng.uniform(r, max(side - r, r + 1.0), (tries, 2))
-            if i == 0:
-                pos[0] = cand[0]
-                break
-            d = np.hypot(cand[:, None, 0] - pos[None, :i, 0], cand[:, None, 1] - pos[None, :i, 1])
-            ok = np.flatnonzero((d >= radius[None, :i] + r + TOWN_GAP_M).all(axis=1))
-            if len(ok):
-                pos[i] = cand[ok[0]]
-                break
-            if tries == 200:
-                side *= 1.05
-            tries = 200
-    return pos
-
-
-def _meander(
-    p0: np.ndarray, p1: np.ndarray, counts: np.ndarray, amp: float, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Points along ``R`` roads from ``p0`` to ``p1`` (each ``(R, 2)``): for road r, ``counts[r] + 1`` nodes at
-    jittered even steps and a bend point halfway between consecutive nodes, on the curve ``chord + D sum_h a_h
-    sin(h pi t) n`` (``a_h ~ N(0, amp / h)``, ``n`` the chord's normal).  Returns ``(nodes (sum(counts)+R, 2), bends
-    (sum(counts), 2))``, road by road."""
-    r = len(p0)
-    a = rng.normal(0.0, amp, (r, 3)) / np.arange(1, 4)
-    total = int(counts.sum())
-    road_n = np.repeat(np.arange(r), counts + 1)
-    k = np.arange(len(road_n)) - np.repeat(np.cumsum(counts + 1) - (counts + 1), counts + 1)
-    cn = counts[road_n].astype(np.float64)
-    jitter = np.where((k > 0) & (k < cn), rng.uniform(-0.2, 0.2, len(k)), 0.0)
-    t_node = (k + jitter) / cn
-    first = np.cumsum(counts + 1) - (counts + 1)
-    last = first + counts
-    road_b = np.repeat(np.arange(r), counts)
-    lo = np.delete(np.arange(len(road_n)), last)  # every node but each road's last starts a segment
-    t_bend = 0.5 * (t_node[lo] + t_node[lo + 1])
-    assert len(t_bend) == total
-
-    def curve(road: np.ndarray, t: np.ndarray) -> np.ndarray:
-        d = p1[road] - p0[road]
-        length = np.hypot(d[:, 0], d[:, 1])
-        normal = np.stack([-d[:, 1], d[:, 0]], axis=1) / np.maximum(length, 1e-9)[:, None]
-        off = sum(a[road, h - 1] * np.sin(h * np.pi * t) for h in (1, 2, 3)) * length
-        return p0[road] + t[:, None] * d + off[:, None] * normal
-
-    return curve(road_n, t_node), curve(road_b, t_bend)
-
-
 class _Parts:
     """The country's junctions and edges as they are added (local metres)."""
 
@@ -246,7 +155,7 @@ class _Parts:
 
 def _town(parts: _Parts, k: int, size: float, centre: np.ndarray, angle: float, seed: int) -> np.ndarray:
     """Add settlement ``k`` (a rotated town grid of about ``size`` edges at ``centre``); its junction ids."""
-    nodes = max(size / _TOWN_EDGES_PER_NODE, 9.0)
+    nodes = max(size / TOWN_EDGES_PER_NODE, 9.0)
     aspect = float(np.random.default_rng([seed, k, 2]).uniform(0.7, 1.4))
     nr = max(3, int(round(np.sqrt(nodes * aspect))))
     nc = max(3, int(round(nodes / nr)))
@@ -264,76 +173,6 @@ def _town(parts: _Parts, k: int, size: float, centre: np.ndarray, angle: float, 
     bend[~g["curved"][seg]] = np.nan
     parts.add(ids[local[frm]], ids[local[to]], g["seg_cls"][seg], bend, k, True)
     return ids
-
-
-def _grid_radius(size: np.ndarray) -> np.ndarray:
-    """Radius (m) of the disc around a town grid of ``size`` edges (half its diagonal)."""
-    return 0.5 * np.sqrt(2.0 * np.maximum(size / _TOWN_EDGES_PER_NODE, 9.0)) * _BLOCK_M
-
-
-def _road_edges(length: np.ndarray, target: float) -> np.ndarray:
-    """Edges per direction of roads of ``length`` metres: ``ceil(length / target)``, at least 1."""
-    return np.maximum(np.ceil(length / target), 1).astype(np.int64)
-
-
-def _free_land(pos: np.ndarray, radius: np.ndarray, side: float, n: int, rng: np.random.Generator) -> np.ndarray:
-    """Up to ``(n, 2)`` hamlet positions in ``[0, side]^2``, at least :data:`TOWN_GAP_M` outside every town disc
-    (``pos``, ``radius``) and :data:`HAMLET_SPACING_M` from each other (candidates on a raster of free land)."""
-    cell = 250.0
-    g = int(np.ceil(side / cell)) + 1
-    free = np.ones((g, g), bool)
-    for (x, y), r in zip(pos.tolist(), (radius + TOWN_GAP_M).tolist(), strict=True):
-        i0, i1 = max(int((x - r) / cell), 0), min(int((x + r) / cell) + 2, g)
-        j0, j1 = max(int((y - r) / cell), 0), min(int((y + r) / cell) + 2, g)
-        cx, cy = (np.arange(i0, i1) + 0.5) * cell, (np.arange(j0, j1) + 0.5) * cell
-        free[i0:i1, j0:j1] &= (cx[:, None] - x) ** 2 + (cy[None, :] - y) ** 2 > (r + cell) ** 2
-    cand = rng.uniform(0.0, side, (3 * n + 50, 2))
-    cand = cand[free[(cand[:, 0] / cell).astype(int), (cand[:, 1] / cell).astype(int)]]
-    close = cKDTree(cand).query_pairs(HAMLET_SPACING_M, output_type="ndarray")
-    keep = np.ones(len(cand), bool)
-    keep[close.max(axis=1) if len(close) else []] = False  # the later of each close pair goes
-    return cand[keep][:n]
-
-
-def _layout(n_req: int, town_share: float, rng: np.random.Generator) -> dict[str, Any]:
-    """Settlement sizes, radii and centres, rural roads and motorway links (before any street is built): the land
-    is sized for :data:`ROAD_DENSITY_KM_PER_KM2` from the estimated road length, with one settlement per
-    :data:`SETTLEMENT_AREA_KM2`; the Zipf sizes at least :data:`VILLAGE_MIN_EDGES` are town grids, the rest
-    hamlets."""
-    town_km = town_share * n_req * _BLOCK_M / 2.0 / 1e3 * 1.05  # two edges per two-way street; bends, diagonals
-    rural_km = (1.0 - town_share) * n_req * RURAL_EDGE_M * 0.75 / 2.0 / 1e3
-    area = (town_km + rural_km) / ROAD_DENSITY_KM_PER_KM2
-    side = float(np.sqrt(area) * 1e3)
-    k_total = max(8, int(round(area / SETTLEMENT_AREA_KM2)))
-    w = np.arange(1, k_total + 1, dtype=np.float64) ** -ZIPF_EXPONENT
-    sizes = town_share * n_req * w / w.sum()
-    n_towns = max(2, int(np.count_nonzero(sizes >= VILLAGE_MIN_EDGES)))
-    hamlet_edges = 2 * (1 + (sizes[n_towns:] >= 20) + (sizes[n_towns:] >= 40)).sum()  # _hamlets' lanes
-    sizes[:n_towns] *= (town_share * n_req - hamlet_edges) / sizes[:n_towns].sum()  # the towns take the rest
-    radius = _grid_radius(sizes[:n_towns])
-    pos = _place(radius, side, rng)
-    side = max(side, float(pos.max()) + 1.0)
-    hamlets = _free_land(pos, radius, side, k_total - n_towns, rng)
-    pos = np.concatenate([pos, hamlets])
-    sizes = sizes[: len(pos)]
-    radius = np.r_[radius, np.full(len(hamlets), HAMLET_RADIUS_M)]
-    roads = gabriel_edges(pos)
-    # motorways: the Gabriel graph of the M largest cities, M the least giving the motorway share of the length
-    want = MOTORWAY_LENGTH_SHARE * (town_km + rural_km) * 1e3
-    links = np.empty((0, 2), np.int64)
-    for m in range(2, n_towns + 1):
-        links = gabriel_edges(pos[:m])
-        if np.hypot(*(pos[links[:, 0]] - pos[links[:, 1]]).T).sum() >= want:
-            break
-    return {
-        "sizes": sizes,
-        "radius": radius,
-        "pos": pos,
-        "roads": roads,
-        "links": links,
-        "side": side,
-        "towns": n_towns,
-    }
 
 
 def _hamlets(parts: _Parts, lay: dict[str, Any], rng: np.random.Generator) -> list[np.ndarray]:
@@ -370,8 +209,8 @@ def _rural_roads(parts: _Parts, lay: dict[str, Any], towns: list[np.ndarray], rn
             dist = np.hypot(xy[ids, 0][None, :] - target[sel, 0:1], xy[ids, 1][None, :] - target[sel, 1:2])
             ends[sel, side] = ids[dist.argmin(axis=1)]
     p0, p1 = xy[ends[:, 0]], xy[ends[:, 1]]
-    counts = _road_edges(np.hypot(*(p1 - p0).T) * 1.05, RURAL_EDGE_M)
-    nodes, bends = _meander(p0, p1, counts, 0.03, rng)
+    counts = road_edges(np.hypot(*(p1 - p0).T) * 1.05, RURAL_EDGE_M)
+    nodes, bends = meander(p0, p1, counts, 0.03, rng)
     # class by the smaller settlement: the roads joining the largest settlements are primary
     small = np.minimum(sizes[roads[:, 0]], sizes[roads[:, 1]])
     q = np.quantile(small, [0.5, 0.75, 0.9]) if len(small) else np.zeros(3)
@@ -425,8 +264,8 @@ def _motorways(parts: _Parts, lay: dict[str, Any], towns: list[np.ndarray], rng:
         p0, p1 = pos[a], pos[b]
         d = p1 - p0
         normal = np.stack([d[:, 1], -d[:, 0]], axis=1) / np.maximum(np.hypot(d[:, 0], d[:, 1]), 1e-9)[:, None]
-        counts = _road_edges(np.hypot(*d.T), MOTORWAY_EDGE_M)
-        nodes, bends = _meander(p0, p1, counts, 0.015, rng)
+        counts = road_edges(np.hypot(*d.T), MOTORWAY_EDGE_M)
+        nodes, bends = meander(p0, p1, counts, 0.015, rng)
         off = np.repeat(normal, counts + 1, axis=0) * _CARRIAGEWAY_M  # keep right
         nodes = nodes + off
         bends = bends + np.repeat(normal, counts, axis=0) * _CARRIAGEWAY_M
@@ -445,7 +284,7 @@ def _motorways(parts: _Parts, lay: dict[str, Any], towns: list[np.ndarray], rng:
 def _generate(n_req: int, seed: int, town_share: float) -> tuple[_Parts, dict[str, Any]]:
     """One attempt: the layout, then the towns, rural roads and motorways."""
     rng = np.random.default_rng([seed, n_req, 39])
-    lay = _layout(n_req, town_share, rng)
+    lay = layout(n_req, town_share, rng)
     parts = _Parts()
     angles = rng.uniform(0.0, np.pi / 2, len(lay["sizes"]))
     towns = [
@@ -627,7 +466,6 @@ __all__ = [
     "COUNTRY_VERSION",
     "country_params",
     "country_stats",
-    "gabriel_edges",
     "load_synthetic_country",
     "synthetic_country",
 ]
