@@ -104,6 +104,16 @@ def orders_lines(d: dict[str, Any]) -> list[str]:
             f"{R.fmt_s(r['contraction_s'])} | {R.fmt_s(r['customization_s'])} | {R.fmt_s(r['query_s'])} | {sep} |"
         )
     same = all(len(v) == 1 for v in digests.values())
+    verdicts = []
+    for spec in sorted(digests, key=lambda sp: min(r.get("edges", 0) for r in runs.values() if r["spec"] == sp)):
+        ok = [r for r in runs.values() if r["spec"] == spec and r.get("status") == "ok"]
+        fast = min(ok, key=lambda r: r["query_s"])
+        cheap = min(ok, key=lambda r: r["order_s"] + r["contraction_s"] + r["customization_s"])
+        verdicts.append(
+            f"* `{spec}`: fastest query `{fast['order']}` ({R.fmt_s(fast['query_s'])}); least set-up (order, "
+            f"contraction and one customization) `{cheap['order']}` "
+            f"({R.fmt_s(cheap['order_s'] + cheap['contraction_s'] + cheap['customization_s'])})."
+        )
     return [
         "## CCH orders",
         "",
@@ -122,6 +132,8 @@ def orders_lines(d: dict[str, Any]) -> list[str]:
         "| network | order | order CPU | contraction | customization | query | root separator |",
         "|---|---|---|---|---|---|---|",
         *rows,
+        "",
+        *verdicts,
         "",
     ]
 
