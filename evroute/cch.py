@@ -59,8 +59,11 @@ def _node(lg: LineGraph, idx: int, what: str) -> int:
 #: edges win.  A cut away from the median can pass between towns instead of through one.  Measured against the median
 #: alone at 100k edges (``docs/benchmark_scale.md``, "CCH orders", CPU): on the synthetic country the root separator
 #: shrinks from 225 to 126 edges, customization from 600 to 308 ms and a query from 570 to 256 µs, for ~10 % more
-#: ordering time; on the city customization from 2.37 to 1.31 s and a query from 1.27 ms to 660 µs.  RoutingKit's
-#: inertial flow answers the country's queries in 123 µs but orders 6x slower (5.95 s), and the city's in 1.33 ms.
+#: ordering time; on the city customization from 2.37 to 1.31 s and a query from 1.27 ms to 660 µs.  At 1M edges:
+#: the country's customization 16.0 -> 11.3 s, query 3.88 -> 2.71 ms; the city's customization 81 -> 45 s, query
+#: unchanged (9.5-9.8 ms).  RoutingKit's inertial flow (``CCHIndex(order="inertial")``) answers the country's queries
+#: faster still (123 µs at 100k, 651 µs at 1M, customization 3.4 s) but orders 6x slower (96 s of CPU at 1M), and the
+#: city's 100k queries slower (1.33 ms).
 CUT_QUANTILES: tuple[float, ...] = tuple(np.round(np.linspace(0.3, 0.7, 9), 6).tolist())
 
 
