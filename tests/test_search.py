@@ -3,7 +3,7 @@ SciPy's Dijkstra on every weight of the same round."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 from test_oracle import random_linegraph
@@ -260,6 +260,74 @@ def test_one_to_all_is_scipys_dijkstra(n, p, seed):
             assert dist[v] == pytest.approx(dist[u] + g.data[arc], rel=1e-12, abs=1e-12)
 
 
+@settings(max_examples=80, deadline=None)
+@given(
+    n=st.integers(2, 40),
+    p=st.floats(0.05, 0.6),
+    seed=st.integers(0, 10_000),
+    ratio=st.floats(1.0, 400.0),
+    heap=st.booleans(),
+)
+def test_one_to_all_labels_are_scipys_bit_for_bit(n, p, seed, ratio, heap):
+    """Positive arcs within ``ratio`` of each other: Dial's buckets (ratio <= DIAL_MAX_RATIO) and the 4-ary heap
+    (forced) give SciPy's distances as the same floats (module doc of one_to_all: the least fixed point), every
+    predecessor is a tight arc."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import dijkstra
+
+    rng = np.random.default_rng(seed)
+    mask = (rng.random((n, n)) < p) & ~np.eye(n, dtype=bool)
+    scale = 10.0 ** rng.uniform(-3, 3)
+    g = sp.csr_matrix((scale * rng.uniform(1.0, ratio, mask.sum()), np.nonzero(mask)), shape=(n, n))
+    g.sort_indices()
+    start = int(rng.integers(n))
+    saved = search.DIAL_MAX_RATIO
+    try:
+        search.DIAL_MAX_RATIO = 0.0 if heap else saved
+        dist, pred = search.one_to_all(g.indptr, g.indices, g.data, start)
+    finally:
+        search.DIAL_MAX_RATIO = saved
+    ref = dijkstra(g, directed=True, indices=start)
+    assert np.array_equal(dist, ref)
+    assert pred[start] == -9999 and np.all(pred[~np.isfinite(ref)] == -9999)
+    for v in np.flatnonzero(np.isfinite(ref)):
+        if v != start:
+            u = int(pred[v])
+            assert dist[v] == dist[u] + g[u, v]
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 40), p=st.floats(0.05, 0.5), seed=st.integers(0, 10_000), neg=st.booleans())
+def test_reduced_one_to_all_is_reweight_then_dijkstra(n, p, seed, neg):
+    """On the search order's relabelled graph, the arcs max(w[v] + h[u] - h[v], 0) and the labels in the original names
+    are reweight's arcs and SciPy's labels on them, bit for bit (negative node weights: clipped arcs, any ratio)."""
+    from scipy.sparse.csgraph import dijkstra
+
+    from evroute.driver.paths import _csr, reweight
+    from evroute.search.order import search_order
+
+    lg = random_linegraph(n, p, seed)
+    assume(lg.n_arcs > 0)  # reweight needs a turn
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(-5.0 if neg else 1.0, 20.0, n)
+    h = rng.uniform(-3.0, 3.0, n)
+    o = search_order(lg)
+    assert np.array_equal(np.sort(o.perm), np.arange(n)) and np.array_equal(o.perm[o.inv], np.arange(n))
+    start = int(rng.integers(n))
+    dist, pred, least = search.reduced_one_to_all(lg, w, h, start)
+    _, heads, tails = lg.arc_pattern()
+    hh, arcs, _ = reweight(lg, w, h, bellman_ford_first=False)
+    assert np.array_equal(hh, h)
+    ref = dijkstra(_csr(lg, arcs), directed=True, indices=start)
+    assert np.array_equal(dist, ref)
+    assert least == np.min(w[heads] + h[tails] - h[heads])
+    reached = np.flatnonzero(np.isfinite(ref))
+    for v in reached[reached != start]:  # a tight turn of the original graph
+        u = int(pred[v])
+        j = np.flatnonzero((tails == u) & (heads == v))
+        assert len(j) == 1 and dist[v] == dist[u] + arcs[j[0]]
+
+
 def test_compiled_reach_equals_scipys():
     """reachable(compiled=True) reports the same reachable edges and quantile costs (1e-9 relative) as SciPy's."""
     from test_driver import _learned, _small
@@ -280,6 +348,45 @@ def test_compiled_reach_equals_scipys():
         assert np.array_equal(fin, np.isfinite(c.quantile_wh))
         np.testing.assert_allclose(c.quantile_wh[fin], a.quantile_wh[fin], rtol=1e-9)
         np.testing.assert_allclose(c.mean_wh[fin], a.mean_wh[fin], rtol=1e-9, atol=1e-9)
+        assert c.exact == a.exact
+
+
+def test_reach_default_engine_by_size_and_on_monaco(monkeypatch):
+    """Below REACH_COMPILED_MIN_EDGES the default is SciPy's (the same result, predecessors included); from it the
+    compiled search's.  On Monaco (real streets, learned quantiles with regeneration) both agree."""
+    from netfixtures import need_osm
+    from test_driver import _learned, _small
+
+    import evroute.driver.reach as R
+    from evroute.driver.answers import BatteryState
+    from evroute.driver.belief import RouteBelief
+    from evroute.driver.paths import potential_h
+
+    lg, _ = _small()
+    b = RouteBelief(_learned("bi", lg, 3))
+    bat = BatteryState(10_000.0, 0.01, 0.0)
+    h0 = potential_h(lg.network)
+    a, d = R.reachable(lg, b, 1, bat, h0=h0, compiled=False), R.reachable(lg, b, 1, bat, h0=h0)
+    assert np.array_equal(a.pred, d.pred) and np.array_equal(a.quantile_wh, d.quantile_wh)
+    monkeypatch.setattr(R, "REACH_COMPILED_MIN_EDGES", 0)
+    monkeypatch.setattr(R, "reduced_one_to_all", lambda *a: pytest.fail("the compiled search ran"))
+    with pytest.raises(BaseException, match="compiled search ran"):
+        R.reachable(lg, b, 1, bat, h0=h0)
+    monkeypatch.undo()
+    need_osm("monaco")
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+
+    lg = build_line_graph(load_network("monaco"))
+    b = RouteBelief(_learned("bi", lg, 5, n_obs=300))
+    h0 = potential_h(lg.network)
+    rng = np.random.default_rng(0)
+    for start in rng.integers(0, lg.n_nodes, 3):
+        s, c = (R.reachable(lg, b, int(start), bat, h0=h0, compiled=x) for x in (False, True))
+        assert np.array_equal(s.quantile_wh, c.quantile_wh) and np.array_equal(s.reachable, c.reachable)
+        assert s.exact == c.exact
+        fin = np.isfinite(s.quantile_wh)
+        np.testing.assert_allclose(c.mean_wh[fin], s.mean_wh[fin], rtol=1e-9, atol=1e-9)
 
 
 def test_without_numba_the_bandit_keeps_scipys_path(monkeypatch):

@@ -226,29 +226,69 @@ class LazyThompsonEngine:
         return Route(self._path[: int(st[0])].copy(), w_start + float(cost))
 
 
+#: Dial's buckets need ``delta = min arc / 2`` and a ring of about ``2 max arc / min arc`` buckets; beyond this ratio of
+#: the largest to the least arc the 4-ary heap is used (the same labels, bit for bit: :func:`one_to_all`)
+DIAL_MAX_RATIO = 256.0
+
+
 def one_to_all(indptr: np.ndarray, heads: np.ndarray, data: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
     """Dijkstra from ``start`` over a CSR graph (``indptr (N + 1,)``, ``heads (C,)``, non-negative ``data (C,)``):
     ``(dist (N,), pred (N,))``, ``inf`` and ``-9999`` (SciPy's marker) where unreached, ``pred[start] = -9999``.
-    Equal-cost alternatives may give another ``pred`` than SciPy's; ``dist`` is the same minimum."""
+
+    Dial's buckets (:func:`evroute.search.kernels.buckets_kernel`) when every arc is positive and the largest at most
+    :data:`DIAL_MAX_RATIO` times the least, else an indexed 4-ary heap.  Both give every node the least over its
+    in-arcs of ``dist[u] + a`` once ``dist[u]`` is final, so ``dist`` is the same float, bit for bit, as SciPy's (any
+    label is the rounded sum along some walk, and rounding is monotone, so the least fixed point is unique); among
+    equal-cost alternatives ``pred`` may differ."""
     K = _kernels()
     n = len(indptr) - 1
     if not 0 <= int(start) < n:
         raise ParameterError(f"start index {start} is outside 0..{n - 1}")
+    data = np.ascontiguousarray(data, dtype=np.float64)
     dist = np.full(n, np.inf)
     pred = np.full(n, -9999, dtype=np.int32)
+    lo = float(data.min()) if len(data) else 0.0
+    hi = float(data.max()) if len(data) else 0.0
+    if lo > 0.0 and math.isfinite(hi) and hi <= DIAL_MAX_RATIO * lo:
+        nring = int(2.0 * hi / lo) + 3
+        ent = np.empty(2 * (len(data) + 1), dtype=np.int32 if len(data) < 2**30 else np.int64)
+        K.buckets_kernel(
+            indptr, heads, data, int(start), dist, pred, 0.5 * lo, nring, ent, np.empty(nring, dtype=ent.dtype),
+            np.zeros(n, dtype=np.uint8),
+        )  # fmt: skip
+        return dist, pred
     K.one_to_all_kernel(
-        np.asarray(indptr),
-        np.asarray(heads),
-        np.asarray(data, dtype=np.float64),
-        int(start),
-        -1,
-        dist,
-        pred,
-        np.empty(n),
-        np.empty(n, dtype=np.int32),
-        np.full(n, K.UNSEEN, dtype=np.int32),
-    )
+        np.asarray(indptr), np.asarray(heads), data, int(start), -1, dist, pred, np.empty(n),
+        np.empty(n, dtype=np.int32), np.full(n, K.UNSEEN, dtype=np.int32),
+    )  # fmt: skip
     return dist, pred
+
+
+def reduced_one_to_all(
+    linegraph: LineGraph, w: np.ndarray, h: np.ndarray, start: int
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """One-to-all over the line graph's turns weighted ``max(w[v] + h[u] - h[v], 0)`` (Wh), in the cache-friendly
+    :func:`~evroute.search.order.search_order`: ``(dist (E,), pred (E,), least)`` in the original node names, as
+    :func:`one_to_all` gives them on the arcs of :func:`evroute.driver.paths.reweight` (the same numbers), and the
+    least arc before clipping (the caller's test of exactness).
+
+    Args:
+        w: ``(E,)`` node weights; h: ``(E,)`` node potential (zeros for none); start: the source node."""
+    from evroute.search.order import search_order
+
+    K = _kernels()
+    n = linegraph.n_nodes
+    if not 0 <= int(start) < n:
+        raise ParameterError(f"start index {start} is outside 0..{n - 1}")
+    o = search_order(linegraph)
+    arcs = np.empty(len(o.heads))
+    if np.shape(w) != (n,) or np.shape(h) != (n,):
+        raise ParameterError(f"the node weights and the potential must have shape ({n},)")
+    wp, hp = o.gather(w, h)
+    least = float(K.reduced_arcs_kernel(o.indptr, o.heads, wp, hp, arcs))
+    dist, pred = one_to_all(o.indptr, o.heads, arcs, int(o.inv[int(start)]))
+    dist, pred = o.to_original(dist, pred)
+    return dist, pred, least
 
 
 def bidirectional_share(linegraph: LineGraph, start: int, goal: int) -> float:

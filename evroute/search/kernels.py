@@ -340,3 +340,159 @@ def one_to_all_kernel(
             dist[v] = nd
             pred[v] = u
     return settled
+
+
+# ------------------------------------------------------------------ one-to-all by buckets (Dial's algorithm)
+#
+# Buckets of width ``delta <= min arc / 2`` in a ring of ``nring > 2 max arc / min arc + 2`` slots (a label never lands
+# a full turn ahead); each slot a singly linked list of entries ``ent[2 k] = node, ent[2 k + 1] = next`` in a pool of
+# ``C + 1`` (each scanned node enters each of its heads at most once: one entry per arc, plus the start).
+
+
+@_njit
+def buckets_kernel(
+    indptr: Any,
+    heads: Any,
+    data: Any,
+    start: int,
+    dist: Any,
+    pred: Any,
+    delta: float,
+    nring: int,
+    ent: Any,
+    bhead: Any,
+    done: Any,
+) -> int:
+    """Dijkstra's labels by Dial's buckets (:func:`evroute.search.one_to_all`); ``dist`` all ``inf``, ``pred`` all
+    -9999 and ``done`` all 0 on entry; returns the number of settled nodes.
+
+    A scan from bucket ``b`` adds an arc of at least ``2 delta``, so it lands in bucket ``b + 1`` or later (``b + 2``
+    up to rounding of ``nd / delta``): when bucket ``b`` is reached no label in it can fall any more, and its nodes are
+    settled in any order.  Entries of a node whose label fell again, or that is settled, are skipped."""
+    inv = 1.0 / delta
+    for b in range(nring):
+        bhead[b] = -1
+    dist[start] = 0.0
+    ent[0] = start
+    ent[1] = -1
+    bhead[0] = 0
+    top, pending, cur, settled = 1, 1, 0, 0
+    while pending > 0:
+        slot = cur % nring
+        e = bhead[slot]
+        if e < 0:
+            cur += 1
+            continue
+        bhead[slot] = ent[2 * e + 1]
+        pending -= 1
+        u = ent[2 * e]
+        if done[u]:
+            continue
+        done[u] = 1
+        settled += 1
+        du = dist[u]
+        for j in range(indptr[u], indptr[u + 1]):
+            v = heads[j]
+            nd = du + data[j]
+            if nd < dist[v]:
+                dist[v] = nd
+                pred[v] = u
+                s = int(nd * inv) % nring
+                ent[2 * top] = v
+                ent[2 * top + 1] = bhead[s]
+                bhead[s] = top
+                top += 1
+                pending += 1
+    return settled
+
+
+# ------------------------------------------------------------------ node order for locality, relabelled CSR, arcs
+
+
+@_njit
+def bfs_order_kernel(indptr: Any, heads: Any, order: Any, seen: Any) -> None:
+    """``order (N,)``: the nodes in breadth-first order from node 0 (then from the least unseen node, and so on)."""
+    n = seen.shape[0]
+    head, tail, root = 0, 0, 0
+    while tail < n:
+        if head == tail:
+            while seen[root]:
+                root += 1
+            order[tail] = root
+            seen[root] = 1
+            tail += 1
+        u = order[head]
+        head += 1
+        for j in range(indptr[u], indptr[u + 1]):
+            v = heads[j]
+            if not seen[v]:
+                seen[v] = 1
+                order[tail] = v
+                tail += 1
+
+
+@_njit
+def relabel_kernel(indptr: Any, heads: Any, perm: Any, inv: Any, pindptr: Any, pheads: Any) -> None:
+    """The CSR of the graph with node ``perm[i]`` renamed ``i`` (``inv`` the inverse), each row's heads sorted."""
+    pindptr[0] = 0
+    k = 0
+    for i in range(perm.shape[0]):
+        u = perm[i]
+        lo = k
+        for j in range(indptr[u], indptr[u + 1]):
+            x = inv[heads[j]]
+            m = k  # insertion sort: rows hold a handful of turns
+            while m > lo and pheads[m - 1] > x:
+                pheads[m] = pheads[m - 1]
+                m -= 1
+            pheads[m] = x
+            k += 1
+        pindptr[i + 1] = k
+
+
+@_njit
+def reduced_arcs_kernel(indptr: Any, heads: Any, w: Any, h: Any, out: Any) -> float:
+    """``out (C,)``: every arc's ``max(w[v] + h[u] - h[v], 0)`` (the numbers of :func:`evroute.driver.paths.reweight`,
+    in its order of operations); returns the least arc before clipping (``inf`` without arcs)."""
+    least = np.inf
+    for u in range(indptr.shape[0] - 1):
+        hu = h[u]
+        for j in range(indptr[u], indptr[u + 1]):
+            v = heads[j]
+            a = w[v] + hu - h[v]
+            if a < least:
+                least = a
+            out[j] = a if a > 0.0 else 0.0
+    return least
+
+
+@_njit
+def reverse_kernel(indptr: Any, heads: Any, rindptr: Any, rtails: Any) -> None:
+    """``rtails``: the tails of the turns grouped by head (``rindptr`` the groups' starts, filled by the caller), each
+    group ascending (a counting sort)."""
+    fill = rindptr[:-1].copy()
+    for u in range(indptr.shape[0] - 1):
+        for j in range(indptr[u], indptr[u + 1]):
+            v = heads[j]
+            rtails[fill[v]] = u
+            fill[v] += 1
+
+
+@_njit
+def gather2_kernel(perm: Any, a: Any, b: Any, ap: Any, bp: Any) -> None:
+    """``ap[i] = a[perm[i]]``, ``bp[i] = b[perm[i]]`` (two node arrays into the new names, one pass)."""
+    for i in range(perm.shape[0]):
+        k = perm[i]
+        ap[i] = a[k]
+        bp[i] = b[k]
+
+
+@_njit
+def unpermute_kernel(perm: Any, dist: Any, pred: Any, dist_out: Any, pred_out: Any) -> None:
+    """Labels and predecessors of a search in the new names (``perm[i]`` renamed ``i``) into the original names;
+    a negative predecessor (none) is kept."""
+    for i in range(perm.shape[0]):
+        k = perm[i]
+        dist_out[k] = dist[i]
+        p = pred[i]
+        pred_out[k] = perm[p] if p >= 0 else p
