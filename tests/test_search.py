@@ -260,40 +260,59 @@ def test_one_to_all_is_scipys_dijkstra(n, p, seed):
             assert dist[v] == pytest.approx(dist[u] + g.data[arc], rel=1e-12, abs=1e-12)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(
     n=st.integers(2, 40),
     p=st.floats(0.05, 0.6),
     seed=st.integers(0, 10_000),
-    ratio=st.floats(1.0, 400.0),
-    heap=st.booleans(),
+    ratio=st.floats(1.0, 1e6),
+    zeros=st.floats(0.0, 0.5),
+    parts=st.sampled_from([16.0, 0.25]),
+    ring=st.sampled_from([1 << 14, 2, 3]),
+    target=st.booleans(),
 )
-def test_one_to_all_labels_are_scipys_bit_for_bit(n, p, seed, ratio, heap):
-    """Positive arcs within ``ratio`` of each other: Dial's buckets (ratio <= DIAL_MAX_RATIO) and the 4-ary heap
-    (forced) give SciPy's distances as the same floats (module doc of one_to_all: the least fixed point), every
-    predecessor is a tight arc."""
+def test_one_to_all_labels_are_scipys_bit_for_bit(n, p, seed, ratio, zeros, parts, ring, target):
+    """Arcs spread over ``ratio`` with a share of zeros, buckets wide (label correcting inside them) or not, a ring
+    so short that labels wait in its farthest slot: every label is SciPy's float (one_to_all's doc: the least fixed
+    point), and every predecessor a tight arc; with a target, its label and route."""
     import scipy.sparse as sp
     from scipy.sparse.csgraph import dijkstra
 
     rng = np.random.default_rng(seed)
     mask = (rng.random((n, n)) < p) & ~np.eye(n, dtype=bool)
-    scale = 10.0 ** rng.uniform(-3, 3)
-    g = sp.csr_matrix((scale * rng.uniform(1.0, ratio, mask.sum()), np.nonzero(mask)), shape=(n, n))
+    w = 10.0 ** rng.uniform(-3, 3) * np.exp(rng.uniform(0.0, np.log(ratio), mask.sum()))
+    w[rng.random(len(w)) < zeros] = 0.0
+    g = sp.csr_matrix((w, np.nonzero(mask)), shape=(n, n))  # explicit zeros kept: zero-weight arcs
     g.sort_indices()
-    start = int(rng.integers(n))
-    saved = search.DIAL_MAX_RATIO
+    start, goal = (int(x) for x in rng.integers(n, size=2))
+    saved = search.BUCKET_MEAN_PARTS, search.BUCKET_RING
     try:
-        search.DIAL_MAX_RATIO = 0.0 if heap else saved
-        dist, pred = search.one_to_all(g.indptr, g.indices, g.data, start)
+        search.BUCKET_MEAN_PARTS, search.BUCKET_RING = parts, ring
+        dist, pred = search.one_to_all(g.indptr, g.indices, g.data, start, goal if target else -1)
     finally:
-        search.DIAL_MAX_RATIO = saved
+        search.BUCKET_MEAN_PARTS, search.BUCKET_RING = saved
     ref = dijkstra(g, directed=True, indices=start)
-    assert np.array_equal(dist, ref)
-    assert pred[start] == -9999 and np.all(pred[~np.isfinite(ref)] == -9999)
-    for v in np.flatnonzero(np.isfinite(ref)):
-        if v != start:
+    check = [goal] if target else range(n)
+    assert np.array_equal(dist[check], ref[check])
+    assert pred[start] == -9999
+    for v in check:
+        while np.isfinite(ref[v]) and v != start:  # the route: tight arcs back to the start
             u = int(pred[v])
-            assert dist[v] == dist[u] + g[u, v]
+            assert dist[v] == dist[u] + g[u, v] and dist[u] == ref[u]
+            v = u
+        assert np.isfinite(ref[v]) or pred[v] == -9999
+
+
+def test_bucket_pool_overflow_is_reported_not_written_past():
+    """A pool too small for the label falls returns -1 (one_to_all then retries with twice the pool)."""
+    from evroute.search import kernels as K
+
+    indptr, heads = np.array([0, 2, 3, 3]), np.array([1, 2, 2], dtype=np.int32)
+    data = np.array([1.0, 5.0, 1.0])
+    dist, pred = np.full(3, np.inf), np.full(3, -9999, dtype=np.int32)
+    ent = np.full(4, 7, dtype=np.int32)  # room for two entries: the start and one more
+    assert K.buckets_kernel(indptr, heads, data, 0, -1, dist, pred, 1.0, 8, ent, np.zeros(3, np.uint8), True) == -1
+    assert np.array_equal(search.one_to_all(indptr, heads, data, 0)[0], [0.0, 1.0, 2.0])
 
 
 @settings(max_examples=60, deadline=None)

@@ -19,8 +19,12 @@ Two engines, compiled with numba (``cache=True``: the first call in a fresh envi
   a settled node costs about three times what SciPy's Dijkstra pays per node, so the lazy search wins on trips whose
   two balls of half the route's cost are small (9 of 10 random trips at a million edges, median 97 against 388 ms)
   and loses on cross-city routes (``docs/scale_rounds.md``).
-* :func:`one_to_all`: Dijkstra from one node to every node on a CSR graph with non-negative arc weights (reach on
-  request), an indexed 4-ary heap in compiled code; as fast as SciPy's at a million edges.
+* :func:`one_to_all`: Dijkstra from one node to every node (or until a target is final) on a CSR graph with
+  non-negative arc weights, by buckets: Dial's algorithm where every arc is at least twice the bucket width, label
+  correcting inside a bucket otherwise; the same labels as SciPy's, bit for bit.  :func:`reduced_one_to_all` runs it
+  for reach on the line graph renamed in a cache-friendly order (:mod:`evroute.search.order`), the arcs computed in
+  compiled code: at a million edges about twice as many arcs per millisecond as SciPy's Dijkstra
+  (``docs/scale_rounds.md``).
 
 Without numba (:func:`numba_available` False) neither engine exists and the callers keep SciPy's Dijkstra.
 """
@@ -226,42 +230,52 @@ class LazyThompsonEngine:
         return Route(self._path[: int(st[0])].copy(), w_start + float(cost))
 
 
-#: Dial's buckets need ``delta = min arc / 2`` and a ring of about ``2 max arc / min arc`` buckets; beyond this ratio of
-#: the largest to the least arc the 4-ary heap is used (the same labels, bit for bit: :func:`one_to_all`)
-DIAL_MAX_RATIO = 256.0
+#: Buckets of :func:`one_to_all`: width ``max(min arc / 2, mean arc / BUCKET_MEAN_PARTS)`` (arcs under twice the
+#: width may lower a label inside the bucket being emptied and cost a second scan), at most ``BUCKET_RING`` of them
+#: ahead of the current one (a label beyond waits in the farthest)
+BUCKET_MEAN_PARTS = 16.0
+BUCKET_RING = 1 << 14
 
 
-def one_to_all(indptr: np.ndarray, heads: np.ndarray, data: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
+def one_to_all(
+    indptr: np.ndarray, heads: np.ndarray, data: np.ndarray, start: int, target: int = -1
+) -> tuple[np.ndarray, np.ndarray]:
     """Dijkstra from ``start`` over a CSR graph (``indptr (N + 1,)``, ``heads (C,)``, non-negative ``data (C,)``):
-    ``(dist (N,), pred (N,))``, ``inf`` and ``-9999`` (SciPy's marker) where unreached, ``pred[start] = -9999``.
+    ``(dist (N,), pred (N,))``, ``inf`` and ``-9999`` (SciPy's marker) where unreached, ``pred[start] = -9999``;
+    with ``target >= 0`` it may stop once ``target``'s label is final (only its label and route are then complete).
 
-    Dial's buckets (:func:`evroute.search.kernels.buckets_kernel`) when every arc is positive and the largest at most
-    :data:`DIAL_MAX_RATIO` times the least, else an indexed 4-ary heap.  Both give every node the least over its
-    in-arcs of ``dist[u] + a`` once ``dist[u]`` is final, so ``dist`` is the same float, bit for bit, as SciPy's (any
-    label is the rounded sum along some walk, and rounding is monotone, so the least fixed point is unique); among
+    Buckets (:func:`evroute.search.kernels.buckets_kernel`: Dial's algorithm where every arc is at least twice the
+    width, label correcting inside a bucket otherwise).  Every label ends as the least over the node's in-arcs of
+    ``dist[u] + a`` with ``dist[u]`` final, as in any Dijkstra: each label is the rounded sum along some walk and
+    rounding is monotone, so that least fixed point is one set of floats and ``dist`` is SciPy's bit for bit; among
     equal-cost alternatives ``pred`` may differ."""
     K = _kernels()
     n = len(indptr) - 1
-    if not 0 <= int(start) < n:
-        raise ParameterError(f"start index {start} is outside 0..{n - 1}")
+    for what, idx in (("start", start), ("target", target)):
+        if not -1 <= int(idx) < n or (what == "start" and int(idx) < 0):
+            raise ParameterError(f"{what} index {idx} is outside 0..{n - 1}")
     data = np.ascontiguousarray(data, dtype=np.float64)
+    if len(data) and not (np.all(np.isfinite(data)) and data.min() >= 0.0):
+        raise ParameterError("arc weights must be finite and non-negative")
     dist = np.full(n, np.inf)
     pred = np.full(n, -9999, dtype=np.int32)
-    lo = float(data.min()) if len(data) else 0.0
-    hi = float(data.max()) if len(data) else 0.0
-    if lo > 0.0 and math.isfinite(hi) and hi <= DIAL_MAX_RATIO * lo:
-        nring = int(2.0 * hi / lo) + 3
-        ent = np.empty(2 * (len(data) + 1), dtype=np.int32 if len(data) < 2**30 else np.int64)
-        K.buckets_kernel(
-            indptr, heads, data, int(start), dist, pred, 0.5 * lo, nring, ent, np.empty(nring, dtype=ent.dtype),
-            np.zeros(n, dtype=np.uint8),
+    lo, hi, mean = (float(data.min()), float(data.max()), float(data.mean())) if len(data) else (0.0, 0.0, 0.0)
+    delta = max(0.5 * lo, mean / BUCKET_MEAN_PARTS)
+    if delta <= 0.0:  # every arc is zero: one bucket
+        delta = 1.0
+    nring = min(int(hi / delta) + 3, BUCKET_RING)
+    entries = len(data) + 2  # one per arc and the start (Dial); label correcting may need more: then retry
+    while True:
+        ent = np.empty(2 * entries, dtype=np.int32 if entries < 2**30 else np.int64)
+        scans = K.buckets_kernel(
+            np.asarray(indptr), np.asarray(heads), data, int(start), int(target), dist, pred, delta, nring, ent,
+            np.zeros(n, dtype=np.uint8), 2.0 * delta > lo,
         )  # fmt: skip
-        return dist, pred
-    K.one_to_all_kernel(
-        np.asarray(indptr), np.asarray(heads), data, int(start), -1, dist, pred, np.empty(n),
-        np.empty(n, dtype=np.int32), np.full(n, K.UNSEEN, dtype=np.int32),
-    )  # fmt: skip
-    return dist, pred
+        if scans >= 0:
+            return dist, pred
+        entries *= 2
+        dist.fill(np.inf)
+        pred.fill(-9999)
 
 
 def reduced_one_to_all(

@@ -304,49 +304,11 @@ def bidir_kernel(  # noqa: PLR0913, PLR0915 - one compiled loop over flat arrays
     return mu
 
 
-# ------------------------------------------------------------------ one-to-all Dijkstra (reach)
-
-
-@_njit
-def one_to_all_kernel(
-    indptr: Any, heads: Any, data: Any, start: int, target: int, dist: Any, pred: Any, hk: Any, hv: Any, pos: Any
-) -> int:
-    """Dijkstra from ``start``: fills ``dist`` (``inf`` unreached) and ``pred``; ``pos`` starts all ``UNSEEN``;
-    stops once ``target`` is settled (``-1``: never); returns the number of settled nodes."""
-    dist[start] = 0.0
-    _sift_up(hk, hv, pos, 0, 0.0, start)
-    n = 1
-    settled = 0
-    while n > 0:
-        u = hv[0]
-        du = hk[0]
-        n = _pop(hk, hv, pos, n)
-        settled += 1
-        if u == target:
-            break
-        for j in range(indptr[u], indptr[u + 1]):
-            v = heads[j]
-            p = pos[v]
-            if p == SETTLED:
-                continue
-            nd = du + data[j]
-            if p == UNSEEN:
-                _sift_up(hk, hv, pos, n, nd, v)
-                n += 1
-            elif nd < hk[p]:
-                _sift_up(hk, hv, pos, p, nd, v)
-            else:
-                continue
-            dist[v] = nd
-            pred[v] = u
-    return settled
-
-
-# ------------------------------------------------------------------ one-to-all by buckets (Dial's algorithm)
+# ------------------------------------------------------------------ one-to-all by buckets (Dial, Delta-stepping)
 #
-# Buckets of width ``delta <= min arc / 2`` in a ring of ``nring > 2 max arc / min arc + 2`` slots (a label never lands
-# a full turn ahead); each slot a singly linked list of entries ``ent[2 k] = node, ent[2 k + 1] = next`` in a pool of
-# ``C + 1`` (each scanned node enters each of its heads at most once: one entry per arc, plus the start).
+# Buckets of width ``delta`` in a ring of ``nring`` slots; each slot a singly linked list of entries ``ent[2 k] =
+# node, ent[2 k + 1] = next`` in a pool (the caller retries with a bigger one when it fills).  An entry is made each
+# time a label falls.
 
 
 @_njit
@@ -355,55 +317,75 @@ def buckets_kernel(
     heads: Any,
     data: Any,
     start: int,
+    target: int,
     dist: Any,
     pred: Any,
     delta: float,
     nring: int,
     ent: Any,
-    bhead: Any,
     done: Any,
+    correcting: bool,
 ) -> int:
-    """Dijkstra's labels by Dial's buckets (:func:`evroute.search.one_to_all`); ``dist`` all ``inf``, ``pred`` all
-    -9999 and ``done`` all 0 on entry; returns the number of settled nodes.
+    """Dijkstra's labels by buckets, label correcting inside a bucket (:func:`evroute.search.one_to_all`); ``dist``
+    all ``inf`` and ``pred`` all -9999 on entry; stops once ``target``'s bucket is emptied (``-1``: never); returns
+    the number of node scans, or -1 when the entry pool ``ent`` (any integer type) is full.  ``done (N,)`` all 0: set
+    when a node is scanned, cleared when its label falls; ``correcting`` False promises ``delta <= min arc / 2`` (no
+    scanned label ever falls, nothing to clear).
 
-    A scan from bucket ``b`` adds an arc of at least ``2 delta``, so it lands in bucket ``b + 1`` or later (``b + 2``
-    up to rounding of ``nd / delta``): when bucket ``b`` is reached no label in it can fall any more, and its nodes are
-    settled in any order.  Entries of a node whose label fell again, or that is settled, are skipped."""
+    The buckets are emptied in increasing order, each in any order; a node is scanned whenever its label fell since
+    its last scan, so a label lowered into the bucket being emptied (an arc under ``delta``) is scanned again.  A
+    scan never lowers a label below the current bucket (labels only grow along arcs, and ``x -> int(x / delta)`` is
+    monotone in floating point), so once a bucket is empty its labels are final; with ``delta <= min arc / 2`` no
+    label falls into the current bucket and every node is scanned once (Dial's algorithm).  An entry that would land
+    a full ring ahead waits in the farthest slot and is moved on when reached."""
     inv = 1.0 / delta
-    for b in range(nring):
-        bhead[b] = -1
+    bhead = np.full(nring, -1, dtype=np.int64)
     dist[start] = 0.0
     ent[0] = start
     ent[1] = -1
     bhead[0] = 0
-    top, pending, cur, settled = 1, 1, 0, 0
+    top, pending, cur, scans = 1, 1, 0, 0
     while pending > 0:
         slot = cur % nring
         e = bhead[slot]
         if e < 0:
+            if target >= 0 and dist[target] < np.inf and int(dist[target] * inv) <= cur:
+                break  # the target's bucket is empty: its label and its route are final
             cur += 1
             continue
         bhead[slot] = ent[2 * e + 1]
-        pending -= 1
         u = ent[2 * e]
-        if done[u]:
+        if done[u]:  # scanned at its present label already (a stale entry or a duplicate)
+            pending -= 1
             continue
-        done[u] = 1
-        settled += 1
         du = dist[u]
+        b = int(du * inv)
+        if b > cur:  # parked a ring ahead: move it on (its label is still live)
+            s = b % nring if b - cur < nring else (cur + nring - 1) % nring
+            ent[2 * e + 1] = bhead[s]
+            bhead[s] = e
+            continue
+        pending -= 1
+        done[u] = 1
+        scans += 1
         for j in range(indptr[u], indptr[u + 1]):
             v = heads[j]
             nd = du + data[j]
             if nd < dist[v]:
                 dist[v] = nd
                 pred[v] = u
-                s = int(nd * inv) % nring
+                if correcting:
+                    done[v] = 0
+                if 2 * top + 2 > ent.shape[0]:  # the pool is full (label correcting: more label falls than arcs)
+                    return -1
+                bv = int(nd * inv)
+                s = bv % nring if bv - cur < nring else (cur + nring - 1) % nring
                 ent[2 * top] = v
                 ent[2 * top + 1] = bhead[s]
                 bhead[s] = top
                 top += 1
                 pending += 1
-    return settled
+    return scans
 
 
 # ------------------------------------------------------------------ node order for locality, relabelled CSR, arcs
