@@ -203,6 +203,46 @@ def test_bandit_leaves_the_lazy_search_when_it_covers_the_graph(monkeypatch):
     assert c._lazy is not None
 
 
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 40), p=st.floats(0.05, 0.5), seed=st.integers(0, 10_000), floor=st.booleans())
+def test_node_weighted_route_is_the_oracles(n, p, seed, floor):
+    """The compiled route has the SciPy oracle's cost as the same float and, weights being distinct, its edges (with
+    ``floor``, a third of the weights sit at MIN_WEIGHT_WH: still one minimum); the same errors."""
+    lg = random_linegraph(n, p, seed)
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0.0, 20.0, n)
+    if floor:
+        w[rng.random(n) < 1 / 3] = MIN_WEIGHT_WH * rng.uniform(1.0, 2.0)
+    s, g = (int(x) for x in rng.integers(n, size=2))
+    try:
+        ref = RouteOracle(lg).shortest_route(w, s, g)
+    except UnreachableError:
+        with pytest.raises(UnreachableError):
+            search.node_weighted_route(lg, w, s, g)
+        return
+    got = search.node_weighted_route(lg, w, s, g)
+    assert got.cost == ref.cost and is_valid_route(lg, got.edges) and got.edges[0] == s and got.edges[-1] == g
+    assert float(w[got.edges].sum()) == pytest.approx(ref.cost, rel=1e-12)
+    costs = sorted(float(w[r].sum()) for r in (got.edges, ref.edges))
+    assert np.array_equal(got.edges, ref.edges) or costs[1] - costs[0] <= 1e-12 * costs[1]  # a tie up to rounding
+    if s != g:
+        with pytest.raises(ParameterError, match="non-negative"):
+            search.node_weighted_route(lg, -w - 1.0, s, g)
+
+
+def test_bandit_full_rounds_search_compiled_from_the_threshold(monkeypatch):
+    """From LAZY_TS_MIN_ARMS edge arms (lowered) a round that draws every edge (lazy search not built) routes by the
+    compiled bucket search: the same routes and record as SciPy's (lazy_ts=False); below it SciPy's."""
+    import evroute.bandit as B
+
+    assert not _bandit(None)._compiled_oracle  # the small studies: SciPy's search
+    monkeypatch.setattr(B, "LAZY_TS_MIN_ARMS", 0)
+    monkeypatch.setattr(B, "LAZY_TS_EXPECTED_SHARE", -1.0)  # no lazy engine: every round draws every edge
+    b = _bandit(None)
+    assert b._lazy is None and b._compiled_oracle
+    assert [r.route for r in b.run(4)] == [r.route for r in _bandit(False).run(4)]
+
+
 def test_bidirectional_share_predicts_the_searches_and_chooses_the_engine(monkeypatch):
     """The geometric estimate counts the edges' first points within half the ends' distance of either end (brute
     force, one node at a time); on the cross-city corner route it is large and within a factor 2 of what the lazy

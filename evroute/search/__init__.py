@@ -305,6 +305,41 @@ def reduced_one_to_all(
     return dist, pred, least
 
 
+def node_weighted_route(linegraph: LineGraph, weights: np.ndarray, start: int, goal: int) -> Route:
+    """The minimum-weight route for non-negative node ``weights (E,)`` (Wh), as
+    :meth:`evroute.oracle.RouteOracle.shortest_route` finds it: the same cost, bit for bit (:func:`one_to_all`'s
+    labels, start's weight added last), and the same route unless two routes cost exactly the same; by the bucket
+    search on the cache-friendly order, stopped once the goal is final.
+
+    Raises:
+        ParameterError: a weight is negative or not finite, or an index is out of range.
+        UnreachableError: ``goal`` cannot be reached from ``start``.
+    """
+    from evroute.search.order import search_order
+
+    n = linegraph.n_nodes
+    start, goal = int(start), int(goal)
+    for what, idx in (("start", start), ("goal", goal)):
+        if not 0 <= idx < n:
+            raise ParameterError(f"{what} edge index {idx} is outside 0..{n - 1}")
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,):
+        raise ParameterError(f"weights must have shape ({n},), got {w.shape}")
+    if start == goal:
+        return Route(np.asarray([start]), float(w[start]))
+    o = search_order(linegraph)
+    wp = w[o.perm]
+    s, g = int(o.inv[start]), int(o.inv[goal])
+    dist, pred = one_to_all(o.indptr, o.heads, wp[o.heads], s, g)  # checks the weights
+    if not math.isfinite(dist[g]):
+        ids = linegraph.network.edge_ids
+        raise UnreachableError(f"goal edge {ids[goal]!r} is unreachable from start edge {ids[start]!r}")
+    path = [g]
+    while path[-1] != s:
+        path.append(int(pred[path[-1]]))
+    return Route(o.perm[np.asarray(path[::-1], dtype=np.int64)], float(w[start] + dist[g]))
+
+
 def bidirectional_share(linegraph: LineGraph, start: int, goal: int) -> float:
     """Geometric estimate of the share of line-graph nodes that a bidirectional search from ``start`` to ``goal``
     settles: the nodes within half the straight-line distance between the two ends of either end, counted once per
