@@ -15,11 +15,17 @@ TS, elevation potential), each candidate is timed (CPU seconds, ``time.process_t
   weights) joined over the turns (:func:`limited_bidirectional`);
 * ``lazy``: candidate (b): :class:`evroute.bandit.RoutingBandit` with ``lazy_ts=True``
   (:class:`evroute.search.LazyThompsonEngine`), with its counters (nodes settled, arcs scanned, weights drawn);
-* ``auto``: the default (``lazy_ts=None``), which leaves the lazy search after a round that settles more than
-  :data:`evroute.bandit.LAZY_TS_MAX_SHARE` of the nodes;
-* ``random_pairs``: the lazy search against the full round for ``--pairs`` random (start, goal) pairs;
-* ``reach``: :func:`evroute.driver.reach.reachable` with SciPy's and with the compiled Dijkstra, and their
-  largest difference.
+* ``auto``: the default (``lazy_ts=None``): no lazy engine where the two searches are expected to cover much of the
+  city (or it leaves the lazy search after a round that settles more than :data:`evroute.bandit.LAZY_TS_MAX_SHARE`
+  of the nodes), every edge drawn and the route found by the compiled bucket search
+  (:func:`evroute.search.node_weighted_route`);
+* ``search``: that route search alone against SciPy's oracle on the same weights (same route and cost?), and the
+  one-off cost of the search order (:func:`evroute.search.order.search_order`);
+* ``random_pairs``: the lazy search against the full round (SciPy's and the compiled search) for ``--pairs`` random
+  (start, goal) pairs;
+* ``reach``: :func:`evroute.driver.reach.reachable` with SciPy's and with the compiled Dijkstra, and whether their
+  quantile costs are the same floats;
+* ``kernel``: arcs per millisecond of one-to-all on reach's arcs, SciPy's against the bucket search.
 
 Agreement: the lazy route of a round key against SciPy's Dijkstra on every weight of that key (same route, same
 cost), and candidate (a)'s route against the same.  Writes ``--out`` (JSON).
