@@ -249,7 +249,6 @@ def one_to_all(
     ``dist[u] + a`` with ``dist[u]`` final, as in any Dijkstra: each label is the rounded sum along some walk and
     rounding is monotone, so that least fixed point is one set of floats and ``dist`` is SciPy's bit for bit; among
     equal-cost alternatives ``pred`` may differ."""
-    K = _kernels()
     n = len(indptr) - 1
     for what, idx in (("start", start), ("target", target)):
         if not -1 <= int(idx) < n or (what == "start" and int(idx) < 0):
@@ -257,9 +256,18 @@ def one_to_all(
     data = np.ascontiguousarray(data, dtype=np.float64)
     if len(data) and not (np.all(np.isfinite(data)) and data.min() >= 0.0):
         raise ParameterError("arc weights must be finite and non-negative")
+    stats = (float(data.min()), float(data.max()), float(data.mean())) if len(data) else (0.0, 0.0, 0.0)
+    return _buckets(indptr, heads, data, int(start), int(target), *stats)
+
+
+def _buckets(
+    indptr: np.ndarray, heads: np.ndarray, data: np.ndarray, start: int, target: int, lo: float, hi: float, mean: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`one_to_all` on checked arcs whose least, largest and mean weight are ``lo, hi, mean``."""
+    K = _kernels()
+    n = len(indptr) - 1
     dist = np.full(n, np.inf)
     pred = np.full(n, -9999, dtype=np.int32)
-    lo, hi, mean = (float(data.min()), float(data.max()), float(data.mean())) if len(data) else (0.0, 0.0, 0.0)
     delta = max(0.5 * lo, mean / BUCKET_MEAN_PARTS)
     if delta <= 0.0:  # every arc is zero: one bucket
         delta = 1.0
@@ -268,7 +276,7 @@ def one_to_all(
     while True:
         ent = np.empty(2 * entries, dtype=np.int32 if entries < 2**30 else np.int64)
         scans = K.buckets_kernel(
-            np.asarray(indptr), np.asarray(heads), data, int(start), int(target), dist, pred, delta, nring, ent,
+            np.asarray(indptr), np.asarray(heads), data, start, target, dist, pred, delta, nring, ent,
             np.zeros(n, dtype=np.uint8), 2.0 * delta > lo,
         )  # fmt: skip
         if scans >= 0:
@@ -299,8 +307,13 @@ def reduced_one_to_all(
     if np.shape(w) != (n,) or np.shape(h) != (n,):
         raise ParameterError(f"the node weights and the potential must have shape ({n},)")
     wp, hp = o.gather(w, h)
-    least = float(K.reduced_arcs_kernel(o.indptr, o.heads, wp, hp, arcs))
-    dist, pred = one_to_all(o.indptr, o.heads, arcs, int(o.inv[int(start)]))
+    st = np.zeros(4)  # least before clipping, then the clipped arcs' least, largest and sum
+    K.reduced_arcs_kernel(o.indptr, o.heads, wp, hp, arcs, st)
+    if not np.all(np.isfinite(st)) and len(arcs):
+        raise ParameterError("the node weights and the potential must be finite")
+    c = max(len(arcs), 1)
+    dist, pred = _buckets(o.indptr, o.heads, arcs, int(o.inv[int(start)]), -1, st[1], st[2], st[3] / c)
+    least = float(st[0])
     dist, pred = o.to_original(dist, pred)
     return dist, pred, least
 

@@ -433,10 +433,11 @@ def relabel_kernel(indptr: Any, heads: Any, perm: Any, inv: Any, pindptr: Any, p
 
 
 @_njit
-def reduced_arcs_kernel(indptr: Any, heads: Any, w: Any, h: Any, out: Any) -> float:
+def reduced_arcs_kernel(indptr: Any, heads: Any, w: Any, h: Any, out: Any, stats: Any) -> None:
     """``out (C,)``: every arc's ``max(w[v] + h[u] - h[v], 0)`` (the numbers of :func:`evroute.driver.paths.reweight`,
-    in its order of operations); returns the least arc before clipping (``inf`` without arcs)."""
-    least = np.inf
+    in its order of operations); ``stats (4,)``: the least arc before clipping, the least, largest and sum of the
+    clipped arcs (``inf, inf, 0, 0`` without arcs; a NaN arc makes the sum NaN)."""
+    least, lo, hi, total = np.inf, np.inf, 0.0, 0.0
     for u in range(indptr.shape[0] - 1):
         hu = h[u]
         for j in range(indptr[u], indptr[u + 1]):
@@ -444,8 +445,19 @@ def reduced_arcs_kernel(indptr: Any, heads: Any, w: Any, h: Any, out: Any) -> fl
             a = w[v] + hu - h[v]
             if a < least:
                 least = a
-            out[j] = a if a > 0.0 else 0.0
-    return least
+            c = a if a > 0.0 else 0.0
+            if a != a:  # NaN stays NaN (the caller refuses it)
+                c = a
+            out[j] = c
+            total += c
+            if c < lo:
+                lo = c
+            if c > hi:
+                hi = c
+    stats[0] = least
+    stats[1] = lo
+    stats[2] = hi
+    stats[3] = total
 
 
 @_njit

@@ -338,7 +338,7 @@ def kernel_rates(lg: Any, belief: Any, h0: Any, start: int, n: int) -> dict[str,
     o = search_order(lg)
     wp, hp = o.gather(q, np.zeros_like(q) if h0 is None else h0)
     arcs = np.empty(len(o.heads))
-    K.reduced_arcs_kernel(o.indptr, o.heads, wp, hp, arcs)
+    K.reduced_arcs_kernel(o.indptr, o.heads, wp, hp, arcs, np.zeros(4))
     s = int(o.inv[start])
     t_s = cpu_median(lambda i: dijkstra(g, directed=True, indices=start, return_predecessors=True), n)
     t_b = cpu_median(lambda i: one_to_all(o.indptr, o.heads, arcs, s), n)
