@@ -275,18 +275,19 @@ class RoutingBandit(RouteLearner):
 #: streams are those of the full draw.
 LAZY_TS_MIN_ARMS = 200_000
 
-#: By default a lazy search that settles more than this share of the nodes gives up: a node it settles costs about 3.5
-#: times what the full round spends per node (at a million edges 1.5 us against 0.42 us: ``docs/scale_rounds.md``), so
-#: past about 30% the full draw with SciPy's Dijkstra is cheaper; that round and every later one of the run then draw
-#: every edge.  Cross-city routes end up there (the benchmark's route A: the two searches meet after settling 82% of
-#: the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10% (median).
-LAZY_TS_MAX_SHARE = 0.3
+#: By default a lazy search that settles more than this share of the nodes gives up: it costs about 1 ms per 1% of the
+#: nodes settled at a million edges, a round that draws every edge about 230 ms with the compiled route search
+#: (random trips, side by side: ``docs/scale_rounds.md``), so past about a quarter the full draw is cheaper; that
+#: round and every later one of the run then draw every edge.  Cross-city routes end up there (the benchmark's route
+#: A: the two searches meet after settling 82% of the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10%
+#: (median).
+LAZY_TS_MAX_SHARE = 0.25
 
 #: By default the lazy engine is built only when the geometric estimate of the share of nodes the two searches settle
 #: (:func:`evroute.search.bidirectional_share`) is at most this: the break-even of :data:`LAZY_TS_MAX_SHARE`, judged
-#: before any search, so that a cross-city run never pays for importing numba and a capped first attempt (about 1.6 s
-#: of the warm set-up at a million edges, ``docs/benchmark_scale.md``).
-LAZY_TS_EXPECTED_SHARE = 0.3
+#: before any search, so that a cross-city run never pays for importing numba's bidirectional search and a capped
+#: first attempt (about 1.6 s of the warm set-up at a million edges, ``docs/benchmark_scale.md``).
+LAZY_TS_EXPECTED_SHARE = 0.25
 
 
 def _compiled_oracle_fits(bandit: RoutingBandit) -> bool:

@@ -133,7 +133,10 @@ def render(d: dict[str, Any]) -> str:
         "at least twice the width, as reach's are; label correcting inside a bucket otherwise, as the Thompson "
         "weights need), stopped once the goal is final.  Reach: SciPy's Dijkstra on `PathEnumerator`'s arcs "
         "against `evroute.search.reduced_one_to_all` (arcs computed in compiled code); *identical*: the quantile "
-        "costs are the same floats.",
+        "costs are the same floats.  Once per process the first compiled call also imports numba and loads the "
+        "cached kernels (about 1 s of CPU on this machine; the lazy round 1 above includes it: "
+        + ", ".join(f"{_get_ms(d[k], 'lazy_first_round_cpu_s')} at {d[k]['edges']:,} edges" for k in sorted(d, key=int))
+        + ") and builds the search order (the column above).",
         "",
         "## Random trips",
         "",
