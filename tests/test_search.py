@@ -225,9 +225,8 @@ def test_node_weighted_route_is_the_oracles(n, p, seed, floor):
     assert float(w[got.edges].sum()) == pytest.approx(ref.cost, rel=1e-12)
     costs = sorted(float(w[r].sum()) for r in (got.edges, ref.edges))
     assert np.array_equal(got.edges, ref.edges) or costs[1] - costs[0] <= 1e-12 * costs[1]  # a tie up to rounding
-    if s != g:
-        with pytest.raises(ParameterError, match="non-negative"):
-            search.node_weighted_route(lg, -w - 1.0, s, g)
+    with pytest.raises(ParameterError, match="non-negative"):  # as the oracle, even when start is the goal
+        search.node_weighted_route(lg, -w - 1.0, s, g)
 
 
 def test_bandit_full_rounds_search_compiled_from_the_threshold(monkeypatch):

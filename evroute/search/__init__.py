@@ -302,10 +302,10 @@ def reduced_one_to_all(
     n = linegraph.n_nodes
     if not 0 <= int(start) < n:
         raise ParameterError(f"start index {start} is outside 0..{n - 1}")
-    o = search_order(linegraph)
-    arcs = np.empty(len(o.heads))
     if np.shape(w) != (n,) or np.shape(h) != (n,):
         raise ParameterError(f"the node weights and the potential must have shape ({n},)")
+    o = search_order(linegraph)
+    arcs = np.empty(len(o.heads))
     wp, hp = o.gather(w, h)
     st = np.zeros(4)  # least before clipping, then the clipped arcs' least, largest and sum
     K.reduced_arcs_kernel(o.indptr, o.heads, wp, hp, arcs, st)
@@ -338,12 +338,15 @@ def node_weighted_route(linegraph: LineGraph, weights: np.ndarray, start: int, g
     w = np.asarray(weights, dtype=np.float64)
     if w.shape != (n,):
         raise ParameterError(f"weights must have shape ({n},), got {w.shape}")
+    if not np.all(np.isfinite(w)) or w.min() < 0:
+        raise ParameterError("oracle weights must be finite and non-negative")
     if start == goal:
         return Route(np.asarray([start]), float(w[start]))
     o = search_order(linegraph)
     wp = w[o.perm]
     s, g = int(o.inv[start]), int(o.inv[goal])
-    dist, pred = one_to_all(o.indptr, o.heads, wp[o.heads], s, g)  # checks the weights
+    # the arcs carry their heads' weights: the nodes' least and largest bound theirs (all the buckets need)
+    dist, pred = _buckets(o.indptr, o.heads, wp[o.heads], s, g, float(w.min()), float(w.max()), float(w.mean()))
     if not math.isfinite(dist[g]):
         ids = linegraph.network.edge_ids
         raise UnreachableError(f"goal edge {ids[goal]!r} is unreachable from start edge {ids[start]!r}")
