@@ -16,9 +16,10 @@ Two engines, compiled with numba (``cache=True``: the first call in a fresh envi
   weights the search never reads need never be drawn: the round is exact.
   The bandit uses it for BI Thompson rounds from :data:`evroute.bandit.LAZY_TS_MIN_ARMS` edges and leaves it for the
   full draw when a round's two searches would settle more than :data:`evroute.bandit.LAZY_TS_MAX_SHARE` of the nodes:
-  a settled node costs about three times what SciPy's Dijkstra pays per node, so the lazy search wins on trips whose
-  two balls of half the route's cost are small (9 of 10 random trips at a million edges, median 97 against 388 ms)
-  and loses on cross-city routes (``docs/scale_rounds.md``).
+  a settled node costs about 1-1.7 us at a million edges (each draw and both searches' labels read scattered memory),
+  against about 0.25 s for a round that draws every edge and finds the route by :func:`node_weighted_route`, so the
+  lazy search wins on trips whose two balls of half the route's cost are small (7-8 of 10 random trips at a million
+  edges) and loses on cross-city routes (``docs/scale_rounds.md``).
 * :func:`one_to_all`: Dijkstra from one node to every node (or until a target is final) on a CSR graph with
   non-negative arc weights, by buckets: Dial's algorithm where every arc is at least twice the bucket width, label
   correcting inside a bucket otherwise; the same labels as SciPy's, bit for bit.  :func:`reduced_one_to_all` runs it
