@@ -461,18 +461,6 @@ def reduced_arcs_kernel(indptr: Any, heads: Any, w: Any, h: Any, out: Any, stats
 
 
 @_njit
-def reverse_kernel(indptr: Any, heads: Any, rindptr: Any, rtails: Any) -> None:
-    """``rtails``: the tails of the turns grouped by head (``rindptr`` the groups' starts, filled by the caller), each
-    group ascending (a counting sort)."""
-    fill = rindptr[:-1].copy()
-    for u in range(indptr.shape[0] - 1):
-        for j in range(indptr[u], indptr[u + 1]):
-            v = heads[j]
-            rtails[fill[v]] = u
-            fill[v] += 1
-
-
-@_njit
 def gather2_kernel(perm: Any, a: Any, b: Any, ap: Any, bp: Any) -> None:
     """``ap[i] = a[perm[i]]``, ``bp[i] = b[perm[i]]`` (two node arrays into the new names, one pass)."""
     for i in range(perm.shape[0]):

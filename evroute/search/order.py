@@ -6,8 +6,9 @@ city), so nearly every label read misses the cache.  Renaming the nodes in bread
 the heads of a node's turns a few slots from it (median 9), and Dijkstra's frontier, a ring like the breadth-first
 one's, sweeps memory in long runs: the same search costs 25-30% less CPU (``docs/scale_rounds.md``).
 
-:func:`search_order` computes the order and the relabelled CSR once per line graph (about 0.1 s of CPU at a million
-edges) and keeps them for the line graph's life (a weak reference: nothing outlives it).
+:func:`search_order` computes the order and the relabelled CSR once per line graph (0.2-0.3 s of CPU at a
+million edges on the loaded 2-core machine) and keeps them for the line graph's life (a weak reference: nothing
+outlives it).
 """
 
 from __future__ import annotations
@@ -30,15 +31,12 @@ class SearchOrder:
         perm: ``(N,)`` int64, the original node of each new name (``perm[i]`` is renamed ``i``).
         inv: ``(N,)`` int64, the new name of each original node (``inv[perm] = arange(N)``).
         indptr: ``(N + 1,)`` int64 and ``heads``: ``(C,)`` int32, the turns in the new names (sorted CSR).
-        rindptr: ``(N + 1,)`` int64 and ``rtails``: ``(C,)`` int32, the turns grouped by head (the reversed graph).
     """
 
     perm: np.ndarray
     inv: np.ndarray
     indptr: np.ndarray
     heads: np.ndarray
-    rindptr: np.ndarray
-    rtails: np.ndarray
 
     def to_original(self, dist: np.ndarray, pred: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Labels ``(N,)`` and predecessors ``(N,)`` (negative: none) of a search in the new names, in the original
@@ -80,13 +78,7 @@ def _compute(linegraph: LineGraph) -> SearchOrder:
     inv[perm] = np.arange(n, dtype=np.int64)
     pindptr, pheads = np.empty(n + 1, dtype=np.int64), np.empty(c, dtype=np.int32)
     K.relabel_kernel(ip, hd, perm, inv, pindptr, pheads)
-    # the reversed graph: a counting sort of the turns by head (each group's tails come out ascending)
-    counts = np.bincount(pheads, minlength=n)
-    rindptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(counts, out=rindptr[1:])
-    rtails = np.empty(c, dtype=np.int32)
-    K.reverse_kernel(pindptr, pheads, rindptr, rtails)
-    return SearchOrder(perm, inv, pindptr, pheads, rindptr, rtails)
+    return SearchOrder(perm, inv, pindptr, pheads)
 
 
 __all__ = ["SearchOrder", "search_order"]
