@@ -150,7 +150,10 @@ class RoutingBandit(RouteLearner):
             :data:`LAZY_TS_EXPECTED_SHARE` of the nodes (:func:`evroute.search.bidirectional_share`; otherwise the
             engine is never built and numba never imported); and until a round's search would settle more than
             :data:`LAZY_TS_MAX_SHARE` of them (then that round and the rest draw every edge).  ``True``: always,
-            whenever the model, policy and arms allow it (else :class:`ParameterError`); ``False``: never.
+            whenever the model, policy and arms allow it (else :class:`ParameterError`); ``False``: never.  Unless
+            ``False``, rounds that draw every edge on networks of at least :data:`LAZY_TS_MIN_ARMS` edge arms find
+            their route by the compiled bucket search (:func:`evroute.search.node_weighted_route`: SciPy's route and
+            cost, faster); ``False`` keeps SciPy's Dijkstra (the reference).
     """
 
     arms: ArmSpace  # never None here: edge arms by default
@@ -196,6 +199,7 @@ class RoutingBandit(RouteLearner):
         self._lazy = _lazy_engine(self, lazy_ts)
         self._lazy_auto = lazy_ts is None
         self._lazy_built = self._lazy is not None
+        self._compiled_oracle = lazy_ts is not False and _compiled_oracle_fits(self)
 
     def step(self) -> RoundRecord:
         """Play one round and return its record."""
@@ -217,7 +221,12 @@ class RoutingBandit(RouteLearner):
             c1 = time.perf_counter()
             w = self.policy.weights(post, t, self.rng_policy, self._arm_potential)
             c2 = time.perf_counter()
-            route = self.arms.shortest_route(w, self.start, self.goal)
+            if self._compiled_oracle:  # the same route, by the compiled bucket search (LAZY_TS_MIN_ARMS)
+                from evroute.search import node_weighted_route
+
+                route = node_weighted_route(self.env.linegraph, w, self.start, self.goal)
+            else:
+                route = self.arms.shortest_route(w, self.start, self.goal)
         c3 = time.perf_counter()
         played = self.arms.route_arms(route.edges)
         y = self.env.observe_arms(self.arms, played, self.rng_noise)
@@ -266,18 +275,28 @@ class RoutingBandit(RouteLearner):
 #: streams are those of the full draw.
 LAZY_TS_MIN_ARMS = 200_000
 
-#: By default a lazy search that settles more than this share of the nodes gives up: a node it settles costs about 3.5
-#: times what the full round spends per node (at a million edges 1.5 us against 0.42 us: ``docs/scale_rounds.md``), so
-#: past about 30% the full draw with SciPy's Dijkstra is cheaper; that round and every later one of the run then draw
-#: every edge.  Cross-city routes end up there (the benchmark's route A: the two searches meet after settling 82% of
-#: the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10% (median).
-LAZY_TS_MAX_SHARE = 0.3
+#: By default a lazy search that settles more than this share of the nodes gives up: it costs about 1 ms per 1% of the
+#: nodes settled at a million edges, a round that draws every edge about 230 ms with the compiled route search
+#: (random trips, side by side: ``docs/scale_rounds.md``), so past about a quarter the full draw is cheaper; that
+#: round and every later one of the run then draw every edge.  Cross-city routes end up there (the benchmark's route
+#: A: the two searches meet after settling 82% of the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10%
+#: (median).
+LAZY_TS_MAX_SHARE = 0.25
 
 #: By default the lazy engine is built only when the geometric estimate of the share of nodes the two searches settle
 #: (:func:`evroute.search.bidirectional_share`) is at most this: the break-even of :data:`LAZY_TS_MAX_SHARE`, judged
-#: before any search, so that a cross-city run never pays for importing numba and a capped first attempt (about 1.6 s
-#: of the warm set-up at a million edges, ``docs/benchmark_scale.md``).
-LAZY_TS_EXPECTED_SHARE = 0.3
+#: before any search, so that a cross-city run never pays for importing numba's bidirectional search and a capped
+#: first attempt (about 1.6 s of the warm set-up at a million edges, ``docs/benchmark_scale.md``).
+LAZY_TS_EXPECTED_SHARE = 0.25
+
+
+def _compiled_oracle_fits(bandit: RoutingBandit) -> bool:
+    """Whether the full-draw rounds of ``bandit`` search by :func:`evroute.search.node_weighted_route` (the SciPy
+    oracle's route and cost, about 1.5-2 times faster at a million edges: ``docs/scale_rounds.md``): edge arms, at
+    least :data:`LAZY_TS_MIN_ARMS` of them (smaller studies keep SciPy's search, ties and all) and numba installed."""
+    from evroute.search import numba_available
+
+    return bandit.arms.kind == "edge" and bandit.arms.n_arms >= LAZY_TS_MIN_ARMS and numba_available()
 
 
 def _lazy_engine(bandit: RoutingBandit, lazy_ts: bool | None) -> Any:

@@ -3,7 +3,7 @@ SciPy's Dijkstra on every weight of the same round."""
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy import stats
 from test_oracle import random_linegraph
@@ -203,6 +203,45 @@ def test_bandit_leaves_the_lazy_search_when_it_covers_the_graph(monkeypatch):
     assert c._lazy is not None
 
 
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 40), p=st.floats(0.05, 0.5), seed=st.integers(0, 10_000), floor=st.booleans())
+def test_node_weighted_route_is_the_oracles(n, p, seed, floor):
+    """The compiled route has the SciPy oracle's cost as the same float and, weights being distinct, its edges (with
+    ``floor``, a third of the weights sit at MIN_WEIGHT_WH: still one minimum); the same errors."""
+    lg = random_linegraph(n, p, seed)
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(0.0, 20.0, n)
+    if floor:
+        w[rng.random(n) < 1 / 3] = MIN_WEIGHT_WH * rng.uniform(1.0, 2.0)
+    s, g = (int(x) for x in rng.integers(n, size=2))
+    try:
+        ref = RouteOracle(lg).shortest_route(w, s, g)
+    except UnreachableError:
+        with pytest.raises(UnreachableError):
+            search.node_weighted_route(lg, w, s, g)
+        return
+    got = search.node_weighted_route(lg, w, s, g)
+    assert got.cost == ref.cost and is_valid_route(lg, got.edges) and got.edges[0] == s and got.edges[-1] == g
+    assert float(w[got.edges].sum()) == pytest.approx(ref.cost, rel=1e-12)
+    costs = sorted(float(w[r].sum()) for r in (got.edges, ref.edges))
+    assert np.array_equal(got.edges, ref.edges) or costs[1] - costs[0] <= 1e-12 * costs[1]  # a tie up to rounding
+    with pytest.raises(ParameterError, match="non-negative"):  # as the oracle, even when start is the goal
+        search.node_weighted_route(lg, -w - 1.0, s, g)
+
+
+def test_bandit_full_rounds_search_compiled_from_the_threshold(monkeypatch):
+    """From LAZY_TS_MIN_ARMS edge arms (lowered) a round that draws every edge (lazy search not built) routes by the
+    compiled bucket search: the same routes and record as SciPy's (lazy_ts=False); below it SciPy's."""
+    import evroute.bandit as B
+
+    assert not _bandit(None)._compiled_oracle  # the small studies: SciPy's search
+    monkeypatch.setattr(B, "LAZY_TS_MIN_ARMS", 0)
+    monkeypatch.setattr(B, "LAZY_TS_EXPECTED_SHARE", -1.0)  # no lazy engine: every round draws every edge
+    b = _bandit(None)
+    assert b._lazy is None and b._compiled_oracle
+    assert [r.route for r in b.run(4)] == [r.route for r in _bandit(False).run(4)]
+
+
 def test_bidirectional_share_predicts_the_searches_and_chooses_the_engine(monkeypatch):
     """The geometric estimate counts the edges' first points within half the ends' distance of either end (brute
     force, one node at a time); on the cross-city corner route it is large and within a factor 2 of what the lazy
@@ -260,6 +299,93 @@ def test_one_to_all_is_scipys_dijkstra(n, p, seed):
             assert dist[v] == pytest.approx(dist[u] + g.data[arc], rel=1e-12, abs=1e-12)
 
 
+@settings(max_examples=120, deadline=None)
+@given(
+    n=st.integers(2, 40),
+    p=st.floats(0.05, 0.6),
+    seed=st.integers(0, 10_000),
+    ratio=st.floats(1.0, 1e6),
+    zeros=st.floats(0.0, 0.5),
+    parts=st.sampled_from([16.0, 0.25]),
+    ring=st.sampled_from([1 << 14, 2, 3]),
+    target=st.booleans(),
+)
+def test_one_to_all_labels_are_scipys_bit_for_bit(n, p, seed, ratio, zeros, parts, ring, target):
+    """Arcs spread over ``ratio`` with a share of zeros, buckets wide (label correcting inside them) or not, a ring
+    so short that labels wait in its farthest slot: every label is SciPy's float (one_to_all's doc: the least fixed
+    point), and every predecessor a tight arc; with a target, its label and route."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import dijkstra
+
+    rng = np.random.default_rng(seed)
+    mask = (rng.random((n, n)) < p) & ~np.eye(n, dtype=bool)
+    w = 10.0 ** rng.uniform(-3, 3) * np.exp(rng.uniform(0.0, np.log(ratio), mask.sum()))
+    w[rng.random(len(w)) < zeros] = 0.0
+    g = sp.csr_matrix((w, np.nonzero(mask)), shape=(n, n))  # explicit zeros kept: zero-weight arcs
+    g.sort_indices()
+    start, goal = (int(x) for x in rng.integers(n, size=2))
+    saved = search.BUCKET_MEAN_PARTS, search.BUCKET_RING
+    try:
+        search.BUCKET_MEAN_PARTS, search.BUCKET_RING = parts, ring
+        dist, pred = search.one_to_all(g.indptr, g.indices, g.data, start, goal if target else -1)
+    finally:
+        search.BUCKET_MEAN_PARTS, search.BUCKET_RING = saved
+    ref = dijkstra(g, directed=True, indices=start)
+    check = [goal] if target else range(n)
+    assert np.array_equal(dist[check], ref[check])
+    assert pred[start] == -9999
+    for v in check:
+        while np.isfinite(ref[v]) and v != start:  # the route: tight arcs back to the start
+            u = int(pred[v])
+            assert dist[v] == dist[u] + g[u, v] and dist[u] == ref[u]
+            v = u
+        assert np.isfinite(ref[v]) or pred[v] == -9999
+
+
+def test_bucket_pool_overflow_is_reported_not_written_past():
+    """A pool too small for the label falls returns -1 (one_to_all then retries with twice the pool)."""
+    from evroute.search import kernels as K
+
+    indptr, heads = np.array([0, 2, 3, 3]), np.array([1, 2, 2], dtype=np.int32)
+    data = np.array([1.0, 5.0, 1.0])
+    dist, pred = np.full(3, np.inf), np.full(3, -9999, dtype=np.int32)
+    ent = np.full(4, 7, dtype=np.int32)  # room for two entries: the start and one more
+    assert K.buckets_kernel(indptr, heads, data, 0, -1, dist, pred, 1.0, 8, ent, np.zeros(3, np.uint8), True) == -1
+    assert np.array_equal(search.one_to_all(indptr, heads, data, 0)[0], [0.0, 1.0, 2.0])
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 40), p=st.floats(0.05, 0.5), seed=st.integers(0, 10_000), neg=st.booleans())
+def test_reduced_one_to_all_is_reweight_then_dijkstra(n, p, seed, neg):
+    """On the search order's relabelled graph, the arcs max(w[v] + h[u] - h[v], 0) and the labels in the original names
+    are reweight's arcs and SciPy's labels on them, bit for bit (negative node weights: clipped arcs, any ratio)."""
+    from scipy.sparse.csgraph import dijkstra
+
+    from evroute.driver.paths import _csr, reweight
+    from evroute.search.order import search_order
+
+    lg = random_linegraph(n, p, seed)
+    assume(lg.n_arcs > 0)  # reweight needs a turn
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(-5.0 if neg else 1.0, 20.0, n)
+    h = rng.uniform(-3.0, 3.0, n)
+    o = search_order(lg)
+    assert np.array_equal(np.sort(o.perm), np.arange(n)) and np.array_equal(o.perm[o.inv], np.arange(n))
+    start = int(rng.integers(n))
+    dist, pred, least = search.reduced_one_to_all(lg, w, h, start)
+    _, heads, tails = lg.arc_pattern()
+    hh, arcs, _ = reweight(lg, w, h, bellman_ford_first=False)
+    assert np.array_equal(hh, h)
+    ref = dijkstra(_csr(lg, arcs), directed=True, indices=start)
+    assert np.array_equal(dist, ref)
+    assert least == np.min(w[heads] + h[tails] - h[heads])
+    reached = np.flatnonzero(np.isfinite(ref))
+    for v in reached[reached != start]:  # a tight turn of the original graph
+        u = int(pred[v])
+        j = np.flatnonzero((tails == u) & (heads == v))
+        assert len(j) == 1 and dist[v] == dist[u] + arcs[j[0]]
+
+
 def test_compiled_reach_equals_scipys():
     """reachable(compiled=True) reports the same reachable edges and quantile costs (1e-9 relative) as SciPy's."""
     from test_driver import _learned, _small
@@ -280,6 +406,45 @@ def test_compiled_reach_equals_scipys():
         assert np.array_equal(fin, np.isfinite(c.quantile_wh))
         np.testing.assert_allclose(c.quantile_wh[fin], a.quantile_wh[fin], rtol=1e-9)
         np.testing.assert_allclose(c.mean_wh[fin], a.mean_wh[fin], rtol=1e-9, atol=1e-9)
+        assert c.exact == a.exact
+
+
+def test_reach_default_engine_by_size_and_on_monaco(monkeypatch):
+    """Below REACH_COMPILED_MIN_EDGES the default is SciPy's (the same result, predecessors included); from it the
+    compiled search's.  On Monaco (real streets, learned quantiles with regeneration) both agree."""
+    from netfixtures import need_osm
+    from test_driver import _learned, _small
+
+    import evroute.driver.reach as R
+    from evroute.driver.answers import BatteryState
+    from evroute.driver.belief import RouteBelief
+    from evroute.driver.paths import potential_h
+
+    lg, _ = _small()
+    b = RouteBelief(_learned("bi", lg, 3))
+    bat = BatteryState(10_000.0, 0.01, 0.0)
+    h0 = potential_h(lg.network)
+    a, d = R.reachable(lg, b, 1, bat, h0=h0, compiled=False), R.reachable(lg, b, 1, bat, h0=h0)
+    assert np.array_equal(a.pred, d.pred) and np.array_equal(a.quantile_wh, d.quantile_wh)
+    monkeypatch.setattr(R, "REACH_COMPILED_MIN_EDGES", 0)
+    monkeypatch.setattr(R, "reduced_one_to_all", lambda *a: pytest.fail("the compiled search ran"))
+    with pytest.raises(BaseException, match="compiled search ran"):
+        R.reachable(lg, b, 1, bat, h0=h0)
+    monkeypatch.undo()
+    need_osm("monaco")
+    from evroute.linegraph import build_line_graph
+    from evroute.network.registry import load_network
+
+    lg = build_line_graph(load_network("monaco"))
+    b = RouteBelief(_learned("bi", lg, 5, n_obs=300))
+    h0 = potential_h(lg.network)
+    rng = np.random.default_rng(0)
+    for start in rng.integers(0, lg.n_nodes, 3):
+        s, c = (R.reachable(lg, b, int(start), bat, h0=h0, compiled=x) for x in (False, True))
+        assert np.array_equal(s.quantile_wh, c.quantile_wh) and np.array_equal(s.reachable, c.reachable)
+        assert s.exact == c.exact
+        fin = np.isfinite(s.quantile_wh)
+        np.testing.assert_allclose(c.mean_wh[fin], s.mean_wh[fin], rtol=1e-9, atol=1e-9)
 
 
 def test_without_numba_the_bandit_keeps_scipys_path(monkeypatch):

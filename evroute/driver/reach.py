@@ -42,7 +42,11 @@ from evroute.driver.belief import RouteBelief
 from evroute.driver.paths import PathEnumerator
 from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
-from evroute.search import one_to_all
+from evroute.search import numba_available, reduced_one_to_all
+
+#: From this many edges :func:`reachable` runs its Dijkstra compiled by default (when numba is installed): below it
+#: SciPy's is as fast and a one-off query would pay about a second for importing numba.
+REACH_COMPILED_MIN_EDGES = 100_000
 
 
 @dataclass(frozen=True)
@@ -94,13 +98,15 @@ def reachable(
     delta: float = 0.05,
     *,
     h0: np.ndarray | None = None,
-    compiled: bool = False,
+    compiled: bool | None = None,
 ) -> ReachResult:
     """Edges reachable from ``start`` keeping the reserve with probability ``>= 1 - delta`` (module doc).
 
-    ``compiled``: the one Dijkstra by the compiled 4-ary-heap search (:func:`evroute.search.one_to_all`: the same
-    distances; among equal-cost routes it may keep another predecessor) instead of SciPy's.  Not the default: at a
-    million edges both take the same time (``docs/scale_rounds.md``).
+    ``compiled``: the one Dijkstra by the compiled search (:func:`evroute.search.reduced_one_to_all`: the arcs
+    computed in compiled code, the nodes in a cache-friendly order, Dial's buckets; the same distances bit for bit,
+    among equal-cost routes it may keep another predecessor) instead of SciPy's.  ``None`` (default): compiled from
+    :data:`REACH_COMPILED_MIN_EDGES` edges when numba is installed (at a million edges ~2.5 times faster than
+    SciPy's, ``docs/scale_rounds.md``); smaller networks keep SciPy's (and never import numba).
     """
     if not 0 < delta < 0.5:
         raise ParameterError(f"delta must be in (0, 0.5), got {delta}")
@@ -109,16 +115,20 @@ def reachable(
         raise ParameterError(f"start edge index {start} is outside 0..{lg.n_nodes - 1}")
     z = float(ndtri(1.0 - delta))
     q = belief.mean + z * belief.edge_sd()
-    enum = PathEnumerator(lg, q, h0, exact=False)  # non-negative arcs: clipped quantiles only over-estimate
-    if compiled:
-        g = enum.graph
-        dist, pred = one_to_all(g.indptr, g.indices, g.data, start)
+    if compiled is None:
+        compiled = lg.n_nodes >= REACH_COMPILED_MIN_EDGES and numba_available()
+    if compiled:  # the arcs of reweight(q, h0, bellman_ford_first=False), computed inside the compiled search
+        h = np.zeros_like(q) if h0 is None else np.asarray(h0, dtype=np.float64)
+        dist, pred, least = reduced_one_to_all(lg, q, h, start)
+        exact = not least < -1e-9 * max(1.0, float(np.abs(q).max()))  # reweight's rounding tolerance
     else:
+        enum = PathEnumerator(lg, q, h0, exact=False)  # non-negative arcs: clipped quantiles only over-estimate
         dist, pred = dijkstra(enum.graph, directed=True, indices=start, return_predecessors=True)
+        h, exact = enum.h, enum.exact
     # node-weighted route cost to v: q[start] + dist(v) - h[start] + h[v]
-    qv = np.where(np.isfinite(dist), q[start] + dist - enum.h[start] + enum.h, np.inf)
+    qv = np.where(np.isfinite(dist), q[start] + dist - h[start] + h, np.inf)
     ok = qv <= battery.budget_wh
-    return ReachResult(ok, qv, pred, battery.budget_wh, start, enum.exact, np.asarray(belief.mean, dtype=np.float64))
+    return ReachResult(ok, qv, pred, battery.budget_wh, start, exact, np.asarray(belief.mean, dtype=np.float64))
 
 
 def tree_path_sums(pred: np.ndarray, root: int, values: np.ndarray, reached: np.ndarray) -> np.ndarray:
@@ -156,4 +166,4 @@ def route_probability(belief: RouteBelief, route: np.ndarray, battery: BatterySt
     return float(ndtr((battery.budget_wh - mean) / sd))
 
 
-__all__ = ["ReachResult", "reachable", "route_probability", "tree_path_sums"]
+__all__ = ["REACH_COMPILED_MIN_EDGES", "ReachResult", "reachable", "route_probability", "tree_path_sums"]

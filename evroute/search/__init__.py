@@ -16,11 +16,16 @@ Two engines, compiled with numba (``cache=True``: the first call in a fresh envi
   weights the search never reads need never be drawn: the round is exact.
   The bandit uses it for BI Thompson rounds from :data:`evroute.bandit.LAZY_TS_MIN_ARMS` edges and leaves it for the
   full draw when a round's two searches would settle more than :data:`evroute.bandit.LAZY_TS_MAX_SHARE` of the nodes:
-  a settled node costs about three times what SciPy's Dijkstra pays per node, so the lazy search wins on trips whose
-  two balls of half the route's cost are small (9 of 10 random trips at a million edges, median 97 against 388 ms)
-  and loses on cross-city routes (``docs/scale_rounds.md``).
-* :func:`one_to_all`: Dijkstra from one node to every node on a CSR graph with non-negative arc weights (reach on
-  request), an indexed 4-ary heap in compiled code; as fast as SciPy's at a million edges.
+  a settled node costs about 1-1.7 us at a million edges (each draw and both searches' labels read scattered memory),
+  against about 0.25 s for a round that draws every edge and finds the route by :func:`node_weighted_route`, so the
+  lazy search wins on trips whose two balls of half the route's cost are small (7-8 of 10 random trips at a million
+  edges) and loses on cross-city routes (``docs/scale_rounds.md``).
+* :func:`one_to_all`: Dijkstra from one node to every node (or until a target is final) on a CSR graph with
+  non-negative arc weights, by buckets: Dial's algorithm where every arc is at least twice the bucket width, label
+  correcting inside a bucket otherwise; the same labels as SciPy's, bit for bit.  :func:`reduced_one_to_all` runs it
+  for reach on the line graph renamed in a cache-friendly order (:mod:`evroute.search.order`), the arcs computed in
+  compiled code: at a million edges about twice as many arcs per millisecond as SciPy's Dijkstra
+  (``docs/scale_rounds.md``).
 
 Without numba (:func:`numba_available` False) neither engine exists and the callers keep SciPy's Dijkstra.
 """
@@ -226,29 +231,130 @@ class LazyThompsonEngine:
         return Route(self._path[: int(st[0])].copy(), w_start + float(cost))
 
 
-def one_to_all(indptr: np.ndarray, heads: np.ndarray, data: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
+#: Buckets of :func:`one_to_all`: width ``max(min arc / 2, mean arc / BUCKET_MEAN_PARTS)`` (arcs under twice the
+#: width may lower a label inside the bucket being emptied and cost a second scan), at most ``BUCKET_RING`` of them
+#: ahead of the current one (a label beyond waits in the farthest)
+BUCKET_MEAN_PARTS = 16.0
+BUCKET_RING = 1 << 14
+
+
+def one_to_all(
+    indptr: np.ndarray, heads: np.ndarray, data: np.ndarray, start: int, target: int = -1
+) -> tuple[np.ndarray, np.ndarray]:
     """Dijkstra from ``start`` over a CSR graph (``indptr (N + 1,)``, ``heads (C,)``, non-negative ``data (C,)``):
-    ``(dist (N,), pred (N,))``, ``inf`` and ``-9999`` (SciPy's marker) where unreached, ``pred[start] = -9999``.
-    Equal-cost alternatives may give another ``pred`` than SciPy's; ``dist`` is the same minimum."""
+    ``(dist (N,), pred (N,))``, ``inf`` and ``-9999`` (SciPy's marker) where unreached, ``pred[start] = -9999``;
+    with ``target >= 0`` it may stop once ``target``'s label is final (only its label and route are then complete).
+
+    Buckets (:func:`evroute.search.kernels.buckets_kernel`: Dial's algorithm where every arc is at least twice the
+    width, label correcting inside a bucket otherwise).  Every label ends as the least over the node's in-arcs of
+    ``dist[u] + a`` with ``dist[u]`` final, as in any Dijkstra: each label is the rounded sum along some walk and
+    rounding is monotone, so that least fixed point is one set of floats and ``dist`` is SciPy's bit for bit; among
+    equal-cost alternatives ``pred`` may differ."""
+    n = len(indptr) - 1
+    for what, idx in (("start", start), ("target", target)):
+        if not -1 <= int(idx) < n or (what == "start" and int(idx) < 0):
+            raise ParameterError(f"{what} index {idx} is outside 0..{n - 1}")
+    data = np.ascontiguousarray(data, dtype=np.float64)
+    if len(data) and not (np.all(np.isfinite(data)) and data.min() >= 0.0):
+        raise ParameterError("arc weights must be finite and non-negative")
+    stats = (float(data.min()), float(data.max()), float(data.mean())) if len(data) else (0.0, 0.0, 0.0)
+    return _buckets(indptr, heads, data, int(start), int(target), *stats)
+
+
+def _buckets(
+    indptr: np.ndarray, heads: np.ndarray, data: np.ndarray, start: int, target: int, lo: float, hi: float, mean: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`one_to_all` on checked arcs whose least, largest and mean weight are ``lo, hi, mean``."""
     K = _kernels()
     n = len(indptr) - 1
-    if not 0 <= int(start) < n:
-        raise ParameterError(f"start index {start} is outside 0..{n - 1}")
     dist = np.full(n, np.inf)
     pred = np.full(n, -9999, dtype=np.int32)
-    K.one_to_all_kernel(
-        np.asarray(indptr),
-        np.asarray(heads),
-        np.asarray(data, dtype=np.float64),
-        int(start),
-        -1,
-        dist,
-        pred,
-        np.empty(n),
-        np.empty(n, dtype=np.int32),
-        np.full(n, K.UNSEEN, dtype=np.int32),
-    )
-    return dist, pred
+    delta = max(0.5 * lo, mean / BUCKET_MEAN_PARTS)
+    if delta <= 0.0:  # every arc is zero: one bucket
+        delta = 1.0
+    nring = min(int(hi / delta) + 3, BUCKET_RING)
+    entries = len(data) + 2  # one per arc and the start (Dial); label correcting may need more: then retry
+    while True:
+        ent = np.empty(2 * entries, dtype=np.int32 if entries < 2**30 else np.int64)
+        scans = K.buckets_kernel(
+            np.asarray(indptr), np.asarray(heads), data, start, target, dist, pred, delta, nring, ent,
+            np.zeros(n, dtype=np.uint8), 2.0 * delta > lo,
+        )  # fmt: skip
+        if scans >= 0:
+            return dist, pred
+        entries *= 2
+        dist.fill(np.inf)
+        pred.fill(-9999)
+
+
+def reduced_one_to_all(
+    linegraph: LineGraph, w: np.ndarray, h: np.ndarray, start: int
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """One-to-all over the line graph's turns weighted ``max(w[v] + h[u] - h[v], 0)`` (Wh), in the cache-friendly
+    :func:`~evroute.search.order.search_order`: ``(dist (E,), pred (E,), least)`` in the original node names, as
+    :func:`one_to_all` gives them on the arcs of :func:`evroute.driver.paths.reweight` (the same numbers), and the
+    least arc before clipping (the caller's test of exactness).
+
+    Args:
+        w: ``(E,)`` node weights; h: ``(E,)`` node potential (zeros for none); start: the source node."""
+    from evroute.search.order import search_order
+
+    K = _kernels()
+    n = linegraph.n_nodes
+    if not 0 <= int(start) < n:
+        raise ParameterError(f"start index {start} is outside 0..{n - 1}")
+    if np.shape(w) != (n,) or np.shape(h) != (n,):
+        raise ParameterError(f"the node weights and the potential must have shape ({n},)")
+    o = search_order(linegraph)
+    arcs = np.empty(len(o.heads))
+    wp, hp = o.gather(w, h)
+    st = np.zeros(4)  # least before clipping, then the clipped arcs' least, largest and sum
+    K.reduced_arcs_kernel(o.indptr, o.heads, wp, hp, arcs, st)
+    if not np.all(np.isfinite(st)) and len(arcs):
+        raise ParameterError("the node weights and the potential must be finite")
+    c = max(len(arcs), 1)
+    dist, pred = _buckets(o.indptr, o.heads, arcs, int(o.inv[int(start)]), -1, st[1], st[2], st[3] / c)
+    least = float(st[0])
+    dist, pred = o.to_original(dist, pred)
+    return dist, pred, least
+
+
+def node_weighted_route(linegraph: LineGraph, weights: np.ndarray, start: int, goal: int) -> Route:
+    """The minimum-weight route for non-negative node ``weights (E,)`` (Wh), as
+    :meth:`evroute.oracle.RouteOracle.shortest_route` finds it: the same cost, bit for bit (:func:`one_to_all`'s
+    labels, start's weight added last), and the same route unless two routes cost exactly the same; by the bucket
+    search on the cache-friendly order, stopped once the goal is final.
+
+    Raises:
+        ParameterError: a weight is negative or not finite, or an index is out of range.
+        UnreachableError: ``goal`` cannot be reached from ``start``.
+    """
+    from evroute.search.order import search_order
+
+    n = linegraph.n_nodes
+    start, goal = int(start), int(goal)
+    for what, idx in (("start", start), ("goal", goal)):
+        if not 0 <= idx < n:
+            raise ParameterError(f"{what} edge index {idx} is outside 0..{n - 1}")
+    w = np.asarray(weights, dtype=np.float64)
+    if w.shape != (n,):
+        raise ParameterError(f"weights must have shape ({n},), got {w.shape}")
+    if not np.all(np.isfinite(w)) or w.min() < 0:
+        raise ParameterError("oracle weights must be finite and non-negative")
+    if start == goal:
+        return Route(np.asarray([start]), float(w[start]))
+    o = search_order(linegraph)
+    wp = w[o.perm]
+    s, g = int(o.inv[start]), int(o.inv[goal])
+    # the arcs carry their heads' weights: the nodes' least and largest bound theirs (all the buckets need)
+    dist, pred = _buckets(o.indptr, o.heads, wp[o.heads], s, g, float(w.min()), float(w.max()), float(w.mean()))
+    if not math.isfinite(dist[g]):
+        ids = linegraph.network.edge_ids
+        raise UnreachableError(f"goal edge {ids[goal]!r} is unreachable from start edge {ids[start]!r}")
+    path = [g]
+    while path[-1] != s:
+        path.append(int(pred[path[-1]]))
+    return Route(o.perm[np.asarray(path[::-1], dtype=np.int64)], float(w[start] + dist[g]))
 
 
 def bidirectional_share(linegraph: LineGraph, start: int, goal: int) -> float:

@@ -304,39 +304,177 @@ def bidir_kernel(  # noqa: PLR0913, PLR0915 - one compiled loop over flat arrays
     return mu
 
 
-# ------------------------------------------------------------------ one-to-all Dijkstra (reach)
+# ------------------------------------------------------------------ one-to-all by buckets (Dial, Delta-stepping)
+#
+# Buckets of width ``delta`` in a ring of ``nring`` slots; each slot a singly linked list of entries ``ent[2 k] =
+# node, ent[2 k + 1] = next`` in a pool (the caller retries with a bigger one when it fills).  An entry is made each
+# time a label falls.
 
 
 @_njit
-def one_to_all_kernel(
-    indptr: Any, heads: Any, data: Any, start: int, target: int, dist: Any, pred: Any, hk: Any, hv: Any, pos: Any
+def buckets_kernel(
+    indptr: Any,
+    heads: Any,
+    data: Any,
+    start: int,
+    target: int,
+    dist: Any,
+    pred: Any,
+    delta: float,
+    nring: int,
+    ent: Any,
+    done: Any,
+    correcting: bool,
 ) -> int:
-    """Dijkstra from ``start``: fills ``dist`` (``inf`` unreached) and ``pred``; ``pos`` starts all ``UNSEEN``;
-    stops once ``target`` is settled (``-1``: never); returns the number of settled nodes."""
+    """Dijkstra's labels by buckets, label correcting inside a bucket (:func:`evroute.search.one_to_all`); ``dist``
+    all ``inf`` and ``pred`` all -9999 on entry; stops once ``target``'s bucket is emptied (``-1``: never); returns
+    the number of node scans, or -1 when the entry pool ``ent`` (any integer type) is full.  ``done (N,)`` all 0: set
+    when a node is scanned, cleared when its label falls; ``correcting`` False promises ``delta <= min arc / 2`` (no
+    scanned label ever falls, nothing to clear).
+
+    The buckets are emptied in increasing order, each in any order; a node is scanned whenever its label fell since
+    its last scan, so a label lowered into the bucket being emptied (an arc under ``delta``) is scanned again.  A
+    scan never lowers a label below the current bucket (labels only grow along arcs, and ``x -> int(x / delta)`` is
+    monotone in floating point), so once a bucket is empty its labels are final; with ``delta <= min arc / 2`` no
+    label falls into the current bucket and every node is scanned once (Dial's algorithm).  An entry that would land
+    a full ring ahead waits in the farthest slot and is moved on when reached."""
+    inv = 1.0 / delta
+    bhead = np.full(nring, -1, dtype=np.int64)
     dist[start] = 0.0
-    _sift_up(hk, hv, pos, 0, 0.0, start)
-    n = 1
-    settled = 0
-    while n > 0:
-        u = hv[0]
-        du = hk[0]
-        n = _pop(hk, hv, pos, n)
-        settled += 1
-        if u == target:
-            break
+    ent[0] = start
+    ent[1] = -1
+    bhead[0] = 0
+    top, pending, cur, scans = 1, 1, 0, 0
+    while pending > 0:
+        slot = cur % nring
+        e = bhead[slot]
+        if e < 0:
+            if target >= 0 and dist[target] < np.inf and int(dist[target] * inv) <= cur:
+                break  # the target's bucket is empty: its label and its route are final
+            cur += 1
+            continue
+        bhead[slot] = ent[2 * e + 1]
+        u = ent[2 * e]
+        if done[u]:  # scanned at its present label already (a stale entry or a duplicate)
+            pending -= 1
+            continue
+        du = dist[u]
+        b = int(du * inv)
+        if b > cur:  # parked a ring ahead: move it on (its label is still live)
+            s = b % nring if b - cur < nring else (cur + nring - 1) % nring
+            ent[2 * e + 1] = bhead[s]
+            bhead[s] = e
+            continue
+        pending -= 1
+        done[u] = 1
+        scans += 1
         for j in range(indptr[u], indptr[u + 1]):
             v = heads[j]
-            p = pos[v]
-            if p == SETTLED:
-                continue
             nd = du + data[j]
-            if p == UNSEEN:
-                _sift_up(hk, hv, pos, n, nd, v)
-                n += 1
-            elif nd < hk[p]:
-                _sift_up(hk, hv, pos, p, nd, v)
-            else:
-                continue
-            dist[v] = nd
-            pred[v] = u
-    return settled
+            if nd < dist[v]:
+                dist[v] = nd
+                pred[v] = u
+                if correcting:
+                    done[v] = 0
+                if 2 * top + 2 > ent.shape[0]:  # the pool is full (label correcting: more label falls than arcs)
+                    return -1
+                bv = int(nd * inv)
+                s = bv % nring if bv - cur < nring else (cur + nring - 1) % nring
+                ent[2 * top] = v
+                ent[2 * top + 1] = bhead[s]
+                bhead[s] = top
+                top += 1
+                pending += 1
+    return scans
+
+
+# ------------------------------------------------------------------ node order for locality, relabelled CSR, arcs
+
+
+@_njit
+def bfs_order_kernel(indptr: Any, heads: Any, order: Any, seen: Any) -> None:
+    """``order (N,)``: the nodes in breadth-first order from node 0 (then from the least unseen node, and so on)."""
+    n = seen.shape[0]
+    head, tail, root = 0, 0, 0
+    while tail < n:
+        if head == tail:
+            while seen[root]:
+                root += 1
+            order[tail] = root
+            seen[root] = 1
+            tail += 1
+        u = order[head]
+        head += 1
+        for j in range(indptr[u], indptr[u + 1]):
+            v = heads[j]
+            if not seen[v]:
+                seen[v] = 1
+                order[tail] = v
+                tail += 1
+
+
+@_njit
+def relabel_kernel(indptr: Any, heads: Any, perm: Any, inv: Any, pindptr: Any, pheads: Any) -> None:
+    """The CSR of the graph with node ``perm[i]`` renamed ``i`` (``inv`` the inverse), each row's heads sorted."""
+    pindptr[0] = 0
+    k = 0
+    for i in range(perm.shape[0]):
+        u = perm[i]
+        lo = k
+        for j in range(indptr[u], indptr[u + 1]):
+            x = inv[heads[j]]
+            m = k  # insertion sort: rows hold a handful of turns
+            while m > lo and pheads[m - 1] > x:
+                pheads[m] = pheads[m - 1]
+                m -= 1
+            pheads[m] = x
+            k += 1
+        pindptr[i + 1] = k
+
+
+@_njit
+def reduced_arcs_kernel(indptr: Any, heads: Any, w: Any, h: Any, out: Any, stats: Any) -> None:
+    """``out (C,)``: every arc's ``max(w[v] + h[u] - h[v], 0)`` (the numbers of :func:`evroute.driver.paths.reweight`,
+    in its order of operations); ``stats (4,)``: the least arc before clipping, the least, largest and sum of the
+    clipped arcs (``inf, inf, 0, 0`` without arcs; a NaN arc makes the sum NaN)."""
+    least, lo, hi, total = np.inf, np.inf, 0.0, 0.0
+    for u in range(indptr.shape[0] - 1):
+        hu = h[u]
+        for j in range(indptr[u], indptr[u + 1]):
+            v = heads[j]
+            a = w[v] + hu - h[v]
+            if a < least:
+                least = a
+            c = a if a > 0.0 else 0.0
+            if a != a:  # NaN stays NaN (the caller refuses it)
+                c = a
+            out[j] = c
+            total += c
+            if c < lo:
+                lo = c
+            if c > hi:
+                hi = c
+    stats[0] = least
+    stats[1] = lo
+    stats[2] = hi
+    stats[3] = total
+
+
+@_njit
+def gather2_kernel(perm: Any, a: Any, b: Any, ap: Any, bp: Any) -> None:
+    """``ap[i] = a[perm[i]]``, ``bp[i] = b[perm[i]]`` (two node arrays into the new names, one pass)."""
+    for i in range(perm.shape[0]):
+        k = perm[i]
+        ap[i] = a[k]
+        bp[i] = b[k]
+
+
+@_njit
+def unpermute_kernel(perm: Any, dist: Any, pred: Any, dist_out: Any, pred_out: Any) -> None:
+    """Labels and predecessors of a search in the new names (``perm[i]`` renamed ``i``) into the original names;
+    a negative predecessor (none) is kept."""
+    for i in range(perm.shape[0]):
+        k = perm[i]
+        dist_out[k] = dist[i]
+        p = pred[i]
+        pred_out[k] = perm[p] if p >= 0 else p
