@@ -50,28 +50,86 @@ def _finals(df: pd.DataFrame, column: str) -> dict[str, dict[int, float]]:
     return {lab: dict(zip(g["seed"], g[column], strict=True)) for lab, g in df.groupby("label", sort=False)}
 
 
+def at_head(df: pd.DataFrame) -> pd.Series:
+    """Per row: whether it was regenerated at HEAD (its ``commit`` in
+    :data:`studies.reproduce.table.SUMO_BANDIT_AT_HEAD`); the other rows predate issue 34."""
+    from studies.reproduce.table import SUMO_BANDIT_AT_HEAD
+
+    if "commit" not in df.columns:
+        return pd.Series(False, index=df.index)
+    return df["commit"].astype(str).isin(SUMO_BANDIT_AT_HEAD)
+
+
 def provenance_lines(df: pd.DataFrame) -> list[str]:
-    """The commits that recorded the per-seed rows, per route (the data's ``commit`` column), and their label."""
+    """The commits that recorded the per-seed rows, per comparison block (network, route, arm kind), which blocks
+    are at HEAD and the label of the older ones."""
     from collections import Counter
 
     from studies.reproduce.provenance import before_issue34_sentence, commit_table
 
     if "commit" not in df.columns:
         return []
+    head = at_head(df)
     groups = {
-        f"{n} {r}": Counter(g["commit"].fillna("unlabelled").astype(str))
-        for (n, r), g in df.groupby(["network", "route"], sort=False)
+        f"{n} {r} {a}{' (at HEAD)' if head[g.index].all() else ''}": Counter(
+            g["commit"].fillna("unlabelled").astype(str)
+        )
+        for (n, r, a), g in df.groupby(["network", "route", "arms"], sort=False)
     }
-    return [
+    new = sorted(set(df.loc[head, "commit"].astype(str)))
+    lines = [
         "Provenance: each row carries the commit that recorded it (column `commit`; rows recorded before the column "
         "existed: the commit that last wrote the row's line, `python -m studies.reproduce.provenance`).  Per-seed "
-        "rows per route and commit:",
+        "rows per comparison block (network, route, arm kind: every model and policy, regenerated together) and "
+        "commit:",
         "",
-        *commit_table(groups, "route"),
-        "",
-        before_issue34_sentence("`sumo_bandit_study` under `scripts/sumo/`"),
+        *commit_table(groups, "block"),
         "",
     ]
+    if new:
+        lines += [
+            f"Blocks marked (at HEAD) were regenerated at commit {', '.join(f'`{c}`' for c in new)}, after issue 34, "
+            "their recorded SUMO day simulated again (`python -m studies.sumo_bandit.collect`); "
+            "`python -m studies.reproduce.run --pages sumo_bandit` re-runs them row by row and compares.  "
+            "Comparisons below pair only methods of the same code: a pair with one method at HEAD and one before "
+            "issue 34 is named and not compared.",
+            "",
+        ]
+    if not head.all():
+        lines += [
+            ("Blocks not marked (at HEAD): " if new else "")
+            + before_issue34_sentence("`sumo_bandit_study` under `scripts/sumo/`"),
+            "",
+        ]
+    return lines
+
+
+def _day_lines(m: dict[str, Any], label: str) -> list[str]:
+    """A route's recorded day (``m``: its set-up in the study's meta), ``label`` naming the rows it belongs to."""
+    return [
+        f"Recorded day{label}: {m['traversals']:,} traversals of the {m['network_edges']:,} edges, "
+        f"{m['probe_trips']:,} probe trips; {m['eq8_edges']} edge(s) never traversed take Eq. 8's energy; "
+        + (
+            f"{m['clipped_traversals']:,} traversals had a reduced energy below 0 (together "
+            f"{m['clipped_wh']:.1f} Wh) and enter the means clipped to 0 (`evroute/environments/sumo_replay.py`)."
+            if m["clipped_traversals"]
+            else "no traversal had a reduced energy below 0 (none clipped, `evroute/environments/sumo_replay.py`)."
+        ),
+        "",
+    ]
+
+
+def _reference_text(m: dict[str, Any]) -> str:
+    e, t = m["arms"]["edge"], m["arms"]["turn"]
+    return (
+        f"Check: edge arms {e['negative_means']} of {e['n']:,} means below 0 (minimum {e['min_mean_wh']:.4f} "
+        f"Wh), turn arms {t['negative_means']} of {t['n']:,} (minimum {t['min_mean_wh']:.4f} Wh); negative "
+        f"cycle reachable: {'yes' if m['negative_cycle_reachable'] else 'no'}.  Optimum: {e['optimum_wh']:.1f} Wh "
+        f"with edge means, {t['optimum_wh']:.1f} Wh with turn means; the edge-mean optimum costs "
+        f"{m['edge_optimum_turn_truth_wh']:.1f} Wh under the turn means, "
+        f"{m['edge_optimum_turn_truth_wh'] - t['optimum_wh']:.2f} Wh above the turn optimum (the regret per round, "
+        "under the turn truth, of an edge-arm learner that has found its own optimum)."
+    )
 
 
 def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: str) -> str:
@@ -99,34 +157,30 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
         *provenance_lines(df),
     ]
     for (network, route), g in df.groupby(["network", "route"], sort=False):
-        m = meta["routes"][f"{network}-{route}"]
-        e, t = m["arms"]["edge"], m["arms"]["turn"]
+        key = f"{network}-{route}"
+        head = at_head(g)
+        eras = [(meta["routes"][key], "")] if head.all() or not head.any() else []
+        if not eras:  # a route with blocks of both: each set-up with the rows it belongs to
+            old = meta.get("routes_before_issue34", {}).get(key, meta["routes"][key])
+            eras = [(meta["routes"][key], " (rows at HEAD)"), (old, " (rows before issue 34)")]
+        elif not head.any() and key in meta.get("routes_before_issue34", {}):
+            eras = [(meta["routes_before_issue34"][key], "")]
+        m = eras[0][0]
         exact = bool(g["reference_exact"].all())
+        lines += [f"## {network} {route} ({m['start']} -> {m['goal']})", ""]
+        for em, label in eras:
+            lines += _day_lines(em, label)
         lines += [
-            f"## {network} {route} ({m['start']} -> {m['goal']})",
-            "",
-            f"Recorded day: {m['traversals']:,} traversals of the {m['network_edges']:,} edges, "
-            f"{m['probe_trips']:,} probe trips; {m['eq8_edges']} edge(s) never traversed take Eq. 8's energy; "
-            + (
-                f"{m['clipped_traversals']:,} traversals had a reduced energy below 0 (together "
-                f"{m['clipped_wh']:.1f} Wh) and enter the means clipped to 0 (`evroute/environments/sumo_replay.py`)."
-                if m["clipped_traversals"]
-                else "no traversal had a reduced energy below 0 (none clipped, `evroute/environments/sumo_replay.py`)."
-            ),
-            "",
             "Regret reference: "
             + (
                 "exact in every run (Dijkstra on the mean reduced energies)"
                 if exact
                 else f"NOT exact in {int((~g['reference_exact']).sum())} run(s)"
             )
-            + f".  Check: edge arms {e['negative_means']} of {e['n']:,} means below 0 (minimum {e['min_mean_wh']:.4f} "
-            f"Wh), turn arms {t['negative_means']} of {t['n']:,} (minimum {t['min_mean_wh']:.4f} Wh); negative "
-            f"cycle reachable: {'yes' if m['negative_cycle_reachable'] else 'no'}.  Optimum: {e['optimum_wh']:.1f} Wh "
-            f"with edge means, {t['optimum_wh']:.1f} Wh with turn means; the edge-mean optimum costs "
-            f"{m['edge_optimum_turn_truth_wh']:.1f} Wh under the turn means, "
-            f"{m['edge_optimum_turn_truth_wh'] - t['optimum_wh']:.2f} Wh above the turn optimum (the regret per round, "
-            "under the turn truth, of an edge-arm learner that has found its own optimum).",
+            + ".  "
+            + "  ".join(
+                f"{label.strip().capitalize() + ': ' if label else ''}{_reference_text(em)}" for em, label in eras
+            ),
             "",
             "Final cumulative regret (Wh, mean +- s.e. over seeds): against the run's own truth (edge arms: edge "
             "means; turn arms: turn means), and with the run's driven routes scored by the turn truth (one yardstick "
@@ -167,6 +221,9 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
                 if base in labels:
                     pairs.append((lab, base, "model"))
         pairs += [(lab, lab[: -len("-TURN")], "arms") for lab in own if lab.endswith("-TURN") and lab[:-5] in labels]
+        era = {lab: bool(head[g.index[g["label"] == lab]].all()) for lab in own}
+        split = [(a, b) for a, b, _ in pairs if era[a] != era[b]]
+        pairs = [(a, b, k) for a, b, k in pairs if era[a] == era[b]]
         lines += [
             "",
             "Paired per-seed differences of the final regret under the turn truth (Wh; negative: the first method "
@@ -180,6 +237,13 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
             cell, sentence = _ci(a, b, turn[a], turn[b])
             lines.append(f"| {a} - {b} | {kind} | {cell} |")
             sentences.append(f"- {sentence}.")
+        if split:
+            lines += [
+                "",
+                "Not compared (one method at HEAD, the other before issue 34: different code and recorded day): "
+                + ", ".join(f"{a} - {b}" for a, b in split)
+                + ".",
+            ]
         lines += ["", "Generated from the table above (turn truth):", "", *sentences, ""]
         gp = [(a, b) for a, b, k in pairs if k == "model"]
         if gp:
