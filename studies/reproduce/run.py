@@ -201,7 +201,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.exit(2, "evroute: error: --max-cpu must be > 0\n")
     sources = [s for s in SOURCES if not args.pages or s.page_name in args.pages]
     if args.list:
-        print("\n".join(list_lines(sources)))
+        total = sum(cpu_estimate(s) for s in sources)
+        print("\n".join([*list_lines(sources), f"total: ~{total:,.0f} CPU s to regenerate these files from scratch"]))
         return 0
     cost = page_cpu(sources)
     skipped = {p for p, c in cost.items() if args.max_cpu is not None and c > args.max_cpu}
