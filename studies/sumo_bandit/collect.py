@@ -82,7 +82,8 @@ def collect(
         key = f"{net}-{route}"
         meta.setdefault(BEFORE, {}).setdefault(key, meta["routes"][key])
         meta["routes"][key] = {**new_meta["routes"][key], "methods": meta["routes"][key]["methods"]}
-    meta["commands"] = list(dict.fromkeys([*meta.get("commands", [meta["command"]]), *new_meta.get("commands", [])]))
+    added = new_meta.get("commands", [new_meta["command"]])  # a study run once records its command alone
+    meta["commands"] = list(dict.fromkeys([*meta.get("commands", [meta["command"]]), *added]))
     for net in live_networks:
         commits = set(merged.loc[merged["network"] == net, "commit"].astype(str))
         if len(commits) != 1 or commits != set(rows.loc[rows["network"] == net, "commit"].astype(str)):

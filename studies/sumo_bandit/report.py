@@ -293,10 +293,12 @@ def partial_network_lines(
     net = str(timed["network"].iloc[0])
     seeds = int(meta["seeds"])
     here, ref = df[df["network"] == net], df[df["network"] != net]
+    head = at_head(df)  # CPU compared only with rows of the same code as this network's
+    ref = ref[head[ref.index] == bool(head[here.index].all())] if not here.empty else ref
     if here.empty or ref.empty:
         return timing_lines(timed, timed_meta, df, seeds)
     methods = list(dict.fromkeys([*ref["label"], *here["label"]]))
-    routes = list(dict.fromkeys(ref["route"]))
+    routes = list(dict.fromkeys(df["route"]))
     cpu = here.groupby("label")["cpu_s"].mean()
     cpu_ref = ref.groupby("label")["cpu_s"].mean()
     timed_cpu = timed.groupby("label", sort=False)["cpu_s"].mean()

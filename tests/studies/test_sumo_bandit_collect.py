@@ -56,7 +56,9 @@ def _setup(tmp_path: Path, src_rows: list[dict]) -> tuple[Path, Path, Path]:
     old = _rows("aaaaaaa", "edge", 0.0) + _rows("aaaaaaa", "turn", 0.0)
     data, meta = _write(tmp_path / "docs", old, _meta("old command", 100))
     src = tmp_path / "new"
-    _write(src, src_rows, _meta("new command", 200))
+    new_meta = _meta("new command", 200)
+    del new_meta["commands"]  # a study run once (not merged into older data) records its command alone
+    _write(src, src_rows, new_meta)
     return data, meta, src
 
 
