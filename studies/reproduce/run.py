@@ -125,10 +125,23 @@ def head_rows(s: Source) -> list[Row]:
 
 
 def sample_rows(sources: list[Source], k: int, seed: int) -> list[tuple[Source, Row]]:
-    """``k`` cheap rows drawn without replacement by ``random.Random(seed)`` from the ``rows`` sources (in table
-    order, rows in file order), so a seed always names the same rows of the same committed data."""
-    pool = [(s, r) for s in sources if s.rerun == "rows" and s.cheap is not None for r in head_rows(s) if s.cheap(r)]
-    return random.Random(seed).sample(pool, min(k, len(pool)))
+    """``k`` cheap rows drawn without replacement by ``random.Random(seed)``, stratified over the ``rows`` sources
+    (in table order, each source's cheap rows in file order, shuffled; then one row of each source in turn), so a
+    seed always names the same rows of the same committed data and every source with cheap rows at HEAD is in a
+    sample of at least as many rows as there are such sources."""
+    rng = random.Random(seed)
+    pools = []
+    for s in sources:
+        if s.rerun == "rows" and s.cheap is not None:
+            cheap = [r for r in head_rows(s) if s.cheap(r)]
+            if cheap:
+                pools.append([(s, r) for r in rng.sample(cheap, len(cheap))])
+    out: list[tuple[Source, Row]] = []
+    while len(out) < k and any(pools):
+        for pool in pools:
+            if pool and len(out) < k:
+                out.append(pool.pop(0))
+    return out
 
 
 def list_lines(sources: list[Source]) -> list[str]:

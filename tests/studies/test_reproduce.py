@@ -217,6 +217,14 @@ def test_compare_finds_a_changed_digit_a_missing_row_and_skips_timings() -> None
     assert checked == 1 and drifts[0].columns == {"wh": ("10.5", "10.7")}
 
 
+def test_the_sample_draws_from_every_row_source_with_cheap_rows_at_head() -> None:
+    with_cheap = [s.data for s in SOURCES if s.rerun == "rows" and s.cheap and any(map(s.cheap, head_rows(s)))]
+    assert "sumo_bandit_finals.csv" in with_cheap  # the SUMO blocks regenerated at HEAD are in the CI check
+    for seed in range(3):
+        drawn = sample_rows(list(SOURCES), len(with_cheap), seed)
+        assert sorted(s.data for s, _ in drawn) == sorted(with_cheap)
+
+
 def test_the_sample_is_fixed_by_its_seed_and_drawn_from_rows_at_head() -> None:
     a, b = sample_rows(list(SOURCES), 5, 3), sample_rows(list(SOURCES), 5, 3)
     assert [r for _, r in a] == [r for _, r in b] and len(a) == 5
