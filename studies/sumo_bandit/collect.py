@@ -88,19 +88,26 @@ def collect(
         commits = set(merged.loc[merged["network"] == net, "commit"].astype(str))
         if len(commits) != 1 or commits != set(rows.loc[rows["network"] == net, "commit"].astype(str)):
             _fail(f"--live-networks {net}: not every block of {net} is at the collected rows' commit")
-        _collect_live(src, data.parent, net)
+        live_commits = set(pd.read_csv(src / FINALS, dtype=COMMIT).query("network == @net")["commit"].astype(str))
+        if live_commits != commits:
+            _fail(f"--live-networks {net}: its final routes in --from are of {sorted(live_commits)}, not {commits}")
+        _collect_live(src, data.parent, net, commits.pop())
     atomic_write_text(data, merged.to_csv(index=False, lineterminator="\n"))
     atomic_write_text(meta_path, json.dumps(meta, indent=1, sort_keys=True) + "\n")
     return summary
 
 
-def _collect_live(src: Path, dst: Path, net: str) -> None:
-    """``net``'s live tables (final routes, trips, set-up) of ``src`` replace those in ``dst``."""
+def _collect_live(src: Path, dst: Path, net: str, commit_of: str) -> None:
+    """``net``'s live tables (final routes, trips, set-up) of ``src`` replace those in ``dst``; ``commit_of``: the
+    commit of ``net``'s replay rows in ``src``, given to trips written without a commit column (by the same
+    checkout: the live drives are made in the study's folder at the checkout that ran its runs)."""
     for name in (FINALS, TRIPS):
         new = pd.read_csv(src / name, dtype=COMMIT)
         new = new[new["network"] == net]
         if new.empty:
             _fail(f"--live-networks {net}: no {net} rows in {src / name}")
+        if "commit" not in new.columns:  # trips appended by a live.py that did not yet label them
+            new = new.assign(commit=commit_of)
         old = pd.read_csv(dst / name, dtype=COMMIT)
         out = pd.concat([old[old["network"] != net], new], ignore_index=True)[list(old.columns)]
         atomic_write_text(dst / name, out.to_csv(index=False, lineterminator="\n"))

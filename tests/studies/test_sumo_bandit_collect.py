@@ -123,3 +123,36 @@ def test_the_page_pairs_only_methods_of_the_same_code(tmp_path: Path, monkeypatc
     monkeypatch.setattr(T, "SUMO_BANDIT_AT_HEAD", frozenset())  # one code: turn - edge compared (-7 Wh each seed)
     page = report(pd.read_csv(data, dtype={"commit": str}), json.loads(meta.read_text()), data.name, meta.name)
     assert "| BI-TS-TURN - BI-TS | arms | -7.0 +- 0.0 |" in page and "Not compared" not in page
+
+
+def _live(folder: Path, net: str, commit: str | None, note: str) -> None:
+    routes = pd.DataFrame({"network": [net], "route": ["A"], "label": ["BI-TS"], "seed": [0], "route_key": ["k"]})
+    trips = pd.DataFrame({"network": [net], "route_key": ["k"], "slot": [0], "battery_wh": [1.0]})
+    if commit is not None:
+        routes["commit"] = commit
+        trips["commit"] = commit
+    routes.to_csv(folder / "sumo_bandit_live_routes.csv", index=False)
+    trips.to_csv(folder / "sumo_bandit_live_trips.csv", index=False)
+    (folder / "sumo_bandit_live_meta.json").write_text(json.dumps({"networks": {net: {"command": note}}}))
+
+
+def test_a_whole_network_s_live_drives_replace_the_committed_ones(tmp_path: Path) -> None:
+    data, meta, src = _setup(tmp_path, _rows("bbbbbbb", "edge", 7.0) + _rows("bbbbbbb", "turn", 7.0))
+    _live(data.parent, "m", "aaaaaaa", "old")
+    old_trips = pd.read_csv(data.parent / "sumo_bandit_live_trips.csv")
+    pd.concat([old_trips, old_trips.assign(network="x")]).to_csv(
+        data.parent / "sumo_bandit_live_trips.csv", index=False
+    )
+    _live(src, "m", None, "new")  # trips written without a commit column
+    pd.read_csv(src / "sumo_bandit_live_routes.csv").assign(commit="bbbbbbb").to_csv(
+        src / "sumo_bandit_live_routes.csv", index=False
+    )
+    before = data.read_text()
+    with pytest.raises(SystemExit):  # the turn block still before: not every block of m at the new commit
+        C.collect(src, [("m", "A", "edge")], data, meta, ["m"])
+    assert data.read_text() == before
+    C.collect(src, [("m", "A", "edge"), ("m", "A", "turn")], data, meta, ["m"])
+    trips = pd.read_csv(data.parent / "sumo_bandit_live_trips.csv", dtype={"commit": str})
+    assert sorted(zip(trips["network"], trips["commit"], strict=True)) == [("m", "bbbbbbb"), ("x", "aaaaaaa")]
+    live_meta = json.loads((data.parent / "sumo_bandit_live_meta.json").read_text())
+    assert live_meta["networks"]["m"]["command"] == "new"
