@@ -179,7 +179,8 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
             )
             + ".  "
             + "  ".join(
-                f"{label.strip().capitalize() + ': ' if label else ''}{_reference_text(em)}" for em, label in eras
+                (f"{label.strip(' ()')[0].upper()}{label.strip(' ()')[1:]}: " if label else "") + _reference_text(em)
+                for em, label in eras
             ),
             "",
             "Final cumulative regret (Wh, mean +- s.e. over seeds): against the run's own truth (edge arms: edge "
@@ -190,12 +191,14 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
             "|---|---:|---:|---:|---:|---:|",
         ]
         own, turn = _finals(g, "final_regret_wh"), _finals(g, "final_regret_turn_truth_wh")
+        mixed = len(eras) > 1  # a route with blocks of both codes: each method says which
         for lab in own:
             mo, so = mean_se(list(own[lab].values()))
             mt, st = mean_se(list(turn[lab].values()))
+            tag = (" (at HEAD)" if head[g.index[g["label"] == lab]].all() else " (before issue 34)") if mixed else ""
             lines.append(
-                f"| {lab} | {len(own[lab])} | {format_mean_se(mo, so)} | {mo / T:.2f} | {format_mean_se(mt, st)} | "
-                f"{mt / T:.2f} |"
+                f"| {lab}{tag} | {len(own[lab])} | {format_mean_se(mo, so)} | {mo / T:.2f} | "
+                f"{format_mean_se(mt, st)} | {mt / T:.2f} |"
             )
         short = {lab: len(v) for lab, v in own.items() if len(v) < int(meta["seeds"])}
         absent = [lab for lab in m.get("methods", []) if lab not in own]

@@ -114,6 +114,8 @@ def test_the_page_pairs_only_methods_of_the_same_code(tmp_path: Path, monkeypatc
     assert "| m A edge (at HEAD) | 6 | `bbbbbbb` (6) |" in page and "| m A turn | 6 | `aaaaaaa` (6) |" in page
     assert "Recorded day (rows at HEAD): 200 traversals" in page
     assert "Recorded day (rows before issue 34): 100 traversals" in page
+    assert "Rows at HEAD: Check:" in page and "Rows before issue 34: Check:" in page
+    assert "| BI-TS (at HEAD) | 3 |" in page and "| BI-TS-TURN (before issue 34) | 3 |" in page
     # GP - BI within each block: 50 Wh lower on all 3 seeds (same code); turn - edge crosses codes: not compared
     assert "| GP-EXACT-TS - BI-TS | model | -50.0 +- 0.0 |" in page
     assert "| GP-EXACT-TS-TURN - BI-TS-TURN | model | -50.0 +- 0.0 |" in page
