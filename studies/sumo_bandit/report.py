@@ -397,6 +397,24 @@ def partial_network_lines(
     ]
 
 
+def live_provenance(finals: pd.DataFrame, trips: pd.DataFrame) -> list[str]:
+    """Rows of the live tables (final routes, trips) per network and the commit that recorded them."""
+    if "commit" not in finals.columns or "commit" not in trips.columns:
+        return []
+    cells = []
+    for net in dict.fromkeys([*finals["network"], *trips["network"]]):
+        parts = []
+        for name, t in (("final routes", finals), ("trips", trips)):
+            c = t.loc[t["network"] == net, "commit"].fillna("unlabelled").astype(str).value_counts()
+            parts.append(f"{name} " + ", ".join(f"`{k}` ({n})" for k, n in sorted(c.items(), key=lambda kv: -kv[1])))
+        cells.append(f"{net}: " + "; ".join(parts))
+    return [
+        "Live rows per network and commit (the networks whose blocks are all at HEAD were driven again from the "
+        "runs at HEAD): " + "; ".join(cells) + ".",
+        "",
+    ]
+
+
 def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None = None) -> None:
     """Rebuild ``out`` from the committed data alone; ``extra``: the folder of the live-scoring and timing tables
     (default: ``data``'s folder)."""
@@ -413,7 +431,7 @@ def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None
             f"{n}-{r}": {str(lab): sorted(int(s) for s in g2["seed"]) for lab, g2 in g.groupby("label")}
             for (n, r), g in df.groupby(["network", "route"])
         }
-        text += "\n".join(["", *live_section(*live, order, replay)])
+        text += "\n".join(["", *live_section(*live, order, replay), "", *live_provenance(live[0], live[1])])
     timing = read_timing(extra)  # one seed of the dearest methods timed on a network not run
     if timing is not None:
         driven = frozenset(live[1]["network"]) if live is not None else frozenset()
