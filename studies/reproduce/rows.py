@@ -70,9 +70,44 @@ def misspecification_row(row: Mapping[str, str], runs: Path) -> Row:
     return {**row, "final_regret_wh": f"{R.seed_finals(root / key)[seed]:.6f}"}
 
 
+def sumo_bandit_row(row: Mapping[str, str], runs: Path) -> Row:
+    """One (network, route, label, seed) row of ``sumo_bandit_finals.csv`` re-run alone: the study's configuration
+    of that method (:func:`studies.sumo_bandit.run.study_config`, its recorded-day parameters, horizon and seed
+    count from ``sumo_bandit_meta.json``) run for that one seed into the study's folder layout under ``runs`` (the
+    folder the page's whole-file regeneration runs in too, so a seed is run once), then scored as the study scores
+    it (:func:`studies.sumo_bandit.run.collect_rows`: own and turn-truth regret, reference)."""
+    import json
+
+    from evroute.experiments.output import output_lock
+    from evroute.experiments.runner import prepare_output, run_seed
+    from studies.reproduce.table import DATA, ROOT
+    from studies.sumo_bandit import run as S
+
+    meta = json.loads((ROOT / DATA / "sumo_bandit_meta.json").read_text())
+    network, route, seed = row["network"], row["route"], int(row["seed"])
+    cfg = S.study_config(
+        network,
+        route,
+        row["model"],
+        row["policy"],
+        row["arms"],
+        dict(meta["env_params"]),
+        int(meta["horizon"]),
+        max(int(meta["seeds"]), seed + 1),
+    )
+    out = prepare_output(cfg, S.run_folder(runs, cfg))
+    with output_lock(out):
+        run_seed(cfg, seed, out)
+    got = [r for r in S.collect_rows(network, route, {cfg.label: (cfg, out)}) if r["seed"] == seed]
+    if not got:
+        raise RuntimeError(f"{network} {route} {cfg.label} seed {seed}: no summary after the run")
+    return {k: str(v) for k, v in got[0].items()}
+
+
 RUNNERS: dict[str, Callable[[Mapping[str, str], Path], Row]] = {
     "gp_vs_bi_finals.csv": gp_vs_bi_row,
     "misspecification_finals.csv": misspecification_row,
+    "sumo_bandit_finals.csv": sumo_bandit_row,
 }
 
 

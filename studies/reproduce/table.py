@@ -7,11 +7,20 @@ the study's own commands file or the ``command`` fields the data carry, :func:`c
 reproduce at (``at``: ``HEAD``, or an older commit the page names) and how this checkout re-runs it:
 
 * ``rerun="rows"``: row by row (:mod:`studies.reproduce.rows`), each row's own seed; rows for which ``head`` is
-  false are labelled with an older commit in the data (the ``commit`` column) and are not re-run at HEAD;
-* ``rerun="file"``: the whole file, by ``regen`` (``python`` arguments with ``{dir}`` for the folder it writes into),
-  then compared row by row;
-* ``rerun=""``: not re-run by this command; ``why`` says why (e.g. its rows are archived with their commit, or the
-  data is metadata of another file: commands and set-up, no rows).
+  false are labelled with an older commit in the data (the ``commit`` column): a full regeneration re-runs them at
+  HEAD too but does not compare them (they were recorded by other code);
+* ``rerun="file"``: the whole file, by the commands ``regen`` (each a tuple of ``python`` arguments, ``{dir}`` the
+  folder it writes into, ``{raw}`` the folder the row re-runs keep their raw runs in, shared so a study's runs are
+  made once), then compared row by row: every row when the file is at HEAD (``at``), else only the rows ``head``
+  accepts (none without it);
+* ``rerun=""``: not re-run by this command; ``why`` says why (the data is metadata of another file: commands, no
+  rows).
+
+Timing columns (CPU and wall seconds, loads) are re-measured by a regeneration and never compared (``excluded``);
+a source whose every number is a timing (``timing``) is regenerated and reported, not compared.  ``cpu_columns``
+and ``cpu_extra_s`` give the estimated CPU of a regeneration from scratch (:func:`studies.reproduce.run.cpu_estimate`:
+the recorded CPU columns summed, plus what the data do not record); sources above :data:`EXPENSIVE_S` are
+expensive, never part of the ``--sample`` drift check (which draws cheap rows only).
 
 Numbers are compared to the precision they are stored at: a re-run value may differ from the committed one by one
 unit in the committed value's last decimal (:func:`studies.reproduce.compare.tolerance`), plus a per-column
@@ -25,11 +34,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from studies.reproduce.regen import (
+    CHARGING_REGEN,
+    ENERGY_VALIDATION_REGEN,
+    KNOWN_TRUTH_REGEN,
+    SUMO_BANDIT_REGEN,
+    SUMO_LIVE_REGEN,
+    WITH_KNOWN_TRUTH,
+    WITH_SUMO_BANDIT,
+    cmd,
+)
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = "docs/results/data"
 
 #: why timing columns are never compared
 TIMING = "timing (CPU / wall seconds or load): differs from run to run"
+#: a source whose regeneration is estimated above this many CPU seconds is expensive (never in ``--sample``)
+EXPENSIVE_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -46,11 +68,15 @@ class Source:
     command: str = ""  #: the producing command, when the data do not record it
     at: str = "HEAD"  #: the commit the rows reproduce at
     rerun: str = ""  #: "rows", "file" or "" (module doc)
-    regen: tuple[str, ...] = ()  #: for rerun="file": python arguments, {dir} = the folder it writes into
+    regen: tuple[tuple[str, ...], ...] = ()  #: for rerun="file": commands (python arguments; {dir}, {raw}: module doc)
     inputs: tuple[str, ...] = ()  #: committed data files the regeneration reads from {dir} (copied there first)
     why: str = ""  #: for rerun="": why not
     head: Callable[[Mapping[str, str]], bool] | None = None  #: for rerun="rows": rows that reproduce at HEAD
     cheap: Callable[[Mapping[str, str]], bool] | None = None  #: rows cheap enough for ``--sample`` (seconds each)
+    cpu_columns: tuple[str, ...] = ()  #: CPU-second columns (or top-level JSON fields) summed: the rows' recorded CPU
+    cpu_extra_s: float = 0.0  #: CPU a regeneration costs that the data do not record (set-up, SUMO days), estimated
+    cpu_note: str = ""  #: where the CPU estimate comes from (or which source's regeneration writes this file too)
+    timing: bool = False  #: every number a timing: regenerated (re-measured), never compared
 
     @property
     def path(self) -> Path:
@@ -99,7 +125,26 @@ def misspecification_at_head(r: Mapping[str, str]) -> bool:
     return r.get("commit", "") in MISSPECIFICATION_AT_HEAD
 
 
-_LIVE_WHY = "the SUMO-live drives of the final routes of rows archived with sumo_bandit_finals.csv"
+#: the commits whose sumo_bandit rows reproduce at HEAD: comparison blocks (a network's route and arm kind, every
+#: model and policy) regenerated at HEAD of issue 38, item 4 (``python -m studies.sumo_bandit.run``, commands in
+#: ``sumo_bandit_meta.json``); the other rows are labelled with the older commits that recorded them (before issue
+#: 34 changed network speeds and the default energy prior) and are not compared.  At ``1dce12e``: Monaco, both
+#: routes and both arm kinds (240 rows, 2,008 CPU s of runs) and its live drives; Luxembourg is still before issue 34
+SUMO_BANDIT_AT_HEAD: frozenset[str] = frozenset({"1dce12e"})
+
+
+def sumo_bandit_at_head(r: Mapping[str, str]) -> bool:
+    """Whether a sumo_bandit row (replay final, live route or live trip) reproduces at HEAD: its ``commit`` is one of
+    :data:`SUMO_BANDIT_AT_HEAD`."""
+    return r.get("commit", "") in SUMO_BANDIT_AT_HEAD
+
+
+def _cheap_sumo_bandit(r: Mapping[str, str]) -> bool:
+    """sumo_bandit rows at HEAD that re-run in seconds: BI on Monaco (under 2 CPU s a seed; the recorded SUMO day,
+    about 30 CPU s, is paid once and cached)."""
+    return sumo_bandit_at_head(r) and r["model"] == "bi" and r["network"] == "monaco"
+
+
 _SUMO_BANDIT_AT = "40a3992"
 _SUMO_LIVE_AT = "93f5b0b"
 
@@ -113,6 +158,9 @@ SOURCES: tuple[Source, ...] = (
         rerun="rows",
         head=gp_vs_bi_at_head,
         cheap=_cheap_gp_vs_bi,
+        cpu_extra_s=6500.0,
+        cpu_note="measured per route (studies/reproduce/README.md): synthetic 1,030, luxembourg:A 2,106, "
+        "luxembourg:B 1,341 CPU s; monaco:A and monaco:B about 1,000 each (the synthetic route's per-seed costs)",
     ),
     Source("gp_vs_bi_commands.txt", "gp_vs_bi", why="the commands behind gp_vs_bi_finals.csv (no rows)"),
     Source(
@@ -122,28 +170,57 @@ SOURCES: tuple[Source, ...] = (
         excluded={"cpu_s": TIMING},
         commands_file="sumo_bandit_meta.json",
         at=_SUMO_BANDIT_AT,
-        why="480 SUMO-replay runs (~10 CPU hours); recorded before the speed-profile prior and network speeds of "
-        "issue 34, the page names the commit",
-    ),
-    Source("sumo_bandit_meta.json", "sumo_bandit", at=_SUMO_BANDIT_AT, why="the commands and set-up (no rows)"),
-    Source(
-        "sumo_bandit_live_routes.csv",
-        "sumo_bandit",
-        key=("network", "route", "label", "seed"),
-        commands_file="sumo_bandit_live_meta.json",
-        at=_SUMO_BANDIT_AT,
-        why=_LIVE_WHY,
+        rerun="rows",
+        head=sumo_bandit_at_head,
+        cheap=_cheap_sumo_bandit,
+        cpu_columns=("cpu_s",),
+        cpu_extra_s=75.0,
+        cpu_note="the runs' recorded cpu_s, plus the two recorded SUMO days (28 and 47 CPU s, sumo_bandit_meta.json)",
     ),
     Source(
-        "sumo_bandit_live_trips.csv",
+        "sumo_bandit_meta.json",
         "sumo_bandit",
-        key=("network", "route_key", "slot"),
-        excluded={"cpu_s": TIMING},
-        commands_file="sumo_bandit_live_meta.json",
         at=_SUMO_BANDIT_AT,
-        why=_LIVE_WHY,
+        rerun="file",
+        regen=SUMO_BANDIT_REGEN,
+        cpu_note=WITH_SUMO_BANDIT,
     ),
-    Source("sumo_bandit_live_meta.json", "sumo_bandit", at=_SUMO_BANDIT_AT, why="the live commands (no rows)"),
+    *(
+        Source(
+            name,
+            "sumo_bandit",
+            key=key,
+            excluded=excl,
+            commands_file="sumo_bandit_live_meta.json",
+            at=_SUMO_BANDIT_AT,
+            rerun="file",
+            regen=SUMO_BANDIT_REGEN,
+            head=sumo_bandit_at_head,
+            cpu_columns=cols,
+            cpu_extra_s=extra,
+            cpu_note=note,
+        )
+        for name, key, excl, cols, extra, note in (
+            ("sumo_bandit_live_routes.csv", ("network", "route", "label", "seed"), {}, (), 0.0, WITH_SUMO_BANDIT),
+            (
+                "sumo_bandit_live_trips.csv",
+                ("network", "route_key", "slot"),
+                {"cpu_s": TIMING},
+                ("cpu_s",),
+                60.0,
+                "the live trips' recorded cpu_s plus the saved states of the two live scenarios (estimated 60 CPU s); "
+                "the replay runs whose final routes are driven are shared with sumo_bandit_finals.csv's row re-runs",
+            ),
+        )
+    ),
+    Source(
+        "sumo_bandit_live_meta.json",
+        "sumo_bandit",
+        at=_SUMO_BANDIT_AT,
+        rerun="file",
+        regen=SUMO_BANDIT_REGEN,
+        cpu_note=WITH_SUMO_BANDIT,
+    ),
     Source(
         "sumo_bandit_luxembourg_timing.csv",
         "sumo_bandit",
@@ -151,9 +228,20 @@ SOURCES: tuple[Source, ...] = (
         excluded={"cpu_s": TIMING},
         commands_file="sumo_bandit_luxembourg_timing.json",
         at=_SUMO_BANDIT_AT,
-        why="a timing of two Luxembourg runs (its regrets reproduce with the runs of sumo_bandit_finals.csv)",
+        rerun="file",
+        regen=SUMO_BANDIT_REGEN,
+        cpu_columns=("cpu_s",),
+        cpu_note="a timing of two Luxembourg runs (its cpu_s re-measured, never compared); written by the "
+        "sumo_bandit page's regeneration",
     ),
-    Source("sumo_bandit_luxembourg_timing.json", "sumo_bandit", at=_SUMO_BANDIT_AT, why="its command (no rows)"),
+    Source(
+        "sumo_bandit_luxembourg_timing.json",
+        "sumo_bandit",
+        at=_SUMO_BANDIT_AT,
+        rerun="file",
+        regen=SUMO_BANDIT_REGEN,
+        cpu_note=WITH_SUMO_BANDIT,
+    ),
     *(
         Source(
             f"sumo_live_routes_{name}",
@@ -162,8 +250,14 @@ SOURCES: tuple[Source, ...] = (
             excluded={c: TIMING for c in ("cpu_s", "wall_s")},
             at=_SUMO_LIVE_AT,
             command="python -m studies.sumo_live_routes.run --help (the commands are on the page)",
-            why="SUMO-live drives and a recorded day (hours of CPU); recorded before issue 34, the page names the "
-            "commit",
+            rerun="file",
+            regen=SUMO_LIVE_REGEN,
+            cpu_columns=("cpu_s",) if name == "trips.csv" else (),
+            cpu_extra_s=1800.0 if name == "trips.csv" else 0.0,
+            cpu_note="the live trips' recorded cpu_s plus the recorded days and saved states of both networks "
+            "(not recorded; estimated 1,800 CPU s)"
+            if name == "trips.csv"
+            else "written by the sumo_live_routes regeneration (its CPU counted with sumo_live_routes_trips.csv)",
         )
         for name, key in (
             ("arms.csv", ("network", "edge", "next_edge")),
@@ -173,34 +267,23 @@ SOURCES: tuple[Source, ...] = (
             ("trips.csv", ("network", "trip")),
         )
     ),
-    Source(
-        "turn_coverage.json",
-        "turn_coverage",
-        key=("network",),
-        rows="rows",
-        excluded={"cpu_s": TIMING, "wall_s": TIMING},
-        rerun="file",
-        regen=tuple(
-            (
-                "-m studies.sumo.turn_coverage --networks monaco luxembourg --hours 8-9 --peak 300 --min-samples 3 "
-                "--probe-rounds 1 --data {dir}/turn_coverage.json --markdown {dir}/turn_coverage.md"
-            ).split()
-        ),
-    ),
-    Source(
-        "turn_coverage_probe_turns.json",
-        "turn_coverage_probe_turns",
-        key=("network",),
-        rows="rows",
-        excluded={"cpu_s": TIMING, "wall_s": TIMING},
-        rerun="file",
-        regen=tuple(
-            (
-                "-m studies.sumo.turn_coverage --networks monaco luxembourg --hours 8-9 --peak 300 --min-samples 3 "
-                "--probe-rounds 1 --probe-turns --data {dir}/turn_coverage_probe_turns.json "
-                "--markdown {dir}/turn_coverage_probe_turns.md"
-            ).split()
-        ),
+    *(
+        Source(
+            f"{name}.json",
+            name,
+            key=("network",),
+            rows="rows",
+            excluded={"cpu_s": TIMING, "wall_s": TIMING},
+            rerun="file",
+            regen=(
+                cmd(
+                    "-m studies.sumo.turn_coverage --networks monaco luxembourg --hours 8-9 --peak 300 "
+                    f"--min-samples 3 --probe-rounds 1{flag} --data {{dir}}/{name}.json --markdown {{dir}}/{name}.md"
+                ),
+            ),
+            cpu_columns=("cpu_s",),
+        )
+        for name, flag in (("turn_coverage", ""), ("turn_coverage_probe_turns", " --probe-turns"))
     ),
     Source(
         "bench_round_turns.json",
@@ -210,9 +293,17 @@ SOURCES: tuple[Source, ...] = (
         excluded={
             c: TIMING for c in ("posterior_ms", "index_ms", "oracle_ms", "update_ms", "round_ms", "round_cpu_ms")
         },
-        at="a5943c5",
-        why="a timing measured on the idle machine at a5943c5 (the shared machine gives other numbers); its other "
-        "columns (edges, turns, arms of Luxembourg) are those of turn_coverage.json at HEAD",
+        rerun="file",
+        regen=(
+            cmd(
+                "-m studies.bench.bench_round --networks luxembourg --arms edge,turn --rounds 100 --repeats 3 "
+                "--warmup 10 --data {dir}/bench_round_turns.json --markdown {dir}/bench_round_turns.md"
+            ),
+        ),
+        cpu_extra_s=120.0,
+        cpu_note="estimated: 2 x 330 rounds of about 0.1 s on Luxembourg plus its set-up; the timings (measured on "
+        "the idle machine at a5943c5, the page says so) are re-measured, never compared; edges, turns and arms are "
+        "compared",
     ),
     Source(
         "map_matching_compare.json",
@@ -221,17 +312,31 @@ SOURCES: tuple[Source, ...] = (
         rows="trips",
         excluded={"hmm_cpu_s": TIMING, "sumolib_cpu_s": TIMING},
         rerun="file",
-        regen=tuple(
-            (
-                "-m studies.trip_logs.compare_matchers --network monaco --trips 20 --min-route-m 1000 --gps-sigma-m 5 "
-                "--delta-m 30 --data {dir}/map_matching_compare.json --out {dir}/map_matching_compare.md"
-            ).split()
+        regen=(
+            cmd(
+                "-m studies.trip_logs.compare_matchers --network monaco --trips 20 --min-route-m 1000 "
+                "--gps-sigma-m 5 --delta-m 30 --data {dir}/map_matching_compare.json "
+                "--out {dir}/map_matching_compare.md"
+            ),
         ),
+        cpu_columns=("setup_cpu_s", "hmm_cpu_s", "sumolib_cpu_s"),
+        cpu_extra_s=60.0,
+        cpu_note="the recorded set-up and matching CPU plus the 20 SUMO trips (estimated 60 CPU s)",
     ),
     Source(
         "bo_timing.json",
         "bo_timing",
-        why="every number is a timing (CPU seconds per iteration): not compared; re-run with its command",
+        rerun="file",
+        regen=(
+            cmd(
+                "-m studies.bo.bo_timing --data {dir}/bo_timing.json --out {dir}/bo_timing.md --fig {dir}/bo_timing.png"
+            ),
+        ),
+        timing=True,
+        cpu_columns=("seconds",),
+        cpu_extra_s=30.0,
+        cpu_note="every number a timing (CPU seconds per iteration): re-measured, never compared; the timed "
+        "iterations (3 repeats, their median recorded: x 3) plus set-up (estimated 30 s)",
     ),
     *(
         Source(
@@ -241,16 +346,29 @@ SOURCES: tuple[Source, ...] = (
             excluded=excl,
             rerun="file",
             command="OMP_NUM_THREADS=1 python -m studies.charging.charging_study",
-            regen=tuple("-m studies.charging.charging_study --data {dir} --out {dir}/charging.md".split()),
+            regen=CHARGING_REGEN,
             inputs=("sumo_live_routes_correlation.csv",),  # its trip correlation rho
+            cpu_columns=cols,
+            cpu_extra_s=extra,
+            cpu_note=note,
         )
-        for name, key, excl in (
-            ("charging_validation.csv", ("plan_rho", "world_rho", "delta", "trip"), {}),
-            ("charging_buffer.csv", ("buffer", "trip"), {}),
+        for name, key, excl, cols, extra, note in (
+            (
+                "charging_validation.csv",
+                ("plan_rho", "world_rho", "delta", "trip"),
+                {},
+                (),
+                300.0,
+                "estimated: the Monte-Carlo worlds of validation and buffer, not recorded (300 CPU s)",
+            ),
+            ("charging_buffer.csv", ("buffer", "trip"), {}, (), 0.0, "with charging_validation.csv"),
             (
                 "charging_latency.csv",
                 ("chargers", "max_stops", "trip"),
                 {c: TIMING for c in ("legs_cpu_s", "search_cpu_s", "total_cpu_s", "total_wall_s", "load1")},
+                ("total_cpu_s",),
+                0.0,
+                "the recorded total_cpu_s",
             ),
         )
     ),
@@ -261,22 +379,21 @@ SOURCES: tuple[Source, ...] = (
             key=key,
             rerun="file",
             command="python -m studies.energy_validation.energy_validation --out docs/results/energy_validation.md",
-            regen=tuple(
-                "-m studies.energy_validation.energy_validation --data {dir} --out {dir}/energy_validation.md".split()
+            regen=ENERGY_VALIDATION_REGEN,
+            cpu_extra_s=extra,
+            cpu_note=note,
+        )
+        for name, key, extra, note in (
+            ("energy_validation_cycles.csv", ("vehicle", "cycle"), 60.0, "estimated: FASTSim on 8 cycles (60 CPU s)"),
+            ("energy_validation_twizy.csv", ("trip",), 0.0, "with energy_validation_cycles.csv (7 trips)"),
+            (
+                "energy_validation_sumo.csv",
+                ("network", "trip"),
+                1300.0,
+                "estimated: 370 single-car SUMO drives at travel_time_validation's 3.1 CPU s a drive, and FASTSim on "
+                "each trace; needs FASTSim (evroute[validation])",
             ),
         )
-        for name, key in (
-            ("energy_validation_cycles.csv", ("vehicle", "cycle")),
-            ("energy_validation_twizy.csv", ("trip",)),
-        )
-    ),
-    Source(
-        "energy_validation_sumo.csv",
-        "energy_validation",
-        key=("network", "trip"),
-        command="python -m studies.energy_validation.energy_validation --out docs/results/energy_validation.md",
-        why="SUMO drives of 370 trips and FASTSim on each trace; owned by the energy validation study (issue 34), "
-        "which re-runs it with its command",
     ),
     Source(
         "misspecification_finals.csv",
@@ -287,6 +404,9 @@ SOURCES: tuple[Source, ...] = (
         rerun="rows",
         head=misspecification_at_head,
         cheap=misspecification_at_head,  # 1-5 CPU s a row (392 edges, 150 rounds)
+        cpu_extra_s=1400.0,
+        cpu_note="measured: the four first methods' 400 rows 237 CPU s; TREES-TS and HP-GP-TS 200 rows about "
+        "19 min wall with 1 worker (about 1,150 CPU s)",
     ),
     Source("misspecification_commands.txt", "misspecification", why="the commands behind misspecification_finals.csv"),
     Source(
@@ -294,9 +414,17 @@ SOURCES: tuple[Source, ...] = (
         "travel_time_validation",
         key=("network", "start", "goal"),
         excluded={"cpu_s": TIMING},
-        command="python -m studies.energy_validation.travel_time_validation collect --network monaco --pairs 30; "
+        command="python -m studies.energy_validation.travel_time_validation collect --network monaco --pairs 40; "
         "the same with --network luxembourg",
-        why="SUMO drives of 60 routes; owned by the travel-time study (issue 34), which re-runs it with its command",
+        rerun="file",
+        regen=tuple(
+            cmd(
+                f"-m studies.energy_validation.travel_time_validation collect --network {net} --pairs 40 "
+                "--data {dir}/travel_time_validation.csv --out {dir}/travel_time_validation.md"
+            )
+            for net in ("monaco", "luxembourg")
+        ),
+        cpu_columns=("cpu_s",),
     ),
     Source(
         "twizy_trace_energy.json",
@@ -304,15 +432,28 @@ SOURCES: tuple[Source, ...] = (
         key=("name",),
         rows="trips",
         rerun="file",
-        regen=tuple(
-            "-m studies.trip_logs.twizy_trace_energy --window-s 300 --data {dir}/twizy_trace_energy.json "
-            "--out {dir}/twizy_trace_energy.md".split()
+        regen=(
+            cmd(
+                "-m studies.trip_logs.twizy_trace_energy --window-s 300 --data {dir}/twizy_trace_energy.json "
+                "--out {dir}/twizy_trace_energy.md"
+            ),
         ),
+        cpu_columns=("cpu_s",),
     ),
     Source(
         "calibration.json",
         "calibration_traversals",
-        why="the superseded per-traversal calibration study (a SUMO day on Monaco, commit f62f65a), kept with its page",
+        rerun="file",
+        regen=(
+            cmd(
+                "-m studies.driver.calibration --network monaco --routes 300 --train 1500 --hours 8 9 --peak 300 "
+                "--probe-rounds 1 --seed 0 --data {dir}/calibration.json --out {dir}/calibration_traversals.md"
+            ),
+        ),
+        cpu_columns=("cpu_s",),
+        cpu_note="the superseded per-traversal calibration study (a SUMO day on Monaco, produced at commit f62f65a "
+        "with the paper's Eq. 8 prior, which it asks for by name): regenerated, its per-trip numbers not keyed "
+        "rows, nothing compared; its recorded cpu_s",
     ),
     *(
         Source(
@@ -321,15 +462,26 @@ SOURCES: tuple[Source, ...] = (
             key=key,
             excluded={"cpu_s": TIMING},
             commands_file="trip_logs_known_truth_commands.txt",
-            why="owned by the known-truth study (issue 35), which re-runs it with its commands",
+            rerun="file" if key else "",
+            regen=KNOWN_TRUTH_REGEN if key else (),
+            why="" if key else "the commands behind the known-truth rows (no rows); the regeneration writes it again",
+            cpu_columns=cols,
+            cpu_extra_s=extra,
+            cpu_note=note,
         )
-        for suffix, key in (
-            (".csv", ("network", "condition", "n_train", "seed", "model")),
-            ("_bias.csv", ("network", "trip")),
-            ("_floor.csv", ("network", "row", "n_train")),
-            ("_coverage.csv", ("network", "n_train", "seed")),
-            ("_matching.csv", ("network", "condition", "trip")),
-            ("_commands.txt", ()),
+        for suffix, key, cols, extra, note in (
+            (
+                ".csv",
+                ("network", "condition", "n_train", "seed", "model"),
+                (),
+                1200.0,
+                "estimated: the SUMO trips, map matching and fits of both networks (not recorded per row; 1,200 CPU s)",
+            ),
+            ("_bias.csv", ("network", "trip"), (), 0.0, WITH_KNOWN_TRUTH),
+            ("_floor.csv", ("network", "row", "n_train"), (), 0.0, WITH_KNOWN_TRUTH),
+            ("_coverage.csv", ("network", "n_train", "seed"), (), 0.0, WITH_KNOWN_TRUTH),
+            ("_matching.csv", ("network", "condition", "trip"), ("cpu_s",), 0.0, "the map matching's recorded cpu_s"),
+            ("_commands.txt", (), (), 0.0, ""),
         )
     ),
 )

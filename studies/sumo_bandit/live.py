@@ -197,7 +197,12 @@ def main() -> None:
         )
         if args.redrive:  # the stored row of this trip replaced (the file keeps every route's edges meanwhile)
             merge(trips_path, row, ["network", "route_key", "slot"])
-        else:
+        else:  # appended with the checkout that drove it (the committed file has a commit column)
+            from studies.reproduce.provenance import head_commit
+
+            row = row.assign(commit=head_commit())
+            if trips_path.is_file():
+                row = row.reindex(columns=pd.read_csv(trips_path, nrows=0).columns)
             row.to_csv(trips_path, mode="a", header=not trips_path.is_file(), index=False, lineterminator="\n")
         if n % 10 == 0 or n == len(todo):
             print(f"{n} trips, CPU {time.process_time() - cpu0:.0f} s", flush=True)

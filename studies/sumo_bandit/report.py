@@ -50,28 +50,86 @@ def _finals(df: pd.DataFrame, column: str) -> dict[str, dict[int, float]]:
     return {lab: dict(zip(g["seed"], g[column], strict=True)) for lab, g in df.groupby("label", sort=False)}
 
 
+def at_head(df: pd.DataFrame) -> pd.Series:
+    """Per row: whether it was regenerated at HEAD (its ``commit`` in
+    :data:`studies.reproduce.table.SUMO_BANDIT_AT_HEAD`); the other rows predate issue 34."""
+    from studies.reproduce.table import SUMO_BANDIT_AT_HEAD
+
+    if "commit" not in df.columns:
+        return pd.Series(False, index=df.index)
+    return df["commit"].astype(str).isin(SUMO_BANDIT_AT_HEAD)
+
+
 def provenance_lines(df: pd.DataFrame) -> list[str]:
-    """The commits that recorded the per-seed rows, per route (the data's ``commit`` column), and their label."""
+    """The commits that recorded the per-seed rows, per comparison block (network, route, arm kind), which blocks
+    are at HEAD and the label of the older ones."""
     from collections import Counter
 
     from studies.reproduce.provenance import before_issue34_sentence, commit_table
 
     if "commit" not in df.columns:
         return []
+    head = at_head(df)
     groups = {
-        f"{n} {r}": Counter(g["commit"].fillna("unlabelled").astype(str))
-        for (n, r), g in df.groupby(["network", "route"], sort=False)
+        f"{n} {r} {a}{' (at HEAD)' if head[g.index].all() else ''}": Counter(
+            g["commit"].fillna("unlabelled").astype(str)
+        )
+        for (n, r, a), g in df.groupby(["network", "route", "arms"], sort=False)
     }
-    return [
+    new = sorted(set(df.loc[head, "commit"].astype(str)))
+    lines = [
         "Provenance: each row carries the commit that recorded it (column `commit`; rows recorded before the column "
         "existed: the commit that last wrote the row's line, `python -m studies.reproduce.provenance`).  Per-seed "
-        "rows per route and commit:",
+        "rows per comparison block (network, route, arm kind: every model and policy, regenerated together) and "
+        "commit:",
         "",
-        *commit_table(groups, "route"),
-        "",
-        before_issue34_sentence("`sumo_bandit_study` under `scripts/sumo/`"),
+        *commit_table(groups, "block"),
         "",
     ]
+    if new:
+        lines += [
+            f"Blocks marked (at HEAD) were regenerated at commit {', '.join(f'`{c}`' for c in new)}, after issue 34, "
+            "their recorded SUMO day simulated again (`python -m studies.sumo_bandit.collect`); "
+            "`python -m studies.reproduce.run --pages sumo_bandit` re-runs them row by row and compares.  "
+            "Comparisons below pair only methods of the same code: a pair with one method at HEAD and one before "
+            "issue 34 is named and not compared.",
+            "",
+        ]
+    if not head.all():
+        lines += [
+            ("Blocks not marked (at HEAD): " if new else "")
+            + before_issue34_sentence("`sumo_bandit_study` under `scripts/sumo/`"),
+            "",
+        ]
+    return lines
+
+
+def _day_lines(m: dict[str, Any], label: str) -> list[str]:
+    """A route's recorded day (``m``: its set-up in the study's meta), ``label`` naming the rows it belongs to."""
+    return [
+        f"Recorded day{label}: {m['traversals']:,} traversals of the {m['network_edges']:,} edges, "
+        f"{m['probe_trips']:,} probe trips; {m['eq8_edges']} edge(s) never traversed take Eq. 8's energy; "
+        + (
+            f"{m['clipped_traversals']:,} traversals had a reduced energy below 0 (together "
+            f"{m['clipped_wh']:.1f} Wh) and enter the means clipped to 0 (`evroute/environments/sumo_replay.py`)."
+            if m["clipped_traversals"]
+            else "no traversal had a reduced energy below 0 (none clipped, `evroute/environments/sumo_replay.py`)."
+        ),
+        "",
+    ]
+
+
+def _reference_text(m: dict[str, Any]) -> str:
+    e, t = m["arms"]["edge"], m["arms"]["turn"]
+    return (
+        f"Check: edge arms {e['negative_means']} of {e['n']:,} means below 0 (minimum {e['min_mean_wh']:.4f} "
+        f"Wh), turn arms {t['negative_means']} of {t['n']:,} (minimum {t['min_mean_wh']:.4f} Wh); negative "
+        f"cycle reachable: {'yes' if m['negative_cycle_reachable'] else 'no'}.  Optimum: {e['optimum_wh']:.1f} Wh "
+        f"with edge means, {t['optimum_wh']:.1f} Wh with turn means; the edge-mean optimum costs "
+        f"{m['edge_optimum_turn_truth_wh']:.1f} Wh under the turn means, "
+        f"{m['edge_optimum_turn_truth_wh'] - t['optimum_wh']:.2f} Wh above the turn optimum (the regret per round, "
+        "under the turn truth, of an edge-arm learner that has found its own optimum)."
+    )
 
 
 def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: str) -> str:
@@ -99,34 +157,31 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
         *provenance_lines(df),
     ]
     for (network, route), g in df.groupby(["network", "route"], sort=False):
-        m = meta["routes"][f"{network}-{route}"]
-        e, t = m["arms"]["edge"], m["arms"]["turn"]
+        key = f"{network}-{route}"
+        head = at_head(g)
+        eras = [(meta["routes"][key], "")] if head.all() or not head.any() else []
+        if not eras:  # a route with blocks of both: each set-up with the rows it belongs to
+            old = meta.get("routes_before_issue34", {}).get(key, meta["routes"][key])
+            eras = [(meta["routes"][key], " (rows at HEAD)"), (old, " (rows before issue 34)")]
+        elif not head.any() and key in meta.get("routes_before_issue34", {}):
+            eras = [(meta["routes_before_issue34"][key], "")]
+        m = eras[0][0]
         exact = bool(g["reference_exact"].all())
+        lines += [f"## {network} {route} ({m['start']} -> {m['goal']})", ""]
+        for em, label in eras:
+            lines += _day_lines(em, label)
         lines += [
-            f"## {network} {route} ({m['start']} -> {m['goal']})",
-            "",
-            f"Recorded day: {m['traversals']:,} traversals of the {m['network_edges']:,} edges, "
-            f"{m['probe_trips']:,} probe trips; {m['eq8_edges']} edge(s) never traversed take Eq. 8's energy; "
-            + (
-                f"{m['clipped_traversals']:,} traversals had a reduced energy below 0 (together "
-                f"{m['clipped_wh']:.1f} Wh) and enter the means clipped to 0 (`evroute/environments/sumo_replay.py`)."
-                if m["clipped_traversals"]
-                else "no traversal had a reduced energy below 0 (none clipped, `evroute/environments/sumo_replay.py`)."
-            ),
-            "",
             "Regret reference: "
             + (
                 "exact in every run (Dijkstra on the mean reduced energies)"
                 if exact
                 else f"NOT exact in {int((~g['reference_exact']).sum())} run(s)"
             )
-            + f".  Check: edge arms {e['negative_means']} of {e['n']:,} means below 0 (minimum {e['min_mean_wh']:.4f} "
-            f"Wh), turn arms {t['negative_means']} of {t['n']:,} (minimum {t['min_mean_wh']:.4f} Wh); negative "
-            f"cycle reachable: {'yes' if m['negative_cycle_reachable'] else 'no'}.  Optimum: {e['optimum_wh']:.1f} Wh "
-            f"with edge means, {t['optimum_wh']:.1f} Wh with turn means; the edge-mean optimum costs "
-            f"{m['edge_optimum_turn_truth_wh']:.1f} Wh under the turn means, "
-            f"{m['edge_optimum_turn_truth_wh'] - t['optimum_wh']:.2f} Wh above the turn optimum (the regret per round, "
-            "under the turn truth, of an edge-arm learner that has found its own optimum).",
+            + ".  "
+            + "  ".join(
+                (f"{label.strip(' ()')[0].upper()}{label.strip(' ()')[1:]}: " if label else "") + _reference_text(em)
+                for em, label in eras
+            ),
             "",
             "Final cumulative regret (Wh, mean +- s.e. over seeds): against the run's own truth (edge arms: edge "
             "means; turn arms: turn means), and with the run's driven routes scored by the turn truth (one yardstick "
@@ -136,12 +191,14 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
             "|---|---:|---:|---:|---:|---:|",
         ]
         own, turn = _finals(g, "final_regret_wh"), _finals(g, "final_regret_turn_truth_wh")
+        mixed = len(eras) > 1  # a route with blocks of both codes: each method says which
         for lab in own:
             mo, so = mean_se(list(own[lab].values()))
             mt, st = mean_se(list(turn[lab].values()))
+            tag = (" (at HEAD)" if head[g.index[g["label"] == lab]].all() else " (before issue 34)") if mixed else ""
             lines.append(
-                f"| {lab} | {len(own[lab])} | {format_mean_se(mo, so)} | {mo / T:.2f} | {format_mean_se(mt, st)} | "
-                f"{mt / T:.2f} |"
+                f"| {lab}{tag} | {len(own[lab])} | {format_mean_se(mo, so)} | {mo / T:.2f} | "
+                f"{format_mean_se(mt, st)} | {mt / T:.2f} |"
             )
         short = {lab: len(v) for lab, v in own.items() if len(v) < int(meta["seeds"])}
         absent = [lab for lab in m.get("methods", []) if lab not in own]
@@ -167,6 +224,9 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
                 if base in labels:
                     pairs.append((lab, base, "model"))
         pairs += [(lab, lab[: -len("-TURN")], "arms") for lab in own if lab.endswith("-TURN") and lab[:-5] in labels]
+        era = {lab: bool(head[g.index[g["label"] == lab]].all()) for lab in own}
+        split = [(a, b) for a, b, _ in pairs if era[a] != era[b]]
+        pairs = [(a, b, k) for a, b, k in pairs if era[a] == era[b]]
         lines += [
             "",
             "Paired per-seed differences of the final regret under the turn truth (Wh; negative: the first method "
@@ -180,6 +240,13 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
             cell, sentence = _ci(a, b, turn[a], turn[b])
             lines.append(f"| {a} - {b} | {kind} | {cell} |")
             sentences.append(f"- {sentence}.")
+        if split:
+            lines += [
+                "",
+                "Not compared (one method at HEAD, the other before issue 34: different code and recorded day): "
+                + ", ".join(f"{a} - {b}" for a, b in split)
+                + ".",
+            ]
         lines += ["", "Generated from the table above (turn truth):", "", *sentences, ""]
         gp = [(a, b) for a, b, k in pairs if k == "model"]
         if gp:
@@ -229,10 +296,12 @@ def partial_network_lines(
     net = str(timed["network"].iloc[0])
     seeds = int(meta["seeds"])
     here, ref = df[df["network"] == net], df[df["network"] != net]
+    head = at_head(df)  # CPU compared only with rows of the same code as this network's
+    ref = ref[head[ref.index] == bool(head[here.index].all())] if not here.empty else ref
     if here.empty or ref.empty:
         return timing_lines(timed, timed_meta, df, seeds)
     methods = list(dict.fromkeys([*ref["label"], *here["label"]]))
-    routes = list(dict.fromkeys(ref["route"]))
+    routes = list(dict.fromkeys(df["route"]))
     cpu = here.groupby("label")["cpu_s"].mean()
     cpu_ref = ref.groupby("label")["cpu_s"].mean()
     timed_cpu = timed.groupby("label", sort=False)["cpu_s"].mean()
@@ -328,6 +397,24 @@ def partial_network_lines(
     ]
 
 
+def live_provenance(finals: pd.DataFrame, trips: pd.DataFrame) -> list[str]:
+    """Rows of the live tables (final routes, trips) per network and the commit that recorded them."""
+    if "commit" not in finals.columns or "commit" not in trips.columns:
+        return []
+    cells = []
+    for net in dict.fromkeys([*finals["network"], *trips["network"]]):
+        parts = []
+        for name, t in (("final routes", finals), ("trips", trips)):
+            c = t.loc[t["network"] == net, "commit"].fillna("unlabelled").astype(str).value_counts()
+            parts.append(f"{name} " + ", ".join(f"`{k}` ({n})" for k, n in sorted(c.items(), key=lambda kv: -kv[1])))
+        cells.append(f"{net}: " + "; ".join(parts))
+    return [
+        "Live rows per network and commit (the networks whose blocks are all at HEAD were driven again from the "
+        "runs at HEAD): " + "; ".join(cells) + ".",
+        "",
+    ]
+
+
 def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None = None) -> None:
     """Rebuild ``out`` from the committed data alone; ``extra``: the folder of the live-scoring and timing tables
     (default: ``data``'s folder)."""
@@ -344,7 +431,7 @@ def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None
             f"{n}-{r}": {str(lab): sorted(int(s) for s in g2["seed"]) for lab, g2 in g.groupby("label")}
             for (n, r), g in df.groupby(["network", "route"])
         }
-        text += "\n".join(["", *live_section(*live, order, replay)])
+        text += "\n".join(["", *live_section(*live, order, replay), "", *live_provenance(live[0], live[1])])
     timing = read_timing(extra)  # one seed of the dearest methods timed on a network not run
     if timing is not None:
         driven = frozenset(live[1]["network"]) if live is not None else frozenset()

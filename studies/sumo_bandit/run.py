@@ -58,6 +58,37 @@ COLUMNS = [
 ]
 
 
+def study_config(
+    network: str,
+    route: str,
+    model: str,
+    policy: str,
+    arms: str,
+    env_params: dict[str, Any],
+    horizon: int,
+    seeds: int,
+) -> ExperimentConfig:
+    """The study's configuration of one method on one route (``seeds``: how many, 0..seeds-1)."""
+    return ExperimentConfig(
+        network=network,
+        route=route,
+        model=model,
+        policy=policy,
+        env="sumo-replay",
+        environment=env_params,
+        horizon=horizon,
+        seeds=tuple(range(seeds)),
+        potential="elevation",
+        arms=arms,
+    )
+
+
+def run_folder(runs: Path, cfg: ExperimentConfig) -> Path:
+    """``runs/<network>-<route>/<model>-<policy>[-turn]``: the raw runs of one method (its seeds inside)."""
+    name = f"{cfg.model}-{cfg.policy}" + ("" if cfg.arms == "edge" else f"-{cfg.arms}")
+    return runs / f"{cfg.network}-{cfg.route}" / name
+
+
 def _value(text: str) -> object:
     try:
         return json.loads(text)
@@ -261,20 +292,8 @@ def main() -> None:
         for route in args.routes:
             cfgs: dict[str, tuple[ExperimentConfig, Path]] = {}
             for model, policy, arms in itertools.product(args.models, args.policies, args.arms):
-                cfg = ExperimentConfig(
-                    network=network,
-                    route=route,
-                    model=model,
-                    policy=policy,
-                    env="sumo-replay",
-                    environment=env_params,
-                    horizon=args.horizon,
-                    seeds=tuple(range(args.seeds)),
-                    potential="elevation",
-                    arms=arms,
-                )
-                name = f"{model}-{policy}" + ("" if arms == "edge" else f"-{arms}")
-                cfgs[cfg.label] = (cfg, Path(args.runs) / f"{network}-{route}" / name)
+                cfg = study_config(network, route, model, policy, arms, env_params, args.horizon, args.seeds)
+                cfgs[cfg.label] = (cfg, run_folder(Path(args.runs), cfg))
             if not args.tables_only:
                 run_route(network, route, cfgs, args)
             rows += collect_rows(network, route, cfgs)

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from studies.reproduce.compare import compare, read_rows, same, tolerance
-from studies.reproduce.run import head_rows, sample_rows
-from studies.reproduce.table import DATA, ROOT, SOURCES, Source, commands
+from studies.reproduce.run import cpu_estimate, head_rows, list_lines, rerun_file, sample_rows
+from studies.reproduce.table import BY_DATA, DATA, EXPENSIVE_S, ROOT, SOURCES, Source, commands
 
 RESULTS = ROOT / "docs" / "results"
 pytestmark = pytest.mark.skipif(not (RESULTS / "data").is_dir(), reason="needs the source checkout")
@@ -81,6 +81,121 @@ def test_gp_vs_bi_routes_are_at_head_whole_and_older_rows_predate_issue_34() -> 
         assert proc.returncode == 0, f"{c} is not an ancestor of 7991dbd (issue 34's merge)"
 
 
+def test_every_data_file_with_rows_is_regenerated_by_the_command() -> None:
+    """Item 4: one command regenerates every committed row from scratch: no source with rows is left out; the files
+    not re-run are commands files (no rows), which their study's regeneration writes again."""
+    for s in SOURCES:
+        if s.key:
+            assert s.rerun in ("rows", "file"), f"{s.data}: rows that the regeneration does not re-run"
+        else:
+            assert s.rerun == "file" or s.data.endswith("_commands.txt"), s.data
+
+
+def _module_file(argv: tuple[str, ...]) -> Path:
+    if argv[0] == "-m":
+        return ROOT / (argv[1].replace(".", "/") + ".py")
+    return ROOT / argv[0]
+
+
+def test_regeneration_commands_name_real_modules_and_options() -> None:
+    """Every regeneration command runs a module or script of this checkout and each of its ``--options`` is one the
+    module (or the one it delegates its arguments to) declares; its outputs go to ``{dir}`` (or its raw runs to
+    ``{raw}``), never into docs/."""
+    for s in SOURCES:
+        for argv in s.regen:
+            path = _module_file(argv)
+            assert path.is_file(), f"{s.data}: {' '.join(argv)}: no {path}"
+            text = path.read_text()
+            for opt in (a for a in argv if a.startswith("--")):
+                assert f'"{opt}"' in text, f"{s.data}: {path.name} declares no option {opt}"
+            assert not any("docs/" in a for a in argv), f"{s.data}: writes into docs/: {' '.join(argv)}"
+        if s.regen:
+            assert any("{dir}" in a for argv in s.regen for a in argv), f"{s.data}: its regeneration writes nowhere"
+
+
+def test_cpu_estimate_sums_the_recorded_cpu_and_the_stated_extra() -> None:
+    import csv
+    import json
+
+    s = BY_DATA["sumo_bandit_finals.csv"]
+    with s.path.open() as f:
+        recorded = sum(float(r["cpu_s"]) for r in csv.DictReader(f))
+    assert cpu_estimate(s) == pytest.approx(recorded + s.cpu_extra_s, rel=1e-12)
+    b = BY_DATA["bo_timing.json"]  # a JSON field of medians of timed repeats: each repeat counts
+    d = json.loads(b.path.read_text())
+    timed = sum(sum(v) for v in d["seconds"].values()) * d["repeats"]
+    assert cpu_estimate(b) == pytest.approx(timed + b.cpu_extra_s, rel=1e-12)
+    assert cpu_estimate(BY_DATA["gp_vs_bi_commands.txt"]) == 0.0
+
+
+def test_list_states_the_estimated_cpu_of_every_source_with_rows() -> None:
+    lines = list_lines(list(SOURCES))
+    assert len(lines) == len(SOURCES)
+    for s, line in zip(SOURCES, lines, strict=True):
+        assert line.startswith(f"{s.data} -> ")
+        if s.key:
+            cpu = cpu_estimate(s)
+            assert cpu > 0 or s.cpu_note, f"{s.data}: no CPU estimate and no note naming where it is counted"
+            if cpu:
+                assert f"~{cpu:,.0f} CPU s" in line
+                assert ("(expensive)" in line) == (cpu > EXPENSIVE_S)
+
+
+def test_expensive_sources_never_enter_the_sample() -> None:
+    """The CI drift check keeps to cheap rows: only row sources with a cheap-row rule, never a whole-file source."""
+    drawn = sample_rows(list(SOURCES), 10_000, 0)
+    assert drawn
+    assert {s.rerun for s, _ in drawn} == {"rows"}
+    assert all(s.cheap is not None and s.cheap(r) for s, r in drawn)
+
+
+def test_rerun_file_runs_its_commands_in_order_into_dir_and_resumes(tmp_path: Path) -> None:
+    first = ("-c", "import sys, pathlib; pathlib.Path(sys.argv[1], 'a.txt').write_text(sys.argv[2])", "{dir}", "{raw}")
+    second = (
+        "-c",
+        "import sys, pathlib; p = pathlib.Path(sys.argv[1]); (p / 'b.txt').write_text((p / 'a.txt').read_text() + '+')",
+        "{dir}",
+    )
+    folder = Path(rerun_file("page", [list(first), list(second)], str(tmp_path)))
+    assert folder == tmp_path / "files" / "page"
+    assert (folder / "b.txt").read_text() == str(tmp_path / "raw") + "+"  # the second ran after the first
+    (folder / "b.txt").unlink()
+    assert rerun_file("page", [list(first), list(second)], str(tmp_path)) == str(folder)
+    assert not (folder / "b.txt").exists()  # resumable: a finished regeneration is not run again
+    with pytest.raises(RuntimeError, match="failed"):
+        rerun_file("bad", [["-c", "raise SystemExit(3)"]], str(tmp_path))
+
+
+def test_a_file_source_at_an_older_commit_compares_only_the_rows_at_head() -> None:
+    from studies.reproduce.table import SUMO_BANDIT_AT_HEAD
+
+    s = BY_DATA["sumo_bandit_live_trips.csv"]
+    rows = read_rows(s, s.path)
+    assert s.at != "HEAD" and s.rerun == "file"
+    assert head_rows(s) == [r for r in rows if r["commit"] in SUMO_BANDIT_AT_HEAD]
+    assert head_rows(BY_DATA["sumo_live_routes_trips.csv"]) == []  # no rule: nothing compared
+    t = BY_DATA["turn_coverage.json"]
+    assert head_rows(t) == read_rows(t, t.path)  # at HEAD: every row
+
+
+def test_sumo_bandit_blocks_are_at_head_whole_and_older_rows_predate_issue_34() -> None:
+    """The SUMO bandit page pairs methods of a route: each comparison block (network, route, arm kind; every model
+    and policy) is all at HEAD or all older, and the older rows were recorded before issue 34 (7991dbd)."""
+    from studies.reproduce.table import sumo_bandit_at_head
+
+    s = BY_DATA["sumo_bandit_finals.csv"]
+    rows = read_rows(s, s.path)
+    per: dict[tuple[str, str, str], set[bool]] = {}
+    for r in rows:
+        per.setdefault((r["network"], r["route"], r["arms"]), set()).add(sumo_bandit_at_head(r))
+    assert all(len(v) == 1 for v in per.values()), per
+    if not (ROOT / ".git").exists():
+        pytest.skip("needs the git history")
+    for c in {r["commit"] for r in rows if not sumo_bandit_at_head(r)}:
+        proc = subprocess.run(["git", "merge-base", "--is-ancestor", c, "7991dbd"], cwd=ROOT, capture_output=True)
+        assert proc.returncode == 0, f"{c} is not an ancestor of 7991dbd (issue 34's merge)"
+
+
 def test_tolerance_is_one_unit_of_the_last_stored_decimal() -> None:
     assert tolerance("0.25") == pytest.approx(0.01)
     assert tolerance("12") == 1.0
@@ -100,6 +215,14 @@ def test_compare_finds_a_changed_digit_a_missing_row_and_skips_timings() -> None
     assert checked == 1 and [d.key for d in drifts] == [("1",)]
     checked, drifts = compare(s, committed[:1], [{"seed": "0", "wh": "10.7", "cpu_s": "1.0"}])
     assert checked == 1 and drifts[0].columns == {"wh": ("10.5", "10.7")}
+
+
+def test_the_sample_draws_from_every_row_source_with_cheap_rows_at_head() -> None:
+    with_cheap = [s.data for s in SOURCES if s.rerun == "rows" and s.cheap and any(map(s.cheap, head_rows(s)))]
+    assert "sumo_bandit_finals.csv" in with_cheap  # the SUMO blocks regenerated at HEAD are in the CI check
+    for seed in range(3):
+        drawn = sample_rows(list(SOURCES), len(with_cheap), seed)
+        assert sorted(s.data for s, _ in drawn) == sorted(with_cheap)
 
 
 def test_the_sample_is_fixed_by_its_seed_and_drawn_from_rows_at_head() -> None:
@@ -123,9 +246,10 @@ def _run(*args: str, runs: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_bad_input_is_one_error_line(tmp_path: Path) -> None:
-    proc = _run("--pages", "no_such_page", runs=tmp_path / "r")
-    assert proc.returncode == 2 and proc.stderr.startswith("evroute: error: ") and proc.stderr.count("\n") == 1
-    assert not (tmp_path / "r").exists()
+    for bad in (("--pages", "no_such_page"), ("--max-cpu", "0")):
+        proc = _run(*bad, runs=tmp_path / "r")
+        assert proc.returncode == 2 and proc.stderr.startswith("evroute: error: ") and proc.stderr.count("\n") == 1
+        assert not (tmp_path / "r").exists()
 
 
 @pytest.mark.slow
