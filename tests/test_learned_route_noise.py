@@ -101,7 +101,7 @@ def _learn(lg, vehicle, f, n_trips: int, seed: int, tmp_path):
         r = trace_readings(tr, m, net.length_m, cap, model.noise_var, soc_step=0.01, mechanical_wh=mech)
         assert r is not None
         model.observe_batch(reading_batch(r.edges, r.a, r.y, r.noise_cov))
-        model.trips.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
+        model.trips.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), r.noise_sum(), (r.edges, r.a, r.y, r.noise_band))
     meta["trip_effect"] = fit_noise(model)
     return model, meta
 

@@ -111,14 +111,17 @@ class PredictiveNoise:
 
     def to_dict(self) -> dict[str, Any]:
         """What a model file keeps (``meta.trip_effect``, JSON): ``method`` ``"out-of-fold"``, the mixture's grid and
-        weights (``mixture``: ``k``, ``tau2``, ``weight`` lists), ``trips``, and the posterior means as ``noise_mult``
-        (``k``) and ``rel_var`` (``tau^2``): the moments every Gaussian user of a route's variance takes (the
-        mixture's variance is exactly ``base + E[k] a + E[tau^2] b``)."""
+        weights (``mixture``: ``k``, ``tau2``, ``weight`` lists), ``trips``, the posterior s.d. ``noise_mult_sd`` and
+        ``rel_var_sd``, and the posterior means as ``noise_mult`` (``k``) and ``rel_var`` (``tau^2``): the moments
+        every Gaussian user of a route's variance takes (the mixture's variance is exactly ``base + E[k] a + E[tau^2]
+        b``)."""
         return {
             "method": "out-of-fold",
             "noise_mult": self.k_mean,
             "rel_var": self.tau2_mean,
             "trips": self.trips,
+            "noise_mult_sd": float(np.sqrt(self.weight @ (self.k - self.k_mean) ** 2)),
+            "rel_var_sd": float(np.sqrt(self.weight @ (self.tau2 - self.tau2_mean) ** 2)),
             "mixture": {"k": self.k.tolist(), "tau2": self.tau2.tolist(), "weight": self.weight.tolist()},
         }
 
