@@ -108,11 +108,11 @@ def _learn(lg, vehicle, f, n_trips: int, seed: int, tmp_path):
 
 @pytest.mark.slow
 def test_learn_recovers_the_trip_noise_and_its_intervals_cover_held_out_trips(world, tmp_path) -> None:
-    """400 training trips learned; the fitted whole-trip traversal noise ``k phi s_0^2`` and ``tau^2`` match the
-    truth within 4 of the fit's own standard errors (sandwich over trips).  Then the model goes through the model file
-    and :func:`make_belief` (what ``evroute route --model-file``, ``plan`` and the service serve): on 400 held-out trips
-    of the same world the 90 % route intervals cover 85-95 % (binomial s.d. of the coverage at 400 trips: 1.5 points,
-    so the band is +-3.3 s.d. around 90 %)."""
+    """400 training trips learned; the fitted whole-trip traversal noise ``k phi s_0^2`` and ``tau^2`` (posterior
+    means from out-of-fold residuals) match the truth within 4 posterior s.d.  Then the model goes through the model
+    file and :func:`make_belief` (what ``evroute route --model-file``, ``plan`` and the service serve): on 400
+    held-out trips of the same world the 90 % route intervals cover 85-95 % (binomial s.d. of the coverage at 400
+    trips: 1.5 points, so the band is +-3.3 s.d. around 90 %)."""
     from evroute.driver.query import make_belief, reduced_offset_wh
     from evroute.models.store import load_model, save_model
 
@@ -121,9 +121,9 @@ def test_learn_recovers_the_trip_noise_and_its_intervals_cover_held_out_trips(wo
     effect = meta["trip_effect"]
     phi = model.noise_scale
     k = effect["noise_mult"]
-    assert effect["trips"] == 400
-    assert abs(k * phi * model.noise_var - NOISE_SD**2) < 4 * effect["noise_mult_se"] * phi * model.noise_var, effect
-    assert abs(effect["rel_var"] - TAU**2) < 4 * effect["rel_var_se"]
+    assert effect["trips"] == 400 and effect["method"] == "out-of-fold"
+    assert abs(k * phi * model.noise_var - NOISE_SD**2) < 4 * effect["noise_mult_sd"] * phi * model.noise_var, effect
+    assert abs(effect["rel_var"] - TAU**2) < 4 * effect["rel_var_sd"]
 
     path = save_model(tmp_path / "m.npz", model, lg, vehicle=vehicle, meta=meta)
     loaded, header = load_model(path, lg, serve=True)
@@ -136,15 +136,17 @@ def test_learn_recovers_the_trip_noise_and_its_intervals_cover_held_out_trips(wo
     for _ in range(n):
         route = _walk(lg, rng, int(rng.integers(8, 20)))
         _, _, truth = _trip(lg, vehicle, f, route, rng)
-        mean, var = belief.route_moments(route)
-        hits += abs(mean - offset[route].sum() - truth) <= Z90 * np.sqrt(var)
+        mean, _ = belief.route_moments(route)
+        hits += abs(mean - offset[route].sum() - truth) <= belief.trip_half_width(route, 0.9)
     assert 0.85 <= hits / n <= 0.95, hits / n
 
 
 def test_the_model_file_keeps_the_trip_noise_and_refuses_a_malformed_one(world, tmp_path) -> None:
-    """The learned noise survives the model file; a file written before ``noise_mult`` existed loads with ``k = 1``;
-    a malformed ``meta.trip_effect`` is one ``DataError`` line naming the field (the CLI's exit 2)."""
-    from evroute.driver.query import make_belief, trip_noise
+    """The learned noise -- the out-of-fold mixture and the traces' readings it came from -- survives the model file
+    and the served interval is the mixture's central one; a file written before ``noise_mult`` existed loads with
+    ``k = 1``; a malformed ``meta.trip_effect`` (its mixture too) is one ``DataError`` line naming the field (the
+    CLI's exit 2)."""
+    from evroute.driver.query import make_belief, predictive_noise, trip_noise
     from evroute.errors import DataError
     from evroute.models.linear_obs import LinearObsEdgeModel
     from evroute.models.store import load_model, read_header, save_model
@@ -162,6 +164,17 @@ def test_the_model_file_keeps_the_trip_noise_and_refuses_a_malformed_one(world, 
     post = loaded.posterior()
     np.testing.assert_allclose(b.noise_var, k * np.asarray(post.noise_var), rtol=1e-12)
     assert b.trip_rel_var == tau2
+    # the out-of-fold mixture and the traces' readings survive the file; the served interval is the mixture's
+    pn = predictive_noise(header)
+    assert pn is not None and pn.trips == 30 and abs(pn.weight.sum() - 1) < 1e-12
+    assert pn.k_mean == pytest.approx(k, rel=1e-12) and pn.tau2_mean == pytest.approx(tau2, rel=1e-12)
+    for i in range(len(model.trips)):
+        for x, y in zip(model.trips.readings(i), loaded.trips.readings(i), strict=True):
+            np.testing.assert_array_equal(x, y)
+    route = model.trips.trips()[0][0]  # the first trace's edges
+    base, a, bb = b.trip_parts(route)
+    want = pn.half_width(np.array([base]), np.array([a]), np.array([bb]), 0.9)[0]
+    assert b.predictive is not None and b.trip_half_width(route, 0.9) == pytest.approx(want, rel=1e-12)
     old = {"rel_var": 0.01, "se": 0.002, "trips": 30}  # a file of the earlier format
     save_model(tmp_path / "old.npz", model, lg, vehicle=vehicle, meta={**meta, "trip_effect": old})
     assert trip_noise(read_header(tmp_path / "old.npz")) == (0.01, 1.0)
@@ -172,6 +185,11 @@ def test_the_model_file_keeps_the_trip_noise_and_refuses_a_malformed_one(world, 
         ({"rel_var": 0.01, "noise_mult": -1}, "noise_mult"),
         ({"rel_var": 0.01, "trips": 2.5}, "trips"),
         ([0.01], "must be a JSON object"),
+        ({**meta["trip_effect"], "mixture": {"k": [1.0], "tau2": [0.01], "weight": [0.5]}}, "mixture.*sum to 0.5"),
+        ({**meta["trip_effect"], "mixture": {"k": [-1.0], "tau2": [0.01], "weight": [1.0]}}, "mixture.*>= 0"),
+        ({**meta["trip_effect"], "mixture": {"k": [1.0, 2.0], "tau2": [0.01], "weight": [1.0]}}, "mixture.*length"),
+        ({**meta["trip_effect"], "mixture": {"k": ["x"], "tau2": [0.01], "weight": [1.0]}}, "mixture.*numbers"),
+        ({**meta["trip_effect"], "mixture": [1.0]}, "mixture.*lists"),
     ):
         p = tmp_path / "bad.npz"
         save_model(p, model, lg, vehicle=vehicle, meta={**meta, "trip_effect": bad})
