@@ -52,17 +52,19 @@ def _walk(lg, rng: np.random.Generator, n_edges: int) -> np.ndarray:
     return np.asarray(path)
 
 
-def _trip(lg, vehicle, f: np.ndarray, path: np.ndarray, rng: np.random.Generator):
-    """One logged trip along ``path`` (module doc): ``(trace, matched, true reduced energy Wh)``."""
+def _trip(lg, vehicle, f: np.ndarray, path: np.ndarray, rng: np.random.Generator, world: tuple = ()):
+    """One logged trip along ``path`` (module doc): ``(trace, matched, true reduced energy Wh)``; ``world``: ``(tau,
+    traversal noise s.d., along-edge spread s.d.)`` instead of the module's."""
+    tau, noise_sd, spread_sd = world or (TAU, NOISE_SD, SPREAD_SD)
     from evroute.traces.mapmatch import MatchedTrace
     from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
     from evroute.traces.reader import Trace
 
     net = lg.network
     length = net.length_m[path]
-    beta = TAU * rng.standard_normal()
-    total = (1.0 + beta) * f[path] + NOISE_SD * rng.standard_normal(len(path))
-    bump = SPREAD_SD * rng.standard_normal(len(path))
+    beta = tau * rng.standard_normal()
+    total = (1.0 + beta) * f[path] + noise_sd * rng.standard_normal(len(path))
+    bump = spread_sd * rng.standard_normal(len(path))
     s = np.arange(0.0, length.sum() + 1e-9, 10.0)
     start = np.concatenate([[0.0], np.cumsum(length)[:-1]])
     k = np.minimum(np.searchsorted(start, s, side="right") - 1, len(path) - 1)
@@ -82,9 +84,10 @@ def _trip(lg, vehicle, f: np.ndarray, path: np.ndarray, rng: np.random.Generator
     return trace, MatchedTrace(edge, offset, path, k, 1), float(total.sum())
 
 
-def _learn(lg, vehicle, f, n_trips: int, seed: int, tmp_path):
-    """Learn ``n_trips`` synthetic trips as ``evroute learn`` does (readings, statistics, trip sums, then
-    :func:`fit_noise`) into a new BI model of reduced energies; returns ``(model, meta)``."""
+def _learn(lg, vehicle, f, n_trips: int, seed: int, tmp_path, world: tuple = ()):
+    """Learn ``n_trips`` synthetic trips (``world`` as :func:`_trip` takes it) as ``evroute learn`` does (readings,
+    statistics, trip sums and readings, then :func:`fit_noise`) into a new BI model of reduced energies; returns
+    ``(model, meta)``."""
     from evroute.experiments.trip_learning import fit_noise, open_model
     from evroute.models.linear_obs import reading_batch
     from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
@@ -95,7 +98,7 @@ def _learn(lg, vehicle, f, n_trips: int, seed: int, tmp_path):
     cap = (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh
     rng = np.random.default_rng(seed)
     for _ in range(n_trips):
-        tr, m, _ = _trip(lg, vehicle, f, _walk(lg, rng, int(rng.integers(8, 20))), rng)
+        tr, m, _ = _trip(lg, vehicle, f, _walk(lg, rng, int(rng.integers(8, 20))), rng, world)
         z = path_height_m(m.edge, m.offset_m, net.length_m, net.z_from_m, net.z_to_m)
         mech = sample_mechanical_wh(tr.speed_mps, z, vehicle)
         r = trace_readings(tr, m, net.length_m, cap, model.noise_var, soc_step=0.01, mechanical_wh=mech)
@@ -139,6 +142,54 @@ def test_learn_recovers_the_trip_noise_and_its_intervals_cover_held_out_trips(wo
         mean, _ = belief.route_moments(route)
         hits += abs(mean - offset[route].sum() - truth) <= belief.trip_half_width(route, 0.9)
     assert 0.85 <= hits / n <= 0.95, hits / n
+
+
+#: a world where a trip's own edges absorb its trip effect, as on Luxembourg (issue 35): 1,026 edges (trips rarely
+#: share one), prior means off by 50 % (ML-II trusts the readings), exact readings (no along-edge spread, 1 Wh noise)
+SPARSE_NET, SPARSE_PRIOR_SD, SPARSE_WORLD = "synthetic:1000:1", 0.5, (0.1, 1.0, 0.0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("n_trips", "reps"), [(10, 12), (100, 8)])
+def test_served_intervals_cover_held_out_trips_where_the_in_sample_fit_does_not(tmp_path, n_trips, reps) -> None:
+    """On the sparse world, ``reps`` training sets of ``n_trips`` trips each learned as ``evroute learn`` learns them,
+    saved and served (``load_model``, ``make_belief``: the stored out-of-fold mixture, its central 90 % interval),
+    each scored on 100 new trips: the served intervals cover 85-95 % of them on average (the issue's band; measured
+    0.90 at N = 10 and 0.89 at N = 100, Monte Carlo s.e. about 0.015 and 0.02 over the repetitions), while the normal
+    at the in-sample point fit ``evroute learn`` stored before model format 2 (``fit_route_noise``) covers under 85 %
+    (measured 0.82 and 0.78: its ``tau^2`` is absorbed, 0.001-0.004 against the true 0.01)."""
+    from evroute.driver.belief import RouteBelief
+    from evroute.driver.query import make_belief, reduced_offset_wh
+    from evroute.linegraph import build_line_graph
+    from evroute.models.store import load_model, save_model
+    from evroute.models.trip_effect import fit_route_noise
+    from evroute.network.registry import load_network
+    from evroute.traces.mechanical import reduced_prior_wh
+
+    lg = build_line_graph(load_network(SPARSE_NET))
+    vehicle = VehicleProfile.load("sumo_ev")
+    prior = reduced_prior_wh(lg.network, vehicle)
+    f = np.maximum(prior * (1.0 + SPARSE_PRIOR_SD * np.random.default_rng(0).standard_normal(lg.n_nodes)), 0.2 * prior)
+    served, in_sample = np.zeros(reps), np.zeros(reps)
+    for rep in range(reps):
+        model, meta = _learn(lg, vehicle, f, n_trips, 1000 + rep, tmp_path, SPARSE_WORLD)
+        loaded, header = load_model(save_model(tmp_path / "m.npz", model, lg, vehicle=vehicle, meta=meta), lg)
+        belief = make_belief(lg, loaded, vehicle, header)
+        assert belief.predictive is not None and header["meta"]["trip_effect"]["method"] == "out-of-fold"
+        post = model.posterior()
+        rn = fit_route_noise(post.mean, post.covariance_of, model.trips, model.noise_scale)
+        old = RouteBelief(model, np.zeros(lg.n_nodes), rn.rel_var, rn.noise_mult)
+        offset = reduced_offset_wh(lg, vehicle, header)
+        rng = np.random.default_rng(5000 + rep)
+        for _ in range(100):
+            route = _walk(lg, rng, int(rng.integers(8, 20)))
+            truth = _trip(lg, vehicle, f, route, rng, SPARSE_WORLD)[2]
+            err = belief.mean[route].sum() - offset[route].sum() - truth
+            served[rep] += abs(err) <= belief.trip_half_width(route, 0.9)
+            in_sample[rep] += abs(old.mean[route].sum() - truth) <= old.trip_half_width(route, 0.9)
+    cover, cover_in = served.mean() / 100, in_sample.mean() / 100
+    assert 0.85 <= cover <= 0.95, (cover, served)
+    assert cover_in < 0.85, (cover_in, in_sample)
 
 
 def test_the_model_file_keeps_the_trip_noise_and_refuses_a_malformed_one(world, tmp_path) -> None:
