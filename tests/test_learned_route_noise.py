@@ -84,6 +84,15 @@ def _trip(lg, vehicle, f: np.ndarray, path: np.ndarray, rng: np.random.Generator
     return trace, MatchedTrace(edge, offset, path, k, 1), float(total.sum())
 
 
+def _npz(arrays: dict) -> bytes:
+    """A model file's bytes from its arrays (``header`` included), as :func:`save_model` writes them."""
+    import io
+
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
 def _learn(lg, vehicle, f, n_trips: int, seed: int, tmp_path, world: tuple = ()):
     """Learn ``n_trips`` synthetic trips (``world`` as :func:`_trip` takes it) as ``evroute learn`` does (readings,
     statistics, trip sums and readings, then :func:`fit_noise`) into a new BI model of reduced energies; returns
@@ -226,6 +235,18 @@ def test_the_model_file_keeps_the_trip_noise_and_refuses_a_malformed_one(world, 
     base, a, bb = b.trip_parts(route)
     want = pn.half_width(np.array([base]), np.array([a]), np.array([bb]), 0.9)[0]
     assert b.predictive is not None and b.trip_half_width(route, 0.9) == pytest.approx(want, rel=1e-12)
+    with np.load(path) as z:
+        arrays = dict(z)
+    for name, change, text in (
+        ("trip_a_rc", lambda x: x + np.array([10_000, 0]), "outside its trace"),
+        ("trip_read", lambda x: x * np.array([1.0, -1.0, 1.0]), "noise variance <= 0"),
+        ("trip_read_ptr", lambda x: x[:-1].tolist() + [x[-1] + 1], "must rise from 0"),
+        ("trip_a_val", lambda x: np.r_[x, 1.0], "trip_a_val.*expected"),  # one more value than (row, column) pairs
+    ):
+        bad_arrays = {**arrays, name: np.asarray(change(arrays[name]))}
+        (tmp_path / "hostile.npz").write_bytes(_npz(bad_arrays))
+        with pytest.raises(DataError, match=text):
+            read_header(tmp_path / "hostile.npz")
     old = {"rel_var": 0.01, "se": 0.002, "trips": 30}  # a file of the earlier format
     save_model(tmp_path / "old.npz", model, lg, vehicle=vehicle, meta={**meta, "trip_effect": old})
     assert trip_noise(read_header(tmp_path / "old.npz")) == (0.01, 1.0)
@@ -247,3 +268,39 @@ def test_the_model_file_keeps_the_trip_noise_and_refuses_a_malformed_one(world, 
         with pytest.raises(DataError, match=rf"bad.npz: header field 'meta.trip_effect.*{field}") as exc:
             read_header(p)
         assert "\n" not in str(exc.value)
+
+
+def test_a_model_file_of_format_1_still_serves_with_a_note(world, tmp_path, capsys) -> None:
+    """A file written before format 2 (no trip readings, ``meta.trip_effect`` a point fitted in-sample) loads and
+    ``evroute route --model-file`` serves it (exit 0, its intervals the normal at that point) with one warning line
+    that its intervals are in-sample; the same model learned now is served without the note (the same mean, its own
+    interval)."""
+    import json
+    import warnings
+
+    from evroute.cli import main
+    from evroute.errors import DataWarning
+    from evroute.models.store import save_model
+
+    lg, vehicle, f = world
+    model, meta = _learn(lg, vehicle, f, 12, 3, tmp_path)
+    path = save_model(tmp_path / "new.npz", model, lg, vehicle=vehicle, meta=meta)
+    with np.load(path) as z:
+        arrays = {k: z[k] for k in z.files if not k.startswith(("trip_read", "trip_a_"))}
+    header = json.loads(str(arrays.pop("header")))
+    header["format_version"] = 1
+    header["meta"]["trip_effect"] = {"rel_var": 0.004, "noise_mult": 0.5, "trips": 12, "method": "whole-trip"}
+    (tmp_path / "old.npz").write_bytes(_npz({"header": np.array(json.dumps(header)), **arrays}))
+    a, b = (str(x) for x in lg.network.edge_ids[[0, 60]])
+    answers = {}
+    for name in ("old", "new"):
+        capsys.readouterr()
+        argv = ["route", "--network", NET, "--from", a, "--to", b, "--model-file", str(tmp_path / f"{name}.npz")]
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert main([*argv, "--vehicle", "sumo_ev", "--json"]) == 0
+        notes = [w for w in caught if issubclass(w.category, DataWarning) and "in-sample" in str(w.message)]
+        assert len(notes) == (1 if name == "old" else 0) and "\n" not in "".join(str(w.message) for w in notes)
+        answers[name] = json.loads(capsys.readouterr().out)["routes"][0]
+    assert answers["old"]["energy_wh"] == pytest.approx(answers["new"]["energy_wh"], rel=1e-9)
+    assert answers["old"]["trip_sd_wh"] != answers["new"]["trip_sd_wh"]  # the stored noise differs: each is served

@@ -169,7 +169,7 @@ def _check_trip_effect(path: str | Path, effect: Any) -> None:
         try:
             PredictiveNoise.from_dict(effect)
         except EvrouteError as exc:
-            raise _fail(path, f"header field 'meta.{exc}'") from None
+            raise _fail(path, f"header field 'meta.trip_effect.mixture' is malformed: {exc}") from None
 
 
 def _check_trip_readings(path: str | Path, a: dict[str, np.ndarray]) -> None:

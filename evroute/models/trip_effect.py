@@ -148,14 +148,13 @@ def _compact(edges: np.ndarray, readings: Readings) -> tuple[np.ndarray, np.ndar
     m = len(y)
     if not np.array_equal(np.asarray(e, dtype=np.int64), edges) or a.shape != (m, len(edges)):
         raise ParameterError(f"trip readings: A {a.shape} and y ({m},) do not fit the trace's {len(edges)} edges")
-    if r.shape == (m, m) and m > 2:
+    # the band (2, m) or the matrix (m, m); for m = 2 both are (2, 2): a band's last entry is 0, a variance is not
+    if r.shape == (2, m) and (m != 2 or r[1, 1] == 0):
+        band = r
+    elif r.shape == (m, m):
         if np.triu(r, 2).any() or np.tril(r, -2).any():
             raise ParameterError("trip readings: the noise covariance must be tridiagonal")
         band = np.vstack([np.diag(r), np.r_[np.diag(r, -1), 0.0]])
-    elif r.shape == (m, m):
-        band = np.vstack([np.diag(r), np.r_[np.diag(r, -1), 0.0][:m]])
-    elif r.shape == (2, m):
-        band = r
     else:
         raise ParameterError(f"trip readings: noise covariance of shape {r.shape} for {m} readings")
     if not (np.isfinite(a).all() and np.isfinite(y).all() and np.isfinite(band).all()):
