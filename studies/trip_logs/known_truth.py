@@ -73,6 +73,7 @@ import numpy as np
 from evroute.energy import PRIORS
 from studies.trip_logs.known_truth_data import (
     CONDITIONS,
+    LEARN_SERVED,
     _append,
     _cpu,
     _match_trips,
@@ -109,6 +110,7 @@ ROW_FIELDS = [
     "noise_mult_insample",
     "trip_rel_var_insample",
     "commit",
+    "learn_interval",
 ]
 Z90 = 1.6448536269514722  # the standard normal's 95 % quantile: a central 90 % interval is mean +- Z90 sd
 
@@ -273,6 +275,7 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
                 noise_mult_insample=f"{rn.noise_mult:.4g}",
                 trip_rel_var_insample=f"{rn.rel_var:.4g}",
                 commit=sh["commit"],
+                learn_interval=LEARN_SERVED,
             )
         )
     return n_train, seed, rows, _cpu() - t0
