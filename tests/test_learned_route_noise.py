@@ -304,3 +304,27 @@ def test_a_model_file_of_format_1_still_serves_with_a_note(world, tmp_path, caps
         answers[name] = json.loads(capsys.readouterr().out)["routes"][0]
     assert answers["old"]["energy_wh"] == pytest.approx(answers["new"]["energy_wh"], rel=1e-9)
     assert answers["old"]["trip_sd_wh"] != answers["new"]["trip_sd_wh"]  # the stored noise differs: each is served
+
+
+def test_a_route_answer_takes_the_mixtures_interval_and_probability(world, tmp_path) -> None:
+    """``answer_route`` of a model with the out-of-fold mixture: its arrival-charge 90 % interval is ``mean -+ the
+    mixture's half-width`` over the capacity and ``P(arrival >= reserve)`` the mixture's CDF at the budget (to 1e-12),
+    which differ from the normal's with the same variance (so these checks tell the two apart)."""
+    from evroute.driver.answers import BatteryState, answer_route
+    from evroute.driver.query import make_belief
+    from evroute.models.store import load_model, save_model
+
+    lg, vehicle, f = world
+    model, meta = _learn(lg, vehicle, f, 12, 4, tmp_path)
+    loaded, header = load_model(save_model(tmp_path / "m.npz", model, lg, vehicle=vehicle, meta=meta), lg)
+    belief = make_belief(lg, loaded, vehicle, header)
+    route = _walk(lg, np.random.default_rng(7), 15)
+    battery = BatteryState.from_vehicle(vehicle, 0.3, 0.29)
+    ans = answer_route("r", route, belief, lg.network, battery)
+    half = belief.trip_half_width(route, 0.9)
+    cap = battery.capacity_wh
+    assert ans.arrival_soc - ans.arrival_soc_lo == pytest.approx(half / cap, rel=1e-9)
+    assert ans.arrival_soc_hi - ans.arrival_soc == pytest.approx(half / cap, rel=1e-9)
+    assert ans.p_reserve == pytest.approx(belief.trip_cdf(route, battery.budget_wh - ans.energy_wh), abs=1e-12)
+    assert 0.01 < ans.p_reserve < 0.99  # the reserve inside the interval's range: the CDF matters
+    assert abs(half - Z90 * ans.trip_sd_wh) > 1e-3 * half  # not the normal's interval: the checks above can fail

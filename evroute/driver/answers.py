@@ -170,7 +170,7 @@ def answer_route(
     lost = full_battery_loss_wh(belief.mean[e], battery)
     sd_trip = float(np.sqrt(var_f + belief.trip_var(e)))
     error = None
-    if belief.predictive is not None:  # learned from trip logs: the mixture over (k, tau^2), not a normal
+    if getattr(belief, "predictive", None) is not None:  # learned from trip logs: a mixture over (k, tau^2)
         error = (belief.trip_half_width(e, 0.9), lambda x: belief.trip_cdf(e, x))
     soc, lo, hi, p = arrival(mean + lost, sd_trip, battery, error)
     times = network.length_m[e] / network.speed_mps[e] if edge_time_s is None else np.asarray(edge_time_s)[e]
