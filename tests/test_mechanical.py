@@ -183,7 +183,10 @@ def test_learn_writes_reduced_energies_and_refuses_a_battery_model(tmp_path) -> 
     header = read_header(model)
     effect, phi = header["meta"]["trip_effect"], header["hyperparameters"]["noise_scale"]
     assert effect["trips"] == 3 and effect["rel_var"] >= 0 and phi > 0 and phi != 1.0  # learned from the logs
-    assert "noise learned (ML-II)" in res.stdout
+    assert "noise learned (ML-II)" in res.stdout and "out-of-fold" in res.stdout
+    # the route intervals' noise from out-of-fold residuals of the three traces (their readings kept in the file)
+    assert effect["method"] == "out-of-fold" and abs(sum(effect["mixture"]["weight"]) - 1.0) < 1e-9
+    assert header["format_version"] == 2
     energies = header["meta"]["energies"]
     assert energies["kind"] == "reduced" and energies["mass_kg"] == V.mass_kg
     assert energies["gravity_mps2"] == V.gravity_mps2

@@ -185,8 +185,8 @@ def cmd_learn(args: argparse.Namespace) -> int:
 
 
 def _fit_noise_and_trip_effect(model: Any, meta: dict[str, Any]) -> None:
-    """The readings' noise scale by ML-II, the whole-trip noise and the trip-level effect
-    (:func:`evroute.experiments.trip_learning.fit_noise`), recorded in ``meta["trip_effect"]`` for every route
+    """The readings' noise scale by ML-II, the whole-trip noise and the trip-level effect from out-of-fold
+    residuals (:func:`evroute.experiments.trip_learning.fit_noise`), recorded in ``meta["trip_effect"]`` for every route
     interval served from the model; one line printed."""
     from evroute.experiments.threads import run_threads
     from evroute.experiments.trip_learning import fit_noise
@@ -196,10 +196,11 @@ def _fit_noise_and_trip_effect(model: Any, meta: dict[str, Any]) -> None:
     meta["trip_effect"] = effect
     phi = model.noise_scale
     sd = float(model.noise_var * phi * effect["noise_mult"]) ** 0.5
+    how = "out-of-fold, posterior means" if "mixture" in effect else "in-sample fit"
     print(
         f"noise learned (ML-II): the readings' scale {phi:.3g} of the nominal (prior variance x "
         f"{model.prior_scale:.3g}); from whole trips "
-        f"({effect['trips']} traces): one traversal's s.d. {sd:.2f}"
+        f"({effect['trips']} traces, {how}): one traversal's s.d. {sd:.2f}"
         f" Wh ({effect['noise_mult']:.3g} x the readings' variance), trip effect relative s.d. "
         f"{effect['rel_var'] ** 0.5:.3f}"
     )

@@ -15,7 +15,10 @@ battery management cuts regeneration off).  Along the route the expected charge 
 energy stays the model's ``mu``), and the arrival charge and its interval are clipped at ``c_max``
 (:attr:`RouteAnswer.capped` says when either happened).
 
-Assumptions: the energy is Gaussian (the models' posterior and noise are); the battery's usable window is
+Assumptions: the energy is Gaussian (the models' posterior and noise are), or, for a model learned from trip logs, a
+mixture of Gaussians over the posterior of its whole-trip noise and trip effect (the interval is then the mixture's
+central 90 % interval and ``P(c1 >= r)`` its probability, :meth:`~evroute.driver.belief.RouteBelief.trip_cdf`);
+the battery's usable window is
 ``[min_soc, max_soc]`` of the vehicle profile, so the start charge must lie in it, the reserve must be at least
 ``min_soc``, and the start charge must not be below the reserve.
 """
@@ -115,13 +118,20 @@ class RouteAnswer:
         return out
 
 
-def arrival(mean_wh: float, sd_wh: float, battery: BatteryState) -> tuple[float, float, float, float]:
+def arrival(
+    mean_wh: float, sd_wh: float, battery: BatteryState, error: tuple[float, Any] | None = None
+) -> tuple[float, float, float, float]:
     """``(expected arrival SoC, 5 % quantile, 95 % quantile, P(arrival >= reserve))`` for a trip energy
-    ``N(mean_wh, sd_wh^2)`` (module doc), each state of charge clipped at ``battery.max_charge``."""
+    ``N(mean_wh, sd_wh^2)`` (module doc), each state of charge clipped at ``battery.max_charge``.  ``error``: ``(half,
+    cdf)`` of a trip energy that is not normal -- the half-width (Wh) of its central 90 % interval and ``cdf(x)`` =
+    ``P(E - mean <= x)`` -- (:meth:`~evroute.driver.belief.RouteBelief.trip_half_width`, ``trip_cdf``: the mixture of
+    a model learned from trip logs)."""
     c = battery.capacity_wh
     mu = battery.charge - mean_wh / c
-    half = Z90 * sd_wh / c
-    if sd_wh > 0:
+    half = Z90 * sd_wh / c if error is None else error[0] / c
+    if error is not None:
+        p = float(error[1](battery.budget_wh - mean_wh))
+    elif sd_wh > 0:
         p = float(ndtr((battery.budget_wh - mean_wh) / sd_wh))
     else:
         p = float(mean_wh <= battery.budget_wh)
@@ -159,7 +169,10 @@ def answer_route(
     mean, var_f = belief.route_moments(e, trip=False)
     lost = full_battery_loss_wh(belief.mean[e], battery)
     sd_trip = float(np.sqrt(var_f + belief.trip_var(e)))
-    soc, lo, hi, p = arrival(mean + lost, sd_trip, battery)
+    error = None
+    if getattr(belief, "predictive", None) is not None:  # learned from trip logs: a mixture over (k, tau^2)
+        error = (belief.trip_half_width(e, 0.9), lambda x: belief.trip_cdf(e, x))
+    soc, lo, hi, p = arrival(mean + lost, sd_trip, battery, error)
     times = network.length_m[e] / network.speed_mps[e] if edge_time_s is None else np.asarray(edge_time_s)[e]
     return RouteAnswer(
         name=name,

@@ -25,6 +25,7 @@ import scipy.linalg
 from evroute.errors import ParameterError
 from evroute.kernels.linalg import jittered_cholesky
 from evroute.models.base import EdgeModel
+from evroute.models.predictive_noise import PredictiveNoise
 
 
 class RouteBelief:
@@ -39,6 +40,12 @@ class RouteBelief:
         trip_rel_var: ``tau^2`` of the trip-level effect (:mod:`evroute.models.trip_effect`), >= 0.
         noise_mult: the whole-trip multiplier of the model's traversal noise (``k`` of
             :func:`~evroute.models.trip_effect.fit_route_noise`), >= 0; :attr:`noise_var` is the model's times it.
+        predictive: the posterior of ``(k, tau^2)`` fitted to out-of-fold trip residuals
+            (:class:`~evroute.models.predictive_noise.PredictiveNoise`, what ``evroute learn`` stores): one drive's
+            error is then the mixture over it, and :meth:`trip_half_width` / :meth:`trip_cdf` give its central interval
+            and distribution; ``trip_rel_var`` and ``noise_mult`` should be its posterior means (the moments
+            :meth:`route_moments` gives are then the mixture's exactly).  None: a normal with ``trip_rel_var`` and
+            ``noise_mult``.
 
     Attributes:
         mean: ``(E,)`` posterior mean of each edge's expected energy, Wh.
@@ -56,6 +63,7 @@ class RouteBelief:
         potential_wh: np.ndarray | None = None,
         trip_rel_var: float = 0.0,
         noise_mult: float = 1.0,
+        predictive: PredictiveNoise | None = None,
     ) -> None:
         post = model.posterior()
         self.model = model
@@ -75,6 +83,11 @@ class RouteBelief:
         #: :func:`evroute.models.trip_effect.fit_route_noise`; 1 for a model without)
         noise = np.broadcast_to(np.asarray(post.noise_var, dtype=np.float64), self.mean.shape)
         self.noise_var = noise_mult * noise
+        self.noise_var_mult = float(noise_mult)
+        #: ``(E,)`` the model's own traversal noise (Wh^2), which the predictive's ``k`` multiplies
+        self.model_noise_var = noise
+        #: the mixture of one drive's error (None: a normal), see the class doc
+        self.predictive = predictive
         self.n_edges = len(self.mean)
         self._gp: dict[str, Any] | None = None
         self._lock = threading.Lock()  # the kernel-column cache is shared by concurrent queries (evroute serve)
@@ -143,6 +156,43 @@ class RouteBelief:
         noise plus the trip-level effect ``tau^2 (sum of the route's reduced means)^2``."""
         e = np.asarray(edges, dtype=np.int64).reshape(-1)
         return float(self.noise_var[e].sum()) + self.trip_rel_var * float(self.effect_mean[e].sum()) ** 2
+
+    def trip_parts(self, edges: np.ndarray, shares: np.ndarray | None = None) -> tuple[float, float, float]:
+        """``(base, a, b)`` of one drive of route ``edges`` ``(k,)``, each edge driven to its share ``shares`` ``(k,)``
+        (default 1; a trip that starts or ends inside an edge drives part of it): ``base = w^T Sigma w`` the
+        posterior variance of its expected energy, ``a = sum_e w_e s_e^2`` the model's traversal noise (Wh^2) and ``b
+        = (w^T m)^2`` (reduced means, Wh^2): its variance under ``(k, tau^2)`` is ``base + k a + tau^2 b``."""
+        e = np.asarray(edges, dtype=np.int64).reshape(-1)
+        w = np.ones(len(e)) if shares is None else np.asarray(shares, dtype=np.float64).reshape(-1)
+        if w.shape != e.shape:
+            raise ParameterError(f"{len(w)} shares for {len(e)} edges")
+        base = float(w @ self.cov(e) @ w) if self.joint else float(w**2 @ self.var[e])
+        return max(base, 0.0), float(w @ self.model_noise_var[e]), float(w @ self.effect_mean[e]) ** 2
+
+    def trip_half_width(self, edges: np.ndarray, level: float = 0.9, shares: np.ndarray | None = None) -> float:
+        """Half-width (Wh) of the central ``level`` predictive interval of one drive of route ``edges`` around its
+        mean: the mixture's (:meth:`PredictiveNoise.half_width`) with a :attr:`predictive`, else the normal's ``z
+        sd`` (:meth:`trip_parts` for ``shares``)."""
+        from scipy.special import ndtri
+
+        if not 0 < level < 1:
+            raise ParameterError(f"level must be in (0, 1), got {level}")
+        base, a, b = self.trip_parts(edges, shares)
+        if self.predictive is not None:
+            return float(self.predictive.half_width(np.array([base]), np.array([a]), np.array([b]), level)[0])
+        sd = np.sqrt(base + self.noise_var_mult * a + self.trip_rel_var * b)
+        return float(ndtri(0.5 + 0.5 * level) * sd)
+
+    def trip_cdf(self, edges: np.ndarray, x: float, shares: np.ndarray | None = None) -> float:
+        """``P(E - mean <= x)`` for one drive's energy ``E`` of route ``edges`` (``x`` in Wh): the mixture's with a
+        :attr:`predictive`, else the normal's."""
+        from scipy.special import ndtr
+
+        base, a, b = self.trip_parts(edges, shares)
+        if self.predictive is not None:
+            return float(self.predictive.cdf(np.array([x]), np.array([base]), np.array([a]), np.array([b]))[0])
+        sd = np.sqrt(base + self.noise_var_mult * a + self.trip_rel_var * b)
+        return float(ndtr(x / sd)) if sd > 0 else float(x >= 0)
 
     def edge_sd(self, *, trip: bool = True) -> np.ndarray:
         """``(E,)`` per-edge standard deviation (Wh): posterior, plus one traversal's noise and the edge's share of

@@ -31,6 +31,7 @@ from evroute.energy import VehicleProfile
 from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
 from evroute.models.base import EdgeModel
+from evroute.models.predictive_noise import PredictiveNoise
 
 #: names of the routes :func:`route_query` answers, in order
 ROUTE_KINDS = ("energy-optimal", "shortest", "fastest", "risk-aware")
@@ -47,16 +48,26 @@ def make_belief(
     (battery energy minus kinetic and potential energy; ``header["meta"]["energies"]["kind"] == "reduced"``) is
     served with each edge's full potential added back: the battery pays the reduced sum plus ``m g dz`` along the
     route (the kinetic part telescopes from rest to rest); variances are unchanged (a constant per edge).  The
-    trip-level effect and the whole-trip noise learned from logs (:func:`trip_noise`) enter every route's variance.
+    trip-level effect and the whole-trip noise learned from logs (:func:`trip_noise`) enter every route's variance;
+    with their out-of-fold mixture (:func:`predictive_noise`) every route's interval is the mixture's.  A file with
+    the in-sample point fit is served with one warning line (:func:`interval_note`).
     """
     from evroute.energy import elevation_potential_wh
 
     meta = (header or {}).get("meta", {})
     reduced = meta.get("energies", {})
     tau2, mult = trip_noise(header)  # learned from trip logs (evroute learn)
+    pn = predictive_noise(header)
+    note = interval_note(header)
+    if note is not None:
+        import warnings
+
+        from evroute.errors import DataWarning
+
+        warnings.warn(note, DataWarning, stacklevel=2)
     if reduced.get("kind") != "reduced":
-        return RouteBelief(model, elevation_potential_wh(lg.network, vehicle), tau2, mult)
-    belief = RouteBelief(model, np.zeros(lg.n_nodes), tau2, mult)  # reduced energies are >= 0 (dissipated energy)
+        return RouteBelief(model, elevation_potential_wh(lg.network, vehicle), tau2, mult, pn)
+    belief = RouteBelief(model, np.zeros(lg.n_nodes), tau2, mult, pn)  # reduced energies are >= 0 (dissipated)
     belief.mean = belief.mean + reduced_offset_wh(lg, vehicle, header)
     return belief
 
@@ -64,11 +75,36 @@ def make_belief(
 def trip_noise(header: dict[str, Any] | None) -> tuple[float, float]:
     """``(tau^2, k)`` of a model file's header: the trip-level effect's relative variance and the multiplier of the
     model's traversal noise within a whole trip, both learned from the logs by ``evroute learn``
-    (``meta["trip_effect"]``, :func:`evroute.models.trip_effect.fit_route_noise`); ``(0, 1)`` for a model without
-    (a prior, a model not learned from logs), ``k = 1`` for files written before the multiplier was learned.  The
-    loader has checked both values (:mod:`evroute.models.store_schema`)."""
+    (``meta["trip_effect"]``: the posterior means of the out-of-fold mixture, :func:`predictive_noise`, or in files
+    before it the in-sample point fit of :func:`evroute.models.trip_effect.fit_route_noise`); ``(0, 1)`` for a model
+    without (a prior, a model not learned from logs), ``k = 1`` for files written before the multiplier was learned.
+    The loader has checked both values (:mod:`evroute.models.store_schema`)."""
     effect = (header or {}).get("meta", {}).get("trip_effect", {})
     return float(effect.get("rel_var", 0.0)), float(effect.get("noise_mult", 1.0))
+
+
+def predictive_noise(header: dict[str, Any] | None) -> PredictiveNoise | None:
+    """The mixture over ``(k, tau^2)`` a model file's header stores (``meta["trip_effect"]["mixture"]``, written by
+    ``evroute learn`` from out-of-fold trip residuals: :meth:`~evroute.models.predictive_noise.PredictiveNoise.
+    to_dict`), or None (a prior, a model not learned from logs, a file with the in-sample point fit).  The loader
+    has checked it (:mod:`evroute.models.store_schema`)."""
+    effect = (header or {}).get("meta", {}).get("trip_effect")
+    return PredictiveNoise.from_dict(effect) if isinstance(effect, dict) else None
+
+
+def interval_note(header: dict[str, Any] | None) -> str | None:
+    """One line for a model file whose route intervals rest on the whole-trip noise fitted to in-sample residuals
+    (``meta["trip_effect"]`` without a mixture: files written before format version 2, or learned from traces none
+    of which kept its readings), which are too narrow where a trip's own edges absorbed its trip effect; None
+    otherwise."""
+    effect = (header or {}).get("meta", {}).get("trip_effect")
+    if not isinstance(effect, dict) or "mixture" in effect:
+        return None
+    version = (header or {}).get("format_version")
+    return (
+        f"model (format version {version}) serves route intervals from the noise fitted to in-sample trip residuals,"
+        " which can be too narrow; learn its logs into a new model file for intervals from out-of-fold residuals"
+    )
 
 
 def reduced_offset_wh(lg: LineGraph, vehicle: VehicleProfile, header: dict[str, Any] | None) -> np.ndarray:
@@ -268,7 +304,9 @@ __all__ = [
     "ROUTE_KINDS",
     "QueryContext",
     "RouteQueryResult",
+    "interval_note",
     "make_belief",
+    "predictive_noise",
     "trip_noise",
     "reduced_offset_wh",
     "route_query",

@@ -155,22 +155,35 @@ def fit_noise(model: LinearObsEdgeModel) -> dict[str, Any]:
 
     1. The readings' noise scale ``phi`` and the prior covariance's factor ``c`` by ML-II
        (:func:`evroute.models.linear_obs_build.fit_hyperparameters`, set on ``model``).
-    2. The whole-trip noise and the trip-level effect from the learned traces' residual sums
-       (:func:`evroute.models.trip_effect.fit_route_noise`): one traversal's noise within a whole trip is ``k`` times
-       the model's (``noise_mult``; the readings over short windows also see how energy is spread along an edge,
-       which cancels over a trip) and each trip's reduced energy is scaled by ``1 + beta``, ``beta ~ N(0, tau^2)``
-       (``rel_var``).  Every route interval served from the file uses both (:func:`evroute.driver.query.trip_noise`).
-
-    Returns :meth:`~evroute.models.trip_effect.RouteNoise.to_dict` (``rel_var`` = ``tau^2``, ``noise_mult`` = ``k``,
-    ``trips``, their standard errors); fewer than two traces: ``k = 1``, ``tau^2 = 0``.
+    2. The route intervals' noise from the learned traces (:func:`route_noise`).
     """
     from evroute.models.linear_obs_build import fit_hyperparameters
-    from evroute.models.trip_effect import fit_route_noise
 
-    phi, _ = fit_hyperparameters(model)
+    fit_hyperparameters(model)
+    return route_noise(model)
+
+
+def route_noise(model: LinearObsEdgeModel) -> dict[str, Any]:
+    """The route intervals' noise of a model learned from logs, at its current hyper-parameters, as the model file
+    keeps it (``meta.trip_effect``; served by :func:`evroute.driver.query.make_belief`).
+
+    One traversal's noise within a whole trip is ``k`` times the model's (the readings over short windows also see
+    how energy is spread along an edge, which cancels over a trip) and each trip's reduced energy is scaled by ``1 +
+    beta``, ``beta ~ N(0, tau^2)``.  ``(k, tau^2)`` are fitted to **out-of-fold** residuals of the learned traces
+    (:func:`evroute.models.trip_effect.out_of_fold_noise`: each fold's readings taken out of the posterior exactly,
+    then the posterior of ``(k, tau^2)`` under half-Cauchy priors): in-sample residuals are too small where a trace's
+    own edges absorb its trip effect.  Returns :meth:`~evroute.models.predictive_noise.PredictiveNoise.to_dict` of
+    the pruned mixture (every served route interval is its central interval).  Traces learned before their readings
+    were kept (model files of format version 1) stay in the posterior but give no residual; when no trace has its
+    readings, the in-sample point fit of :func:`~evroute.models.trip_effect.fit_route_noise` (``method``
+    ``"whole-trip"``; ``k = 1``, ``tau^2 = 0`` from fewer than two traces)."""
+    from evroute.models.trip_effect import fit_route_noise, out_of_fold_noise
+
     post = model.posterior()
-    rn = fit_route_noise(post.mean, post.covariance_of, model.trips, phi)
-    return rn.to_dict()
+    pn = out_of_fold_noise(post.mean, post.covariance_of, model.trips, model.noise_scale)
+    if pn is not None:
+        return pn.pruned().to_dict()
+    return fit_route_noise(post.mean, post.covariance_of, model.trips, model.noise_scale).to_dict()
 
 
 def open_model(
@@ -220,5 +233,6 @@ __all__ = [
     "learn_logs",
     "open_model",
     "read_log",
+    "route_noise",
     "validate_logs",
 ]

@@ -42,6 +42,7 @@ from evroute.energy import VehicleProfile
 from evroute.errors import DataWarning, ParameterError, install_warning_format
 from evroute.experiments.threads import run_blas_threads, run_threads
 from evroute.models.linear_obs import ReadingBatch, reading_batch
+from evroute.models.trip_effect import Readings
 from evroute.traces.clean import clean_trace, split_all
 from evroute.traces.formats import read_sumo_fcd, read_trace_gpx
 from evroute.traces.mapmatch import MatchedTrace, MatchIndex
@@ -50,6 +51,8 @@ from evroute.traces.observations import trace_readings
 from evroute.traces.reader import Trace, TraceColumns, read_trace_csv
 from evroute.traces.stream import LogStream
 
+#: a trace's ``(edges, shares w, Y, r, readings)`` (:attr:`TraceOutcome.trip_sum`)
+TripSum = tuple[np.ndarray, np.ndarray, float, float, Readings]
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
@@ -69,8 +72,9 @@ class TraceOutcome:
     pieces: int
     batch: ReadingBatch | None
     dropped: int = 0
-    #: ``(edges, shares w, sum of readings Y, their noise 1^T R 1)`` of the trace, for the trip-level effect
-    trip_sum: tuple[np.ndarray, np.ndarray, float, float] | None = None
+    #: ``(edges, shares w, sum of readings Y, their noise 1^T R 1, readings)`` of the trace, for the trip-level effect
+    #: and its out-of-fold residuals (``readings``: :data:`evroute.models.trip_effect.Readings`, ``R`` as its band)
+    trip_sum: TripSum | None = None
     #: ``False`` for a block after the first of a trace streamed in blocks (:mod:`evroute.traces.stream`): counted
     #: as the same trace, and its ``samples`` exclude the sample it shares with the block before
     first: bool = True
@@ -177,29 +181,36 @@ def _trace_outcome(
         cpu["learn"] += time.process_time() - t2
         return TraceOutcome(samples, matched.pieces, None, first=first)
     batch = reading_batch(r.edges, r.a, r.y, r.noise_band, banded=True)
-    trip_sum = (r.edges, r.a.sum(axis=0), float(r.y.sum()), r.noise_sum())
+    trip_sum = (r.edges, r.a.sum(axis=0), float(r.y.sum()), r.noise_sum(), (r.edges, r.a, r.y, r.noise_band))
     cpu["learn"] += time.process_time() - t2
     return TraceOutcome(samples, matched.pieces, batch, r.dropped, trip_sum, first)
 
 
-def _merge_sums(
-    a: tuple[np.ndarray, np.ndarray, float, float] | None, b: tuple[np.ndarray, np.ndarray, float, float] | None
-) -> tuple[np.ndarray, np.ndarray, float, float] | None:
-    """Two blocks' trip sums as one trace's (edges united, shares added)."""
+def _merge_sums(a: TripSum | None, b: TripSum | None) -> TripSum | None:
+    """Two blocks' trip sums as one trace's (edges united, shares added; the readings stacked, their noise
+    block-diagonal: each block was learned as an independent batch, so taking the trace out again takes both)."""
     if a is None or b is None:
         return a if b is None else b
     edges = np.union1d(a[0], b[0])
+    ia, ib = np.searchsorted(edges, a[0]), np.searchsorted(edges, b[0])
     w = np.zeros(len(edges))
-    w[np.searchsorted(edges, a[0])] += a[1]
-    w[np.searchsorted(edges, b[0])] += b[1]
-    return edges, w, a[2] + b[2], a[3] + b[3]
+    w[ia] += a[1]
+    w[ib] += b[1]
+    (_, aa, ya, ra), (_, ab, yb, rb) = a[4], b[4]
+    stacked = np.zeros((len(ya) + len(yb), len(edges)))
+    stacked[: len(ya), ia] = aa
+    stacked[len(ya) :, ib] = ab
+    band = np.hstack([ra, rb])
+    if len(ya):
+        band[1, len(ya) - 1] = 0.0  # no covariance between the blocks' readings
+    return edges, w, a[2] + b[2], a[3] + b[3], (edges, stacked, np.r_[ya, yb], band)
 
 
 def _stream_csv(path: Path, index: MatchIndex, params: LearnParams, cpu: dict[str, float]) -> Iterator[TraceOutcome]:
     """The blocks of a CSV log, each matched and reduced as it is taken (:class:`LogOutcome`); a trace's trip sum
     (for the trip effect) comes with its last block."""
     stream = iter(LogStream(path, params.columns, warn=params.warn))
-    total: tuple[np.ndarray, np.ndarray, float, float] | None = None
+    total: TripSum | None = None
     while True:
         t0 = time.process_time()
         group = list(itertools.islice(stream, MATCH_GROUP))

@@ -1,11 +1,11 @@
 """Learned edge models saved and served: a documented, versioned file tied to its network by a content hash.
 
-File format (``FORMAT = "evroute-model"``, ``FORMAT_VERSION = 1``): one NumPy ``.npz`` archive (no pickles; read
-with ``np.load(path, allow_pickle=False)``) holding
+File format (``FORMAT = "evroute-model"``, ``FORMAT_VERSION = 2``; version 1 files are read too): one NumPy
+``.npz`` archive (no pickles; read with ``np.load(path, allow_pickle=False)``) holding
 
 * ``header``: a 0-d string array, a JSON object::
 
-      {"format": "evroute-model", "format_version": 1, "kind": "bi" | "gp-exact",
+      {"format": "evroute-model", "format_version": 2, "kind": "bi" | "gp-exact",
        "network": {"name": ..., "hash": <sha256 of the line graph, :func:`network_hash`>, "n_edges": E},
        "vehicle": {<the vehicle profile fields>}, "hyperparameters": {...}, "observations": N,
        "evroute_version": ..., "meta": {<free-form provenance: config, seed, rounds>}}
@@ -33,8 +33,13 @@ with ``np.load(path, allow_pickle=False)``) holding
   marginal likelihood); the header's ``hyperparameters["noise_scale"]`` (the readings' learned noise scale, 1 if
   absent) and ``hyperparameters["prior_scale"]`` (the learned factor of the prior covariance, 1 if absent) and,
   optionally, ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` (per learned trace, what its
-  trip-level effect is estimated from: :class:`~evroute.models.trip_effect.TripSums`).  The posterior is the closed
-  form of that module.
+  trip-level effect is estimated from: :class:`~evroute.models.trip_effect.TripSums`) and, since version 2, the
+  traces' readings (``trip_read_ptr``, ``trip_read``, ``trip_a_ptr``, ``trip_a_rc``, ``trip_a_val``: what the exact
+  out-of-fold residuals take out of the posterior, :meth:`TripSums.arrays`).  The header's ``meta.trip_effect``
+  holds the route intervals' noise ``evroute learn`` fitted: since version 2 the posterior of ``(k, tau^2)`` from
+  out-of-fold residuals as a mixture (``mixture``: ``k``, ``tau2``, ``weight`` lists;
+  :meth:`~evroute.models.predictive_noise.PredictiveNoise.to_dict`), in version 1 files a point fitted in-sample.
+  The posterior is the closed form of that module.
 
 Other models (the sparse variational GP ``gp``, ``gp-tv``, ``kr``) are refused with one line: their posterior
 depends on variational or kernel-regression state this format does not hold.
@@ -61,7 +66,10 @@ from evroute.models.base import EdgeModel
 from evroute.models.state import base_state, prior_state  # below linear_obs too (no import circle)
 
 FORMAT = "evroute-model"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: format versions :func:`load_model` reads: 1 (before the trip readings and the out-of-fold mixture; its route
+#: intervals rest on the in-sample noise fit, :func:`evroute.driver.query.interval_note`) and 2
+READ_VERSIONS = (1, 2)
 KINDS = ("bi", "gp-exact", "linear")
 
 
@@ -185,8 +193,11 @@ def _open(path: str | Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         what = header.get("format") if isinstance(header, dict) else type(header).__name__
         raise DataError(f"{path} is not an evroute model file (format {what!r})")
     version = header.get("format_version")
-    if version != FORMAT_VERSION:
-        raise DataError(f"{path} has model format version {version}; this evroute reads version {FORMAT_VERSION}")
+    if version not in READ_VERSIONS or isinstance(version, bool):
+        raise DataError(
+            f"{path} has model format version {version}; this evroute reads versions "
+            + ", ".join(map(str, READ_VERSIONS))
+        )
     if header.get("kind") not in KINDS:
         raise DataError(f"{path} holds a model of unknown kind {header.get('kind')!r}")
     return header, check_content(path, header, arrays)
@@ -348,6 +359,7 @@ __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
     "KINDS",
+    "READ_VERSIONS",
     "load_model",
     "model_kind",
     "network_hash",

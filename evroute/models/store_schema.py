@@ -64,6 +64,15 @@ _TRIPS = {
     "trip_w": ("f", ("m",)),
     "trip_yr": ("f", ("T", 2)),
 }
+#: the traces' readings kept for the exact out-of-fold residuals (format version 2, with :data:`_TRIPS`): per trace
+#: ``T + 1`` offsets into ``M`` readings ``(y, R's diagonal, R's sub-diagonal)`` and into ``N`` non-zeros of ``A``
+_TRIP_READ = {
+    "trip_read_ptr": ("i", ("T1",)),
+    "trip_read": ("f", ("M", 3)),
+    "trip_a_ptr": ("i", ("T1",)),
+    "trip_a_rc": ("i", ("N", 2)),
+    "trip_a_val": ("f", ("N",)),
+}
 #: the exact GP's scalar hyperparameters in the header: name -> strictly positive (else >= 0)
 _EXACT_HYPER = {
     "prior_var": True,
@@ -138,7 +147,9 @@ def _check_header(path: str | Path, header: dict[str, Any]) -> None:
 def _check_trip_effect(path: str | Path, effect: Any) -> None:
     """``meta.trip_effect`` (learned by ``evroute learn``, served in every route interval): absent, or an object with
     ``rel_var`` (``tau^2``) a finite number >= 0 and, when present (files since the whole-trip noise is learned),
-    ``noise_mult`` a finite number >= 0 and ``trips`` an integer >= 0."""
+    ``noise_mult`` a finite number >= 0 and ``trips`` an integer >= 0; its ``mixture`` (format version 2) three lists
+    of one length of finite numbers >= 0, the weights summing to 1
+    (:meth:`~evroute.models.predictive_noise.PredictiveNoise.from_dict`)."""
     if effect is None:
         return
     if not isinstance(effect, dict):
@@ -152,6 +163,30 @@ def _check_trip_effect(path: str | Path, effect: Any) -> None:
     n = effect.get("trips", 0)
     if not (_int(n) and n >= 0):
         raise _fail(path, f"header field 'meta.trip_effect.trips' must be an integer >= 0, got {n!r}")
+    if "mixture" in effect:
+        from evroute.models.predictive_noise import PredictiveNoise
+
+        try:
+            PredictiveNoise.from_dict(effect)
+        except EvrouteError as exc:
+            raise _fail(path, f"header field 'meta.trip_effect.mixture' is malformed: {exc}") from None
+
+
+def _check_trip_readings(path: str | Path, a: dict[str, np.ndarray]) -> None:
+    """The traces' readings (:data:`_TRIP_READ`): offsets rising from 0 to their arrays' lengths, each non-zero of
+    ``A`` inside its trace's readings and edges, each reading's noise variance > 0."""
+    n_trips = len(a["trip_ptr"]) - 1
+    for ptr_name, arr_name in (("trip_read_ptr", "trip_read"), ("trip_a_ptr", "trip_a_val")):
+        ptr = a[ptr_name]
+        if not (int(ptr[0]) == 0 and int(ptr[-1]) == len(a[arr_name]) and bool((np.diff(ptr) >= 0).all())):
+            raise _fail(path, f"array {ptr_name!r} must rise from 0 to the length of {arr_name!r}")
+    trip = np.repeat(np.arange(n_trips), np.diff(a["trip_a_ptr"]))
+    rows, cols = a["trip_a_rc"][:, 0], a["trip_a_rc"][:, 1]
+    m, k = np.diff(a["trip_read_ptr"])[trip], np.diff(a["trip_ptr"])[trip]
+    if not bool(((rows >= 0) & (rows < m) & (cols >= 0) & (cols < k)).all()):
+        raise _fail(path, "array 'trip_a_rc' holds a reading or edge outside its trace")
+    if not bool((a["trip_read"][:, 1] > 0).all()):
+        raise _fail(path, "array 'trip_read' holds a reading noise variance <= 0")
 
 
 def _check_exact_hyper(path: str | Path, hp: dict[str, Any]) -> None:
@@ -199,6 +234,8 @@ def check_content(path: str | Path, header: Any, arrays: dict[str, np.ndarray]) 
         spec = {**spec, **_BI_SQ}
     if header["kind"] == "linear" and any(k in arrays for k in _TRIPS):
         spec = {**spec, **_TRIPS}
+    if header["kind"] == "linear" and any(k in arrays for k in _TRIP_READ):
+        spec = {**spec, **_TRIPS, **_TRIP_READ}
     unknown = sorted(set(arrays) - set(spec))
     if unknown:
         raise _fail(path, f"unexpected array(s) {', '.join(map(repr, unknown))} in a {header['kind']} model")
@@ -253,6 +290,8 @@ def _check_ranges(path: str | Path, header: dict[str, Any], a: dict[str, np.ndar
             "array 'trip_ptr' must rise from 0 to the length of 'trip_edge'",
         )
         need(bool(((a["trip_edge"] >= 0) & (a["trip_edge"] < n_edges)).all()), "array 'trip_edge' out of 0..E-1")
+    if "trip_read_ptr" in a:
+        _check_trip_readings(path, a)
     scale = header["hyperparameters"].get("noise_scale", 1.0) if header["kind"] == "linear" else 1.0
     need(_number(scale) and scale > 0, f"hyperparameter 'noise_scale' must be a finite number > 0, got {scale!r}")
     pscale = header["hyperparameters"].get("prior_scale", 1.0) if header["kind"] == "linear" else 1.0

@@ -28,55 +28,104 @@ its windows), ``Y`` and ``r`` -- compactly (a model file holds it, so a resumed 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from evroute.errors import ParameterError
+from evroute.models.predictive_noise import PredictiveNoise, TripResiduals, fit_predictive_noise
+
+#: a trace's readings as learned: ``(edges (k,), A (m, k), y (m,), R)`` with ``R`` the ``(m, m)`` noise covariance or
+#: its ``(2, m)`` tridiagonal lower band (:attr:`evroute.traces.observations.Readings.noise_band`), Wh and Wh^2
+Readings = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 class TripSums:
     """Per learned trace: edges ``(k_t,)``, driven shares ``w`` ``(k_t,)``, reading sum ``Y`` (Wh) and its noise
-    variance ``r`` (Wh^2, at noise scale 1); stored flat (``ptr`` ``(T + 1,)`` offsets into ``edge`` and ``w``)."""
+    variance ``r`` (Wh^2, at noise scale 1); stored flat (``ptr`` ``(T + 1,)`` offsets into ``edge`` and ``w``).
+
+    With its readings (:meth:`add`'s ``readings``), a trace also keeps what the exact out-of-fold residuals
+    (:func:`cavity_residuals`, :func:`out_of_fold_noise`) take out of the posterior again: its ``m`` readings ``y``,
+    the tridiagonal noise covariance ``R`` (diagonal and sub-diagonal) and the non-zero weights of ``A`` (each
+    window drives a contiguous run of edges, so ``nnz(A) <= m + k``).  Bytes per trace: ``24 m`` (``y``, ``R``) +
+    ``24 nnz(A)`` (row, column, value) + ``16 k`` (edges, shares) + 40; :meth:`readings_bytes` measures it.  A
+    trace learned before readings were kept (a model file of format version 1) has none (``m = 0``)."""
 
     def __init__(self) -> None:
         self._edge: list[np.ndarray] = []
         self._w: list[np.ndarray] = []
         self._y: list[float] = []
         self._r: list[float] = []
+        #: per trace ``(yr (m, 3): y, R's diagonal, R's sub-diagonal; rc (nnz, 2) rows and columns of A; val (nnz,))``
+        self._read: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
 
     def __len__(self) -> int:
         return len(self._y)
 
-    def add(self, edges: np.ndarray, w: np.ndarray, y: float, r: float) -> None:
+    def add(self, edges: np.ndarray, w: np.ndarray, y: float, r: float, readings: Readings | None = None) -> None:
         """One trace: ``edges`` ``(k,)``, shares ``w`` ``(k,)`` (column sums of its ``A``), ``Y = sum y``,
-        ``r = 1^T R 1``."""
+        ``r = 1^T R 1``; optionally its ``readings`` (:data:`Readings`, over the same ``edges``; ``R`` tridiagonal)."""
         e, ww = np.asarray(edges, dtype=np.int64).reshape(-1), np.asarray(w, dtype=np.float64).reshape(-1)
         if e.shape != ww.shape or not (np.isfinite(ww).all() and np.isfinite(y) and r >= 0):
             raise ParameterError("trip sums: edges and shares of one shape, finite Y and r >= 0 needed")
+        stored = (np.zeros((0, 3)), np.zeros((0, 2), np.int64), np.zeros(0))
+        if readings is not None:
+            stored = _compact(e, readings)
         self._edge.append(e)
         self._w.append(ww)
         self._y.append(float(y))
         self._r.append(float(r))
+        self._read.append(stored)
 
     def trips(self) -> list[tuple[np.ndarray, np.ndarray, float, float]]:
         """``(edges, w, Y, r)`` per trace."""
         return list(zip(self._edge, self._w, self._y, self._r, strict=True))
 
+    def with_readings(self) -> np.ndarray:
+        """``(T',)`` indices of the traces that kept their readings."""
+        return np.flatnonzero([len(yr) > 0 for yr, _, _ in self._read]).astype(np.int64)
+
+    def readings(self, i: int) -> Readings:
+        """Trace ``i``'s readings ``(edges (k,), A (m, k), y (m,), R (m, m))`` as :func:`cavity_residuals` takes them
+        (dense, built on demand)."""
+        yr, rc, val = self._read[i]
+        e, m = self._edge[i], len(yr)
+        a = np.zeros((m, len(e)))
+        a[rc[:, 0], rc[:, 1]] = val
+        cov = np.diag(yr[:, 1]) + np.diag(yr[:-1, 2], -1) + np.diag(yr[:-1, 2], 1)
+        return e, a, yr[:, 0].copy(), cov
+
+    def readings_bytes(self) -> int:
+        """Bytes the kept readings take (module doc's count, without the per-trace sums)."""
+        return sum(yr.nbytes + rc.nbytes + val.nbytes for yr, rc, val in self._read)
+
     def arrays(self) -> dict[str, np.ndarray]:
-        """Plain arrays for a model file: ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` ``(T, 2)``."""
+        """Plain arrays for a model file: ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` ``(T, 2)``; and, when
+        any trace kept its readings, ``trip_read_ptr`` ``(T + 1,)`` offsets into ``trip_read`` ``(M, 3)`` (``y``,
+        ``R``'s diagonal and sub-diagonal per reading), ``trip_a_ptr`` ``(T + 1,)`` offsets into ``trip_a_rc``
+        ``(N, 2)`` (reading within the trace, edge within the trace's edges) and ``trip_a_val`` ``(N,)``."""
         sizes = [len(e) for e in self._edge]
-        return {
+        out = {
             "trip_ptr": np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64),
             "trip_edge": np.concatenate(self._edge).astype(np.int64) if sizes else np.zeros(0, np.int64),
             "trip_w": np.concatenate(self._w) if sizes else np.zeros(0),
             "trip_yr": np.column_stack([self._y, self._r]) if sizes else np.zeros((0, 2)),
         }
+        if not len(self.with_readings()):
+            return out
+        m, nnz = [len(yr) for yr, _, _ in self._read], [len(val) for _, _, val in self._read]
+        out["trip_read_ptr"] = np.concatenate([[0], np.cumsum(m)]).astype(np.int64)
+        out["trip_read"] = np.concatenate([yr for yr, _, _ in self._read])
+        out["trip_a_ptr"] = np.concatenate([[0], np.cumsum(nnz)]).astype(np.int64)
+        out["trip_a_rc"] = np.concatenate([rc for _, rc, _ in self._read]).astype(np.int64)
+        out["trip_a_val"] = np.concatenate([val for _, _, val in self._read])
+        return out
 
     @classmethod
     def from_arrays(cls, a: dict[str, np.ndarray]) -> TripSums:
+        """The inverse of :meth:`arrays` (arrays checked by :mod:`evroute.models.store_schema`)."""
         out = cls()
         if "trip_ptr" not in a:
             return out
@@ -84,7 +133,34 @@ class TripSums:
         for i in range(len(ptr) - 1):
             lo, hi = ptr[i], ptr[i + 1]
             out.add(a["trip_edge"][lo:hi], a["trip_w"][lo:hi], float(a["trip_yr"][i, 0]), float(a["trip_yr"][i, 1]))
+            if "trip_read_ptr" in a:
+                (r0, r1), (n0, n1) = a["trip_read_ptr"][i : i + 2], a["trip_a_ptr"][i : i + 2]
+                yr = np.asarray(a["trip_read"][r0:r1], dtype=np.float64)
+                rc = np.asarray(a["trip_a_rc"][n0:n1], dtype=np.int64)
+                out._read[-1] = (yr, rc, np.asarray(a["trip_a_val"][n0:n1], dtype=np.float64))
         return out
+
+
+def _compact(edges: np.ndarray, readings: Readings) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A trace's readings as :class:`TripSums` keeps them (``R`` must be tridiagonal: the band or the matrix)."""
+    e, a, y, r = readings
+    a, y, r = np.atleast_2d(np.asarray(a, dtype=np.float64)), np.asarray(y, dtype=np.float64), np.asarray(r)
+    m = len(y)
+    if not np.array_equal(np.asarray(e, dtype=np.int64), edges) or a.shape != (m, len(edges)):
+        raise ParameterError(f"trip readings: A {a.shape} and y ({m},) do not fit the trace's {len(edges)} edges")
+    # the band (2, m) or the matrix (m, m); for m = 2 both are (2, 2): a band's last entry is 0, a variance is not
+    if r.shape == (2, m) and (m != 2 or r[1, 1] == 0):
+        band = r
+    elif r.shape == (m, m):
+        if np.triu(r, 2).any() or np.tril(r, -2).any():
+            raise ParameterError("trip readings: the noise covariance must be tridiagonal")
+        band = np.vstack([np.diag(r), np.r_[np.diag(r, -1), 0.0]])
+    else:
+        raise ParameterError(f"trip readings: noise covariance of shape {r.shape} for {m} readings")
+    if not (np.isfinite(a).all() and np.isfinite(y).all() and np.isfinite(band).all()):
+        raise ParameterError("trip readings contain NaN or inf")
+    rows, cols = np.nonzero(a)
+    return np.column_stack([y, band[0], band[1]]), np.column_stack([rows, cols]).astype(np.int64), a[rows, cols]
 
 
 @dataclass(frozen=True)
@@ -203,19 +279,6 @@ def fit_route_noise(
     return RouteNoise(float(coef[0]), float(coef[1]), len(trips), float(se[0]), float(se[1]))
 
 
-@dataclass(frozen=True)
-class TripResiduals:
-    """Out-of-fold residuals of whole trips (:func:`fold_residuals`), ``(T,)`` each: ``d = Y_t - w_t^T m^(-F)``
-    (Wh) against the posterior of the *other* folds' trips, ``s = w_t^T Sigma^(-F) w_t`` that posterior's variance
-    of the trip's sum (Wh^2), ``r`` the trip's reading noise summed at noise scale 1 (Wh^2) and ``mu = w_t^T m^(-F)``
-    (Wh)."""
-
-    d: np.ndarray
-    s: np.ndarray
-    r: np.ndarray
-    mu: np.ndarray
-
-
 def fold_residuals(
     posterior_without: Callable[[np.ndarray], tuple[np.ndarray, Any]], sums: TripSums, folds: int = 10
 ) -> TripResiduals:
@@ -251,7 +314,7 @@ def fold_residuals(
 def cavity_residuals(
     mean: np.ndarray,
     cov_of: Any,
-    readings: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]],
+    readings: Sequence[Readings],
     noise_scale: float = 1.0,
     folds: int = 10,
 ) -> TripResiduals:
@@ -276,12 +339,13 @@ def cavity_residuals(
     fold_of = np.arange(n) % k
     for f in range(k):
         idx = np.flatnonzero(fold_of == f)
-        u = np.unique(np.concatenate([np.asarray(readings[i][0], dtype=np.int64) for i in idx]))
-        sizes = [len(readings[i][2]) for i in idx]
+        fold = [readings[int(i)] for i in idx]  # each trip's readings taken once (a lazy sequence builds them here)
+        u = np.unique(np.concatenate([np.asarray(rd[0], dtype=np.int64) for rd in fold]))
+        sizes = [len(rd[2]) for rd in fold]
         a_f, r_f, y_f = np.zeros((sum(sizes), len(u))), np.zeros((sum(sizes), sum(sizes))), np.zeros(sum(sizes))
         o = 0
-        for i, size in zip(idx, sizes, strict=True):
-            e, a, y, cov = readings[i]
+        for rd, size in zip(fold, sizes, strict=True):
+            e, a, y, cov = rd
             a_f[o : o + size, np.searchsorted(u, e)] = a
             r_f[o : o + size, o : o + size] = cov
             y_f[o : o + size] = y
@@ -298,8 +362,7 @@ def cavity_residuals(
             g = q[:, keep] @ ((q[:, keep].T @ a_s) / lam[keep, None])
         m_c = m_u + g.T @ (a_f @ m_u - y_f)
         s_c = s_u + a_s.T @ g
-        for i in idx:
-            e, a, y, cov = readings[i]
+        for i, (e, a, y, cov) in zip(idx, fold, strict=True):
             cols, w = np.searchsorted(u, e), np.asarray(a).sum(axis=0)
             mu[i] = float(w @ m_c[cols])
             d[i] = float(np.sum(y)) - mu[i]
@@ -308,111 +371,51 @@ def cavity_residuals(
     return TripResiduals(d, s, r, mu)
 
 
-def _half_cauchy_grid(scale: float, n: int) -> np.ndarray:
-    """``n`` points of a half-Cauchy(0, ``scale``) at its quantiles ``(i + 1/2) / n``: cells of equal prior mass."""
-    q = (np.arange(n) + 0.5) / n
-    return scale * np.tan(0.5 * np.pi * q)
+#: folds of the out-of-fold trip residuals (:func:`fold_count`)
+FOLDS = 10
 
 
-@dataclass(frozen=True)
-class PredictiveNoise:
-    """The posterior of the whole-trip noise multiplier ``k`` and the trip effect ``tau^2`` on a grid
-    (:func:`fit_predictive_noise`): ``k``, ``tau2``, ``weight`` ``(G,)`` (weights sum to 1), ``trips`` the trips it
-    rests on.  A route's predictive error is the mixture over the grid of ``N(0, base + k a + tau^2 b)`` (``base``:
-    its posterior variance, ``a`` its nominal traversal noise at the readings' scale, ``b = mu^2``; Wh^2): it carries
-    the uncertainty of ``(k, tau^2)`` estimated from few trips, which a plug-in normal does not."""
-
-    k: np.ndarray
-    tau2: np.ndarray
-    weight: np.ndarray
-    trips: int
-
-    @property
-    def k_mean(self) -> float:
-        return float(self.weight @ self.k)
-
-    @property
-    def tau2_mean(self) -> float:
-        return float(self.weight @ self.tau2)
-
-    def _sd(self, base: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """``(n, G)`` s.d. of each route under each grid point."""
-        v = (
-            np.asarray(base, dtype=np.float64)[:, None]
-            + np.asarray(a, dtype=np.float64)[:, None] * self.k[None, :]
-            + np.asarray(b, dtype=np.float64)[:, None] * self.tau2[None, :]
-        )
-        return np.sqrt(np.maximum(v, 1e-300))
-
-    def variance(self, base: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """``(n,)`` the predictive variance (Wh^2) of routes with ``base``, ``a``, ``b`` ``(n,)`` (class doc)."""
-        return np.asarray(base, dtype=np.float64) + self.k_mean * np.asarray(a) + self.tau2_mean * np.asarray(b)
-
-    def central_prob(self, x: np.ndarray, base: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """``(n,)`` the predictive probability of an error smaller in size than ``|x|`` (Wh): ``x`` lies inside the
-        central interval of level ``L`` exactly when this is ``<= L``."""
-        from scipy.special import erf
-
-        z = np.abs(np.asarray(x, dtype=np.float64))[:, None] / self._sd(base, a, b)
-        return np.asarray(erf(z / np.sqrt(2.0)) @ self.weight)
-
-    def covers(self, x: np.ndarray, base: np.ndarray, a: np.ndarray, b: np.ndarray, level: float = 0.9) -> np.ndarray:
-        """``(n,)`` whether each error ``x`` lies inside its central ``level`` predictive interval."""
-        return self.central_prob(x, base, a, b) <= level
-
-    def half_width(self, base: np.ndarray, a: np.ndarray, b: np.ndarray, level: float = 0.9) -> np.ndarray:
-        """``(n,)`` half-widths (Wh) of the central ``level`` predictive intervals (bisection on the mixture, to
-        1e-6 relative)."""
-        if not 0 < level < 1:
-            raise ParameterError(f"level must be in (0, 1), got {level}")
-        sd = self._sd(base, a, b)
-        lo, hi = np.zeros(len(sd)), 10.0 * sd.max(axis=1)  # P(|X| < 10 sd_max) > 1 - 1e-20
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            inside = self.central_prob(mid, base, a, b) < level
-            lo, hi = np.where(inside, mid, lo), np.where(inside, hi, mid)
-        return 0.5 * (lo + hi)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"k_mean": self.k_mean, "tau2_mean": self.tau2_mean, "trips": self.trips, "method": "out-of-fold"}
+def fold_count(n: int, folds: int = FOLDS) -> int:
+    """The number of folds the out-of-fold residuals of ``n`` trips use: ``folds`` (trip ``i`` in fold ``i mod
+    folds``; ``n <= folds``: leave one trip out) up to ``folds^2`` trips, beyond that ``ceil(n / folds)`` folds of at
+    most ``folds`` trips each (a fold's stacked readings form one dense matrix: 100 trips' took > 10 GB)."""
+    return max(folds, -(-n // folds))
 
 
-def fit_predictive_noise(
-    res: TripResiduals,
-    noise_scale: float = 1.0,
-    *,
-    tau_scale: float = 0.1,
-    k_scale: float = 1.0,
-    grid: int = 40,
-) -> PredictiveNoise:
-    """The posterior of ``(k, tau^2)`` from out-of-fold trip residuals (:func:`fold_residuals`): each ``d_t ~ N(0,
-    s_t + k phi r_t + tau^2 mu_t^2)`` independently (``phi`` = ``noise_scale``, the readings' ML-II scale), the
-    weakly-informative priors ``tau ~`` half-Cauchy(0, ``tau_scale``) (a trip 10 % off the edges' expectation is
-    typical, ten times that possible) and ``sqrt(k) ~`` half-Cauchy(0, ``k_scale``) (the readings' noise as it is,
-    ``k = 1``, typical), independent; evaluated on ``grid`` x ``grid`` points at the priors' quantiles (cells of
-    equal prior mass, so the weights are the normalised likelihood).  Half-Cauchy priors on the s.d. of a variance
-    component (Gelman 2006) leave the posterior proper when the data cannot tell ``tau`` from 0, unlike a flat prior
-    on ``log tau``.  Tuned on nothing but these residuals.  The predictive (:class:`PredictiveNoise`) integrates over
-    the posterior: with few trips it is heavier-tailed than a normal at the best fit, as a Student t is."""
-    d, s = np.asarray(res.d, dtype=np.float64), np.asarray(res.s, dtype=np.float64)
-    a = noise_scale * np.asarray(res.r, dtype=np.float64)
-    b = np.maximum(np.asarray(res.mu, dtype=np.float64), 0.0) ** 2
-    if not (np.isfinite(d).all() and np.isfinite(s).all() and np.isfinite(a).all() and (a >= 0).all()):
-        raise ParameterError("predictive noise: residuals, variances and noise sums must be finite, noise >= 0")
-    if not (tau_scale > 0 and k_scale > 0 and grid >= 2 and noise_scale >= 0):
-        raise ParameterError("predictive noise: prior scales > 0, grid >= 2 and noise scale >= 0 needed")
-    kk, tt = np.meshgrid(_half_cauchy_grid(k_scale, grid) ** 2, _half_cauchy_grid(tau_scale, grid) ** 2)
-    k, tau2 = kk.ravel(), tt.ravel()
-    ll = np.zeros(len(k))
-    for dt, st, at, bt in zip(d, np.maximum(s, 0.0), a, b, strict=True):  # T x G, one trip at a time
-        v = np.maximum(st + k * at + tau2 * bt, 1e-300)
-        ll -= 0.5 * (np.log(v) + dt * dt / v)
-    w = np.exp(ll - ll.max())
-    return PredictiveNoise(k, tau2, w / w.sum(), len(d))
+class _TraceReadings(Sequence[Readings]):
+    """The readings of ``sums``' traces ``idx``, each built when indexed (:meth:`TripSums.readings`)."""
+
+    def __init__(self, sums: TripSums, idx: np.ndarray) -> None:
+        self.sums, self.idx = sums, idx
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.sums.readings(int(self.idx[i]))
+
+
+def out_of_fold_noise(
+    mean: np.ndarray, cov_of: Any, sums: TripSums, noise_scale: float, *, folds: int = FOLDS, **prior: Any
+) -> PredictiveNoise | None:
+    """The route intervals' predictive noise (what ``evroute learn`` stores and the known-truth study scores): the
+    out-of-fold residuals of every trace of ``sums`` that kept its readings (:func:`cavity_residuals` in
+    :func:`fold_count` folds, from the posterior of all readings: mean ``(E,)`` Wh, ``cov_of`` as
+    :func:`fit_trip_effect` takes it, the readings' noise scale ``noise_scale``), then the posterior of ``(k,
+    tau^2)`` (:func:`fit_predictive_noise`, with ``prior``'s keywords).  None when no trace kept its readings."""
+    idx = sums.with_readings()
+    if not len(idx):
+        return None
+    res = cavity_residuals(mean, cov_of, _TraceReadings(sums, idx), noise_scale, fold_count(len(idx), folds))
+    return fit_predictive_noise(res, noise_scale, **prior)
 
 
 __all__ = [
+    "FOLDS",
     "PredictiveNoise",
+    "Readings",
+    "fold_count",
+    "out_of_fold_noise",
     "cavity_residuals",
     "RouteNoise",
     "TripEffect",

@@ -24,8 +24,28 @@ from pathlib import Path
 
 import numpy as np
 
+from studies.trip_logs.known_truth_data import learn_interval_kind
+
 #: the issue's goal for 90 % intervals on held-out trips
 GOAL = (0.85, 0.95)
+
+
+_OLD = (
+    "the interval `evroute learn` computed before model format 2 (the readings' noise scale per traversal and the "
+    "trip effect by moments)"
+)
+_NEW = (
+    "the interval `evroute route --model-file` serves from the mixture `evroute learn` stores "
+    "(`trip_learning.route_noise`, `RouteBelief.trip_half_width`)"
+)
+#: the sentence on the 'as learn' column, by what the rows' ``cover90_learn`` means (``learn_interval_kind``)
+_AS_LEARN = {
+    "moments": "'As learn' is the interval `evroute learn` computes today (the readings' noise scale per traversal "
+    "and the trip effect by moments), on the same trips.",
+    "served": f"'As learn' is {_NEW}, on the same trips.",
+    "mixed": f"'As learn' is, for the rows with `learn_interval` = served, {_NEW}; for the older rows, {_OLD}; on "
+    "the same trips.",
+}
 
 
 def _inside(c: float) -> bool:
@@ -57,8 +77,7 @@ def report_lines(rows: list[dict[str, str]], source: str) -> list[str]:
         "uncertainty).  SUMO's state of charge is its battery "
         "energy over the capacity, so the arrival charge is the departure charge minus the trip's energy over the "
         "capacity: the arrival-charge interval covers exactly when the energy interval does, and the coverage below "
-        "is both.  'As learn' is the interval `evroute learn` computes today (the readings' noise scale per "
-        "traversal and the trip effect by moments), on the same trips.",
+        "is both.  " + _AS_LEARN[learn_interval_kind(rows)],
         "",
         "| network | condition | N | model | seeds | held-out trips per seed "
         "| 90 % coverage (mean; min-max over seeds) | as learn | 1.645 x mean predictive s.d. (Wh) | RMSE (Wh) |",

@@ -31,16 +31,19 @@ Protocol (all seeded):
    over their true routes plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end -
    z_start)``), with three 90 % intervals: ``cover90`` from the route's joint posterior covariance plus the whole-trip
    noise and the trip effect fitted to the training trips' **out-of-fold** residual sums (``evroute.models.
-   trip_effect.cavity_residuals``: each trip's sum predicted by the posterior of the other folds' trips, ``FOLDS`` =
-   10 folds (folds of 10 trips beyond N = 100), leave one trip out for N <= 10, same hyper-parameters; each fold's
-   readings taken out of the posterior of all, exactly what refitting without them gives; ``fit_predictive_noise``:
+   trip_effect.cavity_residuals``: each trip's sum predicted by the posterior of the other folds' trips,
+   ``trip_effect.fold_count``: 10 folds (folds of 10 trips beyond N = 100), leave one trip out for N <= 10, same
+   hyper-parameters; each fold's readings taken out of the posterior of all, exactly what refitting without them
+   gives; ``fit_predictive_noise``:
    the posterior of ``(k, tau^2)`` under weakly-informative half-Cauchy priors, the interval a mixture over it, so it
    carries the fit's uncertainty from few trips; the readings' noise over short windows overstates a whole
-   traversal's, hence ``k``);
+   traversal's, hence ``k``), computed by ``evroute learn``'s own function (``evroute.experiments.trip_learning.
+   route_noise``: the mixture as the model file keeps it, its negligible grid points pruned);
    ``cover90_insample`` the same with ``(k, tau^2)`` fitted to the in-sample residuals of the posterior that learned
    the trips (``fit_route_noise``, a normal at the fit: a diagnostic, too narrow where a trip's own edges absorb its
-   trip effect); and ``cover90_learn`` with the readings' noise ``phi`` per traversal and the trip effect by moments
-   (``fit_trip_effect``), as ``evroute learn`` does today.  Each row carries the code's commit.  Error per held-out
+   trip effect, what ``evroute learn`` stored before model format 2); and ``cover90_learn`` the interval ``evroute
+   route --model-file`` serves from that mixture (``RouteBelief.trip_half_width`` around the served mean, whose edge
+   means are floored at 0).  Each row carries the code's commit.  Error per held-out
    trip = predicted - SUMO's battery energy (Wh): RMSE, bias and the share of held-out trips inside each 90 % interval;
    the prior alone (N = 0) is the physics model.
 
@@ -70,6 +73,7 @@ import numpy as np
 from evroute.energy import PRIORS
 from studies.trip_logs.known_truth_data import (
     CONDITIONS,
+    LEARN_SERVED,
     _append,
     _cpu,
     _match_trips,
@@ -106,10 +110,8 @@ ROW_FIELDS = [
     "noise_mult_insample",
     "trip_rel_var_insample",
     "commit",
+    "learn_interval",
 ]
-#: folds of the out-of-fold trip residuals the route intervals' noise is fitted to (N <= FOLDS: leave one trip out);
-#: beyond 100 trips, folds of at most 10 trips (a fold's readings form one dense matrix: 100 trips' took > 10 GB)
-FOLDS = 10
 Z90 = 1.6448536269514722  # the standard normal's 95 % quantile: a central 90 % interval is mean +- Z90 sd
 
 
@@ -170,14 +172,11 @@ def _cells(ns: list[int], seeds: int, pool: int) -> list[tuple[int, int]]:
 def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
     """``(N, seed, rows, CPU s)``: both models learned from the cell's ``N`` training trips and scored on the held-out
     trips (module doc, step 3), from :data:`_SHARED` (a forked worker's copy)."""
+    from evroute.driver.belief import RouteBelief
+    from evroute.experiments.trip_learning import route_noise
     from evroute.models.linear_obs_build import linear_model_from
-    from evroute.models.trip_effect import (
-        TripSums,
-        cavity_residuals,
-        fit_predictive_noise,
-        fit_route_noise,
-        fit_trip_effect,
-    )
+    from evroute.models.predictive_noise import PredictiveNoise
+    from evroute.models.trip_effect import TripSums, fit_route_noise
 
     n_train, seed = cell
     sh = _SHARED
@@ -207,25 +206,24 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
         kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
         kept = [name for name in names if cache[(name, frac)] is not None]
 
-        sums, learned = TripSums(), []
+        sums = TripSums()  # each trip's sums and readings, as evroute learn keeps them (trip_workers)
         for name in kept:
             r = cache[(name, frac)]
-            sums.add(r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()))
-            learned.append((r.edges, r.a, r.y, r.noise_cov))
+            sums.add(
+                r.edges, r.a.sum(axis=0), float(r.y.sum()), float(r.noise_cov.sum()), (r.edges, r.a, r.y, r.noise_cov)
+            )
         model = linear_model_from(bases[(kind, pf)], **kw)
         model.stats, model.noise_var, model.noise_scale = stats_of[f_i], frac**2 * var_det, phi
+        model.trips = sums
         post = model.posterior()
-        # the predictive noise from out-of-fold residuals: each fold's readings taken out of the posterior again
-        # (trip_effect.cavity_residuals: the same numbers as refitting without the fold), fit_predictive_noise
-        pn = None
-        if len(kept) >= 2:
-            pn = fit_predictive_noise(
-                cavity_residuals(post.mean, post.covariance_of, learned, phi, max(FOLDS, -(-len(kept) // FOLDS))), phi
-            )
+        # the predictive noise from out-of-fold residuals, by evroute learn's own function (trip_learning.route_noise:
+        # trip_effect.out_of_fold_noise, each fold's readings taken out of the posterior again, the same numbers as
+        # refitting without the fold; fit_predictive_noise), as the model file keeps it (the pruned mixture)
+        effect = route_noise(model)
+        pn = PredictiveNoise.from_dict(effect)
         mu = post.mean
-        # two route intervals: the readings' noise + the trip effect by moments (as evroute learn), and the whole-trip
-        # noise and trip effect fitted to the training trips' sums (trip_effect.fit_route_noise)
-        tau2 = fit_trip_effect(mu, post.covariance_of, sums, phi).rel_var
+        # the in-sample diagnostic: the whole-trip noise and trip effect fitted to the training trips' in-sample
+        # residual sums (trip_effect.fit_route_noise)
         rn = fit_route_noise(mu, post.covariance_of, sums, phi)
         routes = [st.truth[n] for n in st.test]
         pred = np.array([w @ mu[r] for r, w in zip(routes, st.w_test, strict=True)]) + st.bnd_test
@@ -235,7 +233,12 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
                 for r, w in zip(routes, st.w_test, strict=True)
             ]
         )
-        sd_learn = np.sqrt(parts[:, 0] + parts[:, 1] + tau2 * parts[:, 2])
+        # as served (evroute route --model-file: query.make_belief of a reduced-energy model, its mean floored at 0 per
+        # edge, the mixture's central interval, RouteBelief.trip_half_width)
+        served = RouteBelief(model, np.zeros(len(mu)), float(effect["rel_var"]), float(effect["noise_mult"]), pn)
+        err_learn = np.array([w @ served.mean[r] for r, w in zip(routes, st.w_test, strict=True)]) + st.bnd_test
+        err_learn -= st.y_test
+        half_learn = np.array([served.trip_half_width(r, 0.9, w) for r, w in zip(routes, st.w_test, strict=True)])
         sd_in = np.sqrt(parts[:, 0] + rn.noise_mult * parts[:, 1] + rn.rel_var * parts[:, 2])
         err = pred - st.y_test
         if pn is None:  # fewer than two usable trips: nothing to fit the noise from (the in-sample fit's defaults)
@@ -265,13 +268,14 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
                 trip_rel_var=f"{tau2_fit:.4g}",
                 prior_frac=pf,
                 noise_mult=f"{k_fit:.4g}",
-                cover90_learn=f"{np.mean(np.abs(err) <= Z90 * sd_learn):.4f}",
-                trip_rel_var_learn=f"{tau2:.4g}",
+                cover90_learn=f"{np.mean(np.abs(err_learn) <= half_learn):.4f}",
+                trip_rel_var_learn=f"{float(effect['rel_var']):.4g}",
                 prior=st.prior,
                 cover90_insample=f"{np.mean(np.abs(err) <= Z90 * sd_in):.4f}",
                 noise_mult_insample=f"{rn.noise_mult:.4g}",
                 trip_rel_var_insample=f"{rn.rel_var:.4g}",
                 commit=sh["commit"],
+                learn_interval=LEARN_SERVED,
             )
         )
     return n_train, seed, rows, _cpu() - t0

@@ -23,6 +23,20 @@ CONDITIONS = {  # name: (period_s, gps_sigma_m, soc_step_pct); "exact": SUMO's o
 MATCH_FIELDS = ["network", "condition", "trip", "samples", "recall", "precision", "cpu_s"]
 
 
+#: the ``learn_interval`` value of rows whose ``cover90_learn`` is the interval ``evroute route --model-file`` serves
+#: from the mixture ``evroute learn`` stores (model format 2); older rows lack the field: their ``cover90_learn`` is
+#: the readings' noise per traversal with the trip effect by moments
+LEARN_SERVED = "served"
+
+
+def learn_interval_kind(rows: list[dict]) -> str:
+    """``"served"`` (every learned row records ``learn_interval`` = :data:`LEARN_SERVED`), ``"moments"`` (none does)
+    or ``"mixed"``: what the rows' ``cover90_learn`` column means, for the reports' text."""
+    learned = [r for r in rows if r.get("model") != "prior"]
+    served = sum(r.get("learn_interval") == LEARN_SERVED for r in learned)
+    return "served" if learned and served == len(learned) else ("moments" if served == 0 else "mixed")
+
+
 def _append(path: Path, fields: list[str], rows: list[dict]) -> None:
     new = not path.is_file()
     with path.open("a", newline="") as fh:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from evroute.energy import PRIORS
+from studies.trip_logs.known_truth_data import learn_interval_kind
 
 #: the project's default prior
 DEFAULT_PRIOR = PRIORS[0]
@@ -126,6 +127,25 @@ def _bias_lines(bias: list[dict[str, str]], prior_bias: float) -> list[str]:
     return lines
 
 
+_OLD_LEARN = "the readings' noise per traversal and the trip effect by moments, as `evroute learn` computes it"
+_NEW_LEARN = (
+    "the interval `evroute route --model-file` serves from the mixture `evroute learn` stores "
+    "(`RouteBelief.trip_half_width` around the served mean, its edge means floored at 0)"
+)
+_IN_SAMPLE = (
+    "in-sample fit = the same intervals with the noise fitted to the in-sample residuals of the posterior that "
+    "learned those trips (`trip_effect.fit_route_noise`, a normal at the fit"
+)
+#: the table's note on the 90 % intervals, by what the rows' ``cover90_learn`` means (``learn_interval_kind``)
+_AS_LEARN = {
+    "moments": f"); {_IN_SAMPLE}); coverage as learn = {_OLD_LEARN}",
+    "served": "; computed by `evroute learn`'s own function, `trip_learning.route_noise`); "
+    f"{_IN_SAMPLE}, what `evroute learn` stored before model format 2); coverage as learn = {_NEW_LEARN}",
+    "mixed": f"); {_IN_SAMPLE}); coverage as learn = for the rows with `learn_interval` = served, {_NEW_LEARN}; "
+    f"for the older rows, {_OLD_LEARN}",
+}
+
+
 def _network_lines(
     net: str,
     rows: list[dict[str, str]],
@@ -159,10 +179,9 @@ def _network_lines(
         "effect fitted to the training trips' out-of-fold residuals (`trip_effect.cavity_residuals`: each of 10 folds "
         "of the N trips, one trip per fold for N <= 10, predicted by the posterior of the others; "
         "`fit_predictive_noise`: weakly-informative half-Cauchy priors, the interval a mixture over their posterior, "
-        "so it carries their estimation uncertainty); in-sample fit = the same intervals with "
-        "the noise fitted to the in-sample residuals of the posterior that learned those trips "
-        "(`trip_effect.fit_route_noise`, a normal at the fit); coverage as learn = the readings' noise per traversal "
-        "and the trip effect by moments, as `evroute learn` computes it; p chosen = the prior s.d. / sigma_det ML-II "
+        "so it carries their estimation uncertainty"
+        + _AS_LEARN[learn_interval_kind(rows)]
+        + "; p chosen = the prior s.d. / sigma_det ML-II "
         "chose (values over seeds); noise scale = the ML-II scale of the readings' noise (range over seeds); k = the "
         "whole-trip noise as a multiple of the readings' (posterior mean, range over seeds); tau = the trip effect's "
         "relative s.d. (root of the posterior mean of tau^2, mean over seeds).",

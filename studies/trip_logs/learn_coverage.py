@@ -5,13 +5,15 @@ to rest), learned by the real command and served as ``evroute route --model-file
 Per seed and N: the N training trips the known-truth study draws for that seed (``default_rng(seed).choice``) are
 written as CSV logs (SUMO's own 1 Hz log, the "exact" condition: the charge to 6 significant digits, so
 ``--soc-step 0.0001``) and learned by ``evroute learn LOGS --network monaco --model-file M --model KIND --vehicle
-sumo_ev`` (a child process: the noise scale by ML-II, the whole-trip noise and the trip effect from the logs, saved in
-the model file).  The file is loaded as ``route --model-file`` loads it (``load_model``, ``make_belief``): each held-out
-trip's energy is predicted over its true route with the driven share ``w`` of each edge (the first and last edges are
-partly driven) plus its boundary term from rest to rest (both from ``load_study``), with the served variance
-``w^T Sigma w + sum_e w_e s_e^2 + tau^2 (w^T m)^2`` (posterior joint covariance, the served traversal noise ``s_e^2``
--- the readings' noise times the learned whole-trip multiplier --, the learned trip effect), and a 90 % interval
-``+- 1.645 sd``.  Rows: coverage of the 60 held-out trips, RMSE, the learned ``k`` and ``tau^2``.  Resumable
+sumo_ev`` (a child process: the noise scale by ML-II, the whole-trip noise and the trip effect from the logs'
+out-of-fold residuals, saved in the model file).  The file is loaded as ``route --model-file`` loads it
+(``load_model``, ``make_belief``): each held-out trip's energy is predicted over its true route
+with the driven share ``w`` of each edge (the first and last edges are
+partly driven) plus its boundary term from rest to rest (both from ``load_study``), with the served 90 % interval
+(``RouteBelief.trip_half_width``: the central interval of the mixture over the learned ``(k, tau^2)`` stored by
+``evroute learn``, each component's variance ``w^T Sigma w + k sum_e w_e s_e^2 + tau^2 (w^T m)^2``: posterior joint
+covariance, the readings' traversal noise ``s_e^2`` times the whole-trip multiplier, the trip effect; ``sd_mean_wh``
+the mixture's s.d.).  Rows: coverage of the 60 held-out trips, RMSE, the learned ``k`` and ``tau^2``.  Resumable
 (``--out/rows.csv``).
 
     python -m studies.trip_logs.learn_coverage --study results/known_truth_monaco --seeds 3 --ns 10,100
@@ -29,7 +31,6 @@ from pathlib import Path
 import numpy as np
 
 FIELDS = ["n_train", "seed", "model", "n_test", "cover90", "rmse_wh", "sd_mean_wh", "noise_mult", "trip_rel_var"]
-Z90 = 1.6448536269514722
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -72,13 +73,14 @@ def main(argv: list[str] | None = None) -> int:
                         return res.returncode
                     model, header = load_model(model_file, st.lg, serve=True)
                 belief = make_belief(st.lg, model, st.vehicle, header)
-                pred, var = [], []
+                pred, var, half = [], [], []
                 for n, w in zip(st.test, st.w_test, strict=True):
                     e = st.truth[n]
-                    m = belief.effect_mean[e]  # the reduced means (the served mean minus each edge's potential)
-                    pred.append(float(w @ m))
-                    quad = float(w @ belief.cov(e) @ w) + float(w @ belief.noise_var[e])
-                    var.append(quad + belief.trip_rel_var * float(w @ m) ** 2)
+                    # the reduced means (the served mean minus each edge's potential)
+                    pred.append(float(w @ belief.effect_mean[e]))
+                    base, a, b = belief.trip_parts(e, w)
+                    var.append(base + belief.noise_var_mult * a + belief.trip_rel_var * b)
+                    half.append(belief.trip_half_width(e, 0.9, w))  # the served interval: the mixture's
                 err = np.array(pred) + st.bnd_test - st.y_test
                 sd = np.sqrt(np.array(var))
                 effect = header["meta"]["trip_effect"]
@@ -87,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
                     seed=seed,
                     model=kind,
                     n_test=len(err),
-                    cover90=f"{np.mean(np.abs(err) <= Z90 * sd):.4f}",
+                    cover90=f"{np.mean(np.abs(err) <= np.array(half)):.4f}",
                     rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
                     sd_mean_wh=f"{sd.mean():.3f}",
                     noise_mult=f"{effect['noise_mult']:.4g}",
