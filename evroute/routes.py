@@ -102,10 +102,10 @@ def edge_midpoints(geometry: Sequence[np.ndarray]) -> np.ndarray:
     """``(E, 2)`` mean of each edge's polyline points (``geometry``: ``E`` arrays ``(k_i, 2)``, lon/lat degrees).
 
     Vectorised per point count ``k`` (a network has a few dozen distinct counts): the polylines of ``k`` points are
-    gathered into one ``(m, k, 2)`` array and averaged over its second axis, the same reduction as ``g.mean(axis=0)``
-    per polyline (bit-identical: checked on the synthetic, Monaco and Luxembourg networks), without a Python call per
-    edge (100k edges: milliseconds instead of seconds).  The gather indexes one concatenation of all the polylines
-    (in float64, as the mean computes), not a stack of per-edge arrays.
+    summed point by point (``k`` gathers of ``(m, 2)`` points added in order, then divided by ``k``), the same
+    sequence of additions and the same division as ``g.mean(axis=0)`` per polyline (NumPy reduces a ``(k, 2)`` array
+    over its first axis row after row, without pairwise summation: bit-identical, ``tests/test_setup_vectorised.py``),
+    without a Python call per edge and without a ``(m, k, 2)`` temporary (a million edges: ~0.1 s instead of ~0.6 s).
     """
     out = np.zeros((len(geometry), 2))
     if not len(geometry):
@@ -115,7 +115,11 @@ def edge_midpoints(geometry: Sequence[np.ndarray]) -> np.ndarray:
     starts = lines.offsets[:-1]
     for k in np.unique(counts).tolist():
         idx = np.flatnonzero(counts == k)
-        out[idx] = xy[starts[idx, None] + np.arange(k)].mean(axis=1)
+        first = starts[idx]
+        acc = xy[first]  # (m, 2): the points added one after the other, as the mean's reduction over k rows adds them
+        for j in range(1, k):
+            acc += xy[first + j]
+        out[idx] = acc / k
     return out
 
 

@@ -162,8 +162,7 @@ def seeded_prior_draw(linegraph: LineGraph, cfg: EnvironmentConfig, seed: int) -
     (:mod:`evroute.network.computecache`; the paper and the consistent environment of a seed share it)."""
     from threadpoolctl import threadpool_limits
 
-    from evroute.kernels.graph_gram import laplacian_key
-    from evroute.network.computecache import array_digest, cached_compute
+    from evroute.network.computecache import cached_compute
 
     def draw() -> np.ndarray:
         with threadpool_limits(DRAW_BLAS_THREADS, user_api="blas"):
@@ -171,8 +170,7 @@ def seeded_prior_draw(linegraph: LineGraph, cfg: EnvironmentConfig, seed: int) -
         return np.stack([g, v])
 
     inputs = {
-        "laplacian_sha1": laplacian_key(linegraph.laplacian()),
-        "contexts": array_digest(linegraph.contexts()),
+        "linegraph": linegraph.content_digest(),  # determines the Laplacian and contexts (without building them)
         "config": {k: v for k, v in asdict(cfg).items() if k in _DRAW_FIELDS},
         "seed": int(seed),
         "version": DRAW_VERSION,

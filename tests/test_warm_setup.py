@@ -1,0 +1,97 @@
+"""The warm set-up's shortcuts (issue 39): the line graph's content digest keys what is derived from it, the cached
+optimal route is the Dijkstra's, oracles share the line graph's turn pattern, and the midpoints are the per-edge
+means."""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from evroute.environments import consistent, make_environment
+from evroute.experiments.runner import load_linegraph
+from evroute.linegraph import build_line_graph
+from evroute.network.registry import load_network
+from evroute.oracle import RouteOracle
+from evroute.routes import resolve_route
+
+NET = "synthetic:400:0"
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    folder = tmp_path / "compute"
+    monkeypatch.setenv("EVROUTE_COMPUTE_CACHE", str(folder))
+    return folder
+
+
+def _entries(folder: Path, kind: str) -> list[Path]:
+    return sorted(p for p in (folder / kind).glob("*") if p.suffix in (".npy", ".npz"))
+
+
+def test_content_digest_follows_exactly_what_the_laplacian_and_contexts_are_made_of() -> None:
+    net = load_network(NET)
+    lg = build_line_graph(net)
+    again = build_line_graph(load_network(NET))
+    assert lg.content_digest() == again.content_digest()
+    # one ulp of one length changes the Laplacian's weights and the contexts: another digest
+    length = net.length_m.copy()
+    length[5] = np.nextafter(length[5], np.inf)
+    longer = build_line_graph(dataclasses.replace(net, length_m=length))
+    assert longer.content_digest() != lg.content_digest()
+    # the same turns and attributes under another name or edge ids: the same Laplacian, the same digest
+    renamed = dataclasses.replace(net, name="other", edge_ids=np.char.add("x", net.edge_ids))
+    assert build_line_graph(renamed).content_digest() == lg.content_digest()
+    np.testing.assert_array_equal(build_line_graph(renamed).laplacian().toarray(), lg.laplacian().toarray())
+    # one turn less: another digest
+    fewer = build_line_graph(dataclasses.replace(net, turns=net.turns[1:]))
+    assert fewer.content_digest() != lg.content_digest()
+
+
+def test_cached_optimal_route_is_the_dijkstra_route_and_heals(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    lg = load_linegraph(NET)
+    route = resolve_route(lg, NET, "A", None, None)
+    env = make_environment(lg, "consistent", {}, seed=2)
+    fresh = RouteOracle(lg).shortest_route(env.reduced_wh, route.start, route.goal)
+    small = env.optimal_route(route.start, route.goal)  # below the threshold: computed, nothing stored
+    assert not _entries(cache, "reduced-route")
+    monkeypatch.setattr(consistent, "ROUTE_CACHE_MIN_EDGES", 1)
+    first = env.optimal_route(route.start, route.goal)  # computes and stores
+    (entry,) = _entries(cache, "reduced-route")
+    second = env.optimal_route(route.start, route.goal)  # loads
+    for r in (small, first, second):
+        np.testing.assert_array_equal(r.edges, fresh.edges)
+        assert r.method == "dijkstra-reduced"
+        assert r.cost == float(env.true_mean_wh[fresh.edges].sum())
+    entry.write_bytes(entry.read_bytes()[:-3] + b"xyz")
+    with pytest.warns(UserWarning, match="optimal route"):
+        healed = env.optimal_route(route.start, route.goal)
+    np.testing.assert_array_equal(healed.edges, fresh.edges)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(env.optimal_route(route.start, route.goal).edges, fresh.edges)
+    # other ends: another entry, the other route
+    other = env.optimal_route(route.goal, route.start)
+    np.testing.assert_array_equal(
+        other.edges, RouteOracle(lg).shortest_route(env.reduced_wh, route.goal, route.start).edges
+    )
+    assert len(_entries(cache, "reduced-route")) == 2
+
+
+def test_oracles_share_the_turn_pattern_and_keep_the_turns() -> None:
+    lg = load_linegraph(NET)
+    a, b = RouteOracle(lg), RouteOracle(lg)
+    t = lg.turns
+    np.testing.assert_array_equal(a.arc_tails, t[:, 0])
+    np.testing.assert_array_equal(a.arc_heads, t[:, 1])
+    assert a.arc_heads.dtype == np.int64 and a.arc_tails.dtype == np.int64
+    assert a.arc_tails is b.arc_tails  # one copy of the pattern per line graph
+    # a query on one oracle leaves the other's weights alone
+    rng = np.random.default_rng(0)
+    w1, w2 = rng.uniform(0.1, 2.0, lg.n_nodes), rng.uniform(0.1, 2.0, lg.n_nodes)
+    r1 = a.shortest_route(w1, 0, lg.n_nodes - 1)
+    b.shortest_route(w2, 0, lg.n_nodes - 1)
+    assert a.shortest_route(w1, 0, lg.n_nodes - 1).cost == r1.cost
