@@ -113,20 +113,26 @@ def edge_midpoints(geometry: Sequence[np.ndarray]) -> np.ndarray:
     lines = as_polylines(geometry)
     counts, xy = lines.counts, lines.xy
     starts = lines.offsets[:-1]
-    for k in np.unique(counts).tolist():
+    columns = (np.ascontiguousarray(xy[:, 0]), np.ascontiguousarray(xy[:, 1]))  # 1-D gathers are the fast ones
+    for k in np.flatnonzero(np.bincount(counts)).tolist():
         idx = np.flatnonzero(counts == k)
         first = starts[idx]
-        acc = xy[first]  # (m, 2): the points added one after the other, as the mean's reduction over k rows adds them
-        for j in range(1, k):
-            acc += xy[first + j]
-        out[idx] = acc / k
+        if k == 0:  # an empty polyline has no mean (as g.mean(axis=0) of no points)
+            out[idx] = np.nan
+            continue
+        for c, col in enumerate(columns):
+            acc = col[first]  # (m,): the points added one after the other, as the mean's reduction over k rows does
+            for j in range(1, k):
+                acc += col[first + j]
+            out[idx, c] = acc / k
     return out
 
 
 def corner_route(lg: LineGraph, name: str) -> tuple[int, int]:
     """Start/goal indices nearest two opposite corners of the network's bounding box."""
     mid = edge_midpoints(lg.network.geometry)
-    lo, hi = mid.min(axis=0), mid.max(axis=0)
+    lo = np.array([mid[:, 0].min(), mid[:, 1].min()])  # per contiguous column: the same extremes, ~10x faster
+    hi = np.array([mid[:, 0].max(), mid[:, 1].max()])
     rel = (mid - lo) / np.where(hi > lo, hi - lo, 1.0)
     (a, b) = _CORNERS[name]
     start = int(np.argmin(((rel - a) ** 2).sum(axis=1)))
