@@ -22,7 +22,7 @@ import numpy as np
 from evroute.errors import DataError
 from evroute.network._graph import node_codes
 from evroute.network.polylines import Polylines, as_polylines
-from evroute.network.road_network import RoadNetwork
+from evroute.network.road_network import RoadNetwork, set_junction_codes
 
 __all__ = ["SYNTHETIC_VERSION", "check_network_arrays", "load_synthetic", "network_arrays", "network_from_arrays"]
 
@@ -90,7 +90,7 @@ def network_from_arrays(data: dict[str, Any]) -> RoadNetwork:
     geometry = Polylines.from_counts(data["geometry_xy"], data["geometry_counts"])
     ids, codes, (w_from, w_to) = data["node_ids"], data["node_codes"], data["node_widths"].tolist()
     fields = {f: data[f] for f in _FIELDS if f not in ("from_node", "to_node")}
-    return RoadNetwork(
+    net = RoadNetwork(
         name=data["name"],
         **fields,
         from_node=ids[codes[:, 0]].astype(f"<U{w_from}", copy=False),  # each in the str dtype it was made with
@@ -98,6 +98,9 @@ def network_from_arrays(data: dict[str, Any]) -> RoadNetwork:
         geometry=geometry,
         meta=data["meta"],
     )
+    # the entry's junction codes are node_codes(from_node, to_node) (network_arrays made them): no sort of 2E ids
+    set_junction_codes(net, codes[:, 0], codes[:, 1], ids.astype(np.result_type(net.from_node, net.to_node)))
+    return net
 
 
 def load_synthetic(n_edges: int = 1000, seed: int = 0, **options: Any) -> RoadNetwork:
