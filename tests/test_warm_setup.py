@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evroute.environments import consistent, make_environment
 from evroute.experiments.runner import load_linegraph
@@ -95,3 +97,53 @@ def test_oracles_share_the_turn_pattern_and_keep_the_turns() -> None:
     r1 = a.shortest_route(w1, 0, lg.n_nodes - 1)
     b.shortest_route(w2, 0, lg.n_nodes - 1)
     assert a.shortest_route(w1, 0, lg.n_nodes - 1).cost == r1.cost
+
+
+def _loop_end_headings(geometry: list[np.ndarray], scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The per-edge definition of :func:`evroute.network.headings.end_headings` (first and last segment longer than
+    1e-12 of each scaled polyline, normalised)."""
+    start, end = np.zeros((len(geometry), 2)), np.zeros((len(geometry), 2))
+    for i, g in enumerate(geometry):
+        d = np.diff(np.asarray(g, dtype=np.float64) * scale, axis=0)
+        d = d[np.hypot(d[:, 0], d[:, 1]) > 1e-12]
+        if len(d):
+            start[i], end[i] = d[0], d[-1]
+    for h in (start, end):
+        n = np.hypot(h[:, 0], h[:, 1])
+        h[n > 0] /= n[n > 0, None]
+    return start, end
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(min_value=1, max_value=6), min_size=1, max_size=30), st.integers(0, 2**32 - 1))
+def test_end_headings_equal_the_per_edge_loop(counts: list[int], seed: int) -> None:
+    from evroute.network.headings import end_headings
+
+    net = load_network("synthetic:200:0")
+    rng = np.random.default_rng(seed)
+    geometry = []
+    for k in counts:  # random polylines with repeated points (degenerate segments) and single points
+        g = rng.normal([6.1, 49.6], 0.001, size=(k, 2))
+        if k > 2:
+            g[1] = g[0]
+        geometry.append(g)
+    n = len(geometry)
+    small = dataclasses.replace(net.subnetwork(np.arange(n)), geometry=geometry, turns=np.zeros((0, 2), dtype=np.int64))
+    lat = float(np.mean([g[0, 1] for g in geometry]))
+    want = _loop_end_headings(geometry, np.array([np.cos(np.radians(lat)), 1.0]))
+    got = end_headings(small)
+    np.testing.assert_array_equal(got[0], want[0])  # bit for bit: the same differences and divisions
+    np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_cached_junction_codes_are_node_codes(cache: Path) -> None:
+    from evroute.network._graph import node_codes
+
+    load_network(NET)  # fills the cache
+    net = load_network(NET)  # from the entry: its junction codes come with it
+    assert net._junctions is not None
+    (fi, ti), ids = node_codes(net.from_node, net.to_node)
+    got = net.junction_codes()
+    for a, b in zip(got, (fi, ti, ids), strict=True):
+        assert a.dtype == b.dtype
+        np.testing.assert_array_equal(a, b)
