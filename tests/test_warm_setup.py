@@ -147,3 +147,27 @@ def test_cached_junction_codes_are_node_codes(cache: Path) -> None:
     for a, b in zip(got, (fi, ti, ids), strict=True):
         assert a.dtype == b.dtype
         np.testing.assert_array_equal(a, b)
+
+
+def test_network_entry_packs_ascii_strings_and_keeps_the_others() -> None:
+    from evroute.network import netstore
+
+    net = load_network(NET)
+    n = net.n_edges
+    ids = net.edge_ids.astype("<U16")
+    ids[3] = "kreuzung-ü"  # one non-ASCII id: the edge ids stay str
+    meta = {**net.meta, "names": np.array(["a", "bé"] * (n // 2) + ["c"] * (n % 2)), "kinds": np.array(["x"] * n)}
+    other = dataclasses.replace(net, edge_ids=ids, meta=meta)
+    arrays = netstore.network_arrays(other)
+    assert arrays["edge_ids"].dtype.kind == "U" and arrays["node_ids"].dtype.kind == "S"
+    assert arrays["meta"]["kinds"].dtype.kind == "S" and arrays["meta"]["names"].dtype.kind == "U"
+    back = netstore.network_from_arrays(arrays)
+    for f in ("edge_ids", "from_node", "to_node"):
+        assert getattr(back, f).dtype == getattr(other, f).dtype
+        np.testing.assert_array_equal(getattr(back, f), getattr(other, f))
+    for k in ("names", "kinds", "road_class"):
+        assert back.meta[k].dtype == other.meta[k].dtype
+        np.testing.assert_array_equal(back.meta[k], other.meta[k])
+    # an ASCII network: its ids packed to a quarter of the bytes
+    plain = netstore.network_arrays(net)
+    assert plain["edge_ids"].dtype.kind == "S" and plain["edge_ids"].nbytes * 4 == net.edge_ids.nbytes
