@@ -171,3 +171,15 @@ def test_network_entry_packs_ascii_strings_and_keeps_the_others() -> None:
     # an ASCII network: its ids packed to a quarter of the bytes
     plain = netstore.network_arrays(net)
     assert plain["edge_ids"].dtype.kind == "S" and plain["edge_ids"].nbytes * 4 == net.edge_ids.nbytes
+
+
+def test_the_prior_draw_does_not_keep_a_laplacian_it_built(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVROUTE_COMPUTE_CACHE", "off")
+    lg = build_line_graph(load_network(NET))
+    env = make_environment(lg, "consistent", {}, seed=1)
+    assert "laplacian" not in lg._cache and "incidence" not in lg._cache
+    kept = build_line_graph(load_network(NET))
+    lap = kept.laplacian()  # built before: it stays, the same object
+    again = make_environment(kept, "consistent", {}, seed=1)
+    assert kept._cache["laplacian"] is lap
+    np.testing.assert_array_equal(again.true_mean_wh, env.true_mean_wh)  # the draw does not depend on it

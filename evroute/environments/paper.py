@@ -164,8 +164,8 @@ def seeded_prior_draw(linegraph: LineGraph, cfg: EnvironmentConfig, seed: int) -
 
     from evroute.network.computecache import cached_compute
 
-    def draw() -> np.ndarray:
-        with threadpool_limits(DRAW_BLAS_THREADS, user_api="blas"):
+    def draw() -> np.ndarray:  # the Laplacian it builds is not kept (models that need it build it again)
+        with threadpool_limits(DRAW_BLAS_THREADS, user_api="blas"), linegraph.transient("incidence", "laplacian"):
             g, v = sample_prior_function_and_variance(linegraph, cfg, np.random.default_rng(seed))
         return np.stack([g, v])
 
