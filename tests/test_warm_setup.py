@@ -183,3 +183,27 @@ def test_the_prior_draw_does_not_keep_a_laplacian_it_built(monkeypatch: pytest.M
     again = make_environment(kept, "consistent", {}, seed=1)
     assert kept._cache["laplacian"] is lap
     np.testing.assert_array_equal(again.true_mean_wh, env.true_mean_wh)  # the draw does not depend on it
+
+
+@pytest.mark.parametrize("block", [64, 256, 512])
+def test_profile_energy_in_blocks_is_the_one_pass_result(block: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evroute.energy import VehicleProfile
+    from evroute.energy import profile as prof
+
+    rng = np.random.default_rng(block)
+    n = 1000
+    args = (
+        rng.uniform(5, 500, n),
+        rng.uniform(0, 30, n),
+        rng.uniform(3, 35, n),
+        rng.uniform(0, 30, n),
+        rng.uniform(-0.1, 0.1, n),
+        VehicleProfile.load("sumo_ev"),
+    )
+    whole = prof.profile_energy(*args)  # n < PHASE_BLOCK: one pass
+    monkeypatch.setattr(prof, "PHASE_BLOCK", block)
+    blocked = prof.profile_energy(*args)
+    # bit for bit: rows are independent, and a block of a multiple of 64 rows takes the BLAS matrix-vector kernel's
+    # full-width path for all of its rows but the same trailing remainder as one pass (n = 1000 leaves one)
+    np.testing.assert_array_equal(blocked.battery_wh, whole.battery_wh)
+    np.testing.assert_array_equal(blocked.time_s, whole.time_s)
