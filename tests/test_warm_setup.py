@@ -207,3 +207,19 @@ def test_profile_energy_in_blocks_is_the_one_pass_result(block: int, monkeypatch
     # full-width path for all of its rows but the same trailing remainder as one pass (n = 1000 leaves one)
     np.testing.assert_array_equal(blocked.battery_wh, whole.battery_wh)
     np.testing.assert_array_equal(blocked.time_s, whole.time_s)
+
+
+def test_edge_prior_in_blocks_of_arms_is_the_one_pass_prior(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evroute.energy import VehicleProfile, edge_prior
+    from evroute.energy import prior as pr
+    from evroute.energy import profile as prof
+
+    net = load_network("synthetic:2000:0")
+    vehicle = VehicleProfile.load("sumo_ev")
+    monkeypatch.setattr(prof, "PHASE_BLOCK", 64)
+    monkeypatch.setattr(pr, "PRIOR_BLOCK", 1 << 30)  # one block: every arm at once
+    whole = edge_prior(net, vehicle)
+    monkeypatch.setattr(pr, "PRIOR_BLOCK", 128)  # ~40 blocks of arms, each a multiple of the quadrature's blocks
+    blocked = edge_prior(net, vehicle)
+    for f in ("energy_wh", "time_s", "stop_s", "cruise_s"):
+        np.testing.assert_array_equal(getattr(blocked, f), getattr(whole, f), err_msg=f)  # bit for bit

@@ -43,6 +43,7 @@ accelerating away are kinematics of the vehicle, charged there); nothing here is
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -135,6 +136,10 @@ class JunctionArms:
     wait_s: np.ndarray
     pass_mps: np.ndarray
     red_wait: np.ndarray
+
+    def take(self, rows: slice) -> JunctionArms:
+        """The arms ``rows`` (a slice: views of every array)."""
+        return dataclasses.replace(self, **{f.name: getattr(self, f.name)[rows] for f in dataclasses.fields(self)})
 
     def standstill_s(self, braking_delay_s: ArrayLike) -> np.ndarray:
         """``(A,)`` mean standstill given a stop (s) of a car whose braking to the stop line delays it by
