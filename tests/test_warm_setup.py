@@ -57,6 +57,7 @@ def test_cached_optimal_route_is_the_dijkstra_route_and_heals(cache: Path, monke
     lg = load_linegraph(NET)
     route = resolve_route(lg, NET, "A", None, None)
     env = make_environment(lg, "consistent", {}, seed=2)
+    assert isinstance(env, consistent.ConsistentEnvironment)
     fresh = RouteOracle(lg).shortest_route(env.reduced_wh, route.start, route.goal)
     small = env.optimal_route(route.start, route.goal)  # below the threshold: computed, nothing stored
     assert not _entries(cache, "reduced-route")
