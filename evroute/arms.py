@@ -31,6 +31,7 @@ cost exactly what edge-arm routes cost there and the exact optimum is the same r
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -63,11 +64,12 @@ class ArmSpace:
     tail: np.ndarray
     head: np.ndarray
     oracle: RouteOracle = field(repr=False)
-    _keys: np.ndarray = field(init=False, repr=False)
 
-    def __post_init__(self) -> None:
+    @functools.cached_property
+    def _keys(self) -> np.ndarray:
+        """``(C,)`` int64 ``tail * E + head`` of every turn, sorted (the oracle's CSR order); made on first use."""
         n = self.linegraph.n_nodes
-        self._keys = self.oracle.arc_tails * n + self.oracle.arc_heads  # sorted: the oracle's CSR order
+        return self.oracle.arc_tails * n + self.oracle.arc_heads
 
     @property
     def n_arms(self) -> int:

@@ -8,6 +8,8 @@ reachable from every start.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,16 +56,55 @@ class LineGraph:
         """``(indptr (E + 1,), heads (C,), tails (C,))`` of the turns in sorted CSR order, computed once (the
         oracles' and path searches' sparsity structure; read-only arrays, shared by every caller)."""
         if "arc_pattern" not in self._cache:
-            adj = self.adjacency.tocsr().copy()
-            adj.sort_indices()
+            adj = self.adjacency.tocsr()
+            if not adj.has_sorted_indices:
+                adj = adj.copy()
+                adj.sort_indices()
             tails = np.repeat(np.arange(adj.shape[0], dtype=np.int64), np.diff(adj.indptr))
-            arrays = (adj.indptr, adj.indices, tails)
+            arrays = (adj.indptr.copy(), adj.indices.copy(), tails)  # copies: the adjacency's own stay writeable
             for arr in arrays:
                 arr.flags.writeable = False
             self._cache["arc_pattern"] = arrays
         pattern = self._cache["arc_pattern"]
         assert isinstance(pattern, tuple)
         return pattern
+
+    def content_digest(self) -> str:
+        """Hex BLAKE2b digest of everything :meth:`laplacian` and :meth:`contexts` are computed from: the turns in
+        their CSR order (``adjacency``'s ``indptr`` and ``indices``), the edges' length, speed and end elevations, and
+        the source of the code that computes them (computed once; ~0.05 s at a million edges, where building the
+        Laplacian to hash it took ~1.2 s).  Equal digests, bit-identical Laplacian and contexts: a key for what is
+        derived from them."""
+        if "content_digest" not in self._cache:
+            import hashlib
+            import inspect
+
+            net, adj = self.network, self.adjacency
+            code = "".join(inspect.getsource(f) for f in (LineGraph.incidence, LineGraph.laplacian, LineGraph.contexts))
+            code += inspect.getsource(standardise)
+            h = hashlib.blake2b(code.encode())  # BLAKE2b: about twice SHA-256's speed without SHA instructions
+            for a in (adj.indptr, adj.indices, net.length_m, net.speed_mps, net.z_from_m, net.z_to_m):
+                arr = np.ascontiguousarray(a)
+                h.update(f"{arr.dtype.str}{arr.shape}".encode())
+                h.update(arr.data.cast("B"))
+            self._cache["content_digest"] = h.hexdigest()
+        digest = self._cache["content_digest"]
+        assert isinstance(digest, str)
+        return digest
+
+    @contextlib.contextmanager
+    def transient(self, *names: str) -> Iterator[None]:
+        """Within the block, the products ``names`` (``"incidence"``, ``"laplacian"``, ...) it computes are cached as
+        usual and dropped at its end unless they were cached before it: a one-off computation (an environment's
+        prior draw) does not keep a Laplacian alive for the rest of a run that never reads it again (at 5 M edges
+        about 0.75 GB)."""
+        before = {k for k in names if k in self._cache}
+        try:
+            yield
+        finally:
+            for k in names:
+                if k not in before:
+                    self._cache.pop(k, None)
 
     @property
     def turns(self) -> np.ndarray:
@@ -230,7 +271,10 @@ def build_line_graph(network: RoadNetwork, *, largest_scc: bool = True) -> LineG
         keep = np.flatnonzero(labels == np.argmax(counts))
         if len(keep) < 2:
             raise DataError(f"network {network.name!r} has no strongly connected component with 2 or more edges")
-    sub = network.subnetwork(keep) if len(keep) < n else network
-    adj = adj[keep][:, keep].tocsr()
+    if len(keep) < n:
+        sub = network.subnetwork(keep)
+        adj = adj[keep][:, keep].tocsr()
+    else:  # every edge kept: the matrix is already the component's (no row and column gathers of every turn)
+        sub = network
     adj.sort_indices()
     return LineGraph(network=sub, adjacency=adj, parent_index=keep, parent_edge_ids=network.edge_ids)

@@ -24,6 +24,7 @@ its cost is the sum of the node weights ``w[e_0] + ... + w[e_k]`` (the start and
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -124,13 +125,18 @@ class RouteOracle:
 
     def __init__(self, linegraph: LineGraph) -> None:
         self.linegraph = linegraph
-        adj = linegraph.adjacency.tocsr().copy()
-        adj.sort_indices()
-        self._graph = sp.csr_matrix((adj.data.astype(np.float64), adj.indices, adj.indptr), shape=adj.shape)
-        self._heads = self._graph.indices.copy()
-        #: ``(C,)`` tail and head edge of every arc (turn), in the order :meth:`shortest_route_arcs` reads its weights
-        self.arc_tails = np.repeat(np.arange(adj.shape[0], dtype=np.int64), np.diff(adj.indptr))
-        self.arc_heads = self._heads.astype(np.int64)
+        # the line graph's sorted CSR pattern, shared by every oracle on it (read-only; no copy of the turns per oracle)
+        indptr, heads, tails = linegraph.arc_pattern()
+        n = linegraph.n_nodes
+        self._graph = sp.csr_matrix((np.ones(len(heads)), heads, indptr), shape=(n, n))
+        self._heads = heads
+        #: ``(C,)`` tail edge of every arc (turn), in the order :meth:`shortest_route_arcs` reads its weights
+        self.arc_tails = tails
+
+    @functools.cached_property
+    def arc_heads(self) -> np.ndarray:
+        """``(C,)`` head edge of every arc (turn), int64, in the order of :attr:`arc_tails` (made on first use)."""
+        return self._heads.astype(np.int64)
 
     def shortest_route(self, weights: np.ndarray, start: int, goal: int) -> Route:
         """Minimum-weight route from ``start`` to ``goal`` for non-negative node ``weights`` ``(E,)``.

@@ -103,10 +103,10 @@ def edge_midpoints(geometry: Sequence[np.ndarray]) -> np.ndarray:
     """``(E, 2)`` mean of each edge's polyline points (``geometry``: ``E`` arrays ``(k_i, 2)``, lon/lat degrees).
 
     Vectorised per point count ``k`` (a network has a few dozen distinct counts): the polylines of ``k`` points are
-    gathered into one ``(m, k, 2)`` array and averaged over its second axis, the same reduction as ``g.mean(axis=0)``
-    per polyline (bit-identical: checked on the synthetic, Monaco and Luxembourg networks), without a Python call per
-    edge (100k edges: milliseconds instead of seconds).  The gather indexes one concatenation of all the polylines
-    (in float64, as the mean computes), not a stack of per-edge arrays.
+    summed point by point (``k`` gathers of ``(m, 2)`` points added in order, then divided by ``k``), the same
+    sequence of additions and the same division as ``g.mean(axis=0)`` per polyline (NumPy reduces a ``(k, 2)`` array
+    over its first axis row after row, without pairwise summation: bit-identical, ``tests/test_setup_vectorised.py``),
+    without a Python call per edge and without a ``(m, k, 2)`` temporary (a million edges: ~0.1 s instead of ~0.6 s).
     """
     out = np.zeros((len(geometry), 2))
     if not len(geometry):
@@ -114,16 +114,26 @@ def edge_midpoints(geometry: Sequence[np.ndarray]) -> np.ndarray:
     lines = as_polylines(geometry)
     counts, xy = lines.counts, lines.xy
     starts = lines.offsets[:-1]
-    for k in np.unique(counts).tolist():
+    columns = (np.ascontiguousarray(xy[:, 0]), np.ascontiguousarray(xy[:, 1]))  # 1-D gathers are the fast ones
+    for k in np.flatnonzero(np.bincount(counts)).tolist():
         idx = np.flatnonzero(counts == k)
-        out[idx] = xy[starts[idx, None] + np.arange(k)].mean(axis=1)
+        first = starts[idx]
+        if k == 0:  # an empty polyline has no mean (as g.mean(axis=0) of no points)
+            out[idx] = np.nan
+            continue
+        for c, col in enumerate(columns):
+            acc = col[first]  # (m,): the points added one after the other, as the mean's reduction over k rows does
+            for j in range(1, k):
+                acc += col[first + j]
+            out[idx, c] = acc / k
     return out
 
 
 def corner_route(lg: LineGraph, name: str) -> tuple[int, int]:
     """Start/goal indices nearest two opposite corners of the network's bounding box."""
     mid = edge_midpoints(lg.network.geometry)
-    lo, hi = mid.min(axis=0), mid.max(axis=0)
+    lo = np.array([mid[:, 0].min(), mid[:, 1].min()])  # per contiguous column: the same extremes, ~10x faster
+    hi = np.array([mid[:, 0].max(), mid[:, 1].max()])
     rel = (mid - lo) / np.where(hi > lo, hi - lo, 1.0)
     (a, b) = _CORNERS[name]
     start = int(np.argmin(((rel - a) ** 2).sum(axis=1)))

@@ -41,6 +41,7 @@ def assert_same_network(a: RoadNetwork, b: RoadNetwork) -> None:
     assert a.meta.keys() == b.meta.keys()
     for k, v in a.meta.items():
         if isinstance(v, np.ndarray):
+            assert v.dtype == b.meta[k].dtype, k
             np.testing.assert_array_equal(v, b.meta[k])
         else:
             assert v == b.meta[k], k

@@ -121,11 +121,77 @@ class ConsistentEnvironment(EnergyEnvironment):
 
         Exact because the potential telescopes along every route: consecutive edges share the elevation of their
         junction.  On a network where they do not (checked once), Johnson's algorithm on the energies is used.
+        From :data:`ROUTE_CACHE_MIN_EDGES` edges on, the check and the route are kept in the compute cache
+        (:func:`reduced_route`).
         """
-        if not potential_telescopes(self.linegraph):
+        edges = reduced_route(self.linegraph, self.reduced_wh, start, goal)
+        if edges is None:
             return super().optimal_route(start, goal)
-        r = RouteOracle(self.linegraph).shortest_route(self.reduced_wh, start, goal)
-        return Route(r.edges, route_cost(self.true_mean_wh, r.edges), "dijkstra-reduced")
+        return Route(edges, route_cost(self.true_mean_wh, edges), "dijkstra-reduced")
+
+
+#: Line graphs with at least this many nodes keep :func:`reduced_route`'s result in the compute cache (below, the
+#: Dijkstra costs milliseconds, no more than reading an entry; at a million edges ~0.6 s of every warm set-up).
+ROUTE_CACHE_MIN_EDGES = 100_000
+
+
+def _route_code_digest() -> str:
+    """SHA-256 of the source of the code :func:`reduced_route` runs (part of its cache key)."""
+    import hashlib
+    import inspect
+
+    from evroute import oracle
+
+    parts = (potential_telescopes, oracle.RouteOracle, oracle._backtrack, LineGraph.arc_pattern, _reduced_route_now)
+    return hashlib.sha256("".join(inspect.getsource(f) for f in parts).encode()).hexdigest()
+
+
+def _reduced_route_now(linegraph: LineGraph, reduced_wh: np.ndarray, start: int, goal: int) -> np.ndarray:
+    """``(k,)`` int64 edges of the Dijkstra route on the ``(E,)`` reduced costs, or ``(0,)`` when the potential does
+    not telescope on ``linegraph`` (:func:`potential_telescopes`)."""
+    if not potential_telescopes(linegraph):
+        return np.zeros(0, dtype=np.int64)
+    return np.asarray(RouteOracle(linegraph).shortest_route(reduced_wh, start, goal).edges, dtype=np.int64)
+
+
+def reduced_route(linegraph: LineGraph, reduced_wh: np.ndarray, start: int, goal: int) -> np.ndarray | None:
+    """The ``(k,)`` edges of the minimum route on the ``(E,)`` reduced costs ``reduced_wh`` (Wh, >= 0) from ``start``
+    to ``goal``, or ``None`` when the elevation potential does not telescope on ``linegraph``.
+
+    From :data:`ROUTE_CACHE_MIN_EDGES` nodes on, kept in the compute cache (:mod:`evroute.network.computecache`)
+    under the line graph's :meth:`~evroute.linegraph.LineGraph.content_digest`, the checksum of ``reduced_wh``, the
+    two ends and the source of the code that computes it: a verified entry is the route the Dijkstra returns, and
+    an entry that is not a route from ``start`` to ``goal`` is rebuilt with one warning."""
+    start, goal = int(start), int(goal)
+    if linegraph.n_nodes < ROUTE_CACHE_MIN_EDGES:
+        edges = _reduced_route_now(linegraph, reduced_wh, start, goal)
+    else:
+        from evroute.network.computecache import array_digest, cached_compute
+
+        def check(value: Any) -> None:
+            if not isinstance(value, np.ndarray) or value.dtype != np.int64 or value.ndim != 1:
+                raise ValueError("not a route")
+            if len(value) and (value[0] != start or value[-1] != goal or value.min() < 0):
+                raise ValueError("not a route between the two ends")
+            if len(value) and value.max() >= linegraph.n_nodes:
+                raise ValueError("a route edge is outside the line graph")
+
+        inputs = {
+            "linegraph": linegraph.content_digest(),
+            "reduced_wh": array_digest(np.asarray(reduced_wh, dtype=np.float64)),
+            "ends": [start, goal],
+            "code": _route_code_digest(),
+        }
+        edges = cached_compute(
+            "reduced-route",
+            inputs,
+            lambda: _reduced_route_now(linegraph, reduced_wh, start, goal),
+            what="optimal route",
+            array=True,
+            blas=False,
+            check=check,
+        )
+    return None if len(edges) == 0 else np.array(edges, dtype=np.int64)
 
 
 def potential_telescopes(linegraph: LineGraph, tol_m: float = 1e-6) -> bool:

@@ -162,17 +162,15 @@ def seeded_prior_draw(linegraph: LineGraph, cfg: EnvironmentConfig, seed: int) -
     (:mod:`evroute.network.computecache`; the paper and the consistent environment of a seed share it)."""
     from threadpoolctl import threadpool_limits
 
-    from evroute.kernels.graph_gram import laplacian_key
-    from evroute.network.computecache import array_digest, cached_compute
+    from evroute.network.computecache import cached_compute
 
-    def draw() -> np.ndarray:
-        with threadpool_limits(DRAW_BLAS_THREADS, user_api="blas"):
+    def draw() -> np.ndarray:  # the Laplacian it builds is not kept (models that need it build it again)
+        with threadpool_limits(DRAW_BLAS_THREADS, user_api="blas"), linegraph.transient("incidence", "laplacian"):
             g, v = sample_prior_function_and_variance(linegraph, cfg, np.random.default_rng(seed))
         return np.stack([g, v])
 
     inputs = {
-        "laplacian_sha1": laplacian_key(linegraph.laplacian()),
-        "contexts": array_digest(linegraph.contexts()),
+        "linegraph": linegraph.content_digest(),  # determines the Laplacian and contexts (without building them)
         "config": {k: v for k, v in asdict(cfg).items() if k in _DRAW_FIELDS},
         "seed": int(seed),
         "version": DRAW_VERSION,

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from evroute.network.polylines import as_polylines
+
 if TYPE_CHECKING:  # pragma: no cover
     from evroute.network.road_network import RoadNetwork
 
@@ -39,17 +41,28 @@ def end_headings(network: RoadNetwork) -> tuple[np.ndarray, np.ndarray]:
     if listed:
         h = np.array([listed.get(e, [0.0] * 4) for e in network.edge_ids.tolist()], dtype=np.float64).reshape(-1, 4)
         return h[:, :2].copy(), h[:, 2:].copy()
+    lines = as_polylines(network.geometry)
     scale = np.array([1.0, 1.0])
     if network.meta.get("crs", "EPSG:4326") == "EPSG:4326":
-        lat = float(np.mean([g[0, 1] for g in network.geometry]))
+        lat = float(np.mean(np.ascontiguousarray(lines.first()[:, 1])))  # as the mean of the list of first latitudes
         scale = np.array([np.cos(np.radians(lat)), 1.0])
     start = np.zeros((network.n_edges, 2))
     end = np.zeros((network.n_edges, 2))
-    for i, g in enumerate(network.geometry):
-        d = np.diff(np.asarray(g, dtype=np.float64) * scale, axis=0)
-        d = d[np.hypot(d[:, 0], d[:, 1]) > 1e-12]
-        if len(d):
-            start[i], end[i] = d[0], d[-1]
+    # every polyline's segments at once: segment p joins points p and p + 1 (the same differences of the scaled
+    # points as np.diff per polyline); those that join two polylines, or are shorter than 1e-12, are left out
+    xy = lines.xy * scale
+    d = xy[1:] - xy[:-1]
+    off = lines.offsets
+    inside = np.ones(len(d), dtype=bool)
+    joins = off[1:-1]
+    inside[joins[(joins >= 1) & (joins <= len(d))] - 1] = False
+    seg = np.flatnonzero(inside & (np.hypot(d[:, 0], d[:, 1]) > 1e-12))
+    if len(seg):
+        edge = np.searchsorted(off, seg, side="right") - 1  # the polyline of each kept segment (non-decreasing)
+        new = np.r_[True, edge[1:] != edge[:-1]]
+        last = np.r_[edge[1:] != edge[:-1], True]
+        start[edge[new]] = d[seg[new]]
+        end[edge[last]] = d[seg[last]]
     for h in (start, end):
         n = np.hypot(h[:, 0], h[:, 1])
         h[n > 0] /= n[n > 0, None]

@@ -43,6 +43,7 @@ accelerating away are kinematics of the vehicle, charged there); nothing here is
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -135,6 +136,10 @@ class JunctionArms:
     wait_s: np.ndarray
     pass_mps: np.ndarray
     red_wait: np.ndarray
+
+    def take(self, rows: slice) -> JunctionArms:
+        """The arms ``rows`` (a slice: views of every array)."""
+        return dataclasses.replace(self, **{f.name: getattr(self, f.name)[rows] for f in dataclasses.fields(self)})
 
     def standstill_s(self, braking_delay_s: ArrayLike) -> np.ndarray:
         """``(A,)`` mean standstill given a stop (s) of a car whose braking to the stop line delays it by
@@ -231,29 +236,30 @@ def turn_controls(network: RoadNetwork, model: JunctionModel | None = None) -> t
     signalled), from the network's ``meta["turn_controls"]`` where it has an entry, else inferred (module doc)."""
     jm = model or JunctionModel()
     t = network.turns
-    ti = network.to_node[t[:, 0]]
     kind = np.full(len(t), FREE, dtype=np.int64)
     prog = np.zeros((len(t), 2))
     listed = network.meta.get("turn_controls") or {}
-    ids = network.edge_ids
-    todo = []
-    for k, (a, b) in enumerate(t.tolist()):
-        entry = listed.get(ids[a], {}).get(ids[b])
-        if entry is None:
-            todo.append(k)
-        else:
-            kind[k], prog[k] = int(entry[0]), entry[1:3]
-    if todo:
+    todo = np.ones(len(t), dtype=bool)  # turns the network lists no control for
+    if listed:
+        ids = network.edge_ids
+        for k, (a, b) in enumerate(t.tolist()):
+            entry = listed.get(ids[a], {}).get(ids[b])
+            if entry is not None:
+                todo[k] = False
+                kind[k], prog[k] = int(entry[0]), entry[1:3]
+    if todo.any():
         tags = network.meta.get("junction_tags") or {}
-        yields = priority_yields(network)
-        for k in todo:
-            tag = tags.get(ti[k])
-            if tag == "traffic_signals":
-                kind[k], prog[k] = SIGNAL, (jm.default_cycle_s, jm.default_green_s)
-            elif tag == "stop":
-                kind[k] = STOP
-            elif tag == "give_way" or yields[k]:
-                kind[k] = YIELD
+        tag = np.zeros(len(t), dtype=np.int8)  # the tag of each turn's junction: 0 none, 1 signals, 2 stop, 3 give way
+        if tags:
+            _, to_idx, junctions = network.junction_codes()
+            codes = {"traffic_signals": 1, "stop": 2, "give_way": 3}
+            per_junction = np.array([codes.get(str(tags.get(j)), 0) for j in junctions.tolist()], dtype=np.int8)
+            tag = per_junction[to_idx[t[:, 0]]]
+        signal, stop = todo & (tag == 1), todo & (tag == 2)
+        yld = todo & ~signal & ~stop & ((tag == 3) | priority_yields(network))
+        kind[signal], prog[signal] = SIGNAL, (jm.default_cycle_s, jm.default_green_s)
+        kind[stop] = STOP
+        kind[yld] = YIELD
     return kind, prog
 
 
@@ -295,7 +301,8 @@ def junction_arms(network: RoadNetwork, model: JunctionModel | None = None) -> J
     kind, prog = turn_controls(network, jm)
     theta = turn_deflection_rad(network)
     v_turn = turn_speed_mps(theta, jm.lateral_accel_mps2, jm.turn_radius_90_m)
-    uturn = network.to_node[t[:, 1]] == network.from_node[t[:, 0]]
+    from_idx, to_idx, _ = network.junction_codes()
+    uturn = to_idx[t[:, 1]] == from_idx[t[:, 0]]  # back to the junction it came from (codes: no string arrays)
     p_stop = np.zeros(len(t))
     wait = np.zeros(len(t))
     u = v_turn.copy()
@@ -310,7 +317,7 @@ def junction_arms(network: RoadNetwork, model: JunctionModel | None = None) -> J
     p_stop[yld] = jm.minor_stop_probability
     wait[yld] = jm.stop_wait_s
     u[yld] = np.minimum(u[yld], jm.yield_speed_kmh / 3.6)
-    dead = np.setdiff1d(np.arange(network.n_edges), t[:, 0])
+    dead = np.flatnonzero(np.bincount(t[:, 0], minlength=network.n_edges) == 0)  # edges without a turn out
     edge = np.concatenate([t[:, 0], dead])
     return JunctionArms(
         edge=edge,

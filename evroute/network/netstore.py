@@ -23,7 +23,7 @@ import numpy as np
 from evroute.errors import DataError
 from evroute.network._graph import node_codes
 from evroute.network.polylines import Polylines, as_polylines
-from evroute.network.road_network import RoadNetwork
+from evroute.network.road_network import RoadNetwork, set_junction_codes
 
 __all__ = [
     "SYNTHETIC_VERSION",
@@ -40,8 +40,34 @@ SYNTHETIC_VERSION = 1
 _FIELDS = ("edge_ids", "from_node", "to_node", "length_m", "speed_mps", "z_from_m", "z_to_m", "turns")
 #: the arrays of an entry (:func:`network_arrays`; the junctions as ids and codes)
 _ARRAYS = ("edge_ids", "node_ids", "node_codes", "node_widths", "length_m", "speed_mps", "z_from_m", "z_to_m", "turns")
-#: layout of an entry: part of the cache key, so that entries of another layout are never read
-LAYOUT = 2
+#: layout of an entry: part of the cache key, so that entries of another layout are never read (3: ASCII strings
+#: stored as bytes)
+LAYOUT = 3
+
+
+def _pack_str(a: Any) -> Any:
+    """An ASCII NumPy str array as bytes (``S``: a quarter of the ``U`` array's size, which every load reads and
+    checksums); anything else as it is."""
+    if isinstance(a, np.ndarray) and a.dtype.kind == "U" and a.dtype.itemsize:
+        try:
+            return a.astype(f"S{a.dtype.itemsize // 4}")
+        except UnicodeEncodeError:
+            return a
+    return a
+
+
+def _unpack_str(a: Any, width: int) -> Any:
+    """The str array ``<U{width}`` of a packed bytes array (:func:`_pack_str`, ``width`` > 0); anything else (a
+    width of 0: not packed) as it is."""
+    if width <= 0 or not isinstance(a, np.ndarray) or a.dtype.kind != "S":
+        return a
+    if a.ndim == 1 and a.dtype.itemsize == width:  # ASCII bytes widened to code points: 4x faster than astype
+        return np.ascontiguousarray(a).view(np.uint8).astype(np.uint32).view(f"<U{width}")
+    return a.astype(f"<U{width}")
+
+
+def _str_width(a: Any) -> int:
+    return a.dtype.itemsize // 4 if isinstance(a, np.ndarray) and a.dtype.kind == "U" else 0
 
 
 def network_arrays(net: RoadNetwork) -> dict[str, Any]:
@@ -53,16 +79,24 @@ def network_arrays(net: RoadNetwork) -> dict[str, Any]:
     lines = as_polylines(net.geometry)
     (fi, ti), uniq = node_codes(net.from_node, net.to_node)
     idx = np.int32 if max(len(uniq), net.n_edges) < 2**31 else np.int64
+    node_ids = uniq.astype(np.result_type(net.from_node, net.to_node), copy=False)
     return {
         "name": net.name,
-        **{f: getattr(net, f) for f in _FIELDS if f not in ("from_node", "to_node", "turns")},
-        "node_ids": uniq.astype(np.result_type(net.from_node, net.to_node), copy=False),
+        **{f: getattr(net, f) for f in _FIELDS if f not in ("from_node", "to_node", "turns", "edge_ids")},
+        "edge_ids": _pack_str(net.edge_ids),
+        "node_ids": _pack_str(node_ids),
         "node_codes": np.stack([fi, ti], axis=1).astype(idx),
         "node_widths": np.array([net.from_node.dtype.itemsize // 4, net.to_node.dtype.itemsize // 4]),
         "turns": net.turns.astype(idx),
         "geometry_xy": np.ascontiguousarray(lines.xy, dtype=np.float64),
         "geometry_counts": lines.counts.astype(np.int32),
-        "meta": net.meta,
+        "meta": {k: _pack_str(v) for k, v in net.meta.items()},
+        # the str widths of the packed arrays: edge ids, junction ids and meta["KEY"] (0: not a str array)
+        "str_widths": {
+            "edge_ids": _str_width(net.edge_ids),
+            "node_ids": _str_width(node_ids),
+            "meta": {k: _str_width(v) for k, v in net.meta.items()},
+        },
     }
 
 
@@ -70,7 +104,7 @@ def check_network_arrays(data: Any) -> None:
     """Raise :class:`ValueError` unless ``data`` has the keys and array kinds of :func:`network_arrays` and its
     geometry counts add up (the :class:`RoadNetwork` constructor checks the rest: lengths, ranges, turns)."""
     arrays = (*_ARRAYS, "geometry_xy", "geometry_counts")
-    keys = {"name", *arrays, "meta"}
+    keys = {"name", *arrays, "meta", "str_widths"}
     if not isinstance(data, dict) or set(data) != keys:
         raise ValueError(f"a network entry has the keys {sorted(keys)}")
     if not all(isinstance(data[f], np.ndarray) for f in arrays):
@@ -81,8 +115,25 @@ def check_network_arrays(data: Any) -> None:
     if len(counts) != len(data["edge_ids"]) or (counts < 0).any() or int(counts.sum(dtype=np.int64)) != len(xy):
         raise ValueError("a network entry's geometry counts do not match its edges and points")
     codes, ids = data["node_codes"], data["node_ids"]
-    if codes.dtype.kind != "i" or codes.shape != (len(data["edge_ids"]), 2) or ids.dtype.kind != "U":
+    if codes.dtype.kind != "i" or codes.shape != (len(data["edge_ids"]), 2) or ids.dtype.kind not in "US":
         raise ValueError("a network entry's junctions are (E, 2) integer codes into a str array")
+    widths = data["str_widths"]
+    if (
+        not isinstance(widths, dict)
+        or set(widths) != {"edge_ids", "node_ids", "meta"}
+        or not isinstance(widths["meta"], dict)
+        or not all(
+            isinstance(w, int) and w >= 0 for w in (widths["edge_ids"], widths["node_ids"], *widths["meta"].values())
+        )
+    ):
+        raise ValueError("a network entry's str widths are non-negative integers")
+    if (
+        data["edge_ids"].dtype.kind == "S"
+        and widths["edge_ids"] < 1
+        or ids.dtype.kind == "S"
+        and widths["node_ids"] < 1
+    ):
+        raise ValueError("a network entry's packed ids have no str width")
     if len(codes) and (codes.min() < 0 or codes.max() >= len(ids)):
         raise ValueError("a network entry's junction codes are outside its junction ids")
     if data["node_widths"].shape != (2,) or data["node_widths"].dtype.kind != "i" or data["node_widths"].min() < 1:
@@ -96,16 +147,23 @@ def check_network_arrays(data: Any) -> None:
 def network_from_arrays(data: dict[str, Any]) -> RoadNetwork:
     """The :class:`RoadNetwork` of :func:`network_arrays` (checked as every network is on construction)."""
     geometry = Polylines.from_counts(data["geometry_xy"], data["geometry_counts"])
-    ids, codes, (w_from, w_to) = data["node_ids"], data["node_codes"], data["node_widths"].tolist()
-    fields = {f: data[f] for f in _FIELDS if f not in ("from_node", "to_node")}
-    return RoadNetwork(
+    widths = data["str_widths"]
+    ids = _unpack_str(data["node_ids"], widths["node_ids"])
+    codes, (w_from, w_to) = data["node_codes"], data["node_widths"].tolist()
+    fields = {f: data[f] for f in _FIELDS if f not in ("from_node", "to_node", "edge_ids")}
+    meta = {k: _unpack_str(v, widths["meta"].get(k, 0)) for k, v in data["meta"].items()}
+    net = RoadNetwork(
         name=data["name"],
         **fields,
+        edge_ids=_unpack_str(data["edge_ids"], widths["edge_ids"]),
         from_node=ids[codes[:, 0]].astype(f"<U{w_from}", copy=False),  # each in the str dtype it was made with
         to_node=ids[codes[:, 1]].astype(f"<U{w_to}", copy=False),
         geometry=geometry,
-        meta=data["meta"],
+        meta=meta,
     )
+    # the entry's junction codes are node_codes(from_node, to_node) (network_arrays made them): no sort of 2E ids
+    set_junction_codes(net, codes[:, 0], codes[:, 1], ids.astype(np.result_type(net.from_node, net.to_node)))
+    return net
 
 
 def cached_network(kind: str, key: dict[str, Any], build: Callable[[], RoadNetwork], *, what: str) -> RoadNetwork:

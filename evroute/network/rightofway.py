@@ -92,39 +92,55 @@ def priority_yields(network: RoadNetwork) -> np.ndarray:
       most opposite it, or of several equally ranked approaches the most opposite pair (:func:`_major_approaches`);
       every other approach yields, and a left turn (more than 45 degrees, right-hand traffic) from a major approach
       yields to the oncoming major approach.
+
+    Vectorised over the turns, with one Python call per intersection (its rule) on integer junction codes
+    (:meth:`RoadNetwork.junction_codes`): no per-turn loop and no per-turn string arrays (a million edges: seconds
+    and megabytes, where a loop over 2.8 M turns took a minute and 1.5 GB).
     """
     t = network.turns
     classes = network.meta.get("osm_road_class") or {}
-    prio = np.array([NETCONVERT_PRIORITY.get(str(classes.get(e, "")), 0) for e in network.edge_ids.tolist()])
+    prio = (
+        np.array([NETCONVERT_PRIORITY.get(str(classes.get(e, "")), 0) for e in network.edge_ids.tolist()])
+        if classes
+        else np.zeros(network.n_edges, dtype=np.int64)  # every class unknown: priority 0
+    )
     speed = np.asarray(network.speed_limit_mps, dtype=np.float64)
-    ends = np.concatenate([network.from_node, network.to_node])
-    other = np.concatenate([network.to_node, network.from_node])
-    keep = ends != other
-    pairs = np.unique(np.column_stack([ends[keep], other[keep]]), axis=0)
-    nodes, n_neigh = np.unique(pairs[:, 0], return_counts=True)
-    neigh = dict(zip(nodes.tolist(), n_neigh.tolist(), strict=True))
-    incoming: dict[str, list[int]] = {}
-    for e, n in enumerate(network.to_node.tolist()):
-        incoming.setdefault(n, []).append(e)
-    start, end = end_headings(network)
-    rule: dict[str, tuple[bool, set[int]]] = {}
+    fi, ti, ids = network.junction_codes()
+    n = len(ids)
     out = np.zeros(len(t), dtype=bool)
-    for k, (a, b) in enumerate(t.tolist()):
-        node = network.to_node[a]
-        if neigh.get(node, 0) < 3:
+    if not len(t):
+        return out
+    # distinct neighbouring junctions of every junction (an edge's own ends; self-loops do not count)
+    ends, other = np.concatenate([fi, ti]), np.concatenate([ti, fi])
+    keep = ends != other
+    pairs = np.sort(ends[keep] * n + other[keep])  # sorted, then unique (np.unique's hash path: seconds here)
+    pairs = pairs[np.r_[True, pairs[1:] != pairs[:-1]]]
+    n_neigh = np.bincount(pairs // n, minlength=n)
+    node = ti[t[:, 0]]  # the junction of every turn
+    at = n_neigh[node] >= 3  # an intersection
+    if not at.any():
+        return out
+    start, end = end_headings(network)
+    order = np.argsort(ti, kind="stable")  # the incoming edges of each junction, in index order
+    bounds = np.searchsorted(ti[order], np.arange(n + 1))
+    n_inc = np.diff(bounds)
+    rbl = np.zeros(n, dtype=bool)  # the junction is right-before-left
+    major = np.zeros(network.n_edges, dtype=bool)  # the edge is a major approach of its (priority) end junction
+    opposed = np.zeros(network.n_edges, dtype=bool)  # ... and another major approach is more than 135 degrees off
+    for j in np.flatnonzero(np.bincount(node[at], minlength=n)).tolist():  # each intersection with a turn, once
+        inc = order[bounds[j] : bounds[j + 1]].tolist()
+        if _right_before_left(inc, prio, speed, end):
+            rbl[j] = True
             continue
-        inc = incoming[node]
-        if node not in rule:
-            rbl = _right_before_left(inc, prio, speed, end)
-            rule[node] = (rbl, set() if rbl else _major_approaches(inc, prio, speed, end))
-        rbl, major = rule[node]
-        if rbl or a not in major:
-            out[k] = rbl or len(inc) > 1
-            continue
-        h1, h2 = end[a], start[b]
-        left = h1[0] * h2[1] - h1[1] * h2[0] > np.sin(np.pi / 4)
-        out[k] = bool(left and any(e != a and float(end[e] @ h1) < _COS135 for e in major))
-    return out
+        majors = _major_approaches(inc, prio, speed, end)
+        for a in majors:
+            major[a] = True
+            opposed[a] = any(e != a and float(end[e] @ end[a]) < _COS135 for e in majors)
+    # a left turn (more than 45 degrees, right-hand traffic) from a major approach yields to the oncoming one
+    h1, h2 = end[t[:, 0]], start[t[:, 1]]
+    left = h1[:, 0] * h2[:, 1] - h1[:, 1] * h2[:, 0] > np.sin(np.pi / 4)
+    minor = rbl[node] | ~major[t[:, 0]]
+    return at & np.where(minor, rbl[node] | (n_inc[node] > 1), left & opposed[t[:, 0]])
 
 
 __all__ = ["NETCONVERT_PRIORITY", "RIGHT_BEFORE_LEFT_MAX_MPS", "RIGHT_BEFORE_LEFT_SPEED_DIFF_MPS", "priority_yields"]

@@ -60,6 +60,16 @@ def _str_array(a: Any) -> np.ndarray:
     return arr if arr.dtype.kind == "U" else arr.astype(str)
 
 
+def set_junction_codes(net: RoadNetwork, from_idx: np.ndarray, to_idx: np.ndarray, ids: np.ndarray) -> None:
+    """Give ``net`` its :meth:`RoadNetwork.junction_codes`: ``(E,)`` integer indices into the sorted unique junction
+    ids ``ids`` ``(N,)`` with ``ids[from_idx] == net.from_node`` and ``ids[to_idx] == net.to_node`` (what
+    :func:`evroute.network._graph.node_codes` returns; a loader that stored them passes them here)."""
+    arrays = (np.asarray(from_idx, dtype=np.int64), np.asarray(to_idx, dtype=np.int64), np.asarray(ids))
+    for a in arrays:
+        a.flags.writeable = False
+    net._junctions = arrays
+
+
 @dataclass(eq=False)
 class RoadNetwork:
     """Directed road network with per-edge attributes and legal turns.
@@ -109,6 +119,7 @@ class RoadNetwork:
             setattr(self, attr, np.asarray(getattr(self, attr), dtype=np.float64))
         self.turns = np.asarray(self.turns, dtype=np.int64).reshape(-1, 2)
         self._index: dict[str, int] | None = None
+        self._junctions: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.validate()
         from evroute.network.elevation import warn_inconsistent
 
@@ -234,11 +245,15 @@ class RoadNetwork:
 
     def junction_codes(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(from_idx (E,), to_idx (E,), ids (N,))``: each edge's start and end junction as an index into the sorted
-        junction ids ``ids`` (int64)."""
-        from evroute.network._graph import node_codes
+        junction ids ``ids`` (int64), computed once (read-only arrays; a network loaded from the compute cache has them
+        from its entry, :func:`set_junction_codes`)."""
+        if self._junctions is None:
+            from evroute.network._graph import node_codes
 
-        (fi, ti), uniq = node_codes(self.from_node, self.to_node)
-        return fi, ti, uniq
+            (fi, ti), uniq = node_codes(self.from_node, self.to_node)
+            set_junction_codes(self, fi, ti, uniq)
+        assert self._junctions is not None
+        return self._junctions
 
     def junction_positions(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Junction ids and their x, y (mean of the edge end points touching each junction) and elevation (m).
