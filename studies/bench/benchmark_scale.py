@@ -37,6 +37,7 @@ from typing import Any
 from evroute.io import atomic_write_text
 from studies.bench.scale_report import render
 from studies.common.bench import machine_line
+from studies.reproduce.provenance import head_commit
 
 #: the measured networks: ``--network`` name -> registry family (``FAMILY:EDGES:SEED``)
 NETWORKS = {"city": "synthetic", "country": "synthetic-country"}
@@ -106,7 +107,14 @@ def measure_size(
             if cold["status"] == "ok"
             else {"status": "not run (cold run did not finish)"}
         )
-    out = {"requested_edges": n, "mem_cap_gb": mem_gb, "timeout_s": timeout, "cold": cold, "warm": warm}
+    out = {
+        "requested_edges": n,
+        "mem_cap_gb": mem_gb,
+        "timeout_s": timeout,
+        "commit": head_commit(),
+        "cold": cold,
+        "warm": warm,
+    }
     if n > cch_max:
         out["cch_skipped"] = f"CCH steps not run above {cch_max:,} edges (customization grows as n^1.6)"
     return out

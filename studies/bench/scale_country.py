@@ -60,6 +60,7 @@ def country_lines(d: dict[str, Any]) -> list[str]:
         "edges), one-way motorway carriageways between the largest cities with interchanges and ramps, hills; "
         "~2 km of road per km² of land, as real countries (its docstring names the statistics and "
         "`tests/test_network_country.py` checks them).  Route A joins two opposite corners of its bounding box.  "
+        f"{R.commits_line(c)}  "
         f"CCH: {R.cut_words(c)}.",
         "",
         *_network_stats(c),

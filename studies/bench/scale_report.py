@@ -232,6 +232,21 @@ def _targets_table(d: dict[str, Any]) -> list[str]:
     return lines
 
 
+def commits_line(d: dict[str, Any]) -> str:
+    """Which commit's code measured each size (the ``commit`` of its entry; entries written before that field
+    existed are said to be unrecorded, never guessed)."""
+    by: dict[str, list[str]] = {}
+    for key in sorted(d.get("sizes", {}), key=int):
+        by.setdefault(d["sizes"][key].get("commit") or "not recorded", []).append(f"{int(key):,}")
+    parts = [
+        f"{', '.join(sizes)} edges at `{c}`"
+        if c != "not recorded"
+        else f"{', '.join(sizes)} edges: commit not recorded (measured before the benchmark stored it)"
+        for c, sizes in by.items()
+    ]
+    return "Code measured: " + ("; ".join(parts) if parts else "no size measured") + "."
+
+
 def render(d: dict[str, Any]) -> str:
     """The whole page (Markdown) from the benchmark JSON."""
     out = [
@@ -250,6 +265,8 @@ def render(d: dict[str, Any]) -> str:
         "The CCH (`evroute.cch`) orders the line graph by nested dissection with straight cuts between junctions "
         f"(`dissection_order`; before issue 39's core work, RoutingKit's inertial flow: 266 s of CPU at 1M edges); "
         f"{cut_words(d)}.",
+        "",
+        commits_line(d),
         "",
         "## Measured (CPU / wall per step)",
         "",

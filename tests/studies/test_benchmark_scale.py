@@ -238,3 +238,15 @@ def test_cch_orders_section_follows_from_the_numbers() -> None:
     assert "All orders give the same distances" in section
     d["cch_orders"]["c inertial"]["distance_digest"] = 8
     assert "**The orders' distances differ**" in render(d)
+
+
+def test_the_page_names_the_commit_of_each_size_and_never_guesses_one() -> None:
+    from studies.bench.scale_report import commits_line
+
+    d = {"sizes": {"1000000": {"commit": "abc1234"}, "10000": {}, "5000000": {"commit": "abc1234"}}}
+    line = commits_line(d)
+    assert line == (
+        "Code measured: 10,000 edges: commit not recorded (measured before the benchmark stored it); "
+        "1,000,000, 5,000,000 edges at `abc1234`."
+    )
+    assert commits_line({"sizes": {}}) == "Code measured: no size measured."
