@@ -283,15 +283,15 @@ def partial_network_lines(
 ) -> list[str]:
     """The "not done" paragraph of the network timed in ``timed`` (``driven``: the networks whose final routes are
     driven live; a complete network gets one paragraph of what ran and its CPU) (one seed of its dearest methods,
-    :func:`~studies.sumo_bandit.runner.read_timing`), once the study has rows of that network: per route, the
+    :func:`~studies.sumo_bandit.timing.read_timing`), once the study has rows of that network: per route, the
     seeds completed of the ``meta["seeds"]`` asked for every method of the complete networks (the other networks in
     ``df``), the CPU per seed measured on this network (``cpu_s``, mean over its completed seeds, both routes) and its
     ratio to the same methods' CPU per seed on the complete networks, and the CPU the missing seeds would cost: per
     seed the CPU measured here, else the timed run's, else the method's CPU per seed on the complete networks times
     the ratio of its model's methods that have a CPU per seed on this network (measured or timed; all methods
     measured here when its model has none).  Before any row of that network:
-    :func:`~studies.sumo_bandit.runner.timing_lines`."""
-    from studies.sumo_bandit.runner import TIMING, timing_lines
+    :func:`~studies.sumo_bandit.timing.timing_lines`."""
+    from studies.sumo_bandit.timing import TIMING, timing_lines
 
     net = str(timed["network"].iloc[0])
     seeds = int(meta["seeds"])
@@ -418,7 +418,8 @@ def live_provenance(finals: pd.DataFrame, trips: pd.DataFrame) -> list[str]:
 def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None = None) -> None:
     """Rebuild ``out`` from the committed data alone; ``extra``: the folder of the live-scoring and timing tables
     (default: ``data``'s folder)."""
-    from studies.sumo_bandit.runner import live_section, read_live, read_timing
+    from studies.sumo_bandit.runner import live_section, read_live
+    from studies.sumo_bandit.timing import read_timing
 
     df = pd.read_csv(data, dtype={"commit": str})
     meta = json.loads(meta_path.read_text())

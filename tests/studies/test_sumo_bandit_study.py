@@ -13,8 +13,8 @@ from studies.sumo_bandit.runner import (
     merge_rows,
     rerun_lines,
     route_key,
-    timing_lines,
 )
+from studies.sumo_bandit.timing import timing_lines
 
 COLS = ["network", "route", "label", "seed", "final_regret_wh", "cpu_s"]
 
