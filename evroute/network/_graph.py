@@ -47,8 +47,8 @@ def junction_turns(from_idx: np.ndarray, to_idx: np.ndarray, *, n_nodes: int | N
         dead_end = n_neigh[to_idx[e1]] <= 1
         ok = ~uturn | dead_end
         e1, e2 = e1[ok], e2[ok]
-    turns = np.stack([e1, e2], axis=1)
-    return turns[np.lexsort((turns[:, 1], turns[:, 0]))]
+    # already sorted by (e1, e2): e1 ascends, and each e1's e2 are a run of the stable argsort ``order``, ascending
+    return np.stack([e1, e2], axis=1)
 
 
 def turn_components(n_edges: int, turns: np.ndarray) -> np.ndarray:
