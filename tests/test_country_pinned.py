@@ -12,10 +12,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from evroute.network import RoadNetwork
+from evroute.network._graph import junction_turns, largest_scc_edges, node_codes
 from evroute.network.country import COUNTRY_VERSION, synthetic_country
+from evroute.network.country_towns import largest_parts, town_grid
 from evroute.network.polylines import as_polylines
+from evroute.network.synthetic import decimal_order, prefixed_ids
 
 
 def _update(h: Any, value: Any) -> None:
@@ -61,3 +66,47 @@ def test_country_is_bit_for_bit_the_pinned_one(n, seed, options):
     assert COUNTRY_VERSION == 1  # a bump re-pins these digests, with its reason in the commit
     kwargs = eval(options)  # noqa: S307 - the test's own literals
     assert country_digest(synthetic_country(n, seed, **kwargs)) == PINNED[(n, seed, options)]
+
+
+def test_junction_codes_set_by_the_generator_are_node_codes():
+    net = synthetic_country(20_000, 1)
+    fi, ti, ids = net.junction_codes()
+    (a, b), u = node_codes(net.from_node, net.to_node)
+    assert ids.dtype == u.dtype and fi.dtype == a.dtype == np.int64
+    assert np.array_equal(fi, a) and np.array_equal(ti, b) and np.array_equal(ids, u)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 10**17), max_size=60), st.sampled_from(["n", "e", "", "ab"]))
+def test_prefixed_ids_and_decimal_order_are_numpys_strings(values, prefix):
+    v = np.array(values, dtype=np.int64)
+    want = np.char.add(prefix, v.astype(str))
+    got = prefixed_ids(prefix, v)
+    assert got.dtype == want.dtype and np.array_equal(got, want)
+    u = np.unique(v)
+    assert np.array_equal(u[decimal_order(u)].astype(str), np.sort(u.astype(str)))
+
+
+def test_largest_parts_at_once_are_each_towns_own():
+    grids = [town_grid(k, size, 7) for k, size in enumerate([60.0, 90.0, 300.0, 1500.0, 61.0, 75.0] * 4)]
+    # a town of two equal parts (two dead-end pairs): the tie goes to the town's own pass, as build_grid
+    grids.append({"frm": np.array([0, 1, 2, 3]), "to": np.array([1, 0, 3, 2]), "n_nodes": 4})
+    kept = largest_parts(grids)
+    for g, k in zip(grids, kept, strict=True):
+        own = largest_scc_edges(len(g["frm"]), junction_turns(g["frm"], g["to"], n_nodes=g["n_nodes"]))
+        assert k.dtype == own.dtype and np.array_equal(k, own)
+    assert len(kept[-1]) == 2
+
+
+def test_junction_turns_are_sorted_without_sorting():
+    rng = np.random.default_rng(3)
+    frm, to = rng.integers(0, 40, 300), rng.integers(0, 40, 300)
+    turns = junction_turns(frm, to, n_nodes=40)
+    assert np.array_equal(turns, turns[np.lexsort((turns[:, 1], turns[:, 0]))])
+    brute = sorted(
+        (i, j)
+        for i in range(300)
+        for j in range(300)
+        if to[i] == frm[j] and (to[j] != frm[i] or len({*to[frm == to[i]], *frm[to == to[i]]} - {to[i]}) <= 1)
+    )
+    assert turns.tolist() == [list(t) for t in brute]

@@ -46,39 +46,45 @@ def _oneway_dirs(cls: np.ndarray, fraction: float, rng: np.random.Generator) -> 
     return np.where(one, np.where(idx % 2 == 0, 1, -1), 0)
 
 
-def _decimal_digits(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(n, D)`` uint32 code points of the decimal strings of ``(n,)`` non-negative integers, left-aligned and padded
-    with zeros (``D`` the longest string's length, at least 1), and ``(n,)`` each string's length."""
+def _digit_counts(values: np.ndarray) -> np.ndarray:
+    """``(n,)`` lengths of the decimal strings of ``(n,)`` non-negative int64 ``values``."""
     v = np.asarray(values, dtype=np.int64)
     if len(v) and v.min() < 0:
-        raise ValueError("decimal digits of negative numbers")
+        raise ValueError("decimal strings of negative numbers")
     ndig = np.ones(len(v), np.int64)
     for k in range(1, 19):
         ndig += v >= 10**k
-    col = np.arange(int(ndig.max()) if len(v) else 1)[None, :]
-    valid = col < ndig[:, None]
-    digits = (v[:, None] // np.power(10, np.where(valid, ndig[:, None] - 1 - col, 0))) % 10
-    return np.where(valid, digits + ord("0"), 0).astype(np.uint32), ndig
+    return ndig
 
 
 def prefixed_ids(prefix: str, values: np.ndarray) -> np.ndarray:
     """``np.char.add(prefix, values.astype(str))`` for ``(n,)`` non-negative integers ``values``: the same array,
-    dtype included (``<U`` of ``len(prefix) + 21``, as an int64's str has 21 code points), built from the digits: at
-    a million ids ~20 times faster than formatting each number."""
-    digits, ndig = _decimal_digits(values)
-    width = len(prefix) + 21
-    out = np.zeros((len(ndig), width), np.uint32)
-    out[:, : len(prefix)] = [ord(c) for c in prefix]
-    out[:, len(prefix) : len(prefix) + digits.shape[1]] = digits
-    return out.view(f"<U{width}").reshape(len(ndig))
+    dtype included (``<U`` of ``len(prefix) + 21``: an int64's str has 21 code points, numpy's ``''`` one), written
+    digit by digit into its code points (a million ids: ~0.2 s instead of ~0.5 s)."""
+    v = np.asarray(values, dtype=np.int64)
+    ndig = _digit_counts(v)
+    width = max(len(prefix), 1) + 21  # numpy's '' is a <U1
+    out = np.zeros((width, len(v)), np.uint32)  # code point j of every id in row j: contiguous writes
+    out[: len(prefix)] = np.array([ord(c) for c in prefix], dtype=np.uint32)[:, None]
+    small = not len(v) or int(v.max()) < 2**32  # uint32 divisions are ~4 times faster than int64 ones
+    ten = np.uint32(10) if small else np.int64(10)
+    for length in np.unique(ndig).tolist():
+        rows = np.flatnonzero(ndig == length)
+        q = v[rows].astype(ten.dtype)
+        for i in range(length - 1, -1, -1):  # the last digit first
+            q, r = np.divmod(q, ten)
+            out[len(prefix) + i, rows] = r + ord("0")
+    return np.ascontiguousarray(out.T).view(f"<U{width}").reshape(len(v))
 
 
 def decimal_order(values: np.ndarray) -> np.ndarray:
     """The permutation that sorts ``(n,)`` distinct non-negative integers by their decimal strings (``"10" < "9"``,
     a prefix first: ``"1" < "10"``), the order of ``np.argsort(values.astype(str))``."""
-    _, ndig = _decimal_digits(values)
+    ndig = _digit_counts(values)
     width = int(ndig.max()) if len(ndig) else 1
-    padded = np.asarray(values, dtype=np.int64) * np.power(10, width - ndig)  # "1", "10" -> 10, 10; "9" -> 90
+    if width > 18:
+        raise ValueError("decimal_order takes numbers below 10**18")
+    padded = np.asarray(values, dtype=np.int64) * 10 ** (width - ndig)  # "1", "10" -> 10, 10; "9" -> 90
     return np.lexsort((ndig, padded))
 
 
