@@ -391,11 +391,17 @@ def _network(
         "elevation": "synthetic terrain",
     }
     m = len(frm)
+    # the junction ids "n<k>" sorted as strings and each edge's index into them: what node_codes would find
+    used = np.flatnonzero(np.bincount(np.concatenate([frm, to]), minlength=len(xy)))
+    order = decimal_order(used)
+    rank = np.full(len(xy), -1, np.int64)
+    rank[used[order]] = np.arange(len(order))
+    ids, fi, ti = prefixed_ids("n", used[order]), rank[frm], rank[to]
     net = RoadNetwork(
         name=name or f"synthetic-country:{p['n_edges']}:{p['seed']}",
         edge_ids=prefixed_ids("e", np.arange(m)),
-        from_node=prefixed_ids("n", frm),
-        to_node=prefixed_ids("n", to),
+        from_node=ids[fi],
+        to_node=ids[ti],
         length_m=slope_length(planar, z[to] - z[frm]),
         speed_mps=limit * free_flow_factor(limit, names),
         z_from_m=z[frm],
@@ -404,11 +410,7 @@ def _network(
         turns=turns,
         meta=meta,
     )
-    used, codes = np.unique(np.concatenate([frm, to]), return_inverse=True)
-    order = decimal_order(used)  # the junction ids "n<k>" sorted as strings, as node_codes sorts them
-    rank = np.empty(len(order), np.int64)
-    rank[order] = np.arange(len(order))
-    set_junction_codes(net, rank[codes[:m]], rank[codes[m:]], prefixed_ids("n", used[order]))
+    set_junction_codes(net, fi, ti, ids)
     return net
 
 
