@@ -366,14 +366,9 @@ def _network(
     lat = lat0 + np.degrees((pts[:, 1] - centre[1]) / EARTH_RADIUS_M)
     lon = lon0 + np.degrees((pts[:, 0] - centre[0]) / (EARTH_RADIUS_M * np.cos(np.radians(lat))))
     names = np.array(CLASSES)[cls]
-    limit = (
-        np.where(
-            urban,
-            np.array([default_speed_kmh(c, "urban") for c in CLASSES])[cls],
-            np.array([default_speed_kmh(c, "rural") for c in CLASSES])[cls],
-        )
-        / 3.6
-    )
+    # posted limit and free-flow speed per (class, urban): 14 values computed once, gathered per edge
+    kind_limit = np.array([default_speed_kmh(c, area) for area in ("rural", "urban") for c in CLASSES]) / 3.6
+    speed = (kind_limit * free_flow_factor(kind_limit, np.array(CLASSES * 2)))[cls + len(CLASSES) * urban]
     pair = np.sort(frm * len(xy) + to)  # is the reverse pair an edge too (np.isin's hash path: ~1.3 s at 1M)
     rev = to * len(xy) + frm
     back = pair[np.minimum(np.searchsorted(pair, rev), len(pair) - 1)] == rev
@@ -403,7 +398,7 @@ def _network(
         from_node=ids[fi],
         to_node=ids[ti],
         length_m=slope_length(planar, z[to] - z[frm]),
-        speed_mps=limit * free_flow_factor(limit, names),
+        speed_mps=speed,
         z_from_m=z[frm],
         z_to_m=z[to],
         geometry=Polylines.from_counts(np.column_stack([lon, lat]), npts),
