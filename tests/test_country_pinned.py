@@ -98,10 +98,13 @@ def test_largest_parts_at_once_are_each_towns_own():
     assert len(kept[-1]) == 2
 
 
-def test_junction_turns_are_sorted_without_sorting():
-    rng = np.random.default_rng(3)
-    frm, to = rng.integers(0, 40, 300), rng.integers(0, 40, 300)
-    turns = junction_turns(frm, to, n_nodes=40)
+@pytest.mark.parametrize("seed,n_nodes", [(3, 40), (4, 40), (5, 6), (6, 150), (7, 2)])
+def test_junction_turns_against_brute_force(seed, n_nodes):
+    """The turns (sorted without a sort, dead ends found without sorting pairs) are the docstring's, by brute force
+    over every pair of edges (self-loops and parallel edges included)."""
+    rng = np.random.default_rng(seed)
+    frm, to = rng.integers(0, n_nodes, 300), rng.integers(0, n_nodes, 300)
+    turns = junction_turns(frm, to, n_nodes=n_nodes)
     assert np.array_equal(turns, turns[np.lexsort((turns[:, 1], turns[:, 0]))])
     brute = sorted(
         (i, j)
