@@ -113,3 +113,19 @@ def test_junction_turns_against_brute_force(seed, n_nodes):
         if to[i] == frm[j] and (to[j] != frm[i] or len({*to[frm == to[i]], *frm[to == to[i]]} - {to[i]}) <= 1)
     )
     assert turns.tolist() == [list(t) for t in brute]
+
+
+def test_cold_and_warm_loads_are_the_generated_network(monkeypatch, tmp_path):
+    """A cold load returns the network it generated (not a copy read back), the warm load the entry: both are the
+    generated network bit for bit, ``meta`` and junction codes included."""
+    from evroute.network.registry import load_network
+
+    monkeypatch.setenv("EVROUTE_COMPUTE_CACHE", str(tmp_path))
+    cold = load_network("synthetic-country:3000:4")
+    assert any(tmp_path.rglob("*")), "the cold load wrote a cache entry"
+    warm = load_network("synthetic-country:3000:4")
+    assert warm is not cold
+    fresh = synthetic_country(3000, 4)
+    assert country_digest(cold) == country_digest(warm) == country_digest(fresh)
+    for a, b in zip(cold.junction_codes(), warm.junction_codes(), strict=True):
+        assert a.dtype == b.dtype and np.array_equal(a, b)

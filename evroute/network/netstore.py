@@ -182,9 +182,11 @@ def cached_network(kind: str, key: dict[str, Any], build: Callable[[], RoadNetwo
         except DataError as exc:
             raise ValueError(str(exc)) from None
 
-    data = cached_compute(
-        kind, {**key, "layout": LAYOUT}, lambda: network_arrays(build()), what=what, blas=False, check=check
-    )
+    def make() -> dict[str, Any]:  # a fresh network is returned as built (equal to its entry's, bit for bit)
+        built.append(build())
+        return network_arrays(built[-1])
+
+    data = cached_compute(kind, {**key, "layout": LAYOUT}, make, what=what, blas=False, check=check)
     return built[-1] if built else network_from_arrays(data)
 
 
