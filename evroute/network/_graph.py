@@ -29,26 +29,27 @@ def junction_turns(from_idx: np.ndarray, to_idx: np.ndarray, *, n_nodes: int | N
     n = int(n_nodes if n_nodes is not None else max(from_idx.max(), to_idx.max()) + 1)
     order = np.argsort(from_idx, kind="stable")
     out_deg = np.bincount(from_idx, minlength=n)
-    start = np.concatenate([[0], np.cumsum(out_deg)[:-1]])
+    start = np.cumsum(out_deg) - out_deg  # each junction's first edge in ``order``
     counts = out_deg[to_idx]
+    first = np.cumsum(counts) - counts  # each edge's first turn
     e1 = np.repeat(np.arange(n_edges, dtype=np.int64), counts)
-    run_start = np.repeat(np.cumsum(counts) - counts, counts)
-    pos = np.arange(len(e1), dtype=np.int64) - run_start
-    e2 = order[np.repeat(start[to_idx], counts) + pos]
-    uturn = to_idx[e2] == from_idx[e1]
+    e2 = order[np.arange(len(e1), dtype=np.int64) + np.repeat(start[to_idx] - first, counts)]
+    uturn = to_idx[e2] == np.repeat(from_idx, counts)
     if uturn.any():
-        # distinct neighbours of every junction (self-loops do not count as neighbours)
+        # junctions with at most one distinct neighbour (self-loops do not count): the least and the greatest
+        # neighbour agree (no neighbour: greatest -1 < least n); no sort of the 2E (junction, neighbour) pairs
         a = np.concatenate([from_idx, to_idx])
         b = np.concatenate([to_idx, from_idx])
         keep = a != b
-        pairs = np.sort(a[keep] * n + b[keep])  # sorted unique; np.unique's hash path is seconds on a million keys
-        pairs = pairs[np.concatenate([[True], pairs[1:] != pairs[:-1]])]
-        n_neigh = np.bincount(pairs // n, minlength=n)
-        dead_end = n_neigh[to_idx[e1]] <= 1
-        ok = ~uturn | dead_end
+        a, b = a[keep], b[keep]
+        least, greatest = np.full(n, n, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+        np.minimum.at(least, a, b)
+        np.maximum.at(greatest, a, b)
+        dead_end = greatest <= least
+        ok = ~uturn | np.repeat(dead_end[to_idx], counts)
         e1, e2 = e1[ok], e2[ok]
-    turns = np.stack([e1, e2], axis=1)
-    return turns[np.lexsort((turns[:, 1], turns[:, 0]))]
+    # already sorted by (e1, e2): e1 ascends, and each e1's e2 are a run of the stable argsort ``order``, ascending
+    return np.stack([e1, e2], axis=1)
 
 
 def turn_components(n_edges: int, turns: np.ndarray) -> np.ndarray:

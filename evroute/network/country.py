@@ -5,9 +5,10 @@ road region rather than one grid (issue 39: the scale benchmark's road-like netw
 
 * **Settlements** with Zipf-distributed sizes (size of the k-th largest proportional to ``1 / k``, from a city of a
   tenth of the network down to villages of :data:`VILLAGE_MIN_EDGES` edges), placed at random without overlapping,
-  largest first.  Each is a jittered street grid of the synthetic city (:func:`evroute.network.synthetic.build_grid`:
-  random block sizes, removed segments, diagonals, bends, one-way streets), rotated by a random angle, with more
-  removed segments than the city (:data:`TOWN_REMOVAL`: T-junctions and dead ends, as in European towns).
+  largest first.  Each is a jittered street grid of the synthetic city (:func:`evroute.network.synthetic.grid_streets`
+  in :mod:`evroute.network.country_towns`: random block sizes, removed segments, diagonals, bends, one-way streets),
+  rotated by a random angle, with more removed segments than the city (``TOWN_REMOVAL`` there: T-junctions and dead
+  ends, as in European towns).
 * **Rural roads** along the Gabriel graph of the settlement centres (an edge joins two settlements when no third lies
   in the circle over them: the neighbourhood graph road networks of settlement systems are modelled by), from the
   town junction nearest to the neighbour's side, meandering (a random smooth curve of up to ~6 % of the length),
@@ -43,8 +44,10 @@ junctions 42 % 3-way against 39 % 4-way, mean 3.3 streets per junction, 12 % dea
   junctions outnumber 4-way ones (Boeing, *Urban spatial order*, Applied Network Science 2019: most cities' street
   networks outside gridded North America are dominated by 3-way junctions), a mean of 2.5-3.5 and 3-20 % dead ends.
 
-Everything is vectorised per settlement with numpy: a million edges take 18.6 s of CPU (``docs/benchmark_scale.md``,
-the country's cold `network` step).
+Everything is vectorised per settlement with numpy, the towns' strongly connected parts in one pass over all towns
+(:mod:`evroute.network.country_towns`): a million edges take 11.8 s of CPU in the country's cold ``network`` step of
+``studies.bench.benchmark_scale`` (generation and the compute-cache entry, load average ~12), against 20.1 s for the
+code before (``d5ee1c3``) in the same run; ``tests/test_country_pinned.py`` pins the output bit for bit.
 """
 
 from __future__ import annotations
@@ -58,18 +61,18 @@ from evroute.network._graph import junction_turns, largest_scc_edges
 from evroute.network.country_layout import (
     MOTORWAY_EDGE_M,
     RURAL_EDGE_M,
-    TOWN_EDGES_PER_NODE,
     VILLAGE_MIN_EDGES,
     layout,
     meander,
     road_edges,
 )
+from evroute.network.country_towns import largest_parts, place_town, town_grid
 from evroute.network.elevation import slope_length
 from evroute.network.netstore import cached_network
 from evroute.network.polylines import Polylines
-from evroute.network.road_network import RoadNetwork
+from evroute.network.road_network import RoadNetwork, set_junction_codes
 from evroute.network.speeds import default_speed_kmh, free_flow_factor
-from evroute.network.synthetic import EARTH_RADIUS_M, build_grid, terrain
+from evroute.network.synthetic import EARTH_RADIUS_M, decimal_order, prefixed_ids, terrain
 
 #: Version of the generator's output; part of the cache key: bump it whenever the same parameters give another network.
 COUNTRY_VERSION = 1
@@ -86,8 +89,6 @@ CLASSES: tuple[str, ...] = (
 _UNCLASSIFIED, _MOTORWAY, _LINK = 4, 5, 6
 #: share of the edges in settlements (the rest are rural roads and motorways).
 TOWN_EDGE_SHARE = 0.77
-#: town grid options (:func:`~evroute.network.synthetic.build_grid`).
-TOWN_REMOVAL, TOWN_ONEWAY, TOWN_DIAGONAL, TOWN_CURVED = 0.3, 0.1, 0.04, 0.25
 _CARRIAGEWAY_M = 25.0  # each carriageway's offset from the motorway's centre line
 
 
@@ -152,28 +153,6 @@ class _Parts:
     def arrays(self) -> tuple[np.ndarray, ...]:
         cols = tuple(np.concatenate(c) for c in zip(*self.edges, strict=True))
         return (np.concatenate(self.xy), *cols)
-
-
-def _town(parts: _Parts, k: int, size: float, centre: np.ndarray, angle: float, seed: int) -> np.ndarray:
-    """Add settlement ``k`` (a rotated town grid of about ``size`` edges at ``centre``); its junction ids."""
-    nodes = max(size / TOWN_EDGES_PER_NODE, 9.0)
-    aspect = float(np.random.default_rng([seed, k, 2]).uniform(0.7, 1.4))
-    nr = max(3, int(round(np.sqrt(nodes * aspect))))
-    nc = max(3, int(round(nodes / nr)))
-    g = build_grid(nr, nc, seed * 1_000_003 + k, TOWN_ONEWAY, TOWN_REMOVAL, TOWN_DIAGONAL, TOWN_CURVED, 0.0, 0.0)
-    frm, to = g["frm"], g["to"]
-    used = np.flatnonzero(np.bincount(np.concatenate([frm, to]), minlength=len(g["px"])))
-    local = np.full(len(g["px"]), -1, np.int64)
-    local[used] = np.arange(len(used))
-    c, s = np.cos(angle), np.sin(angle)
-    rot = np.array([[c, -s], [s, c]])
-    xy = np.stack([g["px"][used], g["py"][used]], axis=1) @ rot.T + centre
-    ids = parts.nodes(xy)
-    seg = g["seg"]
-    bend = np.stack([g["mx"][seg], g["my"][seg]], axis=1) @ rot.T + centre
-    bend[~g["curved"][seg]] = np.nan
-    parts.add(ids[local[frm]], ids[local[to]], g["seg_cls"][seg], bend, k, True)
-    return ids
 
 
 def _hamlets(parts: _Parts, lay: dict[str, Any], rng: np.random.Generator) -> list[np.ndarray]:
@@ -288,9 +267,9 @@ def _generate(n_req: int, seed: int, town_share: float) -> tuple[_Parts, dict[st
     lay = layout(n_req, town_share, rng)
     parts = _Parts()
     angles = rng.uniform(0.0, np.pi / 2, len(lay["sizes"]))
-    towns = [
-        _town(parts, k, float(lay["sizes"][k]), lay["pos"][k], float(angles[k]), seed) for k in range(lay["towns"])
-    ]
+    grids = [town_grid(k, float(lay["sizes"][k]), seed) for k in range(lay["towns"])]
+    kept = largest_parts(grids)
+    towns = [place_town(parts, k, grids[k], kept[k], lay["pos"][k], float(angles[k])) for k in range(lay["towns"])]
     towns += _hamlets(parts, lay, rng)
     _rural_roads(parts, lay, towns, rng)
     _motorways(parts, lay, towns, rng)
@@ -389,16 +368,12 @@ def _network(
     lat = lat0 + np.degrees((pts[:, 1] - centre[1]) / EARTH_RADIUS_M)
     lon = lon0 + np.degrees((pts[:, 0] - centre[0]) / (EARTH_RADIUS_M * np.cos(np.radians(lat))))
     names = np.array(CLASSES)[cls]
-    limit = (
-        np.where(
-            urban,
-            np.array([default_speed_kmh(c, "urban") for c in CLASSES])[cls],
-            np.array([default_speed_kmh(c, "rural") for c in CLASSES])[cls],
-        )
-        / 3.6
-    )
-    pair = frm * len(xy) + to
-    back = np.isin(to * len(xy) + frm, pair)
+    # posted limit and free-flow speed per (class, urban): 14 values computed once, gathered per edge
+    kind_limit = np.array([default_speed_kmh(c, area) for area in ("rural", "urban") for c in CLASSES]) / 3.6
+    speed = (kind_limit * free_flow_factor(kind_limit, np.array(CLASSES * 2)))[cls + len(CLASSES) * urban]
+    pair = np.sort(frm * len(xy) + to)  # is the reverse pair an edge too (np.isin's hash path: ~1.3 s at 1M)
+    rev = to * len(xy) + frm
+    back = pair[np.minimum(np.searchsorted(pair, rev), len(pair) - 1)] == rev
     meta = {
         "loader": "synthetic-country",
         "crs": "EPSG:4326",
@@ -413,19 +388,27 @@ def _network(
         "elevation": "synthetic terrain",
     }
     m = len(frm)
-    return RoadNetwork(
+    # the junction ids "n<k>" sorted as strings and each edge's index into them: what node_codes would find
+    used = np.flatnonzero(np.bincount(np.concatenate([frm, to]), minlength=len(xy)))
+    order = decimal_order(used)
+    rank = np.full(len(xy), -1, np.int64)
+    rank[used[order]] = np.arange(len(order))
+    ids, fi, ti = prefixed_ids("n", used[order]), rank[frm], rank[to]
+    net = RoadNetwork(
         name=name or f"synthetic-country:{p['n_edges']}:{p['seed']}",
-        edge_ids=np.char.add("e", np.arange(m).astype(str)),
-        from_node=np.char.add("n", frm.astype(str)),
-        to_node=np.char.add("n", to.astype(str)),
+        edge_ids=prefixed_ids("e", np.arange(m)),
+        from_node=ids[fi],
+        to_node=ids[ti],
         length_m=slope_length(planar, z[to] - z[frm]),
-        speed_mps=limit * free_flow_factor(limit, names),
+        speed_mps=speed,
         z_from_m=z[frm],
         z_to_m=z[to],
         geometry=Polylines.from_counts(np.column_stack([lon, lat]), npts),
         turns=turns,
         meta=meta,
     )
+    set_junction_codes(net, fi, ti, ids)
+    return net
 
 
 def country_stats(net: RoadNetwork) -> dict[str, float]:

@@ -57,6 +57,14 @@ def gabriel_edges(pts: np.ndarray) -> np.ndarray:
     return e
 
 
+def _first_free(cand: np.ndarray, pos: np.ndarray, reach: np.ndarray) -> int | None:
+    """Index of the first of the ``(T, 2)`` candidates at least ``reach`` ``(i,)`` from each of the ``(i, 2)`` centres
+    ``pos`` (m), or ``None``."""
+    d = np.hypot(cand[:, None, 0] - pos[None, :, 0], cand[:, None, 1] - pos[None, :, 1])
+    ok = np.flatnonzero((d >= reach[None, :]).all(axis=1))
+    return int(ok[0]) if len(ok) else None
+
+
 def place_discs(radius: np.ndarray, side: float, rng: np.random.Generator) -> np.ndarray:
     """``(K, 2)`` centres in ``[0, side]^2`` of discs of ``radius`` (largest first) at least :data:`TOWN_GAP_M` apart
     (the square grows by 5 % whenever 200 more candidates for one disc fail)."""
@@ -68,10 +76,13 @@ def place_discs(radius: np.ndarray, side: float, rng: np.random.Generator) -> np
             if i == 0:
                 pos[0] = cand[0]
                 break
-            d = np.hypot(cand[:, None, 0] - pos[None, :i, 0], cand[:, None, 1] - pos[None, :i, 1])
-            ok = np.flatnonzero((d >= radius[None, :i] + r + TOWN_GAP_M).all(axis=1))
-            if len(ok):
-                pos[i] = cand[ok[0]]
+            reach = radius[:i] + r + TOWN_GAP_M
+            first = _first_free(cand[:1], pos[:i], reach)  # usually the first candidate fits: test it alone first
+            if first is None and tries > 1:
+                first = _first_free(cand[1:], pos[:i], reach)
+                first = None if first is None else first + 1
+            if first is not None:
+                pos[i] = cand[first]
                 break
             if tries == 200:
                 side *= 1.05

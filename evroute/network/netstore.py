@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 
 from evroute.errors import DataError
-from evroute.network._graph import node_codes
 from evroute.network.polylines import Polylines, as_polylines
 from evroute.network.road_network import RoadNetwork, set_junction_codes
 
@@ -77,7 +76,7 @@ def network_arrays(net: RoadNetwork) -> dict[str, Any]:
     (``node_ids``, in their own str dtype) with each edge's ``(from, to)`` index into them (``node_codes``, int32, where
     two ``(E,)`` str arrays took ~180 bytes per edge at a million edges) and the turns as int32 when they fit."""
     lines = as_polylines(net.geometry)
-    (fi, ti), uniq = node_codes(net.from_node, net.to_node)
+    fi, ti, uniq = net.junction_codes()  # node_codes' result, or the loader's own (the country sets them)
     idx = np.int32 if max(len(uniq), net.n_edges) < 2**31 else np.int64
     node_ids = uniq.astype(np.result_type(net.from_node, net.to_node), copy=False)
     return {
@@ -183,9 +182,11 @@ def cached_network(kind: str, key: dict[str, Any], build: Callable[[], RoadNetwo
         except DataError as exc:
             raise ValueError(str(exc)) from None
 
-    data = cached_compute(
-        kind, {**key, "layout": LAYOUT}, lambda: network_arrays(build()), what=what, blas=False, check=check
-    )
+    def make() -> dict[str, Any]:  # a fresh network is returned as built (equal to its entry's, bit for bit)
+        built.append(build())
+        return network_arrays(built[-1])
+
+    data = cached_compute(kind, {**key, "layout": LAYOUT}, make, what=what, blas=False, check=check)
     return built[-1] if built else network_from_arrays(data)
 
 
