@@ -2,13 +2,13 @@
 from the known-truth study's committed rows alone (``docs/results/data/trip_logs_known_truth.csv``; protocol in
 ``studies/trip_logs/known_truth.py``'s docstring).
 
-Each held-out trip is one SUMO drive from rest to rest on its route (traffic, stops and queues included), never seen
-by the learner.  Its battery energy is predicted with a 90 % interval by models learned from N training trips' logs,
-with the noise learned from them (ML-II noise scale; the whole-trip noise and the trip effect fitted to the training
-trips' out-of-fold residual sums, the interval a mixture over their posterior).  SUMO's state of charge is its
-battery energy over the capacity, so the arrival charge is the departure charge minus the trip's energy over the
-capacity: an interval on the energy maps one-to-one onto an interval on the arrival charge, and the two coverages are
-the same number.
+Each held-out drive is one SUMO drive from rest to rest on a held-out route (traffic, stops and queues included), never
+seen by the learner (with the study's ``--repeats`` R, each held-out route's R drives of its second run). Its battery
+energy is predicted with a 90 % interval by models learned from N training trips' logs, with the noise learned from them
+(ML-II noise scale; the whole-trip noise and the trip effect fitted to the training trips' out-of-fold residual sums,
+the interval a mixture over their posterior). SUMO's state of charge is its battery energy over the capacity, so the
+arrival charge is the departure charge minus the trip's energy over the capacity: an interval on the energy maps one-to-
+one onto an interval on the arrival charge, and the two coverages are the same number.
 
     python -m studies.trip_logs.calibration_report [--rows CSV] [--output MD]
 
@@ -59,6 +59,22 @@ def _read(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+def _held_out(rows: list[dict[str, str]]) -> str:
+    """What a held-out drive is, per network, from the prior rows (``repeats``: drives per held-out route)."""
+    parts = []
+    for r in rows:
+        if r["model"] == "prior":
+            k = int(r.get("repeats") or 0)
+            parts.append(
+                f"{r['network']}: {r['n_test']} held-out routes, "
+                + (f"each driven {k} times in a second SUMO run" if k else "each driven once")
+            )
+    return (
+        "Each held-out drive is one SUMO drive from rest to rest on its route (traffic, stops and queues included), "
+        "never seen by the learner (" + "; ".join(parts) + ")."
+    )
+
+
 def report_lines(rows: list[dict[str, str]], source: str) -> list[str]:
     """The page (module doc) from the known-truth rows; ``source``: the CSV's path as the page names it."""
     learned = [r for r in rows if r["model"] != "prior" and r.get("cover90")]
@@ -69,19 +85,19 @@ def report_lines(rows: list[dict[str, str]], source: str) -> list[str]:
         f"rows ([`{Path(source).name}`](data/{Path(source).name}); the commands that produced them and the protocol: "
         "[trip_logs_known_truth.md](trip_logs_known_truth.md)).",
         "",
-        "Each held-out trip is one SUMO drive from rest to rest on its route (traffic, stops and queues included), "
-        "never seen by the learner; its battery energy is predicted by BI and the exact GP learned from N training "
+        _held_out(rows) + "  Its battery energy is predicted by BI and the exact GP learned from N training "
         "trips' logs, with a 90 % interval from the route's joint posterior, the whole-trip noise and the trip effect "
         "learned from the training trips' out-of-fold residuals (`trip_effect.cavity_residuals`, "
         "`fit_predictive_noise`: the interval a mixture over their posterior, so it carries their estimation "
         "uncertainty).  SUMO's state of charge is its battery "
-        "energy over the capacity, so the arrival charge is the departure charge minus the trip's energy over the "
+        "energy over the capacity, so the arrival charge is the departure charge minus the drive's energy over the "
         "capacity: the arrival-charge interval covers exactly when the energy interval does, and the coverage below "
-        "is both.  " + _AS_LEARN[learn_interval_kind(rows)],
+        "is both (share of the held-out drives inside their interval).  " + _AS_LEARN[learn_interval_kind(rows)],
         "",
-        "| network | condition | N | model | seeds | held-out trips per seed "
-        "| 90 % coverage (mean; min-max over seeds) | as learn | 1.645 x mean predictive s.d. (Wh) | RMSE (Wh) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| network | condition | N | model | seeds | held-out drives per seed "
+        "| 90 % coverage (mean; min-max over seeds) | as learn | 1.645 x mean predictive s.d. (Wh) "
+        "| RMSE per drive (Wh) | RMSE vs route means (Wh) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     keys = sorted({(r["network"], r["condition"], int(r["n_train"]), r["model"]) for r in learned})
     verdicts = []
@@ -91,10 +107,13 @@ def report_lines(rows: list[dict[str, str]], source: str) -> list[str]:
         learn = np.array([float(r["cover90_learn"]) for r in rs])
         half = 1.6448536269514722 * np.mean([float(r["sd_mean_wh"]) for r in rs])
         rmse = np.mean([float(r["rmse_wh"]) for r in rs])
+        means = [r.get("rmse_mean_wh") for r in rs]
+        rmse_mean = f"{np.mean([float(m) for m in means if m]):.1f}" if all(means) else "-"
         net, cond, n, model = key
         lines.append(
-            f"| {net} | {cond} | {n} | {model} | {len(rs)} | {rs[0]['n_test']} | {cov.mean():.1%} "
-            f"({cov.min():.0%}-{cov.max():.0%}) | {learn.mean():.1%} | {half:.1f} | {rmse:.1f} |"
+            f"| {net} | {cond} | {n} | {model} | {len(rs)} | {rs[0].get('n_drives') or rs[0]['n_test']} "
+            f"| {cov.mean():.1%} ({cov.min():.0%}-{cov.max():.0%}) | {learn.mean():.1%} | {half:.1f} | {rmse:.1f} "
+            f"| {rmse_mean} |"
         )
         inside = _inside(cov.mean())
         verdicts.append(

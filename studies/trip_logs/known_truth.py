@@ -9,6 +9,12 @@ Protocol (all seeded):
    from rest and parking at the end of the last edge (standing 5 s there before arriving:
    ``evroute.sumo.triplogs.simulate_trips(arrive_at_rest=True)``), so every trip runs from rest to rest as a driver's
    does.  SUMO's exact FCD + battery outputs are the truth: the route driven and the battery energy of each trip.
+   With ``--repeats R`` (route-mean truth) each of the ``--test`` held-out routes is also driven R times in a second
+   SUMO run with the same background demand (``known_truth_repeats``: the first run's vehicle count and 20 s gaps,
+   the repeats at seeded random slots spread over the whole period, every drive from rest to rest; a second run
+   because extra vehicles in the first would change the training trips' traffic and SUMO's draws, so the training
+   trips stay bit for bit what they were); the held-out drives are then those ``test x R`` drives, and the truth of
+   a route is the mean of its R drives' battery energies.
 2. Per condition (sampling period, GPS noise s.d., gauge step in % of capacity), every training trip is degraded
    (``degrade``, seed 1000 + trip) and map-matched; its charge readings become linear observations.  Matching
    accuracy: the share of the true route's edges in the matched path (recall) and of the matched path's edges in the
@@ -43,9 +49,11 @@ Protocol (all seeded):
    the trips (``fit_route_noise``, a normal at the fit: a diagnostic, too narrow where a trip's own edges absorb its
    trip effect, what ``evroute learn`` stored before model format 2); and ``cover90_learn`` the interval ``evroute
    route --model-file`` serves from that mixture (``RouteBelief.trip_half_width`` around the served mean, whose edge
-   means are floored at 0).  Each row carries the code's commit.  Error per held-out
-   trip = predicted - SUMO's battery energy (Wh): RMSE, bias and the share of held-out trips inside each 90 % interval;
-   the prior alone (N = 0) is the physics model.
+   means are floored at 0).  Each row carries the code's commit.  Error per held-out drive = predicted - SUMO's
+   battery energy (Wh): RMSE, bias and the share of held-out drives inside each 90 % interval; the prior alone
+   (N = 0) is the physics model.  Both RMSEs per row (``known_truth_repeats.score``): ``rmse_wh`` per held-out
+   drive, and with ``--repeats`` ``rmse_mean_wh`` against the route means with the means' sampling error removed
+   (``rmse_mean_raw_wh`` without); the coverages are over all held-out drives.
 
 Where the prior's bias comes from (``bias.csv``, training trips, SUMO's exact logs; no fit, no held-out trip): each
 trip's SUMO energy minus the prior's, split by ``known_truth_floor.bias_rows`` into the driven speed profile, SUMO's
@@ -77,8 +85,10 @@ from studies.trip_logs.known_truth_data import (
     _append,
     _cpu,
     _match_trips,
+    _per_route,
     _read,
     _readings,
+    _Serial,
     load_study,
 )
 from studies.trip_logs.known_truth_repeats import score_fields
@@ -398,32 +408,6 @@ def run(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
     return 0
-
-
-def _per_route(drive_route: np.ndarray, routes: list[np.ndarray], fn: Any) -> Any:
-    """``i -> fn(edges of held-out route i)``, each route's computed once (its drives share it)."""
-    first = {int(i): r for i, r in zip(drive_route, routes, strict=True)}
-    memo: dict[int, Any] = {}
-
-    def get(i: int) -> Any:
-        if int(i) not in memo:
-            memo[int(i)] = fn(first[int(i)])
-        return memo[int(i)]
-
-    return get
-
-
-class _Serial:
-    """A stand-in for a process pool of one worker: ``imap_unordered`` in this process."""
-
-    def __enter__(self) -> _Serial:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def imap_unordered(self, fn: Any, items: list) -> Any:
-        return map(fn, items)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -291,3 +291,29 @@ def _readings(st: Study, matched: dict, cond: str, names: list[str], fracs: list
                 log, m, length, st.usable, f**2 * var_det, soc_step=step, mechanical_wh=mech
             )
     return out
+
+
+def _per_route(drive_route: np.ndarray, routes: list[np.ndarray], fn: Any) -> Any:
+    """``i -> fn(edges of held-out route i)``, each route's computed once (its drives share it)."""
+    first = {int(i): r for i, r in zip(drive_route, routes, strict=True)}
+    memo: dict[int, Any] = {}
+
+    def get(i: int) -> Any:
+        if int(i) not in memo:
+            memo[int(i)] = fn(first[int(i)])
+        return memo[int(i)]
+
+    return get
+
+
+class _Serial:
+    """A stand-in for a process pool of one worker: ``imap_unordered`` in this process."""
+
+    def __enter__(self) -> _Serial:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def imap_unordered(self, fn: Any, items: list) -> Any:
+        return map(fn, items)
