@@ -50,7 +50,7 @@ def _groups(learned: list[dict[str, str]]) -> dict[tuple[str, int, str], list[di
     out: dict[tuple[str, int, str], list[dict[str, str]]] = {}
     for r in learned:
         out.setdefault((r["condition"], int(r["n_train"]), r["model"]), []).append(r)
-    return dict(sorted(out.items()))
+    return dict(sorted(out.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])))  # by (condition, model), then N
 
 
 def _spread(x: np.ndarray, fmt: Callable[[float], str], worst: float) -> str:
