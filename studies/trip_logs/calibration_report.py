@@ -41,10 +41,10 @@ _NEW = (
 #: the sentence on the 'as learn' column, by what the rows' ``cover90_learn`` means (``learn_interval_kind``)
 _AS_LEARN = {
     "moments": "'As learn' is the interval `evroute learn` computes today (the readings' noise scale per traversal "
-    "and the trip effect by moments), on the same trips.",
-    "served": f"'As learn' is {_NEW}, on the same trips.",
+    "and the trip effect by moments), on the same drives.",
+    "served": f"'As learn' is {_NEW}, on the same drives.",
     "mixed": f"'As learn' is, for the rows with `learn_interval` = served, {_NEW}; for the older rows, {_OLD}; on "
-    "the same trips.",
+    "the same drives.",
 }
 
 
@@ -126,7 +126,7 @@ def report_lines(rows: list[dict[str, str]], source: str) -> list[str]:
     met = sum(v.split(": ")[1].split(" ")[1] == "inside" for v in verdicts)
     lines += [
         "",
-        f"Goal, 85-95 % of held-out trips inside their 90 % interval (mean over seeds): met by {met} of "
+        f"Goal, 85-95 % of held-out drives inside their 90 % interval (mean over seeds): met by {met} of "
         f"{len(verdicts)} rows.",
         "",
         *verdicts,
