@@ -106,7 +106,12 @@ def _bias_lines(bias: list[dict[str, str]], prior_bias: float) -> list[str]:
         f"gap on route length and edge count (the shared per-metre and per-edge offsets the learned models may "
         f"choose, fitted here at trip level) gives {coef[0]:+.1f} Wh/km and {coef[1]:+.2f} Wh per edge; it leaves "
         f"a root-mean-square residual of {resid_sd:.1f} Wh per trip, against a trip-to-trip s.d. of the gap of "
-        f"{gap.std(ddof=1):.1f} Wh: shared offsets remove the mean gap, not its spread.",
+        f"{gap.std(ddof=1):.1f} Wh"
+        + (
+            ": shared offsets remove the mean gap, not most of its spread."
+            if resid_sd > 0.5 * gap.std(ddof=1)
+            else ": shared offsets remove most of its spread too."
+        ),
     ]
     return lines
 
