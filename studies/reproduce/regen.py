@@ -61,12 +61,15 @@ SUMO_LIVE_REGEN = (
     *(cmd(f"-m studies.sumo_live_routes.run --data {{dir}} arms --network {net}") for net in ("luxembourg", "monaco")),
     cmd("-m studies.sumo_live_routes.run --data {dir} --report-only --doc {dir}/sumo_live_routes.md"),
 )
-_KT = "--train 1000 --test 60 --seeds 20 --conditions exact --noise-fracs 0.25 --prior-fracs 0.03125,0.0625,0.125,0.25"
+_KT = (
+    "--train 1000 --test 60 --repeats 10 --seeds 20 --conditions exact --noise-fracs 0.25 "
+    "--prior-fracs 0.03125,0.0625,0.125,0.25"
+)
 _KT_FILES = ("rows", ""), ("matching", "_matching"), ("coverage", "_coverage"), ("bias", "_bias"), ("floor", "_floor")
 #: the known-truth study from scratch (its commands file and the floor rows' commands), collected into {dir}
 KNOWN_TRUTH_REGEN = (
     cmd(
-        f"studies/trip_logs/known_truth.py --network monaco --ns 10,100,1000 {_KT} --workers 1 --out {{dir}}/kt_monaco"
+        f"studies/trip_logs/known_truth.py --network monaco --ns 1000,10,100 {_KT} --workers 2 --out {{dir}}/kt_monaco"
     ),
     cmd(
         f"studies/trip_logs/known_truth.py --network luxembourg --ns 10,100 {_KT} --workers 2 "
@@ -75,7 +78,7 @@ KNOWN_TRUTH_REGEN = (
     *(
         cmd(
             f"-m studies.trip_logs.known_truth_floor --network {net} --out {{dir}}/kt_{net} --train 1000 --test 60 "
-            "--fit-ns 10,100,1000"
+            "--repeats 10 --fit-ns 10,100,1000"
         )
         for net in ("monaco", "luxembourg")
     ),

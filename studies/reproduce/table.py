@@ -474,8 +474,10 @@ SOURCES: tuple[Source, ...] = (
                 ".csv",
                 ("network", "condition", "n_train", "seed", "model"),
                 (),
-                1200.0,
-                "estimated: the SUMO trips, map matching and fits of both networks (not recorded per row; 1,200 CPU s)",
+                2200.0,
+                "estimated from the study's printed CPU per cell at HEAD (not recorded per row): monaco 717 CPU s "
+                "measured (SUMO's two runs 39, matching 18, cells 620, floor 41), luxembourg ~1,490 (N = 100 cells "
+                "~43 s each, its N = 1000 cell ~400 s estimated); 2,200 CPU s",
             ),
             ("_bias.csv", ("network", "trip"), (), 0.0, WITH_KNOWN_TRUTH),
             ("_floor.csv", ("network", "row", "n_train"), (), 0.0, WITH_KNOWN_TRUTH),

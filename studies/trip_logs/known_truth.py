@@ -9,6 +9,12 @@ Protocol (all seeded):
    from rest and parking at the end of the last edge (standing 5 s there before arriving:
    ``evroute.sumo.triplogs.simulate_trips(arrive_at_rest=True)``), so every trip runs from rest to rest as a driver's
    does.  SUMO's exact FCD + battery outputs are the truth: the route driven and the battery energy of each trip.
+   With ``--repeats R`` (route-mean truth) each of the ``--test`` held-out routes is also driven R times in a second
+   SUMO run with the same background demand (``known_truth_repeats``: the first run's vehicle count and 20 s gaps,
+   the repeats at seeded random slots spread over the whole period, every drive from rest to rest; a second run
+   because extra vehicles in the first would change the training trips' traffic and SUMO's draws, so the training
+   trips stay bit for bit what they were); the held-out drives are then those ``test x R`` drives, and the truth of
+   a route is the mean of its R drives' battery energies.
 2. Per condition (sampling period, GPS noise s.d., gauge step in % of capacity), every training trip is degraded
    (``degrade``, seed 1000 + trip) and map-matched; its charge readings become linear observations.  Matching
    accuracy: the share of the true route's edges in the matched path (recall) and of the matched path's edges in the
@@ -43,9 +49,11 @@ Protocol (all seeded):
    the trips (``fit_route_noise``, a normal at the fit: a diagnostic, too narrow where a trip's own edges absorb its
    trip effect, what ``evroute learn`` stored before model format 2); and ``cover90_learn`` the interval ``evroute
    route --model-file`` serves from that mixture (``RouteBelief.trip_half_width`` around the served mean, whose edge
-   means are floored at 0).  Each row carries the code's commit.  Error per held-out
-   trip = predicted - SUMO's battery energy (Wh): RMSE, bias and the share of held-out trips inside each 90 % interval;
-   the prior alone (N = 0) is the physics model.
+   means are floored at 0).  Each row carries the code's commit.  Error per held-out drive = predicted - SUMO's
+   battery energy (Wh): RMSE, bias and the share of held-out drives inside each 90 % interval; the prior alone
+   (N = 0) is the physics model.  Both RMSEs per row (``known_truth_repeats.score``): ``rmse_wh`` per held-out
+   drive, and with ``--repeats`` ``rmse_mean_wh`` against the route means with the means' sampling error removed
+   (``rmse_mean_raw_wh`` without); the coverages are over all held-out drives.
 
 Where the prior's bias comes from (``bias.csv``, training trips, SUMO's exact logs; no fit, no held-out trip): each
 trip's SUMO energy minus the prior's, split by ``known_truth_floor.bias_rows`` into the driven speed profile, SUMO's
@@ -77,10 +85,13 @@ from studies.trip_logs.known_truth_data import (
     _append,
     _cpu,
     _match_trips,
+    _per_route,
     _read,
     _readings,
+    _Serial,
     load_study,
 )
+from studies.trip_logs.known_truth_repeats import score_fields
 
 NOISE_FRACS = (0.1, 0.25, 0.5, 1.0)
 ROW_FIELDS = [
@@ -111,6 +122,10 @@ ROW_FIELDS = [
     "trip_rel_var_insample",
     "commit",
     "learn_interval",
+    "rmse_mean_wh",
+    "rmse_mean_raw_wh",
+    "n_drives",
+    "repeats",
 ]
 Z90 = 1.6448536269514722  # the standard normal's 95 % quantile: a central 90 % interval is mean +- Z90 sd
 
@@ -225,12 +240,13 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
         # the in-sample diagnostic: the whole-trip noise and trip effect fitted to the training trips' in-sample
         # residual sums (trip_effect.fit_route_noise)
         rn = fit_route_noise(mu, post.covariance_of, sums, phi)
-        routes = [st.truth[n] for n in st.test]
+        routes = st.drive_routes()  # per held-out drive (test x R with --repeats)
         pred = np.array([w @ mu[r] for r, w in zip(routes, st.w_test, strict=True)]) + st.bnd_test
+        cov_of = _per_route(st.drive_test, routes, post.covariance_of)  # once per route, not per drive
         parts = np.array(
             [
-                (w @ post.covariance_of(r) @ w, phi * model.noise_var * w.sum(), max(w @ mu[r], 0.0) ** 2)
-                for r, w in zip(routes, st.w_test, strict=True)
+                (w @ cov_of(i) @ w, phi * model.noise_var * w.sum(), max(w @ mu[r], 0.0) ** 2)
+                for i, r, w in zip(st.drive_test, routes, st.w_test, strict=True)
             ]
         )
         # as served (evroute route --model-file: query.make_belief of a reduced-energy model, its mean floored at 0 per
@@ -238,7 +254,11 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
         served = RouteBelief(model, np.zeros(len(mu)), float(effect["rel_var"]), float(effect["noise_mult"]), pn)
         err_learn = np.array([w @ served.mean[r] for r, w in zip(routes, st.w_test, strict=True)]) + st.bnd_test
         err_learn -= st.y_test
-        half_learn = np.array([served.trip_half_width(r, 0.9, w) for r, w in zip(routes, st.w_test, strict=True)])
+        half_of: dict[tuple[int, bytes], float] = {}  # drives of a route with the same shares: one computation
+        for i, r, w in zip(st.drive_test, routes, st.w_test, strict=True):
+            if (int(i), w.tobytes()) not in half_of:
+                half_of[(int(i), w.tobytes())] = served.trip_half_width(r, 0.9, w)
+        half_learn = np.array([half_of[(int(i), w.tobytes())] for i, w in zip(st.drive_test, st.w_test, strict=True)])
         sd_in = np.sqrt(parts[:, 0] + rn.noise_mult * parts[:, 1] + rn.rel_var * parts[:, 2])
         err = pred - st.y_test
         if pn is None:  # fewer than two usable trips: nothing to fit the noise from (the in-sample fit's defaults)
@@ -254,8 +274,8 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
                 n_train=n_train,
                 seed=seed,
                 model=kind,
-                rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
-                bias_wh=f"{err.mean():.3f}",
+                **score_fields(err, st.drive_test),
+                repeats=st.repeats,
                 n_test=len(st.test),
                 mean_energy_wh=f"{st.y_test.mean():.3f}",
                 noise_frac=frac,
@@ -290,7 +310,7 @@ def run(args: argparse.Namespace) -> int:
     from studies.trip_logs.known_truth_floor import BIAS_FIELDS, bias_rows
 
     out = Path(args.out)
-    st = load_study(args.network, out, args.train, args.test, args.min_route_m, args.prior)
+    st = load_study(args.network, out, args.train, args.test, args.min_route_m, args.prior, args.repeats)
     lg, net = st.lg, st.lg.network
     train, test, truth = st.train, st.test, st.truth
     rows_csv = out / "rows.csv"
@@ -319,12 +339,12 @@ def run(args: argparse.Namespace) -> int:
         _append(out / "coverage.csv", ["network", "n_train", "seed", "coverage"], cov_rows)
     done = {(r["condition"], int(r["n_train"]), int(r["seed"])) for r in _read(rows_csv)}
     if not any(int(r["n_train"]) == 0 for r in _read(rows_csv)):
-        pred = np.array([w @ st.red_prior[truth[n]] for n, w in zip(test, st.w_test, strict=True)]) + st.bnd_test
-        err = pred - st.y_test
+        pred = np.array([w @ st.red_prior[r] for r, w in zip(st.drive_routes(), st.w_test, strict=True)])
+        err = pred + st.bnd_test - st.y_test
         prior_row = dict(network=args.network, condition="-", n_train=0, seed=0, model="prior", prior=st.prior)
         prior_row.update(
-            rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
-            bias_wh=f"{err.mean():.3f}",
+            **score_fields(err, st.drive_test),
+            repeats=st.repeats,
             n_test=len(test),
             mean_energy_wh=f"{st.y_test.mean():.3f}",
         )
@@ -390,19 +410,6 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Serial:
-    """A stand-in for a process pool of one worker: ``imap_unordered`` in this process."""
-
-    def __enter__(self) -> _Serial:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def imap_unordered(self, fn: Any, items: list) -> Any:
-        return map(fn, items)
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
@@ -422,6 +429,12 @@ def main(argv: list[str] | None = None) -> int:
         "--prior", default=PRIORS[0], help=f"the physics prior, among {', '.join(PRIORS)} (default: the default)"
     )
     p.add_argument("--workers", type=int, default=1, help="processes fitting cells at once (1 or 2)")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=0,
+        help="drives per held-out route in a second SUMO run (route-mean truth; 0: each held-out trip's one drive)",
+    )
     args = p.parse_args(argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)
     args.ns = [int(x) for x in args.ns.split(",") if x]
@@ -438,6 +451,12 @@ def main(argv: list[str] | None = None) -> int:
     if bad or not args.ns or min(args.ns) < 1 or args.train < max(args.ns) or args.test < 2:
         print(
             "evroute: error: unknown condition or model, or --ns must be >= 1 and <= --train, --test >= 2",
+            file=sys.stderr,
+        )
+        return 2
+    if args.repeats < 0 or args.repeats == 1 or args.test * args.repeats > args.train + args.test:
+        print(
+            "evroute: error: --repeats must be 0 or at least 2, with --test x --repeats at most --train + --test",
             file=sys.stderr,
         )
         return 2

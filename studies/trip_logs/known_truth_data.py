@@ -75,13 +75,30 @@ class Study:
     e_det: np.ndarray  # (E,) the prior's edge energies (Wh)
     red_prior: np.ndarray  # (E,) the prior mean of reduced energies (Wh)
     exact_index: Any  # MatchIndex for SUMO's exact logs
-    w_test: list[np.ndarray]  # per held-out trip: (n,) driven share of each route edge
-    bnd_test: np.ndarray  # (test,) boundary term M(end) - M(start) (Wh)
-    y_test: np.ndarray  # (test,) SUMO battery energy (Wh)
+    w_test: list[np.ndarray]  # per held-out drive: (n,) driven share of each route edge
+    bnd_test: np.ndarray  # (D,) per held-out drive: boundary term M(end) - M(start) (Wh)
+    y_test: np.ndarray  # (D,) per held-out drive: SUMO battery energy (Wh)
+    drive_test: np.ndarray  # (D,) per held-out drive: its route's index in ``test``
+    repeats: int = 0  # drives per held-out route in the second run (0: each route's one drive in the first run)
+
+    def drive_routes(self) -> list[np.ndarray]:
+        """Per held-out drive ``(D,)``: the edge indices of its route (``truth`` of its held-out trip)."""
+        return [self.truth[self.test[i]] for i in self.drive_test]
 
 
-def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: float, prior: str = "profile") -> Study:
-    """Simulate (once; kept in ``out / "sim"``) and load the study's trips (module doc, steps 1 and 3)."""
+def load_study(
+    network: str,
+    out: Path,
+    n_train: int,
+    n_test: int,
+    min_route_m: float,
+    prior: str = "profile",
+    repeats: int = 0,
+) -> Study:
+    """Simulate (once; kept in ``out / "sim"``) and load the study's trips (module doc, steps 1 and 3); with
+    ``repeats`` R > 0 the held-out drives are the R drives of each held-out route of the second run
+    (:func:`studies.trip_logs.known_truth_repeats.repeat_drives`, kept in ``out / "sim_repeats"``), else each held-out
+    trip's one drive of the first run."""
     from evroute.energy import VehicleProfile, edge_prior
     from evroute.linegraph import build_line_graph
     from evroute.network.registry import load_network
@@ -90,7 +107,7 @@ def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: 
     from evroute.sumo.vehicle import SUMO_GRAVITY_MPS2, effective_mass_kg
     from evroute.traces.formats import read_sumo_fcd
     from evroute.traces.mapmatch import MatchIndex, MatchOptions
-    from evroute.traces.mechanical import path_height_m, reduced_prior_wh, sample_mechanical_wh
+    from evroute.traces.mechanical import reduced_prior_wh
 
     out.mkdir(parents=True, exist_ok=True)
     vehicle = VehicleProfile.load("sumo_ev")
@@ -112,25 +129,18 @@ def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: 
     # reduced energies as SUMO charges them: its g and kinetic mass; a route's battery energy = sum + its boundary
     sumo_v = dataclasses.replace(vehicle, gravity_mps2=SUMO_GRAVITY_MPS2)
     m_kin = effective_mass_kg(vehicle)
-    # what each held-out trip drove of its route: SUMO's lanes start and end metres inside an edge (junctions), so the
-    # first and last edges are partly driven; their shares and the boundary term at the trip's real end points come
-    # from its exact log matched to the network (the trip's own start and end, as a driver's query gives them)
     exact_index = MatchIndex(lg, MatchOptions(sigma_m=5.0, beta_m=10.0))
+    if repeats:
+        from studies.trip_logs.known_truth_repeats import repeat_drives
+
+        drive_traces, drive_test = repeat_drives(sumo_net_file(lg), routes, train, test, repeats, out, vehicle)
+    else:
+        drive_traces, drive_test = [traces[n] for n in test], np.arange(len(test))
     w_test, bnd_list = [], []
-    for n in test:
-        tr, route = traces[n], truth[n]
-        m = exact_index.match(tr.lat, tr.lon)
-        ln = exact_index.length_m[route]
-        start = m.offset_m[0] / ln[0] if m.edge[0] == route[0] else 0.0  # share of the first edge not driven
-        end = m.offset_m[-1] / ln[-1] if m.edge[-1] == route[-1] else 1.0  # share of the last edge driven
-        w = np.ones(len(route))
-        w[-1] = min(end, 1.0)
-        w[0] -= min(start, 1.0)  # a one-edge route: end - start
-        z = path_height_m(m.edge[[0, -1]], m.offset_m[[0, -1]], exact_index.length_m, net.z_from_m, net.z_to_m)
-        z = np.where(np.isfinite(z), z, [net.z_from_m[route[0]], net.z_to_m[route[-1]]])
-        mech = sample_mechanical_wh(tr.speed_mps[[0, -1]], z, sumo_v, m_kin)
-        w_test.append(np.clip(w, 0.0, 1.0))
-        bnd_list.append(float(mech[1] - mech[0]))
+    for tr, i in zip(drive_traces, drive_test, strict=True):
+        w, bnd = drive_shares(tr, truth[test[i]], exact_index, net, sumo_v, m_kin)
+        w_test.append(w)
+        bnd_list.append(bnd)
     return Study(
         lg=lg,
         prior=prior,
@@ -148,8 +158,31 @@ def load_study(network: str, out: Path, n_train: int, n_test: int, min_route_m: 
         exact_index=exact_index,
         w_test=w_test,
         bnd_test=np.array(bnd_list),
-        y_test=np.array([energy[n] for n in test]),
+        y_test=np.array([float(tr.soc_pct[0] - tr.soc_pct[-1]) / 100.0 * usable for tr in drive_traces]),
+        drive_test=np.asarray(drive_test, dtype=np.int64),
+        repeats=repeats,
     )
+
+
+def drive_shares(tr: Any, route: np.ndarray, exact_index: Any, net: Any, sumo_v: Any, m_kin: float) -> tuple:
+    """``(w, boundary)`` of one held-out drive ``tr`` (SUMO's exact log) of ``route`` ``(n,)`` edge indices: ``w``
+    ``(n,)`` the driven share of each route edge and the boundary term ``M(end) - M(start)`` (Wh).  SUMO's lanes
+    start and end metres inside an edge (junctions), so the first and last edges are partly driven; their shares and
+    the boundary term at the drive's real end points come from its exact log matched to the network (the drive's own
+    start and end, as a driver's query gives them)."""
+    from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
+
+    m = exact_index.match(tr.lat, tr.lon)
+    ln = exact_index.length_m[route]
+    start = m.offset_m[0] / ln[0] if m.edge[0] == route[0] else 0.0  # share of the first edge not driven
+    end = m.offset_m[-1] / ln[-1] if m.edge[-1] == route[-1] else 1.0  # share of the last edge driven
+    w = np.ones(len(route))
+    w[-1] = min(end, 1.0)
+    w[0] -= min(start, 1.0)  # a one-edge route: end - start
+    z = path_height_m(m.edge[[0, -1]], m.offset_m[[0, -1]], exact_index.length_m, net.z_from_m, net.z_to_m)
+    z = np.where(np.isfinite(z), z, [net.z_from_m[route[0]], net.z_to_m[route[-1]]])
+    mech = sample_mechanical_wh(tr.speed_mps[[0, -1]], z, sumo_v, m_kin)
+    return np.clip(w, 0.0, 1.0), float(mech[1] - mech[0])
 
 
 _MATCH_FIELDS = ("edge", "offset_m", "path", "path_index", "piece")
@@ -258,3 +291,29 @@ def _readings(st: Study, matched: dict, cond: str, names: list[str], fracs: list
                 log, m, length, st.usable, f**2 * var_det, soc_step=step, mechanical_wh=mech
             )
     return out
+
+
+def _per_route(drive_route: np.ndarray, routes: list[np.ndarray], fn: Any) -> Any:
+    """``i -> fn(edges of held-out route i)``, each route's computed once (its drives share it)."""
+    first = {int(i): r for i, r in zip(drive_route, routes, strict=True)}
+    memo: dict[int, Any] = {}
+
+    def get(i: int) -> Any:
+        if int(i) not in memo:
+            memo[int(i)] = fn(first[int(i)])
+        return memo[int(i)]
+
+    return get
+
+
+class _Serial:
+    """A stand-in for a process pool of one worker: ``imap_unordered`` in this process."""
+
+    def __enter__(self) -> _Serial:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def imap_unordered(self, fn: Any, items: list) -> Any:
+        return map(fn, items)

@@ -7,6 +7,9 @@ readings' noise), every trip's reduced energy (battery minus kinetic and potenti
 each trip has a reduced energy per traversed edge; the whole traversals (not the trip's first or last edge) of
 every edge over the pool of trips estimate the edge's **true mean**.  Rows (held-out trips of the study):
 
+Every row is scored on the study's held-out drives (``--repeats`` R: the R drives of each held-out route in the
+second run, ``known_truth_repeats``) per drive and against the route means (``known_truth_repeats.score``).
+
 * ``prior``: the study's prior (its reduced energies plus the boundary term; the default prior unless the study's
   ``--prior`` says otherwise);
 * ``oracle_edge_means`` (**an oracle ablation, not a learner**): the sum over the held-out route of the true per-edge
@@ -30,8 +33,21 @@ from pathlib import Path
 import numpy as np
 
 from evroute.energy import PRIORS
+from studies.trip_logs.known_truth_repeats import score_fields
 
-FIELDS = ["network", "row", "n_train", "rmse_wh", "bias_wh", "n_test", "note", "command"]
+FIELDS = [
+    "network",
+    "row",
+    "n_train",
+    "rmse_wh",
+    "bias_wh",
+    "n_test",
+    "note",
+    "command",
+    "rmse_mean_wh",
+    "rmse_mean_raw_wh",
+    "n_drives",
+]
 BIAS_FIELDS = [
     "network",
     "trip",
@@ -145,23 +161,23 @@ def floor_rows(st, network: str, fit_ns: list[int]) -> list[dict]:
     rows = []
 
     def row(name: str, pred: np.ndarray, n_train: int, note: str) -> dict:
-        err = pred - st.y_test
+        """A row of the predictions ``pred`` ``(D,)`` of the held-out drives, scored per drive and against the route
+        means (``known_truth_repeats.score_fields``)."""
         return dict(
             network=network,
             row=name,
             n_train=n_train,
-            rmse_wh=f"{np.sqrt(np.mean(err**2)):.3f}",
-            bias_wh=f"{err.mean():.3f}",
+            **score_fields(pred - st.y_test, st.drive_test),
             n_test=len(st.test),
             note=note,
         )
 
-    routes = [st.truth[n] for n in st.test]
+    routes = st.drive_routes()  # per held-out drive
     pred = np.array([w @ st.red_prior[r] for r, w in zip(routes, st.w_test, strict=True)]) + st.bnd_test
     rows.append(row("prior", pred, 0, f"{st.prior} reduced + boundary"))
-    oracle, known, total = [], 0, 0
-    for n, r, w in zip(st.test, routes, st.w_test, strict=True):
-        own = trav[n]
+    means, known, total = [], 0, 0  # per held-out route: its edges' leave-one-out means (the oracle)
+    for n in st.test:
+        own, r = trav[n], st.truth[n]
         mean = st.red_prior[r].copy()
         for k, e in enumerate(r.tolist()):
             c = counts.get(e, 0) - (e in own)
@@ -169,7 +185,8 @@ def floor_rows(st, network: str, fit_ns: list[int]) -> list[dict]:
             if c > 0:
                 mean[k] = (sums[e] - own.get(e, 0.0)) / c
                 known += 1
-        oracle.append(w @ mean)
+        means.append(mean)
+    oracle = [w @ means[i] for i, w in zip(st.drive_test, st.w_test, strict=True)]
     pred = np.array(oracle) + st.bnd_test
     rows.append(row("oracle_edge_means", pred, len(pool) - 1, f"edges with a mean {known / total:.3f}"))
     feats = _features(st)
@@ -189,7 +206,7 @@ def floor_rows(st, network: str, fit_ns: list[int]) -> list[dict]:
         vals = [per[e] for per in trav.values() if e in per]
         if len(vals) > 1:
             var_e[e] = float(np.var(vals, ddof=1))
-    indep = np.mean([sum(var_e.get(e, 0.0) for e in r[1:-1].tolist()) for r in routes])
+    indep = np.mean([sum(var_e.get(e, 0.0) for e in st.truth[n][1:-1].tolist()) for n in st.test])
     res = np.array(oracle) + st.bnd_test - st.y_test
     rows.append(
         dict(
@@ -199,8 +216,9 @@ def floor_rows(st, network: str, fit_ns: list[int]) -> list[dict]:
             rmse_wh=f"{np.sqrt(indep):.3f}",
             bias_wh="",
             n_test=len(st.test),
+            n_drives=str(len(res)),
             note=f"sqrt of the mean sum of per-edge traversal variances (independent edges) vs the oracle's "
-            f"residual RMS {np.sqrt(np.mean(res**2)):.3f}",
+            f"residual RMS per held-out drive {np.sqrt(np.mean(res**2)):.3f}",
         )
     )
     return rows
@@ -216,16 +234,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--test", type=int, default=60)
     p.add_argument("--min-route-m", type=float, default=1000.0)
     p.add_argument("--fit-ns", default="10,100,1000")
+    p.add_argument("--repeats", type=int, default=0, help="the study's --repeats (its held-out drives)")
     p.add_argument("--prior", default=PRIORS[0], help=f"the study's prior, among {', '.join(PRIORS)}")
     args = p.parse_args(argv)
     fit_ns = [int(x) for x in args.fit_ns.split(",") if x]
-    if not fit_ns or min(fit_ns) < 1 or max(fit_ns) > args.train or args.prior not in PRIORS:
+    if not fit_ns or min(fit_ns) < 1 or max(fit_ns) > args.train or args.prior not in PRIORS or args.repeats < 0:
         print(
-            f"evroute: error: --fit-ns must be within 1..--train, --prior one of {', '.join(PRIORS)}", file=sys.stderr
+            f"evroute: error: --fit-ns must be within 1..--train, --prior one of {', '.join(PRIORS)}, --repeats >= 0",
+            file=sys.stderr,
         )
         return 2
     out = Path(args.out)
-    st = load_study(args.network, out, args.train, args.test, args.min_route_m, args.prior)
+    st = load_study(args.network, out, args.train, args.test, args.min_route_m, args.prior, args.repeats)
     rows = floor_rows(st, args.network, fit_ns)
     import shlex
 

@@ -30,6 +30,17 @@ DATA = "docs/results/data/"
 OPTIONAL = ("floor.csv",)
 
 
+def _pool(commands: list[str], net: str) -> int | None:
+    """The training pool (``--train``) of ``net``'s study command among ``commands`` (None when not stated)."""
+    import shlex
+
+    for c in commands:
+        a = shlex.split(c)
+        if "--network" in a and a[a.index("--network") + 1] == net and "--train" in a[:-1]:
+            return int(a[a.index("--train") + 1])
+    return None
+
+
 def collect(folders: list[Path], files: dict[str, Path], commands: Path) -> None:
     """Concatenate each folder's CSV files into ``files`` (name in the folder -> committed path) and its
     ``command.txt`` into ``commands``."""
@@ -87,7 +98,9 @@ def report(args: argparse.Namespace) -> int:
         per_n = []
         for n in sorted({int(r["n_train"]) for r in rs}):
             seeds = sorted({int(r["seed"]) for r in rs if int(r["n_train"]) == n})
-            per_n.append(f"N = {n} seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})")
+            pool = _pool(commands, net)
+            whole = f" (N at or above the pool of --train {pool}: every seed draws the whole pool, one fit)"
+            per_n.append(f"N = {n} seeds {seeds[0]}-{seeds[-1]} ({len(seeds)})" + (whole if pool and n >= pool else ""))
         cells = {(r["condition"], int(r["n_train"])) for r in rs}
         dropped = [f"{c} at N = {n}" for c, n in design if (c, n) not in cells]
         commits = ", ".join(sorted({r.get("commit") or "not recorded" for r in rs}))

@@ -68,3 +68,16 @@ def test_bad_input_one_line_exit_2(tmp_path: Path, capsys) -> None:
     only_prior.write_text("network,model,cover90\nmonaco,prior,\n")
     assert main(["--rows", str(only_prior), "--output", str(out)]) == 2
     assert not out.exists()
+
+
+def test_report_with_repeats_names_the_drives_and_both_rmses() -> None:
+    """Rows of a study with ``--repeats 10``: the page says each held-out route was driven 10 times, the drives per
+    seed come from ``n_drives`` and the route-mean RMSE is the mean over seeds (20 and 24: 22.0)."""
+    rows = [
+        dict(_row(0, 0, "prior", 0, 0), cover90="", repeats="10", n_drives="600", rmse_mean_wh="40.0"),
+        dict(_row(100, 0, "bi", 0.9, 0.9), repeats="10", n_drives="600", rmse_mean_wh="20.0"),
+        dict(_row(100, 1, "bi", 0.9, 0.9), repeats="10", n_drives="600", rmse_mean_wh="24.0"),
+    ]
+    text = "\n".join(report_lines(rows, "x/rows.csv"))
+    assert "monaco: 60 held-out routes, each driven 10 times in a second SUMO run" in text
+    assert "| monaco | exact | 100 | bi | 2 | 600 | 90.0% (90%-90%) | 90.0% | 32.9 | 30.0 | 22.0 |" in text

@@ -48,7 +48,7 @@ def test_coverage_goal_within_the_rows_rounding() -> None:
     import numpy as np
 
     from studies.trip_logs.calibration_report import _inside
-    from studies.trip_logs.known_truth_sections import _in_goal
+    from studies.trip_logs.known_truth_goals import _in_goal
 
     stored = np.array([float(f"{k / 60:.4f}") for k in (58, 57, 57, 58, 55)])
     assert stored.mean() > 0.95 and _in_goal(stored.mean()) and _inside(stored.mean())
