@@ -110,6 +110,17 @@ def _cheap_sumo_bandit(r: Mapping[str, str]) -> bool:
     return sumo_bandit_at_head(r) and r["model"] == "bi" and r["network"] == "monaco"
 
 
+#: the commits whose sumo_live_routes trips reproduce at HEAD: the study regenerated at HEAD of issue 38 (every
+#: ``collect`` command on its page, then ``arms`` per network and ``--report-only``, into an empty folder; the page
+#: names the commits per network).  Empty while every trip predates issue 34.
+SUMO_LIVE_AT_HEAD: frozenset[str] = frozenset()
+
+
+def sumo_live_at_head(r: Mapping[str, str]) -> bool:
+    """Whether a sumo_live_routes trip reproduces at HEAD: its ``commit`` is one of :data:`SUMO_LIVE_AT_HEAD`."""
+    return r.get("commit", "") in SUMO_LIVE_AT_HEAD
+
+
 _SUMO_BANDIT_AT = "40a3992"
 _SUMO_LIVE_AT = "93f5b0b"
 

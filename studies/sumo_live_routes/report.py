@@ -60,26 +60,61 @@ def report_lines(trips: pd.DataFrame, trav: pd.DataFrame, corr: pd.DataFrame) ->
     return lines + eq8_section(summary, trav)
 
 
+def at_head(trips: pd.DataFrame) -> pd.Series:
+    """Per trip: whether it was recorded at HEAD (its ``commit`` in
+    :data:`studies.reproduce.table.SUMO_LIVE_AT_HEAD`); the other trips predate issue 34."""
+    from studies.reproduce.table import SUMO_LIVE_AT_HEAD
+
+    if "commit" not in trips.columns:
+        return pd.Series(False, index=trips.index)
+    return trips["commit"].astype(str).isin(SUMO_LIVE_AT_HEAD)
+
+
 def provenance_lines(trips: pd.DataFrame) -> list[str]:
-    """The commits that recorded the trips, per network (the trips' ``commit`` column), and their label."""
+    """The commits that recorded the trips, per network (the trips' ``commit`` column), which networks are at HEAD
+    (:func:`at_head`: every trip of the network) and the label of the older trips."""
     from collections import Counter
 
     from studies.reproduce.provenance import before_issue34_sentence, commit_table
 
     if "commit" not in trips.columns:
         return []
-    groups = {str(n): Counter(g["commit"].fillna("unlabelled").astype(str)) for n, g in trips.groupby("network")}
-    return [
+    head = at_head(trips)
+    groups = {
+        f"{n}{' (at HEAD)' if head[g.index].all() else ''}": Counter(g["commit"].fillna("unlabelled").astype(str))
+        for n, g in trips.groupby("network")
+    }
+    new = sorted(set(trips.loc[head, "commit"].astype(str)))
+    lines = [
         "Provenance: each live trip carries the commit that recorded it (column `commit` of "
-        f"[`{TRIPS}`](data/{TRIPS}); trips recorded before the column existed: the commit that last wrote the "
-        "trip's line before the study moved to `studies/` at commit `16c07d3`, which only renamed the recorded "
-        "commands).  Trips per network and commit:",
+        f"[`{TRIPS}`](data/{TRIPS})"
+        + (
+            "; trips recorded before the column existed: the commit that last wrote the trip's line before the study "
+            "moved to `studies/` at commit `16c07d3`, which only renamed the recorded commands"
+            if not head.all()
+            else ""
+        )
+        + ").  Trips per network and commit:",
         "",
         *commit_table(groups, "network"),
         "",
-        before_issue34_sentence("`sumo_live_routes` under `scripts/sumo/`"),
-        "",
     ]
+    if new:
+        lines += [
+            f"Networks marked (at HEAD) were regenerated at commit {', '.join(f'`{c}`' for c in new)}, after issue 34: "
+            "every trip driven again, the recorded day and the saved states simulated again, the arms, within-trip "
+            "correlations and held-out checks computed again (the commands above, into an empty folder); "
+            "`python -m studies.reproduce.run --pages sumo_live_routes` regenerates the data files and compares "
+            "every row.",
+            "",
+        ]
+    if not head.all():
+        lines += [
+            ("Networks not marked (at HEAD): " if new else "")
+            + before_issue34_sentence("`sumo_live_routes` under `scripts/sumo/`"),
+            "",
+        ]
+    return lines
 
 
 def header_lines(trips: pd.DataFrame) -> list[str]:

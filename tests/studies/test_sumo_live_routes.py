@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+import pytest
 import scipy.sparse as sp
 
 from studies.sumo_live_routes.runner import (
@@ -119,3 +120,27 @@ def test_leave_one_pair_out_scales_the_slope_without_the_pairs_own_trips() -> No
     pred, scales = leave_one_pair_out_driver(d)
     np.testing.assert_allclose(scales, [1.9, 2.0, 11.0 / 6.0])
     np.testing.assert_allclose(pred, turn + np.array([1.9, 1.9, 2.0, 11.0 / 6.0]) * x)
+
+
+def test_provenance_marks_the_networks_at_head_and_labels_the_older_trips(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A network all of whose trips carry a commit of ``SUMO_LIVE_AT_HEAD`` is marked (at HEAD) and named with the
+    regeneration command; the others keep the before-issue-34 label; with every trip at HEAD that label is gone."""
+    import studies.reproduce.table as T
+    from studies.sumo_live_routes.report import at_head, provenance_lines
+
+    trips = pd.DataFrame(
+        {"network": ["a", "a", "b", "b"], "commit": ["1111111", "2222222", "93f5b0b", "93f5b0b"], "trip": list("wxyz")}
+    )
+    monkeypatch.setattr(T, "SUMO_LIVE_AT_HEAD", frozenset({"1111111", "2222222"}))
+    assert at_head(trips).tolist() == [True, True, False, False]
+    text = "\n".join(provenance_lines(trips))
+    assert "| a (at HEAD) | 2 | `1111111` (1), `2222222` (1) |" in text and "| b | 2 | `93f5b0b` (2) |" in text
+    assert "regenerated at commit `1111111`, `2222222`, after issue 34" in text
+    assert "Networks not marked (at HEAD): These rows were recorded before issue 34" in text
+    assert "before the study moved to `studies/`" in text
+    monkeypatch.setattr(T, "SUMO_LIVE_AT_HEAD", frozenset({"1111111", "2222222", "93f5b0b"}))
+    text = "\n".join(provenance_lines(trips))
+    assert "| b (at HEAD) |" in text and "before issue 34 (merged" not in text and "moved to `studies/`" not in text
+    monkeypatch.setattr(T, "SUMO_LIVE_AT_HEAD", frozenset())
+    text = "\n".join(provenance_lines(trips))
+    assert "(at HEAD)" not in text and text.count("These rows were recorded before issue 34") == 1
