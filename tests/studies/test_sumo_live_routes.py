@@ -126,7 +126,7 @@ def test_provenance_marks_the_networks_at_head_and_labels_the_older_trips(monkey
     """A network all of whose trips carry a commit of ``SUMO_LIVE_AT_HEAD`` is marked (at HEAD) and named with the
     regeneration command; the others keep the before-issue-34 label; with every trip at HEAD that label is gone."""
     import studies.reproduce.table as T
-    from studies.sumo_live_routes.report import at_head, provenance_lines
+    from studies.sumo_live_routes.header import at_head, provenance_lines
 
     trips = pd.DataFrame(
         {"network": ["a", "a", "b", "b"], "commit": ["1111111", "2222222", "93f5b0b", "93f5b0b"], "trip": list("wxyz")}
