@@ -144,3 +144,44 @@ def test_provenance_marks_the_networks_at_head_and_labels_the_older_trips(monkey
     monkeypatch.setattr(T, "SUMO_LIVE_AT_HEAD", frozenset())
     text = "\n".join(provenance_lines(trips))
     assert "(at HEAD)" not in text and text.count("These rows were recorded before issue 34") == 1
+
+
+def test_compare_pairs_the_trips_and_reports_what_moved(tmp_path: Path) -> None:
+    """The comparison of the committed tables with themselves pairs every trip with no change; with every live
+    energy of one network 10 Wh higher, that network's paired change is +10.0 Wh and Eq. 8's bias 10 Wh lower
+    (bias = prediction - live), the other network's unchanged."""
+    from studies.sumo_live_routes.compare import compare_lines, network_summary
+    from studies.sumo_live_routes.runner import load_tables
+
+    data = Path(__file__).resolve().parents[2] / "docs" / "results" / "data"
+    trips, trav, corr = load_tables(data)
+    old = network_summary(trips, trav, corr)
+    text = "\n".join(compare_lines(old, old, "abc1234"))
+    for net, s in old.items():
+        assert f"{len(s.rp)} trips paired; on them the live reduced energy changed by +0.0 Wh" in text, net
+    net = sorted(old)[0]
+    bumped = trav.copy()
+    mine = bumped["trip"].isin(trips.loc[trips["network"] == net, "trip"])
+    bumped.loc[mine, "reduced_wh"] += 10.0 / bumped[mine].groupby("trip")["trip"].transform("size")
+    new = network_summary(trips, bumped, corr)
+    lines = compare_lines(old, new, "abc1234")
+    sec = lines[lines.index(f"## {net}") :]
+    assert "live reduced energy changed by +10.0 Wh in mean" in "\n".join(sec[:4])
+    b_old, b_new = (
+        old[net].fits["Eq. 8 (paper), prior alone"]["bias"],
+        new[net].fits["Eq. 8 (paper), prior alone"]["bias"],
+    )
+    assert b_new == pytest.approx(b_old - 10.0, abs=1e-9)  # the same predictions against live energies 10 Wh higher
+    other = sorted(old)[1]
+    assert new[other].fits == old[other].fits
+
+
+def test_compare_refuses_a_revision_without_the_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from studies.sumo_live_routes.compare import main
+
+    out = tmp_path / "page.md"
+    with pytest.raises(SystemExit) as e:
+        main(["--old", "0000000000000000000000000000000000000000", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("evroute: error: --old ") and err.count("\n") == 1
+    assert not out.exists()
