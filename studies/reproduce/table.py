@@ -32,6 +32,7 @@ absolute tolerance where the computation is not deterministic (``atol``).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from studies.reproduce.regen import (
@@ -112,13 +113,37 @@ def _cheap_sumo_bandit(r: Mapping[str, str]) -> bool:
 
 #: the commits whose sumo_live_routes trips reproduce at HEAD: the study regenerated at HEAD of issue 38 (every
 #: ``collect`` command on its page, then ``arms`` per network and ``--report-only``, into an empty folder; the page
-#: names the commits per network).  Empty while every trip predates issue 34.
-SUMO_LIVE_AT_HEAD: frozenset[str] = frozenset()
+#: names the commits per network): Monaco at ``d5ee1c3`` (the library and the study's code there are those of HEAD)
+SUMO_LIVE_AT_HEAD: frozenset[str] = frozenset({"d5ee1c3"})
 
 
 def sumo_live_at_head(r: Mapping[str, str]) -> bool:
     """Whether a sumo_live_routes trip reproduces at HEAD: its ``commit`` is one of :data:`SUMO_LIVE_AT_HEAD`."""
     return r.get("commit", "") in SUMO_LIVE_AT_HEAD
+
+
+def sumo_live_networks_at_head() -> frozenset[str]:
+    """The networks every committed live trip of which reproduces at HEAD (:func:`sumo_live_at_head`)."""
+    return _networks_at_head(SUMO_LIVE_AT_HEAD)
+
+
+@cache
+def _networks_at_head(commits: frozenset[str]) -> frozenset[str]:
+    import csv
+
+    nets: dict[str, bool] = {}
+    with (ROOT / DATA / "sumo_live_routes_trips.csv").open(newline="") as f:
+        for r in csv.DictReader(f):
+            nets[r["network"]] = nets.get(r["network"], True) and r["commit"] in commits
+    return frozenset(n for n, ok in nets.items() if ok)
+
+
+def sumo_live_row_at_head(r: Mapping[str, str]) -> bool:
+    """Whether a row of a sumo_live_routes data file reproduces at HEAD: its network's trips all do (the network
+    from the row's ``network`` column, or from its ``trip`` id, ``<network>-<pair>-<kinds>-<k>``); the arms,
+    correlations and held-out checks of a network are recomputed with its trips."""
+    net = r.get("network") or r.get("trip", "").split("-")[0]
+    return net in sumo_live_networks_at_head()
 
 
 _SUMO_BANDIT_AT = "40a3992"
@@ -223,11 +248,15 @@ SOURCES: tuple[Source, ...] = (
             f"sumo_live_routes_{name}",
             "sumo_live_routes",
             key=key,
-            excluded={c: TIMING for c in ("cpu_s", "wall_s")},
+            excluded={
+                **{c: TIMING for c in ("cpu_s", "wall_s")},
+                "commit": "provenance: the commit that recorded the trip",
+            },
             at=_SUMO_LIVE_AT,
             command="python -m studies.sumo_live_routes.run --help (the commands are on the page)",
             rerun="file",
             regen=SUMO_LIVE_REGEN,
+            head=sumo_live_row_at_head,
             cpu_columns=("cpu_s",) if name == "trips.csv" else (),
             cpu_extra_s=1800.0 if name == "trips.csv" else 0.0,
             cpu_note="the live trips' recorded cpu_s plus the recorded days and saved states of both networks "
