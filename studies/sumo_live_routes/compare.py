@@ -77,6 +77,13 @@ def network_summary(trips: pd.DataFrame, trav: pd.DataFrame, corr: pd.DataFrame)
     return out
 
 
+def _share(d: pd.DataFrame) -> str:
+    """The share of trips (``d``: route predictions with the route's ``kinds``) whose route is the shortest and the
+    Eq. 8-cheapest both."""
+    kinds = d["kinds"].str.split("+")
+    return _pct(float(np.mean([("shortest" in k) and ("eq8" in k) for k in kinds])))
+
+
 def _pct(x: float) -> str:
     return "--" if np.isnan(x) else f"{100 * x:.1f} %"
 
@@ -117,7 +124,12 @@ def compare_lines(old: dict[str, NetSummary], new: dict[str, NetSummary], rev: s
             f"(commit {', '.join(f'`{c}`' for c in n.commits)}); {paired}.  Live reduced route energy "
             f"{do['live'].mean():.1f} -> {dn['live'].mean():.1f} Wh in mean; Eq. 8 (paper) "
             f"{do['eq8_paper'].mean():.1f} -> {dn['eq8_paper'].mean():.1f} Wh; the replay's within-trip correlation "
-            f"(one rho, turn arms) {o.rho:.3f} -> {n.rho:.3f}.",
+            f"(one rho, turn arms) {o.rho:.3f} -> {n.rho:.3f}.  Routes {do['route'].nunique()} -> "
+            f"{dn['route'].nunique()} (between the pairs' shortest, fastest, replay- and Eq. 8-cheapest routes, "
+            f"identical ones merged); trips on a route that is both the shortest and the Eq. 8-cheapest "
+            f"{_share(do)} -> {_share(dn)}; live travel time {do['travel_s'].mean():.1f} -> "
+            f"{dn['travel_s'].mean():.1f} s in mean; live reduced energy per second driven "
+            f"{(do['live'] / do['travel_s']).mean():.3f} -> {(dn['live'] / dn['travel_s']).mean():.3f} Wh/s.",
             "",
             "| predictor | bias old (Wh) | bias new (Wh) | R^2 old | R^2 new | coverage old | coverage new |",
             "|---|---:|---:|---:|---:|---:|---:|",
