@@ -185,3 +185,26 @@ def test_compare_refuses_a_revision_without_the_tables(tmp_path: Path, capsys: p
     err = capsys.readouterr().err
     assert e.value.code == 2 and err.startswith("evroute: error: --old ") and err.count("\n") == 1
     assert not out.exists()
+
+
+def test_the_committed_trips_are_at_head_and_their_commits_run_the_same_code() -> None:
+    """Issue 38: every committed live trip was recorded at a commit of ``SUMO_LIVE_AT_HEAD`` (so the reproduce table
+    marks the study's files at HEAD and compares them), the page marks every network (at HEAD), and those commits
+    differ from each other in nothing the collection runs (the library and the study's run and runner modules)."""
+    import subprocess
+
+    from studies.reproduce.table import BY_DATA, ROOT, SUMO_LIVE_AT_HEAD
+
+    data = ROOT / "docs" / "results" / "data"
+    trips = pd.read_csv(data / TRIPS, dtype={"commit": str})
+    assert set(trips["commit"]) <= SUMO_LIVE_AT_HEAD
+    assert all(s.at == "HEAD" for name, s in BY_DATA.items() if name.startswith("sumo_live_routes_"))
+    page = (ROOT / "docs" / "results" / "sumo_live_routes.md").read_text()
+    assert all(f"| {n} (at HEAD) |" in page for n in trips["network"].unique())
+    if not (ROOT / ".git").exists():
+        pytest.skip("needs the git history")
+    first, *rest = sorted(SUMO_LIVE_AT_HEAD)
+    paths = ["evroute", "studies/sumo_live_routes/run.py", "studies/sumo_live_routes/runner.py"]
+    for c in rest:
+        proc = subprocess.run(["git", "diff", "--quiet", first, c, "--", *paths], cwd=ROOT, check=False)
+        assert proc.returncode == 0, f"{first} and {c} differ in what the collection runs"
