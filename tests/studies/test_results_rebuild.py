@@ -140,6 +140,8 @@ REBUILT: dict[str, list[str]] = {
         "studies.sumo_live_routes.compare",
         "--old",
         "d5ee1c3",
+        "--data",
+        "docs/results/data",
         "--out",
         "{out}",
     ],
