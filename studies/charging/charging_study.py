@@ -248,7 +248,8 @@ def report(val: pd.DataFrame, buf: pd.DataFrame, lat: pd.DataFrame, rho: float) 
         f"most 3 stops, charge targets on a 1 % grid, 3 min per stop besides charging. Worlds: {WORLDS} per trip "
         "and setting, every edge drawn from the posterior with trip-correlated noise (`evroute.charging.montecarlo`); "
         f"trip-level correlation rho = {rho:.3f}, Luxembourg's fit (edge arms, one rho) in "
-        "`docs/results/data/sumo_live_routes_correlation.csv`. A world strands a plan when any arrival (stop or "
+        "`docs/results/data/sumo_live_routes_correlation.csv` when the rows were made (the rows' non-zero "
+        "`plan_rho`). A world strands a plan when any arrival (stop or "
         "destination) is below the reserve.",
         "",
         "## Stranding rate against delta",
@@ -415,6 +416,8 @@ def main() -> None:
     val = pd.read_csv(data / "charging_validation.csv", dtype={"commit": str})
     buf = pd.read_csv(data / "charging_buffer.csv", dtype={"commit": str})
     lat = pd.read_csv(data / "charging_latency.csv", dtype={"commit": str})
+    made = val.loc[val["plan_rho"] != 0, "plan_rho"]  # the rho the rows were made with (the live-routes fit then)
+    rho = float(made.iloc[0]) if len(made) else rho
     Path(args.out).write_text(report(val, buf, lat, rho))
     print(f"wrote {args.out}")
 

@@ -1,10 +1,12 @@
 """Which command produced every committed results row, and how to compare a re-run with it (issue 38, item 4).
 
-One :class:`Source` per file under ``docs/results/data/``: the page it feeds, how its rows are read (CSV, or a list
-inside a JSON file), the columns that identify a row (``key``), the columns left out of the comparison and why
-(timings: CPU and wall seconds, load averages, differ from run to run), the commands that produced it (read from
-the study's own commands file or the ``command`` fields the data carry, :func:`commands`), the commit its rows
-reproduce at (``at``: ``HEAD``, or an older commit the page names) and how this checkout re-runs it:
+One :class:`~studies.reproduce.source.Source` per file under ``docs/results/data/`` (the smaller pages' entries in
+:mod:`studies.reproduce.sources_other`, in :data:`SOURCES` at their place): the page it feeds, how its rows are read
+(CSV, or a list inside a JSON file), the columns that identify a row (``key``), the columns left out of the
+comparison and why (timings: CPU and wall seconds, load averages, differ from run to run), the commands that
+produced it (read from the study's own commands file or the ``command`` fields the data carry, :func:`commands`),
+the commit its rows reproduce at (``at``: ``HEAD``, or an older commit the page names) and how this checkout re-runs
+it:
 
 * ``rerun="rows"``: row by row (:mod:`studies.reproduce.rows`), each row's own seed; rows for which ``head`` is
   false are labelled with an older commit in the data (the ``commit`` column): a full regeneration re-runs them at
@@ -29,14 +31,11 @@ absolute tolerance where the computation is not deterministic (``atol``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from studies.reproduce.regen import (
-    CHARGING_REGEN,
-    ENERGY_VALIDATION_REGEN,
     KNOWN_TRUTH_REGEN,
     SUMO_BANDIT_REGEN,
     SUMO_LIVE_REGEN,
@@ -44,47 +43,14 @@ from studies.reproduce.regen import (
     WITH_SUMO_BANDIT,
     cmd,
 )
+from studies.reproduce.source import DATA as DATA
+from studies.reproduce.source import ROOT as ROOT
+from studies.reproduce.source import TIMING as TIMING
+from studies.reproduce.source import Source as Source
+from studies.reproduce.sources_other import OTHER_SOURCES
 
-ROOT = Path(__file__).resolve().parents[2]
-DATA = "docs/results/data"
-
-#: why timing columns are never compared
-TIMING = "timing (CPU / wall seconds or load): differs from run to run"
 #: a source whose regeneration is estimated above this many CPU seconds is expensive (never in ``--sample``)
 EXPENSIVE_S = 600.0
-
-
-@dataclass(frozen=True)
-class Source:
-    """One committed data file: where its rows come from and how a re-run is compared with them (module doc)."""
-
-    data: str  #: file name under docs/results/data/
-    page: str  #: the results page it feeds (docs/results/<page>.md, or a path from the repository root)
-    key: tuple[str, ...] = ()  #: columns that identify a row (empty: metadata, no rows)
-    rows: str = ""  #: for JSON: the key of the list (or dict of records) that holds the rows
-    excluded: Mapping[str, str] = field(default_factory=dict)  #: column -> why it is not compared
-    atol: Mapping[str, float] = field(default_factory=dict)  #: column -> extra absolute tolerance
-    commands_file: str = ""  #: the study's own commands file (.txt: one per line; .json: its command fields)
-    command: str = ""  #: the producing command, when the data do not record it
-    at: str = "HEAD"  #: the commit the rows reproduce at
-    rerun: str = ""  #: "rows", "file" or "" (module doc)
-    regen: tuple[tuple[str, ...], ...] = ()  #: for rerun="file": commands (python arguments; {dir}, {raw}: module doc)
-    inputs: tuple[str, ...] = ()  #: committed data files the regeneration reads from {dir} (copied there first)
-    why: str = ""  #: for rerun="": why not
-    head: Callable[[Mapping[str, str]], bool] | None = None  #: for rerun="rows": rows that reproduce at HEAD
-    cheap: Callable[[Mapping[str, str]], bool] | None = None  #: rows cheap enough for ``--sample`` (seconds each)
-    cpu_columns: tuple[str, ...] = ()  #: CPU-second columns (or top-level JSON fields) summed: the rows' recorded CPU
-    cpu_extra_s: float = 0.0  #: CPU a regeneration costs that the data do not record (set-up, SUMO days), estimated
-    cpu_note: str = ""  #: where the CPU estimate comes from (or which source's regeneration writes this file too)
-    timing: bool = False  #: every number a timing: regenerated (re-measured), never compared
-
-    @property
-    def path(self) -> Path:
-        return ROOT / DATA / self.data
-
-    @property
-    def page_name(self) -> str:
-        return Path(self.page).stem
 
 
 #: the commits whose gp_vs_bi rows reproduce at HEAD: the regeneration at HEAD of issue 38, item 4 (BI and GP rows of a
@@ -145,8 +111,44 @@ def _cheap_sumo_bandit(r: Mapping[str, str]) -> bool:
     return sumo_bandit_at_head(r) and r["model"] == "bi" and r["network"] == "monaco"
 
 
+#: the commits whose sumo_live_routes trips reproduce at HEAD: the study regenerated at HEAD of issue 38 (every
+#: ``collect`` command on its page, then ``arms`` per network and ``--report-only``, into an empty folder; the page
+#: names the commits per network): Monaco at ``d5ee1c3``; Luxembourg's first clock times at ``2e9e9f6``, its second
+#: ones at ``cc6a52b`` and ``78f9abb`` (two processes on disjoint trips); these commits differ only in the study's
+#: report and the reproduce table, not in the library or the collection (a test checks it)
+SUMO_LIVE_AT_HEAD: frozenset[str] = frozenset({"d5ee1c3", "2e9e9f6", "cc6a52b", "78f9abb"})
+
+
+def sumo_live_at_head(r: Mapping[str, str]) -> bool:
+    """Whether a sumo_live_routes trip reproduces at HEAD: its ``commit`` is one of :data:`SUMO_LIVE_AT_HEAD`."""
+    return r.get("commit", "") in SUMO_LIVE_AT_HEAD
+
+
+def sumo_live_networks_at_head() -> frozenset[str]:
+    """The networks every committed live trip of which reproduces at HEAD (:func:`sumo_live_at_head`)."""
+    return _networks_at_head(SUMO_LIVE_AT_HEAD)
+
+
+@cache
+def _networks_at_head(commits: frozenset[str]) -> frozenset[str]:
+    import csv
+
+    nets: dict[str, bool] = {}
+    with (ROOT / DATA / "sumo_live_routes_trips.csv").open(newline="") as f:
+        for r in csv.DictReader(f):
+            nets[r["network"]] = nets.get(r["network"], True) and r["commit"] in commits
+    return frozenset(n for n, ok in nets.items() if ok)
+
+
+def sumo_live_row_at_head(r: Mapping[str, str]) -> bool:
+    """Whether a row of a sumo_live_routes data file reproduces at HEAD: its network's trips all do (the network
+    from the row's ``network`` column, or from its ``trip`` id, ``<network>-<pair>-<kinds>-<k>``); the arms,
+    correlations and held-out checks of a network are recomputed with its trips."""
+    net = r.get("network") or r.get("trip", "").split("-")[0]
+    return net in sumo_live_networks_at_head()
+
+
 _SUMO_BANDIT_AT = "40a3992"
-_SUMO_LIVE_AT = "93f5b0b"
 
 SOURCES: tuple[Source, ...] = (
     Source(
@@ -247,15 +249,19 @@ SOURCES: tuple[Source, ...] = (
             f"sumo_live_routes_{name}",
             "sumo_live_routes",
             key=key,
-            excluded={c: TIMING for c in ("cpu_s", "wall_s")},
-            at=_SUMO_LIVE_AT,
+            excluded={
+                **{c: TIMING for c in ("cpu_s", "wall_s")},
+                "commit": "provenance: the commit that recorded the trip",
+            },
             command="python -m studies.sumo_live_routes.run --help (the commands are on the page)",
             rerun="file",
             regen=SUMO_LIVE_REGEN,
+            head=sumo_live_row_at_head,
             cpu_columns=("cpu_s",) if name == "trips.csv" else (),
             cpu_extra_s=1800.0 if name == "trips.csv" else 0.0,
             cpu_note="the live trips' recorded cpu_s plus the recorded days and saved states of both networks "
-            "(not recorded; estimated 1,800 CPU s)"
+            "(not recorded; estimated 1,800 CPU s; measured at HEAD: Monaco's collect 1,008 CPU s in all, its "
+            "arms 48)"
             if name == "trips.csv"
             else "written by the sumo_live_routes regeneration (its CPU counted with sumo_live_routes_trips.csv)",
         )
@@ -267,134 +273,7 @@ SOURCES: tuple[Source, ...] = (
             ("trips.csv", ("network", "trip")),
         )
     ),
-    *(
-        Source(
-            f"{name}.json",
-            name,
-            key=("network",),
-            rows="rows",
-            excluded={"cpu_s": TIMING, "wall_s": TIMING},
-            rerun="file",
-            regen=(
-                cmd(
-                    "-m studies.sumo.turn_coverage --networks monaco luxembourg --hours 8-9 --peak 300 "
-                    f"--min-samples 3 --probe-rounds 1{flag} --data {{dir}}/{name}.json --markdown {{dir}}/{name}.md"
-                ),
-            ),
-            cpu_columns=("cpu_s",),
-        )
-        for name, flag in (("turn_coverage", ""), ("turn_coverage_probe_turns", " --probe-turns"))
-    ),
-    Source(
-        "bench_round_turns.json",
-        "bench_round_turns",
-        key=("network", "arms_kind"),
-        rows="rows",
-        excluded={
-            c: TIMING for c in ("posterior_ms", "index_ms", "oracle_ms", "update_ms", "round_ms", "round_cpu_ms")
-        },
-        rerun="file",
-        regen=(
-            cmd(
-                "-m studies.bench.bench_round --networks luxembourg --arms edge,turn --rounds 100 --repeats 3 "
-                "--warmup 10 --data {dir}/bench_round_turns.json --markdown {dir}/bench_round_turns.md"
-            ),
-        ),
-        cpu_extra_s=120.0,
-        cpu_note="estimated: 2 x 330 rounds of about 0.1 s on Luxembourg plus its set-up; the timings (measured on "
-        "the idle machine at a5943c5, the page says so) are re-measured, never compared; edges, turns and arms are "
-        "compared",
-    ),
-    Source(
-        "map_matching_compare.json",
-        "map_matching_compare",
-        key=("trip",),
-        rows="trips",
-        excluded={"hmm_cpu_s": TIMING, "sumolib_cpu_s": TIMING},
-        rerun="file",
-        regen=(
-            cmd(
-                "-m studies.trip_logs.compare_matchers --network monaco --trips 20 --min-route-m 1000 "
-                "--gps-sigma-m 5 --delta-m 30 --data {dir}/map_matching_compare.json "
-                "--out {dir}/map_matching_compare.md"
-            ),
-        ),
-        cpu_columns=("setup_cpu_s", "hmm_cpu_s", "sumolib_cpu_s"),
-        cpu_extra_s=60.0,
-        cpu_note="the recorded set-up and matching CPU plus the 20 SUMO trips (estimated 60 CPU s)",
-    ),
-    Source(
-        "bo_timing.json",
-        "bo_timing",
-        rerun="file",
-        regen=(
-            cmd(
-                "-m studies.bo.bo_timing --data {dir}/bo_timing.json --out {dir}/bo_timing.md --fig {dir}/bo_timing.png"
-            ),
-        ),
-        timing=True,
-        cpu_columns=("seconds",),
-        cpu_extra_s=30.0,
-        cpu_note="every number a timing (CPU seconds per iteration): re-measured, never compared; the timed "
-        "iterations (3 repeats, their median recorded: x 3) plus set-up (estimated 30 s)",
-    ),
-    *(
-        Source(
-            name,
-            "charging",
-            key=key,
-            excluded=excl,
-            rerun="file",
-            command="OMP_NUM_THREADS=1 python -m studies.charging.charging_study",
-            regen=CHARGING_REGEN,
-            inputs=("sumo_live_routes_correlation.csv",),  # its trip correlation rho
-            cpu_columns=cols,
-            cpu_extra_s=extra,
-            cpu_note=note,
-        )
-        for name, key, excl, cols, extra, note in (
-            (
-                "charging_validation.csv",
-                ("plan_rho", "world_rho", "delta", "trip"),
-                {},
-                (),
-                300.0,
-                "estimated: the Monte-Carlo worlds of validation and buffer, not recorded (300 CPU s)",
-            ),
-            ("charging_buffer.csv", ("buffer", "trip"), {}, (), 0.0, "with charging_validation.csv"),
-            (
-                "charging_latency.csv",
-                ("chargers", "max_stops", "trip"),
-                {c: TIMING for c in ("legs_cpu_s", "search_cpu_s", "total_cpu_s", "total_wall_s", "load1")},
-                ("total_cpu_s",),
-                0.0,
-                "the recorded total_cpu_s",
-            ),
-        )
-    ),
-    *(
-        Source(
-            name,
-            "energy_validation",
-            key=key,
-            rerun="file",
-            command="python -m studies.energy_validation.energy_validation --out docs/results/energy_validation.md",
-            regen=ENERGY_VALIDATION_REGEN,
-            cpu_extra_s=extra,
-            cpu_note=note,
-        )
-        for name, key, extra, note in (
-            ("energy_validation_cycles.csv", ("vehicle", "cycle"), 60.0, "estimated: FASTSim on 8 cycles (60 CPU s)"),
-            ("energy_validation_twizy.csv", ("trip",), 0.0, "with energy_validation_cycles.csv (7 trips)"),
-            (
-                "energy_validation_sumo.csv",
-                ("network", "trip"),
-                1300.0,
-                "estimated: 370 single-car SUMO drives at travel_time_validation's 3.1 CPU s a drive, and FASTSim on "
-                "each trace; needs FASTSim (evroute[validation])",
-            ),
-        )
-    ),
+    *OTHER_SOURCES,
     Source(
         "misspecification_finals.csv",
         "misspecification",

@@ -167,13 +167,15 @@ def test_rerun_file_runs_its_commands_in_order_into_dir_and_resumes(tmp_path: Pa
 
 
 def test_a_file_source_at_an_older_commit_compares_only_the_rows_at_head() -> None:
-    from studies.reproduce.table import SUMO_BANDIT_AT_HEAD
+    from studies.reproduce.table import SUMO_BANDIT_AT_HEAD, sumo_live_networks_at_head
 
     s = BY_DATA["sumo_bandit_live_trips.csv"]
     rows = read_rows(s, s.path)
     assert s.at != "HEAD" and s.rerun == "file"
     assert head_rows(s) == [r for r in rows if r["commit"] in SUMO_BANDIT_AT_HEAD]
-    assert head_rows(BY_DATA["sumo_live_routes_trips.csv"]) == []  # no rule: nothing compared
+    assert head_rows(BY_DATA["sumo_bandit_luxembourg_timing.csv"]) == []  # no rule: nothing compared
+    live = BY_DATA["sumo_live_routes_trips.csv"]  # a network's rows at HEAD when all its trips are (the rule)
+    assert head_rows(live) == [r for r in read_rows(live, live.path) if r["network"] in sumo_live_networks_at_head()]
     t = BY_DATA["turn_coverage.json"]
     assert head_rows(t) == read_rows(t, t.path)  # at HEAD: every row
 

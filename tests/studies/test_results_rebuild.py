@@ -135,6 +135,16 @@ REBUILT: dict[str, list[str]] = {
         "--out",
         "{out}",
     ],
+    "sumo_live_routes_at_head.md": [  # needs the git history (the old tables at d5ee1c3)
+        "-m",
+        "studies.sumo_live_routes.compare",
+        "--old",
+        "d5ee1c3",
+        "--data",
+        "docs/results/data",
+        "--out",
+        "{out}",
+    ],
     "sumo_live_routes.md": [
         "-m",
         "studies.sumo_live_routes.run",

@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
+import pytest
 import scipy.sparse as sp
 
 from studies.sumo_live_routes.runner import (
@@ -119,3 +120,91 @@ def test_leave_one_pair_out_scales_the_slope_without_the_pairs_own_trips() -> No
     pred, scales = leave_one_pair_out_driver(d)
     np.testing.assert_allclose(scales, [1.9, 2.0, 11.0 / 6.0])
     np.testing.assert_allclose(pred, turn + np.array([1.9, 1.9, 2.0, 11.0 / 6.0]) * x)
+
+
+def test_provenance_marks_the_networks_at_head_and_labels_the_older_trips(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A network all of whose trips carry a commit of ``SUMO_LIVE_AT_HEAD`` is marked (at HEAD) and named with the
+    regeneration command; the others keep the before-issue-34 label; with every trip at HEAD that label is gone."""
+    import studies.reproduce.table as T
+    from studies.sumo_live_routes.header import at_head, provenance_lines
+
+    trips = pd.DataFrame(
+        {"network": ["a", "a", "b", "b"], "commit": ["1111111", "2222222", "93f5b0b", "93f5b0b"], "trip": list("wxyz")}
+    )
+    monkeypatch.setattr(T, "SUMO_LIVE_AT_HEAD", frozenset({"1111111", "2222222"}))
+    assert at_head(trips).tolist() == [True, True, False, False]
+    text = "\n".join(provenance_lines(trips))
+    assert "| a (at HEAD) | 2 | `1111111` (1), `2222222` (1) |" in text and "| b | 2 | `93f5b0b` (2) |" in text
+    assert "regenerated at commit `1111111`, `2222222`, after issue 34" in text
+    assert "Networks not marked (at HEAD): These rows were recorded before issue 34" in text
+    assert "before the study moved to `studies/`" in text
+    monkeypatch.setattr(T, "SUMO_LIVE_AT_HEAD", frozenset({"1111111", "2222222", "93f5b0b"}))
+    text = "\n".join(provenance_lines(trips))
+    assert "| b (at HEAD) |" in text and "before issue 34 (merged" not in text and "moved to `studies/`" not in text
+    monkeypatch.setattr(T, "SUMO_LIVE_AT_HEAD", frozenset())
+    text = "\n".join(provenance_lines(trips))
+    assert "(at HEAD)" not in text and text.count("These rows were recorded before issue 34") == 1
+
+
+def test_compare_pairs_the_trips_and_reports_what_moved(tmp_path: Path) -> None:
+    """The comparison of the committed tables with themselves pairs every trip with no change; with every live
+    energy of one network 10 Wh higher, that network's paired change is +10.0 Wh and Eq. 8's bias 10 Wh lower
+    (bias = prediction - live), the other network's unchanged."""
+    from studies.sumo_live_routes.compare import compare_lines, network_summary
+    from studies.sumo_live_routes.runner import load_tables
+
+    data = Path(__file__).resolve().parents[2] / "docs" / "results" / "data"
+    trips, trav, corr = load_tables(data)
+    old = network_summary(trips, trav, corr)
+    text = "\n".join(compare_lines(old, old, "abc1234"))
+    for net, s in old.items():
+        assert f"{len(s.rp)} trips paired; on them the live reduced energy changed by +0.0 Wh" in text, net
+    net = sorted(old)[0]
+    bumped = trav.copy()
+    mine = bumped["trip"].isin(trips.loc[trips["network"] == net, "trip"])
+    bumped.loc[mine, "reduced_wh"] += 10.0 / bumped[mine].groupby("trip")["trip"].transform("size")
+    new = network_summary(trips, bumped, corr)
+    lines = compare_lines(old, new, "abc1234")
+    sec = lines[lines.index(f"## {net}") :]
+    assert "live reduced energy changed by +10.0 Wh in mean" in "\n".join(sec[:4])
+    b_old, b_new = (
+        old[net].fits["Eq. 8 (paper), prior alone"]["bias"],
+        new[net].fits["Eq. 8 (paper), prior alone"]["bias"],
+    )
+    assert b_new == pytest.approx(b_old - 10.0, abs=1e-9)  # the same predictions against live energies 10 Wh higher
+    other = sorted(old)[1]
+    assert new[other].fits == old[other].fits
+
+
+def test_compare_refuses_a_revision_without_the_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from studies.sumo_live_routes.compare import main
+
+    out = tmp_path / "page.md"
+    with pytest.raises(SystemExit) as e:
+        main(["--old", "0000000000000000000000000000000000000000", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("evroute: error: --old ") and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_the_committed_trips_are_at_head_and_their_commits_run_the_same_code() -> None:
+    """Issue 38: every committed live trip was recorded at a commit of ``SUMO_LIVE_AT_HEAD`` (so the reproduce table
+    marks the study's files at HEAD and compares them), the page marks every network (at HEAD), and those commits
+    differ from each other in nothing the collection runs (the library and the study's run and runner modules)."""
+    import subprocess
+
+    from studies.reproduce.table import BY_DATA, ROOT, SUMO_LIVE_AT_HEAD
+
+    data = ROOT / "docs" / "results" / "data"
+    trips = pd.read_csv(data / TRIPS, dtype={"commit": str})
+    assert set(trips["commit"]) <= SUMO_LIVE_AT_HEAD
+    assert all(s.at == "HEAD" for name, s in BY_DATA.items() if name.startswith("sumo_live_routes_"))
+    page = (ROOT / "docs" / "results" / "sumo_live_routes.md").read_text()
+    assert all(f"| {n} (at HEAD) |" in page for n in trips["network"].unique())
+    if not (ROOT / ".git").exists():
+        pytest.skip("needs the git history")
+    first, *rest = sorted(SUMO_LIVE_AT_HEAD)
+    paths = ["evroute", "studies/sumo_live_routes/run.py", "studies/sumo_live_routes/runner.py"]
+    for c in rest:
+        proc = subprocess.run(["git", "diff", "--quiet", first, c, "--", *paths], cwd=ROOT, check=False)
+        assert proc.returncode == 0, f"{first} and {c} differ in what the collection runs"
