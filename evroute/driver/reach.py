@@ -31,6 +31,7 @@ clipped at 0: costs then only over-estimate, so what is reported stays reachable
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,6 +132,47 @@ def reachable(
     return ReachResult(ok, qv, pred, battery.budget_wh, start, exact, np.asarray(belief.mean, dtype=np.float64))
 
 
+def reach_phases(
+    lg: LineGraph,
+    belief: RouteBelief,
+    start: int,
+    battery: BatteryState,
+    delta: float = 0.05,
+    *,
+    h0: np.ndarray | None = None,
+    clock: Callable[[], tuple[float, ...]],
+) -> dict[str, dict[str, float]]:
+    """The compiled :func:`reachable`'s phases run one by one, each between two readings of ``clock`` (a tuple of
+    counters, e.g. CPU seconds and page faults): ``{phase: {"cpu_s", "sys_s", "faults"}}`` of the differences
+    (``studies/bench/reach_profile.py``)."""
+    from evroute.search import ordered_one_to_all, reduced_arcs
+
+    keys = ("cpu_s", "sys_s", "faults")
+    out: dict[str, dict[str, float]] = {}
+    last = clock()
+
+    def lap(name: str) -> None:
+        nonlocal last
+        now = clock()
+        out[name] = {k: float(b - a) for k, a, b in zip(keys, last, now, strict=True)}
+        last = now
+
+    z = float(ndtri(1.0 - delta))
+    q = belief.mean + z * belief.edge_sd()
+    h = np.zeros_like(q) if h0 is None else np.asarray(h0, dtype=np.float64)
+    lap("quantiles")
+    o, arcs, st = reduced_arcs(lg, q, h)
+    lap("reduced arcs")
+    dist, pred = ordered_one_to_all(o, arcs, st, start)
+    lap("one-to-all")
+    dist, pred = o.to_original(dist, pred)
+    lap("original names")
+    qv = np.where(np.isfinite(dist), q[start] + dist - h[start] + h, np.inf)
+    ReachResult(qv <= battery.budget_wh, qv, pred, battery.budget_wh, start, True, np.asarray(belief.mean))
+    lap("result arrays")
+    return out
+
+
 def tree_path_sums(pred: np.ndarray, root: int, values: np.ndarray, reached: np.ndarray) -> np.ndarray:
     """``(E,)`` the sum of ``values`` along the tree path from ``root`` to each reached node (``inf`` elsewhere).
 
@@ -166,4 +208,4 @@ def route_probability(belief: RouteBelief, route: np.ndarray, battery: BatterySt
     return float(ndtr((battery.budget_wh - mean) / sd))
 
 
-__all__ = ["REACH_COMPILED_MIN_EDGES", "ReachResult", "reachable", "route_probability", "tree_path_sums"]
+__all__ = ["REACH_COMPILED_MIN_EDGES", "ReachResult", "reach_phases", "reachable", "route_probability", "tree_path_sums"]

@@ -287,6 +287,29 @@ def _buckets(
         pred.fill(-9999)
 
 
+def reduced_arcs(linegraph: LineGraph, w: np.ndarray, h: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray]:
+    """``(order, arcs (C,), stats (4,))``: the line graph's turns weighted ``max(w[v] + h[u] - h[v], 0)`` (Wh) in the
+    cache-friendly :func:`~evroute.search.order.search_order` (``order``), and ``stats``: the least arc before
+    clipping, the clipped arcs' least, largest and sum.
+
+    Args:
+        w: ``(E,)`` node weights; h: ``(E,)`` node potential (zeros for none)."""
+    from evroute.search.order import search_order
+
+    K = _kernels()
+    n = linegraph.n_nodes
+    if np.shape(w) != (n,) or np.shape(h) != (n,):
+        raise ParameterError(f"the node weights and the potential must have shape ({n},)")
+    o = search_order(linegraph)
+    arcs = np.empty(len(o.heads))
+    wp, hp = o.gather(w, h)
+    st = np.zeros(4)  # least before clipping, then the clipped arcs' least, largest and sum
+    K.reduced_arcs_kernel(o.indptr, o.heads, wp, hp, arcs, st)
+    if not np.all(np.isfinite(st)) and len(arcs):
+        raise ParameterError("the node weights and the potential must be finite")
+    return o, arcs, st
+
+
 def reduced_one_to_all(
     linegraph: LineGraph, w: np.ndarray, h: np.ndarray, start: int
 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -297,26 +320,20 @@ def reduced_one_to_all(
 
     Args:
         w: ``(E,)`` node weights; h: ``(E,)`` node potential (zeros for none); start: the source node."""
-    from evroute.search.order import search_order
-
-    K = _kernels()
     n = linegraph.n_nodes
     if not 0 <= int(start) < n:
         raise ParameterError(f"start index {start} is outside 0..{n - 1}")
-    if np.shape(w) != (n,) or np.shape(h) != (n,):
-        raise ParameterError(f"the node weights and the potential must have shape ({n},)")
-    o = search_order(linegraph)
-    arcs = np.empty(len(o.heads))
-    wp, hp = o.gather(w, h)
-    st = np.zeros(4)  # least before clipping, then the clipped arcs' least, largest and sum
-    K.reduced_arcs_kernel(o.indptr, o.heads, wp, hp, arcs, st)
-    if not np.all(np.isfinite(st)) and len(arcs):
-        raise ParameterError("the node weights and the potential must be finite")
-    c = max(len(arcs), 1)
-    dist, pred = _buckets(o.indptr, o.heads, arcs, int(o.inv[int(start)]), -1, st[1], st[2], st[3] / c)
-    least = float(st[0])
+    o, arcs, st = reduced_arcs(linegraph, w, h)
+    dist, pred = ordered_one_to_all(o, arcs, st, start)
     dist, pred = o.to_original(dist, pred)
-    return dist, pred, least
+    return dist, pred, float(st[0])
+
+
+def ordered_one_to_all(order: Any, arcs: np.ndarray, stats: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`one_to_all` from original node ``start`` over ``arcs`` and ``stats`` of :func:`reduced_arcs`:
+    ``(dist (E,), pred (E,))`` in the NEW names of ``order``."""
+    c = max(len(arcs), 1)
+    return _buckets(order.indptr, order.heads, arcs, int(order.inv[int(start)]), -1, stats[1], stats[2], stats[3] / c)
 
 
 def node_weighted_route(linegraph: LineGraph, weights: np.ndarray, start: int, goal: int) -> Route:
