@@ -427,7 +427,7 @@ def test_reach_default_engine_by_size_and_on_monaco(monkeypatch):
     a, d = R.reachable(lg, b, 1, bat, h0=h0, compiled=False), R.reachable(lg, b, 1, bat, h0=h0)
     assert np.array_equal(a.pred, d.pred) and np.array_equal(a.quantile_wh, d.quantile_wh)
     monkeypatch.setattr(R, "REACH_COMPILED_MIN_EDGES", 0)
-    monkeypatch.setattr(R, "reduced_one_to_all", lambda *a: pytest.fail("the compiled search ran"))
+    monkeypatch.setattr(R, "ordered_one_to_all", lambda *a: pytest.fail("the compiled search ran"))
     with pytest.raises(BaseException, match="compiled search ran"):
         R.reachable(lg, b, 1, bat, h0=h0)
     monkeypatch.undo()
@@ -459,3 +459,59 @@ def test_without_numba_the_bandit_keeps_scipys_path(monkeypatch):
     assert [r.route for r in b.run(3)] == [r.route for r in _bandit(False).run(3)]
     with pytest.raises(ParameterError, match="numba"):
         _bandit(True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(2, 40), p=st.floats(0.05, 0.5), seed=st.integers(0, 10_000), neg=st.booleans())
+def test_route_costs_are_numpys_in_the_original_names(n, p, seed, neg):
+    """SearchOrder.route_costs (one compiled pass) gives, in the original names, numpy's w[start] + dist - h[start]
+    + h of the relabelled search's labels bit for bit, the same budget test and the same predecessors."""
+
+    lg = random_linegraph(n, p, seed)
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(-5.0 if neg else 1.0, 20.0, n)
+    h = rng.uniform(-3.0, 3.0, n)
+    start = int(rng.integers(n))
+    o, arcs, st_ = search.reduced_arcs(lg, w, h)
+    dist, pred = search.ordered_one_to_all(o, arcs, st_, start)
+    d, pr = o.to_original(dist, pred)
+    ref = np.where(np.isfinite(d), w[start] + d - h[start] + h, np.inf)
+    budget = float(rng.choice(ref[np.isfinite(ref)]))  # a budget equal to some cost: the boundary case
+    cost, within, pred_out = o.route_costs(dist, pred, w, h, start, budget)
+    assert np.array_equal(cost, ref)
+    assert np.array_equal(within, ref <= budget) and within.dtype == bool
+    assert np.array_equal(pred_out, pr) and pred_out.dtype == pr.dtype
+
+
+def test_reach_arcs_are_kept_per_belief_and_renewed_when_it_changes():
+    """The compiled reach computes its quantile arcs once per belief (the same object for every start), and anew
+    when the belief's arrays, delta or h0 change; a kept one gives the same result bit for bit as a fresh one, and a
+    renewed one SciPy's (a stale one would be off by the change)."""
+    from test_driver import _learned, _small
+
+    import evroute.driver.reach as R
+    from evroute.driver.answers import BatteryState
+    from evroute.driver.belief import RouteBelief
+    from evroute.driver.paths import potential_h
+
+    lg, _ = _small()
+    b = RouteBelief(_learned("bi", lg, 3))
+    bat = BatteryState(10_000.0, 0.01, 0.0)
+    h0 = potential_h(lg.network)
+    first = R.reachable(lg, b, 1, bat, h0=h0, compiled=True)
+    kept = R._REACH_ARCS[b]
+    for start in (1, 5, lg.n_nodes - 1):
+        again = R.reachable(lg, b, start, bat, h0=h0, compiled=True)
+        assert R._REACH_ARCS[b] is kept
+    again = R.reachable(lg, b, 1, bat, h0=h0, compiled=True)
+    assert np.array_equal(again.quantile_wh, first.quantile_wh) and np.array_equal(again.pred, first.pred)
+    assert R.reach_arcs(lg, b, 0.05, h0) is kept
+    assert R.reach_arcs(lg, b, 0.1, h0) is not kept
+    assert R.reach_arcs(lg, b, 0.05, h0.copy()) is not R.reach_arcs(lg, b, 0.05, h0)
+    b.mean = b.mean + 3.0  # a new model version's means (replaced, as make_belief does)
+    new = R.reachable(lg, b, 1, bat, h0=h0, compiled=True)
+    ref = R.reachable(lg, b, 1, bat, h0=h0, compiled=False)
+    fin = np.isfinite(ref.quantile_wh)
+    assert np.array_equal(np.isfinite(new.quantile_wh), fin) and np.array_equal(new.reachable, ref.reachable)
+    np.testing.assert_allclose(new.quantile_wh[fin], ref.quantile_wh[fin], rtol=1e-9)
+    assert np.all(new.quantile_wh[fin] >= first.quantile_wh[fin] + 3.0 - 1e-9)

@@ -47,6 +47,21 @@ class SearchOrder:
         K.unpermute_kernel(self.perm, dist, pred, d, p)
         return d, p
 
+    def route_costs(
+        self, dist: np.ndarray, pred: np.ndarray, w: np.ndarray, h: np.ndarray, start: int, budget: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """From labels ``dist (N,)`` and predecessors ``pred (N,)`` of a search in the new names from original node
+        ``start`` over the arcs ``max(w[v] + h[u] - h[v], 0)`` (``w, h (N,)`` float64 in the original names): in
+        the original names, ``(cost (N,), cost <= budget (N,) bool, pred (N,))``, the node-weighted route cost
+        ``w[start] + dist - h[start] + h[v]`` (:mod:`evroute.driver.paths`; numpy's numbers bit for bit, ``inf``
+        where unreached) in one pass."""
+        from evroute.search import kernels as K
+
+        n = len(self.perm)
+        cost, within, p = np.empty(n), np.empty(n, dtype=bool), np.empty_like(pred)
+        K.reach_costs_kernel(self.perm, dist, pred, w, h, int(start), float(budget), cost, within, p)
+        return cost, within, p
+
     def gather(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Two ``(N,)`` float node arrays in the new names."""
         from evroute.search import kernels as K

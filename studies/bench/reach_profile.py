@@ -51,6 +51,26 @@ def _timed(fn: Any) -> tuple[Any, dict[str, float]]:
     return value, {"cpu_s": c1 - c0, "sys_s": s1 - s0, "faults": f1 - f0}
 
 
+def _vs_scipy(c: Any, s: Any, h0: np.ndarray) -> dict[str, Any]:
+    """The compiled reach ``c`` against SciPy's ``s`` from the same start: the same reachable set, the largest
+    relative difference of the quantile costs, and how many predecessors differ and, of those, the largest gap
+    between the two route costs through them (0: an equal-cost alternative)."""
+    fin = np.isfinite(s.quantile_wh)
+    rel = np.abs(c.quantile_wh[fin] - s.quantile_wh[fin]) / np.maximum(np.abs(s.quantile_wh[fin]), 1.0)
+    differ = np.flatnonzero(c.pred != s.pred)
+    # both predecessors are reached: the route cost through each is the predecessor's cost plus the edge's quantile
+    cq = c.quantile_wh
+    gap = np.abs(cq[c.pred[differ]] - cq[s.pred[differ]]) if len(differ) else np.zeros(0)
+    return {
+        "same_reachable": bool(np.array_equal(c.reachable, s.reachable)),
+        "same_finite": bool(np.array_equal(np.isfinite(c.quantile_wh), fin)),
+        "max_rel_cost_diff": float(rel.max()) if len(rel) else 0.0,
+        "pred_differ": len(differ),
+        "pred_cost_gap_max_wh": float(gap.max()) if len(gap) else 0.0,
+        "same_exact": c.exact == s.exact,
+    }
+
+
 def _median(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in rows) for k in rows[0]}
 
@@ -105,6 +125,7 @@ def child(network: str, size: int, seed: int, mode: str, repeats: int, rounds: i
         res, t = _timed(lambda i=i: reachable(lg, belief, int(pairs[i % 3, 0]), battery, h0=ctx.h0))
         whole.append(t)
     out["reach"] = whole
+    out["vs_scipy"] = _vs_scipy(res, reachable(lg, belief, res.start, battery, h0=ctx.h0, compiled=False), ctx.h0)
     out["reach_median"] = _median(whole)
     out["reached_share"] = float(res.reachable.mean())
     phases: list[dict[str, dict[str, float]]] = []
