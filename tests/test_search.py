@@ -515,3 +515,57 @@ def test_reach_arcs_are_kept_per_belief_and_renewed_when_it_changes():
     assert np.array_equal(np.isfinite(new.quantile_wh), fin) and np.array_equal(new.reachable, ref.reachable)
     np.testing.assert_allclose(new.quantile_wh[fin], ref.quantile_wh[fin], rtol=1e-9)
     assert np.all(new.quantile_wh[fin] >= first.quantile_wh[fin] + 3.0 - 1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10_000), neg=st.booleans())
+def test_spatial_order_searches_are_scipys(seed, neg):
+    """The spatial order (Z-order of the edges' first points) is a permutation that keeps a turn's ends closer in
+    memory than the breadth-first order on a city, and the search in it gives SciPy's labels on reweight's arcs bit
+    for bit, with tight predecessors."""
+    from scipy.sparse.csgraph import dijkstra
+    from test_driver import _small
+
+    from evroute.driver.paths import _csr, reweight
+    from evroute.search.order import search_order, spatial_perm
+
+    lg, _ = _small(seed % 5 + 1)
+    n = lg.n_nodes
+    perm = spatial_perm(lg)
+    assert perm is not None and np.array_equal(np.sort(perm), np.arange(n))
+    o, b = search_order(lg, "spatial"), search_order(lg, "bfs")
+    assert np.array_equal(o.perm, perm)
+
+    def gap(order):
+        tails = np.repeat(np.arange(n), np.diff(order.indptr))
+        return np.median(np.abs(order.heads - tails))
+
+    assert gap(o) < gap(b)
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(-5.0 if neg else 1.0, 20.0, n)
+    h = rng.uniform(-3.0, 3.0, n)
+    start = int(rng.integers(n))
+    o2, arcs, st_ = search.reduced_arcs(lg, w, h, "spatial")
+    assert o2 is o
+    dist, pred = o.to_original(*search.ordered_one_to_all(o, arcs, st_, start))
+    _, heads, tails = lg.arc_pattern()
+    _, ref_arcs, _ = reweight(lg, w, h, bellman_ford_first=False)
+    ref = dijkstra(_csr(lg, ref_arcs), directed=True, indices=start)
+    assert np.array_equal(dist, ref)
+    for v in np.flatnonzero(np.isfinite(ref) & (np.arange(n) != start)):
+        j = np.flatnonzero((tails == pred[v]) & (heads == v))
+        assert len(j) == 1 and dist[v] == dist[pred[v]] + ref_arcs[j[0]]
+
+
+def test_spatial_order_falls_back_to_breadth_first_and_refuses_unknown_kinds():
+    """Without usable geometry (a coordinate not finite) the spatial order is the breadth-first one; an unknown
+    kind is one ParameterError."""
+    from evroute.search.order import search_order, spatial_perm
+
+    lg = random_linegraph(12, 0.3, 1)
+    assert np.array_equal(spatial_perm(lg), np.arange(12))  # every edge at the same point: ties in node order
+    lg.network.geometry[0][0, 0] = np.nan  # the fixture's edges share one (2, 2) array
+    assert spatial_perm(lg) is None
+    assert np.array_equal(search_order(lg, "spatial").perm, search_order(lg, "bfs").perm)
+    with pytest.raises(ParameterError, match="unknown search order"):
+        search_order(lg, "hilbert")

@@ -51,6 +51,11 @@ from evroute.search import numba_available, ordered_one_to_all
 #: SciPy's is as fast and a one-off query would pay about a second for importing numba.
 REACH_COMPILED_MIN_EDGES = 100_000
 
+#: The node order of the compiled reach's search (:mod:`evroute.search.order`): the spatial one, where every node's
+#: turns lie a few slots away (15-20% less CPU for a search over every node than the breadth-first order at a
+#: million edges)
+REACH_ORDER = "spatial"
+
 
 @dataclass(frozen=True)
 class ReachResult:
@@ -182,7 +187,7 @@ def reach_arcs(lg: LineGraph, belief: RouteBelief, delta: float, h0: np.ndarray 
         return got
     q = np.ascontiguousarray(_quantiles(belief, delta), dtype=np.float64)
     h = np.zeros_like(q) if h0 is None else np.ascontiguousarray(h0, dtype=np.float64)
-    order, arcs, stats = reduced_arcs(lg, q, h)
+    order, arcs, stats = reduced_arcs(lg, q, h, REACH_ORDER)
     exact = not stats[0] < -1e-9 * max(1.0, float(np.abs(q).max()))  # reweight's rounding tolerance
     got = ReachArcs(q, h, order, arcs, stats, exact, (objs, vals))
     _REACH_ARCS[belief] = got
@@ -218,7 +223,7 @@ def reach_phases(
     q = np.ascontiguousarray(_quantiles(belief, delta), dtype=np.float64)
     h = np.zeros_like(q) if h0 is None else np.ascontiguousarray(h0, dtype=np.float64)
     lap("quantiles")
-    o, arcs, st = reduced_arcs(lg, q, h)
+    o, arcs, st = reduced_arcs(lg, q, h, REACH_ORDER)
     lap("reduced arcs")
     dist, pred = ordered_one_to_all(o, arcs, st, start)
     lap("one-to-all")
@@ -265,6 +270,7 @@ def route_probability(belief: RouteBelief, route: np.ndarray, battery: BatterySt
 
 __all__ = [
     "REACH_COMPILED_MIN_EDGES",
+    "REACH_ORDER",
     "ReachArcs",
     "ReachResult",
     "reach_arcs",

@@ -287,20 +287,22 @@ def _buckets(
         pred.fill(-9999)
 
 
-def reduced_arcs(linegraph: LineGraph, w: np.ndarray, h: np.ndarray) -> tuple[Any, np.ndarray, np.ndarray]:
+def reduced_arcs(
+    linegraph: LineGraph, w: np.ndarray, h: np.ndarray, kind: str = "bfs"
+) -> tuple[Any, np.ndarray, np.ndarray]:
     """``(order, arcs (C,), stats (4,))``: the line graph's turns weighted ``max(w[v] + h[u] - h[v], 0)`` (Wh) in the
-    cache-friendly :func:`~evroute.search.order.search_order` (``order``), and ``stats``: the least arc before
-    clipping, the clipped arcs' least, largest and sum.
+    cache-friendly :func:`~evroute.search.order.search_order` of ``kind`` (``order``), and ``stats``: the least arc
+    before clipping, the clipped arcs' least, largest and sum.
 
     Args:
-        w: ``(E,)`` node weights; h: ``(E,)`` node potential (zeros for none)."""
+        w: ``(E,)`` node weights; h: ``(E,)`` node potential (zeros for none); kind: the order's kind."""
     from evroute.search.order import search_order
 
     K = _kernels()
     n = linegraph.n_nodes
     if np.shape(w) != (n,) or np.shape(h) != (n,):
         raise ParameterError(f"the node weights and the potential must have shape ({n},)")
-    o = search_order(linegraph)
+    o = search_order(linegraph, kind)
     arcs = np.empty(len(o.heads))
     wp, hp = o.gather(w, h)
     st = np.zeros(4)  # least before clipping, then the clipped arcs' least, largest and sum
