@@ -23,9 +23,10 @@ Two engines, compiled with numba (``cache=True``: the first call in a fresh envi
 * :func:`one_to_all`: Dijkstra from one node to every node (or until a target is final) on a CSR graph with
   non-negative arc weights, by buckets: Dial's algorithm where every arc is at least twice the bucket width, label
   correcting inside a bucket otherwise; the same labels as SciPy's, bit for bit.  :func:`reduced_one_to_all` runs it
-  for reach on the line graph renamed in a cache-friendly order (:mod:`evroute.search.order`), the arcs computed in
-  compiled code: at a million edges about twice as many arcs per millisecond as SciPy's Dijkstra
-  (``docs/scale_rounds.md``).
+  on the line graph renamed in a cache-friendly order (:mod:`evroute.search.order`), the arcs computed in compiled
+  code: at a million edges about twice as many arcs per millisecond as SciPy's Dijkstra (``docs/scale_rounds.md``).
+  Reach splits it: :func:`reduced_arcs` once per belief (in the spatial order), then :func:`ordered_one_to_all` per
+  start (``docs/reach_profile.md``).
 
 Without numba (:func:`numba_available` False) neither engine exists and the callers keep SciPy's Dijkstra.
 """

@@ -88,6 +88,31 @@ def _before(lg: Any, belief: Any, start: int, battery: Any, h0: np.ndarray) -> t
     return qv <= battery.budget_wh, qv
 
 
+def _orders(lg: Any, belief: Any, h0: np.ndarray, starts: list[int]) -> dict[str, Any]:
+    """The one-to-all on reach's arcs in each search order (:data:`evroute.search.order.ORDER_KINDS`), side by side
+    from each start: median CPU seconds, the median slots between a turn's two ends, and whether the labels agree."""
+    from evroute.driver.reach import _quantiles
+    from evroute.search import ordered_one_to_all, reduced_arcs
+    from evroute.search.order import ORDER_KINDS
+
+    q, h = _quantiles(belief, 0.05), np.asarray(h0, dtype=np.float64)
+    made = {k: reduced_arcs(lg, q, h, k) for k in ORDER_KINDS}
+    cpu: dict[str, list[float]] = {k: [] for k in ORDER_KINDS}
+    same = True
+    for s in starts:
+        labels = []
+        for k, (o, arcs, st) in made.items():
+            (dist, _), t = _timed(lambda o=o, arcs=arcs, st=st, s=s: ordered_one_to_all(o, arcs, st, s))
+            cpu[k].append(t["cpu_s"])
+            labels.append(dist[o.inv])
+        same = same and all(np.array_equal(labels[0], x) for x in labels[1:])
+    out: dict[str, Any] = {"same_labels": same}
+    for k, (o, _, _) in made.items():
+        tails = np.repeat(np.arange(lg.n_nodes), np.diff(o.indptr))
+        out[k] = {"cpu_s": statistics.median(cpu[k]), "turn_gap_median": float(np.median(np.abs(o.heads - tails)))}
+    return out
+
+
 def _median(rows: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in rows) for k in rows[0]}
 
@@ -152,6 +177,7 @@ def child(network: str, size: int, seed: int, mode: str, repeats: int, rounds: i
         if not (np.array_equal(old[0], res.reachable) and np.array_equal(old[1], res.quantile_wh)):
             raise AssertionError("reach differs from the code before issue 39's reach work")
     out["reach"] = whole
+    out["one_to_all_by_order"] = _orders(lg, belief, ctx.h0, [int(pairs[i % 3, 0]) for i in range(repeats)])
     out["vs_scipy"] = _vs_scipy(res, reachable(lg, belief, res.start, battery, h0=ctx.h0, compiled=False), ctx.h0)
     out["reach_median"] = _median(whole)
     out["reach_arcs_afresh_median"] = _median(fresh_arcs)
