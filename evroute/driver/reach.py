@@ -173,7 +173,7 @@ _REACH_ARCS: weakref.WeakKeyDictionary[RouteBelief, ReachArcs] = weakref.WeakKey
 
 def reach_arcs(lg: LineGraph, belief: RouteBelief, delta: float, h0: np.ndarray | None) -> ReachArcs:
     """The quantiles and reduced arcs of the compiled :func:`reachable`, computed once per belief, ``delta`` and
-    ``h0`` and kept with the belief (about 40 ms of a reach on a million edges; 24 bytes per turn and 16 per edge).
+    ``h0`` and kept with the belief (45-55 ms of CPU on a million edges; 8 bytes per turn and 8-16 per edge).
 
     A kept result is reused while the belief holds the very same arrays (``mean``, ``var``, ``noise_var``,
     ``effect_mean``: compared by identity, as a served model's belief replaces them, never writes into them), the
