@@ -34,7 +34,7 @@ import functools
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy.sparse.csgraph import dijkstra
@@ -46,6 +46,9 @@ from evroute.driver.paths import PathEnumerator
 from evroute.errors import ParameterError
 from evroute.linegraph import LineGraph
 from evroute.search import numba_available, ordered_one_to_all
+
+if TYPE_CHECKING:
+    from evroute.search.order import SearchOrder
 
 #: From this many edges :func:`reachable` runs its Dijkstra compiled by default (when numba is installed): below it
 #: SciPy's is as fast and a one-off query would pay about a second for importing numba.
@@ -160,7 +163,7 @@ class ReachArcs:
 
     q: np.ndarray
     h: np.ndarray
-    order: Any
+    order: SearchOrder
     arcs: np.ndarray
     stats: np.ndarray
     exact: bool

@@ -37,7 +37,7 @@ import functools
 import importlib.util
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -45,6 +45,9 @@ import scipy.sparse as sp
 from evroute.errors import ParameterError, UnreachableError
 from evroute.linegraph import LineGraph
 from evroute.oracle import Route
+
+if TYPE_CHECKING:
+    from evroute.search.order import SearchOrder
 
 #: what the first call costs when numba's cache is empty (measured on the 2-core benchmark machine, CPU time)
 COMPILE_NOTE = (
@@ -290,7 +293,7 @@ def _buckets(
 
 def reduced_arcs(
     linegraph: LineGraph, w: np.ndarray, h: np.ndarray, kind: str = "bfs"
-) -> tuple[Any, np.ndarray, np.ndarray]:
+) -> tuple[SearchOrder, np.ndarray, np.ndarray]:
     """``(order, arcs (C,), stats (4,))``: the line graph's turns weighted ``max(w[v] + h[u] - h[v], 0)`` (Wh) in the
     cache-friendly :func:`~evroute.search.order.search_order` of ``kind`` (``order``), and ``stats``: the least arc
     before clipping, the clipped arcs' least, largest and sum.
@@ -332,7 +335,9 @@ def reduced_one_to_all(
     return dist, pred, float(st[0])
 
 
-def ordered_one_to_all(order: Any, arcs: np.ndarray, stats: np.ndarray, start: int) -> tuple[np.ndarray, np.ndarray]:
+def ordered_one_to_all(
+    order: SearchOrder, arcs: np.ndarray, stats: np.ndarray, start: int
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`one_to_all` from original node ``start`` over ``arcs`` and ``stats`` of :func:`reduced_arcs`:
     ``(dist (E,), pred (E,))`` in the NEW names of ``order``."""
     c = max(len(arcs), 1)
