@@ -122,3 +122,30 @@ def test_spatial_order_falls_back_to_breadth_first_and_refuses_unknown_kinds():
     assert np.array_equal(search_order(lg, "spatial").perm, search_order(lg, "bfs").perm)
     with pytest.raises(ParameterError, match="unknown search order"):
         search_order(lg, "hilbert")
+
+
+def test_reach_phases_time_each_phase_between_clock_readings():
+    """reach_phases reads the clock once before and once after each of its four phases and reports the differences
+    (a counting clock: each phase spans one tick)."""
+    from itertools import count
+
+    from test_driver import _learned, _small
+
+    import evroute.driver.reach as R
+    from evroute.driver.answers import BatteryState
+    from evroute.driver.belief import RouteBelief
+    from evroute.driver.paths import potential_h
+
+    lg, _ = _small()
+    b = RouteBelief(_learned("bi", lg, 3))
+    bat = BatteryState(10_000.0, 0.01, 0.0)
+    ticks = count()
+
+    def clock():
+        t = next(ticks)
+        return (t, 2 * t, 3 * t)
+
+    got = R.reach_phases(lg, b, 2, bat, h0=potential_h(lg.network), clock=clock)
+    assert list(got) == ["quantiles", "reduced arcs", "one-to-all", "costs in the original names"]
+    assert all(v == {"cpu_s": 1.0, "sys_s": 2.0, "faults": 3.0} for v in got.values())
+    assert next(ticks) == 5  # one reading before the first phase and one after each
