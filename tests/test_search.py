@@ -427,7 +427,7 @@ def test_reach_default_engine_by_size_and_on_monaco(monkeypatch):
     a, d = R.reachable(lg, b, 1, bat, h0=h0, compiled=False), R.reachable(lg, b, 1, bat, h0=h0)
     assert np.array_equal(a.pred, d.pred) and np.array_equal(a.quantile_wh, d.quantile_wh)
     monkeypatch.setattr(R, "REACH_COMPILED_MIN_EDGES", 0)
-    monkeypatch.setattr(R, "reduced_one_to_all", lambda *a: pytest.fail("the compiled search ran"))
+    monkeypatch.setattr(R, "ordered_one_to_all", lambda *a: pytest.fail("the compiled search ran"))
     with pytest.raises(BaseException, match="compiled search ran"):
         R.reachable(lg, b, 1, bat, h0=h0)
     monkeypatch.undo()

@@ -23,9 +23,10 @@ Two engines, compiled with numba (``cache=True``: the first call in a fresh envi
 * :func:`one_to_all`: Dijkstra from one node to every node (or until a target is final) on a CSR graph with
   non-negative arc weights, by buckets: Dial's algorithm where every arc is at least twice the bucket width, label
   correcting inside a bucket otherwise; the same labels as SciPy's, bit for bit.  :func:`reduced_one_to_all` runs it
-  for reach on the line graph renamed in a cache-friendly order (:mod:`evroute.search.order`), the arcs computed in
-  compiled code: at a million edges about twice as many arcs per millisecond as SciPy's Dijkstra
-  (``docs/scale_rounds.md``).
+  on the line graph renamed in a cache-friendly order (:mod:`evroute.search.order`), the arcs computed in compiled
+  code: at a million edges about twice as many arcs per millisecond as SciPy's Dijkstra (``docs/scale_rounds.md``).
+  Reach splits it: :func:`reduced_arcs` once per belief (in the spatial order), then :func:`ordered_one_to_all` per
+  start (``docs/reach_profile.md``).
 
 Without numba (:func:`numba_available` False) neither engine exists and the callers keep SciPy's Dijkstra.
 """
@@ -36,7 +37,7 @@ import functools
 import importlib.util
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -44,6 +45,9 @@ import scipy.sparse as sp
 from evroute.errors import ParameterError, UnreachableError
 from evroute.linegraph import LineGraph
 from evroute.oracle import Route
+
+if TYPE_CHECKING:
+    from evroute.search.order import SearchOrder
 
 #: what the first call costs when numba's cache is empty (measured on the 2-core benchmark machine, CPU time)
 COMPILE_NOTE = (
@@ -287,6 +291,31 @@ def _buckets(
         pred.fill(-9999)
 
 
+def reduced_arcs(
+    linegraph: LineGraph, w: np.ndarray, h: np.ndarray, kind: str = "bfs"
+) -> tuple[SearchOrder, np.ndarray, np.ndarray]:
+    """``(order, arcs (C,), stats (4,))``: the line graph's turns weighted ``max(w[v] + h[u] - h[v], 0)`` (Wh) in the
+    cache-friendly :func:`~evroute.search.order.search_order` of ``kind`` (``order``), and ``stats``: the least arc
+    before clipping, the clipped arcs' least, largest and sum.
+
+    Args:
+        w: ``(E,)`` node weights; h: ``(E,)`` node potential (zeros for none); kind: the order's kind."""
+    from evroute.search.order import search_order
+
+    K = _kernels()
+    n = linegraph.n_nodes
+    if np.shape(w) != (n,) or np.shape(h) != (n,):
+        raise ParameterError(f"the node weights and the potential must have shape ({n},)")
+    o = search_order(linegraph, kind)
+    arcs = np.empty(len(o.heads))
+    wp, hp = o.gather(w, h)
+    st = np.zeros(4)  # least before clipping, then the clipped arcs' least, largest and sum
+    K.reduced_arcs_kernel(o.indptr, o.heads, wp, hp, arcs, st)
+    if not np.all(np.isfinite(st)) and len(arcs):
+        raise ParameterError("the node weights and the potential must be finite")
+    return o, arcs, st
+
+
 def reduced_one_to_all(
     linegraph: LineGraph, w: np.ndarray, h: np.ndarray, start: int
 ) -> tuple[np.ndarray, np.ndarray, float]:
@@ -297,26 +326,22 @@ def reduced_one_to_all(
 
     Args:
         w: ``(E,)`` node weights; h: ``(E,)`` node potential (zeros for none); start: the source node."""
-    from evroute.search.order import search_order
-
-    K = _kernels()
     n = linegraph.n_nodes
     if not 0 <= int(start) < n:
         raise ParameterError(f"start index {start} is outside 0..{n - 1}")
-    if np.shape(w) != (n,) or np.shape(h) != (n,):
-        raise ParameterError(f"the node weights and the potential must have shape ({n},)")
-    o = search_order(linegraph)
-    arcs = np.empty(len(o.heads))
-    wp, hp = o.gather(w, h)
-    st = np.zeros(4)  # least before clipping, then the clipped arcs' least, largest and sum
-    K.reduced_arcs_kernel(o.indptr, o.heads, wp, hp, arcs, st)
-    if not np.all(np.isfinite(st)) and len(arcs):
-        raise ParameterError("the node weights and the potential must be finite")
-    c = max(len(arcs), 1)
-    dist, pred = _buckets(o.indptr, o.heads, arcs, int(o.inv[int(start)]), -1, st[1], st[2], st[3] / c)
-    least = float(st[0])
+    o, arcs, st = reduced_arcs(linegraph, w, h)
+    dist, pred = ordered_one_to_all(o, arcs, st, start)
     dist, pred = o.to_original(dist, pred)
-    return dist, pred, least
+    return dist, pred, float(st[0])
+
+
+def ordered_one_to_all(
+    order: SearchOrder, arcs: np.ndarray, stats: np.ndarray, start: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`one_to_all` from original node ``start`` over ``arcs`` and ``stats`` of :func:`reduced_arcs`:
+    ``(dist (E,), pred (E,))`` in the NEW names of ``order``."""
+    c = max(len(arcs), 1)
+    return _buckets(order.indptr, order.heads, arcs, int(order.inv[int(start)]), -1, stats[1], stats[2], stats[3] / c)
 
 
 def node_weighted_route(linegraph: LineGraph, weights: np.ndarray, start: int, goal: int) -> Route:

@@ -478,3 +478,21 @@ def unpermute_kernel(perm: Any, dist: Any, pred: Any, dist_out: Any, pred_out: A
         dist_out[k] = dist[i]
         p = pred[i]
         pred_out[k] = perm[p] if p >= 0 else p
+
+
+@_njit
+def reach_costs_kernel(perm: Any, dist: Any, pred: Any, w: Any, h: Any, start: int, budget: float, *out: Any) -> None:
+    """From a search in the new names (``perm[i]`` renamed ``i``) over the arcs ``max(w[v] + h[u] - h[v], 0)``, into
+    ``out = (cost (N,), within (N,) bool, pred (N,))`` in the original names: each node's route cost ``w[start] +
+    dist - h[start] + h[v]`` (in this order of operations; ``inf`` where unreached), ``cost <= budget``, and the
+    predecessors (a negative one kept); ``start`` is an original name."""
+    cost, within, pred_out = out
+    ws, hs = w[start], h[start]
+    for i in range(perm.shape[0]):
+        k = perm[i]
+        d = dist[i]
+        c = ws + d - hs + h[k] if d < np.inf else np.inf
+        cost[k] = c
+        within[k] = c <= budget
+        p = pred[i]
+        pred_out[k] = perm[p] if p >= 0 else p
