@@ -365,7 +365,7 @@ def _lazy_sentence(lazy: dict[str, Any] | None, round_s: float, place: str = "ci
     cpu, draws, share = float(lazy["cpu_s"]), int(lazy["draws"]), float(lazy["settled_share"])
     verdict = (
         "more than the round with every edge drawn, so BI-TS rounds leave it after their first round here "
-        "(`evroute.bandit.LAZY_TS_MAX_SHARE`) and the row is the full draw with SciPy's Dijkstra"
+        "(`evroute.bandit.LAZY_TS_MAX_SHARE`) and the row is the full draw with the compiled search"
         if cpu > round_s
         else "less than the round with every edge drawn"
     )
@@ -409,13 +409,15 @@ def _bounds_lines(d: dict[str, Any], place: str = "city") -> list[str]:
             share = float(r["route_settled_share"])
             out.append(
                 f"* **{label}** ({fmt_s(x)}): route A crosses the {place}, so an exact one-directional search settles "
-                f"{share:.1%} of the {edges:,} line-graph nodes before the goal; SciPy's Dijkstra scans "
-                f"{rate:,.0f} arcs per ms (all {turns:,} turns in {fmt_s(dj)}, the Dijkstra query row), so the search "
-                f"alone needs about {fmt_s(share * dj)}; the rest of the round ({fmt_s(max(x - share * dj, 0.0))}) is "
-                f"O(E) array work on every edge (posterior, one Thompson draw, rectified weights, arc gather).  "
-                f"Within {fmt_s(limit)} an exact search would have to scan {turns * share / (limit * 1e3):,.0f} arcs "
-                "per ms, or settle only the edges it needs (lazily sampled weights in a compiled search)."
-                + _lazy_sentence(r.get("route_lazy"), x, place)
+                f"{share:.1%} of the {edges:,} line-graph nodes before the goal.  A round that draws every edge "
+                "searches with the compiled engine (`evroute.search.node_weighted_route`, from "
+                "`evroute.bandit.LAZY_TS_MIN_ARMS` arms); the round's whole CPU, search and O(E) array work on every "
+                f"edge (posterior, one Thompson draw, rectified weights, arc gather), is {fmt_s(x)}, that is "
+                f"{x * 1e9 / max(share * turns, 1):,.0f} ns per turn its search must scan, against "
+                f"{1e9 * dj / turns:,.0f} ns per turn for SciPy's Dijkstra alone (all {turns:,} turns in "
+                f"{fmt_s(dj)}, the Dijkstra query row).  Within {fmt_s(limit)} an exact search would have to scan "
+                f"{turns * share / (limit * 1e3):,.0f} arcs per ms, or settle only the edges it needs (lazily "
+                "sampled weights in a compiled search)." + _lazy_sentence(r.get("route_lazy"), x, place)
             )
         elif key == "reach" and "reach_reached_share" in r:
             share = float(r["reach_reached_share"])
