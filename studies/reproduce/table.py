@@ -95,7 +95,9 @@ def misspecification_at_head(r: Mapping[str, str]) -> bool:
 #: model and policy) regenerated at HEAD of issue 38, item 4 (``python -m studies.sumo_bandit.run``, commands in
 #: ``sumo_bandit_meta.json``); the other rows are labelled with the older commits that recorded them (before issue
 #: 34 changed network speeds and the default energy prior) and are not compared.  At ``1dce12e``: Monaco, both
-#: routes and both arm kinds (240 rows, 2,008 CPU s of runs) and its live drives; Luxembourg is still before issue 34
+#: routes and both arm kinds (240 rows, 2,008 CPU s of runs) and its live drives; Luxembourg's edge-arm blocks (120 rows,
+#: 1,540 CPU s); Luxembourg's turn-arm blocks and live drives are still before issue 34 (its GP-BUCB and GP-UCB turn
+#: runs, about 530 CPU s a seed, still running)
 SUMO_BANDIT_AT_HEAD: frozenset[str] = frozenset({"1dce12e"})
 
 
