@@ -50,10 +50,11 @@ from pathlib import Path
 import numpy as np
 
 from evroute.energy import VehicleProfile
-from evroute.errors import DataError, ParameterError
+from evroute.errors import ParameterError
 from evroute.network.cachefiles import temp_prefix
 from evroute.sumo.attribution import LaneGraph, attribute_steps, lane_graph
 from evroute.sumo.binaries import SumoError, import_libsumo, sumo_binary
+from evroute.sumo.netfile import connection_directions, direction_rank, edge_lengths_speeds
 from evroute.sumo.record import edge_rise_m, kinetic_steps, net_connections, steps_to_traversals, write_vtype_file
 from evroute.sumo.snapshots import base_args, live_snapshots
 from evroute.sumo.vehicle import DEFAULT_VTYPE, SUMO_GRAVITY_MPS2, battery_params, effective_mass_kg
@@ -76,57 +77,6 @@ def draw_speed_factor(rng: np.random.Generator) -> float:
         x = float(rng.normal(mean, dev))
         if lo <= x <= hi:
             return x
-
-
-def _direction_rank(direction: str) -> int:
-    """Straight on first, then slight turns, full turns, U-turns (SUMO's connection ``dir``)."""
-    return {"s": 0, "l": 1, "r": 1, "L": 2, "R": 2, "t": 3}.get(direction, 2)
-
-
-def connection_directions(net_file: str | os.PathLike[str]) -> dict[tuple[str, str], str]:
-    """``(from_edge, to_edge) -> dir`` (SUMO's ``s``, ``l``, ``r``, ``L``, ``R``, ``t``) of the connections between
-    normal edges that passenger cars may use (both edges allow them), via sumolib."""
-    import sumolib
-
-    from evroute.network.xmlguard import check_xml_file
-
-    check_xml_file(net_file, "SUMO network file")  # no DTD, no bomb (evroute.network.xmlguard)
-
-    net = sumolib.net.readNet(str(net_file))
-    out: dict[tuple[str, str], str] = {}
-    for edge in net.getEdges():
-        if not edge.allows("passenger"):
-            continue
-        for to_edge, conns in edge.getOutgoing().items():
-            if to_edge.allows("passenger") and conns:
-                out[(edge.getID(), to_edge.getID())] = min((c.getDirection() for c in conns), key=_direction_rank)
-    return out
-
-
-def edge_lengths_speeds(net_file: str | os.PathLike[str]) -> tuple[dict[str, float], dict[str, float]]:
-    """``(length, speed)``: every normal edge's length (m, its first lane's) and highest lane speed limit (m/s).
-
-    Raises:
-        DataError: the net has no lane with a speed and a length.
-    """
-    import sumolib
-
-    from evroute.network.xmlguard import check_xml_file
-
-    check_xml_file(net_file, "SUMO network file")  # no DTD, no bomb (evroute.network.xmlguard)
-
-    length: dict[str, float] = {}
-    speed: dict[str, float] = {}
-    # parse_fast matches the attributes in the order SUMO writes them (id, index, allow/disallow, speed, length)
-    for ln in sumolib.xml.parse_fast(str(net_file), "lane", ["id", "speed", "length"]):
-        if ln.id.startswith(":"):
-            continue
-        e = ln.id.rsplit("_", 1)[0]
-        length.setdefault(e, float(ln.length))
-        speed[e] = max(speed.get(e, 0.0), float(ln.speed))
-    if not length:
-        raise DataError(f"no lane with a speed and a length in {net_file}")
-    return length, speed
 
 
 @dataclass
@@ -233,8 +183,8 @@ class LiveSimulation:
         self._preds: dict[str, list[tuple[int, str]]] = {}
         self._succs: dict[str, list[tuple[int, str]]] = {}
         for (a, b), d in connection_directions(self.net_file).items():
-            self._preds.setdefault(b, []).append((_direction_rank(d), a))
-            self._succs.setdefault(a, []).append((_direction_rank(d), b))
+            self._preds.setdefault(b, []).append((direction_rank(d), a))
+            self._succs.setdefault(a, []).append((direction_rank(d), b))
         if backend not in ("libsumo", "traci"):
             raise ParameterError(f"unknown SUMO backend {backend!r} (use libsumo or traci)")
         self.backend = backend
