@@ -39,12 +39,6 @@ SUMO_BANDIT_REGEN = (
         for net in ("monaco", "luxembourg")
     ),
     cmd(
-        "-m studies.sumo_bandit.run --networks luxembourg --routes A --models gp-exact --policies ucb bucb "
-        f"--arms turn edge --seeds 1 {_SUMO_DAY} --runs {{raw}}/sumo_bandit_timing "
-        "--data {dir}/sumo_bandit_luxembourg_timing.csv --meta {dir}/sumo_bandit_luxembourg_timing.json "
-        "--extra-data {dir} --out {dir}/sumo_bandit_timing.md"
-    ),
-    cmd(
         "-m studies.sumo_bandit.run --report-only --data {dir}/sumo_bandit_finals.csv "
         "--meta {dir}/sumo_bandit_meta.json --extra-data {dir} --out {dir}/sumo_bandit.md"
     ),

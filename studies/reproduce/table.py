@@ -95,9 +95,9 @@ def misspecification_at_head(r: Mapping[str, str]) -> bool:
 #: model and policy) regenerated at HEAD of issue 38, item 4 (``python -m studies.sumo_bandit.run``, commands in
 #: ``sumo_bandit_meta.json``); the other rows are labelled with the older commits that recorded them (before issue
 #: 34 changed network speeds and the default energy prior) and are not compared.  At ``1dce12e``: Monaco, both
-#: routes and both arm kinds (240 rows, 2,008 CPU s of runs) and its live drives; Luxembourg's edge-arm blocks (120 rows,
-#: 1,540 CPU s); Luxembourg's turn-arm blocks and live drives are still before issue 34 (its GP-BUCB and GP-UCB turn
-#: runs, about 530 CPU s a seed, still running)
+#: routes and both arm kinds (240 rows, 2,008 CPU s of runs) and its live drives; Luxembourg's edge-arm blocks (120
+#: rows, 1,540 CPU s); Luxembourg's turn-arm blocks and live drives are still before issue 34 (its GP-BUCB and GP-UCB
+#: turn runs, about 530 CPU s a seed, still running)
 SUMO_BANDIT_AT_HEAD: frozenset[str] = frozenset({"1dce12e"})
 
 
@@ -219,27 +219,6 @@ SOURCES: tuple[Source, ...] = (
     ),
     Source(
         "sumo_bandit_live_meta.json",
-        "sumo_bandit",
-        at=_SUMO_BANDIT_AT,
-        rerun="file",
-        regen=SUMO_BANDIT_REGEN,
-        cpu_note=WITH_SUMO_BANDIT,
-    ),
-    Source(
-        "sumo_bandit_luxembourg_timing.csv",
-        "sumo_bandit",
-        key=("network", "route", "label", "seed"),
-        excluded={"cpu_s": TIMING},
-        commands_file="sumo_bandit_luxembourg_timing.json",
-        at=_SUMO_BANDIT_AT,
-        rerun="file",
-        regen=SUMO_BANDIT_REGEN,
-        cpu_columns=("cpu_s",),
-        cpu_note="a timing of two Luxembourg runs (its cpu_s re-measured, never compared); written by the "
-        "sumo_bandit page's regeneration",
-    ),
-    Source(
-        "sumo_bandit_luxembourg_timing.json",
         "sumo_bandit",
         at=_SUMO_BANDIT_AT,
         rerun="file",

@@ -4,7 +4,7 @@
 (``--meta``) into the Markdown page: per network and route the recorded day, the exact regret reference and its checks,
 every method's final regret and the paired GP - BI and turn - edge differences.  :func:`report_from_files` adds the
 final routes driven live (:func:`~studies.sumo_bandit.runner.live_section`) and, for a network run after the
-others, what ran there and its CPU (:func:`partial_network_lines`).  It never runs SUMO or a learner; every number
+others, what ran there and its CPU (:func:`network_cost_lines`).  It never runs SUMO or a learner; every number
 and sentence comes from the tables.
 """
 
@@ -274,127 +274,86 @@ def _by_count(counts: dict[str, int]) -> str:
     return "; ".join(f"{', '.join(labs)} {k}" for k, labs in sorted(groups.items(), reverse=True))
 
 
-def partial_network_lines(
-    df: pd.DataFrame,
-    meta: dict[str, Any],
-    timed: pd.DataFrame,
-    timed_meta: dict[str, Any],
-    driven: frozenset[str] = frozenset(),
+def network_cost_lines(
+    df: pd.DataFrame, meta: dict[str, Any], net: str, driven: frozenset[str] = frozenset()
 ) -> list[str]:
-    """The "not done" paragraph of the network timed in ``timed`` (``driven``: the networks whose final routes are
-    driven live; a complete network gets one paragraph of what ran and its CPU) (one seed of its dearest methods,
-    :func:`~studies.sumo_bandit.timing.read_timing`), once the study has rows of that network: per route, the
-    seeds completed of the ``meta["seeds"]`` asked for every method of the complete networks (the other networks in
-    ``df``), the CPU per seed measured on this network (``cpu_s``, mean over its completed seeds, both routes) and its
-    ratio to the same methods' CPU per seed on the complete networks, and the CPU the missing seeds would cost: per
-    seed the CPU measured here, else the timed run's, else the method's CPU per seed on the complete networks times
-    the ratio of its model's methods that have a CPU per seed on this network (measured or timed; all methods
-    measured here when its model has none).  Before any row of that network:
-    :func:`~studies.sumo_bandit.timing.timing_lines`."""
-    from studies.sumo_bandit.timing import TIMING, timing_lines
-
-    net = str(timed["network"].iloc[0])
+    """What ran on ``net`` (a network after the first of the study) and its CPU: per route, the seeds completed of
+    the ``meta["seeds"]`` asked for every method of the study; the CPU per seed measured there (the data's ``cpu_s``:
+    the seed's CPU, not the process's one-off loading; mean over the completed seeds of both routes) and its ratio to
+    the same method's CPU per seed on the other networks, compared only between rows of the same code (the rows at
+    HEAD when ``net`` has any, else the older ones); and, while seeds are missing, what they would cost: per seed the
+    CPU measured there, else the method's CPU per seed on the other networks times the ratio of its model's methods
+    measured on both (all methods' ratio when its model has none).  ``driven``: the networks whose final routes are
+    driven live."""
     seeds = int(meta["seeds"])
-    here, ref = df[df["network"] == net], df[df["network"] != net]
-    head = at_head(df)  # CPU compared only with rows of the same code as this network's
-    ref = ref[head[ref.index] == bool(head[here.index].all())] if not here.empty else ref
-    if here.empty or ref.empty:
-        return timing_lines(timed, timed_meta, df, seeds)
-    methods = list(dict.fromkeys([*ref["label"], *here["label"]]))
+    here_all, ref_all = df[df["network"] == net], df[df["network"] != net]
+    head = at_head(df)
+    code = bool(head[here_all.index].any())  # the code the CPU is compared at
+    here = here_all[head[here_all.index] == code]
+    ref = ref_all[head[ref_all.index] == code]
+    methods = list(dict.fromkeys([*ref_all["label"], *here_all["label"]]))
     routes = list(dict.fromkeys(df["route"]))
     cpu = here.groupby("label")["cpu_s"].mean()
     cpu_ref = ref.groupby("label")["cpu_s"].mean()
-    timed_cpu = timed.groupby("label", sort=False)["cpu_s"].mean()
-    ran = list(dict.fromkeys(here["route"]))
     both = [lab for lab in methods if lab in cpu.index and lab in cpu_ref.index]
     ratio = float(cpu[both].sum() / cpu_ref[both].sum()) if both else float("nan")
     model_of = dict(zip(df["label"], df["model"], strict=False))
-    lux = {**timed_cpu.to_dict(), **cpu.to_dict()}  # CPU per seed on this network: measured here, else timed
     factor: dict[str, float] = {}
     for model in dict.fromkeys(model_of.values()):
-        labs = [lab for lab in lux if model_of.get(lab) == model and lab in cpu_ref.index]
-        factor[model] = sum(lux[lab] for lab in labs) / float(cpu_ref[labs].sum()) if labs else ratio
-    done, missing = [], []
-    remaining, sources = 0.0, {"here": 0, "timed": 0, "scaled": 0}
-    scaled: list[str] = []
+        labs = [lab for lab in cpu.index if model_of.get(lab) == model and lab in cpu_ref.index]
+        factor[model] = float(cpu[labs].sum() / cpu_ref[labs].sum()) if labs else ratio
+    done, missing, scaled = [], [], []
+    remaining, measured, n_scaled = 0.0, 0, 0
     for route in routes:
-        g = here[here["route"] == route]
+        g = here_all[here_all["route"] == route]
         counts = {lab: int((g["label"] == lab).sum()) for lab in methods}
         done.append(f"{net} {route}: " + (_by_count({k: v for k, v in counts.items() if v}) or "none"))
         short = {lab: seeds - k for lab, k in counts.items() if k < seeds}
         missing.append(f"{net} {route}: " + (_by_count(short) if short else "none"))
         for lab, k in short.items():
             if lab in cpu.index:
-                per, src = float(cpu[lab]), "here"
-            elif lab in timed_cpu.index:
-                per, src = float(timed_cpu[lab]), "timed"
+                remaining, measured = remaining + k * float(cpu[lab]), measured + k
             else:
-                per, src = factor[model_of[lab]] * float(cpu_ref.get(lab, float("nan"))), "scaled"
+                remaining += k * factor[model_of[lab]] * float(cpu_ref.get(lab, float("nan")))
+                n_scaled += k
                 scaled.append(lab)
-            remaining += k * per
-            sources[src] += k
+    others = sorted(set(ref_all["network"]))
+    which = "rows at HEAD" if code else "rows before issue 34"
     per_seed = ", ".join(
         f"{lab} {cpu[lab]:.1f} s" + (f" ({cpu[lab] / cpu_ref[lab]:.1f}x)" if lab in cpu_ref.index else "")
         for lab in methods
         if lab in cpu.index
     )
-    m = meta["routes"].get(f"{net}-{routes[0]}", timed_meta["routes"][next(iter(timed_meta["routes"]))])
-    cells = ", ".join(f"{lab} {timed_cpu[lab]:.0f} CPU s" for lab in timed_cpu.index)
-    stopped = [lab for lab in timed_meta["routes"][next(iter(timed_meta["routes"]))].get("methods", [])]
-    stopped = [lab for lab in stopped if lab not in timed_cpu.index]
-    others = sorted(set(ref["network"]))
     complete = all(m.endswith(": none") for m in missing)
-    timing = (
-        f"One seed timed on {net} {timed['route'].iloc[0]} before this study (`{timed_meta['command']}`; "
-        f"data [`data/{TIMING}.csv`](data/{TIMING}.csv), [`data/{TIMING}.json`](data/{TIMING}.json)): {cells}"
-        + (f"; asked there but stopped before completing a seed: {', '.join(stopped)}" if stopped else "")
-        + f".  Recording the day once (SUMO, {m['probe_trips']:,} probe trips, {m['traversals']:,} traversals) cost "
-        f"{m['record_cpu_s']:.0f} CPU s ({m['record_wall_s']:.0f} s wall)."
-        + ("" if net in driven else f"  The final routes of the {net} runs are not driven live.")
-    )
     seeds_text = (
         f"{seeds} seeds of each of the {len(methods)} methods on {' and '.join(f'{net} {r}' for r in routes)}"
         if complete
         else f"Seeds completed of the {seeds} asked: {'; '.join(done)}"
     )
+    compared = f"; together {ratio:.1f} times their CPU per seed on {', '.join(others)}" if both else ""
     lines = [
         f"**{net} A/B: {'complete' if complete else 'partly done'}.** {seeds_text} (T = {int(meta['horizon'])}, the "
-        "environment parameters above, the commands at the top; the section(s) "
-        f"{' and '.join(f'{net} {r}' for r in ran)} above).  CPU per seed measured here (the data's `cpu_s`, defined "
-        f"as for {', '.join(others)}: the seed's CPU, not the process's one-off loading of network and recorded day; "
-        "mean over the completed seeds of both routes; in brackets the ratio to the same "
-        f"method's CPU per seed on {', '.join(others)}): {per_seed}; together {ratio:.1f} times their CPU per seed "
-        f"on {', '.join(others)}." + (f"  {timing}" if complete else ""),
+        "environment parameters above, the commands at the top).  CPU per seed of its "
+        f"{which} (the data's `cpu_s`, defined as for {', '.join(others)}: the seed's CPU, not the process's one-off "
+        "loading of network and recorded day; mean over the completed seeds of both routes; in brackets the ratio to "
+        f"the same method's CPU per seed on the {which} of {', '.join(others)}): {per_seed or 'none'}{compared}."
+        + ("" if net in driven else f"  The final routes of the {net} runs are not driven live."),
         "",
     ]
     if complete:
         return lines
-    return [
-        *lines,
-        f"**Not done: {net}** (seeds missing of the {seeds}): {'; '.join(missing)}.  "
-        + (
-            f"They would cost about {remaining / 60:.0f} CPU-minutes: "
-            + ", ".join(
-                part
-                for part in (
-                    f"{sources['here']} seed-runs at the CPU per seed measured here" if sources["here"] else "",
-                    f"{sources['timed']} at that of the one seed timed (below)" if sources["timed"] else "",
-                    f"{sources['scaled']} ({', '.join(dict.fromkeys(scaled))}) at their CPU per seed on "
-                    f"{', '.join(others)} times the ratio of their model's methods with a CPU per seed on {net} ("
-                    + ", ".join(f"{mod} {factor[mod]:.1f}x" for mod in dict.fromkeys(model_of[lab] for lab in scaled))
-                    + ")"
-                    if sources["scaled"]
-                    else "",
-                )
-                if part
+    cost = ""
+    if remaining:
+        parts = [f"{measured} seed-runs at the CPU per seed measured there" if measured else ""]
+        if n_scaled:
+            parts.append(
+                f"{n_scaled} ({', '.join(dict.fromkeys(scaled))}) at their CPU per seed on {', '.join(others)} times "
+                "the ratio of their model's methods measured on both ("
+                + ", ".join(f"{mod} {factor[mod]:.1f}x" for mod in dict.fromkeys(model_of[lab] for lab in scaled))
+                + ")"
             )
-            + ".  "
-            if remaining
-            else ""
-        )
-        + timing,
-        "",
-    ]
+        cost = f"  They would cost about {remaining / 60:.0f} CPU-minutes: {', '.join(p for p in parts if p)}."
+    return [*lines, f"**Not done: {net}** (seeds missing of the {seeds}): {'; '.join(missing)}.{cost}", ""]
 
 
 def live_provenance(finals: pd.DataFrame, trips: pd.DataFrame) -> list[str]:
@@ -416,10 +375,9 @@ def live_provenance(finals: pd.DataFrame, trips: pd.DataFrame) -> list[str]:
 
 
 def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None = None) -> None:
-    """Rebuild ``out`` from the committed data alone; ``extra``: the folder of the live-scoring and timing tables
+    """Rebuild ``out`` from the committed data alone; ``extra``: the folder of the live-scoring tables
     (default: ``data``'s folder)."""
     from studies.sumo_bandit.runner import live_section, read_live
-    from studies.sumo_bandit.timing import read_timing
 
     df = pd.read_csv(data, dtype={"commit": str})
     meta = json.loads(meta_path.read_text())
@@ -433,8 +391,7 @@ def report_from_files(data: Path, meta_path: Path, out: Path, extra: Path | None
             for (n, r), g in df.groupby(["network", "route"])
         }
         text += "\n".join(["", *live_section(*live, order, replay), "", *live_provenance(live[0], live[1])])
-    timing = read_timing(extra)  # one seed of the dearest methods timed on a network not run
-    if timing is not None:
-        driven = frozenset(live[1]["network"]) if live is not None else frozenset()
-        text += "\n".join(["", *partial_network_lines(df, meta, *timing, driven=driven)])
+    driven = frozenset(live[1]["network"]) if live is not None else frozenset()
+    for net in list(dict.fromkeys(df["network"]))[1:]:  # the networks run after the first: what ran, its CPU
+        text += "\n".join(["", *network_cost_lines(df, meta, str(net), driven=driven)])
     atomic_write_text(out, text)

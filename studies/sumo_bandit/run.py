@@ -274,7 +274,7 @@ def main() -> None:
     ap.add_argument(
         "--extra-data",
         type=Path,
-        help="folder of the live-scoring (studies/sumo_bandit/live.py) and timing tables (default: --data's)",
+        help="folder of the live-scoring tables (studies/sumo_bandit/live.py; default: --data's)",
     )
     ap.add_argument("--report-only", action="store_true", help="no runs: rebuild --out from --data and --meta alone")
     args = ap.parse_args()

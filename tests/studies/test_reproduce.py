@@ -173,7 +173,6 @@ def test_a_file_source_at_an_older_commit_compares_only_the_rows_at_head() -> No
     rows = read_rows(s, s.path)
     assert s.at != "HEAD" and s.rerun == "file"
     assert head_rows(s) == [r for r in rows if r["commit"] in SUMO_BANDIT_AT_HEAD]
-    assert head_rows(BY_DATA["sumo_bandit_luxembourg_timing.csv"]) == []  # no rule: nothing compared
     live = BY_DATA["sumo_live_routes_trips.csv"]  # a network's rows at HEAD when all its trips are (the rule)
     assert head_rows(live) == [r for r in read_rows(live, live.path) if r["network"] in sumo_live_networks_at_head()]
     t = BY_DATA["turn_coverage.json"]

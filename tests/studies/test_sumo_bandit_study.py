@@ -14,7 +14,6 @@ from studies.sumo_bandit.runner import (
     rerun_lines,
     route_key,
 )
-from studies.sumo_bandit.timing import timing_lines
 
 COLS = ["network", "route", "label", "seed", "final_regret_wh", "cpu_s"]
 
@@ -137,29 +136,49 @@ def test_live_section_numbers_by_hand() -> None:
     )
 
 
-def test_rerun_and_timing_paragraphs_by_hand() -> None:
-    """Re-run check sentence from merge_rows' check; the cost of a study not run: timed methods 300 + 20 CPU s per
-    seed against 60 + 4 here (ratio 5.0): 10 seeds x 2 routes x 320 s = 107 CPU-min, the untimed BI-TS (1 s here)
-    10 x 2 x 5 x 1 s = 2 CPU-min (100 s), 108 in all."""
+def test_rerun_paragraph_by_hand() -> None:
+    """Re-run check sentence from merge_rows' check."""
     _, check = merge_rows(_df([("m", "A", "GP-TS", 0, 5.0, 2.0)]), _df([("m", "A", "GP-TS", 0, 6.0, 3.0)]))
     text = "\n".join(rerun_lines({"python s": {"against": "abc", **check}}))
     assert "`python s` ran 1 seed(s) stored at commit `abc` again; 0 reproduce the stored final regret to 0.001" in text
     assert "(largest difference 1.000 Wh); differing seeds: m A GP-TS 1 of 1." in text
-    timed = pd.DataFrame(
-        {"network": "lux", "route": "A", "label": ["GP-EXACT-UCB-TURN", "GP-EXACT-UCB"], "cpu_s": [300.0, 20.0]}
-    )
-    study = pd.DataFrame(
-        {"label": ["GP-EXACT-UCB-TURN"] * 2 + ["GP-EXACT-UCB"] * 2 + ["BI-TS"] * 2, "cpu_s": [50, 70, 4, 4, 1, 1.0]}
-    )
-    day: dict[str, object] = {"probe_trips": 100, "traversals": 1000, "record_cpu_s": 94.7, "record_wall_s": 379.1}
-    day["methods"] = ["GP-EXACT-UCB-TURN", "GP-EXACT-UCB", "GP-EXACT-BUCB-TURN"]
-    meta = {"routes": {"lux-A": day}, "horizon": 500, "command": "python y"}
-    text = "\n".join(timing_lines(timed, meta, study, seeds=10))
-    assert "GP-EXACT-UCB-TURN 300 CPU s (60 s per seed here), GP-EXACT-UCB 20 CPU s (4 s per seed here)" in text
-    assert "cost 95 CPU s (379 s wall)" in text and "5.0 times what they cost" in text
-    assert "alone would take 107 CPU-minutes and the other 1 methods about 2 more" in text
-    assert "108 CPU-minutes in all" in text
-    assert "Asked but stopped before completing their seed: GP-EXACT-BUCB-TURN." in text
+
+
+def _cost_rows(rows: list[tuple[str, str, int, float, str]]) -> pd.DataFrame:
+    """(network, label, seed, cpu_s, commit) on route A; the model from the label."""
+    df = pd.DataFrame(rows, columns=["network", "label", "seed", "cpu_s", "commit"])
+    df["route"], df["model"] = "A", np.where(df["label"].str.startswith("GP"), "gp-exact", "bi")
+    return df
+
+
+def test_network_cost_paragraph_by_hand() -> None:
+    """The second network's paragraph: seeds completed over all its rows, CPU per seed compared only between rows of
+    the same code (at HEAD: commit 1dce12e), the missing seeds priced at the CPU measured there.  By hand: on l at
+    HEAD BI-TS 3 s (3.0x m's 1 s), GP-TS 600 s (60.0x m's 10 s), together 603 / 11 = 54.8x; GP-TS lacks 1 of 2 seeds:
+    600 s = 10 CPU-minutes.  With l's GP-TS rows older (commit old), only BI-TS is compared (3.0x) and, every seed
+    done, the study is complete there."""
+    from studies.sumo_bandit.report import network_cost_lines
+
+    h = "1dce12e"  # studies.reproduce.table.SUMO_BANDIT_AT_HEAD
+    ref = [("m", lab, k, c, h) for lab, c in (("BI-TS", 1.0), ("GP-TS", 10.0)) for k in (0, 1)]
+    meta = {"seeds": 2, "horizon": 500}
+    df = _cost_rows([*ref, ("l", "BI-TS", 0, 3.0, h), ("l", "BI-TS", 1, 3.0, h), ("l", "GP-TS", 0, 600.0, h)])
+    text = "\n".join(network_cost_lines(df, meta, "l", driven=frozenset({"m"})))
+    assert text.startswith("**l A/B: partly done.** Seeds completed of the 2 asked: l A: BI-TS 2; GP-TS 1 (T = 500")
+    assert "CPU per seed of its rows at HEAD" in text and "BI-TS 3.0 s (3.0x), GP-TS 600.0 s (60.0x)" in text
+    assert "together 54.8 times their CPU per seed on m." in text
+    assert "The final routes of the l runs are not driven live." in text
+    assert "**Not done: l** (seeds missing of the 2): l A: GP-TS 1.  They would cost about 10 CPU-minutes: 1 " in text
+    old = [
+        ("l", "BI-TS", 0, 3.0, h),
+        ("l", "BI-TS", 1, 3.0, h),
+        ("l", "GP-TS", 0, 9.0, "old"),
+        ("l", "GP-TS", 1, 9.0, "old"),
+    ]
+    text = "\n".join(network_cost_lines(_cost_rows([*ref, *old]), meta, "l", driven=frozenset({"l"})))
+    assert text.startswith("**l A/B: complete.** 2 seeds of each of the 2 methods on l A (T = 500")
+    assert "BI-TS 3.0 s (3.0x); together 3.0 times" in text and "GP-TS 9.0" not in text
+    assert "Not done" not in text and "not driven live" not in text
 
 
 def test_live_set_up_per_network_and_the_older_single_form() -> None:
