@@ -9,7 +9,7 @@ import itertools
 import networkx as nx
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
@@ -118,6 +118,10 @@ def test_risk_aware_route_matches_brute_force(seed: int, kind: str, objective: s
     # a budget around the cheapest route's energy: sometimes every route, sometimes none is feasible
     cap = 1000.0
     budget = frac * float(means.min() + z * sds.min())
+    # a route exactly at the budget is a float tie: the battery holds the budget as a state of charge (0.5 - b / cap),
+    # and (0.5 - (0.5 - b / cap)) * cap differs from b in its last bits (hypothesis finds frac = 1.0, where the
+    # cheapest and the surest route coincide): the comparison is decided by that rounding, not by the search
+    assume(np.all(np.abs(means + z * sds - budget) > 1e-9 * max(1.0, budget)))
     bat = BatteryState(cap, 0.5, 0.5 - budget / cap)
     r = risk_aware_route(lg, b, s, t, bat, delta, objective=objective, h0=potential_h(lg.network), exact_reweight=True)
     assert r.certified
