@@ -9,8 +9,9 @@ import scipy.sparse as sp
 
 from evroute.environments import paper
 from evroute.environments.paper import EnvironmentConfig, sample_prior_function_and_variance
-from evroute.kernels.cg_matern import CGMaternSampler
+from evroute.kernels.cg_matern import BLOCK_THETA, CGMaternSampler, strong_block_inverse
 from evroute.linegraph import build_line_graph
+from evroute.network.country import synthetic_country
 from evroute.network.synthetic import synthetic_city
 
 
@@ -19,14 +20,21 @@ def lg():  # noqa: ANN201
     return build_line_graph(synthetic_city(600, 2))
 
 
+@pytest.fixture(scope="module")
+def country_lap():  # noqa: ANN201
+    """A small synthetic country's Laplacian: short ramps make its largest diagonal 3,249 (cond(A) <= 1,625)."""
+    return build_line_graph(synthetic_country(6000, 0)).laplacian()
+
+
 def _dense_a(lap: sp.spmatrix, nu: float, kappa: float) -> np.ndarray:
     return lap.toarray() + 2.0 * nu / kappa**2 * np.eye(lap.shape[0])
 
 
+@pytest.mark.parametrize("precond", ["jacobi", "block"])
 @pytest.mark.parametrize("rtol", [1e-4, 1e-8])
-def test_solve_is_within_the_stated_bound(lg, rtol: float) -> None:  # noqa: ANN001
+def test_solve_is_within_the_stated_bound(lg, rtol: float, precond: str) -> None:  # noqa: ANN001
     lap = lg.laplacian()
-    s = CGMaternSampler(lap, 2.0, 1.0, rtol=rtol)
+    s = CGMaternSampler(lap, 2.0, 1.0, rtol=rtol, precond=precond)
     a = _dense_a(lap, 2.0, 1.0)
     ev = np.linalg.eigvalsh(a)
     assert ev[-1] / ev[0] <= s.cond_bound * (1 + 1e-12)  # the stated bound really bounds cond(A)
@@ -39,10 +47,11 @@ def test_solve_is_within_the_stated_bound(lg, rtol: float) -> None:  # noqa: ANN
     assert np.all(np.linalg.norm(a @ x - b, axis=0) <= rtol * np.linalg.norm(b, axis=0))
 
 
+@pytest.mark.parametrize("precond", ["jacobi", "block"])
 @pytest.mark.parametrize(("nu", "kappa"), [(2.0, 1.0), (4.0, 0.7)])
-def test_colour_is_the_dense_matrix_power(lg, nu: float, kappa: float) -> None:  # noqa: ANN001
+def test_colour_is_the_dense_matrix_power(lg, nu: float, kappa: float, precond: str) -> None:  # noqa: ANN001
     lap = lg.laplacian()
-    s = CGMaternSampler(lap, nu, kappa, rtol=1e-10)
+    s = CGMaternSampler(lap, nu, kappa, rtol=1e-10, precond=precond)
     z = np.random.default_rng(1).standard_normal((lap.shape[0], 3))
     want = np.linalg.matrix_power(np.linalg.inv(_dense_a(lap, nu, kappa)), int(nu) // 2) @ z
     # two solves at most, each within rtol cond(A) (relative): 1e-10 * cond * (nu / 2) with room for rounding
@@ -60,6 +69,63 @@ def test_sample_blocks_shapes_and_stream(lg) -> None:  # noqa: ANN001
         np.concatenate(blocks, axis=1), both, rtol=0, atol=2 * s.rtol * s.cond_bound * np.abs(both).max()
     )
     assert r1.standard_normal() == r2.standard_normal()  # the same stream consumed
+
+
+def _strong_clusters(a: np.ndarray, theta: float) -> list[list[int]]:
+    """Connected components of the strong couplings of dense ``a``, by a plain depth-first search."""
+    d = np.diag(a)
+    strong = (np.abs(a) >= theta * np.sqrt(np.outer(d, d))) & ~np.eye(len(a), dtype=bool)
+    seen, out = np.zeros(len(a), dtype=bool), []
+    for i in range(len(a)):
+        if not seen[i]:
+            stack, comp = [i], []
+            seen[i] = True
+            while stack:
+                u = stack.pop()
+                comp.append(u)
+                for v in np.flatnonzero(strong[u] & ~seen):
+                    seen[v] = True
+                    stack.append(v)
+            out.append(sorted(comp))
+    return out
+
+
+def test_block_inverse_is_the_exact_inverse_of_each_strong_cluster(country_lap) -> None:  # noqa: ANN001
+    a = _dense_a(country_lap, 2.0, 1.0)
+    m = strong_block_inverse(sp.csr_matrix(a), BLOCK_THETA).toarray()
+    want = np.zeros_like(a)
+    clusters = _strong_clusters(a, BLOCK_THETA)
+    assert max(len(c) for c in clusters) > 2  # the graph has clusters beyond pairs
+    for c in clusters:
+        want[np.ix_(c, c)] = np.linalg.inv(a[np.ix_(c, c)])
+    # each block is a dense inverse of an SPD block of at most 64 nodes with condition below cond(A): a few ulps
+    np.testing.assert_allclose(m, want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+    assert np.array_equal(m, m.T) or np.abs(m - m.T).max() <= 1e-12 * np.abs(m).max()
+
+
+def test_block_preconditioner_needs_fewer_iterations_on_short_edges(country_lap) -> None:  # noqa: ANN001
+    b = np.random.default_rng(2).standard_normal((country_lap.shape[0], 4))
+    jac = CGMaternSampler(country_lap, 2.0, 1.0, rtol=1e-8)
+    blk = CGMaternSampler(country_lap, 2.0, 1.0, rtol=1e-8, precond="block")
+    x_jac, x_blk = jac.solve(b), blk.solve(b)
+    assert blk.iterations < 0.8 * jac.iterations  # measured 29 against 40 (1M-edge country: 19 against 45)
+    a = country_lap + 4.0 * sp.identity(country_lap.shape[0])
+    for x in (x_jac, x_blk):  # both meet the stopping rule, so both lie within rtol cond(A) of the exact solve
+        assert np.all(np.linalg.norm(a @ x - b, axis=0) <= 1e-8 * np.linalg.norm(b, axis=0))
+    err = np.linalg.norm(x_blk - x_jac, axis=0) / np.linalg.norm(x_jac, axis=0)
+    assert np.all(err <= 2 * 1e-8 * blk.cond_bound)
+
+
+def test_block_draws_are_reproducible(country_lap) -> None:  # noqa: ANN001
+    s = CGMaternSampler(country_lap, 2.0, 1.0, rtol=1e-5, precond="block")
+    one = np.concatenate(list(s.sample_blocks(8, 8, np.random.default_rng(7))), axis=1)
+    two = np.concatenate(list(s.sample_blocks(8, 8, np.random.default_rng(7))), axis=1)
+    assert np.array_equal(one, two)  # fixed operation order: bit for bit
+
+
+def test_unknown_preconditioner_is_refused(lg) -> None:  # noqa: ANN001
+    with pytest.raises(ValueError, match="unknown preconditioner"):
+        CGMaternSampler(lg.laplacian(), 2.0, 1.0, precond="ilu")
 
 
 @pytest.mark.parametrize("nu", [1.0, 3.0, 2.5])
