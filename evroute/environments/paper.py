@@ -26,7 +26,7 @@ Sampling backends (``method``):
   more (from :data:`SCALE_MIN_EDGES` edges under ``"auto"``, even integer ``graph_nu``): :data:`SCALE_GRAPH_DRAWS`
   features times graph draws in the product term, each draw by preconditioned conjugate gradients
   (:class:`~evroute.kernels.cg_matern.CGMaternSampler`, relative residual :data:`SCALE_RTOL`, preconditioner
-  :data:`SCALE_PRECOND`), and
+  :data:`SCALE_PRECOND`, fused compiled passes when numba is installed), and
   :data:`SCALE_FEATURES` features in the additive term.  Same covariance in expectation over the features; the
   random-feature error of the product term's covariance is about ``1 / sqrt(8)`` per entry instead of
   ``1 / sqrt(512)``.  Memory ``O(E)`` (the ``(E, 8)`` features and a few ``(E, 8)`` solver arrays, no
@@ -45,7 +45,7 @@ from evroute.energy import VehicleProfile, network_energy_wh
 from evroute.environments.base import EnergyEnvironment, config_from_params
 from evroute.errors import ParameterError, check_positive
 from evroute.kernels import GraphMaternKernel
-from evroute.kernels.cg_matern import BLOCK_THETA, CGMaternSampler
+from evroute.kernels.cg_matern import BLOCK_THETA, CGMaternSampler, compiled_available
 from evroute.kernels.edge import EdgeKernel, GraphKernel, Points, edge_kernel
 from evroute.kernels.graph_gram import dense_graph_gram
 from evroute.kernels.linalg import geometric_jitters, jittered_cholesky
@@ -186,7 +186,7 @@ def seeded_prior_draw(linegraph: LineGraph, cfg: EnvironmentConfig, seed: int) -
     if method == "scale":  # its constants make the draw (the other methods' keys are as before it existed)
         scale: list[object] = [SCALE_GRAPH_DRAWS, SCALE_FEATURES, SCALE_BLOCK, SCALE_RTOL]
         if SCALE_PRECOND != "jacobi":  # the solver changes a draw's last digits (keys of Jacobi draws as before)
-            scale += [SCALE_PRECOND, BLOCK_THETA]
+            scale += [SCALE_PRECOND, BLOCK_THETA, compiled_available()]
         inputs["scale"] = scale
     both = cached_compute("prior-draw", inputs, draw, what="environment draw", array=True, blas=False)
     return both[0], both[1]
@@ -301,7 +301,7 @@ def _scale_draw(
         phi = matern_rff(x, d, rng, cfg.lengthscale, dtype=np.float32)  # (E, d): small at d = 8
         phi_sq = np.einsum("ij,ij->i", phi, phi, dtype=np.float64)
         graph = CGMaternSampler(
-            linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, rtol=SCALE_RTOL, precond=SCALE_PRECOND
+            linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, rtol=SCALE_RTOL, precond=SCALE_PRECOND, compiled=True
         )
         g_sq = np.zeros(n)
         for j, g in zip(range(0, d, SCALE_BLOCK), graph.sample_blocks(d, SCALE_BLOCK, rng), strict=True):

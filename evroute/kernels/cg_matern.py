@@ -31,18 +31,86 @@ so a seed's draw is reproducible.
 
 from __future__ import annotations
 
+import functools
+import importlib.util
 from collections.abc import Iterator
+from typing import Protocol
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-__all__ = ["BLOCK_THETA", "CGMaternSampler", "strong_block_inverse"]
+__all__ = ["BLOCK_THETA", "CGMaternSampler", "compiled_available", "strong_block_inverse"]
 
 #: strength-of-connection threshold of the ``"block"`` preconditioner (module doc)
 BLOCK_THETA = 0.3
 #: clusters larger than this keep the Jacobi diagonal (dense inverses stay small; none reach it on the country)
 BLOCK_MAX_SIZE = 64
+
+
+def compiled_available() -> bool:
+    """Whether the compiled kernels (:mod:`evroute.kernels.cg_compiled`) can run: numba is installed."""
+    return importlib.util.find_spec("numba") is not None
+
+
+class _Ops(Protocol):
+    """The three passes of one iteration (:mod:`evroute.kernels.cg_compiled` documents each)."""
+
+    def matdot(self, mat: sp.csr_matrix, v: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def step(self, x: np.ndarray, r: np.ndarray, p: np.ndarray, ap: np.ndarray, alpha: np.ndarray) -> np.ndarray: ...
+
+    def direction(self, p: np.ndarray, z: np.ndarray, beta: np.ndarray) -> None: ...
+
+
+class _NumpyOps:
+    """The passes by NumPy and SciPy (several passes each; ``out`` of :meth:`matdot` is not used)."""
+
+    @staticmethod
+    def matdot(mat: sp.csr_matrix, v: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(mat v, v . mat v)``: ``(E, m)`` and ``(m,)``."""
+        mv = mat @ v
+        return mv, np.einsum("ij,ij->j", v, mv)
+
+    @staticmethod
+    def step(x: np.ndarray, r: np.ndarray, p: np.ndarray, ap: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        """``x += alpha p``, ``r -= alpha ap`` in place (``ap`` is overwritten); the new ``r . r`` ``(m,)``."""
+        r -= np.multiply(ap, alpha, out=ap)
+        x += np.multiply(p, alpha, out=ap)
+        return np.einsum("ij,ij->j", r, r)
+
+    @staticmethod
+    def direction(p: np.ndarray, z: np.ndarray, beta: np.ndarray) -> None:
+        """``p = z + beta p`` in place."""
+        p *= beta
+        p += z
+
+
+class _CompiledOps:
+    """The passes by the fused kernels of :mod:`evroute.kernels.cg_compiled` (one pass each)."""
+
+    def __init__(self) -> None:
+        from evroute.kernels import cg_compiled
+
+        self._k = cg_compiled
+
+    def matdot(self, mat: sp.csr_matrix, v: np.ndarray, out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return out, self._k.matdot(mat.indptr, mat.indices, mat.data, v, out)
+
+    def step(self, x: np.ndarray, r: np.ndarray, p: np.ndarray, ap: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+        return self._k.step(x, r, p, ap, alpha)
+
+    def direction(self, p: np.ndarray, z: np.ndarray, beta: np.ndarray) -> None:
+        self._k.direction(p, z, beta)
+
+
+_NUMPY_OPS: _Ops = _NumpyOps()
+
+
+@functools.cache
+def _compiled_ops() -> _Ops:
+    """The compiled passes (imports numba on first use)."""
+    return _CompiledOps()
 
 
 def strong_block_inverse(a: sp.csr_matrix, theta: float = BLOCK_THETA) -> sp.csr_matrix:
@@ -95,6 +163,8 @@ class CGMaternSampler:
         max_iter: iteration cap (``RuntimeError`` if a column has not converged by then).
         precond: ``"jacobi"`` or ``"block"`` (module docstring).
         theta: strength threshold of ``"block"``.
+        compiled: iterate with the fused numba kernels (:mod:`evroute.kernels.cg_compiled`) when numba is installed
+            (:attr:`compiled` says whether it is), else NumPy's operations (the same iterates to rounding).
     """
 
     def __init__(
@@ -107,6 +177,7 @@ class CGMaternSampler:
         *,
         precond: str = "jacobi",
         theta: float = BLOCK_THETA,
+        compiled: bool = False,
     ) -> None:
         if not float(nu).is_integer() or int(nu) % 2 or nu < 2:
             raise ValueError(f"CGMaternSampler needs an even integer nu >= 2, got {nu}")
@@ -118,8 +189,11 @@ class CGMaternSampler:
         self.n = lap.shape[0]
         shift = 2.0 * nu / kappa**2
         self._a = (lap + shift * sp.identity(self.n, format="csr")).tocsr()
-        self._dinv = 1.0 / self._a.diagonal()
-        self._minv = strong_block_inverse(self._a, theta) if precond == "block" else None
+        #: ``M^-1`` (CSR): the preconditioner's inverse (Jacobi: ``1 / a_ii`` on the diagonal)
+        self._minv = (
+            strong_block_inverse(self._a, theta) if precond == "block" else sp.diags(1.0 / self._a.diagonal()).tocsr()
+        )
+        self.compiled = bool(compiled) and compiled_available()
         # Gershgorin: a Laplacian's off-diagonal entries of a row sum in absolute value to at most its diagonal entry
         # (D - W, or B B^T with two entries per column of B), so every eigenvalue is below twice the largest diagonal
         gersh = 2.0 * float(lap.diagonal().max()) if lap.nnz else 0.0
@@ -128,38 +202,27 @@ class CGMaternSampler:
         #: iterations of the last :meth:`solve`
         self.iterations = 0
 
-    def _precondition(self, r: np.ndarray, out: np.ndarray) -> np.ndarray:
-        """``M^-1 r`` for ``(E, m)`` ``r``, into ``out`` (Jacobi) or a new array (block)."""
-        if self._minv is None:
-            return np.multiply(r, self._dinv[:, None], out=out)
-        return self._minv @ r
-
     def solve(self, b: np.ndarray, *, overwrite: bool = False) -> np.ndarray:
         """``(E, m)`` right-hand sides ``b`` -> ``A^-1 b`` (float64), each column to :attr:`rtol` (module doc).
 
         Five ``(E, m)`` float64 arrays at a time (``overwrite=True``: ``b`` itself, float64 C-contiguous, becomes the
-        residual, one array fewer; the block preconditioner's product is a sixth)."""
+        residual, one array fewer; NumPy's products allocate a sixth while they run)."""
+        ops = _compiled_ops() if self.compiled else _NUMPY_OPS
         b = np.asarray(b, dtype=np.float64)
         stop = self.rtol**2 * np.einsum("ij,ij->j", b, b)
-        r = b if overwrite and b.flags.c_contiguous else b.copy()
+        r = b if overwrite and b.flags.c_contiguous else np.array(b, order="C")
         del b
         x = np.zeros_like(r)
-        tmp = np.empty_like(r)
-        p = self._precondition(r, tmp).copy()
-        rz = np.einsum("ij,ij->j", r, p)
+        z, rz = ops.matdot(self._minv, r, np.empty_like(r))  # the preconditioned residual and r . z
+        p, ap = z.copy(), np.empty_like(r)
         for k in range(1, self.max_iter + 1):
-            ap = self._a @ p
-            alpha = rz / np.einsum("ij,ij->j", p, ap)
-            x += np.multiply(p, alpha, out=tmp)
-            r -= np.multiply(ap, alpha, out=ap)
-            del ap
-            if np.all(np.einsum("ij,ij->j", r, r) <= stop):
+            ap, pap = ops.matdot(self._a, p, ap)
+            rr = ops.step(x, r, p, ap, rz / pap)
+            if np.all(rr <= stop):
                 self.iterations = k
                 return x
-            z = self._precondition(r, tmp)  # the preconditioned residual (Jacobi: in the scratch array)
-            rz_new = np.einsum("ij,ij->j", r, z)
-            p *= rz_new / rz
-            p += z
+            z, rz_new = ops.matdot(self._minv, r, z)
+            ops.direction(p, z, rz_new / rz)
             rz = rz_new
         raise RuntimeError(f"conjugate gradients did not reach rtol {self.rtol:g} in {self.max_iter} iterations")
 
