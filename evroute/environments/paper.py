@@ -143,8 +143,8 @@ SCALE_BLOCK = 8
 SCALE_RTOL = 1e-5
 #: preconditioner of the ``"scale"`` method's conjugate gradients (:mod:`evroute.kernels.cg_matern`): block Jacobi on
 #: the strongly coupled clusters at threshold :data:`~evroute.kernels.cg_matern.BLOCK_THETA` (``"jacobi"`` before
-#: issue 39's cold set-up work: 45 iterations instead of 19 on the 1M-edge synthetic country; the same draws to
-#: ``SCALE_RTOL cond(A)``)
+#: issue 39's cold set-up work: 45 iterations instead of 19 on the 1M-edge synthetic country; both draws lie within
+#: ``SCALE_RTOL cond(A)`` of the exact one)
 SCALE_PRECOND = "block"
 #: BLAS threads of the prior draw: a fixed count, so that a seed's draw does not depend on the BLAS thread count of the
 #: process that makes it (another count sums in another order: other last bits), and one thread because more are
