@@ -221,3 +221,11 @@ def test_scale_draw_has_unit_average_variance(lg) -> None:  # noqa: ANN001
     # product term: mean of scale g_sq / d is w exactly, times phi_sq (mean 1 +- Monte Carlo over 8 features, and the
     # additive term's 64): a loose bound, 4 sigma of the features' error sqrt(2 / 8) = 0.5 on the product half
     assert abs(v.mean() - 1.0) < 0.5
+
+
+def test_scale_draw_is_reproducible_for_a_seed(lg) -> None:  # noqa: ANN001
+    cfg = EnvironmentConfig(method="scale")
+    one = sample_prior_function_and_variance(lg, cfg, np.random.default_rng(11))
+    two = sample_prior_function_and_variance(lg, cfg, np.random.default_rng(11))
+    assert np.array_equal(one[0], two[0]) and np.array_equal(one[1], two[1])  # bit for bit
+    assert paper.SCALE_PRECOND == "block"  # the draw above ran the block preconditioner
