@@ -9,6 +9,7 @@ import scipy.sparse as sp
 
 from evroute.environments import paper
 from evroute.environments.paper import EnvironmentConfig, sample_prior_function_and_variance
+from evroute.kernels import cg_matern
 from evroute.kernels.cg_matern import BLOCK_THETA, CGMaternSampler, compiled_available, strong_block_inverse
 from evroute.linegraph import build_line_graph
 from evroute.network.country import synthetic_country
@@ -95,7 +96,13 @@ def _strong_clusters(a: sp.csr_matrix, theta: float) -> list[list[int]]:
     return list(groups.values())
 
 
-def test_block_inverse_is_the_exact_inverse_of_each_strong_cluster(country_lap) -> None:  # noqa: ANN001
+@pytest.mark.parametrize("chunk", [1 << 16, 999])
+def test_block_inverse_is_the_exact_inverse_of_each_strong_cluster(
+    country_lap,  # noqa: ANN001
+    monkeypatch: pytest.MonkeyPatch,
+    chunk: int,
+) -> None:
+    monkeypatch.setattr(cg_matern, "_STRENGTH_ROWS", chunk)  # one chunk, or six of them
     a = (country_lap + 4.0 * sp.identity(country_lap.shape[0])).tocsr()
     m = strong_block_inverse(a, BLOCK_THETA)
     clusters = _strong_clusters(a, BLOCK_THETA)

@@ -58,6 +58,8 @@ __all__ = ["BLOCK_THETA", "CGMaternSampler", "compiled_available", "strong_block
 
 #: strength-of-connection threshold of the ``"block"`` preconditioner (module doc)
 BLOCK_THETA = 0.3
+#: rows per chunk of the strength test in :func:`strong_block_inverse` (its temporaries stay a few MB)
+_STRENGTH_ROWS = 1 << 16
 #: clusters larger than this keep the Jacobi diagonal (dense inverses stay small; none reach it on the country)
 BLOCK_MAX_SIZE = 64
 
@@ -134,13 +136,19 @@ def strong_block_inverse(a: sp.csr_matrix, theta: float = BLOCK_THETA) -> sp.csr
     n = a.shape[0]
     d = a.diagonal()
     isd = 1.0 / np.sqrt(d)
-    row = np.repeat(np.arange(n, dtype=a.indices.dtype), np.diff(a.indptr))  # CSR rows: no COO copy of ``a``
-    scaled = np.abs(a.data) * isd[a.indices]
-    scaled *= isd[row]  # |a_ij| / sqrt(a_ii a_jj)
-    strong = (scaled >= theta) & (row != a.indices)
-    del scaled
-    pairs = sp.csr_matrix((np.ones(int(strong.sum()), dtype=np.int8), (row[strong], a.indices[strong])), shape=(n, n))
-    del row, strong
+    strong_rows, strong_cols = [], []
+    for lo in range(0, n, _STRENGTH_ROWS):  # row chunks: no (nnz,) temporaries
+        hi = min(lo + _STRENGTH_ROWS, n)
+        part = slice(a.indptr[lo], a.indptr[hi])
+        row = np.repeat(np.arange(lo, hi, dtype=a.indices.dtype), np.diff(a.indptr[lo : hi + 1]))
+        col = a.indices[part]
+        scaled = np.abs(a.data[part]) * isd[col]
+        scaled *= isd[row]  # |a_ij| / sqrt(a_ii a_jj)
+        strong = (scaled >= theta) & (row != col)
+        strong_rows.append(row[strong])
+        strong_cols.append(col[strong])
+    rows_s, cols_s = np.concatenate(strong_rows), np.concatenate(strong_cols)
+    pairs = sp.csr_matrix((np.ones(len(rows_s), dtype=np.int8), (rows_s, cols_s)), shape=(n, n))
     _, label = connected_components(pairs, directed=False)
     size = np.bincount(label)
     blocked = (size[label] > 1) & (size[label] <= BLOCK_MAX_SIZE)
