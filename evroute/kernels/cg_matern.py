@@ -19,7 +19,7 @@ Preconditioners (``precond``):
   coupled far more tightly to each other than to the graph; their near-constant modes are the small eigenvalues of
   the Jacobi-scaled ``A``, and the block solve removes them.  On the 1,015,190-edge synthetic country (diagonal up to
   1,378) eight columns to ``rtol = 1e-5`` take 19 iterations instead of Jacobi's 45 at the default ``theta``
-  (0.25: 18, 0.4: 21), for 0.6-1.6 s of set-up (the strength test on every entry and the batched inverses of the
+  (0.25: 18, 0.4: 21), for 0.5-1.6 s of set-up (the strength test on every entry and the batched inverses of the
   189k nodes in clusters, at most 16 nodes each); ``tests/test_cg_matern.py`` checks the count falls on a small
   country.  ``M^-1`` is block diagonal with SPD blocks (principal sub-matrices of SPD ``A``), so it is SPD and the
   iteration is ordinary preconditioned CG; applying it is one sparse product with about ``1.4 E`` non-zeros.
