@@ -24,8 +24,9 @@ Sampling backends (``method``):
   same draws to rounding, ``~1e-15`` relative).
 * ``"scale"``: the sparse construction with fewer terms and no factorization, for networks of a million edges and
   more (from :data:`SCALE_MIN_EDGES` edges under ``"auto"``, even integer ``graph_nu``): :data:`SCALE_GRAPH_DRAWS`
-  features times graph draws in the product term, each draw by Jacobi-preconditioned conjugate gradients
-  (:class:`~evroute.kernels.cg_matern.CGMaternSampler`, relative residual :data:`SCALE_RTOL`), and
+  features times graph draws in the product term, each draw by preconditioned conjugate gradients
+  (:class:`~evroute.kernels.cg_matern.CGMaternSampler`, relative residual :data:`SCALE_RTOL`, preconditioner
+  :data:`SCALE_PRECOND`, fused compiled passes when numba is installed), and
   :data:`SCALE_FEATURES` features in the additive term.  Same covariance in expectation over the features; the
   random-feature error of the product term's covariance is about ``1 / sqrt(8)`` per entry instead of
   ``1 / sqrt(512)``.  Memory ``O(E)`` (the ``(E, 8)`` features and a few ``(E, 8)`` solver arrays, no
@@ -44,7 +45,7 @@ from evroute.energy import VehicleProfile, network_energy_wh
 from evroute.environments.base import EnergyEnvironment, config_from_params
 from evroute.errors import ParameterError, check_positive
 from evroute.kernels import GraphMaternKernel
-from evroute.kernels.cg_matern import CGMaternSampler
+from evroute.kernels.cg_matern import BLOCK_THETA, CGMaternSampler, compiled_available
 from evroute.kernels.edge import EdgeKernel, GraphKernel, Points, edge_kernel
 from evroute.kernels.graph_gram import dense_graph_gram
 from evroute.kernels.linalg import geometric_jitters, jittered_cholesky
@@ -140,6 +141,11 @@ SCALE_FEATURES = 64
 SCALE_BLOCK = 8
 #: relative residual of the ``"scale"`` method's solves (draw error at most ``SCALE_RTOL cond(A)``, :mod:`cg_matern`)
 SCALE_RTOL = 1e-5
+#: preconditioner of the ``"scale"`` method's conjugate gradients (:mod:`evroute.kernels.cg_matern`): block Jacobi on
+#: the strongly coupled clusters at threshold :data:`~evroute.kernels.cg_matern.BLOCK_THETA` (``"jacobi"`` before
+#: issue 39's cold set-up work: 45 iterations instead of 19 on the 1M-edge synthetic country; both draws lie within
+#: ``SCALE_RTOL cond(A)`` of the exact one)
+SCALE_PRECOND = "block"
 #: BLAS threads of the prior draw: a fixed count, so that a seed's draw does not depend on the BLAS thread count of the
 #: process that makes it (another count sums in another order: other last bits), and one thread because more are
 #: slower on a loaded 2-core machine (``docs/benchmark_gp_history.md``).
@@ -178,7 +184,10 @@ def seeded_prior_draw(linegraph: LineGraph, cfg: EnvironmentConfig, seed: int) -
     }
     method = cfg.method if cfg.method != "auto" else _auto_method(linegraph.n_nodes, cfg)
     if method == "scale":  # its constants make the draw (the other methods' keys are as before it existed)
-        inputs["scale"] = [SCALE_GRAPH_DRAWS, SCALE_FEATURES, SCALE_BLOCK, SCALE_RTOL]
+        scale: list[object] = [SCALE_GRAPH_DRAWS, SCALE_FEATURES, SCALE_BLOCK, SCALE_RTOL]
+        if SCALE_PRECOND != "jacobi":  # the solver changes a draw's last digits (keys of Jacobi draws as before)
+            scale += [SCALE_PRECOND, BLOCK_THETA, compiled_available()]
+        inputs["scale"] = scale
     both = cached_compute("prior-draw", inputs, draw, what="environment draw", array=True, blas=False)
     return both[0], both[1]
 
@@ -291,7 +300,9 @@ def _scale_draw(
         d = min(cfg.n_features, SCALE_GRAPH_DRAWS)
         phi = matern_rff(x, d, rng, cfg.lengthscale, dtype=np.float32)  # (E, d): small at d = 8
         phi_sq = np.einsum("ij,ij->i", phi, phi, dtype=np.float64)
-        graph = CGMaternSampler(linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, rtol=SCALE_RTOL)
+        graph = CGMaternSampler(
+            linegraph.laplacian(), cfg.graph_nu, cfg.graph_kappa, rtol=SCALE_RTOL, precond=SCALE_PRECOND, compiled=True
+        )
         g_sq = np.zeros(n)
         for j, g in zip(range(0, d, SCALE_BLOCK), graph.sample_blocks(d, SCALE_BLOCK, rng), strict=True):
             g_sq += np.einsum("ij,ij->i", g, g)
