@@ -152,9 +152,12 @@ def _trace_outcome(
     cpu: dict[str, float],
     first: bool = True,
     matched: MatchedTrace | None = None,
+    last: bool = True,
 ) -> TraceOutcome:
     """Match one trace (or block; ``matched``: matched already), reduce its charge readings to a
-    :class:`ReadingBatch`; CPU added to ``cpu``."""
+    :class:`ReadingBatch`; CPU added to ``cpu``.  The windows over the trip's first and last path edge are dropped
+    (:func:`~evroute.traces.observations.trace_readings`' trip ends), a streamed trace's only in its first / last
+    block (``first``, ``last``)."""
     t1 = time.process_time()
     if matched is None:
         matched = index.match(tr.lat, tr.lon)
@@ -176,6 +179,8 @@ def _trace_outcome(
             params.edge_noise_var,
             soc_step=params.soc_step,
             mechanical_wh=mech,
+            drop_start=first,
+            drop_end=last,
         )
     if r is None:
         cpu["learn"] += time.process_time() - t2
@@ -222,7 +227,7 @@ def _stream_csv(path: Path, index: MatchIndex, params: LearnParams, cpu: dict[st
         matched = index.match_many([(tr.lat, tr.lon) for tr in traces])
         cpu["match"] += time.process_time() - t1
         for block, tr, m in zip(group, traces, matched, strict=True):
-            out = _trace_outcome(tr, index, params, cpu, block.first, m)
+            out = _trace_outcome(tr, index, params, cpu, block.first, m, block.last)
             total = _merge_sums(total, out.trip_sum)
             if block.last:
                 yield replace(out, trip_sum=total)
