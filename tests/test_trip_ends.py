@@ -66,10 +66,11 @@ def _learn(trips: list[tuple[Trace, MatchedTrace]], drop: bool) -> np.ndarray:
 
 
 def test_dropping_trip_ends_recovers_edge_energies() -> None:
-    """With the trip ends dropped, every edge some trip drives whole (1-4) is learned at its true energy ``RATE *
-    LENGTH`` (closed form; tolerance 1e-3 Wh: the flat prior's shrinkage, noise / prior variance ~ 1e-10, and the
-    readings' float rounding at 1e-9 Wh; junctions fall on samples, so the windows' levels are exact); keeping them, the end energies divided by the end edges' small shares put
-    edges 1-4 (each the first or last edge of some trips) off by more than 1 Wh: the test can fail."""
+    """With the trip ends dropped, every edge some trip drives whole (1-4) is learned at its true energy
+    ``RATE * LENGTH`` (closed form; tolerance 1e-3 Wh: the flat prior's shrinkage, noise / prior variance ~ 1e-10,
+    and the readings' float rounding at 1e-9 Wh; junctions fall on samples, so the windows' levels are exact);
+    keeping them, the end energies divided by the end edges' small shares put edges 1-4 (each the first or last
+    edge of some trips) off by more than 1 Wh: the test can fail."""
     trips = _trips(np.random.default_rng(0), 60)
     truth = RATE * LENGTH
     got = _learn(trips, drop=True)

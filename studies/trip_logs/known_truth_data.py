@@ -295,8 +295,8 @@ def _readings(st: Study, matched: dict, cond: str, names: list[str], fracs: list
                 f**2 * var_det,
                 soc_step=step,
                 mechanical_wh=mech,
-                drop_start=True,
-                drop_end=True,
+                drop_start=True,  # as evroute learn does (trace_readings' trip ends): the departure's windows
+                drop_end=False,
             )
     return out
 
