@@ -356,8 +356,8 @@ SOURCES: tuple[Source, ...] = (
                 2300.0,
                 "from the study's printed CPU per cell at a0df2c9 (not recorded per row; departure windows dropped): "
                 "monaco cells 584 CPU s measured (N = 1000 168, N = 10 2.9 and N = 100 17.9 each) plus SUMO's two "
-                "runs ~39, matching ~18, floor ~41; luxembourg cells 1,588 CPU s measured (N = 1000 583, N = 10 5.7 and "
-                "N = 100 ~44 each); ~2,300 CPU s",
+                "runs ~39, matching ~18, floor ~41; luxembourg cells 1,530 CPU s measured (N = 1000 583, N = 10 5.7 "
+                "and N = 100 41.4 each); ~2,300 CPU s",
             ),
             ("_bias.csv", ("network", "trip"), (), 0.0, WITH_KNOWN_TRUTH),
             ("_floor.csv", ("network", "row", "n_train"), (), 0.0, WITH_KNOWN_TRUTH),
