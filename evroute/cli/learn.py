@@ -316,7 +316,8 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
     print(
         f"learned {report.files_learned} log(s) ({report.files_skipped} already in the model), {report.traces} trace(s)"
         f" ({report.traces_unusable} unusable; {report.traces_broken} matched in pieces, {report.pieces} pieces in all,"
-        f" {report.windows_dropped} windows across a break dropped), {report.readings} readings, {report.samples}"
+        f" {report.windows_dropped} windows across a break dropped, {report.windows_trimmed} over the trips' first"
+        f" edges dropped), {report.readings} readings, {report.samples}"
         " samples; "
         f"CPU s: read {cpu['read']:.2f}, match {cpu['match']:.2f}, learn {cpu['learn']:.2f}"
     )

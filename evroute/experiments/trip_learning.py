@@ -32,7 +32,8 @@ class LearnReport:
 
     ``traces_broken`` traces were matched in several pieces (``pieces`` pieces in all traces) and learned piece by
     piece (a long CSV trace is learned in blocks, :mod:`evroute.traces.stream`: each block counts here as a trace);
-    ``windows_dropped`` charge windows spanned a break and were left out (:mod:`evroute.traces.observations`).
+    ``windows_dropped`` charge windows spanned a break and were left out (:mod:`evroute.traces.observations`);
+    ``windows_trimmed`` covered a trip's first path edge and were left out (its trip ends).
     """
 
     files_learned: int = 0
@@ -42,6 +43,7 @@ class LearnReport:
     traces_broken: int = 0
     pieces: int = 0
     windows_dropped: int = 0
+    windows_trimmed: int = 0
     readings: int = 0
     samples: int = 0
     cpu_s: dict[str, float] = field(default_factory=lambda: {"read": 0.0, "match": 0.0, "learn": 0.0})
@@ -138,6 +140,7 @@ def learn_logs(
                 model.observe_batch(tr.batch)
                 report.readings += tr.batch.readings
                 report.windows_dropped += tr.dropped
+                report.windows_trimmed += tr.trimmed
             if tr.trip_sum is not None:
                 model.trips.add(*tr.trip_sum)
         report.traces_unusable += usable is False

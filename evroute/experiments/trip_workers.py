@@ -78,6 +78,8 @@ class TraceOutcome:
     #: ``False`` for a block after the first of a trace streamed in blocks (:mod:`evroute.traces.stream`): counted
     #: as the same trace, and its ``samples`` exclude the sample it shares with the block before
     first: bool = True
+    #: windows over the trip's first path edge, left out (:func:`~evroute.traces.observations.trace_readings`)
+    trimmed: int = 0
 
 
 @dataclass(frozen=True)
@@ -154,7 +156,9 @@ def _trace_outcome(
     matched: MatchedTrace | None = None,
 ) -> TraceOutcome:
     """Match one trace (or block; ``matched``: matched already), reduce its charge readings to a
-    :class:`ReadingBatch`; CPU added to ``cpu``."""
+    :class:`ReadingBatch`; CPU added to ``cpu``.  The windows over the trip's first path edge are dropped
+    (:func:`~evroute.traces.observations.trace_readings`' trip ends), a streamed trace's only in its first block
+    (``first``)."""
     t1 = time.process_time()
     if matched is None:
         matched = index.match(tr.lat, tr.lon)
@@ -176,6 +180,8 @@ def _trace_outcome(
             params.edge_noise_var,
             soc_step=params.soc_step,
             mechanical_wh=mech,
+            drop_start=first,
+            drop_end=False,  # the stop at the destination: kept (trace_readings' trip ends)
         )
     if r is None:
         cpu["learn"] += time.process_time() - t2
@@ -183,7 +189,7 @@ def _trace_outcome(
     batch = reading_batch(r.edges, r.a, r.y, r.noise_band, banded=True)
     trip_sum = (r.edges, r.a.sum(axis=0), float(r.y.sum()), r.noise_sum(), (r.edges, r.a, r.y, r.noise_band))
     cpu["learn"] += time.process_time() - t2
-    return TraceOutcome(samples, matched.pieces, batch, r.dropped, trip_sum, first)
+    return TraceOutcome(samples, matched.pieces, batch, r.dropped, trip_sum, first, r.trimmed)
 
 
 def _merge_sums(a: TripSum | None, b: TripSum | None) -> TripSum | None:

@@ -66,7 +66,7 @@ KNOWN_TRUTH_REGEN = (
         f"studies/trip_logs/known_truth.py --network monaco --ns 1000,10,100 {_KT} --workers 2 --out {{dir}}/kt_monaco"
     ),
     cmd(
-        f"studies/trip_logs/known_truth.py --network luxembourg --ns 10,100 {_KT} --workers 2 "
+        f"studies/trip_logs/known_truth.py --network luxembourg --ns 1000,10,100 {_KT} --workers 2 "
         "--out {dir}/kt_luxembourg"
     ),
     *(

@@ -334,10 +334,11 @@ SOURCES: tuple[Source, ...] = (
                 ".csv",
                 ("network", "condition", "n_train", "seed", "model"),
                 (),
-                2200.0,
-                "estimated from the study's printed CPU per cell at HEAD (not recorded per row): monaco 717 CPU s "
-                "measured (SUMO's two runs 39, matching 18, cells 620, floor 41), luxembourg ~1,490 (N = 100 cells "
-                "~43 s each, its N = 1000 cell ~400 s estimated); 2,200 CPU s",
+                2300.0,
+                "from the study's printed CPU per cell at a0df2c9 (not recorded per row; departure windows dropped): "
+                "monaco cells 584 CPU s measured (N = 1000 168, N = 10 2.9 and N = 100 17.9 each) plus SUMO's two "
+                "runs ~39, matching ~18, floor ~41; luxembourg cells 1,530 CPU s measured (N = 1000 583, N = 10 5.7 "
+                "and N = 100 41.4 each); ~2,300 CPU s",
             ),
             ("_bias.csv", ("network", "trip"), (), 0.0, WITH_KNOWN_TRUTH),
             ("_floor.csv", ("network", "row", "n_train"), (), 0.0, WITH_KNOWN_TRUTH),

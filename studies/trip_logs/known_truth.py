@@ -28,7 +28,10 @@ Protocol (all seeded):
    the paper's kernel; prior variance ``(p sigma_det)^2``).  The readings are **reduced energies**
    (``evroute.traces.mechanical``: battery energy minus the change of mechanical energy, SUMO's kinetic mass ``m +
    rotatingMass``, the network's heights at the matched positions, SUMO's g), the prior mean the prior's edge energy
-   minus its ``m g dz``.  Hyper-parameters by ML-II on the training readings alone (never the held-out trips): the
+   minus its ``m g dz``; the windows over a trip's first matched edge are dropped, as ``evroute learn`` drops them
+   (``evroute.traces.observations``, trip ends: the departure from rest, its standing and a mis-matched manoeuvre
+   squeezed into a small share of an edge made that edge's learned energy many times its true one).
+   Hyper-parameters by ML-II on the training readings alone (never the held-out trips): the
    largest log marginal likelihood over the prior's scale ``p`` in ``--prior-fracs``, whether to add shared per-metre
    and per-edge offsets of the physics mean (``linear_obs_build.offset_basis``: prior s.d. 0.05 Wh/m and 10
    Wh), the nominal noise of one traversal ``(f sigma_det)^2`` with ``f`` in ``--noise-fracs`` (it matters beside the

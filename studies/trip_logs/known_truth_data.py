@@ -288,7 +288,15 @@ def _readings(st: Study, matched: dict, cond: str, names: list[str], fracs: list
         mech = sample_mechanical_wh(log.speed_mps, z, st.sumo_v, st.m_kin)
         for f in fracs:
             out[(name, f)] = trace_readings(
-                log, m, length, st.usable, f**2 * var_det, soc_step=step, mechanical_wh=mech
+                log,
+                m,
+                length,
+                st.usable,
+                f**2 * var_det,
+                soc_step=step,
+                mechanical_wh=mech,
+                drop_start=True,  # as evroute learn does (trace_readings' trip ends): the departure's windows
+                drop_end=False,
             )
     return out
 

@@ -82,7 +82,8 @@ def report(args: argparse.Namespace) -> int:
         + " ".join(f"--{k} {v}" for k, v in paths.items())
         + f"` from the committed files ({links}); the data were produced by these commands, one per network "
         "(protocol in `studies/trip_logs/known_truth.py`'s docstring: SUMO trips on the network, degraded logs, map "
-        "matching, charge readings as linear observations, held-out route-energy prediction), and collected with "
+        "matching, charge readings as linear observations without the departure's windows, held-out route-energy "
+        "prediction), and collected with "
         "`--collect`:",
         "",
         *[f"* `{c}`" for c in commands],
