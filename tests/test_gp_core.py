@@ -16,7 +16,8 @@ from evroute.environments import EnvironmentConfig
 from evroute.environments.paper import prior_covariance
 from evroute.kernels.edge import ContextMatern, GraphKernel, Points, edge_kernel, edge_points
 from evroute.kernels.graph_gram import dense_graph_gram
-from evroute.kernels.graph_matern import GraphMaternKernel, LocalGraphMatern, matern_spectrum
+from evroute.kernels.graph_matern import GraphMaternKernel, matern_spectrum
+from evroute.kernels.graph_matern_local import LocalGraphMatern
 from evroute.kernels.linalg import geometric_jitters, jittered_cholesky
 from evroute.kernels.matern import matern, matern_dlog_lengthscale, scaled_cdist
 from evroute.kernels.posterior import GaussianPosterior

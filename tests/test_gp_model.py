@@ -75,7 +75,7 @@ def test_custom_predictive_equals_gpytorch_predictive(env):
 
 def test_elbo_from_statistics_equals_gpytorch_variational_elbo(env):
     """The aggregated objective is GPyTorch's VariationalELBO over the minibatch, in value and in gradient."""
-    from evroute.models.gp import elbo_from_statistics, minibatch_statistics
+    from evroute.models.gp_elbo import elbo_from_statistics, minibatch_statistics
 
     m = make_model("gp", env, steps=1, batch_size=60)
     rng = np.random.default_rng(4)

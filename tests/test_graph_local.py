@@ -6,7 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evroute.errors import ParameterError
-from evroute.kernels.graph_matern import GraphMaternKernel, LocalGraphMatern
+from evroute.kernels.graph_matern import GraphMaternKernel
+from evroute.kernels.graph_matern_local import LocalGraphMatern
 from evroute.linegraph import build_line_graph
 from evroute.network.registry import load_network
 

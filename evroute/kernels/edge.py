@@ -35,7 +35,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from evroute.kernels.base import Array, Kernel, Product, Scaled, Sum
-from evroute.kernels.graph_matern import GraphMaternKernel, LocalGraphMatern
+from evroute.kernels.graph_matern import GraphMaternKernel
+from evroute.kernels.graph_matern_local import LocalGraphMatern
 from evroute.kernels.matern import matern, scaled_cdist
 
 __all__ = [
@@ -81,7 +82,7 @@ class GraphKernel(EdgeKernel):
     Args:
         source: a dense ``(E, E)`` Gram matrix (NumPy or torch), a
             :class:`~evroute.kernels.graph_matern.GraphMaternKernel` (columns by sparse solves), a
-            :class:`~evroute.kernels.graph_matern.LocalGraphMatern` (sparse truncated columns: blocks against all
+            :class:`~evroute.kernels.graph_matern_local.LocalGraphMatern` (sparse truncated columns: blocks against all
             edges only), or any object with ``n``, ``block(i, j)`` and ``diag_values()`` (the SVGP's torch module).
         diag: ``(E,)`` prior variances, when the source's own are not the ones to use.
     """

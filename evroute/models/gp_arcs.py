@@ -28,7 +28,7 @@ import torch
 from evroute.errors import ParameterError
 from evroute.kernels.arcs import arc_kernel, arc_points
 from evroute.kernels.edge import GraphKernel, Points
-from evroute.kernels.graph_matern import LocalGraphMatern
+from evroute.kernels.graph_matern_local import LocalGraphMatern
 from evroute.models.gp_arcs_mll import maximise, statistics_log_likelihood
 from evroute.models.gp_exact import ExactGPConfig, ExactGPEdgeModel
 from evroute.models.gp_exact_mll import Hyper

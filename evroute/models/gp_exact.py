@@ -10,7 +10,7 @@ Gaussian kept by :mod:`evroute.models.exact_posterior`:
 * ``method="lowrank"``: ``Sigma = K - K_{.U} A^-1 K_{U.}`` over the distinct visited edges ``U``
   (``E |U| k + |U|^3 / 3`` per round); with ``method="lowrank"`` or above ``dense_max`` edges the graph-kernel
   columns and prior variances come from truncated local solves on line-graph neighbourhoods with an a-posteriori
-  entry-wise error bound ``graph_tol`` (:class:`~evroute.kernels.graph_matern.LocalGraphMatern`; default 1e-6 of
+  entry-wise error bound ``graph_tol`` (:class:`~evroute.kernels.graph_matern_local.LocalGraphMatern`; default 1e-6 of
   the average prior variance; ``graph_solver="global"``: global SuperLU solves and probed variances, the slower
   earlier path) and no ``E x E`` matrix exists anywhere;
 * ``method="incremental"``: the same no-``E x E`` representation, updated at the cost of what the index policies
@@ -45,7 +45,8 @@ import numpy as np
 from evroute.errors import ParameterError
 from evroute.kernels.edge import GraphKernel, Points, edge_kernel, edge_points
 from evroute.kernels.graph_gram import dense_graph_gram
-from evroute.kernels.graph_matern import GraphMaternKernel, LocalGraphMatern
+from evroute.kernels.graph_matern import GraphMaternKernel
+from evroute.kernels.graph_matern_local import LocalGraphMatern
 from evroute.kernels.linalg import jittered_cholesky, solve_lower
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_incremental import IncrementalPosterior

@@ -69,7 +69,7 @@ def local_columns_error(network: str, tols: list[float], route: str) -> str:
     and cost per fixed radius (single columns: 64 spread edges) and per tolerance (the adaptive radius the model
     uses: set-up of all prior variances, then the columns of route ``route`` in route order, chunks of 16)."""
     from evroute.experiments.runner import load_linegraph
-    from evroute.kernels.graph_matern import LocalGraphMatern
+    from evroute.kernels.graph_matern_local import LocalGraphMatern
     from evroute.models.gp_kernels import dense_graph_gram
     from evroute.oracle import RouteOracle
     from evroute.routes import resolve_route
