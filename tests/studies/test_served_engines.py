@@ -77,3 +77,28 @@ def test_page_rebuilds_from_data(tmp_path: Path) -> None:
     p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 0, p.stderr
     assert out.read_text() == (ROOT / se.OUT).read_text()
+
+
+def test_bounds_follow_the_numbers() -> None:
+    """Growth exponents and extrapolations are the log-log slopes of the data; a cap gives a linear lower bound; the
+    command line names the engines and caps of each group of sizes."""
+    ok = {"status": "ok", "build_cpu_s": 1.0, "peak_mb": 1.0, "max_gap": 0.0, "error_bound": 1.0}
+    data = {
+        "sizes": [10_000, 100_000],
+        "machine": "m",
+        "commit": "c",
+        "results": {
+            "10000": {"network": "a", "edges": 10_000, "turns": 1, "dissection_order_cpu_s": 0.1,
+                      "engines": {"routingkit-cch": ok | {"query_cpu_s": 1e-3}, "pandana": ok | {"query_cpu_s": 1e-3}}},
+            "100000": {"network": "b", "edges": 100_000, "turns": 1, "dissection_order_cpu_s": 1.0,
+                       "engines": {"routingkit-cch": ok | {"build_cpu_s": 100.0, "query_cpu_s": 2e-3},
+                                   "pandana": {"status": "over the 50 s CPU cap"}}},
+        },
+    }  # fmt: skip
+    text = "\n".join(se.bounds(data))
+    # build 1 -> 100 s over 10x nodes: exponent 2, 100 s * 10.12^2 at 1M; query 1 -> 2 ms: exponent log10(2)
+    assert "build grows as n^2.00" in text and f"~{100 * (1_012_093 / 100_000) ** 2:.3g} s at 1M" in text
+    q = 2e-3 * (1_012_093 / 100_000) ** np.log10(2.0)
+    assert f"query grows as n^0.30: ~{q * 1e3:.3g} ms at 1M (meets 5 ms)" in text
+    assert f"at least {50 * 1_012_093 / 100_000:.3g} s at 1M" in text
+    assert se._commands(data).endswith("--edges 10000 100000 --engines routingkit-cch pandana --cap-s 50`")
