@@ -350,7 +350,8 @@ def test_bucket_pool_overflow_is_reported_not_written_past():
     data = np.array([1.0, 5.0, 1.0])
     dist, pred = np.full(3, np.inf), np.full(3, -9999, dtype=np.int32)
     ent = np.full(4, 7, dtype=np.int32)  # room for two entries: the start and one more
-    assert K.buckets_kernel(indptr, heads, data, 0, -1, dist, pred, 1.0, 8, ent, np.zeros(3, np.uint8), True) == -1
+    done = np.zeros(3, np.uint8)
+    assert K.buckets_kernel(indptr, heads, data, 0, -1, dist, pred, 1.0, 8, ent, done, True, False) == -1
     assert np.array_equal(search.one_to_all(indptr, heads, data, 0)[0], [0.0, 1.0, 2.0])
 
 

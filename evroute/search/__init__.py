@@ -266,9 +266,19 @@ def one_to_all(
 
 
 def _buckets(
-    indptr: np.ndarray, heads: np.ndarray, data: np.ndarray, start: int, target: int, lo: float, hi: float, mean: float
+    indptr: np.ndarray,
+    heads: np.ndarray,
+    data: np.ndarray,
+    start: int,
+    target: int,
+    lo: float,
+    hi: float,
+    mean: float,
+    *,
+    node_weights: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`one_to_all` on checked arcs whose least, largest and mean weight are ``lo, hi, mean``."""
+    """:func:`one_to_all` on checked arcs whose least, largest and mean weight are ``lo, hi, mean``: ``data`` holds
+    the arcs' weights ``(C,)``, or with ``node_weights`` the nodes' ``(N,)`` (an arc weighs its head's)."""
     K = _kernels()
     n = len(indptr) - 1
     dist = np.full(n, np.inf)
@@ -277,12 +287,12 @@ def _buckets(
     if delta <= 0.0:  # every arc is zero: one bucket
         delta = 1.0
     nring = min(int(hi / delta) + 3, BUCKET_RING)
-    entries = len(data) + 2  # one per arc and the start (Dial); label correcting may need more: then retry
+    entries = len(heads) + 2  # one per arc and the start (Dial); label correcting may need more: then retry
     while True:
         ent = np.empty(2 * entries, dtype=np.int32 if entries < 2**30 else np.int64)
         scans = K.buckets_kernel(
             np.asarray(indptr), np.asarray(heads), data, start, target, dist, pred, delta, nring, ent,
-            np.zeros(n, dtype=np.uint8), 2.0 * delta > lo,
+            np.zeros(n, dtype=np.uint8), 2.0 * delta > lo, node_weights,
         )  # fmt: skip
         if scans >= 0:
             return dist, pred
@@ -369,17 +379,25 @@ def node_weighted_route(linegraph: LineGraph, weights: np.ndarray, start: int, g
     if start == goal:
         return Route(np.asarray([start]), float(w[start]))
     o = search_order(linegraph)
-    wp = w[o.perm]
-    s, g = int(o.inv[start]), int(o.inv[goal])
-    # the arcs carry their heads' weights: the nodes' least and largest bound theirs (all the buckets need)
-    dist, pred = _buckets(o.indptr, o.heads, wp[o.heads], s, g, float(w.min()), float(w.max()), float(w.mean()))
+    return ordered_node_route(linegraph, o, w[o.perm], start, goal, (float(w.min()), float(w.max()), float(w.mean())))
+
+
+def ordered_node_route(
+    linegraph: LineGraph, order: SearchOrder, wp: np.ndarray, start: int, goal: int, stats: tuple[float, float, float]
+) -> Route:
+    """:func:`node_weighted_route` on checked non-negative node weights ``wp (E,)`` already in the new names of
+    ``order`` (``wp[i]`` weighs original node ``order.perm[i]``), whose least, largest and mean are ``stats``;
+    ``start`` and ``goal`` are original names (checked, distinct).  The arcs carry their heads' weights, so the nodes'
+    least and largest bound theirs (all the buckets need) and the search reads ``wp`` directly (no per-arc array)."""
+    s, g = int(order.inv[start]), int(order.inv[goal])
+    dist, pred = _buckets(order.indptr, order.heads, wp, s, g, *stats, node_weights=True)
     if not math.isfinite(dist[g]):
         ids = linegraph.network.edge_ids
         raise UnreachableError(f"goal edge {ids[goal]!r} is unreachable from start edge {ids[start]!r}")
     path = [g]
     while path[-1] != s:
         path.append(int(pred[path[-1]]))
-    return Route(o.perm[np.asarray(path[::-1], dtype=np.int64)], float(w[start] + dist[g]))
+    return Route(order.perm[np.asarray(path[::-1], dtype=np.int64)], float(wp[s] + dist[g]))
 
 
 def bidirectional_share(linegraph: LineGraph, start: int, goal: int) -> float:

@@ -22,7 +22,7 @@ _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 # ------------------------------------------------------------------ counter-based normals and the Thompson weight
 
 
-def _njit(fn: Any) -> Any:
+def njit_cached(fn: Any) -> Any:
     """Compile ``fn`` in nopython mode, cached on disk (the first process pays the compilation)."""
     return numba.njit(cache=True, nogil=True)(fn)
 
@@ -52,7 +52,7 @@ def _normal(key: Any, idx: Any) -> float:
 
 
 @_inline
-def _rectified_mean(mu: float, var: float) -> float:
+def rectified_mean_scalar(mu: float, var: float) -> float:
     """``E[max(0, X)]``, ``X ~ N(mu, var)``: ``s (phi(a) + a Phi(a))``, ``a = mu / s``, with ``Phi`` from ``erfc``.
 
     For ``a < 0`` the two terms cancel to ``~ s phi(a) / a^2``; each is computed to relative precision ``eps``, so
@@ -74,22 +74,22 @@ def _ts_weight(e: int, key: Any, m0: Any, v0: Any, cnt: Any, tot: Any, nv: Any, 
     mu = mean + math.sqrt(1.0 / prec) * _normal(key, e)
     if pot.shape[0] > 0:
         mu = mu - pot[e]
-    return max(_rectified_mean(mu, nv[e]), MIN_WEIGHT_WH)
+    return max(rectified_mean_scalar(mu, nv[e]), MIN_WEIGHT_WH)
 
 
-@_njit
+@njit_cached
 def normals_kernel(key: Any, idx: Any, out: Any) -> None:
     for i in range(idx.shape[0]):
         out[i] = _normal(key, idx[i])
 
 
-@_njit
+@njit_cached
 def rect_kernel(mu: Any, var: Any, out: Any) -> None:
     for i in range(mu.shape[0]):
-        out[i] = _rectified_mean(mu[i], var[i])
+        out[i] = rectified_mean_scalar(mu[i], var[i])
 
 
-@_njit
+@njit_cached
 def weights_kernel(key: Any, m0: Any, v0: Any, cnt: Any, tot: Any, nv: Any, pot: Any, out: Any) -> None:
     for e in range(out.shape[0]):
         out[e] = _ts_weight(e, key, m0, v0, cnt, tot, nv, pot)
@@ -176,7 +176,7 @@ def weight_at(v: int, wv: Any, key: Any, m0: Any, v0: Any, cnt: Any, tot: Any, n
     return wv[v]
 
 
-@_njit
+@njit_cached
 def bidir_kernel(  # noqa: PLR0913, PLR0915 - one compiled loop over flat arrays
     indptr: Any,
     heads: Any,
@@ -311,7 +311,7 @@ def bidir_kernel(  # noqa: PLR0913, PLR0915 - one compiled loop over flat arrays
 # time a label falls.
 
 
-@_njit
+@njit_cached
 def buckets_kernel(
     indptr: Any,
     heads: Any,
@@ -325,8 +325,10 @@ def buckets_kernel(
     ent: Any,
     done: Any,
     correcting: bool,
+    node_weights: bool,
 ) -> int:
-    """Dijkstra's labels by buckets, label correcting inside a bucket (:func:`evroute.search.one_to_all`); ``dist``
+    """Dijkstra's labels by buckets, label correcting inside a bucket (:func:`evroute.search.one_to_all`); the arc
+    ``u -> v`` weighs ``data[j]`` (its CSR slot) or, with ``node_weights``, ``data[v]`` (its head's weight); ``dist``
     all ``inf`` and ``pred`` all -9999 on entry; stops once ``target``'s bucket is emptied (``-1``: never); returns
     the number of node scans, or -1 when the entry pool ``ent`` (any integer type) is full.  ``done (N,)`` all 0: set
     when a node is scanned, cleared when its label falls; ``correcting`` False promises ``delta <= min arc / 2`` (no
@@ -370,7 +372,7 @@ def buckets_kernel(
         scans += 1
         for j in range(indptr[u], indptr[u + 1]):
             v = heads[j]
-            nd = du + data[j]
+            nd = du + (data[v] if node_weights else data[j])
             if nd < dist[v]:
                 dist[v] = nd
                 pred[v] = u
@@ -391,7 +393,7 @@ def buckets_kernel(
 # ------------------------------------------------------------------ node order for locality, relabelled CSR, arcs
 
 
-@_njit
+@njit_cached
 def bfs_order_kernel(indptr: Any, heads: Any, order: Any, seen: Any) -> None:
     """``order (N,)``: the nodes in breadth-first order from node 0 (then from the least unseen node, and so on)."""
     n = seen.shape[0]
@@ -413,7 +415,7 @@ def bfs_order_kernel(indptr: Any, heads: Any, order: Any, seen: Any) -> None:
                 tail += 1
 
 
-@_njit
+@njit_cached
 def relabel_kernel(indptr: Any, heads: Any, perm: Any, inv: Any, pindptr: Any, pheads: Any) -> None:
     """The CSR of the graph with node ``perm[i]`` renamed ``i`` (``inv`` the inverse), each row's heads sorted."""
     pindptr[0] = 0
@@ -432,7 +434,7 @@ def relabel_kernel(indptr: Any, heads: Any, perm: Any, inv: Any, pindptr: Any, p
         pindptr[i + 1] = k
 
 
-@_njit
+@njit_cached
 def reduced_arcs_kernel(indptr: Any, heads: Any, w: Any, h: Any, out: Any, stats: Any) -> None:
     """``out (C,)``: every arc's ``max(w[v] + h[u] - h[v], 0)`` (the numbers of :func:`evroute.driver.paths.reweight`,
     in its order of operations); ``stats (4,)``: the least arc before clipping, the least, largest and sum of the
@@ -460,7 +462,7 @@ def reduced_arcs_kernel(indptr: Any, heads: Any, w: Any, h: Any, out: Any, stats
     stats[3] = total
 
 
-@_njit
+@njit_cached
 def gather2_kernel(perm: Any, a: Any, b: Any, ap: Any, bp: Any) -> None:
     """``ap[i] = a[perm[i]]``, ``bp[i] = b[perm[i]]`` (two node arrays into the new names, one pass)."""
     for i in range(perm.shape[0]):
@@ -469,7 +471,7 @@ def gather2_kernel(perm: Any, a: Any, b: Any, ap: Any, bp: Any) -> None:
         bp[i] = b[k]
 
 
-@_njit
+@njit_cached
 def unpermute_kernel(perm: Any, dist: Any, pred: Any, dist_out: Any, pred_out: Any) -> None:
     """Labels and predecessors of a search in the new names (``perm[i]`` renamed ``i``) into the original names;
     a negative predecessor (none) is kept."""
@@ -480,7 +482,7 @@ def unpermute_kernel(perm: Any, dist: Any, pred: Any, dist_out: Any, pred_out: A
         pred_out[k] = perm[p] if p >= 0 else p
 
 
-@_njit
+@njit_cached
 def reach_costs_kernel(perm: Any, dist: Any, pred: Any, w: Any, h: Any, start: int, budget: float, *out: Any) -> None:
     """From a search in the new names (``perm[i]`` renamed ``i``) over the arcs ``max(w[v] + h[u] - h[v], 0)``, into
     ``out = (cost (N,), within (N,) bool, pred (N,))`` in the original names: each node's route cost ``w[start] +
