@@ -249,8 +249,8 @@ def one_to_all(
     ``(dist (N,), pred (N,))``, ``inf`` and ``-9999`` (SciPy's marker) where unreached, ``pred[start] = -9999``;
     with ``target >= 0`` it may stop once ``target``'s label is final (only its label and route are then complete).
 
-    Buckets (:func:`evroute.search.kernels.buckets_kernel`: Dial's algorithm where every arc is at least twice the
-    width, label correcting inside a bucket otherwise).  Every label ends as the least over the node's in-arcs of
+    Buckets (:func:`evroute.search.bucket_kernels.buckets_kernel`: Dial's algorithm where every arc is at least twice
+    the width, label correcting inside a bucket otherwise).  Every label ends as the least over the node's in-arcs of
     ``dist[u] + a`` with ``dist[u]`` final, as in any Dijkstra: each label is the rounded sum along some walk and
     rounding is monotone, so that least fixed point is one set of floats and ``dist`` is SciPy's bit for bit; among
     equal-cost alternatives ``pred`` may differ."""
@@ -279,7 +279,9 @@ def _buckets(
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`one_to_all` on checked arcs whose least, largest and mean weight are ``lo, hi, mean``: ``data`` holds
     the arcs' weights ``(C,)``, or with ``node_weights`` the nodes' ``(N,)`` (an arc weighs its head's)."""
-    K = _kernels()
+    _kernels()  # numba is installed
+    from evroute.search import bucket_kernels as BK
+
     n = len(indptr) - 1
     dist = np.full(n, np.inf)
     pred = np.full(n, -9999, dtype=np.int32)
@@ -290,9 +292,9 @@ def _buckets(
     entries = len(heads) + 2  # one per arc and the start (Dial); label correcting may need more: then retry
     while True:
         ent = np.empty(2 * entries, dtype=np.int32 if entries < 2**30 else np.int64)
-        scans = K.buckets_kernel(
+        scans = (BK.node_buckets_kernel if node_weights else BK.buckets_kernel)(
             np.asarray(indptr), np.asarray(heads), data, start, target, dist, pred, delta, nring, ent,
-            np.zeros(n, dtype=np.uint8), 2.0 * delta > lo, node_weights,
+            np.zeros(n, dtype=np.uint8), 2.0 * delta > lo,
         )  # fmt: skip
         if scans >= 0:
             return dist, pred
