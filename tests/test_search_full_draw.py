@@ -97,6 +97,8 @@ def test_bad_inputs_are_parameter_errors():
     state = _state(np.random.default_rng(0), n, positive=True)
     eng = FullDrawThompson(lg)
     z = np.zeros(n)
+    with pytest.raises(ParameterError, match="no weights"):
+        eng.search(0, 1)
     assert eng.route(state, z, 2, 2).edges.tolist() == [2]
     assert eng.route(state, z, 2, 2).cost == eng.last_weights[2]
     with pytest.raises(ParameterError, match="outside"):
@@ -107,6 +109,8 @@ def test_bad_inputs_are_parameter_errors():
         eng.weights(state, z, np.zeros(n - 1))
     with pytest.raises(ParameterError, match="not finite"):
         eng.weights(state, np.full(n, np.nan))
+    with pytest.raises(ParameterError, match="no weights"):  # a failed draw leaves nothing to search
+        eng.search(0, 1)
 
 
 def test_bandit_uses_it_only_at_scale_for_bi_thompson(monkeypatch):

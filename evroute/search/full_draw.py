@@ -93,6 +93,7 @@ class FullDrawThompson:
         self._w = np.empty(self.n)
         self._wp = np.empty(self.n)
         self._stats = np.zeros(3)
+        self._drawn = False
 
     @property
     def last_weights(self) -> np.ndarray:
@@ -117,7 +118,8 @@ class FullDrawThompson:
             raise ParameterError(f"the potential must have shape ({n},), got {pot.shape}")
         perm = search_order(self.linegraph).perm
         full_draw_kernel(perm, *arrs[:5], pot, arrs[5], self._w, self._wp, self._stats)
-        if not math.isfinite(float(self._stats[2])):
+        self._drawn = math.isfinite(float(self._stats[2]))
+        if not self._drawn:
             raise ParameterError("a Thompson weight is not finite (check the posterior statistics and the potential)")
         return self._w
 
@@ -137,13 +139,28 @@ class FullDrawThompson:
             ParameterError: an index or a shape is out of range, or a weight is not finite.
             UnreachableError: ``goal`` cannot be reached from ``start``.
         """
-        start, goal = int(start), int(goal)
+        self._check_ends(start, goal)
+        self.weights(state, z, potential_wh)
+        return self.search(start, goal)
+
+    def _check_ends(self, start: int, goal: int) -> None:
         for what, idx in (("start", start), ("goal", goal)):
-            if not 0 <= idx < self.n:
+            if not 0 <= int(idx) < self.n:
                 raise ParameterError(f"{what} edge index {idx} is outside 0..{self.n - 1}")
-        w = self.weights(state, z, potential_wh)
+
+    def search(self, start: int, goal: int) -> Route:
+        """The route of :meth:`route` on the weights of the last :meth:`weights` call (the search alone).
+
+        Raises:
+            ParameterError: an index is out of range.
+            UnreachableError: ``goal`` cannot be reached from ``start``.
+        """
+        start, goal = int(start), int(goal)
+        self._check_ends(start, goal)
+        if not self._drawn:
+            raise ParameterError("no weights drawn yet: call weights() or route() first")
         if start == goal:
-            return Route(np.asarray([start]), float(w[start]))
+            return Route(np.asarray([start]), float(self._w[start]))
         st = self._stats
         order = search_order(self.linegraph)
         return ordered_node_route(
