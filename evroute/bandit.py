@@ -289,7 +289,9 @@ LAZY_TS_MIN_ARMS = 200_000
 #: (random trips, side by side: ``docs/scale_rounds.md``), so past about a quarter the full draw is cheaper; that
 #: round and every later one of the run then draw every edge.  Cross-city routes end up there (the benchmark's route
 #: A: the two searches meet after settling 82% of the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10%
-#: (median).
+#: (median).  Since the full draw runs in compiled passes (``evroute.search.full_draw``: 160 ms on route A at a million
+#: edges, ``docs/benchmark_scale.md``) the break-even is nearer 15-20%; the threshold is kept until the random trips
+#: are measured again (``studies.bench.scale_rounds``).
 LAZY_TS_MAX_SHARE = 0.25
 
 #: By default the lazy engine is built only when the geometric estimate of the share of nodes the two searches settle
