@@ -28,6 +28,10 @@ Two engines, compiled with numba (``cache=True``: the first call in a fresh envi
   Reach splits it: :func:`reduced_arcs` once per belief (in the spatial order), then :func:`ordered_one_to_all` per
   start (``docs/reach_profile.md``).
 
+Rounds that draw every edge (cross-city routes, where both balls of the lazy search would cover most of the graph)
+run in compiled passes from the posterior to the route: :mod:`evroute.search.full_draw` (its node-weight bucket
+search is :func:`ordered_node_route`; the bucket kernels are in :mod:`evroute.search.bucket_kernels`).
+
 Without numba (:func:`numba_available` False) neither engine exists and the callers keep SciPy's Dijkstra.
 """
 
