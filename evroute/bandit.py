@@ -153,7 +153,10 @@ class RoutingBandit(RouteLearner):
             whenever the model, policy and arms allow it (else :class:`ParameterError`); ``False``: never.  Unless
             ``False``, rounds that draw every edge on networks of at least :data:`LAZY_TS_MIN_ARMS` edge arms find
             their route by the compiled bucket search (:func:`evroute.search.node_weighted_route`: SciPy's route and
-            cost, faster); ``False`` keeps SciPy's Dijkstra (the reference).
+            cost, faster), and with a BI model and plain Thompson sampling compute the posterior, the draw (the same
+            normals from the policy's stream) and the weights compiled too
+            (:class:`evroute.search.full_draw.FullDrawThompson`: the same route); ``False`` keeps NumPy's weights
+            and SciPy's Dijkstra (the reference).
     """
 
     arms: ArmSpace  # never None here: edge arms by default
@@ -200,6 +203,7 @@ class RoutingBandit(RouteLearner):
         self._lazy_auto = lazy_ts is None
         self._lazy_built = self._lazy is not None
         self._compiled_oracle = lazy_ts is not False and _compiled_oracle_fits(self)
+        self._full_draw = _full_draw_engine(self) if self._compiled_oracle else None
 
     def step(self) -> RoundRecord:
         """Play one round and return its record."""
@@ -216,6 +220,11 @@ class RoutingBandit(RouteLearner):
             route = self._lazy.route(state, key, self.start, self.goal, self._arm_potential, max_settled=cap)
             if route is None:  # the two searches cover most of the graph: the full draw is cheaper, from now on
                 self._lazy = None
+        if route is None and self._full_draw is not None:  # the same draws, posterior to route in compiled passes
+            z = self.rng_policy.standard_normal(self.arms.n_arms)  # ThompsonSampling.estimates's very numbers
+            c1 = c2 = time.perf_counter()
+            state = self.model.conjugate_state()  # type: ignore[attr-defined]  # checked by _full_draw_engine
+            route = self._full_draw.route(state, z, self.start, self.goal, self._arm_potential)
         if route is None:
             post = self.model.posterior()
             c1 = time.perf_counter()
@@ -280,7 +289,9 @@ LAZY_TS_MIN_ARMS = 200_000
 #: (random trips, side by side: ``docs/scale_rounds.md``), so past about a quarter the full draw is cheaper; that
 #: round and every later one of the run then draw every edge.  Cross-city routes end up there (the benchmark's route
 #: A: the two searches meet after settling 82% of the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10%
-#: (median).
+#: (median).  Since the full draw runs in compiled passes (``evroute.search.full_draw``: 160 ms on route A at a million
+#: edges, ``docs/benchmark_scale.md``) the break-even is nearer 15-20%; the threshold is kept until the random trips
+#: are measured again (``studies.bench.scale_rounds``).
 LAZY_TS_MAX_SHARE = 0.25
 
 #: By default the lazy engine is built only when the geometric estimate of the share of nodes the two searches settle
@@ -297,6 +308,19 @@ def _compiled_oracle_fits(bandit: RoutingBandit) -> bool:
     from evroute.search import numba_available
 
     return bandit.arms.kind == "edge" and bandit.arms.n_arms >= LAZY_TS_MIN_ARMS and numba_available()
+
+
+def _full_draw_engine(bandit: RoutingBandit) -> Any:
+    """The :class:`~evroute.search.full_draw.FullDrawThompson` of ``bandit``'s rounds that draw every edge when its
+    full-draw rounds search compiled (:func:`_compiled_oracle_fits`), the policy is plain Thompson sampling and the
+    model a BI model (``conjugate_state``); else ``None`` (posterior, policy weights and route as separate steps).
+    The same normals from the policy's stream, the same route: the weights agree to the rectified mean's precision
+    (``evroute.search.full_draw``), about 1.6 times faster at a million edges (``docs/benchmark_scale.md``)."""
+    if type(bandit.policy) is not ThompsonSampling or not callable(getattr(bandit.model, "conjugate_state", None)):
+        return None
+    from evroute.search.full_draw import FullDrawThompson
+
+    return FullDrawThompson(bandit.env.linegraph)
 
 
 def _lazy_engine(bandit: RoutingBandit, lazy_ts: bool | None) -> Any:

@@ -344,13 +344,14 @@ def test_one_to_all_labels_are_scipys_bit_for_bit(n, p, seed, ratio, zeros, part
 
 def test_bucket_pool_overflow_is_reported_not_written_past():
     """A pool too small for the label falls returns -1 (one_to_all then retries with twice the pool)."""
-    from evroute.search import kernels as K
+    from evroute.search import bucket_kernels as K
 
     indptr, heads = np.array([0, 2, 3, 3]), np.array([1, 2, 2], dtype=np.int32)
     data = np.array([1.0, 5.0, 1.0])
     dist, pred = np.full(3, np.inf), np.full(3, -9999, dtype=np.int32)
     ent = np.full(4, 7, dtype=np.int32)  # room for two entries: the start and one more
-    assert K.buckets_kernel(indptr, heads, data, 0, -1, dist, pred, 1.0, 8, ent, np.zeros(3, np.uint8), True) == -1
+    done = np.zeros(3, np.uint8)
+    assert K.buckets_kernel(indptr, heads, data, 0, -1, dist, pred, 1.0, 8, ent, done, True) == -1
     assert np.array_equal(search.one_to_all(indptr, heads, data, 0)[0], [0.0, 1.0, 2.0])
 
 

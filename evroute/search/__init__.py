@@ -28,6 +28,10 @@ Two engines, compiled with numba (``cache=True``: the first call in a fresh envi
   Reach splits it: :func:`reduced_arcs` once per belief (in the spatial order), then :func:`ordered_one_to_all` per
   start (``docs/reach_profile.md``).
 
+Rounds that draw every edge (cross-city routes, where both balls of the lazy search would cover most of the graph)
+run in compiled passes from the posterior to the route: :mod:`evroute.search.full_draw` (its node-weight bucket
+search is :func:`ordered_node_route`; the bucket kernels are in :mod:`evroute.search.bucket_kernels`).
+
 Without numba (:func:`numba_available` False) neither engine exists and the callers keep SciPy's Dijkstra.
 """
 
@@ -249,8 +253,8 @@ def one_to_all(
     ``(dist (N,), pred (N,))``, ``inf`` and ``-9999`` (SciPy's marker) where unreached, ``pred[start] = -9999``;
     with ``target >= 0`` it may stop once ``target``'s label is final (only its label and route are then complete).
 
-    Buckets (:func:`evroute.search.kernels.buckets_kernel`: Dial's algorithm where every arc is at least twice the
-    width, label correcting inside a bucket otherwise).  Every label ends as the least over the node's in-arcs of
+    Buckets (:func:`evroute.search.bucket_kernels.buckets_kernel`: Dial's algorithm where every arc is at least twice
+    the width, label correcting inside a bucket otherwise).  Every label ends as the least over the node's in-arcs of
     ``dist[u] + a`` with ``dist[u]`` final, as in any Dijkstra: each label is the rounded sum along some walk and
     rounding is monotone, so that least fixed point is one set of floats and ``dist`` is SciPy's bit for bit; among
     equal-cost alternatives ``pred`` may differ."""
@@ -266,10 +270,22 @@ def one_to_all(
 
 
 def _buckets(
-    indptr: np.ndarray, heads: np.ndarray, data: np.ndarray, start: int, target: int, lo: float, hi: float, mean: float
+    indptr: np.ndarray,
+    heads: np.ndarray,
+    data: np.ndarray,
+    start: int,
+    target: int,
+    lo: float,
+    hi: float,
+    mean: float,
+    *,
+    node_weights: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """:func:`one_to_all` on checked arcs whose least, largest and mean weight are ``lo, hi, mean``."""
-    K = _kernels()
+    """:func:`one_to_all` on checked arcs whose least, largest and mean weight are ``lo, hi, mean``: ``data`` holds
+    the arcs' weights ``(C,)``, or with ``node_weights`` the nodes' ``(N,)`` (an arc weighs its head's)."""
+    _kernels()  # numba is installed
+    from evroute.search import bucket_kernels as BK
+
     n = len(indptr) - 1
     dist = np.full(n, np.inf)
     pred = np.full(n, -9999, dtype=np.int32)
@@ -277,10 +293,10 @@ def _buckets(
     if delta <= 0.0:  # every arc is zero: one bucket
         delta = 1.0
     nring = min(int(hi / delta) + 3, BUCKET_RING)
-    entries = len(data) + 2  # one per arc and the start (Dial); label correcting may need more: then retry
+    entries = len(heads) + 2  # one per arc and the start (Dial); label correcting may need more: then retry
     while True:
         ent = np.empty(2 * entries, dtype=np.int32 if entries < 2**30 else np.int64)
-        scans = K.buckets_kernel(
+        scans = (BK.node_buckets_kernel if node_weights else BK.buckets_kernel)(
             np.asarray(indptr), np.asarray(heads), data, start, target, dist, pred, delta, nring, ent,
             np.zeros(n, dtype=np.uint8), 2.0 * delta > lo,
         )  # fmt: skip
@@ -369,17 +385,25 @@ def node_weighted_route(linegraph: LineGraph, weights: np.ndarray, start: int, g
     if start == goal:
         return Route(np.asarray([start]), float(w[start]))
     o = search_order(linegraph)
-    wp = w[o.perm]
-    s, g = int(o.inv[start]), int(o.inv[goal])
-    # the arcs carry their heads' weights: the nodes' least and largest bound theirs (all the buckets need)
-    dist, pred = _buckets(o.indptr, o.heads, wp[o.heads], s, g, float(w.min()), float(w.max()), float(w.mean()))
+    return ordered_node_route(linegraph, o, w[o.perm], start, goal, (float(w.min()), float(w.max()), float(w.mean())))
+
+
+def ordered_node_route(
+    linegraph: LineGraph, order: SearchOrder, wp: np.ndarray, start: int, goal: int, stats: tuple[float, float, float]
+) -> Route:
+    """:func:`node_weighted_route` on checked non-negative node weights ``wp (E,)`` already in the new names of
+    ``order`` (``wp[i]`` weighs original node ``order.perm[i]``), whose least, largest and mean are ``stats``;
+    ``start`` and ``goal`` are original names (checked, distinct).  The arcs carry their heads' weights, so the nodes'
+    least and largest bound theirs (all the buckets need) and the search reads ``wp`` directly (no per-arc array)."""
+    s, g = int(order.inv[start]), int(order.inv[goal])
+    dist, pred = _buckets(order.indptr, order.heads, wp, s, g, *stats, node_weights=True)
     if not math.isfinite(dist[g]):
         ids = linegraph.network.edge_ids
         raise UnreachableError(f"goal edge {ids[goal]!r} is unreachable from start edge {ids[start]!r}")
     path = [g]
     while path[-1] != s:
         path.append(int(pred[path[-1]]))
-    return Route(o.perm[np.asarray(path[::-1], dtype=np.int64)], float(w[start] + dist[g]))
+    return Route(order.perm[np.asarray(path[::-1], dtype=np.int64)], float(wp[s] + dist[g]))
 
 
 def bidirectional_share(linegraph: LineGraph, start: int, goal: int) -> float:

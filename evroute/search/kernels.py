@@ -22,17 +22,17 @@ _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 # ------------------------------------------------------------------ counter-based normals and the Thompson weight
 
 
-def _njit(fn: Any) -> Any:
+def njit_cached(fn: Any) -> Any:
     """Compile ``fn`` in nopython mode, cached on disk (the first process pays the compilation)."""
     return numba.njit(cache=True, nogil=True)(fn)
 
 
-def _inline(fn: Any) -> Any:
+def inline_cached(fn: Any) -> Any:
     """A helper compiled into its callers (numba inlines it at the IR level)."""
     return numba.njit(cache=True, nogil=True, inline="always")(fn)
 
 
-@_inline
+@inline_cached
 def _splitmix64(x: Any) -> Any:
     """splitmix64's finaliser of a ``uint64`` (a bijection with full avalanche; Steele, Lea & Flood 2014)."""
     x = x + np.uint64(0x9E3779B97F4A7C15)
@@ -41,7 +41,7 @@ def _splitmix64(x: Any) -> Any:
     return x ^ (x >> np.uint64(31))
 
 
-@_inline
+@inline_cached
 def _normal(key: Any, idx: Any) -> float:
     """Standard normal number of ``(key, idx)``: two uniforms in ``(0, 1)`` from hashing, one Box-Muller cosine."""
     h1 = _splitmix64(np.uint64(key) ^ _splitmix64(np.uint64(idx)))
@@ -51,8 +51,8 @@ def _normal(key: Any, idx: Any) -> float:
     return math.sqrt(-2.0 * math.log(u1)) * math.cos(2.0 * math.pi * u2)
 
 
-@_inline
-def _rectified_mean(mu: float, var: float) -> float:
+@inline_cached
+def rectified_mean_scalar(mu: float, var: float) -> float:
     """``E[max(0, X)]``, ``X ~ N(mu, var)``: ``s (phi(a) + a Phi(a))``, ``a = mu / s``, with ``Phi`` from ``erfc``.
 
     For ``a < 0`` the two terms cancel to ``~ s phi(a) / a^2``; each is computed to relative precision ``eps``, so
@@ -66,7 +66,7 @@ def _rectified_mean(mu: float, var: float) -> float:
     return max(res, 0.0)
 
 
-@_inline
+@inline_cached
 def _ts_weight(e: int, key: Any, m0: Any, v0: Any, cnt: Any, tot: Any, nv: Any, pot: Any) -> float:
     """Oracle weight of edge ``e`` in the round of ``key`` (module doc); ``pot`` empty: no potential."""
     prec = 1.0 / v0[e] + cnt[e] / nv[e]
@@ -74,22 +74,22 @@ def _ts_weight(e: int, key: Any, m0: Any, v0: Any, cnt: Any, tot: Any, nv: Any, 
     mu = mean + math.sqrt(1.0 / prec) * _normal(key, e)
     if pot.shape[0] > 0:
         mu = mu - pot[e]
-    return max(_rectified_mean(mu, nv[e]), MIN_WEIGHT_WH)
+    return max(rectified_mean_scalar(mu, nv[e]), MIN_WEIGHT_WH)
 
 
-@_njit
+@njit_cached
 def normals_kernel(key: Any, idx: Any, out: Any) -> None:
     for i in range(idx.shape[0]):
         out[i] = _normal(key, idx[i])
 
 
-@_njit
+@njit_cached
 def rect_kernel(mu: Any, var: Any, out: Any) -> None:
     for i in range(mu.shape[0]):
-        out[i] = _rectified_mean(mu[i], var[i])
+        out[i] = rectified_mean_scalar(mu[i], var[i])
 
 
-@_njit
+@njit_cached
 def weights_kernel(key: Any, m0: Any, v0: Any, cnt: Any, tot: Any, nv: Any, pot: Any, out: Any) -> None:
     for e in range(out.shape[0]):
         out[e] = _ts_weight(e, key, m0, v0, cnt, tot, nv, pot)
@@ -104,7 +104,7 @@ UNSEEN = -1
 SETTLED = -2
 
 
-@_inline
+@inline_cached
 def _sift_up(hk: Any, hv: Any, pos: Any, i: int, key: float, v: int) -> None:
     while i > 0:
         p = (i - 1) >> 2
@@ -119,7 +119,7 @@ def _sift_up(hk: Any, hv: Any, pos: Any, i: int, key: float, v: int) -> None:
     pos[v] = i
 
 
-@_inline
+@inline_cached
 def _pop(hk: Any, hv: Any, pos: Any, size: int) -> int:
     """Remove the root (read ``hk[0], hv[0]`` first) and mark it settled; the new size."""
     pos[hv[0]] = SETTLED
@@ -151,7 +151,7 @@ def _pop(hk: Any, hv: Any, pos: Any, size: int) -> int:
     return size
 
 
-@_inline
+@inline_cached
 def _relax(hk: Any, hv: Any, pos: Any, size: int, touched: Any, nt: int, v: int, nd: float) -> tuple[int, int, bool]:
     """Offer label ``nd`` to node ``v`` (not settled): ``(size, touched count, improved)``."""
     p = pos[v]
@@ -168,7 +168,7 @@ def _relax(hk: Any, hv: Any, pos: Any, size: int, touched: Any, nt: int, v: int,
 # ------------------------------------------------------------------ the lazy bidirectional Thompson search
 
 
-@_inline
+@inline_cached
 def weight_at(v: int, wv: Any, key: Any, m0: Any, v0: Any, cnt: Any, tot: Any, nv: Any, pot: Any) -> float:
     """Edge ``v``'s weight of this round, drawn on first use (``wv[v] < 0``: not drawn yet)."""
     if wv[v] < 0.0:
@@ -176,7 +176,7 @@ def weight_at(v: int, wv: Any, key: Any, m0: Any, v0: Any, cnt: Any, tot: Any, n
     return wv[v]
 
 
-@_njit
+@njit_cached
 def bidir_kernel(  # noqa: PLR0913, PLR0915 - one compiled loop over flat arrays
     indptr: Any,
     heads: Any,
@@ -304,94 +304,10 @@ def bidir_kernel(  # noqa: PLR0913, PLR0915 - one compiled loop over flat arrays
     return mu
 
 
-# ------------------------------------------------------------------ one-to-all by buckets (Dial, Delta-stepping)
-#
-# Buckets of width ``delta`` in a ring of ``nring`` slots; each slot a singly linked list of entries ``ent[2 k] =
-# node, ent[2 k + 1] = next`` in a pool (the caller retries with a bigger one when it fills).  An entry is made each
-# time a label falls.
-
-
-@_njit
-def buckets_kernel(
-    indptr: Any,
-    heads: Any,
-    data: Any,
-    start: int,
-    target: int,
-    dist: Any,
-    pred: Any,
-    delta: float,
-    nring: int,
-    ent: Any,
-    done: Any,
-    correcting: bool,
-) -> int:
-    """Dijkstra's labels by buckets, label correcting inside a bucket (:func:`evroute.search.one_to_all`); ``dist``
-    all ``inf`` and ``pred`` all -9999 on entry; stops once ``target``'s bucket is emptied (``-1``: never); returns
-    the number of node scans, or -1 when the entry pool ``ent`` (any integer type) is full.  ``done (N,)`` all 0: set
-    when a node is scanned, cleared when its label falls; ``correcting`` False promises ``delta <= min arc / 2`` (no
-    scanned label ever falls, nothing to clear).
-
-    The buckets are emptied in increasing order, each in any order; a node is scanned whenever its label fell since
-    its last scan, so a label lowered into the bucket being emptied (an arc under ``delta``) is scanned again.  A
-    scan never lowers a label below the current bucket (labels only grow along arcs, and ``x -> int(x / delta)`` is
-    monotone in floating point), so once a bucket is empty its labels are final; with ``delta <= min arc / 2`` no
-    label falls into the current bucket and every node is scanned once (Dial's algorithm).  An entry that would land
-    a full ring ahead waits in the farthest slot and is moved on when reached."""
-    inv = 1.0 / delta
-    bhead = np.full(nring, -1, dtype=np.int64)
-    dist[start] = 0.0
-    ent[0] = start
-    ent[1] = -1
-    bhead[0] = 0
-    top, pending, cur, scans = 1, 1, 0, 0
-    while pending > 0:
-        slot = cur % nring
-        e = bhead[slot]
-        if e < 0:
-            if target >= 0 and dist[target] < np.inf and int(dist[target] * inv) <= cur:
-                break  # the target's bucket is empty: its label and its route are final
-            cur += 1
-            continue
-        bhead[slot] = ent[2 * e + 1]
-        u = ent[2 * e]
-        if done[u]:  # scanned at its present label already (a stale entry or a duplicate)
-            pending -= 1
-            continue
-        du = dist[u]
-        b = int(du * inv)
-        if b > cur:  # parked a ring ahead: move it on (its label is still live)
-            s = b % nring if b - cur < nring else (cur + nring - 1) % nring
-            ent[2 * e + 1] = bhead[s]
-            bhead[s] = e
-            continue
-        pending -= 1
-        done[u] = 1
-        scans += 1
-        for j in range(indptr[u], indptr[u + 1]):
-            v = heads[j]
-            nd = du + data[j]
-            if nd < dist[v]:
-                dist[v] = nd
-                pred[v] = u
-                if correcting:
-                    done[v] = 0
-                if 2 * top + 2 > ent.shape[0]:  # the pool is full (label correcting: more label falls than arcs)
-                    return -1
-                bv = int(nd * inv)
-                s = bv % nring if bv - cur < nring else (cur + nring - 1) % nring
-                ent[2 * top] = v
-                ent[2 * top + 1] = bhead[s]
-                bhead[s] = top
-                top += 1
-                pending += 1
-    return scans
-
-
 # ------------------------------------------------------------------ node order for locality, relabelled CSR, arcs
 
 
-@_njit
+@njit_cached
 def bfs_order_kernel(indptr: Any, heads: Any, order: Any, seen: Any) -> None:
     """``order (N,)``: the nodes in breadth-first order from node 0 (then from the least unseen node, and so on)."""
     n = seen.shape[0]
@@ -413,7 +329,7 @@ def bfs_order_kernel(indptr: Any, heads: Any, order: Any, seen: Any) -> None:
                 tail += 1
 
 
-@_njit
+@njit_cached
 def relabel_kernel(indptr: Any, heads: Any, perm: Any, inv: Any, pindptr: Any, pheads: Any) -> None:
     """The CSR of the graph with node ``perm[i]`` renamed ``i`` (``inv`` the inverse), each row's heads sorted."""
     pindptr[0] = 0
@@ -432,7 +348,7 @@ def relabel_kernel(indptr: Any, heads: Any, perm: Any, inv: Any, pindptr: Any, p
         pindptr[i + 1] = k
 
 
-@_njit
+@njit_cached
 def reduced_arcs_kernel(indptr: Any, heads: Any, w: Any, h: Any, out: Any, stats: Any) -> None:
     """``out (C,)``: every arc's ``max(w[v] + h[u] - h[v], 0)`` (the numbers of :func:`evroute.driver.paths.reweight`,
     in its order of operations); ``stats (4,)``: the least arc before clipping, the least, largest and sum of the
@@ -460,7 +376,7 @@ def reduced_arcs_kernel(indptr: Any, heads: Any, w: Any, h: Any, out: Any, stats
     stats[3] = total
 
 
-@_njit
+@njit_cached
 def gather2_kernel(perm: Any, a: Any, b: Any, ap: Any, bp: Any) -> None:
     """``ap[i] = a[perm[i]]``, ``bp[i] = b[perm[i]]`` (two node arrays into the new names, one pass)."""
     for i in range(perm.shape[0]):
@@ -469,7 +385,7 @@ def gather2_kernel(perm: Any, a: Any, b: Any, ap: Any, bp: Any) -> None:
         bp[i] = b[k]
 
 
-@_njit
+@njit_cached
 def unpermute_kernel(perm: Any, dist: Any, pred: Any, dist_out: Any, pred_out: Any) -> None:
     """Labels and predecessors of a search in the new names (``perm[i]`` renamed ``i``) into the original names;
     a negative predecessor (none) is kept."""
@@ -480,7 +396,7 @@ def unpermute_kernel(perm: Any, dist: Any, pred: Any, dist_out: Any, pred_out: A
         pred_out[k] = perm[p] if p >= 0 else p
 
 
-@_njit
+@njit_cached
 def reach_costs_kernel(perm: Any, dist: Any, pred: Any, w: Any, h: Any, start: int, budget: float, *out: Any) -> None:
     """From a search in the new names (``perm[i]`` renamed ``i``) over the arcs ``max(w[v] + h[u] - h[v], 0)``, into
     ``out = (cost (N,), within (N,) bool, pred (N,))`` in the original names: each node's route cost ``w[start] +

@@ -120,6 +120,78 @@ def lazy_probe(lg: Any, bandit: Any, start: int, goal: int) -> dict[str, Any] | 
     return {"cpu_s": cpu, "settled_share": settled / lg.n_nodes, "draws": st["draws"], "arcs": st["arcs_scanned"]}
 
 
+def round_parts(lg: Any, bandit: Any, reps: int = 3) -> dict[str, float] | None:
+    """The parts of a compiled full-draw BI-TS round (:class:`evroute.search.full_draw.FullDrawThompson`) on the
+    bandit's posterior, median CPU seconds over ``reps``: ``normals`` (``E`` standard normals from NumPy's generator),
+    ``weights`` (posterior, draw and rectified weights in compiled passes) and ``search`` (the bucket search on those
+    weights); ``None`` where the bandit does not run such rounds."""
+    from evroute.search.full_draw import FullDrawThompson
+
+    if getattr(bandit, "_full_draw", None) is None:
+        return None
+    eng = FullDrawThompson(lg)
+    n, rng = lg.n_nodes, np.random.default_rng(0)
+    state, pot = bandit.model.conjugate_state(), bandit.potential_wh
+    parts: dict[str, list[float]] = {"normals": [], "weights": [], "search": []}
+    for _ in range(reps):
+        c0 = time.process_time()
+        z = rng.standard_normal(n)
+        c1 = time.process_time()
+        eng.weights(state, z, pot)
+        c2 = time.process_time()
+        eng.search(bandit.start, bandit.goal)
+        c3 = time.process_time()
+        for k, v in zip(parts, (c1 - c0, c2 - c1, c3 - c2), strict=True):
+            parts[k].append(v)
+    return {k: statistics.median(v) for k, v in parts.items()}
+
+
+def goal_directed_probe(lg: Any, bandit: Any, start: int, goal: int, ks: tuple[float, ...] = (3.0, 4.0)) -> Any:
+    """What an exact goal-directed (A*) Thompson round could save on the bandit's route, at its present posterior.
+
+    The potential of such a search is ``pi(v)``, the least sum from ``v`` to the goal of the lower bounds ``l_e =
+    max(E[max(0, N(mu_e - k sigma_e - p_e, s_n^2))], MIN_WEIGHT_WH)`` (a draw is below its bound with probability
+    ``Phi(-k)``: those exceptions, ``E Phi(-k)`` expected per round, are drawn first and handled by a slack).  For one
+    full draw ``w`` (seed 0) and each ``k`` of ``ks``: ``pi(start)`` over the route's cost ``d(goal)``, and the share of
+    nodes with ``d(v) + pi(v) <= d(goal)``, which an exact A* settles at least (with no exception at all); and the
+    quantiles 0.1, 0.5, 0.9 of ``sigma_e / |mu_e - p_e|``.  ``None`` for a model without ``conjugate_state``."""
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import dijkstra
+    from scipy.special import ndtr
+
+    from evroute.oracle import MIN_WEIGHT_WH, rectified_gaussian_mean
+
+    if not callable(getattr(bandit.model, "conjugate_state", None)):
+        return None
+    post = bandit.model.posterior()
+    n = lg.n_nodes
+    x = post.mean - (0.0 if bandit.potential_wh is None else bandit.potential_wh)
+    indptr, heads, _ = lg.arc_pattern()
+
+    def weigh(m: np.ndarray) -> np.ndarray:
+        return np.maximum(rectified_gaussian_mean(m, post.noise_var), MIN_WEIGHT_WH)
+
+    def graph(nodes: np.ndarray) -> Any:  # the arc u -> v weighs its head
+        return sp.csr_matrix((nodes[heads], heads, indptr), shape=(n, n))
+
+    w = weigh(x + post.std * np.random.default_rng(0).standard_normal(n))
+    d = dijkstra(graph(w), directed=True, indices=start)
+    cost = float(d[goal])
+    rows = []
+    for k in ks:
+        pi = dijkstra(graph(weigh(x - k * post.std)).T.tocsr(), directed=True, indices=goal)
+        rows.append(
+            {
+                "k": k,
+                "bound_share": float(pi[start] / cost),
+                "settled_share": float(np.mean(d + pi <= cost)),
+                "exceptions": float(n * ndtr(-k)),
+            }
+        )
+    cv = post.std / np.maximum(np.abs(x), 1e-12)
+    return {"sigma_over_mean": [float(q) for q in np.quantile(cv, [0.1, 0.5, 0.9])], "ks": rows}
+
+
 def cch_search_space(lg: Any, nodes: np.ndarray) -> dict[str, float]:
     """What bounds a CCH query (:mod:`evroute.cch`): the size of the root's separator and, for each of ``nodes``, the
     separator nodes of the cells that contain it (its own and every enclosing cell's: all are its ancestors in the
@@ -211,6 +283,8 @@ def measure(
         if not profile:  # what bounds the searches: how much of the graph an exact search must settle
             out["route_settled_share"] = settled_share(lg, arcs, rs.start, rs.goal)
             out["route_lazy"] = lazy_probe(lg, bandit, rs.start, rs.goal)
+            out["round_parts"] = round_parts(lg, bandit)
+            out["route_goal_directed"] = goal_directed_probe(lg, bandit, rs.start, rs.goal)
             out["reach_reached_share"] = float(
                 reachable(lg, belief, int(pairs[0, 0]), battery, h0=ctx.h0).reachable.mean()
             )
@@ -228,4 +302,14 @@ def measure(
     return out
 
 
-__all__ = ["SETUP_STAGES", "Steps", "cch_search_space", "lazy_probe", "measure", "peak_mb", "settled_share"]
+__all__ = [
+    "SETUP_STAGES",
+    "Steps",
+    "cch_search_space",
+    "goal_directed_probe",
+    "lazy_probe",
+    "measure",
+    "peak_mb",
+    "round_parts",
+    "settled_share",
+]

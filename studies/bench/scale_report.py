@@ -376,6 +376,38 @@ def _lazy_sentence(lazy: dict[str, Any] | None, round_s: float, place: str = "ci
     )
 
 
+def _round_engine(parts: dict[str, float] | None) -> str:
+    """How a round that draws every edge runs at 1M edges, with its parts' CPU when measured."""
+    if not parts:  # measured before the compiled full draw (issue 39, ts39)
+        return (
+            "searches with the compiled engine (`evroute.search.node_weighted_route`, from "
+            "`evroute.bandit.LAZY_TS_MIN_ARMS` arms; posterior, draw and rectified weights in NumPy/SciPy)"
+        )
+    return (
+        "runs in compiled passes (`evroute.search.full_draw`, from `evroute.bandit.LAZY_TS_MIN_ARMS` arms): the "
+        f"policy's {fmt_s(parts['normals'])} of normals, {fmt_s(parts['weights'])} for the posterior, draw and "
+        f"rectified weights, {fmt_s(parts['search'])} for the bucket search on them (medians of separate calls)"
+    )
+
+
+def _goal_sentence(g: dict[str, Any] | None) -> str:
+    """What an exact goal-directed (A*) round could save on route A (``goal_directed_probe``), when measured."""
+    if not g:
+        return ""
+    lo, med, hi = g["sigma_over_mean"]
+    by_k = {float(row["k"]): row for row in g["ks"]}
+    k4, k3 = by_k[4.0], by_k[3.0]
+    return (
+        "  Nor can an exact goal-directed search (A* on the distance to the goal under the lower bounds "
+        "g(mu − k sigma) of the draws, the exceptions below them drawn first): at this posterior sigma is "
+        f"{med:.0%} of |mu − p| at the median ({lo:.0%}-{hi:.0%} from the 10th to the 90th percentile; the prior's "
+        f"sigma0 is 0.16 of the rms physics energy), so the bound from the start is {k4['bound_share']:.1%} of the "
+        f"route's cost for k = 4 ({k4['exceptions']:,.0f} exceptions expected per round) and "
+        f"{k3['bound_share']:.1%} for k = 3 ({k3['exceptions']:,.0f}), and even with no exception A* would settle "
+        f"{k4['settled_share']:.1%} of the nodes (k = 4; `studies.bench.scale_measure.goal_directed_probe`)."
+    )
+
+
 def _separator_growth(d: dict[str, Any]) -> str:
     """The CCH root separator at each measured size and its growth exponent (a grid's is 0.5)."""
     pts = [
@@ -410,14 +442,15 @@ def _bounds_lines(d: dict[str, Any], place: str = "city") -> list[str]:
             out.append(
                 f"* **{label}** ({fmt_s(x)}): route A crosses the {place}, so an exact one-directional search settles "
                 f"{share:.1%} of the {edges:,} line-graph nodes before the goal.  A round that draws every edge "
-                "searches with the compiled engine (`evroute.search.node_weighted_route`, from "
-                "`evroute.bandit.LAZY_TS_MIN_ARMS` arms); the round's whole CPU, search and O(E) array work on every "
-                f"edge (posterior, one Thompson draw, rectified weights, arc gather), is {fmt_s(x)}, that is "
+                f"{_round_engine(r.get('round_parts'))}; the round's whole CPU, search and O(E) array work on every "
+                f"edge, is {fmt_s(x)}, that is "
                 f"{x * 1e9 / max(share * turns, 1):,.0f} ns per turn its search must scan, against "
                 f"{1e9 * dj / turns:,.0f} ns per turn for SciPy's Dijkstra alone (all {turns:,} turns in "
                 f"{fmt_s(dj)}, the Dijkstra query row).  Within {fmt_s(limit)} an exact search would have to scan "
                 f"{turns * share / (limit * 1e3):,.0f} arcs per ms, or settle only the edges it needs (lazily "
-                "sampled weights in a compiled search)." + _lazy_sentence(r.get("route_lazy"), x, place)
+                "sampled weights in a compiled search)."
+                + _lazy_sentence(r.get("route_lazy"), x, place)
+                + _goal_sentence(r.get("route_goal_directed"))
             )
         elif key == "reach" and "reach_reached_share" in r:
             share = float(r["reach_reached_share"])

@@ -18,7 +18,8 @@ TS, elevation potential), each candidate is timed (CPU seconds, ``time.process_t
 * ``auto``: the default (``lazy_ts=None``): no lazy engine where the two searches are expected to cover much of the
   city (or it leaves the lazy search after a round that settles more than :data:`evroute.bandit.LAZY_TS_MAX_SHARE`
   of the nodes), every edge drawn and the route found by the compiled bucket search
-  (:func:`evroute.search.node_weighted_route`);
+  (:func:`evroute.search.node_weighted_route`), with BI and TS in compiled passes from the posterior on
+  (:mod:`evroute.search.full_draw`);
 * ``search``: that route search alone against SciPy's oracle on the same weights (same route and cost?), and the
   one-off cost of the search order (:func:`evroute.search.order.search_order`);
 * ``random_pairs``: the lazy search against the full round (SciPy's and the compiled search) for ``--pairs`` random
@@ -91,7 +92,13 @@ def render(d: dict[str, Any]) -> str:
         draws = statistics.median(x["draws"] for x in st)
         agree = all(r["lazy_agrees"]) and all(r["scipy_limit_agrees"]) and r.get("search_same", True)
         how = "lazy" if r["auto_lazy_after_round_1"] else "every edge drawn"
-        how += ", compiled search" if r.get("auto_compiled_search") else ", SciPy search"
+        how += (
+            ", compiled passes"
+            if r.get("auto_full_draw")
+            else ", compiled search"
+            if r.get("auto_compiled_search")
+            else ", SciPy search"
+        )
         lines.append(
             f"| {r['edges']:,} | {_ms(r['scipy_round_cpu_s'])} | {_ms(r['auto_round_cpu_s'])} ({how}) | "
             f"{_ms(r['lazy_round_cpu_s'])} | {settled / r['edges']:.0%}, {draws:,.0f} | "
@@ -102,9 +109,10 @@ def render(d: dict[str, Any]) -> str:
         "Route A of the benchmark (`synthetic:EDGES:0`, BI, TS, elevation potential).  *default*: `lazy_ts=None`; on "
         "route A the two searches would cover most of the city, so every edge is drawn (as `lazy_ts=False`) and, "
         "from `LAZY_TS_MIN_ARMS` edges, the route is found by the compiled bucket search "
-        "(`evroute.search.node_weighted_route`).  *agree*: the lazy route is SciPy's Dijkstra route on every weight "
-        "of the same round key (same edges, cost within 1e-9), candidate (a) finds the same cost, and the compiled "
-        "search returns SciPy's route and cost (the same float).",
+        "(`evroute.search.node_weighted_route`); *compiled passes*: the posterior, draw and rectified weights are "
+        "computed compiled too (`evroute.search.full_draw`, the same normals and route).  *agree*: the lazy route "
+        "is SciPy's Dijkstra route on every weight of the same round key (same edges, cost within 1e-9), candidate "
+        "(a) finds the same cost, and the compiled search returns SciPy's route and cost (the same float).",
         "",
         "## The searches alone",
         "",
@@ -298,6 +306,7 @@ def measure(n_edges: int, seed: int, rounds: int, pairs_n: int) -> dict[str, Any
     auto.step()
     out["auto_lazy_after_round_1"] = auto._lazy is not None
     out["auto_compiled_search"] = bool(auto._compiled_oracle)
+    out["auto_full_draw"] = auto._full_draw is not None  # posterior, draw and weights compiled too
     out["auto_round_cpu_s"] = cpu_median(lambda i: auto.step(), rounds)
     out["random_pairs"] = random_pairs(lg, lazy, full, oracle, pairs_n, seed)
     # reach, SciPy against compiled

@@ -159,6 +159,21 @@ def test_bounds_section_follows_from_the_numbers() -> None:
     assert "more than the round with every edge drawn" in page
     one["route_lazy"]["cpu_s"] = 0.03
     assert "less than the round with every edge drawn" in render(d)
+    # the compiled full draw's parts and the goal-directed bound, when recorded
+    assert "NumPy/SciPy" in page and "goal-directed" not in page
+    one["round_parts"] = {"normals": 0.014, "weights": 0.040, "search": 0.080}
+    one["route_goal_directed"] = {
+        "sigma_over_mean": [0.16, 0.29, 0.5],
+        "ks": [
+            {"k": 3.0, "bound_share": 0.112, "settled_share": 0.9999, "exceptions": 1366.2},
+            {"k": 4.0, "bound_share": 0.011, "settled_share": 0.99991, "exceptions": 32.1},
+        ],
+    }
+    page = render(d)
+    assert "the policy's 14 ms of normals, 40 ms for the posterior, draw and rectified weights, 80 ms for" in page
+    assert "sigma is 29% of |mu − p| at the median (16%-50% from" in page
+    assert "1.1% of the route's cost for k = 4 (32 exceptions" in page and "11.2% for k = 3 (1,366)" in page
+    assert "A* would settle 100.0% of the nodes (k = 4" in page
 
 
 def test_a_size_without_cch_renders_dashes_and_says_why() -> None:
@@ -188,6 +203,28 @@ def test_a_measurement_without_cch_records_the_search_shares(monkeypatch, tmp_pa
     assert "cch_vs_dijkstra" not in res
     lazy = res["route_lazy"]  # the lazy bidirectional search on route A (numba is a dependency)
     assert 0.0 < lazy["settled_share"] <= 2.0 and lazy["draws"] >= 2 and lazy["cpu_s"] >= 0
+    assert res["round_parts"] is None  # below LAZY_TS_MIN_ARMS: no compiled full draw to time
+    g = res["route_goal_directed"]
+    from scipy.stats import norm
+
+    for row in g["ks"]:  # A*'s bound and the share it must settle at least; the expected exceptions E Phi(-k)
+        assert 0.0 <= row["bound_share"] and 0.0 < row["settled_share"] <= 1.0
+        assert row["exceptions"] == pytest.approx(res["edges"] * norm.cdf(-row["k"]), rel=1e-12)
+    lo, med, hi = g["sigma_over_mean"]
+    assert 0.0 < lo <= med <= hi
+
+
+@pytest.mark.slow
+def test_round_parts_time_the_compiled_full_draw(monkeypatch, tmp_path: Path) -> None:
+    """From LAZY_TS_MIN_ARMS (lowered) the bandit runs compiled full-draw rounds and the probe times their parts."""
+    import evroute.bandit as B
+
+    monkeypatch.setenv("EVROUTE_COMPUTE_CACHE", str(tmp_path))
+    monkeypatch.setattr(B, "LAZY_TS_MIN_ARMS", 0)
+    monkeypatch.setattr(B, "LAZY_TS_EXPECTED_SHARE", -1.0)
+    res = measure(3000, 0, queries=5, cch=False)
+    assert set(res["round_parts"]) == {"normals", "weights", "search"}
+    assert all(v >= 0.0 for v in res["round_parts"].values())
 
 
 def test_country_beside_the_city_side_by_side() -> None:
