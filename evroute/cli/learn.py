@@ -87,7 +87,7 @@ def register(sub: Any) -> None:
         type=float,
         default=None,
         help="new model: one traversal's noise variance ~ the edge's prior energy^p; 0: every edge alike "
-        "(default: 2, a relative noise)",
+        "(default: 0; 2: a relative noise)",
     )
     g.add_argument("--battery", action="append", default=[], help="SUMO battery output of each FCD .xml log")
     g.add_argument("--soc-step", type=float, default=None, help="gauge step in %% (default: seen in each log)")

@@ -25,12 +25,13 @@ from evroute.models.linear_obs_build import linear_model_from
 from evroute.traces.mapmatch import MatchIndex, MatchOptions
 from evroute.traces.reader import TraceColumns
 
-#: a new model's ``noise_exponent`` (:func:`~evroute.models.linear_obs.traversal_noise_weights`): one traversal's
-#: noise s.d. proportional to the edge's prior energy (a relative noise).  With one noise for every edge, long edges
-#: driven by few trips were learned far from their means and Luxembourg's held-out error rose from N = 100 to 1000
-#: trips; measured there (BI, exact logs, RMSE against the route means at N = 1000): exponent 0 25.0 Wh, 1 19.6 Wh,
-#: 2 15.6 Wh (``docs/results/trip_logs_known_truth.md``)
-LEARN_NOISE_EXPONENT = 2.0
+#: a new model's ``noise_exponent`` (:func:`~evroute.models.linear_obs.traversal_noise_weights`; ``evroute learn
+#: --noise-exponent``): 0, every edge's traversal noise alike.  2 (an s.d. proportional to the edge's prior energy)
+#: learned Luxembourg's long edges driven by few trips better (known-truth study, BI at N = 1000 trips: RMSE against
+#: the route means 25.0 -> 14.5 Wh... see the lux35c report) but made Monaco's exact GP worse (N = 1000: 10.9 -> 15.9
+#: Wh) and its N = 10 intervals too wide (coverage 96.8 %), and the readings' marginal likelihood prefers 0 on every
+#: fit of both networks: an option, not the default
+LEARN_NOISE_EXPONENT = 0.0
 
 
 @dataclass

@@ -34,12 +34,12 @@ Protocol (all seeded):
    Hyper-parameters by ML-II on the training readings alone (never the held-out trips): the
    largest log marginal likelihood over the prior's scale ``p`` in ``--prior-fracs``, whether to add shared per-metre
    and per-edge offsets of the physics mean (``linear_obs_build.offset_basis``: prior s.d. 0.05 Wh/m and 10
-   Wh), the nominal noise of one traversal ``(f sigma_det)^2`` on average over the edges, edge ``e``'s that times its
-   prior energy to the power ``--noise-exponent`` normalised (``linear_obs.traversal_noise_weights``; default
-   ``evroute learn``'s, 2: a relative noise), with ``f`` in ``--noise-fracs`` (it matters beside the
-   charge quantisation of degraded logs; with exact logs only ``phi f^2`` does) and, for each, the readings' noise scale
-   ``phi`` (bounded search, :func:`_ml2`).  The held-out trips' energy is predicted as the sum of the posterior means
-   over their true routes plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end -
+   Wh), the nominal noise of one traversal ``(f sigma_det)^2`` on average over the edges (edge ``e``'s times its
+   prior energy^``--noise-exponent``, normalised: ``linear_obs.traversal_noise_weights``; default 0, as ``evroute
+   learn``: every edge alike), with ``f`` in ``--noise-fracs`` (it matters beside the charge quantisation of degraded
+   logs; with exact logs only ``phi f^2`` does) and, for each, the readings' noise scale ``phi``
+   (bounded search, :func:`_ml2`).  The held-out trips' energy is predicted as the sum of the posterior means over
+   their true routes plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end -
    z_start)``), with three 90 % intervals: ``cover90`` from the route's joint posterior covariance plus the whole-trip
    noise and the trip effect fitted to the training trips' **out-of-fold** residual sums (``evroute.models.
    trip_effect.cavity_residuals``: each trip's sum predicted by the posterior of the other folds' trips,

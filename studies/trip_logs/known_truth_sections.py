@@ -192,7 +192,7 @@ def _noise_sentence(rows: list[dict[str, str]]) -> str:
     return (
         f"  One traversal's nominal noise variance grows as the edge's prior energy to the power {p} "
         "(`noise_exponent`, `linear_obs.traversal_noise_weights`, normalised to mean 1 over the edges; 2: an s.d. "
-        "proportional to the energy, what `evroute learn` gives a new model; 0: every edge alike)."
+        "proportional to the energy; 0: every edge alike, what `evroute learn` gives a new model by default)."
     )
 
 
