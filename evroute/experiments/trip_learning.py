@@ -27,10 +27,10 @@ from evroute.traces.reader import TraceColumns
 
 #: a new model's ``noise_exponent`` (:func:`~evroute.models.linear_obs.traversal_noise_weights`; ``evroute learn
 #: --noise-exponent``): 0, every edge's traversal noise alike.  2 (an s.d. proportional to the edge's prior energy)
-#: learned Luxembourg's long edges driven by few trips better (known-truth study, BI at N = 1000 trips: RMSE against
-#: the route means 25.0 -> 14.5 Wh... see the lux35c report) but made Monaco's exact GP worse (N = 1000: 10.9 -> 15.9
-#: Wh) and its N = 10 intervals too wide (coverage 96.8 %), and the readings' marginal likelihood prefers 0 on every
-#: fit of both networks: an option, not the default
+#: learned Luxembourg's long edges driven by few trips better (known-truth study's trips, BI at N = 1000: RMSE
+#: against the route means 25.0 -> 15.6 Wh) but made Monaco's exact GP worse (N = 1000: 10.9 -> 15.9 Wh; N = 100,
+#: 4 seeds: 18.5 -> 24.0 Wh) and its N = 10 intervals too wide (96.8 % coverage), and the readings' marginal
+#: likelihood prefers 0 on every fit of both networks but one: an option, not the default
 LEARN_NOISE_EXPONENT = 0.0
 
 
