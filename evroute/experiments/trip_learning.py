@@ -26,11 +26,12 @@ from evroute.traces.mapmatch import MatchIndex, MatchOptions
 from evroute.traces.reader import TraceColumns
 
 #: a new model's ``noise_exponent`` (:func:`~evroute.models.linear_obs.traversal_noise_weights`; ``evroute learn
-#: --noise-exponent``): 0, every edge's traversal noise alike.  2 (an s.d. proportional to the edge's prior energy)
-#: learned Luxembourg's long edges driven by few trips better (known-truth study's trips, BI at N = 1000: RMSE
-#: against the route means 25.0 -> 15.6 Wh) but made Monaco's exact GP worse (N = 1000: 10.9 -> 15.9 Wh; N = 100,
-#: 4 seeds: 18.5 -> 24.0 Wh) and its N = 10 intervals too wide (96.8 % coverage), and the readings' marginal
-#: likelihood prefers 0 on every fit of both networks but one: an option, not the default
+#: --noise-exponent``): 0, every edge's traversal noise alike.  The known-truth study with 2 (an s.d. proportional to
+#: the edge's prior energy; 20 seeds, lux35c branch, not committed as a page): Luxembourg's long edges driven by few
+#: trips learned better (RMSE against the route means at N = 1000: BI 25.0 -> 14.5 Wh, GP 25.1 -> 18.2 Wh) but
+#: Monaco's exact GP worse (N = 100: 18.6 -> 23.9 Wh, 0.54 of the prior; N = 1000: 10.9 -> 15.9 Wh) with its N = 10
+#: intervals too wide (96.8 % coverage), and the readings' marginal likelihood prefers 0 in 122 of 124 fits: an
+#: option, not the default
 LEARN_NOISE_EXPONENT = 0.0
 
 
