@@ -82,6 +82,13 @@ def register(sub: Any) -> None:
     g.add_argument("--kind", dest="kind", action=DeprecatedAlias, new="--model")
     g.add_argument("--noise-frac", type=float, default=0.1, help="new model: noise s.d. / sigma_det (default: 0.1)")
     g.add_argument("--offsets", action="store_true", help="new model: learn shared per-metre and per-edge offsets")
+    g.add_argument(
+        "--noise-exponent",
+        type=float,
+        default=None,
+        help="new model: one traversal's noise variance ~ the edge's prior energy^p; 0: every edge alike "
+        "(default: 0; 2: a relative noise)",
+    )
     g.add_argument("--battery", action="append", default=[], help="SUMO battery output of each FCD .xml log")
     g.add_argument("--soc-step", type=float, default=None, help="gauge step in %% (default: seen in each log)")
     g.add_argument("--gps-sigma-m", type=float, default=10.0, help="GPS error s.d. in m (default: %(default)s)")
@@ -231,7 +238,14 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
 
     from evroute.energy import VehicleProfile
     from evroute.errors import DataError
-    from evroute.experiments.trip_learning import LogWorkers, check_logs, learn_logs, open_model, validate_logs
+    from evroute.experiments.trip_learning import (
+        LEARN_NOISE_EXPONENT,
+        LogWorkers,
+        check_logs,
+        learn_logs,
+        open_model,
+        validate_logs,
+    )
     from evroute.io import file_lock
     from evroute.linegraph import build_line_graph
     from evroute.models.store import save_model
@@ -252,6 +266,8 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         raise ParameterError(f"--workers must be at most {MAX_WORKERS} processes, got {args.workers}")
     if not (args.noise_frac > 0 and args.noise_frac < 1e3):
         raise ParameterError(f"--noise-frac must be > 0, got {args.noise_frac}")
+    if args.noise_exponent is not None and not 0 <= args.noise_exponent <= 4:
+        raise ParameterError(f"--noise-exponent must be in [0, 4], got {args.noise_exponent}")
     if args.soc_step is not None and not args.soc_step > 0:
         raise ParameterError(f"--soc-step must be > 0, got {args.soc_step}")
     options = MatchOptions(sigma_m=args.gps_sigma_m)
@@ -280,7 +296,13 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         # this run's model and adds its own logs (no lost update)
         with file_lock(target, what=f"model {target}"):
             model, done, meta = open_model(
-                target, lg, args.kind, vehicle, noise_frac=args.noise_frac, offsets=args.offsets
+                target,
+                lg,
+                args.kind,
+                vehicle,
+                noise_frac=args.noise_frac,
+                offsets=args.offsets,
+                noise_exponent=LEARN_NOISE_EXPONENT if args.noise_exponent is None else args.noise_exponent,
             )
             bar = tqdm(total=len(files), desc="learn", unit="log", disable=None)
 

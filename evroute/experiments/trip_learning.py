@@ -25,6 +25,15 @@ from evroute.models.linear_obs_build import linear_model_from
 from evroute.traces.mapmatch import MatchIndex, MatchOptions
 from evroute.traces.reader import TraceColumns
 
+#: a new model's ``noise_exponent`` (:func:`~evroute.models.linear_obs.traversal_noise_weights`; ``evroute learn
+#: --noise-exponent``): 0, every edge's traversal noise alike.  The known-truth study with 2 (an s.d. proportional to
+#: the edge's prior energy; 20 seeds, lux35c branch, not committed as a page): Luxembourg's long edges driven by few
+#: trips learned better (RMSE against the route means at N = 1000: BI 25.0 -> 14.5 Wh, GP 25.1 -> 18.2 Wh) but
+#: Monaco's exact GP worse (N = 100: 18.6 -> 23.9 Wh, 0.54 of the prior; N = 1000: 10.9 -> 15.9 Wh) with its N = 10
+#: intervals too wide (96.8 % coverage), and the readings' marginal likelihood prefers 0 in 122 of 124 fits: an
+#: option, not the default
+LEARN_NOISE_EXPONENT = 0.0
+
 
 @dataclass
 class LearnReport:
@@ -106,7 +115,7 @@ def learn_logs(
     params = LearnParams(
         columns,
         (vehicle.max_soc - vehicle.min_soc) * vehicle.battery_capacity_wh,
-        model.noise_var,
+        model.traversal_noise_var() if model.noise_exponent else model.noise_var,
         soc_step,
         warn,
         vehicle=vehicle,
@@ -198,13 +207,16 @@ def open_model(
     noise_frac: float = 0.1,
     offsets: bool = False,
     kinetic_mass_kg: float | None = None,
+    noise_exponent: float = LEARN_NOISE_EXPONENT,
 ) -> tuple[LinearObsEdgeModel, dict[str, str], dict[str, Any]]:
     """``(model, learned logs, header meta)``: the saved model at ``path`` (any saved kind of reduced energies, made a
     linear-reading model; a file of battery energies is refused), or the physics prior of ``kind`` for reduced
     energies if the file does not exist (mean :func:`~evroute.traces.mechanical.reduced_prior_wh` of the default prior
     ``PRIORS[0]``, the speed-profile model ``evroute route`` uses without a model file; noise s.d.
     ``noise_frac sigma_det``; with ``offsets`` the shared per-metre and per-edge offsets of
-    :func:`~evroute.models.linear_obs_build.offset_basis`).  The meta of a new model records the convention
+    :func:`~evroute.models.linear_obs_build.offset_basis`; one traversal's noise variance the edge's prior energy to
+    the power ``noise_exponent``, :func:`~evroute.models.linear_obs.traversal_noise_weights`; a saved model keeps
+    its own).  The meta of a new model records the convention
     (``meta["energies"]``, :func:`~evroute.traces.mechanical.energies_meta`, kinetic mass ``kinetic_mass_kg``)."""
     from evroute.energy import PRIORS
     from evroute.models.linear_obs_build import offset_basis
@@ -220,13 +232,17 @@ def open_model(
     mean = reduced_prior_wh(linegraph.network, vehicle, PRIORS[0])
     base = prior_model(kind, linegraph, vehicle, noise_frac=noise_frac, mean_wh=mean, **extra)
     meta = {"energies": energies_meta(vehicle, kinetic_mass_kg, source="trip logs")}
-    if not offsets:
-        return linear_model_from(base), {}, meta
-    basis, sd = offset_basis(linegraph.network.length_m)
-    return linear_model_from(base, basis=basis, basis_sd=sd), {}, meta
+    kw: dict[str, Any] = {}
+    if offsets:
+        basis, sd = offset_basis(linegraph.network.length_m)
+        kw = {"basis": basis, "basis_sd": sd}
+    model = linear_model_from(base, **kw)
+    model.noise_exponent = float(noise_exponent)
+    return model, {}, meta
 
 
 __all__ = [
+    "LEARN_NOISE_EXPONENT",
     "LearnReport",
     "LogWorkers",
     "MatchOptions",

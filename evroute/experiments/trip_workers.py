@@ -97,15 +97,16 @@ class LogOutcome:
 class LearnParams:
     """What the per-log work needs besides the index: ``columns`` of CSV logs, the usable battery capacity
     ``capacity_wh`` (Wh per 100 % of charge), the driving noise of one edge traversal ``edge_noise_var`` (Wh^2) and
-    the gauge step ``soc_step`` (%, ``None``: seen in each log); ``warn``: show the warnings of the reads (rows
-    dropped, charging split off; ``False`` when :func:`validate_logs` has shown them already); with a ``vehicle``, the
-    readings are reduced energies (battery energy minus the change of mechanical energy,
-    :mod:`evroute.traces.mechanical`: logged speed, the network's heights at the matched positions, kinetic mass
+    the gauge step ``soc_step`` (%, ``None``: seen in each log); ``edge_noise_var`` is one number for every edge or
+    ``(E,)`` per edge (:meth:`~evroute.models.linear_obs.LinearObsEdgeModel.traversal_noise_var`); ``warn``: show
+    the warnings of the reads (rows dropped, charging split off; ``False`` when :func:`validate_logs` has shown them
+    already); with a ``vehicle``, the readings are reduced energies (battery energy minus the change of mechanical
+    energy, :mod:`evroute.traces.mechanical`: logged speed, the network's heights at the matched positions, kinetic mass
     ``kinetic_mass_kg``, default the vehicle's mass)."""
 
     columns: TraceColumns | None
     capacity_wh: float
-    edge_noise_var: float
+    edge_noise_var: float | np.ndarray
     soc_step: float | None = None
     warn: bool = True
     vehicle: VehicleProfile | None = None

@@ -58,6 +58,28 @@ from evroute.models.trip_effect import TripSums
 
 #: :func:`noise_log_ml`, independent edges: from this fill of ``Lambda_UU``, one eigendecomposition, not an LU each
 DENSE_FILL = 0.01
+#: :func:`traversal_noise_weights`: an edge's prior energy counts as at least this share of the mean over edges
+NOISE_FLOOR_FRAC = 0.1
+
+
+def traversal_noise_weights(prior_mean_wh: np.ndarray, exponent: float) -> np.ndarray:
+    """``(E,)`` relative noise variance of one traversal of each edge, mean 1 over the edges: ``max(|m_e|, floor)^p``
+    normalised (``m`` the prior mean, Wh; ``floor`` = :data:`NOISE_FLOOR_FRAC` times the mean ``|m|``; ``p`` =
+    ``exponent``).  ``p = 0``: every edge alike (the readings' noise of :mod:`evroute.traces.observations` before the
+    option); ``p = 1``: variance proportional to the edge's energy, the variance of a sum of independent pieces
+    along it; ``p = 2``: a relative (multiplicative) noise (``evroute learn --noise-exponent``; over the
+    Luxembourg study's 1,298 edges driven 5 times or more, the traversals' variance grows as the mean energy^1.5).
+    Why: one noise for every edge, fitted by ML-II to the bulk of short edges, believes a traversal of a long fast
+    edge to within a few Wh, so two traversals of such an edge in trips that met traffic fix its learned energy far
+    from its mean (``docs/results/trip_logs_known_truth.md``)."""
+    m = np.abs(np.asarray(prior_mean_wh, dtype=np.float64))
+    if not (exponent >= 0 and np.isfinite(exponent)):
+        raise ParameterError(f"noise exponent must be finite and >= 0, got {exponent}")
+    scale = float(m.mean()) if m.size else 0.0
+    if exponent == 0 or not scale > 0 or not np.isfinite(scale):
+        return np.ones(m.shape)
+    w = np.maximum(m / scale, NOISE_FLOOR_FRAC) ** exponent
+    return np.asarray(w / w.mean())
 
 
 class DiagonalKernel:
@@ -261,7 +283,8 @@ class LinearObsEdgeModel(EdgeModel):
         kernel: the prior covariance in model units (a ``KernelSource``); ``K_Wh = scale2 * K``.
         scale2: Wh^2 per model unit of ``kernel``.
         noise_var: the driving noise of one whole-edge traversal, Wh^2 (used by :meth:`update` and reported as the
-            posterior's ``noise_var``).
+            posterior's ``noise_var``), on average over the edges: edge ``e``'s is ``noise_var`` times its
+            :func:`traversal_noise_weights` of the prior mean and :attr:`noise_exponent` (0 by default: all alike).
         base: ``"bi"`` or ``"gp-exact"``: which prior family ``kernel`` is (recorded in model files).
     """
 
@@ -290,11 +313,18 @@ class LinearObsEdgeModel(EdgeModel):
         #: ``(kind, hyperparameters, arrays)`` of the base model's prior (:func:`evroute.models.store.prior_state`),
         #: what a model file keeps to rebuild the kernel; set by :func:`linear_model_from`
         self.base_state: tuple[str, dict[str, Any], dict[str, np.ndarray]] | None = None
+        #: ``p`` of :func:`traversal_noise_weights`: one traversal's noise variance grows as the prior energy^p
+        self.noise_exponent = 0.0
+
+    def traversal_noise_var(self) -> np.ndarray:
+        """``(E,)`` the nominal noise variance of one whole traversal of each edge, Wh^2 (before :attr:`noise_scale`):
+        ``noise_var`` times :func:`traversal_noise_weights` (what :mod:`evroute.traces.observations` takes)."""
+        return self.noise_var * traversal_noise_weights(self.prior_mean, self.noise_exponent)
 
     def update(self, edges: np.ndarray, energies_wh: np.ndarray) -> None:
-        """Whole-edge readings with noise ``noise_var`` each."""
+        """Whole-edge readings with the noise of one traversal (:meth:`traversal_noise_var`) each."""
         e, y = self._check_batch(edges, energies_wh)
-        self.stats.add_direct(e, y, self.noise_var)
+        self.stats.add_direct(e, y, self.traversal_noise_var()[e] if self.noise_exponent else self.noise_var)
         self._post = None
 
     def observe(self, edges: np.ndarray, a: np.ndarray, y: np.ndarray, noise_cov: np.ndarray) -> None:
@@ -312,7 +342,7 @@ class LinearObsEdgeModel(EdgeModel):
                 self.kernel, self.scale2 * self.prior_scale, self.prior_mean, self.stats, noise_scale=self.noise_scale
             )
             assert var is not None
-            noise = np.full(self.n_edges, self.noise_var * self.noise_scale)
+            noise = self.traversal_noise_var() * self.noise_scale
             self._post = EdgePosterior(mean=mu, variance=var, noise_var=noise, subset_covariance=cov_of)
         return self._post
 
@@ -346,6 +376,7 @@ __all__ = [
     "SubsetCovariance",
     "noise_log_ml",
     "linear_posterior",
+    "traversal_noise_weights",
     "reading_batch",
     "kernel_factor",
 ]

@@ -115,6 +115,8 @@ def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]
         trips = lin.trips.arrays() if len(lin.trips) else {}
         out = {**base_arrays, **extra, **lin.stats.arrays(), **trips}
         hp = {**hyper, "base": base_kind, "noise_scale": lin.noise_scale, "prior_scale": lin.prior_scale}
+        if lin.noise_exponent:
+            hp["noise_exponent"] = lin.noise_exponent
         return kind, hp, out, int(lin.stats.readings)
     return (kind, *base_state(model, kind))
 
@@ -300,6 +302,7 @@ def _load_linear(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGr
     model.stats = LinearStatistics.from_arrays(model.n_edges, a)
     model.noise_scale = float(hp.get("noise_scale", 1.0))  # files before the noise was learned: 1
     model.prior_scale = float(hp.get("prior_scale", 1.0))  # files before the prior's scale was learned: 1
+    model.noise_exponent = float(hp.get("noise_exponent", 0.0))  # files before per-edge traversal noise: all alike
     model.trips = TripSums.from_arrays(a)
     return model
 

@@ -296,6 +296,8 @@ def _check_ranges(path: str | Path, header: dict[str, Any], a: dict[str, np.ndar
     need(_number(scale) and scale > 0, f"hyperparameter 'noise_scale' must be a finite number > 0, got {scale!r}")
     pscale = header["hyperparameters"].get("prior_scale", 1.0) if header["kind"] == "linear" else 1.0
     need(_number(pscale) and pscale > 0, f"hyperparameter 'prior_scale' must be a finite number > 0, got {pscale!r}")
+    nexp = header["hyperparameters"].get("noise_exponent", 0.0) if header["kind"] == "linear" else 0.0
+    need(_number(nexp) and 0 <= nexp <= 4, f"hyperparameter 'noise_exponent' must be a number in [0, 4], got {nexp!r}")
     obs = {"bi": "count", "gp-exact": "counts", "linear": "lin_readings"}[header["kind"]]
     need(int(a[obs].sum()) == header["observations"], f"header 'observations' is not the sum of array {obs!r}")
 

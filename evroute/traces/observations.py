@@ -121,7 +121,7 @@ def trace_readings(
     matched: MatchedTrace,
     length_m: np.ndarray,
     capacity_wh: float,
-    edge_noise_var: float,
+    edge_noise_var: float | np.ndarray,
     *,
     soc_step: float | None = None,
     min_window_m: float = 5.0,
@@ -135,7 +135,9 @@ def trace_readings(
     Args:
         length_m: ``(E,)`` edge lengths the matcher's offsets refer to (:attr:`MatchIndex.length_m`).
         capacity_wh: usable battery capacity (Wh) that 100 % of the state of charge stands for.
-        edge_noise_var: noise variance of one whole traversal of an edge, Wh^2.
+        edge_noise_var: noise variance of one whole traversal of an edge, Wh^2: one for every edge, or ``(E,)`` per
+            edge (indexed like ``length_m``; e.g. :meth:`~evroute.models.linear_obs.LinearObsEdgeModel.
+            traversal_noise_var`); a window's driving noise is ``sum_e a_we s_e^2``.
         soc_step: the gauge's step in % (default: :func:`soc_step_pct` of the trace).
         mechanical_wh: ``(N,)`` the vehicle's mechanical energy at each sample (Wh,
             :func:`evroute.traces.mechanical.sample_mechanical_wh`): when given, each window's reading is its battery
@@ -145,8 +147,11 @@ def trace_readings(
         drop_start, drop_end: the trace starts (ends) a trip: drop the windows that cover its first (last) path edge
             (module doc, trip ends; ``None`` when nothing is left).
     """
-    if not (capacity_wh > 0 and edge_noise_var >= 0 and min_window_m > 0):
-        raise ParameterError("capacity_wh and min_window_m must be > 0, edge_noise_var >= 0")
+    nv = np.asarray(edge_noise_var, dtype=np.float64)
+    if nv.ndim and nv.shape != np.shape(length_m):
+        raise ParameterError(f"edge_noise_var has shape {nv.shape}, the edges {np.shape(length_m)}")
+    if not (capacity_wh > 0 and np.all(nv >= 0) and np.isfinite(nv).all() and min_window_m > 0):
+        raise ParameterError("capacity_wh and min_window_m must be > 0, edge_noise_var finite and >= 0")
     s_all, start = path_positions(matched, length_m)
     ok = np.isfinite(s_all)
     if ok.sum() < 2:
@@ -215,7 +220,8 @@ def trace_readings(
     edges, a = edges[used], a[:, used]
     v = np.asarray(var)
     band = np.zeros((2, len(y)))
-    band[0] = (v[w] + v[w + 1]) + (edge_noise_var * a.sum(axis=1) + 1e-9 * max(edge_noise_var, 1.0))
+    driving = a @ nv[edges] if nv.ndim else float(nv) * a.sum(axis=1)
+    band[0] = (v[w] + v[w + 1]) + (driving + 1e-9 * max(float(nv.max()), 1.0))
     shared = np.flatnonzero(w[1:] == w[:-1] + 1)  # consecutive windows with a common boundary
     band[1, shared] = -v[w[shared] + 1]
     return Readings(

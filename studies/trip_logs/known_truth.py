@@ -34,10 +34,12 @@ Protocol (all seeded):
    Hyper-parameters by ML-II on the training readings alone (never the held-out trips): the
    largest log marginal likelihood over the prior's scale ``p`` in ``--prior-fracs``, whether to add shared per-metre
    and per-edge offsets of the physics mean (``linear_obs_build.offset_basis``: prior s.d. 0.05 Wh/m and 10
-   Wh), the nominal noise of one traversal ``(f sigma_det)^2`` with ``f`` in ``--noise-fracs`` (it matters beside the
-   charge quantisation of degraded logs; with exact logs only ``phi f^2`` does) and, for each, the readings' noise scale
-   ``phi`` (bounded search, :func:`_ml2`).  The held-out trips' energy is predicted as the sum of the posterior means
-   over their true routes plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end -
+   Wh), the nominal noise of one traversal ``(f sigma_det)^2`` on average over the edges (edge ``e``'s times its
+   prior energy^``--noise-exponent``, normalised: ``linear_obs.traversal_noise_weights``; default 0, as ``evroute
+   learn``: every edge alike), with ``f`` in ``--noise-fracs`` (it matters beside the charge quantisation of degraded
+   logs; with exact logs only ``phi f^2`` does) and, for each, the readings' noise scale ``phi``
+   (bounded search, :func:`_ml2`).  The held-out trips' energy is predicted as the sum of the posterior means over
+   their true routes plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end -
    z_start)``), with three 90 % intervals: ``cover90`` from the route's joint posterior covariance plus the whole-trip
    noise and the trip effect fitted to the training trips' **out-of-fold** residual sums (``evroute.models.
    trip_effect.cavity_residuals``: each trip's sum predicted by the posterior of the other folds' trips,
@@ -82,6 +84,7 @@ from typing import Any
 import numpy as np
 
 from evroute.energy import PRIORS
+from evroute.experiments.trip_learning import LEARN_NOISE_EXPONENT
 from studies.trip_logs.known_truth_data import (
     CONDITIONS,
     LEARN_SERVED,
@@ -129,6 +132,7 @@ ROW_FIELDS = [
     "rmse_mean_raw_wh",
     "n_drives",
     "repeats",
+    "noise_exponent",
 ]
 Z90 = 1.6448536269514722  # the standard normal's 95 % quantile: a central 90 % interval is mean +- Z90 sd
 
@@ -232,6 +236,7 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
             )
         model = linear_model_from(bases[(kind, pf)], **kw)
         model.stats, model.noise_var, model.noise_scale = stats_of[f_i], frac**2 * var_det, phi
+        model.noise_exponent = args.noise_exponent  # as the readings were built (known_truth_data._readings)
         model.trips = sums
         post = model.posterior()
         # the predictive noise from out-of-fold residuals, by evroute learn's own function (trip_learning.route_noise:
@@ -246,9 +251,11 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
         routes = st.drive_routes()  # per held-out drive (test x R with --repeats)
         pred = np.array([w @ mu[r] for r, w in zip(routes, st.w_test, strict=True)]) + st.bnd_test
         cov_of = _per_route(st.drive_test, routes, post.covariance_of)  # once per route, not per drive
+        noise_e = post.noise_var  # (E,) one traversal's noise (phi times the model's, per edge)
+        assert noise_e is not None
         parts = np.array(
             [
-                (w @ cov_of(i) @ w, phi * model.noise_var * w.sum(), max(w @ mu[r], 0.0) ** 2)
+                (w @ cov_of(i) @ w, w @ noise_e[r], max(w @ mu[r], 0.0) ** 2)
                 for i, r, w in zip(st.drive_test, routes, st.w_test, strict=True)
             ]
         )
@@ -299,6 +306,7 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
                 trip_rel_var_insample=f"{rn.rel_var:.4g}",
                 commit=sh["commit"],
                 learn_interval=LEARN_SERVED,
+                noise_exponent=args.noise_exponent,
             )
         )
     return n_train, seed, rows, _cpu() - t0
@@ -375,7 +383,7 @@ def run(args: argparse.Namespace) -> int:
         t0 = _cpu()
         matched = _match_trips(st, cond, out, args.network)
         need = sorted({train[i] for n, seed in todo for i in _pick(n, seed, len(train))})
-        cache = _readings(st, matched, cond, need, args.noise_fracs)
+        cache = _readings(st, matched, cond, need, args.noise_fracs, args.noise_exponent)
         print(f"{cond}: {len(matched)} trips matched, {len(need)} read ({_cpu() - t0:.1f} CPU s)", file=sys.stderr)
 
         def stats_for(names: list[str], frac: float, cache: dict = cache) -> tuple[LinearStatistics, int]:
@@ -429,6 +437,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--noise-fracs", default=",".join(map(str, NOISE_FRACS)), help="grid of f (ML-II, step 3)")
     p.add_argument("--prior-fracs", default="0.25", help="grid of the prior s.d. / sigma_det (ML-II, step 3)")
     p.add_argument(
+        "--noise-exponent", type=float, default=LEARN_NOISE_EXPONENT, help="one traversal's noise ~ energy^p (step 3)"
+    )
+    p.add_argument(
         "--prior", default=PRIORS[0], help=f"the physics prior, among {', '.join(PRIORS)} (default: the default)"
     )
     p.add_argument("--workers", type=int, default=1, help="processes fitting cells at once (1 or 2)")
@@ -468,6 +479,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if not args.noise_fracs or not args.prior_fracs or not all(0 < f < 10 for f in fracs):
         print("evroute: error: --noise-fracs and --prior-fracs need values in (0, 10)", file=sys.stderr)
+        return 2
+    if not 0 <= args.noise_exponent <= 4:
+        print(f"evroute: error: --noise-exponent must be in [0, 4], got {args.noise_exponent}", file=sys.stderr)
         return 2
     from evroute.experiments.threads import run_threads
 

@@ -269,15 +269,19 @@ def _match_trips(st: Study, cond: str, out: Path, network: str) -> dict[str, tup
     return matched
 
 
-def _readings(st: Study, matched: dict, cond: str, names: list[str], fracs: list[float]) -> dict:
+def _readings(st: Study, matched: dict, cond: str, names: list[str], fracs: list[float], exponent: float = 0.0) -> dict:
     """``{(trip, f): Readings or None}`` (None: matched in more than one piece, unusable) of the trips ``names`` for
-    each nominal noise fraction ``f`` (module doc, step 3: reduced energies)."""
+    each nominal noise fraction ``f`` (module doc, step 3: reduced energies); one traversal's noise ``f^2 var_det``
+    times the edge's :func:`~evroute.models.linear_obs.traversal_noise_weights` of the prior mean and ``exponent``
+    (what a model with that ``noise_exponent`` gives ``evroute learn``)."""
+    from evroute.models.linear_obs import traversal_noise_weights
     from evroute.traces.mechanical import path_height_m, sample_mechanical_wh
     from evroute.traces.observations import trace_readings
 
     net, length = st.lg.network, st.exact_index.length_m
     step = CONDITIONS[cond][2]
     var_det = float(np.var(st.e_det))
+    weights = traversal_noise_weights(st.red_prior, exponent)
     out: dict[tuple[str, float], Any] = {}
     for name in names:
         log, m = matched[name]
@@ -292,7 +296,7 @@ def _readings(st: Study, matched: dict, cond: str, names: list[str], fracs: list
                 m,
                 length,
                 st.usable,
-                f**2 * var_det,
+                f**2 * var_det * weights,
                 soc_step=step,
                 mechanical_wh=mech,
                 drop_start=True,  # as evroute learn does (trace_readings' trip ends): the departure's windows

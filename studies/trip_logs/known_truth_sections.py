@@ -183,6 +183,19 @@ def _truth_sentence(p: dict[str, str], what: str, prior_name: str, as_learn: str
     )
 
 
+def _noise_sentence(rows: list[dict[str, str]]) -> str:
+    """What the learned rows' ``noise_exponent`` says about one traversal's nominal noise ('' for rows before it)."""
+    exps = sorted({float(r["noise_exponent"]) for r in rows if r.get("noise_exponent") not in (None, "")})
+    if not exps:
+        return ""
+    p = ", ".join(f"{x:g}" for x in exps)
+    return (
+        f"  One traversal's nominal noise variance grows as the edge's prior energy to the power {p} "
+        "(`noise_exponent`, `linear_obs.traversal_noise_weights`, normalised to mean 1 over the edges; 2: an s.d. "
+        "proportional to the energy; 0: every edge alike, what `evroute learn` gives a new model by default)."
+    )
+
+
 def _rmse_cells(rs: list[dict[str, str]], col: str, prior: float | None) -> str:
     """``mean +- h | ratio`` of ``col`` over the rows ``rs`` (``- | -`` where the rows lack it)."""
     if prior is None or not has_metric(rs, col):
@@ -210,7 +223,7 @@ def _network_lines(
         "",
         "### Held-out route energy",
         "",
-        _truth_sentence(p, what, prior_name, _AS_LEARN[learn_interval_kind(rows)]),
+        _truth_sentence(p, what, prior_name, _AS_LEARN[learn_interval_kind(rows)]) + _noise_sentence(rows),
         "",
         "| condition | N | model | seeds | RMSE vs route means (Wh) | ratio | raw (Wh) | RMSE per drive (Wh) | ratio "
         "| bias (Wh) | 90 % coverage | coverage, in-sample fit | coverage as learn | p chosen | noise scale | k | tau "
