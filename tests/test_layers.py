@@ -5,8 +5,8 @@ The layers, bottom to top.  A module may import its own layer and the layers bel
 module no layer names fails the test, so a new package is placed deliberately.
 
 ====  ========================================  ===========================================================
-  0   errors, validation, io, paths, stats,     utilities (``stats``: mean, s.e., intervals)
-      version
+  0   errors, validation, io, paths, stats,     utilities (``stats``: mean, s.e., intervals; ``compiled``: the
+      version, compiled                         numba decorators of the compiled kernels)
   1   energy                                    vehicle physics, Eq. 8 (takes a network as a plain argument)
   2   network                                   road networks, loaders, DEM (``RoadNetwork.to_networkx``
                                                 attaches physics energies, hence above ``energy``)
@@ -62,7 +62,15 @@ ROOT = Path(__file__).resolve().parent.parent / "evroute"
 #: (entries, independent): bottom to top; see the module docstring
 LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
     (
-        ("evroute.errors", "evroute.validation", "evroute.io", "evroute.paths", "evroute.stats", "evroute.version"),
+        (
+            "evroute.errors",
+            "evroute.validation",
+            "evroute.io",
+            "evroute.paths",
+            "evroute.stats",
+            "evroute.version",
+            "evroute.compiled",
+        ),
         False,
     ),
     (("evroute.energy",), False),

@@ -12,18 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
+
+from evroute.compiled import njit_cached
 
 __all__ = ["direction", "matdot", "step"]
 
 
-def _njit(fn: Any) -> Any:
-    """Compile ``fn`` in nopython mode, cached on disk (the first process pays the compilation)."""
-    return numba.njit(cache=True, nogil=True)(fn)
-
-
-@_njit
+@njit_cached
 def matdot(indptr: Any, indices: Any, data: Any, v: Any, out: Any) -> Any:
     """``out = M v`` for the CSR matrix ``(indptr, indices, data)`` ``(E, E)`` and ``v`` ``(E, m)``; returns the
     ``(m,)`` column dot products ``v . out`` (``p^T A p``, or ``r^T M^-1 r`` with ``M^-1`` as the matrix)."""
@@ -43,7 +39,7 @@ def matdot(indptr: Any, indices: Any, data: Any, v: Any, out: Any) -> Any:
     return dots
 
 
-@_njit
+@njit_cached
 def step(x: Any, r: Any, p: Any, ap: Any, alpha: Any) -> Any:
     """``x += alpha p``, ``r -= alpha ap`` (all ``(E, m)``, ``alpha`` ``(m,)``, in place); returns ``(m,)``
     ``r . r`` of the new residual."""
@@ -58,7 +54,7 @@ def step(x: Any, r: Any, p: Any, ap: Any, alpha: Any) -> Any:
     return rr
 
 
-@_njit
+@njit_cached
 def direction(p: Any, z: Any, beta: Any) -> None:
     """``p = z + beta p`` in place (``(E, m)``, ``beta`` ``(m,)``)."""
     n, m = p.shape

@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-import numba
 import numpy as np
 
+from evroute.compiled import inline_cached, njit_cached
 from evroute.oracle import MIN_WEIGHT_WH
 
 _INV_2_53 = 1.0 / 9007199254740992.0
@@ -20,16 +20,6 @@ _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
 
 
 # ------------------------------------------------------------------ counter-based normals and the Thompson weight
-
-
-def njit_cached(fn: Any) -> Any:
-    """Compile ``fn`` in nopython mode, cached on disk (the first process pays the compilation)."""
-    return numba.njit(cache=True, nogil=True)(fn)
-
-
-def inline_cached(fn: Any) -> Any:
-    """A helper compiled into its callers (numba inlines it at the IR level)."""
-    return numba.njit(cache=True, nogil=True, inline="always")(fn)
 
 
 @inline_cached
