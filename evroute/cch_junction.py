@@ -1,37 +1,47 @@
 """Served route queries on the junction graph when the weights have no turn terms (issue 39: a CCH query at 1M edges).
 
 :mod:`evroute.cch` contracts the turn-expanded line graph (one node per road edge, one arc per legal turn).  When
-every arc ``e -> f`` weighs what its head alone weighs, ``a(e -> f) = c_f`` (edge weights: lengths, times, posterior
-means; the potential's reduced costs ``m_f + h_e - h_f`` with ``h = k z_to``, :func:`evroute.driver.paths.potential_h`,
-depend on ``f`` only, since ``z_to(e) = z_from(f)`` at the shared junction), a route's cost is a sum over its edges,
-which is a walk in the **junction graph** (nodes = junctions, arcs = road edges weighing ``c``): about a quarter of the
-line graph's nodes on a grid city, with separators about half as large, so its CCH answers queries faster.
+every arc ``e -> f`` weighs what its head alone weighs, ``a(e -> f) = c_f`` (edge weights: lengths, times; the
+potential's reduced costs ``m_f + h_e - h_f`` of edge means with ``h = k z_to``, :func:`evroute.driver.paths.
+potential_h`, which depend on ``f`` only since ``z_to(e) = z_from(f)`` at the shared junction), a route's cost is a sum
+over its edges, which is a walk in the **junction graph** (nodes = junctions, arcs = road edges weighing ``c``): about
+a quarter of the line graph's nodes on a grid city, with separators about half as large, so its CCH answers faster.
+Where the line graph forbids a turn other than a U-turn (a turn restriction) the junction is turn-expanded, one node
+per incoming edge (:func:`hybrid_graph`; none on the synthetic networks, 12 of 995 junctions on Monaco); the
+*hybrid graph*'s walks are then the line graph's routes except for U-turns at the other junctions.
 
-The junction graph has no turn restrictions, so its walks are a superset of the line graph's routes.  A query from
-start edge ``s`` to goal edge ``t != s`` (every route is ``[s, t]``, ``[s, f, t]`` or ``[s, f, W, g, t]`` with ``W``
-a junction walk from the head of ``f`` to the tail of ``g``) runs:
+Every route from start edge ``s`` to goal edge ``t != s`` is, for any sets ``X`` (settled by a Dijkstra from ``s``)
+and ``Y`` (settled by a backward Dijkstra from ``t``), either a *meet* (an ``X``-path from ``s`` then a ``Y``-path to
+``t``, exact labels) or ``[X-path to e, e, W, g, Y-path from g]`` with ``e`` on the forward frontier, ``g`` on the
+backward one and ``W`` a hybrid-graph walk from ``e``'s head to ``g``'s tail.  A query (:meth:`JunctionRouter.route`)
+starts with ``X = {s}``, ``Y = {t}`` and loops:
 
-1. the direct turn ``s -> t`` and the two-turn routes ``s -> f -> t`` exactly, from the real arc weights;
-2. one junction-graph CCH query with multiple sources and targets: a source at the head of each ``f`` after a turn
-   ``s -> f`` (initial distance ``a(s -> f)``), a target at the tail of each ``g`` before a turn ``g -> t`` (final
-   distance ``c_g + a(g -> t)``).  The first and last turns are thus the line graph's own (a U-turn ban at either
-   end is respected); its optimum ``L`` is a **lower bound** on every route of the third form, since each of their
-   arcs weighs at least its head's ``c`` (``c_f`` is the least weight of any arc into ``f``);
-3. the **check**: the walk ``[s, f, W, g, t]`` found is a route of the line graph when each consecutive pair is a
-   turn; then its real cost ``R = L + slack`` with ``slack >= 0`` the arcs' excess over their heads' ``c`` (0 without
-   turn terms), and when ``slack <= q`` it is optimal up to the quantization bound below.  The cheapest of it and
-   step 1's routes is returned.  Otherwise (an interior turn the line graph forbids, e.g. a turn restriction; an
-   interior U-turn is never optimal, its two edges' reduced costs sum to their means, which are positive) the
-   query **falls back** to the line-graph engine given at customization (:attr:`JunctionRouter.fallbacks` counts
-   them), unless a step-1 route already costs no more than the lower bound.
+1. the best meet ``M`` (exact, a legal route);
+2. one hybrid-graph CCH query with multiple sources and targets: a source at each forward frontier edge's head node
+   (initial distance its label), a target at each backward frontier edge's tail nodes (final distance its label plus
+   its own ``c``).  Its optimum ``L`` is a **lower bound** on every route of the second form, since every turn weighs
+   at least its head's ``c`` (``c_f`` is the least weight of any turn into ``f``, :meth:`JunctionCCHIndex.
+   head_weights`), so ``min(M, L)`` bounds every route;
+3. the **check**: the walk found is a line-graph route when each consecutive pair is a turn; then its real cost
+   ``R = L + slack`` (``slack >= 0`` the turns' excess over their heads' ``c``: 0 without turn terms) and, with
+   ``slack <= q``, the cheaper of it and the meet is optimal up to the quantization bound below.  If the walk turns
+   illegally out of its first edge ``e`` (a U-turn the line graph bans next to the start) ``e`` is settled (the
+   forward Dijkstra runs until it is) and the loop repeats; likewise at its last edge ``g`` backwards.  A forbidden
+   turn inside the walk cannot be an interior U-turn at an unrestricted junction (cutting out the 2-cycle would cost
+   less: its two edges' reduced costs sum to their means, which are positive) nor a turn restriction (expanded), so
+   it arises only from ties or U-turns next to a restricted junction; such queries, or those still unresolved after
+   :data:`MAX_REPAIRS` repairs, **fall back** to the line-graph router made by the ``fallback`` factory given at
+   customization (:attr:`JunctionRouter.fallbacks` counts them), unless a meet is already certified below ``L``.
 
-Quantization: RoutingKit's weights are integers.  Edge weights and the offsets are rounded as ``round(x / q)`` with
-``q = (sum(c) + 3 max(a, c)) / 2^30``, so no distance overflows ``2^31``; each rounded term errs by at most ``q / 2``
-and a certified walk has at most ``N_J - 1`` junction arcs (a longer one is not certified: fallback), so the returned
-route costs at most ``(N_J + 2) q`` more than the optimum (``N_J + 1`` from rounding both the returned and the
-optimal walk's ``N_J + 1`` terms, one more ``q`` for the slack tolerated): :attr:`JunctionRouter.error_bound`, with
-``N_J`` the number of junctions.  Route costs are reported from the real weights (``tests/test_cch_junction.py``
-checks routes, legality and costs against :class:`~evroute.oracle.RouteOracle` on random graphs with forbidden turns).
+Quantization: RoutingKit's weights are integers.  The hybrid arcs' weights ``c`` and the sources' and targets'
+offsets are rounded as ``round(x / q)`` with ``q = (sum(c) + 3 max(a, c)) / 2^30``, so no distance overflows
+``2^31``; each rounded term errs by at most ``q / 2`` and a certified walk has at most ``N_H - 1`` hybrid arcs (a
+longer one is not certified: fallback), so the returned route costs at most ``(N_H + 2) q`` more than the optimum
+(``N_H + 1`` from rounding the returned and the optimal walk's at most ``N_H + 1`` terms each, one more ``q`` for the
+slack tolerated): :attr:`JunctionRouter.junction_bound`, ``N_H`` the hybrid graph's nodes; a fallback route is within
+its own engine's bound (:attr:`JunctionRouter.error_bound` takes the larger once one happened).  Route costs are
+reported from the real weights; ``tests/test_cch_junction.py`` checks routes, legality and costs against
+:class:`~evroute.oracle.RouteOracle` on random graphs with turn restrictions and U-turn bans.
 
 Ordering: :func:`junction_order` turns :func:`evroute.cch.dissection`'s edge cuts into junction separators.
 """
@@ -206,9 +216,9 @@ class JunctionCCHIndex:
         slack = a - self.head_weights(a)[self.heads]
         return bool(slack.max() <= TURN_FREE_RTOL * max(1.0, float(np.abs(a).max())))
 
-    def customize(self, arc_weights: np.ndarray, fallback: Callable[[int, int], Route]) -> JunctionRouter:
-        """A router for non-negative ``(C,)`` turn-free arc weights in the line graph's CSR order; ``fallback(start,
-        goal)`` answers the queries the junction graph cannot certify (module doc).
+    def customize(self, arc_weights: np.ndarray, fallback: Callable[[], Any]) -> JunctionRouter:
+        """A router for non-negative ``(C,)`` turn-free arc weights in the line graph's CSR order; ``fallback()`` makes
+        (on the first query the junction graph cannot certify, module doc) the router that answers those.
 
         Raises:
             ParameterError: a weight is negative or not finite, the shape is wrong, or the weights have turn terms
@@ -219,7 +229,7 @@ class JunctionCCHIndex:
             raise ParameterError("these arc weights have turn terms: route them on the line-graph CCH")
         return JunctionRouter(self, a, self.head_weights(a), fallback)
 
-    def customize_nodes(self, node_weights: np.ndarray, fallback: Callable[[int, int], Route]) -> JunctionRouter:
+    def customize_nodes(self, node_weights: np.ndarray, fallback: Callable[[], Any]) -> JunctionRouter:
         """A router for non-negative ``(E,)`` node weights (a route costs the sum over its edges, start included,
         as :meth:`RouteOracle.shortest_route`): turn ``u -> v`` weighs ``w[v]``."""
         w = _checked(node_weights, self.linegraph.n_nodes, "weights")
@@ -241,8 +251,7 @@ class JunctionRouter:
 
     Attributes:
         quantum: ``q``, the real weight of one integer unit.
-        error_bound: how much more than the optimum a returned route may cost (``(N_J + 2) q``, weight units; a
-            fallback route carries its own engine's bound, at most the line-graph CCH's).
+        junction_bound: ``(N_H + 2) q`` (weight units, module doc).
         queries, fallbacks: queries answered and how many of them went to the fallback engine.
     """
 
@@ -251,7 +260,7 @@ class JunctionRouter:
         index: JunctionCCHIndex,
         arc_weights: np.ndarray,
         edge_weights: np.ndarray,
-        fallback: Callable[[int, int], Route],
+        fallback: Callable[[], Any],
         node_weights: np.ndarray | None = None,
     ) -> None:
         import routingkit_cch as rk
@@ -263,7 +272,9 @@ class JunctionRouter:
         self.quantum = total / _TOTAL if total > 0 else 1.0
         ints = np.rint(edge_weights[index.arc_edge] / self.quantum).astype(np.int64)
         self._metric = rk.CCHMetric(index._cch, ints.tolist())
-        self.error_bound = (index.n_hybrid + 2) * self.quantum
+        #: the junction graph's own bound ``(N_H + 2) q``
+        self.junction_bound = (index.n_hybrid + 2) * self.quantum
+        self._fallback_router: Any = None
         self.queries = self.fallbacks = 0
         self._local = threading.local()
 
@@ -349,7 +360,17 @@ class JunctionRouter:
             else:
                 bw.settle_until(g)
         self.fallbacks += 1
-        return self.fallback(s, t)
+        if self._fallback_router is None:
+            self._fallback_router = self.fallback()
+        route: Route = self._fallback_router.route(s, t)
+        return route
+
+    @property
+    def error_bound(self) -> float:
+        """How much more than the optimum a returned route may cost: :attr:`junction_bound`, or the fallback
+        router's bound where larger once it has answered a query."""
+        fb = self._fallback_router
+        return self.junction_bound if fb is None else max(self.junction_bound, float(fb.error_bound))
 
     def _finish(self, path_list: list[int]) -> Route:
         ix = self.index

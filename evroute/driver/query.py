@@ -36,7 +36,7 @@ from evroute.models.predictive_noise import PredictiveNoise
 #: names of the routes :func:`route_query` answers, in order
 ROUTE_KINDS = ("energy-optimal", "shortest", "fastest", "risk-aware")
 #: route engines of :class:`QueryContext`
-ENGINES = ("auto", "dijkstra", "cch")
+ENGINES = ("auto", "dijkstra", "cch", "cch-line")
 
 
 def make_belief(
@@ -131,8 +131,11 @@ class QueryContext:
         time_s: ``(E,)`` expected travel time of each edge (s): by default the default prior's
             (:func:`evroute.energy.edge_prior`: speed limit capped at the vehicle's top speed, junction stops).
         engine: the point-to-point searches' engine: ``"dijkstra"`` (:class:`~evroute.oracle.RouteOracle`),
-            ``"cch"`` (:mod:`evroute.cch`: customized once per weight vector, microsecond queries, routes optimal
-            within a stated quantization bound) or ``"auto"`` (CCH on line graphs of at least
+            ``"cch"`` (customized once per weight vector, microsecond queries, routes optimal within a stated
+            quantization bound: weights without turn terms, which are lengths, times and the potential's reduced
+            costs of edge means, on the junction graph, :mod:`evroute.cch_junction`, falling back to the line graph
+            for the few queries it cannot certify; weights with turn terms on the line graph, :mod:`evroute.cch`),
+            ``"cch-line"`` (every query on the line-graph CCH) or ``"auto"`` (``"cch"`` on line graphs of at least
             :data:`evroute.cch.CCH_MIN_NODES` nodes when ``routingkit-cch`` is installed, else Dijkstra).
     """
 
@@ -165,22 +168,40 @@ class QueryContext:
 
             engine = "cch" if lg.n_nodes >= CCH_MIN_NODES and available() else "dijkstra"
         self.engine = engine
-        # what every version of a served model shares: the CCH index and the length / time routers (built on first
-        # use, under the lock); the least-mean router belongs to this belief
-        self._shared: dict[str, Any] = {"lock": threading.Lock()} if _shared is None else _shared
+        # what every version of a served model shares: the CCH indexes and the length / time routers (built on
+        # first use, under the lock); the least-mean routers belong to this belief
+        self._shared: dict[str, Any] = {"lock": threading.RLock()} if _shared is None else _shared
         self._least_router: Any = None
+        self._least_line: Any = None
 
-    def _cch(self, key: str, make: Callable[[Any], Any]) -> Any:
-        """The shared CCH object ``key`` (``"index"``, ``"length"``, ``"time"``), made by ``make(index)`` once."""
+    def _cch(self, key: str, make: Callable[[], Any]) -> Any:
+        """The shared CCH object ``key``, made by ``make()`` once: ``"index"`` (:class:`evroute.cch.CCHIndex`),
+        ``"junction"`` (:class:`evroute.cch_junction.JunctionCCHIndex`), the routers ``"shortest"``, ``"fastest"``
+        and their line-graph fallbacks ``"shortest/line"``, ``"fastest/line"``."""
         sh = self._shared
         with sh["lock"]:
-            if "index" not in sh:
-                from evroute.cch import CCHIndex
-
-                sh["index"] = CCHIndex(self.lg)
             if key not in sh:
-                sh[key] = make(sh["index"])
+                sh[key] = make()
             return sh[key]
+
+    def _index(self, kind: str) -> Any:
+        """The shared line-graph (``"index"``) or junction-graph (``"junction"``) CCH index, built on first use."""
+        if kind == "index":
+            from evroute.cch import CCHIndex
+
+            return self._cch(kind, lambda: CCHIndex(self.lg))
+        from evroute.cch_junction import JunctionCCHIndex
+
+        return self._cch(kind, lambda: JunctionCCHIndex(self.lg))
+
+    def node_router(self, kind: str) -> Any:
+        """The shared CCH router of the ``"shortest"`` (length) or ``"fastest"`` (:attr:`time_s`) node weights
+        (engines ``"cch"``: on the junction graph, its line-graph fallback customized on first use; ``"cch-line"``)."""
+        w = self.lg.network.length_m if kind == "shortest" else self.time_s
+        line = lambda: self._cch(kind + "/line", lambda: self._index("index").customize_nodes(w))  # noqa: E731
+        if self.engine == "cch-line":
+            return line()
+        return self._cch(kind, lambda: self._index("junction").customize_nodes(w, line))
 
     def fixed_route(self, kind: str, start: int, goal: int) -> np.ndarray:
         """The ``"shortest"`` (length) or ``"fastest"`` (:attr:`time_s`) route's ``(k,)`` line-graph indices.
@@ -188,9 +209,9 @@ class QueryContext:
         Raises:
             UnreachableError: ``goal`` is not reachable from ``start``.
         """
+        if self.engine in ("cch", "cch-line"):
+            return self.node_router(kind).route(start, goal).edges
         w = self.lg.network.length_m if kind == "shortest" else self.time_s
-        if self.engine == "cch":
-            return self._cch(kind, lambda index: index.customize_nodes(w)).route(start, goal).edges
         return self.oracle().shortest_route(w, start, goal).edges
 
     def oracle(self) -> Any:
@@ -224,16 +245,31 @@ class QueryContext:
             UnreachableError: ``goal`` is not reachable from ``start``.
         """
         arcs = self.least_mean_arcs()
-        if self.engine == "cch":
-            if self._least_router is None:
-                index = self._cch("index", lambda index: index)
-                self._least_router = index.customize(arcs)  # a benign race: two threads may both customize once
-            r = self._least_router.route(start, goal)
+        if self.engine in ("cch", "cch-line"):
+            r = self.least_router().route(start, goal)
         else:
             r = self.oracle().shortest_route_arcs(arcs, start, goal)
         m, h = self.belief.mean, self.h0
         offset = float(m[start]) if start == goal else float(m[start] - h[start] + h[goal])
         return offset + r.cost, r.edges, self._least_exact
+
+    def least_router(self) -> Any:
+        """The CCH router of :meth:`least_mean_arcs`, customized once per belief (a benign race: two threads may both
+        customize once): on the junction graph when they have no turn terms and the engine is ``"cch"``, with the
+        line-graph router as its fallback (customized on first use), else on the line graph."""
+        if self._least_router is None:
+            arcs = self.least_mean_arcs()
+            junction = self._index("junction") if self.engine == "cch" else None
+            if junction is not None and junction.turn_free(arcs):
+                self._least_router = junction.customize(arcs, self._least_line_router)
+            else:
+                self._least_router = self._least_line_router()
+        return self._least_router
+
+    def _least_line_router(self) -> Any:
+        if self._least_line is None:
+            self._least_line = self._index("index").customize(self.least_mean_arcs())
+        return self._least_line
 
     def with_belief(self, belief: RouteBelief) -> QueryContext:
         """The same context serving another belief (a new model version); the fixed parts are shared."""
