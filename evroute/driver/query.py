@@ -172,12 +172,11 @@ class QueryContext:
         # first use, under the lock); the least-mean routers belong to this belief
         self._shared: dict[str, Any] = {"lock": threading.RLock()} if _shared is None else _shared
         self._least_router: Any = None
-        self._least_line: Any = None
 
     def _cch(self, key: str, make: Callable[[], Any]) -> Any:
         """The shared CCH object ``key``, made by ``make()`` once: ``"index"`` (:class:`evroute.cch.CCHIndex`),
         ``"junction"`` (:class:`evroute.cch_junction.JunctionCCHIndex`), the routers ``"shortest"``, ``"fastest"``
-        and their line-graph fallbacks ``"shortest/line"``, ``"fastest/line"``."""
+        (junction graph) and ``"shortest/line"``, ``"fastest/line"`` (engine ``"cch-line"``)."""
         sh = self._shared
         with sh["lock"]:
             if key not in sh:
@@ -196,12 +195,12 @@ class QueryContext:
 
     def node_router(self, kind: str) -> Any:
         """The shared CCH router of the ``"shortest"`` (length) or ``"fastest"`` (:attr:`time_s`) node weights
-        (engines ``"cch"``: on the junction graph, its line-graph fallback customized on first use; ``"cch-line"``)."""
+        (engine ``"cch"``: on the junction graph; ``"cch-line"``: on the line graph)."""
         w = self.lg.network.length_m if kind == "shortest" else self.time_s
-        line = lambda: self._cch(kind + "/line", lambda: self._index("index").customize_nodes(w))  # noqa: E731
         if self.engine == "cch-line":
-            return line()
-        return self._cch(kind, lambda: self._index("junction").customize_nodes(w, line))
+            return self._cch(kind + "/line", lambda: self._index("index").customize_nodes(w))
+        fallback = lambda: _DijkstraFallback(self, node_weights=w)  # noqa: E731
+        return self._cch(kind, lambda: self._index("junction").customize_nodes(w, fallback))
 
     def fixed_route(self, kind: str, start: int, goal: int) -> np.ndarray:
         """The ``"shortest"`` (length) or ``"fastest"`` (:attr:`time_s`) route's ``(k,)`` line-graph indices.
@@ -255,25 +254,39 @@ class QueryContext:
 
     def least_router(self) -> Any:
         """The CCH router of :meth:`least_mean_arcs`, customized once per belief (a benign race: two threads may both
-        customize once): on the junction graph when they have no turn terms and the engine is ``"cch"``, with the
-        line-graph router as its fallback (customized on first use), else on the line graph."""
+        customize once): on the junction graph when they have no turn terms and the engine is ``"cch"``, else on the
+        line graph."""
         if self._least_router is None:
             arcs = self.least_mean_arcs()
             junction = self._index("junction") if self.engine == "cch" else None
             if junction is not None and junction.turn_free(arcs):
-                self._least_router = junction.customize(arcs, self._least_line_router)
+                self._least_router = junction.customize(arcs, lambda: _DijkstraFallback(self, arc_weights=arcs))
             else:
-                self._least_router = self._least_line_router()
+                self._least_router = self._index("index").customize(arcs)
         return self._least_router
-
-    def _least_line_router(self) -> Any:
-        if self._least_line is None:
-            self._least_line = self._index("index").customize(self.least_mean_arcs())
-        return self._least_line
 
     def with_belief(self, belief: RouteBelief) -> QueryContext:
         """The same context serving another belief (a new model version); the fixed parts are shared."""
         return QueryContext(self.lg, belief, self.vehicle, self.h0, self.time_s, self.engine, _shared=self._shared)
+
+
+class _DijkstraFallback:
+    """The fallback of a junction-graph router (:mod:`evroute.cch_junction`): the few queries it cannot certify go to
+    this thread's Dijkstra on the line graph (exact: ``error_bound`` 0).  Nothing to build, where customizing the
+    line graph's CCH costs as much as ~200 Dijkstras at a million edges (``docs/benchmark_scale.md``)."""
+
+    error_bound = 0.0
+
+    def __init__(
+        self, ctx: QueryContext, node_weights: np.ndarray | None = None, arc_weights: np.ndarray | None = None
+    ) -> None:
+        self.ctx, self.node_weights, self.arc_weights = ctx, node_weights, arc_weights
+
+    def route(self, start: int, goal: int) -> Any:
+        o = self.ctx.oracle()
+        if self.node_weights is not None:
+            return o.shortest_route(self.node_weights, start, goal)
+        return o.shortest_route_arcs(self.arc_weights, start, goal)
 
 
 @dataclass(frozen=True)
