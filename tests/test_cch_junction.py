@@ -176,3 +176,26 @@ def test_junction_order_is_a_permutation(size) -> None:
     fi, ti, x, y = junction_frame(lg)
     order = junction_order(fi, ti, x, y, leaf=8)
     assert sorted(order.tolist()) == list(range(len(x)))
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 10_000), n_edges=st.integers(60, 400))
+def test_root_separator_is_one_side_of_a_straight_cut(seed, n_edges) -> None:
+    """``dissection(below=...)`` marks, for every edge its root cut crosses, the end below the cut: those ends and
+    the other ends lie on opposite sides of one straight line along one of the cut directions."""
+    from evroute.cch import dissection, junction_frame
+
+    lg = build_line_graph(synthetic_city(n_edges, seed=seed))
+    fi, ti, x, y = junction_frame(lg)
+    below = np.zeros(len(fi), bool)
+    depth, _, sep = dissection(fi, ti, x, y, below=below)
+    root = np.flatnonzero(sep & (depth == 0))
+    if not len(root):
+        return
+    lo = np.where(below[root], fi[root], ti[root])
+    hi = np.where(below[root], ti[root], fi[root])
+    found = False
+    for t in np.arange(4) * (np.pi / 4):
+        proj = x * np.cos(t) + y * np.sin(t)
+        found |= bool(proj[lo].max() < proj[hi].min())
+    assert found
