@@ -62,6 +62,11 @@ from evroute.linegraph import LineGraph
 from evroute.oracle import Route
 from evroute.search.kernels import njit_cached
 
+#: ``QueryContext(engine="cch")`` routes turn-free weights on the junction graph from this many line-graph nodes (on
+#: smaller graphs the line graph's query is faster: the junction graph's Python-level end searches and check cost
+#: ~0.1 ms; measured by ``studies.bench.junction_cch``: 1.7x slower on Luxembourg's 5,644 edges, 2.5x faster on the
+#: 1M-edge city; ``docs/benchmark_scale.md``)
+JUNCTION_MIN_NODES = 30_000
 #: the integer weights' total (RoutingKit's infinity is 2^31 - 1)
 _TOTAL = 2**30
 #: arc weights count as turn-free when no arc exceeds its head's least incoming arc by more than this share of the
@@ -478,4 +483,4 @@ def _by_node(
     return out
 
 
-__all__ = ["TURN_FREE_RTOL", "JunctionCCHIndex", "JunctionRouter", "junction_order"]
+__all__ = ["JUNCTION_MIN_NODES", "TURN_FREE_RTOL", "JunctionCCHIndex", "JunctionRouter", "junction_order"]

@@ -5,6 +5,7 @@ bound of Dijkstra's optimum; unreachable goals and bad weights raise as the orac
 from __future__ import annotations
 
 import functools
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -97,6 +98,11 @@ def test_route_query_on_cch_answers_what_dijkstra_answers(seed, charge, engine) 
     fast, ref = QueryContext(lg, b, v, engine=engine), QueryContext(lg, b, v, engine="dijkstra")
     assert (fast.engine, ref.engine) == (engine, "dijkstra")
     bat = BatteryState.from_vehicle(v, charge, 0.01)
+    with mock.patch("evroute.cch_junction.JUNCTION_MIN_NODES", 0):  # the junction graph at this size too
+        junction = type(fast.least_router()).__name__ == "JunctionRouter"
+        assert junction == (engine == "cch") and junction == (
+            type(fast.node_router("fastest")).__name__ == "JunctionRouter"
+        )
     for s, g in rng.integers(0, lg.n_nodes, (5, 2)):
         got, want = route_query(fast, int(s), int(g), bat), route_query(ref, int(s), int(g), bat)
         mu_got, mu_want = fast.least_mean_route(int(s), int(g))[0], ref.least_mean_route(int(s), int(g))[0]

@@ -133,8 +133,9 @@ class QueryContext:
         engine: the point-to-point searches' engine: ``"dijkstra"`` (:class:`~evroute.oracle.RouteOracle`),
             ``"cch"`` (customized once per weight vector, microsecond queries, routes optimal within a stated
             quantization bound: weights without turn terms, which are lengths, times and the potential's reduced
-            costs of edge means, on the junction graph, :mod:`evroute.cch_junction`, falling back to the line graph
-            for the few queries it cannot certify; weights with turn terms on the line graph, :mod:`evroute.cch`),
+            costs of edge means, on the junction graph from :data:`evroute.cch_junction.JUNCTION_MIN_NODES` nodes,
+            :mod:`evroute.cch_junction`, falling back to a Dijkstra for the few queries it cannot certify; other
+            weights and smaller graphs on the line graph, :mod:`evroute.cch`),
             ``"cch-line"`` (every query on the line-graph CCH) or ``"auto"`` (``"cch"`` on line graphs of at least
             :data:`evroute.cch.CCH_MIN_NODES` nodes when ``routingkit-cch`` is installed, else Dijkstra).
     """
@@ -193,11 +194,18 @@ class QueryContext:
 
         return self._cch(kind, lambda: JunctionCCHIndex(self.lg))
 
+    def _use_junction(self) -> bool:
+        """Whether turn-free weights go to the junction graph: engine ``"cch"`` on a line graph of at least
+        :data:`evroute.cch_junction.JUNCTION_MIN_NODES` nodes."""
+        from evroute.cch_junction import JUNCTION_MIN_NODES
+
+        return self.engine == "cch" and self.lg.n_nodes >= JUNCTION_MIN_NODES
+
     def node_router(self, kind: str) -> Any:
         """The shared CCH router of the ``"shortest"`` (length) or ``"fastest"`` (:attr:`time_s`) node weights
         (engine ``"cch"``: on the junction graph; ``"cch-line"``: on the line graph)."""
         w = self.lg.network.length_m if kind == "shortest" else self.time_s
-        if self.engine == "cch-line":
+        if not self._use_junction():
             return self._cch(kind + "/line", lambda: self._index("index").customize_nodes(w))
         fallback = lambda: _DijkstraFallback(self, node_weights=w)  # noqa: E731
         return self._cch(kind, lambda: self._index("junction").customize_nodes(w, fallback))
@@ -258,7 +266,7 @@ class QueryContext:
         line graph."""
         if self._least_router is None:
             arcs = self.least_mean_arcs()
-            junction = self._index("junction") if self.engine == "cch" else None
+            junction = self._index("junction") if self._use_junction() else None
             if junction is not None and junction.turn_free(arcs):
                 self._least_router = junction.customize(arcs, lambda: _DijkstraFallback(self, arc_weights=arcs))
             else:
