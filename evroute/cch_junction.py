@@ -63,9 +63,11 @@ from evroute.oracle import Route
 from evroute.search.kernels import njit_cached
 
 #: ``QueryContext(engine="cch")`` routes turn-free weights on the junction graph from this many line-graph nodes (on
-#: smaller graphs the line graph's query is faster: the junction graph's Python-level end searches and check cost
-#: ~0.1 ms; measured by ``studies.bench.junction_cch``: 1.7x slower on Luxembourg's 5,644 edges, 2.5x faster on the
-#: 1M-edge city; ``docs/benchmark_scale.md``)
+#: small graphs the line graph's query is faster: the junction graph's Python-level end searches and check cost
+#: ~0.1-0.2 ms).  Median query, line graph -> junction graph (``docs/benchmark_scale.md``, ``docs/junction_cch.md``,
+#: CPU): Luxembourg's 5,644 edges 63 -> 104 µs, the 10k-edge city 132 -> 137 µs, the 100k-edge city 1.26 ms ->
+#: 792 µs but the 100k-edge country 373 -> 537 µs, at 1M edges the city 7.13 -> 2.97 ms and the country 3.54 ->
+#: 1.82 ms; customization is cheaper at every size (1M city: 44.5 -> 6.25 s)
 JUNCTION_MIN_NODES = 30_000
 #: the integer weights' total (RoutingKit's infinity is 2^31 - 1)
 _TOTAL = 2**30

@@ -307,9 +307,10 @@ def render(d: dict[str, Any]) -> str:
         "## Junction graph against line graph",
         "",
         '`QueryContext(engine="cch")` answers weights without turn terms (the least-mean route\'s reduced costs, '
-        "lengths, times) on the junction graph, turn-expanded only at junctions with turn restrictions, and falls "
-        "back to the line graph's CCH for a query it cannot certify (`evroute.cch_junction`); same 200 pairs, "
-        "medians of CPU time.",
+        "lengths, times) on line graphs of 30,000 nodes or more (`evroute.cch_junction.JUNCTION_MIN_NODES`) on the "
+        "junction graph, turn-expanded only at junctions with turn restrictions, and falls back to a Dijkstra for a "
+        "query it cannot certify (`evroute.cch_junction`); these rows: the same 200 pairs and turn weights as the "
+        "CCH rows, falling back to the line graph's CCH, medians of CPU time.",
         "",
         *junction_lines(_sizes(d), fmt_s),
         "",
