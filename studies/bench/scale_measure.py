@@ -6,10 +6,12 @@ compute cache as ``evroute run`` does, the set-up of a BI-TS run stage by stage 
 environment draw, bandit, round 1: :func:`evroute.experiments.runner.make_bandit`), then further
 BI-TS rounds, then the served-model queries: the reduced costs of the BI posterior means
 (:meth:`evroute.driver.query.QueryContext.least_mean_arcs`), CCH preprocessing and customization
-(:mod:`evroute.cch`), point-to-point queries by CCH and by Dijkstra (:class:`evroute.oracle.RouteOracle`) on the same
-arcs, and the reachable area (:func:`evroute.driver.reach.reachable`).  Every step records CPU seconds
-(``time.process_time``) and wall seconds, and the process's peak resident memory (``ru_maxrss``) after it.
-With ``profile=True`` each step runs once under cProfile instead and only its top functions are recorded.
+(:mod:`evroute.cch`, on the line graph; :mod:`evroute.cch_junction`, on the junction graph, falling back to the line
+graph's router: ``junction CCH ...`` rows with its fallback count), point-to-point queries by both CCHs and by
+Dijkstra (:class:`evroute.oracle.RouteOracle`) on the same arcs, and the reachable area
+(:func:`evroute.driver.reach.reachable`).  Every step records CPU seconds (``time.process_time``) and wall
+seconds, and the process's peak resident memory (``ru_maxrss``) after it.  With ``profile=True`` each step runs
+once under cProfile instead and only its top functions are recorded.
 """
 
 from __future__ import annotations
