@@ -28,9 +28,10 @@ starts with ``X = {s}``, ``Y = {t}`` and loops:
    illegally out of its first edge ``e`` (a U-turn the line graph bans next to the start) ``e`` is settled (the
    forward Dijkstra runs until it is) and the loop repeats; likewise at its last edge ``g`` backwards.  A forbidden
    turn inside the walk cannot be an interior U-turn at an unrestricted junction (cutting out the 2-cycle would cost
-   less: its two edges' reduced costs sum to their means, which are positive) nor a turn restriction (expanded), so
-   it arises only from ties or U-turns next to a restricted junction; such queries, or those still unresolved after
-   :data:`MAX_REPAIRS` repairs (each settles at least twice as many edges as before), **fall back** to the router
+   less: its two edges' reduced costs sum to their means, positive unless both sit at their floor) nor a turn
+   restriction (expanded), so it arises only from ties or U-turns next to a restricted junction; such queries, or
+   those still unresolved after :data:`MAX_REPAIRS` repairs (each settles at least twice as many edges as before),
+   **fall back** to the router
    made by the ``fallback`` factory given at customization (:class:`~evroute.driver.query.QueryContext`: a Dijkstra
    on the line graph; the benchmarks: the line graph's CCH), unless a meet is already certified below ``L``;
    :attr:`JunctionRouter.fallbacks` counts them.
