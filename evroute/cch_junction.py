@@ -31,10 +31,9 @@ starts with ``X = {s}``, ``Y = {t}`` and loops:
    less: its two edges' reduced costs sum to their means, positive unless both sit at their floor) nor a turn
    restriction (expanded), so it arises only from ties or U-turns next to a restricted junction; such queries, or
    those still unresolved after :data:`MAX_REPAIRS` repairs (each settles at least twice as many edges as before),
-   **fall back** to the router
-   made by the ``fallback`` factory given at customization (:class:`~evroute.driver.query.QueryContext`: a Dijkstra
-   on the line graph; the benchmarks: the line graph's CCH), unless a meet is already certified below ``L``;
-   :attr:`JunctionRouter.fallbacks` counts them.
+   **fall back** to the router made by the ``fallback`` factory given at customization
+   (:class:`~evroute.driver.query.QueryContext`: a Dijkstra on the line graph; the benchmarks: the line graph's CCH),
+   unless a meet is already certified below ``L``; :attr:`JunctionRouter.fallbacks` counts them.
 
 Quantization: RoutingKit's weights are integers.  The hybrid arcs' weights ``c`` and the sources' and targets'
 offsets are rounded as ``round(x / q)`` with ``q = (sum(c) + 3 max(a, c)) / 2^30``, so no distance overflows
