@@ -27,6 +27,10 @@ line-graph nodes: :attr:`CCHRouter.error_bound` (about ``1e-6`` of the total wei
 network of ``n`` nodes, ``n / 2^30`` of it).  Route costs are reported from the real weights.  Equal-cost routes
 may differ from Dijkstra's choice; :class:`RouteOracle` stays the reference and the small-graph default
 (``tests/test_cch.py`` checks both against each other on random graphs).
+
+Weights without turn terms (lengths, times, the potential's reduced costs of edge means) are served on the smaller
+junction graph instead (:mod:`evroute.cch_junction`, with this module's router as its fallback); this one keeps the
+weights with turn terms.
 """
 
 from __future__ import annotations
@@ -76,6 +80,7 @@ def dissection(
     leaf: int = 32,
     directions: int = 4,
     quantiles: tuple[float, ...] = CUT_QUANTILES,
+    below: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Nested dissection of a line graph by straight cuts between the road network's junctions (module doc).
 
@@ -87,6 +92,8 @@ def dissection(
         quantiles: cut positions tried per direction (:data:`CUT_QUANTILES`; ``(0.5,)``: the median only); of all
             directions and positions, the fewest crossing edges win (ties: the first direction, the position
             nearest the median).
+        below: if given, ``(E,)`` bool, set for each separator edge to whether its start junction lies below its
+            cell's cut (the other end lies above; :func:`evroute.cch_junction.junction_order`).
 
     Returns:
         ``(depth, path, separator)``, each ``(E,)``: the level at which the edge left the recursion, the cell it was
@@ -118,6 +125,8 @@ def dissection(
         depth[idx[stuck]], path[idx[stuck]] = level, cell[stuck]  # no cut splits it (coincident junctions): a leaf
         cut &= ~stuck
         depth[idx[cut]], path[idx[cut]], sep[idx[cut]] = level, cell[cut], True
+        if below is not None:
+            below[idx[cut]] = side_a[cut]
         cut |= stuck
         idx, cell = idx[~cut], 2 * cell[~cut] + side_a[~cut]
         o = np.argsort(cell, kind="stable")

@@ -5,6 +5,7 @@ bound of Dijkstra's optimum; unreachable goals and bad weights raise as the orac
 from __future__ import annotations
 
 import functools
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -77,8 +78,8 @@ def test_cch_refuses_bad_weights_and_indices() -> None:
 
 
 @settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(seed=st.integers(0, 10_000), charge=st.floats(0.02, 0.9))
-def test_route_query_on_cch_answers_what_dijkstra_answers(seed, charge) -> None:
+@given(seed=st.integers(0, 10_000), charge=st.floats(0.02, 0.9), engine=st.sampled_from(["cch", "cch-line"]))
+def test_route_query_on_cch_answers_what_dijkstra_answers(seed, charge, engine) -> None:
     """The driver's query with ``engine="cch"`` against ``engine="dijkstra"``: energy-optimal, shortest and fastest
     routes of the same cost (within the quantization bound), and a risk-aware answer of the same feasibility."""
     from evroute.driver.answers import BatteryState
@@ -94,18 +95,23 @@ def test_route_query_on_cch_answers_what_dijkstra_answers(seed, charge) -> None:
     e = rng.integers(0, lg.n_nodes, 80)
     m.update(e, m.posterior().mean[e] * rng.uniform(0.5, 1.5, 80))
     b = RouteBelief(m)
-    fast, ref = QueryContext(lg, b, v, engine="cch"), QueryContext(lg, b, v, engine="dijkstra")
-    assert (fast.engine, ref.engine) == ("cch", "dijkstra")
+    fast, ref = QueryContext(lg, b, v, engine=engine), QueryContext(lg, b, v, engine="dijkstra")
+    assert (fast.engine, ref.engine) == (engine, "dijkstra")
     bat = BatteryState.from_vehicle(v, charge, 0.01)
+    with mock.patch("evroute.cch_junction.JUNCTION_MIN_NODES", 0):  # the junction graph at this size too
+        junction = type(fast.least_router()).__name__ == "JunctionRouter"
+        assert junction == (engine == "cch") and junction == (
+            type(fast.node_router("fastest")).__name__ == "JunctionRouter"
+        )
     for s, g in rng.integers(0, lg.n_nodes, (5, 2)):
         got, want = route_query(fast, int(s), int(g), bat), route_query(ref, int(s), int(g), bat)
         mu_got, mu_want = fast.least_mean_route(int(s), int(g))[0], ref.least_mean_route(int(s), int(g))[0]
-        bound = fast._least_router.error_bound if fast._least_router is not None else 0.0
+        bound = fast.least_router().error_bound
         assert mu_want - 1e-9 <= mu_got <= mu_want + bound + 1e-9
         net = lg.network
         for kind, w in (("shortest", net.length_m), ("fastest", fast.time_s)):
             a, b_ = w[got.routes[kind]].sum(), w[want.routes[kind]].sum()
-            assert b_ - 1e-9 <= a <= b_ + fast._cch(kind, lambda i: None).error_bound + 1e-9
+            assert b_ - 1e-9 <= a <= b_ + fast.node_router(kind).error_bound + 1e-9
         assert got.risk is not None and want.risk is not None
         assert got.risk.feasible == want.risk.feasible or abs(got.risk.mean_wh - want.risk.mean_wh) < 1e-3
 

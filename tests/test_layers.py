@@ -12,7 +12,7 @@ module no layer names fails the test, so a new package is placed deliberately.
                                                 attaches physics energies, hence above ``energy``)
   3   linegraph, routes, traces                 line graph, edge contexts, named routes, trip logs
   4   kernels                                   graph Matérn and Matérn kernels
-  5   oracle, arms, cch, search                 route search on the line graph, rectified oracle weights; the
+  5   oracle, arms, cch, cch_junction, search   route search on the line graph, rectified oracle weights; the
                                                 bandit's arms (edges or turns) and their oracle; CCH queries;
                                                 compiled searches (lazy Thompson rounds, one-to-all Dijkstra)
   6   sumo | bo                                 SUMO tooling (recording, export) | single-arm BO library
@@ -77,7 +77,7 @@ LAYERS: tuple[tuple[tuple[str, ...], bool], ...] = (
     (("evroute.network",), False),
     (("evroute.linegraph", "evroute.routes", "evroute.traces"), False),
     (("evroute.kernels",), False),
-    (("evroute.oracle", "evroute.arms", "evroute.cch", "evroute.search"), False),
+    (("evroute.oracle", "evroute.arms", "evroute.cch", "evroute.cch_junction", "evroute.search"), False),
     (("evroute.sumo", "evroute.bo"), True),
     (("evroute.environments", "evroute.models"), True),
     (("evroute.policies",), False),

@@ -36,7 +36,7 @@ from evroute.models.predictive_noise import PredictiveNoise
 #: names of the routes :func:`route_query` answers, in order
 ROUTE_KINDS = ("energy-optimal", "shortest", "fastest", "risk-aware")
 #: route engines of :class:`QueryContext`
-ENGINES = ("auto", "dijkstra", "cch")
+ENGINES = ("auto", "dijkstra", "cch", "cch-line")
 
 
 def make_belief(
@@ -131,8 +131,12 @@ class QueryContext:
         time_s: ``(E,)`` expected travel time of each edge (s): by default the default prior's
             (:func:`evroute.energy.edge_prior`: speed limit capped at the vehicle's top speed, junction stops).
         engine: the point-to-point searches' engine: ``"dijkstra"`` (:class:`~evroute.oracle.RouteOracle`),
-            ``"cch"`` (:mod:`evroute.cch`: customized once per weight vector, microsecond queries, routes optimal
-            within a stated quantization bound) or ``"auto"`` (CCH on line graphs of at least
+            ``"cch"`` (customized once per weight vector, microsecond queries, routes optimal within a stated
+            quantization bound: weights without turn terms, which are lengths, times and the potential's reduced
+            costs of edge means, on the junction graph from :data:`evroute.cch_junction.JUNCTION_MIN_NODES` nodes,
+            :mod:`evroute.cch_junction`, falling back to a Dijkstra for the few queries it cannot certify; other
+            weights and smaller graphs on the line graph, :mod:`evroute.cch`),
+            ``"cch-line"`` (every query on the line-graph CCH) or ``"auto"`` (``"cch"`` on line graphs of at least
             :data:`evroute.cch.CCH_MIN_NODES` nodes when ``routingkit-cch`` is installed, else Dijkstra).
     """
 
@@ -165,22 +169,46 @@ class QueryContext:
 
             engine = "cch" if lg.n_nodes >= CCH_MIN_NODES and available() else "dijkstra"
         self.engine = engine
-        # what every version of a served model shares: the CCH index and the length / time routers (built on first
-        # use, under the lock); the least-mean router belongs to this belief
-        self._shared: dict[str, Any] = {"lock": threading.Lock()} if _shared is None else _shared
+        # what every version of a served model shares: the CCH indexes and the length / time routers (built on
+        # first use, under the lock); the least-mean routers belong to this belief
+        self._shared: dict[str, Any] = {"lock": threading.RLock()} if _shared is None else _shared
         self._least_router: Any = None
 
-    def _cch(self, key: str, make: Callable[[Any], Any]) -> Any:
-        """The shared CCH object ``key`` (``"index"``, ``"length"``, ``"time"``), made by ``make(index)`` once."""
+    def _cch(self, key: str, make: Callable[[], Any]) -> Any:
+        """The shared CCH object ``key``, made by ``make()`` once: ``"index"`` (:class:`evroute.cch.CCHIndex`),
+        ``"junction"`` (:class:`evroute.cch_junction.JunctionCCHIndex`), the routers ``"shortest"``, ``"fastest"``
+        (junction graph) and ``"shortest/line"``, ``"fastest/line"`` (engine ``"cch-line"``)."""
         sh = self._shared
         with sh["lock"]:
-            if "index" not in sh:
-                from evroute.cch import CCHIndex
-
-                sh["index"] = CCHIndex(self.lg)
             if key not in sh:
-                sh[key] = make(sh["index"])
+                sh[key] = make()
             return sh[key]
+
+    def _index(self, kind: str) -> Any:
+        """The shared line-graph (``"index"``) or junction-graph (``"junction"``) CCH index, built on first use."""
+        if kind == "index":
+            from evroute.cch import CCHIndex
+
+            return self._cch(kind, lambda: CCHIndex(self.lg))
+        from evroute.cch_junction import JunctionCCHIndex
+
+        return self._cch(kind, lambda: JunctionCCHIndex(self.lg))
+
+    def _use_junction(self) -> bool:
+        """Whether turn-free weights go to the junction graph: engine ``"cch"`` on a line graph of at least
+        :data:`evroute.cch_junction.JUNCTION_MIN_NODES` nodes."""
+        from evroute.cch_junction import JUNCTION_MIN_NODES
+
+        return self.engine == "cch" and self.lg.n_nodes >= JUNCTION_MIN_NODES
+
+    def node_router(self, kind: str) -> Any:
+        """The shared CCH router of the ``"shortest"`` (length) or ``"fastest"`` (:attr:`time_s`) node weights
+        (engine ``"cch"``: on the junction graph; ``"cch-line"``: on the line graph)."""
+        w = self.lg.network.length_m if kind == "shortest" else self.time_s
+        if not self._use_junction():
+            return self._cch(kind + "/line", lambda: self._index("index").customize_nodes(w))
+        fallback = lambda: _DijkstraFallback(self, node_weights=w)  # noqa: E731
+        return self._cch(kind, lambda: self._index("junction").customize_nodes(w, fallback))
 
     def fixed_route(self, kind: str, start: int, goal: int) -> np.ndarray:
         """The ``"shortest"`` (length) or ``"fastest"`` (:attr:`time_s`) route's ``(k,)`` line-graph indices.
@@ -188,9 +216,9 @@ class QueryContext:
         Raises:
             UnreachableError: ``goal`` is not reachable from ``start``.
         """
+        if self.engine in ("cch", "cch-line"):
+            return self.node_router(kind).route(start, goal).edges
         w = self.lg.network.length_m if kind == "shortest" else self.time_s
-        if self.engine == "cch":
-            return self._cch(kind, lambda index: index.customize_nodes(w)).route(start, goal).edges
         return self.oracle().shortest_route(w, start, goal).edges
 
     def oracle(self) -> Any:
@@ -224,20 +252,49 @@ class QueryContext:
             UnreachableError: ``goal`` is not reachable from ``start``.
         """
         arcs = self.least_mean_arcs()
-        if self.engine == "cch":
-            if self._least_router is None:
-                index = self._cch("index", lambda index: index)
-                self._least_router = index.customize(arcs)  # a benign race: two threads may both customize once
-            r = self._least_router.route(start, goal)
+        if self.engine in ("cch", "cch-line"):
+            r = self.least_router().route(start, goal)
         else:
             r = self.oracle().shortest_route_arcs(arcs, start, goal)
         m, h = self.belief.mean, self.h0
         offset = float(m[start]) if start == goal else float(m[start] - h[start] + h[goal])
         return offset + r.cost, r.edges, self._least_exact
 
+    def least_router(self) -> Any:
+        """The CCH router of :meth:`least_mean_arcs`, customized once per belief (a benign race: two threads may both
+        customize once): on the junction graph when they have no turn terms and the engine is ``"cch"``, else on the
+        line graph."""
+        if self._least_router is None:
+            arcs = self.least_mean_arcs()
+            junction = self._index("junction") if self._use_junction() else None
+            if junction is not None and junction.turn_free(arcs):
+                self._least_router = junction.customize(arcs, lambda: _DijkstraFallback(self, arc_weights=arcs))
+            else:
+                self._least_router = self._index("index").customize(arcs)
+        return self._least_router
+
     def with_belief(self, belief: RouteBelief) -> QueryContext:
         """The same context serving another belief (a new model version); the fixed parts are shared."""
         return QueryContext(self.lg, belief, self.vehicle, self.h0, self.time_s, self.engine, _shared=self._shared)
+
+
+class _DijkstraFallback:
+    """The fallback of a junction-graph router (:mod:`evroute.cch_junction`): the few queries it cannot certify go to
+    this thread's Dijkstra on the line graph (exact: ``error_bound`` 0).  Nothing to build, where customizing the
+    line graph's CCH costs as much as ~200 Dijkstras at a million edges (``docs/benchmark_scale.md``)."""
+
+    error_bound = 0.0
+
+    def __init__(
+        self, ctx: QueryContext, node_weights: np.ndarray | None = None, arc_weights: np.ndarray | None = None
+    ) -> None:
+        self.ctx, self.node_weights, self.arc_weights = ctx, node_weights, arc_weights
+
+    def route(self, start: int, goal: int) -> Any:
+        o = self.ctx.oracle()
+        if self.node_weights is not None:
+            return o.shortest_route(self.node_weights, start, goal)
+        return o.shortest_route_arcs(self.arc_weights, start, goal)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from studies.bench import scale_report as R
+from studies.bench.scale_junction import junction_lines
 
 
 def _cells(line: str) -> list[str]:
@@ -82,6 +83,10 @@ def country_lines(d: dict[str, Any]) -> list[str]:
         "### CCH against Dijkstra (country)",
         "",
         *R._cch_lines(c),
+        "",
+        "### Junction graph against line graph (country)",
+        "",
+        *junction_lines(R._sizes(c), R.fmt_s),
         "",
     ]
 

@@ -6,10 +6,12 @@ compute cache as ``evroute run`` does, the set-up of a BI-TS run stage by stage 
 environment draw, bandit, round 1: :func:`evroute.experiments.runner.make_bandit`), then further
 BI-TS rounds, then the served-model queries: the reduced costs of the BI posterior means
 (:meth:`evroute.driver.query.QueryContext.least_mean_arcs`), CCH preprocessing and customization
-(:mod:`evroute.cch`), point-to-point queries by CCH and by Dijkstra (:class:`evroute.oracle.RouteOracle`) on the same
-arcs, and the reachable area (:func:`evroute.driver.reach.reachable`).  Every step records CPU seconds
-(``time.process_time``) and wall seconds, and the process's peak resident memory (``ru_maxrss``) after it.
-With ``profile=True`` each step runs once under cProfile instead and only its top functions are recorded.
+(:mod:`evroute.cch`, on the line graph; :mod:`evroute.cch_junction`, on the junction graph, falling back to the line
+graph's router: ``junction CCH ...`` rows with its fallback count), point-to-point queries by both CCHs and by
+Dijkstra (:class:`evroute.oracle.RouteOracle`) on the same arcs, and the reachable area
+(:func:`evroute.driver.reach.reachable`).  Every step records CPU seconds (``time.process_time``) and wall
+seconds, and the process's peak resident memory (``ru_maxrss``) after it.  With ``profile=True`` each step runs
+once under cProfile instead and only its top functions are recorded.
 """
 
 from __future__ import annotations
@@ -276,6 +278,18 @@ def measure(
             index = s.run("CCH preprocessing", lambda: CCHIndex(lg))
             router = s.run("CCH customization", lambda: index.customize(arcs))
             s.repeat("CCH query", lambda i: router.route(int(pairs[i, 0]), int(pairs[i, 1])), queries)
+            from evroute.cch_junction import JunctionCCHIndex
+
+            jindex = s.run("junction CCH preprocessing", lambda: JunctionCCHIndex(lg))
+            jrouter = s.run("junction CCH customization", lambda: jindex.customize(arcs, lambda: router))
+            s.repeat("junction CCH query", lambda i: jrouter.route(int(pairs[i, 0]), int(pairs[i, 1])), queries)
+            out["junction_cch"] = {
+                "junctions": jindex.n_junctions,
+                "hybrid_nodes": jindex.n_hybrid,
+                "queries": jrouter.queries,
+                "fallbacks": jrouter.fallbacks,
+                "error_bound": jrouter.junction_bound,
+            }
         oracle = RouteOracle(lg)
         s.repeat("Dijkstra query", lambda i: oracle.shortest_route_arcs(arcs, int(pairs[i, 0]), int(pairs[i, 1])), 3)
         battery = BatteryState.from_vehicle(vehicle, 0.8)
@@ -290,10 +304,13 @@ def measure(
             )
         if cch:  # the same routes from both engines (costs within the CCH's stated quantization bound)
             gaps = []
+            jgaps = []
             for a, b in pairs[:3]:
                 c, d = router.route(int(a), int(b)).cost, oracle.shortest_route_arcs(arcs, int(a), int(b)).cost
                 gaps.append(abs(c - d))
+                jgaps.append(abs(jrouter.route(int(a), int(b)).cost - d))
             out["cch_vs_dijkstra"] = {"max_cost_gap": max(gaps), "error_bound": router.error_bound}
+            out["junction_cch"]["max_cost_gap"] = max(jgaps)  # against Dijkstra, the same 3 pairs
             out["cch_search_space"] = cch_search_space(lg, pairs[:, 0])
     out["steps"] = s.rows
     out["cpu_total_s"] = time.process_time() - out.pop("pid_cpu_start")
