@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from studies.bench import scale_report as R
+from studies.bench.scale_bounds import bounds_lines
 from studies.bench.scale_junction import junction_lines
+from studies.bench.scale_values import by_size, fmt_s, run_ok
 
 
 def _cells(line: str) -> list[str]:
@@ -31,8 +33,8 @@ def side_by_side(city: list[str], country: list[str]) -> list[str]:
 def _network_stats(c: dict[str, Any]) -> list[str]:
     """What the measured countries are made of (recorded by the cold child: ``country_stats``)."""
     rows = []
-    for _, e in R._sizes(c):
-        st = e["cold"].get("country_stats") if R._ok(e["cold"]) else None
+    for _, e in by_size(c):
+        st = e["cold"].get("country_stats") if run_ok(e["cold"]) else None
         if st:
             rows.append(
                 f"| {e['cold']['edges']:,} | {st['area_km2']:,.0f} | {st['towns']:,} | {st['hamlets']:,} | "
@@ -72,7 +74,7 @@ def country_lines(d: dict[str, Any]) -> list[str]:
         "",
         "### What bounds each missed target at 1M edges (country)",
         "",
-        *R._bounds_lines(c, "country"),
+        *bounds_lines(c, "country"),
         "",
         "### Growth and the extrapolation (country)",
         "",
@@ -86,7 +88,7 @@ def country_lines(d: dict[str, Any]) -> list[str]:
         "",
         "### Junction graph against line graph (country)",
         "",
-        *junction_lines(R._sizes(c), R.fmt_s),
+        *junction_lines(by_size(c), fmt_s),
         "",
     ]
 
@@ -106,8 +108,8 @@ def orders_lines(d: dict[str, Any]) -> list[str]:
         digests.setdefault(r["spec"], set()).add(int(r["distance_digest"]))
         sep = f"{r['root_separator']:,}" if "root_separator" in r else "—"
         rows.append(
-            f"| `{r['spec']}` ({r['edges']:,} edges) | {r['order']} | {R.fmt_s(r['order_s'])} | "
-            f"{R.fmt_s(r['contraction_s'])} | {R.fmt_s(r['customization_s'])} | {R.fmt_s(r['query_s'])} | {sep} |"
+            f"| `{r['spec']}` ({r['edges']:,} edges) | {r['order']} | {fmt_s(r['order_s'])} | "
+            f"{fmt_s(r['contraction_s'])} | {fmt_s(r['customization_s'])} | {fmt_s(r['query_s'])} | {sep} |"
         )
     same = all(len(v) == 1 for v in digests.values())
     verdicts = []
@@ -116,9 +118,9 @@ def orders_lines(d: dict[str, Any]) -> list[str]:
         fast = min(ok, key=lambda r: r["query_s"])
         cheap = min(ok, key=lambda r: r["order_s"] + r["contraction_s"] + r["customization_s"])
         verdicts.append(
-            f"* `{spec}`: fastest query `{fast['order']}` ({R.fmt_s(fast['query_s'])}); least set-up (order, "
+            f"* `{spec}`: fastest query `{fast['order']}` ({fmt_s(fast['query_s'])}); least set-up (order, "
             f"contraction and one customization) `{cheap['order']}` "
-            f"({R.fmt_s(cheap['order_s'] + cheap['contraction_s'] + cheap['customization_s'])})."
+            f"({fmt_s(cheap['order_s'] + cheap['contraction_s'] + cheap['customization_s'])})."
         )
     return [
         "## CCH orders",

@@ -4,11 +4,12 @@ targets, each "met" / "missed" computed from the numbers here."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from studies.bench.scale_junction import JUNCTION_STEPS, SERVED, junction_lines, served_sentence, served_step
+from studies.bench.scale_bounds import bounds_lines
+from studies.bench.scale_junction import JUNCTION_STEPS, junction_lines
 from studies.bench.scale_measure import SETUP_STAGES
+from studies.bench.scale_values import TARGETS, by_size, edge_count, fmt_q, fmt_s, run_ok, slope, value
 
 #: edges of the country the numbers are extrapolated to (Germany's road graph, issue 39)
 COUNTRY_EDGES = 27_500_000
@@ -34,61 +35,10 @@ QUANTITIES: dict[str, tuple[str, str]] = {
 }
 
 
-def _ok(run: dict[str, Any] | None) -> bool:
-    return bool(run) and run.get("status") == "ok"  # type: ignore[union-attr]
-
-
-def value(run: dict[str, Any] | None, key: str) -> float | None:
-    """One quantity of a run (:data:`QUANTITIES`), or None where it was not measured."""
-    if not _ok(run):
-        return None
-    assert run is not None
-    if key == "setup":
-        return float(sum(run["steps"][s]["cpu_s"] for s in SETUP_STAGES))
-    if key in ("setup_peak_mb", "peak_mb"):
-        return float(run[key])
-    step = served_step(run["steps"]) if key == SERVED else run["steps"].get(key)
-    return None if step is None else float(step["cpu_s"])
-
-
-def fmt_s(x: float | None) -> str:
-    """Seconds with units that suit them (µs, ms, s); an em dash when not measured."""
-    if x is None:
-        return "—"
-    if x < 1e-3:
-        return f"{x * 1e6:.0f} µs"
-    if x < 1.0:
-        return f"{x * 1e3:.3g} ms"
-    if x < 600.0:
-        return f"{x:.3g} s"
-    return f"{x:,.0f} s ({x / 3600:.2g} h)" if x >= 3600 else f"{x:,.0f} s ({x / 60:.0f} min)"
-
-
-def fmt_q(label: str, x: float | None) -> str:
-    if x is None:
-        return "—"
-    return f"{x:,.0f} MB" if "MB" in label else fmt_s(x)
-
-
-def _sizes(d: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
-    return sorted(((int(k), v) for k, v in d["sizes"].items()), key=lambda kv: kv[0])
-
-
-def _edges(entry: dict[str, Any]) -> int:
-    return int(entry["cold"]["edges"]) if _ok(entry["cold"]) else int(entry["requested_edges"])
-
-
-def slope(x0: float, y0: float, x1: float, y1: float) -> float | None:
-    """Log-log slope between two points (None when a value is not positive)."""
-    if min(x0, y0, x1, y1) <= 0 or x0 == x1:
-        return None
-    return math.log(y1 / y0) / math.log(x1 / x0)
-
-
 def _memory_bound(key: str, d: dict[str, Any]) -> str:
     """The step whose peak memory grew the most at the largest measured size (set-up stages only for the set-up
     peak)."""
-    runs = [e["cold"] for _, e in _sizes(d) if _ok(e["cold"])]
+    runs = [e["cold"] for _, e in by_size(d) if run_ok(e["cold"])]
     if not runs:
         return "—"
     run = runs[-1]
@@ -107,7 +57,7 @@ def _bound(step: str, d: dict[str, Any]) -> str:
     if step.endswith("_mb"):
         return _memory_bound(step, d)
     prof = d.get("profile")
-    if not _ok(prof):
+    if not run_ok(prof):
         return "—"
     assert prof is not None
     names = [s for s in SETUP_STAGES] if step == "setup" else [step]
@@ -121,9 +71,9 @@ def _bound(step: str, d: dict[str, Any]) -> str:
 
 
 def _measured_table(d: dict[str, Any]) -> list[str]:
-    sizes = _sizes(d)
+    sizes = by_size(d)
     lines = [
-        "| step | " + " | ".join(f"{_edges(e):,} edges: CPU / wall" for _, e in sizes) + " |",
+        "| step | " + " | ".join(f"{edge_count(e):,} edges: CPU / wall" for _, e in sizes) + " |",
         "|---|" + "---|" * len(sizes),
     ]
     for run, steps in (("cold", SETUP_STAGES + LATER_STEPS), ("warm", SETUP_STAGES)):
@@ -131,7 +81,7 @@ def _measured_table(d: dict[str, Any]) -> list[str]:
             cells = []
             for _, e in sizes:
                 r = e[run]
-                if not _ok(r):
+                if not run_ok(r):
                     cells.append("—")
                     continue
                 row = r["steps"].get(st)
@@ -149,20 +99,20 @@ def _measured_table(d: dict[str, Any]) -> list[str]:
         cells = []
         for _, e in sizes:
             r = e["warm"] if fn is None else e["cold"]
-            if not _ok(r):
+            if not run_ok(r):
                 cells.append("—")
             else:
                 cells.append(f"{r['peak_mb']:,.0f} MB" if fn is None else fn(r))
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     for _, e in sizes:
         for run in ("cold", "warm"):
-            if not _ok(e[run]):
+            if not run_ok(e[run]):
                 lines += ["", f"{e['requested_edges']:,} edges, {run} run: {e[run].get('status', 'no record')}."]
     return lines
 
 
 def _growth_table(d: dict[str, Any]) -> list[str]:
-    sizes = [(_edges(e), e) for _, e in _sizes(d) if _ok(e["cold"])]
+    sizes = [(edge_count(e), e) for _, e in by_size(d) if run_ok(e["cold"])]
     pairs = list(zip(sizes[:-1], sizes[1:], strict=False))
     head = " | ".join(f"{a[0]:,} → {b[0]:,}" for a, b in pairs)
     lines = [
@@ -189,19 +139,8 @@ def _growth_table(d: dict[str, Any]) -> list[str]:
     return lines
 
 
-#: the issue's "Done when" targets at 1M edges: label -> (run, key, limit, unit)
-TARGETS: tuple[tuple[str, str, str, float], ...] = (
-    ("cold set-up (empty cache) ≤ 30 s CPU", "cold", "setup", 30.0),
-    ("cold set-up peak memory ≤ 2 GB", "cold", "setup_peak_mb", 2048.0),
-    ("set-up from a warm cache ≤ 5 s (CPU)", "warm", "setup", 5.0),
-    ("BI-TS round ≤ 50 ms (CPU)", "cold", "BI-TS round", 0.050),
-    ("warm route query against a served model ≤ 5 ms (CCH as served, CPU)", "cold", SERVED, 0.005),
-    ("reach ≤ 200 ms (CPU)", "cold", "reach", 0.200),
-)
-
-
 def _targets_table(d: dict[str, Any]) -> list[str]:
-    sizes = dict(_sizes(d))
+    sizes = dict(by_size(d))
     lines = ["| target (issue 39, Done when) | measured | verdict |", "|---|---|---|"]
     one = sizes.get(1_000_000)
     for label, run, key, limit in TARGETS:
@@ -215,13 +154,13 @@ def _targets_table(d: dict[str, Any]) -> list[str]:
     five = sizes.get(5_000_000)
     if five is None:
         lines.append("| 5M edges run in ≤ 8 GB | — | not measured |")
-    elif _ok(five["cold"]):
+    elif run_ok(five["cold"]):
         x = float(five["cold"]["peak_mb"])
         lines.append(f"| 5M edges run in ≤ 8 GB | {x:,.0f} MB | {'met' if x <= 8192 else 'missed'} |")
     else:
         lines.append(f"| 5M edges run in ≤ 8 GB | {five['cold']['status']} | missed |")
     gaps = [
-        (e, e["cold"]["cch_vs_dijkstra"]) for _, e in _sizes(d) if _ok(e["cold"]) and "cch_vs_dijkstra" in e["cold"]
+        (e, e["cold"]["cch_vs_dijkstra"]) for _, e in by_size(d) if run_ok(e["cold"]) and "cch_vs_dijkstra" in e["cold"]
     ]
     agree = all(g["max_cost_gap"] <= g["error_bound"] for _, g in gaps)
     worst = max((g["max_cost_gap"] for _, g in gaps), default=0.0)
@@ -282,7 +221,7 @@ def render(d: dict[str, Any]) -> str:
         "",
         "## What bounds each missed target at 1M edges",
         "",
-        *_bounds_lines(d),
+        *bounds_lines(d),
         "",
         "## Growth and the extrapolation to a country",
         "",
@@ -312,7 +251,7 @@ def render(d: dict[str, Any]) -> str:
         "query it cannot certify (`evroute.cch_junction`); these rows: the same 200 pairs and turn weights as the "
         "CCH rows, falling back to the line graph's CCH, medians of CPU time.",
         "",
-        *junction_lines(_sizes(d), fmt_s),
+        *junction_lines(by_size(d), fmt_s),
         "",
     ]
     if d.get("country", {}).get("sizes"):  # the synthetic country beside the city (studies.bench.scale_country)
@@ -334,8 +273,8 @@ def cut_words(d: dict[str, Any]) -> str:
     (runs before :data:`evroute.cch.CUT_QUANTILES`)."""
     cuts: set[tuple[float, ...]] = {
         tuple(e["cold"].get("cch_cut_quantiles", [0.5]))
-        for _, e in _sizes(d)
-        if _ok(e["cold"]) and "CCH query" in e["cold"]["steps"]
+        for _, e in by_size(d)
+        if run_ok(e["cold"]) and "CCH query" in e["cold"]["steps"]
     }
     if not cuts:
         return "no CCH rows"
@@ -356,9 +295,9 @@ def country_view(d: dict[str, Any]) -> dict[str, Any]:
 def _cch_lines(d: dict[str, Any]) -> list[str]:
     """Per size: the CCH query's speed-up over a Dijkstra and how many Dijkstra queries one customization costs."""
     out = []
-    for _, e in _sizes(d):
+    for _, e in by_size(d):
         r = e["cold"]
-        if not _ok(r) or "CCH query" not in r["steps"]:
+        if not run_ok(r) or "CCH query" not in r["steps"]:
             continue
         q, dj, cu = (float(r["steps"][k]["cpu_s"]) for k in ("CCH query", "Dijkstra query", "CCH customization"))
         out.append(
@@ -366,154 +305,13 @@ def _cch_lines(d: dict[str, Any]) -> list[str]:
             f"faster); one customization (once per model version) costs {cu / dj:.0f} Dijkstra queries, "
             f"preprocessing (once per network) {float(r['steps']['CCH preprocessing']['cpu_s']) / dj:.0f}."
         )
-    skipped = [f"* {_edges(e):,} edges: {e['cch_skipped']}." for _, e in _sizes(d) if e.get("cch_skipped")]
+    skipped = [f"* {edge_count(e):,} edges: {e['cch_skipped']}." for _, e in by_size(d) if e.get("cch_skipped")]
     return (out or ["No size measured."]) + skipped
-
-
-def _lazy_sentence(lazy: dict[str, Any] | None, round_s: float, place: str = "city") -> str:
-    """What the lazy bidirectional search (``evroute.search``) did on route A, when measured, against the round."""
-    if not lazy:
-        return ""
-    cpu, draws, share = float(lazy["cpu_s"]), int(lazy["draws"]), float(lazy["settled_share"])
-    verdict = (
-        "more than the round with every edge drawn, so BI-TS rounds leave it after their first round here "
-        "(`evroute.bandit.LAZY_TS_MAX_SHARE`) and the row is the full draw with the compiled search"
-        if cpu > round_s
-        else "less than the round with every edge drawn"
-    )
-    return (
-        f"  The lazy bidirectional search with compiled weights (`evroute.search`) settles {share:.1%} of the nodes on "
-        f"route A (balls of half the route's cost around both ends cover most of the {place}) and draws {draws:,} "
-        f"weights in {fmt_s(cpu)} ({cpu * 1e9 / max(draws, 1):,.0f} ns per drawn edge), {verdict}."
-    )
-
-
-def _round_engine(parts: dict[str, float] | None) -> str:
-    """How a round that draws every edge runs at 1M edges, with its parts' CPU when measured."""
-    if not parts:  # measured before the compiled full draw (issue 39, ts39)
-        return (
-            "searches with the compiled engine (`evroute.search.node_weighted_route`, from "
-            "`evroute.bandit.LAZY_TS_MIN_ARMS` arms; posterior, draw and rectified weights in NumPy/SciPy)"
-        )
-    return (
-        "runs in compiled passes (`evroute.search.full_draw`, from `evroute.bandit.LAZY_TS_MIN_ARMS` arms): the "
-        f"policy's {fmt_s(parts['normals'])} of normals, {fmt_s(parts['weights'])} for the posterior, draw and "
-        f"rectified weights, {fmt_s(parts['search'])} for the bucket search on them (medians of separate calls)"
-    )
-
-
-def _goal_sentence(g: dict[str, Any] | None) -> str:
-    """What an exact goal-directed (A*) round could save on route A (``goal_directed_probe``), when measured."""
-    if not g:
-        return ""
-    lo, med, hi = g["sigma_over_mean"]
-    by_k = {float(row["k"]): row for row in g["ks"]}
-    k4, k3 = by_k[4.0], by_k[3.0]
-    return (
-        "  Nor can an exact goal-directed search (A* on the distance to the goal under the lower bounds "
-        "g(mu − k sigma) of the draws, the exceptions below them drawn first): at this posterior sigma is "
-        f"{med:.0%} of |mu − p| at the median ({lo:.0%}-{hi:.0%} from the 10th to the 90th percentile; the prior's "
-        f"sigma0 is 0.16 of the rms physics energy), so the bound from the start is {k4['bound_share']:.1%} of the "
-        f"route's cost for k = 4 ({k4['exceptions']:,.0f} exceptions expected per round) and "
-        f"{k3['bound_share']:.1%} for k = 3 ({k3['exceptions']:,.0f}), and even with no exception A* would settle "
-        f"{k4['settled_share']:.1%} of the nodes (k = 4; `studies.bench.scale_measure.goal_directed_probe`)."
-    )
-
-
-def _separator_growth(d: dict[str, Any]) -> str:
-    """The CCH root separator at each measured size and its growth exponent (a grid's is 0.5)."""
-    pts = [
-        (int(e["cold"]["edges"]), float(e["cold"]["cch_search_space"]["root_separator"]))
-        for _, e in _sizes(d)
-        if _ok(e["cold"]) and "cch_search_space" in e["cold"]
-    ]
-    if len(pts) < 2:
-        return ""
-    k = slope(pts[-2][0], pts[-2][1], pts[-1][0], pts[-1][1])
-    sizes = ", ".join(f"{s:,.0f} at {n:,} edges" for n, s in pts)
-    return f"; root separators {sizes}" + ("" if k is None else f" (growth exponent {k:.2f}; a grid's is 0.5)")
-
-
-def _bounds_lines(d: dict[str, Any], place: str = "city") -> list[str]:
-    """For every missed target at 1M edges, the measured quantities that bound it (computed from the JSON);
-    ``place`` names the network in the sentences (``city`` or ``country``)."""
-    one = dict(_sizes(d)).get(1_000_000)
-    if one is None or not _ok(one["cold"]):
-        return ["1M edges not measured."]
-    r, out = one["cold"], []
-    steps = r["steps"]
-    turns, edges = int(r["turns"]), int(r["edges"])
-    dj = float(steps["Dijkstra query"]["cpu_s"])
-    rate = turns / (dj * 1e3)  # arcs a full Dijkstra scans per ms of CPU
-    for label, run, key, limit in TARGETS:
-        x = value(one[run], key)
-        if x is None or x <= limit:
-            continue
-        if key == "BI-TS round" and "route_settled_share" in r:
-            share = float(r["route_settled_share"])
-            out.append(
-                f"* **{label}** ({fmt_s(x)}): route A crosses the {place}, so an exact one-directional search settles "
-                f"{share:.1%} of the {edges:,} line-graph nodes before the goal.  A round that draws every edge "
-                f"{_round_engine(r.get('round_parts'))}; the round's whole CPU, search and O(E) array work on every "
-                f"edge, is {fmt_s(x)}, that is "
-                f"{x * 1e9 / max(share * turns, 1):,.0f} ns per turn its search must scan, against "
-                f"{1e9 * dj / turns:,.0f} ns per turn for SciPy's Dijkstra alone (all {turns:,} turns in "
-                f"{fmt_s(dj)}, the Dijkstra query row).  Within {fmt_s(limit)} an exact search would have to scan "
-                f"{turns * share / (limit * 1e3):,.0f} arcs per ms, or settle only the edges it needs (lazily "
-                "sampled weights in a compiled search)."
-                + _lazy_sentence(r.get("route_lazy"), x, place)
-                + _goal_sentence(r.get("route_goal_directed"))
-            )
-        elif key == "reach" and "reach_reached_share" in r:
-            share = float(r["reach_reached_share"])
-            out.append(
-                f"* **{label}** ({fmt_s(x)}): the budget reaches {share:.1%} of the network, so the one Dijkstra "
-                f"settles all of it at {rate:,.0f} arcs per ms ({fmt_s(dj)}); a budget-limited search (`limit=`) "
-                "saves nothing when everything is in range."
-            )
-        elif key == "setup" or key == "setup_peak_mb":
-            stages = one[run]["steps"]
-            top = max(SETUP_STAGES, key=lambda s: float(stages[s]["cpu_s"]))
-            parts = ", ".join(f"{s} {fmt_s(float(stages[s]['cpu_s']))}" for s in SETUP_STAGES)
-            out.append(
-                f"* **{label}** ({fmt_q(label + (' MB' if key.endswith('_mb') else ''), x)}): {parts}; "
-                f"the largest stage is `{top}`."
-            )
-        elif key == SERVED and served_sentence(r, label, x, fmt_s) is not None:
-            out.append(str(served_sentence(r, label, x, fmt_s)))
-        elif key == SERVED:
-            space = r.get("cch_search_space")
-            tail = (
-                "(the road edges a straight cut through the grid crosses)"
-                if place == "city"
-                else f"(the road edges a straight cut through the {place} crosses){_separator_growth(d)}"
-            )
-            ending = (
-                "a grid's separators grow as sqrt(E), a road network's more slowly"
-                if place == "city"
-                else "a road network's separators grow more slowly than a grid's"
-            )
-            why = (
-                f"; the nested dissection's root separator alone holds {space['root_separator']:,.0f} line-graph nodes "
-                f"{tail}, and a query's elimination-tree search "
-                f"visits at least the separators of every cell enclosing its start, a median of "
-                f"{space['ancestor_separator_nodes_median']:,.0f} nodes, each relaxing its upward arcs (the top "
-                f"separators are near-cliques after contraction): {ending}"
-                if space
-                else ""
-            )
-            out.append(
-                f"* **{label}** ({fmt_s(x)}): RoutingKit's CCH query on the turn-expanded line graph "
-                f"({edges:,} nodes, {turns:,} arcs){why}."
-            )
-        else:
-            out.append(f"* **{label}** ({fmt_s(x)}).")
-    return out or ["Every target at 1M edges is met."]
 
 
 def _profiled(d: dict[str, Any]) -> str:
     prof = d.get("profile")
-    if not _ok(prof):
+    if not run_ok(prof):
         return "no profile recorded" if prof is None else f"profile run {prof['status']}"
     assert prof is not None
     return f"{prof['edges']:,} edges, cProfile of one call of each step"
