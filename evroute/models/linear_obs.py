@@ -54,6 +54,7 @@ from evroute.kernels.linalg import jittered_cholesky, solve_lower
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_posterior import KernelSource
 from evroute.models.linear_obs_stats import LinearStatistics, ReadingBatch, reading_batch
+from evroute.models.linear_obs_trip import TripRank1
 from evroute.models.trip_effect import TripSums
 
 #: :func:`noise_log_ml`, independent edges: from this fill of ``Lambda_UU``, one eigendecomposition, not an LU each
@@ -315,6 +316,29 @@ class LinearObsEdgeModel(EdgeModel):
         self.base_state: tuple[str, dict[str, Any], dict[str, np.ndarray]] | None = None
         #: ``p`` of :func:`traversal_noise_weights`: one traversal's noise variance grows as the prior energy^p
         self.noise_exponent = 0.0
+        #: whether :func:`~evroute.experiments.trip_learning.fit_noise` fits the trip effect into the readings' noise
+        #: (:mod:`evroute.models.linear_obs_trip`; ``evroute learn --trip-effect-fit``; off by default)
+        self.trip_effect_fit = False
+        #: ``tau``: each learned trace's readings share ``beta_t A_t f_0``, ``beta_t ~ N(0, tau^2)`` (0: none)
+        self.trip_tau = 0.0
+        #: the largest ``tau`` the fit searches (``evroute learn --trip-tau-max``; not saved)
+        self.trip_tau_max = 1.0
+        self._rank1: tuple[tuple[int, int], TripRank1] | None = None
+
+    def trip_rank1(self) -> TripRank1:
+        """The :class:`~evroute.models.linear_obs_trip.TripRank1` terms of the learned traces (cached while no
+        trace is added)."""
+        key = (id(self.trips), len(self.trips))
+        if self._rank1 is None or self._rank1[0] != key:
+            self._rank1 = (key, TripRank1(self.trips, self.prior_mean))
+        return self._rank1[1]
+
+    def effective_stats(self) -> LinearStatistics:
+        """The readings' statistics the posterior uses: :attr:`stats` (``trip_tau = 0``) or with the trip effect
+        folded in at ``kappa = tau^2 / phi`` (:meth:`~evroute.models.linear_obs_trip.TripRank1.statistics`)."""
+        if self.trip_tau == 0:
+            return self.stats
+        return self.trip_rank1().statistics(self.stats, self.trip_tau**2 / self.noise_scale)
 
     def traversal_noise_var(self) -> np.ndarray:
         """``(E,)`` the nominal noise variance of one whole traversal of each edge, Wh^2 (before :attr:`noise_scale`):
@@ -339,7 +363,11 @@ class LinearObsEdgeModel(EdgeModel):
     def posterior(self) -> EdgePosterior:
         if self._post is None:
             mu, var, cov_of, self.log_ml = linear_posterior(
-                self.kernel, self.scale2 * self.prior_scale, self.prior_mean, self.stats, noise_scale=self.noise_scale
+                self.kernel,
+                self.scale2 * self.prior_scale,
+                self.prior_mean,
+                self.effective_stats(),
+                noise_scale=self.noise_scale,
             )
             assert var is not None
             noise = self.traversal_noise_var() * self.noise_scale

@@ -2,7 +2,8 @@
 
 :func:`linear_model_from` turns a BI or exact-GP edge model into a :class:`~evroute.models.linear_obs.
 LinearObsEdgeModel` with the same prior and data (optionally with shared offsets of the prior mean,
-:func:`offset_basis`); :func:`fit_hyperparameters` learns its noise scale and prior-covariance factor by ML-II.
+:func:`offset_basis`); :func:`fit_hyperparameters` learns its noise scale and prior-covariance factor by ML-II,
+:func:`fit_with_trip_effect` those and the trip effect in the readings' noise (:mod:`evroute.models.linear_obs_trip`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import scipy.sparse as sp
 from evroute.errors import ParameterError
 from evroute.models.base import EdgeModel
 from evroute.models.linear_obs import BasisKernel, DiagonalKernel, LinearObsEdgeModel, noise_log_ml
+from evroute.models.linear_obs_stats import LinearStatistics
+from evroute.models.linear_obs_trip import TAU_BOUNDS
 from evroute.models.state import prior_state
 
 
@@ -108,4 +111,54 @@ def _linear_of(model: EdgeModel) -> LinearObsEdgeModel:
     raise ParameterError(f"a {type(model).__name__} cannot take linear readings (use bi or gp-exact)")
 
 
-__all__ = ["fit_hyperparameters", "linear_model_from", "offset_basis"]
+def fit_with_trip_effect(
+    model: LinearObsEdgeModel, tau_bounds: tuple[float, float] = TAU_BOUNDS
+) -> tuple[float, float, float]:
+    """ML-II of ``(phi, c, tau)`` for a :class:`~evroute.models.linear_obs.LinearObsEdgeModel`: for each ``kappa``
+    the noise scale and prior factor by :func:`fit_hyperparameters` on the statistics with the effect
+    (:mod:`evroute.models.linear_obs_trip`), the outer bounded search over ``log kappa`` (``kappa`` in
+    ``[tau_lo^2 / phi_0, tau_hi^2 / phi_0]``, ``phi_0`` the fit without the effect), and ``tau = 0`` when the best
+    ``kappa`` does not raise the marginal likelihood.  Sets ``noise_scale``, ``prior_scale`` and ``trip_tau`` on
+    ``model`` and returns them."""
+    from scipy.optimize import minimize_scalar
+
+    lo, hi = tau_bounds
+    if not (0 < lo < hi and np.isfinite(hi)):
+        raise ParameterError(f"trip effect: tau bounds must satisfy 0 < low < high, got {tau_bounds}")
+    model.trip_tau = 0.0
+    phi0, c0 = fit_hyperparameters(model)
+    rank1 = model.trip_rank1()
+    if len(rank1) < 2:
+        return phi0, c0, 0.0
+
+    def fit_at(log_kappa: float) -> tuple[float, float, float]:
+        stats = rank1.statistics(model.stats, float(np.exp(log_kappa)))
+        phi, c = _fit_on(model, stats, phi0, c0)
+        ml = noise_log_ml(model.kernel, model.scale2, model.prior_mean, stats)(phi, c)
+        return phi, c, float(ml)
+
+    ml0 = noise_log_ml(model.kernel, model.scale2, model.prior_mean, model.stats)(phi0, c0)
+    bounds = (np.log(lo * lo / phi0), np.log(hi * hi / phi0))
+    res = minimize_scalar(lambda z: -fit_at(z)[2], bounds=bounds, method="bounded", options={"xatol": 1e-3})
+    phi, c, ml = fit_at(float(res.x))
+    if ml > ml0:
+        model.noise_scale, model.prior_scale = phi, c
+        model.trip_tau = float(np.sqrt(np.exp(res.x) * phi))
+    else:
+        model.noise_scale, model.prior_scale = phi0, c0
+    model._post = None
+    return model.noise_scale, model.prior_scale, model.trip_tau
+
+
+def _fit_on(model: LinearObsEdgeModel, stats: LinearStatistics, phi0: float, c0: float) -> tuple[float, float]:
+    """``fit_hyperparameters`` of ``model`` with its statistics replaced by ``stats`` (restored after)."""
+    saved = model.stats, model.noise_scale, model.prior_scale
+    try:
+        model.stats, model.noise_scale, model.prior_scale = stats, phi0, c0
+        return fit_hyperparameters(model)
+    finally:
+        model.stats, model.noise_scale, model.prior_scale = saved
+        model._post = None
+
+
+__all__ = ["fit_hyperparameters", "fit_with_trip_effect", "linear_model_from", "offset_basis"]

@@ -117,6 +117,8 @@ def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]
         hp = {**hyper, "base": base_kind, "noise_scale": lin.noise_scale, "prior_scale": lin.prior_scale}
         if lin.noise_exponent:
             hp["noise_exponent"] = lin.noise_exponent
+        if lin.trip_effect_fit or lin.trip_tau:  # the trip effect in the fit (linear_obs_trip); absent: off
+            hp["trip_effect_fit"], hp["trip_tau"] = bool(lin.trip_effect_fit), float(lin.trip_tau)
         return kind, hp, out, int(lin.stats.readings)
     return (kind, *base_state(model, kind))
 
@@ -304,6 +306,8 @@ def _load_linear(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGr
     model.prior_scale = float(hp.get("prior_scale", 1.0))  # files before the prior's scale was learned: 1
     model.noise_exponent = float(hp.get("noise_exponent", 0.0))  # files before per-edge traversal noise: all alike
     model.trips = TripSums.from_arrays(a)
+    model.trip_effect_fit = bool(hp.get("trip_effect_fit", False))  # files before the option: off
+    model.trip_tau = float(hp.get("trip_tau", 0.0))
     return model
 
 

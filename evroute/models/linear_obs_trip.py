@@ -1,0 +1,91 @@
+"""The trip-level random effect inside the linear-reading fit (:mod:`evroute.models.linear_obs`), not only in the
+route intervals (:mod:`evroute.models.trip_effect`).
+
+Each learned trace ``t`` (readings ``y_t = A_t f + eps_t``, ``eps_t ~ N(0, phi R_t)``, ``R_t`` tridiagonal or
+block-tridiagonal) shares one relative effect ``beta_t ~ N(0, tau^2)`` of its energy, scaled by the trace's *prior*
+mean readings ``m_t = A_t f_0`` (``f_0`` the prior mean, Wh; as :mod:`evroute.models.trip_effect` models it)::
+
+    y_t = A_t f + beta_t m_t + eps_t,      Cov y_t = phi R_t + tau^2 m_t m_t^T = phi (R_t + kappa m_t m_t^T)
+
+with ``kappa = tau^2 / phi``.  Rank one per trace, so Sherman-Morrison gives its share of the sufficient statistics
+from the share without the effect (``G_t = A_t^T R_t^-1 A_t``, ``h_t = A_t^T R_t^-1 y_t``, at ``phi = 1``)::
+
+    g_t = A_t^T R_t^-1 m_t = G_t f_0,    s_t = m_t^T R_t^-1 m_t = f_0^T g_t,    q_t = m_t^T R_t^-1 y_t = f_0^T h_t
+    c_t = kappa / (1 + kappa s_t)
+    Lambda(kappa) = Lambda_0 - sum_t c_t g_t g_t^T          h(kappa) = h_0 - sum_t c_t q_t g_t
+    yry(kappa) = yry_0 - sum_t c_t q_t^2                  logdet(kappa) = logdet_0 + sum_t log(1 + kappa s_t)
+
+No per-trace inverse beyond ``R_t``'s banded Cholesky (:func:`~evroute.models.linear_obs_stats.reading_batch`),
+and for a fixed ``kappa`` the noise scale ``phi`` still scales these statistics exactly, so the noise-scale
+machinery (:func:`~evroute.models.linear_obs.noise_log_ml`) fits ``phi`` (and the prior's factor ``c``) on them
+unchanged; :func:`~evroute.models.linear_obs_build.fit_with_trip_effect` maximises the marginal likelihood over
+``kappa`` around it (ML-II, bounded 1-D search in ``log kappa``; ``kappa = 0`` kept when it is not beaten).  ``kappa = 0`` returns the statistics
+without the effect unchanged (the same object).
+
+What it is computed from: the readings each trace kept (:meth:`~evroute.models.trip_effect.TripSums.readings`; a
+trace learned in blocks is one trace with a block-diagonal ``R_t``).  Readings outside any kept trace (per-edge
+data of the base model, traces of model files of format version 1) get no effect.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from evroute.errors import ParameterError
+from evroute.models.linear_obs_stats import LinearStatistics, reading_batch
+from evroute.models.trip_effect import TripSums
+
+#: bounds of ``tau`` (relative s.d. of one trace's energy) searched by
+#: :func:`~evroute.models.linear_obs_build.fit_with_trip_effect`
+TAU_BOUNDS = (1e-3, 1.0)
+
+
+class TripRank1:
+    """Per trace, the rank-one terms of module doc: ``edges`` ``(k_t,)``, ``g_t`` ``(k_t,)`` (Wh^-1), ``s_t`` and
+    ``q_t`` (dimensionless); :meth:`statistics` the readings' statistics with the effect for a given ``kappa``."""
+
+    def __init__(self, sums: TripSums, prior_mean_wh: np.ndarray) -> None:
+        f0 = np.asarray(prior_mean_wh, dtype=np.float64)
+        self.edges: list[np.ndarray] = []
+        self.g: list[np.ndarray] = []
+        s, q = [], []
+        for i in sums.with_readings():
+            e, a, y, cov = sums.readings(int(i))
+            if len(y) == 0:
+                continue
+            b = reading_batch(e, a, y, cov)
+            fe = f0[b.edges]
+            g = b.gram @ fe
+            self.edges.append(b.edges)
+            self.g.append(g)
+            s.append(float(fe @ g))
+            q.append(float(fe @ b.h))
+        self.s, self.q = np.asarray(s, dtype=np.float64), np.asarray(q, dtype=np.float64)
+
+    def __len__(self) -> int:
+        return len(self.s)
+
+    def statistics(self, base: LinearStatistics, kappa: float) -> LinearStatistics:
+        """``base`` (the statistics without the effect, at ``phi = 1``) with every trace's effect of relative
+        variance ``kappa`` (= ``tau^2 / phi``) folded in (module doc); ``kappa = 0``: ``base`` itself."""
+        if not (kappa >= 0 and np.isfinite(kappa)):
+            raise ParameterError(f"trip effect: kappa = tau^2 / noise scale must be finite and >= 0, got {kappa}")
+        if kappa == 0 or len(self) == 0:
+            return base
+        c = kappa / (1.0 + kappa * self.s)
+        out = LinearStatistics(base.n_edges)
+        rows = np.concatenate([np.repeat(e, len(e)) for e in self.edges])
+        cols = np.concatenate([np.tile(e, len(e)) for e in self.edges])
+        vals = np.concatenate([-ct * np.outer(g, g).ravel() for ct, g in zip(c, self.g, strict=True)])
+        out.lam = (base.matrix() + sp.csr_matrix((vals, (rows, cols)), shape=base.lam.shape)).tocsr()
+        out.h = base.h.copy()
+        for e, g, ct, qt in zip(self.edges, self.g, c, self.q, strict=True):
+            np.add.at(out.h, e, -ct * qt * g)
+        out.readings = base.readings
+        out.yry = base.yry - float(np.sum(c * self.q * self.q))
+        out.logdet_r = base.logdet_r + float(np.log1p(kappa * self.s).sum())
+        return out
+
+
+__all__ = ["TAU_BOUNDS", "TripRank1"]
