@@ -19,8 +19,8 @@ No per-trace inverse beyond ``R_t``'s banded Cholesky (:func:`~evroute.models.li
 and for a fixed ``kappa`` the noise scale ``phi`` still scales these statistics exactly, so the noise-scale
 machinery (:func:`~evroute.models.linear_obs.noise_log_ml`) fits ``phi`` (and the prior's factor ``c``) on them
 unchanged; :func:`~evroute.models.linear_obs_build.fit_with_trip_effect` maximises the marginal likelihood over
-``kappa`` around it (ML-II, bounded 1-D search in ``log kappa``; ``kappa = 0`` kept when it is not beaten).  ``kappa = 0`` returns the statistics
-without the effect unchanged (the same object).
+``kappa`` around it (ML-II, bounded 1-D search in ``log kappa``; ``kappa = 0`` kept when it is not beaten).
+``kappa = 0`` returns the statistics without the effect unchanged (the same object).
 
 What it is computed from: the readings each trace kept (:meth:`~evroute.models.trip_effect.TripSums.readings`; a
 trace learned in blocks is one trace with a block-diagonal ``R_t``).  Readings outside any kept trace (per-edge
