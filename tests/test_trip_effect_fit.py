@@ -7,6 +7,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -26,9 +27,9 @@ def _tridiagonal(rng: np.random.Generator, m: int) -> np.ndarray:
     return np.diag(d) + np.diag(off, 1) + np.diag(off, -1)
 
 
-def _random_trips(rng: np.random.Generator, n_edges: int, n_trips: int) -> list[tuple[np.ndarray, ...]]:
+def _random_trips(rng: np.random.Generator, n_edges: int, n_trips: int) -> list[Any]:
     """Per trip ``(edges (k,), A (m, k), y (m,), R (m, m))``: windows over contiguous runs of the trip's edges."""
-    trips = []
+    trips: list[Any] = []
     for _ in range(n_trips):
         k = int(rng.integers(2, 7))
         e = np.sort(rng.choice(n_edges, size=k, replace=False))
@@ -42,7 +43,7 @@ def _random_trips(rng: np.random.Generator, n_edges: int, n_trips: int) -> list[
     return trips
 
 
-def _sums_and_stats(trips: list[tuple[np.ndarray, ...]], n_edges: int) -> tuple[TripSums, LinearStatistics]:
+def _sums_and_stats(trips: list[Any], n_edges: int) -> tuple[TripSums, LinearStatistics]:
     sums, stats = TripSums(), LinearStatistics(n_edges)
     for e, a, y, r in trips:
         stats.add(e, a, y, r)
@@ -131,6 +132,7 @@ def test_tau_zero_is_todays_fit() -> None:
     model.stats, model.trips, model.noise_scale = stats, sums, 1.3
     mu, var, _, ll = linear_posterior(model.kernel, 1.0, f0, stats, noise_scale=1.3)
     post = model.posterior()
+    assert var is not None
     assert np.array_equal(post.mean, mu) and np.array_equal(post.variance, var) and model.log_ml == ll
     for bad in (-1e-3, float("nan")):
         with pytest.raises(ParameterError, match="kappa"):
