@@ -112,28 +112,30 @@ def _linear_of(model: EdgeModel) -> LinearObsEdgeModel:
 
 
 def fit_with_trip_effect(
-    model: LinearObsEdgeModel, tau_bounds: tuple[float, float] = TAU_BOUNDS
+    model: LinearObsEdgeModel,
+    tau_bounds: tuple[float, float] = TAU_BOUNDS,
+    c_bounds: tuple[float, float] = (1e-3, 1e2),
 ) -> tuple[float, float, float]:
     """ML-II of ``(phi, c, tau)`` for a :class:`~evroute.models.linear_obs.LinearObsEdgeModel`: for each ``kappa``
     the noise scale and prior factor by :func:`fit_hyperparameters` on the statistics with the effect
     (:mod:`evroute.models.linear_obs_trip`), the outer bounded search over ``log kappa`` (``kappa`` in
     ``[tau_lo^2 / phi_0, tau_hi^2 / phi_0]``, ``phi_0`` the fit without the effect), and ``tau = 0`` when the best
     ``kappa`` does not raise the marginal likelihood.  Sets ``noise_scale``, ``prior_scale`` and ``trip_tau`` on
-    ``model`` and returns them."""
+    ``model`` and returns them.  ``c_bounds``: as :func:`fit_hyperparameters` takes them (equal bounds hold ``c``)."""
     from scipy.optimize import minimize_scalar
 
     lo, hi = tau_bounds
     if not (0 < lo < hi and np.isfinite(hi)):
         raise ParameterError(f"trip effect: tau bounds must satisfy 0 < low < high, got {tau_bounds}")
     model.trip_tau = 0.0
-    phi0, c0 = fit_hyperparameters(model)
+    phi0, c0 = fit_hyperparameters(model, c_bounds=c_bounds)
     rank1 = model.trip_rank1()
     if len(rank1) < 2:
         return phi0, c0, 0.0
 
     def fit_at(log_kappa: float) -> tuple[float, float, float]:
         stats = rank1.statistics(model.stats, float(np.exp(log_kappa)))
-        phi, c = _fit_on(model, stats, phi0, c0)
+        phi, c = _fit_on(model, stats, phi0, c0, c_bounds)
         ml = noise_log_ml(model.kernel, model.scale2, model.prior_mean, stats)(phi, c)
         return phi, c, float(ml)
 
@@ -150,12 +152,14 @@ def fit_with_trip_effect(
     return model.noise_scale, model.prior_scale, model.trip_tau
 
 
-def _fit_on(model: LinearObsEdgeModel, stats: LinearStatistics, phi0: float, c0: float) -> tuple[float, float]:
+def _fit_on(
+    model: LinearObsEdgeModel, stats: LinearStatistics, phi0: float, c0: float, c_bounds: tuple[float, float]
+) -> tuple[float, float]:
     """``fit_hyperparameters`` of ``model`` with its statistics replaced by ``stats`` (restored after)."""
     saved = model.stats, model.noise_scale, model.prior_scale
     try:
         model.stats, model.noise_scale, model.prior_scale = stats, phi0, c0
-        return fit_hyperparameters(model)
+        return fit_hyperparameters(model, c_bounds=c_bounds)
     finally:
         model.stats, model.noise_scale, model.prior_scale = saved
         model._post = None
