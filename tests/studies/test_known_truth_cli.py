@@ -88,3 +88,17 @@ def test_matches_are_kept_without_pickle_and_read_back_exactly(tmp_path) -> None
     np.testing.assert_array_equal(got["trip/odd"].piece, b.piece)
     store.write_bytes(b"not a zip file")
     assert _load_matches(store) == {}
+
+
+def test_append_keeps_an_existing_files_columns(tmp_path: Path) -> None:
+    """Rows appended to a CSV written before a column was added keep its columns (the new one left out, nothing
+    shifted); a new file gets every column."""
+    from studies.trip_logs.known_truth_data import _append, _read
+
+    old = tmp_path / "old.csv"
+    _append(old, ["a", "b"], [{"a": 1, "b": 2}])
+    _append(old, ["a", "b", "c"], [{"a": 3, "b": 4, "c": 5}])
+    assert _read(old) == [{"a": "1", "b": "2"}, {"a": "3", "b": "4"}]
+    new = tmp_path / "new.csv"
+    _append(new, ["a", "b", "c"], [{"a": 3, "b": 4, "c": 5}])
+    assert _read(new) == [{"a": "3", "b": "4", "c": "5"}]
