@@ -247,3 +247,30 @@ def test_learn_rejects_bad_trip_effect_options(tmp_path, flag: str, value: str) 
     res = subprocess.run([sys.executable, "-m", "evroute", *cmd, flag, value], capture_output=True, text=True)
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and flag in res.stderr
     assert res.stderr.startswith("evroute: error:") and not out.exists()
+
+
+def test_learn_with_the_option_keeps_one_tau(tmp_path) -> None:
+    """``evroute learn --trip-effect-fit on`` (8 SUMO logs): the model file records the setting and the fitted
+    ``tau``, and the stored interval mixture uses that ``tau^2`` in every component (rtol 1e-12: a copied number);
+    a second run without the option keeps the file's setting."""
+    from evroute.models.store import read_header
+
+    root = Path(__file__).resolve().parent.parent / "data"
+    logs = sorted(str(p) for p in (root / "trip-log-sumo").glob("trip_*.csv"))
+    out = tmp_path / "m.npz"
+    cmd = ["learn", *logs[:6], "--network", str(root / "sumo-tiny" / "grid.net.xml"), "--model-file", str(out)]
+    res = subprocess.run(
+        [sys.executable, "-m", "evroute", *cmd, "--model", "bi", "--trip-effect-fit", "on"],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "(fitted with the readings)" in res.stdout + res.stderr
+    head = read_header(out)
+    hp, mix = head["hyperparameters"], head["meta"]["trip_effect"]["mixture"]
+    assert hp["trip_effect_fit"] is True and 0 <= hp["trip_tau"] <= 1
+    assert np.allclose(mix["tau2"], hp["trip_tau"] ** 2, rtol=1e-12, atol=0)
+    again = ["learn", *logs[6:], "--network", str(root / "sumo-tiny" / "grid.net.xml"), "--model-file", str(out)]
+    res = subprocess.run([sys.executable, "-m", "evroute", *again], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert read_header(out)["hyperparameters"]["trip_effect_fit"] is True
