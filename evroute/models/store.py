@@ -31,8 +31,9 @@ File format (``FORMAT = "evroute-model"``, ``FORMAT_VERSION = 2``; version 1 fil
   ``lin_col``, ``lin_val`` (the sparse information matrix ``Lambda`` in COO form, Wh^-2), ``lin_h`` ``(E,)``
   (Wh^-1), ``lin_readings`` (a count) and ``lin_yry_logdet`` (``sum y^T R^-1 y`` and ``sum log det R``, for the
   marginal likelihood); the header's ``hyperparameters["noise_scale"]`` (the readings' learned noise scale, 1 if
-  absent) and ``hyperparameters["prior_scale"]`` (the learned factor of the prior covariance, 1 if absent) and,
-  optionally, ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` (per learned trace, what its
+  absent) and ``hyperparameters["prior_scale"]`` (the learned factor of the prior covariance, 1 if absent),
+  ``hyperparameters["trip_effect_fit"]`` and ``["trip_tau"]`` (the trip effect in the fit, :mod:`evroute.models.
+  linear_obs_trip`; absent: off, 0) and, optionally, ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` (per learned trace, what its
   trip-level effect is estimated from: :class:`~evroute.models.trip_effect.TripSums`) and, since version 2, the
   traces' readings (``trip_read_ptr``, ``trip_read``, ``trip_a_ptr``, ``trip_a_rc``, ``trip_a_val``: what the exact
   out-of-fold residuals take out of the posterior, :meth:`TripSums.arrays`).  The header's ``meta.trip_effect``
