@@ -33,8 +33,8 @@ File format (``FORMAT = "evroute-model"``, ``FORMAT_VERSION = 2``; version 1 fil
   marginal likelihood); the header's ``hyperparameters["noise_scale"]`` (the readings' learned noise scale, 1 if
   absent) and ``hyperparameters["prior_scale"]`` (the learned factor of the prior covariance, 1 if absent),
   ``hyperparameters["trip_effect_fit"]`` and ``["trip_tau"]`` (the trip effect in the fit, :mod:`evroute.models.
-  linear_obs_trip`; absent: off, 0) and, optionally, ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` (per learned trace, what its
-  trip-level effect is estimated from: :class:`~evroute.models.trip_effect.TripSums`) and, since version 2, the
+  linear_obs_trip`; absent: off, 0) and, optionally, ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` (per
+  learned trace, what its trip-level effect is estimated from: :class:`~evroute.models.trip_effect.TripSums`) and, since version 2, the
   traces' readings (``trip_read_ptr``, ``trip_read``, ``trip_a_ptr``, ``trip_a_rc``, ``trip_a_val``: what the exact
   out-of-fold residuals take out of the posterior, :meth:`TripSums.arrays`).  The header's ``meta.trip_effect``
   holds the route intervals' noise ``evroute learn`` fitted: since version 2 the posterior of ``(k, tau^2)`` from
