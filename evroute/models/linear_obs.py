@@ -53,6 +53,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 from evroute.errors import ParameterError
@@ -190,7 +191,8 @@ class NoiseEig:
         else:
             kuu = scale2 * np.asarray(kernel.columns(u))[u]
             self.l_k = jittered_cholesky(0.5 * (kuu + kuu.T))
-            gm, ltb = self.l_k.T @ np.asarray(lam @ self.l_k), self.l_k.T @ b0
+            gm = sla.blas.dtrmm(1.0, self.l_k, np.asarray(lam @ self.l_k), lower=1, trans_a=1)  # L^T (Lambda L)
+            ltb = self.l_k.T @ b0
         gm += gm.T
         gm *= 0.5
         g, self.q = np.linalg.eigh(gm)

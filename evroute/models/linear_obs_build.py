@@ -48,16 +48,20 @@ def _fit_phi_c(
     phi_bounds: tuple[float, float],
     c_bounds: tuple[float, float],
 ) -> tuple[float, float]:
-    """``(phi, c)`` maximising ``log_ml(phi, c)``: L-BFGS-B in ``(log phi, log c)`` within the bounds from ``start``."""
+    """``(phi, c)`` maximising ``log_ml(phi, c)``: L-BFGS-B in ``(log phi, log c)`` within the bounds from ``start``
+    (in ``log phi`` alone where the bounds hold ``c``: a held variable's finite difference would be 0 / 0)."""
     from scipy.optimize import minimize
 
+    free_c = c_bounds[0] < c_bounds[1]
+
     def neg(z: np.ndarray) -> float:
-        return -log_ml(float(np.exp(z[0])), float(np.exp(z[1])))
+        return -log_ml(float(np.exp(z[0])), float(np.exp(z[1])) if free_c else c_bounds[0])
 
     bounds = [(np.log(phi_bounds[0]), np.log(phi_bounds[1])), (np.log(c_bounds[0]), np.log(c_bounds[1]))]
-    z0 = np.clip(np.log(start), [b[0] for b in bounds], [b[1] for b in bounds])
+    bounds = bounds if free_c else bounds[:1]
+    z0 = np.clip(np.log(start[: len(bounds)]), [b[0] for b in bounds], [b[1] for b in bounds])
     res = minimize(neg, z0, method="L-BFGS-B", bounds=bounds, options={"ftol": 1e-10})
-    return float(np.exp(res.x[0])), float(np.exp(res.x[1]))
+    return float(np.exp(res.x[0])), float(np.exp(res.x[1])) if free_c else float(c_bounds[0])
 
 
 def offset_basis(

@@ -132,8 +132,10 @@ class TripLogML:
         """``(Z = P^T X^-1 P (T, T), P^T X^-1 d (T,), d^T X^-1 d)`` at ``(phi, c)`` (the last one cached)."""
         if self._z is None or self._z[0] != (phi, c):
             xinv = 1.0 / (phi + c * self.eig.g)
-            px = self.p * xinv[:, None]
-            self._z = ((phi, c), px.T @ self.p, px.T @ self.eig.d, float(self.eig.d @ (xinv * self.eig.d)))
+            z = sla.blas.dsyrk(1.0, self.p * np.sqrt(xinv)[:, None], trans=1, lower=1)  # its lower triangle
+            z += np.tril(z, -1).T
+            pxd = self.p.T @ (xinv * self.eig.d)
+            self._z = ((phi, c), z, pxd, float(self.eig.d @ (xinv * self.eig.d)))
         return self._z[1], self._z[2], self._z[3]
 
     def __call__(self, phi: float, c: float, kappa: float) -> float:
