@@ -18,9 +18,14 @@ from the share without the effect (``G_t = A_t^T R_t^-1 A_t``, ``h_t = A_t^T R_t
 No per-trace inverse beyond ``R_t``'s banded Cholesky (:func:`~evroute.models.linear_obs_stats.reading_batch`),
 and for a fixed ``kappa`` the noise scale ``phi`` still scales these statistics exactly, so the noise-scale
 machinery (:func:`~evroute.models.linear_obs.noise_log_ml`) fits ``phi`` (and the prior's factor ``c``) on them
-unchanged; :func:`~evroute.models.linear_obs_build.fit_with_trip_effect` maximises the marginal likelihood over
-``kappa`` around it (ML-II, bounded 1-D search in ``log kappa``; ``kappa = 0`` kept when it is not beaten).
-``kappa = 0`` returns the statistics without the effect unchanged (the same object).
+unchanged.  :func:`~evroute.models.linear_obs_build.fit_with_trip_effect` maximises the marginal likelihood over
+``(phi, c, kappa)`` (ML-II; ``kappa = 0`` kept when it is not beaten) without one eigendecomposition per ``kappa``:
+:class:`TripLogML` takes the effect as a rank-``T`` downdate of the eigendecomposition without it (Woodbury and the
+matrix determinant lemma).  Luxembourg's known-truth study at N = 1,000 (BI with offsets, 3,720 touched edges,
+964 traces, ``c`` held): 47.7 CPU s for the fit and the posterior (one eigendecomposition 18 s of the decomposition's
+24 s, the search 9 s, the posterior 13 s) against 1,036 s refitting at each ``kappa``, the same optimum (``tau``
+0.1097, ``log ML`` -184,959.2).  ``kappa = 0`` returns the statistics without the effect unchanged (the same
+object).
 
 What it is computed from: the readings each trace kept (:meth:`~evroute.models.trip_effect.TripSums.readings`; a
 trace learned in blocks is one trace with a block-diagonal ``R_t``).  Readings outside any kept trace (per-edge
