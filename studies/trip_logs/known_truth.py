@@ -244,6 +244,7 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
             from evroute.models.linear_obs_build import fit_with_trip_effect
 
             phi = fit_with_trip_effect(model, c_bounds=(1.0, 1.0))[0]
+            model.trip_effect_fit = True  # route_noise: that tau as it is, each fold out with the covariance learned
         post = model.posterior()
         # the predictive noise from out-of-fold residuals, by evroute learn's own function (trip_learning.route_noise:
         # trip_effect.out_of_fold_noise, each fold's readings taken out of the posterior again, the same numbers as
