@@ -178,6 +178,18 @@ def _ml2(model: Any, stats: Any) -> tuple[float, float]:
     return float(np.exp(res.x)), float(-res.fun)
 
 
+def _fit_trip_effect(model: Any) -> float:
+    """``phi``: the trip effect ``tau`` in the readings' noise by ML-II with ``phi`` at the selected prior (``c`` held
+    at 1; ``linear_obs_build.fit_with_trip_effect``), and ``model`` marked as fitted with it, as ``evroute learn
+    --trip-effect-fit on`` marks it: ``trip_learning.route_noise`` then uses that ``tau`` as it is and takes each fold
+    out with the covariance it was learned with."""
+    from evroute.models.linear_obs_build import fit_with_trip_effect
+
+    phi = fit_with_trip_effect(model, c_bounds=(1.0, 1.0))[0]
+    model.trip_effect_fit = True
+    return phi
+
+
 #: what the fitting of one cell needs, set by :func:`run` before the process pool forks (its workers inherit it)
 _SHARED: dict[str, Any] = {}
 
@@ -240,11 +252,8 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
         model.stats, model.noise_var, model.noise_scale = stats_of[f_i], frac**2 * var_det, phi
         model.noise_exponent = args.noise_exponent  # as the readings were built (known_truth_data._readings)
         model.trips = sums
-        if args.trip_effect_fit:  # tau in the readings' noise, ML-II with phi at the selected prior (c held at 1)
-            from evroute.models.linear_obs_build import fit_with_trip_effect
-
-            phi = fit_with_trip_effect(model, c_bounds=(1.0, 1.0))[0]
-            model.trip_effect_fit = True  # route_noise: that tau as it is, each fold out with the covariance learned
+        if args.trip_effect_fit:
+            phi = _fit_trip_effect(model)
         post = model.posterior()
         # the predictive noise from out-of-fold residuals, by evroute learn's own function (trip_learning.route_noise:
         # trip_effect.out_of_fold_noise, each fold's readings taken out of the posterior again, the same numbers as
