@@ -110,10 +110,10 @@ def test_trip_effect_fit_marks_the_model_so_the_intervals_use_that_tau() -> None
     mixture component instead of estimating a second one from fold residuals taken out without the effect (what the
     study did before: Luxembourg N = 1000 ``k`` 288, 100 % coverage).  Synthetic: 120 trips, ``tau = 0.1``."""
     import numpy as np
+    from test_trip_effect_fit import _simulate
 
     from evroute.experiments.trip_learning import route_noise
     from studies.trip_logs.known_truth import _fit_trip_effect
-    from tests.test_trip_effect_fit import _simulate
 
     model, _, _ = _simulate(0.1, 3, n_trips=120)
     phi = _fit_trip_effect(model)
