@@ -89,6 +89,19 @@ def register(sub: Any) -> None:
         help="new model: one traversal's noise variance ~ the edge's prior energy^p; 0: every edge alike "
         "(default: 0; 2: a relative noise)",
     )
+    g.add_argument(
+        "--trip-effect-fit",
+        default=None,
+        metavar="on|off",
+        help="fit the trip effect (each trace's readings share one relative offset, s.d. tau) with the readings' "
+        "noise by ML-II, and use that tau in the intervals (default: the model file's setting; a new model: off)",
+    )
+    g.add_argument(
+        "--trip-tau-max",
+        type=float,
+        default=1.0,
+        help="with --trip-effect-fit on: the largest tau searched, in (0.001, 1] (default: %(default)s)",
+    )
     g.add_argument("--battery", action="append", default=[], help="SUMO battery output of each FCD .xml log")
     g.add_argument("--soc-step", type=float, default=None, help="gauge step in %% (default: seen in each log)")
     g.add_argument("--gps-sigma-m", type=float, default=10.0, help="GPS error s.d. in m (default: %(default)s)")
@@ -209,7 +222,7 @@ def _fit_noise_and_trip_effect(model: Any, meta: dict[str, Any]) -> None:
         f"{model.prior_scale:.3g}); from whole trips "
         f"({effect['trips']} traces, {how}): one traversal's s.d. {sd:.2f}"
         f" Wh ({effect['noise_mult']:.3g} x the readings' variance), trip effect relative s.d. "
-        f"{effect['rel_var'] ** 0.5:.3f}"
+        f"{effect['rel_var'] ** 0.5:.3f}" + (" (fitted with the readings)" if model.trip_effect_fit else "")
     )
 
 
@@ -268,6 +281,10 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
         raise ParameterError(f"--noise-frac must be > 0, got {args.noise_frac}")
     if args.noise_exponent is not None and not 0 <= args.noise_exponent <= 4:
         raise ParameterError(f"--noise-exponent must be in [0, 4], got {args.noise_exponent}")
+    if args.trip_effect_fit not in (None, "on", "off"):
+        raise ParameterError(f"--trip-effect-fit must be on or off, got {args.trip_effect_fit!r}")
+    if not 1e-3 < args.trip_tau_max <= 1:
+        raise ParameterError(f"--trip-tau-max must be in (0.001, 1], got {args.trip_tau_max}")
     if args.soc_step is not None and not args.soc_step > 0:
         raise ParameterError(f"--soc-step must be > 0, got {args.soc_step}")
     options = MatchOptions(sigma_m=args.gps_sigma_m)
@@ -304,6 +321,9 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
                 offsets=args.offsets,
                 noise_exponent=LEARN_NOISE_EXPONENT if args.noise_exponent is None else args.noise_exponent,
             )
+            if args.trip_effect_fit is not None:
+                model.trip_effect_fit = args.trip_effect_fit == "on"
+            model.trip_tau_max = args.trip_tau_max
             bar = tqdm(total=len(files), desc="learn", unit="log", disable=None)
 
             def save() -> None:

@@ -166,12 +166,19 @@ def fit_noise(model: LinearObsEdgeModel) -> dict[str, Any]:
     """Fit the noise of a model learned from logs and return what the model file keeps of it (``meta.trip_effect``).
 
     1. The readings' noise scale ``phi`` and the prior covariance's factor ``c`` by ML-II
-       (:func:`evroute.models.linear_obs_build.fit_hyperparameters`, set on ``model``).
+       (:func:`evroute.models.linear_obs_build.fit_hyperparameters`, set on ``model``); with
+       ``model.trip_effect_fit`` also the trip effect ``tau`` in the readings' noise
+       (:func:`evroute.models.linear_obs_trip.fit_with_trip_effect`), then used as it is by the intervals.
     2. The route intervals' noise from the learned traces (:func:`route_noise`).
     """
-    from evroute.models.linear_obs_build import fit_hyperparameters
+    from evroute.models.linear_obs_build import fit_hyperparameters, fit_with_trip_effect
+    from evroute.models.linear_obs_trip import TAU_BOUNDS
 
-    fit_hyperparameters(model)
+    if model.trip_effect_fit:  # 1. with the trip effect tau in the readings' noise, fitted with phi and c
+        fit_with_trip_effect(model, (TAU_BOUNDS[0], model.trip_tau_max))
+    else:
+        model.trip_tau = 0.0
+        fit_hyperparameters(model)
     return route_noise(model)
 
 
@@ -185,14 +192,18 @@ def route_noise(model: LinearObsEdgeModel) -> dict[str, Any]:
     (:func:`evroute.models.trip_effect.out_of_fold_noise`: each fold's readings taken out of the posterior exactly,
     then the posterior of ``(k, tau^2)`` under half-Cauchy priors): in-sample residuals are too small where a trace's
     own edges absorb its trip effect.  Returns :meth:`~evroute.models.predictive_noise.PredictiveNoise.to_dict` of
-    the pruned mixture (every served route interval is its central interval).  Traces learned before their readings
-    were kept (model files of format version 1) stay in the posterior but give no residual; when no trace has its
-    readings, the in-sample point fit of :func:`~evroute.models.trip_effect.fit_route_noise` (``method``
+    the pruned mixture (every served route interval is its central interval).  With ``model.trip_effect_fit`` the
+    trip effect was fitted with the readings (:func:`fit_noise`): its ``tau`` (possibly 0) is used as it is and only
+    ``k`` is fitted here, each fold taken out with the covariance it was learned with.  Traces learned before their
+    readings were kept (model files of format version 1) stay in the posterior but give no residual; when no trace has
+    its readings, the in-sample point fit of :func:`~evroute.models.trip_effect.fit_route_noise` (``method``
     ``"whole-trip"``; ``k = 1``, ``tau^2 = 0`` from fewer than two traces)."""
     from evroute.models.trip_effect import fit_route_noise, out_of_fold_noise
 
     post = model.posterior()
-    pn = out_of_fold_noise(post.mean, post.covariance_of, model.trips, model.noise_scale)
+    # with the effect in the fit its tau (ML-II, possibly 0) is used as it is: one tau, estimated once
+    effect = (model.prior_mean, model.trip_tau**2) if model.trip_effect_fit else None
+    pn = out_of_fold_noise(post.mean, post.covariance_of, model.trips, model.noise_scale, trip_effect=effect)
     if pn is not None:
         return pn.pruned().to_dict()
     return fit_route_noise(post.mean, post.covariance_of, model.trips, model.noise_scale).to_dict()

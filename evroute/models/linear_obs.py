@@ -38,6 +38,12 @@ the marginal likelihood is a function of ``phi`` on the saved statistics alone a
 fit_noise_scale` maximises it (ML-II; ``noise_scale``, default 1).  It also absorbs what the nominal noise leaves
 out (map-matching errors, a crossing's position), so ``phi > 1`` is the usual outcome of real logs.
 
+**Trip effect in the fit** (option, off by default: :attr:`LinearObsEdgeModel.trip_effect_fit`, ``evroute learn
+--trip-effect-fit on``): each learned trace's readings share ``beta_t A_t f_0``, ``beta_t ~ N(0, tau^2)``; the
+statistics with it come per trace by Sherman-Morrison (:mod:`evroute.models.linear_obs_trip`,
+:meth:`LinearObsEdgeModel.effective_stats`) and ``tau`` by ML-II with ``phi``
+(:func:`~evroute.models.linear_obs_build.fit_with_trip_effect`); ``tau = 0`` is the fit without it, bit for bit.
+
 A single-edge observation ``y`` with noise ``s^2`` is the special case ``a = e_u``, ``R = s^2`` (:meth:`update`), so the
 model reproduces :class:`~evroute.models.bi.BayesianEdgeModel` and the exact GP on per-edge data (tests).
 """
@@ -47,6 +53,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 from evroute.errors import ParameterError
@@ -54,6 +61,7 @@ from evroute.kernels.linalg import jittered_cholesky, solve_lower
 from evroute.models.base import EdgeModel, EdgePosterior
 from evroute.models.exact_posterior import KernelSource
 from evroute.models.linear_obs_stats import LinearStatistics, ReadingBatch, reading_batch
+from evroute.models.linear_obs_trip import TripRank1
 from evroute.models.trip_effect import TripSums
 
 #: :func:`noise_log_ml`, independent edges: from this fill of ``Lambda_UU``, one eigendecomposition, not an LU each
@@ -149,34 +157,54 @@ def noise_log_ml(
     instead while ``Lambda_UU`` is sparse (``dense`` None: under :data:`DENSE_FILL` of it non-zero; Monaco's logs fill
     10 % of |U| = 2,093: 0.46 CPU s an LU, 45 in a fit, against 2.6 s for one eigendecomposition)."""
     m = np.asarray(prior_mean, dtype=np.float64)
-    u = stats.touched()
-    lam_full = stats.matrix()
-    lam = lam_full[u][:, u]
-    rr0 = stats.yry - 2.0 * float(stats.h @ m) + float(m @ (lam_full @ m))
-    n, logdet_r = stats.readings, stats.logdet_r
-    b0 = stats.h[u] - lam @ m[u]
-    if isinstance(kernel, DiagonalKernel):  # independent edges: M = I + D Lambda_0 D / phi, as sparse as Lambda_0
-        d = np.sqrt(scale2 * kernel.v[u])
+    if isinstance(kernel, DiagonalKernel) and dense is not True:  # independent edges: M = I + D Lambda_0 D / phi
+        u = stats.touched()
+        lam = stats.matrix()[u][:, u]
         if not (lam.nnz >= DENSE_FILL * len(u) ** 2 if dense is None else dense):
-            return _sparse_noise_log_ml(d, lam, b0, rr0, n, logdet_r)
-        gm, ltb = lam.toarray() * d[:, None], d * b0  # D Lambda D, the second product in place
-        gm *= d[None, :]
-    else:
-        kuu = scale2 * np.asarray(kernel.columns(u))[u]
-        l_k = jittered_cholesky(0.5 * (kuu + kuu.T))
-        gm, ltb = l_k.T @ np.asarray(lam @ l_k), l_k.T @ b0
-    gm += gm.T
-    gm *= 0.5
-    g, q = np.linalg.eigh(gm)
-    g = np.maximum(g, 0.0)  # Lambda_0 is positive semi-definite: negative eigenvalues are rounding
-    d2 = (q.T @ ltb) ** 2
+            lam_full = stats.matrix()
+            rr0 = stats.yry - 2.0 * float(stats.h @ m) + float(m @ (lam_full @ m))
+            b0 = stats.h[u] - lam @ m[u]
+            d = np.sqrt(scale2 * kernel.v[u])
+            return _sparse_noise_log_ml(d, lam, b0, rr0, stats.readings, stats.logdet_r)
+    return NoiseEig(kernel, scale2, m, stats).log_ml
 
-    def log_ml(phi: float, c: float = 1.0) -> float:
-        quad = float(np.sum(c * d2 / (phi * (phi + c * g))))
-        logdet = float(np.log1p(c * g / phi).sum())
-        return -0.5 * (rr0 / phi - quad + logdet + logdet_r + n * np.log(2 * np.pi * phi))
 
-    return log_ml
+class NoiseEig:
+    """The one eigendecomposition behind :func:`noise_log_ml` (its doc), kept for callers that update it:
+    ``u`` ``(|U|,)`` the touched edges, ``l_k`` ``L`` (``(|U|, |U|)`` lower triangular, or ``(|U|,)`` its diagonal for
+    independent edges; ``K_UU = L L^T``, Wh^2), ``g`` ``(|U|,)`` and ``q`` ``(|U|, |U|)`` the eigenvalues and vectors of
+    ``G = L^T Lambda_0 L``, ``d = Q^T L^T b_0`` (Wh^0), ``rr0`` ``r^T R_0^-1 r``, ``n`` readings, ``logdet_r``."""
+
+    def __init__(self, kernel: KernelSource, scale2: float, prior_mean: np.ndarray, stats: LinearStatistics) -> None:
+        m = np.asarray(prior_mean, dtype=np.float64)
+        u = stats.touched()
+        lam_full = stats.matrix()
+        lam = lam_full[u][:, u]
+        self.u, self.n, self.logdet_r = u, stats.readings, stats.logdet_r
+        self.rr0 = stats.yry - 2.0 * float(stats.h @ m) + float(m @ (lam_full @ m))
+        b0 = stats.h[u] - lam @ m[u]
+        self.l_k: np.ndarray
+        if isinstance(kernel, DiagonalKernel):
+            self.l_k = np.sqrt(scale2 * kernel.v[u])
+            gm, ltb = lam.toarray() * self.l_k[:, None], self.l_k * b0  # D Lambda D, the second product in place
+            gm *= self.l_k[None, :]
+        else:
+            kuu = scale2 * np.asarray(kernel.columns(u))[u]
+            self.l_k = jittered_cholesky(0.5 * (kuu + kuu.T))
+            gm = sla.blas.dtrmm(1.0, self.l_k, np.asarray(lam @ self.l_k), lower=1, trans_a=1)  # L^T (Lambda L)
+            ltb = self.l_k.T @ b0
+        gm += gm.T
+        gm *= 0.5
+        g, self.q = np.linalg.eigh(gm)
+        self.g = np.maximum(g, 0.0)  # Lambda_0 is positive semi-definite: negative eigenvalues are rounding
+        self.d = self.q.T @ ltb
+        self._d2 = self.d**2
+
+    def log_ml(self, phi: float, c: float = 1.0) -> float:
+        """The log marginal likelihood at noise scale ``phi`` and prior factor ``c`` (``O(|U|)``)."""
+        quad = float(np.sum(c * self._d2 / (phi * (phi + c * self.g))))
+        logdet = float(np.log1p(c * self.g / phi).sum())
+        return -0.5 * (self.rr0 / phi - quad + logdet + self.logdet_r + self.n * np.log(2 * np.pi * phi))
 
 
 def _sparse_noise_log_ml(d: np.ndarray, lam: sp.csr_matrix, b0: np.ndarray, rr0: float, n: int, logdet_r: float) -> Any:
@@ -315,6 +343,29 @@ class LinearObsEdgeModel(EdgeModel):
         self.base_state: tuple[str, dict[str, Any], dict[str, np.ndarray]] | None = None
         #: ``p`` of :func:`traversal_noise_weights`: one traversal's noise variance grows as the prior energy^p
         self.noise_exponent = 0.0
+        #: whether :func:`~evroute.experiments.trip_learning.fit_noise` fits the trip effect into the readings' noise
+        #: (:mod:`evroute.models.linear_obs_trip`; ``evroute learn --trip-effect-fit``; off by default)
+        self.trip_effect_fit = False
+        #: ``tau``: each learned trace's readings share ``beta_t A_t f_0``, ``beta_t ~ N(0, tau^2)`` (0: none)
+        self.trip_tau = 0.0
+        #: the largest ``tau`` the fit searches (``evroute learn --trip-tau-max``; not saved)
+        self.trip_tau_max = 1.0
+        self._rank1: tuple[tuple[int, int], TripRank1] | None = None
+
+    def trip_rank1(self) -> TripRank1:
+        """The :class:`~evroute.models.linear_obs_trip.TripRank1` terms of the learned traces (cached while no
+        trace is added)."""
+        key = (id(self.trips), len(self.trips))
+        if self._rank1 is None or self._rank1[0] != key:
+            self._rank1 = (key, TripRank1(self.trips, self.prior_mean))
+        return self._rank1[1]
+
+    def effective_stats(self) -> LinearStatistics:
+        """The readings' statistics the posterior uses: :attr:`stats` (``trip_tau = 0``) or with the trip effect
+        folded in at ``kappa = tau^2 / phi`` (:meth:`~evroute.models.linear_obs_trip.TripRank1.statistics`)."""
+        if self.trip_tau == 0:
+            return self.stats
+        return self.trip_rank1().statistics(self.stats, self.trip_tau**2 / self.noise_scale)
 
     def traversal_noise_var(self) -> np.ndarray:
         """``(E,)`` the nominal noise variance of one whole traversal of each edge, Wh^2 (before :attr:`noise_scale`):
@@ -339,7 +390,11 @@ class LinearObsEdgeModel(EdgeModel):
     def posterior(self) -> EdgePosterior:
         if self._post is None:
             mu, var, cov_of, self.log_ml = linear_posterior(
-                self.kernel, self.scale2 * self.prior_scale, self.prior_mean, self.stats, noise_scale=self.noise_scale
+                self.kernel,
+                self.scale2 * self.prior_scale,
+                self.prior_mean,
+                self.effective_stats(),
+                noise_scale=self.noise_scale,
             )
             assert var is not None
             noise = self.traversal_noise_var() * self.noise_scale
@@ -374,6 +429,7 @@ __all__ = [
     "LinearStatistics",
     "ReadingBatch",
     "SubsetCovariance",
+    "NoiseEig",
     "noise_log_ml",
     "linear_posterior",
     "traversal_noise_weights",

@@ -24,22 +24,23 @@ File format (``FORMAT = "evroute-model"``, ``FORMAT_VERSION = 2``; version 1 fil
   ``sigma0^2``), ``graph_nu``, ``graph_kappa`` and the model ``config``.  The exact posterior depends on the data
   only through ``(edges, counts, sum_y)``, so it is rebuilt exactly (the kernel comes from the network).
 
-  ``kind = "linear"`` (:class:`~evroute.models.linear_obs.LinearObsEdgeModel`, learned from linear readings of
-  trip logs): the prior of its base model (the header's ``hyperparameters["base"]`` is ``"bi"`` or ``"gp-exact"``;
-  that kind's arrays and hyperparameters above, with no observation; optionally ``lin_basis`` ``(E, p)`` and
+  ``kind = "linear"`` (:class:`~evroute.models.linear_obs.LinearObsEdgeModel`, learned from linear readings of trip
+  logs): the prior of its base model (the header's ``hyperparameters["base"]`` is ``"bi"`` or ``"gp-exact"``; that
+  kind's arrays and hyperparameters above, with no observation; optionally ``lin_basis`` ``(E, p)`` and
   ``lin_basis_sd`` ``(p,)``, shared mean corrections) plus the sufficient statistics of the readings: ``lin_row``,
-  ``lin_col``, ``lin_val`` (the sparse information matrix ``Lambda`` in COO form, Wh^-2), ``lin_h`` ``(E,)``
-  (Wh^-1), ``lin_readings`` (a count) and ``lin_yry_logdet`` (``sum y^T R^-1 y`` and ``sum log det R``, for the
-  marginal likelihood); the header's ``hyperparameters["noise_scale"]`` (the readings' learned noise scale, 1 if
-  absent) and ``hyperparameters["prior_scale"]`` (the learned factor of the prior covariance, 1 if absent) and,
-  optionally, ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` (per learned trace, what its
-  trip-level effect is estimated from: :class:`~evroute.models.trip_effect.TripSums`) and, since version 2, the
-  traces' readings (``trip_read_ptr``, ``trip_read``, ``trip_a_ptr``, ``trip_a_rc``, ``trip_a_val``: what the exact
-  out-of-fold residuals take out of the posterior, :meth:`TripSums.arrays`).  The header's ``meta.trip_effect``
-  holds the route intervals' noise ``evroute learn`` fitted: since version 2 the posterior of ``(k, tau^2)`` from
-  out-of-fold residuals as a mixture (``mixture``: ``k``, ``tau2``, ``weight`` lists;
-  :meth:`~evroute.models.predictive_noise.PredictiveNoise.to_dict`), in version 1 files a point fitted in-sample.
-  The posterior is the closed form of that module.
+  ``lin_col``, ``lin_val`` (the sparse information matrix ``Lambda`` in COO form, Wh^-2), ``lin_h`` ``(E,)`` (Wh^-1),
+  ``lin_readings`` (a count) and ``lin_yry_logdet`` (``sum y^T R^-1 y`` and ``sum log det R``, for the marginal
+  likelihood); the header's ``hyperparameters["noise_scale"]`` (the readings' learned noise scale, 1 if absent) and
+  ``hyperparameters["prior_scale"]`` (the learned factor of the prior covariance, 1 if absent),
+  ``hyperparameters["trip_effect_fit"]`` and ``["trip_tau"]`` (the trip effect in the fit, :mod:`evroute.models.
+  linear_obs_trip`; absent: off, 0) and, optionally, ``trip_ptr``, ``trip_edge``, ``trip_w``, ``trip_yr`` (per learned
+  trace, what its trip-level effect is estimated from: :class:`~evroute.models.trip_effect.TripSums`) and, since
+  version 2, the traces' readings (``trip_read_ptr``, ``trip_read``, ``trip_a_ptr``, ``trip_a_rc``, ``trip_a_val``:
+  what the exact out-of-fold residuals take out of the posterior, :meth:`TripSums.arrays`).  The header's
+  ``meta.trip_effect`` holds the route intervals' noise ``evroute learn`` fitted: since version 2 the posterior of
+  ``(k, tau^2)`` from out-of-fold residuals as a mixture (``mixture``: ``k``, ``tau2``, ``weight`` lists;
+  :meth:`~evroute.models.predictive_noise.PredictiveNoise.to_dict`), in version 1 files a point fitted in-sample. The
+  posterior is the closed form of that module.
 
 Other models (the sparse variational GP ``gp``, ``gp-tv``, ``kr``) are refused with one line: their posterior
 depends on variational or kernel-regression state this format does not hold.
@@ -117,6 +118,8 @@ def _state(model: EdgeModel) -> tuple[str, dict[str, Any], dict[str, np.ndarray]
         hp = {**hyper, "base": base_kind, "noise_scale": lin.noise_scale, "prior_scale": lin.prior_scale}
         if lin.noise_exponent:
             hp["noise_exponent"] = lin.noise_exponent
+        if lin.trip_effect_fit or lin.trip_tau:  # the trip effect in the fit (linear_obs_trip); absent: off
+            hp["trip_effect_fit"], hp["trip_tau"] = bool(lin.trip_effect_fit), float(lin.trip_tau)
         return kind, hp, out, int(lin.stats.readings)
     return (kind, *base_state(model, kind))
 
@@ -304,6 +307,8 @@ def _load_linear(a: dict[str, np.ndarray], hp: dict[str, Any], linegraph: LineGr
     model.prior_scale = float(hp.get("prior_scale", 1.0))  # files before the prior's scale was learned: 1
     model.noise_exponent = float(hp.get("noise_exponent", 0.0))  # files before per-edge traversal noise: all alike
     model.trips = TripSums.from_arrays(a)
+    model.trip_effect_fit = bool(hp.get("trip_effect_fit", False))  # files before the option: off
+    model.trip_tau = float(hp.get("trip_tau", 0.0))
     return model
 
 

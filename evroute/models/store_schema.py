@@ -298,6 +298,10 @@ def _check_ranges(path: str | Path, header: dict[str, Any], a: dict[str, np.ndar
     need(_number(pscale) and pscale > 0, f"hyperparameter 'prior_scale' must be a finite number > 0, got {pscale!r}")
     nexp = header["hyperparameters"].get("noise_exponent", 0.0) if header["kind"] == "linear" else 0.0
     need(_number(nexp) and 0 <= nexp <= 4, f"hyperparameter 'noise_exponent' must be a number in [0, 4], got {nexp!r}")
+    tau = header["hyperparameters"].get("trip_tau", 0.0) if header["kind"] == "linear" else 0.0
+    need(_number(tau) and 0 <= tau <= 1, f"hyperparameter 'trip_tau' must be a number in [0, 1], got {tau!r}")
+    fit = header["hyperparameters"].get("trip_effect_fit", False) if header["kind"] == "linear" else False
+    need(isinstance(fit, bool), f"hyperparameter 'trip_effect_fit' must be true or false, got {fit!r}")
     obs = {"bi": "count", "gp-exact": "counts", "linear": "lin_readings"}[header["kind"]]
     need(int(a[obs].sum()) == header["observations"], f"header 'observations' is not the sum of array {obs!r}")
 

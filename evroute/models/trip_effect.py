@@ -317,6 +317,8 @@ def cavity_residuals(
     readings: Sequence[Readings],
     noise_scale: float = 1.0,
     folds: int = 10,
+    *,
+    trip_effect: tuple[np.ndarray, float] | None = None,
 ) -> TripResiduals:
     """:func:`fold_residuals` without refitting: from the posterior of all trips (mean ``(E,)``, ``cov_of`` as
     :func:`fit_trip_effect` takes it) with each fold's readings taken out again -- exact for linear Gaussian readings,
@@ -327,7 +329,11 @@ def cavity_residuals(
     edges ``U`` (posterior mean ``m``, covariance ``S``) and its stacked readings: ``V = phi R - A S A^T`` (the
     covariance of their in-sample residuals), ``m_c = m + S A^T V^-1 (A m - y)``, ``S_c = S + S A^T V^-1 A S``
     (block leave-out of a Gaussian posterior; Sundararajan & Keerthi 2001 for one reading).  Each trip's ``w`` is
-    its ``A``'s column sums, ``Y`` its readings' sum, ``r = 1^T R 1``, as :meth:`TripSums.add` keeps them."""
+    its ``A``'s column sums, ``Y`` its readings' sum, ``r = 1^T R 1``, as :meth:`TripSums.add` keeps them.
+
+    ``trip_effect`` ``(f_0 (E,) Wh, tau^2)``: the posterior was fitted with the trip effect in the readings' noise
+    (:mod:`evroute.models.linear_obs_trip`): each trip's block of ``V`` gains ``tau^2 m_t m_t^T``, ``m_t = A_t
+    f_0[edges]``, so the fold is taken out with the covariance it was learned with."""
     from scipy.linalg import LinAlgError, cho_factor, cho_solve, eigh
 
     n = len(readings)
@@ -353,6 +359,10 @@ def cavity_residuals(
         s_u, m_u = np.asarray(cov_of(u), dtype=np.float64), m_all[u]
         a_s = a_f @ s_u
         v = noise_scale * r_f - a_s @ a_f.T
+        if trip_effect is not None and trip_effect[1] > 0:
+            m0 = a_f @ np.asarray(trip_effect[0], dtype=np.float64)[u]  # (rows,) each trip's prior mean readings
+            for o, size in zip(np.cumsum([0, *sizes[:-1]]), sizes, strict=True):
+                v[o : o + size, o : o + size] += trip_effect[1] * np.outer(m0[o : o + size], m0[o : o + size])
         v = 0.5 * (v + v.T)
         try:
             g = cho_solve(cho_factor(v), a_s)  # V^-1 A S
@@ -396,17 +406,32 @@ class _TraceReadings(Sequence[Readings]):
 
 
 def out_of_fold_noise(
-    mean: np.ndarray, cov_of: Any, sums: TripSums, noise_scale: float, *, folds: int = FOLDS, **prior: Any
+    mean: np.ndarray,
+    cov_of: Any,
+    sums: TripSums,
+    noise_scale: float,
+    *,
+    folds: int = FOLDS,
+    trip_effect: tuple[np.ndarray, float] | None = None,
+    **prior: Any,
 ) -> PredictiveNoise | None:
     """The route intervals' predictive noise (what ``evroute learn`` stores and the known-truth study scores): the
     out-of-fold residuals of every trace of ``sums`` that kept its readings (:func:`cavity_residuals` in
     :func:`fold_count` folds, from the posterior of all readings: mean ``(E,)`` Wh, ``cov_of`` as
     :func:`fit_trip_effect` takes it, the readings' noise scale ``noise_scale``), then the posterior of ``(k,
-    tau^2)`` (:func:`fit_predictive_noise`, with ``prior``'s keywords).  None when no trace kept its readings."""
+    tau^2)`` (:func:`fit_predictive_noise`, with ``prior``'s keywords).  None when no trace kept its readings.
+
+    ``trip_effect`` ``(f_0, tau^2)``: the trip effect was fitted with the readings (:mod:`evroute.models.
+    linear_obs_trip`): the folds are taken out with it (:func:`cavity_residuals`) and the intervals use that same
+    ``tau^2`` (only ``k`` is fitted here), so one ``tau`` is estimated once and not counted twice."""
     idx = sums.with_readings()
     if not len(idx):
         return None
-    res = cavity_residuals(mean, cov_of, _TraceReadings(sums, idx), noise_scale, fold_count(len(idx), folds))
+    res = cavity_residuals(
+        mean, cov_of, _TraceReadings(sums, idx), noise_scale, fold_count(len(idx), folds), trip_effect=trip_effect
+    )
+    if trip_effect is not None:
+        prior = {**prior, "tau2": float(trip_effect[1])}
     return fit_predictive_noise(res, noise_scale, **prior)
 
 

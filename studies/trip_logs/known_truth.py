@@ -93,6 +93,7 @@ from studies.trip_logs.known_truth_data import (
     _match_trips,
     _per_route,
     _read,
+    _read_header,
     _readings,
     _Serial,
     load_study,
@@ -133,6 +134,7 @@ ROW_FIELDS = [
     "n_drives",
     "repeats",
     "noise_exponent",
+    "trip_tau_fit",
 ]
 Z90 = 1.6448536269514722  # the standard normal's 95 % quantile: a central 90 % interval is mean +- Z90 sd
 
@@ -174,6 +176,18 @@ def _ml2(model: Any, stats: Any) -> tuple[float, float]:
         options={"xatol": 1e-3},
     )
     return float(np.exp(res.x)), float(-res.fun)
+
+
+def _fit_trip_effect(model: Any) -> float:
+    """``phi``: the trip effect ``tau`` in the readings' noise by ML-II with ``phi`` at the selected prior (``c`` held
+    at 1; ``linear_obs_build.fit_with_trip_effect``), and ``model`` marked as fitted with it, as ``evroute learn
+    --trip-effect-fit on`` marks it: ``trip_learning.route_noise`` then uses that ``tau`` as it is and takes each fold
+    out with the covariance it was learned with."""
+    from evroute.models.linear_obs_build import fit_with_trip_effect
+
+    phi = fit_with_trip_effect(model, c_bounds=(1.0, 1.0))[0]
+    model.trip_effect_fit = True
+    return phi
 
 
 #: what the fitting of one cell needs, set by :func:`run` before the process pool forks (its workers inherit it)
@@ -238,6 +252,8 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
         model.stats, model.noise_var, model.noise_scale = stats_of[f_i], frac**2 * var_det, phi
         model.noise_exponent = args.noise_exponent  # as the readings were built (known_truth_data._readings)
         model.trips = sums
+        if args.trip_effect_fit:
+            phi = _fit_trip_effect(model)
         post = model.posterior()
         # the predictive noise from out-of-fold residuals, by evroute learn's own function (trip_learning.route_noise:
         # trip_effect.out_of_fold_noise, each fold's readings taken out of the posterior again, the same numbers as
@@ -307,6 +323,7 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
                 commit=sh["commit"],
                 learn_interval=LEARN_SERVED,
                 noise_exponent=args.noise_exponent,
+                trip_tau_fit=f"{model.trip_tau:.4g}" if args.trip_effect_fit else "",
             )
         )
     return n_train, seed, rows, _cpu() - t0
@@ -325,6 +342,9 @@ def run(args: argparse.Namespace) -> int:
     lg, net = st.lg, st.lg.network
     train, test, truth = st.train, st.test, st.truth
     rows_csv = out / "rows.csv"
+    if args.trip_effect_fit and rows_csv.is_file() and "trip_tau_fit" not in _read_header(rows_csv):
+        print(f"evroute: error: {rows_csv} has no trip_tau_fit column: use a new --out folder", file=sys.stderr)
+        return 2
     (out / "command.txt").write_text(_command(args.argv) + "\n")  # the latest command: it completes the design
     if not (out / "bias.csv").is_file():
         _append(
@@ -438,6 +458,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--prior-fracs", default="0.25", help="grid of the prior s.d. / sigma_det (ML-II, step 3)")
     p.add_argument(
         "--noise-exponent", type=float, default=LEARN_NOISE_EXPONENT, help="one traversal's noise ~ energy^p (step 3)"
+    )
+    p.add_argument(
+        "--trip-effect-fit",
+        action="store_true",
+        help="fit the trip effect tau into the readings' noise (linear_obs_trip; evroute learn --trip-effect-fit on)",
     )
     p.add_argument(
         "--prior", default=PRIORS[0], help=f"the physics prior, among {', '.join(PRIORS)} (default: the default)"

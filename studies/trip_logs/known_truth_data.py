@@ -37,10 +37,20 @@ def learn_interval_kind(rows: list[dict]) -> str:
     return "served" if learned and served == len(learned) else ("moments" if served == 0 else "mixed")
 
 
+def _read_header(path: Path) -> list[str]:
+    """The column names of a CSV file's first line."""
+    with path.open(newline="") as fh:
+        return next(csv.reader(fh), [])
+
+
 def _append(path: Path, fields: list[str], rows: list[dict]) -> None:
+    """Append ``rows`` to the CSV ``path`` (its header ``fields`` when new); an existing file keeps its own columns
+    (a folder written before a column was added: the new column is left out, not shifted into others)."""
     new = not path.is_file()
+    if not new:
+        fields = _read_header(path) or fields
     with path.open("a", newline="") as fh:
-        w = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n")
+        w = csv.DictWriter(fh, fieldnames=fields, lineterminator="\n", extrasaction="ignore")
         if new:
             w.writeheader()
         w.writerows(rows)

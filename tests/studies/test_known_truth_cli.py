@@ -88,3 +88,35 @@ def test_matches_are_kept_without_pickle_and_read_back_exactly(tmp_path) -> None
     np.testing.assert_array_equal(got["trip/odd"].piece, b.piece)
     store.write_bytes(b"not a zip file")
     assert _load_matches(store) == {}
+
+
+def test_append_keeps_an_existing_files_columns(tmp_path: Path) -> None:
+    """Rows appended to a CSV written before a column was added keep its columns (the new one left out, nothing
+    shifted); a new file gets every column."""
+    from studies.trip_logs.known_truth_data import _append, _read
+
+    old = tmp_path / "old.csv"
+    _append(old, ["a", "b"], [{"a": 1, "b": 2}])
+    _append(old, ["a", "b", "c"], [{"a": 3, "b": 4, "c": 5}])
+    assert _read(old) == [{"a": "1", "b": "2"}, {"a": "3", "b": "4"}]
+    new = tmp_path / "new.csv"
+    _append(new, ["a", "b", "c"], [{"a": 3, "b": 4, "c": 5}])
+    assert _read(new) == [{"a": "3", "b": "4", "c": "5"}]
+
+
+def test_trip_effect_fit_marks_the_model_so_the_intervals_use_that_tau() -> None:
+    """``--trip-effect-fit``: the cell's model is fitted with the effect (``c`` held at 1) and marked as such, so the
+    intervals (``trip_learning.route_noise``, as ``evroute learn`` serves them) carry the fitted ``tau^2`` in every
+    mixture component instead of estimating a second one from fold residuals taken out without the effect (what the
+    study did before: Luxembourg N = 1000 ``k`` 288, 100 % coverage).  Synthetic: 120 trips, ``tau = 0.1``."""
+    import numpy as np
+    from test_trip_effect_fit import _simulate
+
+    from evroute.experiments.trip_learning import route_noise
+    from studies.trip_logs.known_truth import _fit_trip_effect
+
+    model, _, _ = _simulate(0.1, 3, n_trips=120)
+    phi = _fit_trip_effect(model)
+    assert model.trip_effect_fit and model.prior_scale == 1.0 and phi == model.noise_scale
+    assert model.trip_tau > 0.05
+    assert np.allclose(route_noise(model)["mixture"]["tau2"], model.trip_tau**2, rtol=1e-12)
