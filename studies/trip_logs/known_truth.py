@@ -38,13 +38,14 @@ Protocol (all seeded):
    prior energy^``--noise-exponent``, normalised: ``linear_obs.traversal_noise_weights``; default 0, as ``evroute
    learn``: every edge alike), with ``f`` in ``--noise-fracs`` (it matters beside the charge quantisation of degraded
    logs; with exact logs only ``phi f^2`` does) and, for each, the readings' noise scale ``phi``
-   (bounded search, :func:`_ml2`).  The held-out trips' energy is predicted as the sum of the posterior means over
-   their true routes plus the route's boundary term ``M(end) - M(start)`` (from rest to rest: ``m g (z_end -
-   z_start)``), with three 90 % intervals: ``cover90`` from the route's joint posterior covariance plus the whole-trip
-   noise and the trip effect fitted to the training trips' **out-of-fold** residual sums (``evroute.models.
-   trip_effect.cavity_residuals``: each trip's sum predicted by the posterior of the other folds' trips,
-   ``trip_effect.fold_count``: 10 folds (folds of 10 trips beyond N = 100), leave one trip out for N <= 10, same
-   hyper-parameters; each fold's readings taken out of the posterior of all, exactly what refitting without them
+   (bounded search, :func:`~studies.trip_logs.known_truth_fit.ml2_noise_scale`).  The held-out trips' energy is
+   predicted as the sum of the posterior means over their true routes plus the route's boundary term ``M(end) -
+   M(start)`` (from rest to rest: ``m g (z_end - z_start)``), with three 90 % intervals: ``cover90`` from the route's
+   joint posterior covariance plus the whole-trip noise and the trip effect fitted to the training trips'
+   **out-of-fold** residual sums (``evroute.models. trip_effect.cavity_residuals``: each trip's sum predicted by the
+   posterior of the other folds' trips, ``trip_effect.fold_count``: 10 folds (folds of 10 trips beyond N = 100),
+   leave one trip out for N <= 10, same hyper-parameters; each fold's readings taken out of the posterior of all,
+   exactly what refitting without them
    gives; ``fit_predictive_noise``:
    the posterior of ``(k, tau^2)`` under weakly-informative half-Cauchy priors, the interval a mixture over it, so it
    carries the fit's uncertainty from few trips; the readings' noise over short windows overstates a whole
@@ -98,6 +99,7 @@ from studies.trip_logs.known_truth_data import (
     _Serial,
     load_study,
 )
+from studies.trip_logs.known_truth_fit import fit_trip_effect, ml2_noise_scale
 from studies.trip_logs.known_truth_repeats import score_fields
 
 NOISE_FRACS = (0.1, 0.25, 0.5, 1.0)
@@ -157,39 +159,6 @@ def _commit() -> str:
     return head + ("+dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
 
 
-def _ml2(model: Any, stats: Any) -> tuple[float, float]:
-    """``(phi, log ML)``: the readings' noise scale by ML-II (bounded search in ``log phi`` over ``[1e-3, 1e3]``) for
-    ``model``'s prior and ``stats``, and the log marginal likelihood there; each evaluation from one decomposition
-    (``evroute.models.linear_obs.noise_log_ml``: the value ``linear_posterior`` gives, without a Cholesky per
-    evaluation)."""
-    from scipy.optimize import minimize_scalar
-
-    from evroute.models.linear_obs import noise_log_ml
-
-    if stats.readings == 0 or len(stats.touched()) == 0:
-        return 1.0, 0.0
-    log_ml = noise_log_ml(model.kernel, model.scale2 * model.prior_scale, model.prior_mean, stats)
-    res = minimize_scalar(
-        lambda z: -log_ml(float(np.exp(z))),
-        bounds=(np.log(1e-3), np.log(1e3)),
-        method="bounded",
-        options={"xatol": 1e-3},
-    )
-    return float(np.exp(res.x)), float(-res.fun)
-
-
-def _fit_trip_effect(model: Any) -> float:
-    """``phi``: the trip effect ``tau`` in the readings' noise by ML-II with ``phi`` at the selected prior (``c`` held
-    at 1; ``linear_obs_build.fit_with_trip_effect``), and ``model`` marked as fitted with it, as ``evroute learn
-    --trip-effect-fit on`` marks it: ``trip_learning.route_noise`` then uses that ``tau`` as it is and takes each fold
-    out with the covariance it was learned with."""
-    from evroute.models.linear_obs_build import fit_with_trip_effect
-
-    phi = fit_with_trip_effect(model, c_bounds=(1.0, 1.0))[0]
-    model.trip_effect_fit = True
-    return phi
-
-
 #: what the fitting of one cell needs, set by :func:`run` before the process pool forks (its workers inherit it)
 _SHARED: dict[str, Any] = {}
 
@@ -234,7 +203,7 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
                 kw = {"basis": basis, "basis_sd": basis_sd} if offsets else {}
                 model = linear_model_from(bases[(kind, pf)], **kw)  # noise_var only enters the readings
                 for f_i, stats in enumerate(stats_of):
-                    phi, log_ml = _ml2(model, stats)
+                    phi, log_ml = ml2_noise_scale(model, stats)
                     if best is None or log_ml > best[0]:
                         best = (log_ml, pf, args.noise_fracs[f_i], offsets, f_i, phi)
         assert best is not None
@@ -253,7 +222,7 @@ def _fit_cell(cell: tuple[int, int]) -> tuple[int, int, list[dict], float]:
         model.noise_exponent = args.noise_exponent  # as the readings were built (known_truth_data._readings)
         model.trips = sums
         if args.trip_effect_fit:
-            phi = _fit_trip_effect(model)
+            phi = fit_trip_effect(model)
         post = model.posterior()
         # the predictive noise from out-of-fold residuals, by evroute learn's own function (trip_learning.route_noise:
         # trip_effect.out_of_fold_noise, each fold's readings taken out of the posterior again, the same numbers as

@@ -113,7 +113,7 @@ def test_trip_effect_fit_marks_the_model_so_the_intervals_use_that_tau() -> None
     from test_trip_effect_fit import _simulate
 
     from evroute.experiments.trip_learning import route_noise
-    from studies.trip_logs.known_truth import _fit_trip_effect
+    from studies.trip_logs.known_truth_fit import fit_trip_effect as _fit_trip_effect
 
     model, _, _ = _simulate(0.1, 3, n_trips=120)
     phi = _fit_trip_effect(model)
