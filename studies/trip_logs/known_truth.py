@@ -42,7 +42,7 @@ Protocol (all seeded):
    predicted as the sum of the posterior means over their true routes plus the route's boundary term ``M(end) -
    M(start)`` (from rest to rest: ``m g (z_end - z_start)``), with three 90 % intervals: ``cover90`` from the route's
    joint posterior covariance plus the whole-trip noise and the trip effect fitted to the training trips'
-   **out-of-fold** residual sums (``evroute.models. trip_effect.cavity_residuals``: each trip's sum predicted by the
+   **out-of-fold** residual sums (``evroute.models.trip_effect.cavity_residuals``: each trip's sum predicted by the
    posterior of the other folds' trips, ``trip_effect.fold_count``: 10 folds (folds of 10 trips beyond N = 100),
    leave one trip out for N <= 10, same hyper-parameters; each fold's readings taken out of the posterior of all,
    exactly what refitting without them
