@@ -223,6 +223,17 @@ def _arcs(lg: LineGraph) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return adj.indptr.astype(np.int64), tails, adj.indices.astype(np.int64)
 
 
+def thread_query(local: threading.local, metric: Any) -> Any:
+    """The calling thread's RoutingKit query on ``metric``, made on its first use (a query object keeps its search's
+    state, so threads that answer routes at once each need their own); kept in ``local.query``."""
+    q = getattr(local, "query", None)
+    if q is None:
+        import routingkit_cch as rk
+
+        q = local.query = rk.CCHQuery(metric)
+    return q
+
+
 class CCHIndex:
     """The weight-independent part of a CCH over a line graph (module doc, phase 1).  Immutable and safe to share
     between threads.
@@ -309,12 +320,7 @@ class CCHRouter:
         self._local = threading.local()
 
     def _query(self) -> Any:
-        q = getattr(self._local, "query", None)
-        if q is None:
-            import routingkit_cch as rk
-
-            q = self._local.query = rk.CCHQuery(self._metric)
-        return q
+        return thread_query(self._local, self._metric)
 
     def route(self, start: int, goal: int) -> Route:
         """The least-cost route from line-graph node ``start`` to ``goal``; ``cost`` under the real weights (the
@@ -351,4 +357,13 @@ class CCHRouter:
         return float(self.arc_weights[k].sum())
 
 
-__all__ = ["CCH_MIN_NODES", "CCHIndex", "CCHRouter", "available", "dissection", "dissection_order", "junction_frame"]
+__all__ = [
+    "CCH_MIN_NODES",
+    "CCHIndex",
+    "CCHRouter",
+    "available",
+    "dissection",
+    "dissection_order",
+    "junction_frame",
+    "thread_query",
+]

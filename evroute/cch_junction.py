@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from evroute.cch import CUT_QUANTILES, dissection, junction_frame
+from evroute.cch import CUT_QUANTILES, dissection, junction_frame, thread_query
 from evroute.errors import ParameterError, UnreachableError
 from evroute.linegraph import LineGraph
 from evroute.oracle import Route
@@ -321,12 +321,7 @@ class JunctionRouter:
         self._local = threading.local()
 
     def _query(self) -> Any:
-        q = getattr(self._local, "query", None)
-        if q is None:
-            import routingkit_cch as rk
-
-            q = self._local.query = rk.CCHQuery(self._metric)
-        return q
+        return thread_query(self._local, self._metric)
 
     def route(self, start: int, goal: int) -> Route:
         """The least-cost route from line-graph node ``start`` to ``goal``; ``cost`` under the real weights, within
