@@ -222,7 +222,8 @@ def _fit_noise_and_trip_effect(model: Any, meta: dict[str, Any]) -> None:
         f"{model.prior_scale:.3g}); from whole trips "
         f"({effect['trips']} traces, {how}): one traversal's s.d. {sd:.2f}"
         f" Wh ({effect['noise_mult']:.3g} x the readings' variance), trip effect relative s.d. "
-        f"{effect['rel_var'] ** 0.5:.3f}" + (" (fitted with the readings)" if model.trip_effect_fit else "")
+        f"{effect['rel_var'] ** 0.5:.3f}"
+        + (f" (in the readings' fit: {model.trip_tau:.3f})" if model.trip_effect_fit else "")
     )
 
 
