@@ -288,7 +288,7 @@ def test_learn_rejects_bad_trip_effect_options(tmp_path, flag: str, value: str) 
 def test_learn_with_the_option_records_tau(tmp_path) -> None:
     """``evroute learn --trip-effect-fit on`` (8 SUMO logs): the model file records the setting and the readings'
     ``tau``, the stored interval mixture its own ``tau^2`` fitted out of fold (a grid, not that one number); a second
-    run without the option keeps the file's setting."""
+    run without the option keeps the file's setting; a new model without the option has it on, with ``off`` not."""
     from evroute.models.store import read_header
 
     root = Path(__file__).resolve().parent.parent / "data"
@@ -310,6 +310,12 @@ def test_learn_with_the_option_records_tau(tmp_path) -> None:
     res = subprocess.run([sys.executable, "-m", "evroute", *again], capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert read_header(out)["hyperparameters"]["trip_effect_fit"] is True
+    for option, want in (([], True), (["--trip-effect-fit", "off"], False)):  # a new model: on unless told off
+        new = tmp_path / f"new{len(option)}.npz"
+        cmd = ["learn", *logs[:3], "--network", str(root / "sumo-tiny" / "grid.net.xml"), "--model-file", str(new)]
+        res = subprocess.run([sys.executable, "-m", "evroute", *cmd, *option], capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr
+        assert read_header(new)["hyperparameters"].get("trip_effect_fit", False) is want
 
 
 @pytest.mark.parametrize("basis", [False, True])
