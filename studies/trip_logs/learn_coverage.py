@@ -71,13 +71,17 @@ def section(rows: list[dict[str, str]], command: str, commit: str) -> str:
             f"| {np.mean([float(r['trip_rel_var']) for r in rs]):.3g} |"
         )
     met = sum(0.85 <= m <= 0.95 for m in means)
+
+    def span(lo: str, hi: str) -> str:
+        return lo if lo == hi else f"{lo}-{hi}"
+
     worst = max(abs(m - 0.9) / np.sqrt(0.09 / t) for m, t in zip(means, n_trips, strict=True))
     lines += [
         "",
         f"Goal 85-95 % of held-out trips inside their 90 % interval: met by {met} of {len(means)} (N, model) means "
-        f"(range {min(means):.1%}-{max(means):.1%}).  With {min(n_trips)}-{max(n_trips)} held-out trips per row the "
-        "binomial s.d. of a coverage near 90 % is "
-        f"{np.sqrt(0.09 / max(n_trips)):.1%}-{np.sqrt(0.09 / min(n_trips)):.1%}"
+        f"(range {min(means):.1%}-{max(means):.1%}).  With {span(str(min(n_trips)), str(max(n_trips)))} held-out "
+        "trips per row the binomial s.d. of a coverage near 90 % is "
+        f"{span(f'{np.sqrt(0.09 / max(n_trips)):.1%}', f'{np.sqrt(0.09 / min(n_trips)):.1%}')}"
         f"; the rows differ from 90 % by at most {worst:.1f} s.d.  RMSE is not the subject here (the known-truth "
         "study's RMSE rows use ML-II over the prior's scale and shared offsets, and the exact GP's kernel; `evroute "
         "learn` without `--offsets` leaves BI's unseen edges at the physics prior).",
