@@ -94,7 +94,8 @@ def register(sub: Any) -> None:
         default=None,
         metavar="on|off",
         help="fit the trip effect (each trace's readings share one relative offset, s.d. tau) with the readings' "
-        "noise by ML-II, and use that tau in the intervals (default: the model file's setting; a new model: off)",
+        "noise by ML-II; the intervals then fit their own from held-out folds (default: the model file's setting; "
+        "a new model: on)",
     )
     g.add_argument(
         "--trip-tau-max",
@@ -222,7 +223,8 @@ def _fit_noise_and_trip_effect(model: Any, meta: dict[str, Any]) -> None:
         f"{model.prior_scale:.3g}); from whole trips "
         f"({effect['trips']} traces, {how}): one traversal's s.d. {sd:.2f}"
         f" Wh ({effect['noise_mult']:.3g} x the readings' variance), trip effect relative s.d. "
-        f"{effect['rel_var'] ** 0.5:.3f}" + (" (fitted with the readings)" if model.trip_effect_fit else "")
+        f"{effect['rel_var'] ** 0.5:.3f}"
+        + (f" (in the readings' fit: {model.trip_tau:.3f})" if model.trip_effect_fit else "")
     )
 
 
@@ -323,6 +325,8 @@ def _cmd_learn_network(args: argparse.Namespace, columns: Any) -> int:
             )
             if args.trip_effect_fit is not None:
                 model.trip_effect_fit = args.trip_effect_fit == "on"
+            elif not done and len(model.trips) == 0:  # a new model: the effect in the fit (issue 35's study)
+                model.trip_effect_fit = True
             model.trip_tau_max = args.trip_tau_max
             bar = tqdm(total=len(files), desc="learn", unit="log", disable=None)
 

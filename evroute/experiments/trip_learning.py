@@ -193,15 +193,16 @@ def route_noise(model: LinearObsEdgeModel) -> dict[str, Any]:
     then the posterior of ``(k, tau^2)`` under half-Cauchy priors): in-sample residuals are too small where a trace's
     own edges absorb its trip effect.  Returns :meth:`~evroute.models.predictive_noise.PredictiveNoise.to_dict` of
     the pruned mixture (every served route interval is its central interval).  With ``model.trip_effect_fit`` the
-    trip effect was fitted with the readings (:func:`fit_noise`): its ``tau`` (possibly 0) is used as it is and only
-    ``k`` is fitted here, each fold taken out with the covariance it was learned with.  Traces learned before their
+    trip effect was fitted with the readings (:func:`fit_noise`): each fold is taken out with the covariance it was
+    learned with, and ``(k, tau^2)`` are fitted to those residuals as without it (the readings' ``tau`` weighs the
+    readings; the intervals' is what held-out trips show).  Traces learned before their
     readings were kept (model files of format version 1) stay in the posterior but give no residual; when no trace has
     its readings, the in-sample point fit of :func:`~evroute.models.trip_effect.fit_route_noise` (``method``
     ``"whole-trip"``; ``k = 1``, ``tau^2 = 0`` from fewer than two traces)."""
     from evroute.models.trip_effect import fit_route_noise, out_of_fold_noise
 
     post = model.posterior()
-    # with the effect in the fit its tau (ML-II, possibly 0) is used as it is: one tau, estimated once
+    # with the effect in the fit the folds come out with the covariance they were learned with (its ML-II tau)
     effect = (model.prior_mean, model.trip_tau**2) if model.trip_effect_fit else None
     pn = out_of_fold_noise(post.mean, post.covariance_of, model.trips, model.noise_scale, trip_effect=effect)
     if pn is not None:

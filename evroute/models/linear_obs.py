@@ -38,10 +38,10 @@ the marginal likelihood is a function of ``phi`` on the saved statistics alone a
 fit_noise_scale` maximises it (ML-II; ``noise_scale``, default 1).  It also absorbs what the nominal noise leaves
 out (map-matching errors, a crossing's position), so ``phi > 1`` is the usual outcome of real logs.
 
-**Trip effect in the fit** (option, off by default: :attr:`LinearObsEdgeModel.trip_effect_fit`, ``evroute learn
---trip-effect-fit on``): each learned trace's readings share ``beta_t A_t f_0``, ``beta_t ~ N(0, tau^2)``; the
-statistics with it come per trace by Sherman-Morrison (:mod:`evroute.models.linear_obs_trip`,
-:meth:`LinearObsEdgeModel.effective_stats`) and ``tau`` by ML-II with ``phi``
+**Trip effect in the fit** (:attr:`LinearObsEdgeModel.trip_effect_fit`, off for a model built in code; ``evroute
+learn`` turns it on for a new model, ``--trip-effect-fit on|off``): each learned trace's readings share ``beta_t A_t
+f_0``, ``beta_t ~ N(0, tau^2)``; the statistics with it come per trace by Sherman-Morrison
+(:mod:`evroute.models.linear_obs_trip`, :meth:`LinearObsEdgeModel.effective_stats`) and ``tau`` by ML-II with ``phi``
 (:func:`~evroute.models.linear_obs_build.fit_with_trip_effect`); ``tau = 0`` is the fit without it, bit for bit.
 
 A single-edge observation ``y`` with noise ``s^2`` is the special case ``a = e_u``, ``R = s^2`` (:meth:`update`), so the
@@ -344,7 +344,7 @@ class LinearObsEdgeModel(EdgeModel):
         #: ``p`` of :func:`traversal_noise_weights`: one traversal's noise variance grows as the prior energy^p
         self.noise_exponent = 0.0
         #: whether :func:`~evroute.experiments.trip_learning.fit_noise` fits the trip effect into the readings' noise
-        #: (:mod:`evroute.models.linear_obs_trip`; ``evroute learn --trip-effect-fit``; off by default)
+        #: (:mod:`evroute.models.linear_obs_trip`; off here, on for a new model of ``evroute learn``)
         self.trip_effect_fit = False
         #: ``tau``: each learned trace's readings share ``beta_t A_t f_0``, ``beta_t ~ N(0, tau^2)`` (0: none)
         self.trip_tau = 0.0

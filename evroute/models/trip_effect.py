@@ -422,16 +422,17 @@ def out_of_fold_noise(
     tau^2)`` (:func:`fit_predictive_noise`, with ``prior``'s keywords).  None when no trace kept its readings.
 
     ``trip_effect`` ``(f_0, tau^2)``: the trip effect was fitted with the readings (:mod:`evroute.models.
-    linear_obs_trip`): the folds are taken out with it (:func:`cavity_residuals`) and the intervals use that same
-    ``tau^2`` (only ``k`` is fitted here), so one ``tau`` is estimated once and not counted twice."""
+    linear_obs_trip`): the folds are taken out with the covariance they were learned with (:func:`cavity_residuals`),
+    and ``(k, tau^2)`` of the intervals are fitted to those residuals as without it.  The readings' ``tau`` weighs the
+    readings (the posterior); the intervals' is what held-out trips show: a normal ``tau`` matched by ML-II to heavy-
+    tailed training trips (a few far off the edges' expectation) is wider than the typical new trip's spread (on the
+    Luxembourg known-truth study the readings' ``tau`` gave 97 % coverage of 90 % intervals)."""
     idx = sums.with_readings()
     if not len(idx):
         return None
     res = cavity_residuals(
         mean, cov_of, _TraceReadings(sums, idx), noise_scale, fold_count(len(idx), folds), trip_effect=trip_effect
     )
-    if trip_effect is not None:
-        prior = {**prior, "tau2": float(trip_effect[1])}
     return fit_predictive_noise(res, noise_scale, **prior)
 
 

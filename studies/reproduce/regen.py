@@ -57,7 +57,7 @@ SUMO_LIVE_REGEN = (
 )
 _KT = (
     "--train 1000 --test 60 --repeats 10 --seeds 20 --conditions exact --noise-fracs 0.25 "
-    "--prior-fracs 0.03125,0.0625,0.125,0.25"
+    "--prior-fracs 0.03125,0.0625,0.125,0.25 --trip-effect-fit"
 )
 _KT_FILES = ("rows", ""), ("matching", "_matching"), ("coverage", "_coverage"), ("bias", "_bias"), ("floor", "_floor")
 #: the known-truth study from scratch (its commands file and the floor rows' commands), collected into {dir}

@@ -196,6 +196,23 @@ def _noise_sentence(rows: list[dict[str, str]]) -> str:
     )
 
 
+def _trip_fit_sentence(rows: list[dict[str, str]]) -> str:
+    """What the learned rows' ``trip_tau_fit`` says about the trip effect in the readings' fit ('' where no row has
+    it)."""
+    learned = [r for r in rows if r["model"] != "prior"]
+    taus = [float(r["trip_tau_fit"]) for r in learned if r.get("trip_tau_fit") not in (None, "")]
+    if not taus:
+        return ""
+    which = "every learned row" if len(taus) == len(learned) else f"{len(taus)} of the {len(learned)} learned rows"
+    return (
+        f"  In {which} the trip effect is in the readings' fit (`--trip-effect-fit`, `evroute learn --trip-effect-fit "
+        "on`): each training trip's readings share one relative offset beta ~ N(0, tau^2) of their prior energies "
+        "(`evroute.models.linear_obs_trip`), tau fitted by ML-II with the noise scale, "
+        f"{min(taus):.3g}-{max(taus):.3g} over those rows; the intervals' folds are taken out of the posterior with "
+        "that covariance, and their own (k, tau^2) (the columns k and tau) are fitted to those out-of-fold residuals."
+    )
+
+
 def _rmse_cells(rs: list[dict[str, str]], col: str, prior: float | None) -> str:
     """``mean +- h | ratio`` of ``col`` over the rows ``rs`` (``- | -`` where the rows lack it)."""
     if prior is None or not has_metric(rs, col):
@@ -223,7 +240,9 @@ def _network_lines(
         "",
         "### Held-out route energy",
         "",
-        _truth_sentence(p, what, prior_name, _AS_LEARN[learn_interval_kind(rows)]) + _noise_sentence(rows),
+        _truth_sentence(p, what, prior_name, _AS_LEARN[learn_interval_kind(rows)])
+        + _noise_sentence(rows)
+        + _trip_fit_sentence(rows),
         "",
         "| condition | N | model | seeds | RMSE vs route means (Wh) | ratio | raw (Wh) | RMSE per drive (Wh) | ratio "
         "| bias (Wh) | 90 % coverage | coverage, in-sample fit | coverage as learn | p chosen | noise scale | k | tau "

@@ -104,19 +104,28 @@ def test_append_keeps_an_existing_files_columns(tmp_path: Path) -> None:
     assert _read(new) == [{"a": "3", "b": "4", "c": "5"}]
 
 
-def test_trip_effect_fit_marks_the_model_so_the_intervals_use_that_tau() -> None:
+def test_trip_effect_fit_marks_the_model_so_the_folds_come_out_with_the_effect() -> None:
     """``--trip-effect-fit``: the cell's model is fitted with the effect (``c`` held at 1) and marked as such, so the
-    intervals (``trip_learning.route_noise``, as ``evroute learn`` serves them) carry the fitted ``tau^2`` in every
-    mixture component instead of estimating a second one from fold residuals taken out without the effect (what the
-    study did before: Luxembourg N = 1000 ``k`` 288, 100 % coverage).  Synthetic: 120 trips, ``tau = 0.1``."""
+    intervals (``trip_learning.route_noise``, as ``evroute learn`` serves them) take each fold out of the posterior
+    with the covariance it was learned with (the fitted ``tau``) before fitting ``(k, tau^2)`` to the residuals, not
+    without the effect (what the study did before: Luxembourg N = 1000 ``k`` 288, 100 % coverage).  Synthetic: 120
+    trips, ``tau = 0.1``; the mixture equals ``out_of_fold_noise`` with the effect exactly (the same computation) and
+    differs from it without (``k`` 11.8 vs 18.2 here)."""
     import numpy as np
     from test_trip_effect_fit import _simulate
 
     from evroute.experiments.trip_learning import route_noise
+    from evroute.models.trip_effect import out_of_fold_noise
     from studies.trip_logs.known_truth_fit import fit_trip_effect as _fit_trip_effect
 
     model, _, _ = _simulate(0.1, 3, n_trips=120)
     phi = _fit_trip_effect(model)
     assert model.trip_effect_fit and model.prior_scale == 1.0 and phi == model.noise_scale
     assert model.trip_tau > 0.05
-    assert np.allclose(route_noise(model)["mixture"]["tau2"], model.trip_tau**2, rtol=1e-12)
+    post = model.posterior()
+    args = (post.mean, post.covariance_of, model.trips, model.noise_scale)
+    with_effect = out_of_fold_noise(*args, trip_effect=(model.prior_mean, model.trip_tau**2))
+    without = out_of_fold_noise(*args)
+    assert with_effect is not None and without is not None
+    assert route_noise(model) == with_effect.pruned().to_dict()
+    assert not np.isclose(with_effect.k_mean, without.k_mean, rtol=0.05)
