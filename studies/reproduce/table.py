@@ -334,11 +334,11 @@ SOURCES: tuple[Source, ...] = (
                 ".csv",
                 ("network", "condition", "n_train", "seed", "model"),
                 (),
-                2300.0,
-                "from the study's printed CPU per cell at a0df2c9 (not recorded per row; departure windows dropped): "
-                "monaco cells 584 CPU s measured (N = 1000 168, N = 10 2.9 and N = 100 17.9 each) plus SUMO's two "
-                "runs ~39, matching ~18, floor ~41; luxembourg cells 1,530 CPU s measured (N = 1000 583, N = 10 5.7 "
-                "and N = 100 41.4 each); ~2,300 CPU s",
+                1000.0,
+                "from the study's printed CPU per cell at cfbd129 (not recorded per row; one worker on a loaded "
+                "machine): monaco cells 226 CPU s (N = 1000 67, N = 10 0.7 and N = 100 7.2 each), luxembourg cells "
+                "646 CPU s (N = 1000 272, N = 10 1.4 and N = 100 17.3 each), plus SUMO's two runs per network "
+                "(~11 CPU s printed), matching (~6) and the floors; ~1,000 CPU s",
             ),
             ("_bias.csv", ("network", "trip"), (), 0.0, WITH_KNOWN_TRUTH),
             ("_floor.csv", ("network", "row", "n_train"), (), 0.0, WITH_KNOWN_TRUTH),
