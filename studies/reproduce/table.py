@@ -96,9 +96,10 @@ def misspecification_at_head(r: Mapping[str, str]) -> bool:
 #: ``sumo_bandit_meta.json``); the other rows are labelled with the older commits that recorded them (before issue
 #: 34 changed network speeds and the default energy prior) and are not compared.  At ``1dce12e``: Monaco, both
 #: routes and both arm kinds (240 rows, 2,008 CPU s of runs) and its live drives; Luxembourg's edge-arm blocks (120
-#: rows, 1,540 CPU s); Luxembourg's turn-arm blocks and live drives are still before issue 34 (its GP-BUCB and GP-UCB
-#: turn runs, about 530 CPU s a seed, still running)
-SUMO_BANDIT_AT_HEAD: frozenset[str] = frozenset({"1dce12e"})
+#: rows, 1,540 CPU s).  At ``bde6f82`` (the study's code unchanged since ``1dce12e``: its Luxembourg A edge rows equal
+#: the ``1dce12e`` ones in every regret): Luxembourg route A, both arm kinds (120 rows, 5,204 CPU s of runs).
+#: Luxembourg B's turn-arm blocks and Luxembourg's live drives are still before issue 34 (studies/sumo_bandit/pending)
+SUMO_BANDIT_AT_HEAD: frozenset[str] = frozenset({"1dce12e", "bde6f82"})
 
 
 def sumo_bandit_at_head(r: Mapping[str, str]) -> bool:
