@@ -7,7 +7,8 @@ final route (the route driven in round T) and the exact optima of the replay's t
 Drives every distinct route in ``sumo-live`` (the runs' scenario, :func:`studies.sumo_bandit.runner.
 live_simulation`) at ``--slots`` departure times, appending each trip to ``--data``/``sumo_bandit_live_trips.csv`` (a
 rerun drives only the trips not stored; ``--redrive`` drives every trip again, each replacing its stored row), and
-records this command in ``--data``/``sumo_bandit_live_meta.json`` (one set-up per network).  The section "Final
+records this command in ``--data``/``sumo_bandit_live_meta.json`` (one set-up per network; a run of other routes
+with the same slots and speed seed adds its command, ``; ``-separated).  The section "Final
 routes driven live" of ``docs/results/sumo_bandit.md`` is then rebuilt from these files by the study's
 ``--report-only`` (method: :mod:`studies.sumo_bandit.runner`)::
 
@@ -115,6 +116,16 @@ def stored_rows(network: str, routes: list[str], data: Path) -> tuple[list[dict[
     return finals.to_dict("records"), edges_of
 
 
+def merged_command(prev: dict[str, Any], command: str, slots: int, seed: int) -> str:
+    """The ``command`` entry of a network's live set-up after running ``command``: added (``; ``-separated, once) to
+    the commands of ``prev`` (the network's stored set-up) when ``prev`` has the same ``slots`` and speed ``seed`` (a
+    run of other routes of the same scenario); else ``command`` alone (a new set-up replaces the old)."""
+    if prev.get("slots") != slots or prev.get("speed_seed") != seed or not prev.get("command"):
+        return command
+    before = str(prev["command"]).split("; ")
+    return "; ".join(before if command in before else [*before, command])
+
+
 def merge(path: Path, new: pd.DataFrame, key: list[str]) -> None:
     """Rows of ``new`` replace those of ``path`` with the same ``key``; the rest are kept."""
     from studies.reproduce.provenance import head_commit
@@ -172,8 +183,10 @@ def main() -> None:
     sim, departures = live_simulation(lg, dict(cfg0.environment), VehicleProfile.load(cfg0.vehicle), args.slots)
     meta_file = data / LIVE_META
     live_meta = {"networks": live_networks(json.loads(meta_file.read_text())) if meta_file.is_file() else {}}
+    command = "python -m studies.sumo_bandit.live " + shlex.join(sys.argv[1:])
+    command = merged_command(live_meta["networks"].get(args.network, {}), command, args.slots, args.seed)
     live_meta["networks"][args.network] = {  # this network's set-up, the other networks' kept
-        "command": "python -m studies.sumo_bandit.live " + shlex.join(sys.argv[1:]),
+        "command": command,
         "slots": args.slots,
         "speed_seed": args.seed,
         "departures": [time.strftime("%H:%M:%S", time.gmtime(float(t))) for t in departures],

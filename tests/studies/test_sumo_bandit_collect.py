@@ -158,3 +158,17 @@ def test_a_whole_network_s_live_drives_replace_the_committed_ones(tmp_path: Path
     assert sorted(zip(trips["network"], trips["commit"], strict=True)) == [("m", "bbbbbbb"), ("x", "aaaaaaa")]
     live_meta = json.loads((data.parent / "sumo_bandit_live_meta.json").read_text())
     assert live_meta["networks"]["m"]["command"] == "new"
+
+
+def test_live_commands_of_one_set_up_accumulate() -> None:
+    """``live.merged_command``: a run of other routes with the same slots and speed seed adds its command once; another
+    set-up (slots or seed) or no stored set-up gives the new command alone."""
+    from studies.sumo_bandit.live import merged_command
+
+    prev = {"command": "live --routes A", "slots": 6, "speed_seed": 0}
+    assert merged_command(prev, "live --routes B", 6, 0) == "live --routes A; live --routes B"
+    both = {**prev, "command": "live --routes A; live --routes B"}
+    assert merged_command(both, "live --routes B", 6, 0) == "live --routes A; live --routes B"
+    assert merged_command(prev, "live --routes B", 4, 0) == "live --routes B"
+    assert merged_command(prev, "live --routes B", 6, 1) == "live --routes B"
+    assert merged_command({}, "live --routes B", 6, 0) == "live --routes B"
