@@ -157,7 +157,6 @@ def fit_predictive_noise(
     tau_scale: float = 0.1,
     k_scale: float = 1.0,
     grid: int = 40,
-    tau2: float | None = None,
 ) -> PredictiveNoise:
     """The posterior of ``(k, tau^2)`` from out-of-fold trip residuals
     (:func:`~evroute.models.trip_effect.fold_residuals`): each ``d_t ~ N(0,
@@ -168,10 +167,7 @@ def fit_predictive_noise(
     equal prior mass, so the weights are the normalised likelihood).  Half-Cauchy priors on the s.d. of a variance
     component (Gelman 2006) leave the posterior proper when the data cannot tell ``tau`` from 0, unlike a flat prior
     on ``log tau``.  Tuned on nothing but these residuals.  The predictive (:class:`PredictiveNoise`) integrates over
-    the posterior: with few trips it is heavier-tailed than a normal at the best fit, as a Student t is.
-
-    ``tau2``: ``tau^2`` already estimated (with the readings, :mod:`evroute.models.linear_obs_trip`): held at that
-    value, only ``k`` is fitted (``grid`` points)."""
+    the posterior: with few trips it is heavier-tailed than a normal at the best fit, as a Student t is."""
     d, s = np.asarray(res.d, dtype=np.float64), np.asarray(res.s, dtype=np.float64)
     a = noise_scale * np.asarray(res.r, dtype=np.float64)
     b = np.maximum(np.asarray(res.mu, dtype=np.float64), 0.0) ** 2
@@ -179,10 +175,7 @@ def fit_predictive_noise(
         raise ParameterError("predictive noise: residuals, variances and noise sums must be finite, noise >= 0")
     if not (tau_scale > 0 and k_scale > 0 and grid >= 2 and noise_scale >= 0):
         raise ParameterError("predictive noise: prior scales > 0, grid >= 2 and noise scale >= 0 needed")
-    if tau2 is not None and not (tau2 >= 0 and np.isfinite(tau2)):
-        raise ParameterError(f"predictive noise: a fixed tau^2 must be finite and >= 0, got {tau2}")
-    taus2 = np.array([float(tau2)]) if tau2 is not None else _half_cauchy_grid(tau_scale, grid) ** 2
-    kk, tt = np.meshgrid(_half_cauchy_grid(k_scale, grid) ** 2, taus2)
+    kk, tt = np.meshgrid(_half_cauchy_grid(k_scale, grid) ** 2, _half_cauchy_grid(tau_scale, grid) ** 2)
     k, t2 = kk.ravel(), tt.ravel()
     ll = np.zeros(len(k))
     for dt, st, at, bt in zip(d, np.maximum(s, 0.0), a, b, strict=True):  # T x G, one trip at a time
