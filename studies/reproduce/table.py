@@ -95,10 +95,10 @@ def misspecification_at_head(r: Mapping[str, str]) -> bool:
 #: model and policy) regenerated at HEAD of issue 38, item 4 (``python -m studies.sumo_bandit.run``, commands in
 #: ``sumo_bandit_meta.json``); the other rows are labelled with the older commits that recorded them (before issue
 #: 34 changed network speeds and the default energy prior) and are not compared.  At ``1dce12e``: Monaco, both
-#: routes and both arm kinds (240 rows, 2,008 CPU s of runs) and its live drives; Luxembourg's edge-arm blocks (120
-#: rows, 1,540 CPU s).  At ``bde6f82`` (the study's code unchanged since ``1dce12e``: its Luxembourg A edge rows equal
-#: the ``1dce12e`` ones in every regret): Luxembourg route A, both arm kinds (120 rows, 5,204 CPU s of runs).
-#: Luxembourg B's turn-arm blocks and Luxembourg's live drives are still before issue 34 (studies/sumo_bandit/pending)
+#: routes and both arm kinds (240 rows, 2,008 CPU s of runs) and its live drives.  At ``bde6f82`` (the study's code
+#: unchanged since ``1dce12e``: its Luxembourg edge rows equal the ``1dce12e`` ones, since replaced, in every
+#: regret): Luxembourg, both routes and both arm kinds (240 rows, 8,958 CPU s of runs,
+#: collected by ``studies.sumo_bandit.collect``) and its live drives (636 trips).  Every committed row is at one of them
 SUMO_BANDIT_AT_HEAD: frozenset[str] = frozenset({"1dce12e", "bde6f82"})
 
 
@@ -151,8 +151,6 @@ def sumo_live_row_at_head(r: Mapping[str, str]) -> bool:
     return net in sumo_live_networks_at_head()
 
 
-_SUMO_BANDIT_AT = "40a3992"
-
 SOURCES: tuple[Source, ...] = (
     Source(
         "gp_vs_bi_finals.csv",
@@ -174,7 +172,6 @@ SOURCES: tuple[Source, ...] = (
         key=("network", "route", "label", "seed"),
         excluded={"cpu_s": TIMING},
         commands_file="sumo_bandit_meta.json",
-        at=_SUMO_BANDIT_AT,
         rerun="rows",
         head=sumo_bandit_at_head,
         cheap=_cheap_sumo_bandit,
@@ -185,7 +182,6 @@ SOURCES: tuple[Source, ...] = (
     Source(
         "sumo_bandit_meta.json",
         "sumo_bandit",
-        at=_SUMO_BANDIT_AT,
         rerun="file",
         regen=SUMO_BANDIT_REGEN,
         cpu_note=WITH_SUMO_BANDIT,
@@ -197,7 +193,6 @@ SOURCES: tuple[Source, ...] = (
             key=key,
             excluded=excl,
             commands_file="sumo_bandit_live_meta.json",
-            at=_SUMO_BANDIT_AT,
             rerun="file",
             regen=SUMO_BANDIT_REGEN,
             head=sumo_bandit_at_head,
@@ -221,7 +216,6 @@ SOURCES: tuple[Source, ...] = (
     Source(
         "sumo_bandit_live_meta.json",
         "sumo_bandit",
-        at=_SUMO_BANDIT_AT,
         rerun="file",
         regen=SUMO_BANDIT_REGEN,
         cpu_note=WITH_SUMO_BANDIT,

@@ -87,12 +87,17 @@ def provenance_lines(df: pd.DataFrame) -> list[str]:
         "",
     ]
     if new:
+        which = "Every block was" if head.all() else "Blocks marked (at HEAD) were"
         lines += [
-            f"Blocks marked (at HEAD) were regenerated at commit {', '.join(f'`{c}`' for c in new)}, after issue 34, "
+            f"{which} regenerated at commit {', '.join(f'`{c}`' for c in new)}, after issue 34, "
             "their recorded SUMO day simulated again (`python -m studies.sumo_bandit.collect`); "
-            "`python -m studies.reproduce.run --pages sumo_bandit` re-runs them row by row and compares.  "
-            "Comparisons below pair only methods of the same code: a pair with one method at HEAD and one before "
-            "issue 34 is named and not compared.",
+            "`python -m studies.reproduce.run --pages sumo_bandit` re-runs them row by row and compares."
+            + (
+                ""
+                if head.all()
+                else "  Comparisons below pair only methods of the same code: a pair with one method at HEAD and "
+                "one before issue 34 is named and not compared."
+            ),
             "",
         ]
     if not head.all():
@@ -153,7 +158,7 @@ def report(df: pd.DataFrame, meta: dict[str, Any], data_name: str, meta_name: st
         "change of kinetic and potential energy, `docs/arms.md`).  "
         f"Machine: {meta['machine']}; run CPU time (all runs, set-up included) {df['cpu_s'].sum():.0f} s.",
         "",
-        *rerun_lines(meta.get("rerun_check", {})),
+        *rerun_lines(meta.get("rerun_check", {}), replaced=bool(at_head(df).all())),
         *provenance_lines(df),
     ]
     for (network, route), g in df.groupby(["network", "route"], sort=False):

@@ -44,9 +44,19 @@ def test_every_source_names_its_page_commands_and_how_it_is_rerun() -> None:
 def test_pages_with_rows_from_an_older_commit_name_it() -> None:
     """Item 4: no row from an older commit stays unlabelled: its page names the commit."""
     older = {s.page: s.at for s in SOURCES if s.at != "HEAD"}
-    assert older  # the SUMO studies predate issue 34
     for page, commit in older.items():
         assert f"`{commit}`" in (RESULTS / f"{page}.md").read_text(), f"{page}.md does not name commit {commit}"
+
+
+def test_every_committed_row_reproduces_at_head() -> None:
+    """Issue 38's done-when: every committed results row is at HEAD (``head_rows`` is all of a source's rows), so
+    the regeneration command reproduces each of them; a row left from an older commit fails here until its block is
+    regenerated (or, deliberately, until this test names it)."""
+    for s in SOURCES:
+        assert s.at == "HEAD", f"{s.data}: reproduces at {s.at}"
+        if s.rerun in ("rows", "file") and s.key:
+            rows = read_rows(s, s.path)
+            assert len(head_rows(s)) == len(rows), f"{s.data}: {len(rows) - len(head_rows(s))} rows not at HEAD"
 
 
 def test_rows_not_rerun_at_head_carry_their_commit() -> None:
@@ -167,12 +177,17 @@ def test_rerun_file_runs_its_commands_in_order_into_dir_and_resumes(tmp_path: Pa
 
 
 def test_a_file_source_at_an_older_commit_compares_only_the_rows_at_head() -> None:
+    import dataclasses
+
     from studies.reproduce.table import SUMO_BANDIT_AT_HEAD, sumo_live_networks_at_head
 
     s = BY_DATA["sumo_bandit_live_trips.csv"]
     rows = read_rows(s, s.path)
-    assert s.at != "HEAD" and s.rerun == "file"
-    assert head_rows(s) == [r for r in rows if r["commit"] in SUMO_BANDIT_AT_HEAD]
+    assert s.at == "HEAD" and s.rerun == "file" and head_rows(s) == rows  # every committed live trip is at HEAD
+    older = dataclasses.replace(s, at="40a3992")  # as the file was before Luxembourg's drives were regenerated
+    assert head_rows(older) == [r for r in rows if r["commit"] in SUMO_BANDIT_AT_HEAD]
+    stale = dataclasses.replace(older, head=lambda r: r["network"] == "monaco")
+    assert head_rows(stale) == [r for r in rows if r["network"] == "monaco"] != rows
     live = BY_DATA["sumo_live_routes_trips.csv"]  # a network's rows at HEAD when all its trips are (the rule)
     assert head_rows(live) == [r for r in read_rows(live, live.path) if r["network"] in sumo_live_networks_at_head()]
     t = BY_DATA["turn_coverage.json"]
