@@ -154,9 +154,9 @@ class RoutingBandit(RouteLearner):
             ``False``, rounds that draw every edge on networks of at least :data:`LAZY_TS_MIN_ARMS` edge arms find
             their route by the compiled bucket search (:func:`evroute.search.node_weighted_route`: SciPy's route and
             cost, faster), and with a BI model and plain Thompson sampling compute the posterior, the draw (the same
-            normals from the policy's stream) and the weights compiled too
-            (:class:`evroute.search.full_draw.FullDrawThompson`: the same route); ``False`` keeps NumPy's weights
-            and SciPy's Dijkstra (the reference).
+            normals from the policy's stream) and the weights compiled too and search the junction graph
+            (:class:`evroute.search.full_draw.FullDrawThompson`: the same route cost, bit for bit); ``False`` keeps
+            NumPy's weights and SciPy's Dijkstra (the reference).
     """
 
     arms: ArmSpace  # never None here: edge arms by default
@@ -284,21 +284,20 @@ class RoutingBandit(RouteLearner):
 #: streams are those of the full draw.
 LAZY_TS_MIN_ARMS = 200_000
 
-#: By default a lazy search that settles more than this share of the nodes gives up: it costs about 1 ms per 1% of the
-#: nodes settled at a million edges, a round that draws every edge about 230 ms with the compiled route search
-#: (random trips, side by side: ``docs/scale_rounds.md``), so past about a quarter the full draw is cheaper; that
-#: round and every later one of the run then draw every edge.  Cross-city routes end up there (the benchmark's route
-#: A: the two searches meet after settling 82% of the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10%
-#: (median).  Since the full draw runs in compiled passes (``evroute.search.full_draw``: 160 ms on route A at a million
-#: edges, ``docs/benchmark_scale.md``) the break-even is nearer 15-20%; the threshold is kept until the random trips
-#: are measured again (``studies.bench.scale_rounds``).
-LAZY_TS_MAX_SHARE = 0.25
+#: By default a lazy search that settles more than this share of the nodes gives up; that round and every later one
+#: of the run then draw every edge.  The lazy search costs about 15 ms per 1% of the nodes settled at a million edges
+#: (random trips, loaded machine: 150 ms at a median 10%, ``docs/scale_rounds.md``), a round that draws every edge
+#: about 48 ms on an idle core since it searches the junction graph (``evroute.search.full_draw``; about 105 ms with
+#: the line graph's search, 230 ms before the compiled passes), so the break-even is near 5% (7% against the loaded
+#: machine's full round).  Cross-city routes end up drawing every edge (the benchmark's route A: the two searches meet
+#: after settling 82% of the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10% (median).
+LAZY_TS_MAX_SHARE = 0.05
 
 #: By default the lazy engine is built only when the geometric estimate of the share of nodes the two searches settle
 #: (:func:`evroute.search.bidirectional_share`) is at most this: the break-even of :data:`LAZY_TS_MAX_SHARE`, judged
 #: before any search, so that a cross-city run never pays for importing numba's bidirectional search and a capped
 #: first attempt (about 1.6 s of the warm set-up at a million edges, ``docs/benchmark_scale.md``).
-LAZY_TS_EXPECTED_SHARE = 0.25
+LAZY_TS_EXPECTED_SHARE = 0.05
 
 
 def _compiled_oracle_fits(bandit: RoutingBandit) -> bool:
@@ -315,7 +314,9 @@ def _full_draw_engine(bandit: RoutingBandit) -> Any:
     full-draw rounds search compiled (:func:`_compiled_oracle_fits`), the policy is plain Thompson sampling and the
     model a BI model (``conjugate_state``); else ``None`` (posterior, policy weights and route as separate steps).
     The same normals from the policy's stream, the same route: the weights agree to the rectified mean's precision
-    (``evroute.search.full_draw``), about 1.6 times faster at a million edges (``docs/benchmark_scale.md``)."""
+    (``evroute.search.full_draw``), the route searched on the junction graph (``evroute.search.junction``): a round
+    on the benchmark's route A at a million edges takes about 48 ms of CPU on an idle core against 105 ms with the
+    line graph's compiled search (``docs/benchmark_scale.md``)."""
     if type(bandit.policy) is not ThompsonSampling or not callable(getattr(bandit.model, "conjugate_state", None)):
         return None
     from evroute.search.full_draw import FullDrawThompson

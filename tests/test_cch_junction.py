@@ -10,9 +10,9 @@ import functools
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_search_junction import restricted_city
 
 from evroute.cch_junction import JunctionCCHIndex, hybrid_graph, junction_order
 from evroute.driver.paths import potential_h
@@ -31,20 +31,8 @@ def _no_fallback():  # a fallback factory for queries that must be certified on 
 
 @functools.lru_cache(maxsize=8)
 def _graph(n: int, seed: int, ban: float, allow_u: float):
-    """A synthetic city's line graph with a share ``ban`` of its turns removed (turn restrictions) and a share
-    ``allow_u`` of its banned U-turns added (the city bans all but dead ends' U-turns)."""
-    lg = build_line_graph(synthetic_city(n, seed=seed))
-    rng = np.random.default_rng(seed)
-    t = lg.turns
-    t = t[rng.random(len(t)) >= ban]
-    fi, ti, _ = lg.network.junction_codes()
-    # U-turn candidates: e -> f with f leaving e's end junction back to e's start
-    pairs = np.argwhere((ti[:, None] == fi[None, :]) & (fi[:, None] == ti[None, :]))
-    pairs = pairs[rng.random(len(pairs)) < allow_u]
-    t = np.unique(np.concatenate([t, pairs]), axis=0)
-    adj = sp.csr_matrix((np.ones(len(t)), (t[:, 0], t[:, 1])), shape=(lg.n_nodes, lg.n_nodes))
-    adj.sort_indices()
-    g = LineGraph(network=lg.network, adjacency=adj, parent_index=lg.parent_index)
+    """:func:`test_search_junction.restricted_city`, its junction-graph CCH index and its Dijkstra oracle."""
+    g = restricted_city(n, seed, ban, allow_u)
     return g, JunctionCCHIndex(g), RouteOracle(g)
 
 

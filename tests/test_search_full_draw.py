@@ -15,7 +15,7 @@ from evroute.oracle import MIN_WEIGHT_WH, RouteOracle, is_valid_route, rectified
 if not search.numba_available():  # pragma: no cover - numba is a dependency
     pytest.skip("numba is not installed", allow_module_level=True)
 
-from evroute.search.full_draw import FAST_A2, FullDrawThompson  # noqa: E402 - needs numba
+from evroute.search.full_draw import FAST_A, FullDrawThompson  # noqa: E402 - needs numba
 
 
 def _bi_model(rng: np.random.Generator, n: int):
@@ -51,8 +51,7 @@ def test_weights_are_the_policys_on_the_same_normals(with_potential):
     a = x / np.sqrt(post.noise_var)
     assert (a >= 8.5).any() and ((a > -8) & (a < 8.5)).any()  # both branches, and far below 0 with the potential
     assert (a < -8).any() == with_potential
-    fast = x * x >= FAST_A2 * post.noise_var
-    fast &= x > 0
+    fast = a >= FAST_A  # the kernel's test, the same float (IEEE square root and division)
     assert np.array_equal(got[fast], x[fast])  # the identity branch: the draw itself, no rounding
     rel = np.abs(got - ref) / ref
     assert rel[fast].max() < 1e-15  # the oracle's formula rounds s (phi(a) + a Phi(a)) there: a few ulps
@@ -141,7 +140,7 @@ def test_rectified_identity_threshold_is_below_half_an_ulp():
     mpmath = pytest.importorskip("mpmath")
     from scipy.stats import norm
 
-    a0 = float(np.sqrt(FAST_A2))
+    a0 = FAST_A
     assert norm.pdf(a0) / a0**3 < 2.0**-54
     mpmath.mp.dps = 50
     for s in (1e-3, 1.0, 50.0):

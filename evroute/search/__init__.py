@@ -280,9 +280,13 @@ def _buckets(
     mean: float,
     *,
     node_weights: bool = False,
+    sources: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`one_to_all` on checked arcs whose least, largest and mean weight are ``lo, hi, mean``: ``data`` holds
-    the arcs' weights ``(C,)``, or with ``node_weights`` the nodes' ``(N,)`` (an arc weighs its head's)."""
+    the arcs' weights ``(C,)``, or with ``node_weights`` the nodes' ``(N,)`` (an arc weighs its head's).  With
+    ``sources = (nodes (k,), labels (k,), preds (k,))`` (arc weights only; ``start`` ignored) the search starts from
+    those nodes at those labels and ``pred`` holds the CSR slot of each label's arc, else the source's given pred
+    (:func:`evroute.search.bucket_kernels.sources_buckets_kernel`)."""
     _kernels()  # numba is installed
     from evroute.search import bucket_kernels as BK
 
@@ -293,13 +297,20 @@ def _buckets(
     if delta <= 0.0:  # every arc is zero: one bucket
         delta = 1.0
     nring = min(int(hi / delta) + 3, BUCKET_RING)
-    entries = len(heads) + 2  # one per arc and the start (Dial); label correcting may need more: then retry
+    # one entry per arc and per source (Dial); label correcting may need more: then retry
+    entries = len(heads) + 2 + (0 if sources is None else len(sources[0]))
     while True:
         ent = np.empty(2 * entries, dtype=np.int32 if entries < 2**30 else np.int64)
-        scans = (BK.node_buckets_kernel if node_weights else BK.buckets_kernel)(
-            np.asarray(indptr), np.asarray(heads), data, start, target, dist, pred, delta, nring, ent,
-            np.zeros(n, dtype=np.uint8), 2.0 * delta > lo,
-        )  # fmt: skip
+        done = np.zeros(n, dtype=np.uint8)
+        ip, hd = np.asarray(indptr), np.asarray(heads)
+        if sources is not None:
+            scans = BK.sources_buckets_kernel(
+                ip, hd, data, *sources, target, dist, pred, delta, nring, ent, done, 2.0 * delta > lo
+            )
+        else:
+            scans = (BK.node_buckets_kernel if node_weights else BK.buckets_kernel)(
+                ip, hd, data, start, target, dist, pred, delta, nring, ent, done, 2.0 * delta > lo
+            )
         if scans >= 0:
             return dist, pred
         entries *= 2

@@ -25,7 +25,9 @@ def _bucket_search(
     indptr: Any,
     heads: Any,
     data: Any,
-    start: int,
+    srcs: Any,
+    init: Any,
+    init_pred: Any,
     target: int,
     dist: Any,
     pred: Any,
@@ -35,14 +37,17 @@ def _bucket_search(
     done: Any,
     correcting: bool,
     node_weights: bool,
+    arc_pred: bool,
 ) -> int:
     """Dijkstra's labels by buckets, label correcting inside a bucket (:func:`evroute.search.one_to_all`); the arc
     ``u -> v`` weighs ``data[j]`` (its CSR slot) or, with ``node_weights`` (a constant of each entry point below, so
-    the compiled loop has no branch), ``data[v]`` (its head's weight); ``dist``
-    all ``inf`` and ``pred`` all -9999 on entry; stops once ``target``'s bucket is emptied (``-1``: never); returns
-    the number of node scans, or -1 when the entry pool ``ent`` (any integer type) is full.  ``done (N,)`` all 0: set
-    when a node is scanned, cleared when its label falls; ``correcting`` False promises ``delta <= min arc / 2`` (no
-    scanned label ever falls, nothing to clear).
+    the compiled loop has no branch), ``data[v]`` (its head's weight); ``dist`` all ``inf`` and ``pred`` all -9999 on
+    entry.  The sources ``srcs (k,)`` start at labels ``init (k,)`` (the least where one repeats) with ``pred``
+    ``init_pred (k,)``; a scan that lowers ``v``'s label sets ``pred[v]`` to ``u`` or, with ``arc_pred``, to the
+    arc's CSR slot ``j`` (parallel arcs stay apart).  Stops once ``target``'s bucket is emptied (``-1``: never);
+    returns the number of node scans, or -1 when the entry pool ``ent`` (any integer type) is full.  ``done (N,)``
+    all 0: set when a node is scanned, cleared when its label falls; ``correcting`` False promises ``delta <= min
+    arc / 2`` (no scanned label ever falls, nothing to clear).
 
     The buckets are emptied in increasing order, each in any order; a node is scanned whenever its label fell since
     its last scan, so a label lowered into the bucket being emptied (an arc under ``delta``) is scanned again.  A
@@ -52,11 +57,20 @@ def _bucket_search(
     a full ring ahead waits in the farthest slot and is moved on when reached."""
     inv = 1.0 / delta
     bhead = np.full(nring, -1, dtype=np.int64)
-    dist[start] = 0.0
-    ent[0] = start
-    ent[1] = -1
-    bhead[0] = 0
-    top, pending, cur, scans = 1, 1, 0, 0
+    top, pending, cur, scans = 0, 0, 0, 0
+    for i in range(srcs.shape[0]):
+        v = srcs[i]
+        d = init[i]
+        if d < dist[v]:
+            dist[v] = d
+            pred[v] = init_pred[i]
+            bv = int(d * inv)
+            s = bv if bv < nring else nring - 1
+            ent[2 * top] = v
+            ent[2 * top + 1] = bhead[s]
+            bhead[s] = top
+            top += 1
+            pending += 1
     while pending > 0:
         slot = cur % nring
         e = bhead[slot]
@@ -85,7 +99,7 @@ def _bucket_search(
             nd = du + (data[v] if node_weights else data[j])
             if nd < dist[v]:
                 dist[v] = nd
-                pred[v] = u
+                pred[v] = j if arc_pred else u
                 if correcting:
                     done[v] = 0
                 if 2 * top + 2 > ent.shape[0]:  # the pool is full (label correcting: more label falls than arcs)
@@ -105,8 +119,11 @@ def buckets_kernel(  # noqa: PLR0913 - the flat arrays of one compiled loop
     indptr: Any, heads: Any, data: Any, start: int, target: int, dist: Any, pred: Any, delta: float, nring: int,
     ent: Any, done: Any, correcting: bool,
 ) -> int:  # fmt: skip
-    """:func:`_bucket_search` with arc weights ``data (C,)``."""
-    return _bucket_search(indptr, heads, data, start, target, dist, pred, delta, nring, ent, done, correcting, False)
+    """:func:`_bucket_search` from ``start`` (label 0) with arc weights ``data (C,)``."""
+    src, init, ip = np.full(1, start, dtype=np.int64), np.zeros(1), np.full(1, -9999, dtype=np.int64)
+    return _bucket_search(
+        indptr, heads, data, src, init, ip, target, dist, pred, delta, nring, ent, done, correcting, False, False
+    )
 
 
 @njit_cached
@@ -114,5 +131,21 @@ def node_buckets_kernel(  # noqa: PLR0913 - the flat arrays of one compiled loop
     indptr: Any, heads: Any, data: Any, start: int, target: int, dist: Any, pred: Any, delta: float, nring: int,
     ent: Any, done: Any, correcting: bool,
 ) -> int:  # fmt: skip
-    """:func:`_bucket_search` with node weights ``data (N,)``: the arc ``u -> v`` weighs ``data[v]``."""
-    return _bucket_search(indptr, heads, data, start, target, dist, pred, delta, nring, ent, done, correcting, True)
+    """:func:`_bucket_search` from ``start`` (label 0) with node weights ``data (N,)``: the arc ``u -> v`` weighs
+    ``data[v]``."""
+    src, init, ip = np.full(1, start, dtype=np.int64), np.zeros(1), np.full(1, -9999, dtype=np.int64)
+    return _bucket_search(
+        indptr, heads, data, src, init, ip, target, dist, pred, delta, nring, ent, done, correcting, True, False
+    )
+
+
+@njit_cached
+def sources_buckets_kernel(  # noqa: PLR0913 - the flat arrays of one compiled loop
+    indptr: Any, heads: Any, data: Any, srcs: Any, init: Any, init_pred: Any, target: int, dist: Any, pred: Any,
+    delta: float, nring: int, ent: Any, done: Any, correcting: bool,
+) -> int:  # fmt: skip
+    """:func:`_bucket_search` from several sources with arc weights ``data (C,)``, each label's ``pred`` the CSR
+    slot of the arc that set it (:mod:`evroute.search.junction`)."""
+    return _bucket_search(
+        indptr, heads, data, srcs, init, init_pred, target, dist, pred, delta, nring, ent, done, correcting, False, True
+    )
