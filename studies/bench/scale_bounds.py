@@ -35,10 +35,18 @@ def _round_engine(parts: dict[str, float] | None) -> str:
             "searches with the compiled engine (`evroute.search.node_weighted_route`, from "
             "`evroute.bandit.LAZY_TS_MIN_ARMS` arms; posterior, draw and rectified weights in NumPy/SciPy)"
         )
+    where = ""
+    if parts.get("graph") == "junction":
+        where = (
+            f" on the hybrid junction graph (`evroute.search.junction`: {int(parts['search_nodes']):,} nodes and "
+            f"{int(parts['search_arcs']):,} arcs; {int(parts['fallbacks'])} of the measured searches fell back to "
+            "the line graph)"
+        )
     return (
         "runs in compiled passes (`evroute.search.full_draw`, from `evroute.bandit.LAZY_TS_MIN_ARMS` arms): the "
         f"policy's {fmt_s(parts['normals'])} of normals, {fmt_s(parts['weights'])} for the posterior, draw and "
-        f"rectified weights, {fmt_s(parts['search'])} for the bucket search on them (medians of separate calls)"
+        f"rectified weights, {fmt_s(parts['search'])} for the bucket search on them{where} (medians of separate "
+        "calls)"
     )
 
 
@@ -91,16 +99,20 @@ def bounds_lines(d: dict[str, Any], place: str = "city") -> list[str]:
             continue
         if key == "BI-TS round" and "route_settled_share" in r:
             share = float(r["route_settled_share"])
+            parts = r.get("round_parts") or {}
+            junction = parts.get("graph") == "junction"
+            arcs = int(parts["search_arcs"]) if junction else turns
+            what = "arc of the junction graph" if junction else "turn"
             out.append(
                 f"* **{label}** ({fmt_s(x)}): route A crosses the {place}, so an exact one-directional search settles "
                 f"{share:.1%} of the {edges:,} line-graph nodes before the goal.  A round that draws every edge "
                 f"{_round_engine(r.get('round_parts'))}; the round's whole CPU, search and O(E) array work on every "
                 f"edge, is {fmt_s(x)}, that is "
-                f"{x * 1e9 / max(share * turns, 1):,.0f} ns per turn its search must scan, against "
-                f"{1e9 * dj / turns:,.0f} ns per turn for SciPy's Dijkstra alone (all {turns:,} turns in "
-                f"{fmt_s(dj)}, the Dijkstra query row).  Within {fmt_s(limit)} an exact search would have to scan "
-                f"{turns * share / (limit * 1e3):,.0f} arcs per ms, or settle only the edges it needs (lazily "
-                "sampled weights in a compiled search)."
+                f"{x * 1e9 / max(share * arcs, 1):,.0f} ns per {what} its search must scan, against "
+                f"{1e9 * dj / turns:,.0f} ns per turn for SciPy's Dijkstra alone on the line graph (all {turns:,} "
+                f"turns in {fmt_s(dj)}, the Dijkstra query row).  Within {fmt_s(limit)} an exact search would have to "
+                f"scan {arcs * share / (limit * 1e3):,.0f} {what.split(' ')[0]}s per ms, or settle only the edges it "
+                "needs (lazily sampled weights in a compiled search)."
                 + _lazy_sentence(r.get("route_lazy"), x, place)
                 + _goal_sentence(r.get("route_goal_directed"))
             )

@@ -122,12 +122,15 @@ def lazy_probe(lg: Any, bandit: Any, start: int, goal: int) -> dict[str, Any] | 
     return {"cpu_s": cpu, "settled_share": settled / lg.n_nodes, "draws": st["draws"], "arcs": st["arcs_scanned"]}
 
 
-def round_parts(lg: Any, bandit: Any, reps: int = 3) -> dict[str, float] | None:
+def round_parts(lg: Any, bandit: Any, reps: int = 3) -> dict[str, Any] | None:
     """The parts of a compiled full-draw BI-TS round (:class:`evroute.search.full_draw.FullDrawThompson`) on the
     bandit's posterior, median CPU seconds over ``reps``: ``normals`` (``E`` standard normals from NumPy's generator),
     ``weights`` (posterior, draw and rectified weights in compiled passes) and ``search`` (the bucket search on those
-    weights); ``None`` where the bandit does not run such rounds."""
+    weights); ``graph`` the graph searched (``junction``: the hybrid junction graph, its ``search_nodes`` and
+    ``search_arcs``; ``line``), ``fallbacks`` the searches answered on the line graph instead; ``None`` where the
+    bandit does not run such rounds."""
     from evroute.search.full_draw import FullDrawThompson
+    from evroute.search.junction import junction_graph
 
     if getattr(bandit, "_full_draw", None) is None:
         return None
@@ -145,7 +148,13 @@ def round_parts(lg: Any, bandit: Any, reps: int = 3) -> dict[str, float] | None:
         c3 = time.process_time()
         for k, v in zip(parts, (c1 - c0, c2 - c1, c3 - c2), strict=True):
             parts[k].append(v)
-    return {k: statistics.median(v) for k, v in parts.items()}
+    out: dict[str, Any] = {k: statistics.median(v) for k, v in parts.items()}
+    jg = junction_graph(lg)
+    out["graph"] = "line" if jg is None else "junction"
+    if jg is not None:
+        out["search_nodes"], out["search_arcs"] = jg.n_nodes, len(jg.heads)
+    out["fallbacks"] = eng.fallbacks
+    return out
 
 
 def goal_directed_probe(lg: Any, bandit: Any, start: int, goal: int, ks: tuple[float, ...] = (3.0, 4.0)) -> Any:
