@@ -172,8 +172,7 @@ class FullDrawThompson:
         self.n = int(linegraph.n_nodes)
         self.graph = graph
         self._w = np.empty(self.n)
-        self._a = np.empty(self.n)
-        self._wp = np.empty(self.n)
+        self._wp = np.empty(self.n)  # the draws' a = x / s_n, then (on demand) the weights in the line's search order
         self._wa = np.empty(0)
         self._fresh = ""  # which copy of the last weights is up to date: "junction", "line" or none
         self._stats = np.zeros(3)
@@ -206,8 +205,8 @@ class FullDrawThompson:
         if potential_wh is not None and pot.shape != (n,):
             raise ParameterError(f"the potential must have shape ({n},), got {pot.shape}")
         self._drawn, self._fresh = False, ""
-        draw_kernel(*arrs[:5], pot, arrs[5], self._w, self._a)
-        rectify_kernel(self._w, self._a, arrs[4], RECT_G, RECT_DG, self._stats)
+        draw_kernel(*arrs[:5], pot, arrs[5], self._w, self._wp)
+        rectify_kernel(self._w, self._wp, arrs[4], RECT_G, RECT_DG, self._stats)
         if not math.isfinite(float(self._stats[2])):
             raise ParameterError("a Thompson weight is not finite (check the posterior statistics and the potential)")
         self._drawn = True

@@ -47,11 +47,11 @@ class JunctionGraph:
 
     Attributes:
         indptr: ``(N_H + 1,)`` int64 and ``heads``: ``(A,)`` int32, the arcs sorted by tail (CSR).
-        arc_tail: ``(A,)`` int64, each arc's tail node.
-        arc_edge: ``(A,)`` int64, the road edge (line-graph node) each arc takes: the arcs' weights are
+        arc_tail: ``(A,)`` int32, each arc's tail node.
+        arc_edge: ``(A,)`` int32, the road edge (line-graph node) each arc takes: the arcs' weights are
             ``w[arc_edge]``.
-        head_node: ``(E,)`` int64, the node each road edge arrives at.
-        edge_ptr: ``(E + 1,)`` int64 and ``edge_arcs``: ``(A,)`` int64, the arcs of edge ``e`` are
+        head_node: ``(E,)`` int32, the node each road edge arrives at.
+        edge_ptr: ``(E + 1,)`` int64 and ``edge_arcs``: ``(A,)`` int32, the arcs of edge ``e`` are
             ``edge_arcs[edge_ptr[e]:edge_ptr[e + 1]]``.
     """
 
@@ -99,14 +99,14 @@ def _build(linegraph: LineGraph) -> JunctionGraph | None:
     inv[order] = np.arange(nh, dtype=np.int64)
     t, h = inv[arc_tail], inv[arc_head]
     o = np.argsort(t, kind="stable")
-    arc_tail, arc_edge, heads_new = t[o], np.asarray(arc_edge, dtype=np.int64)[o], h[o].astype(np.int32)
-    edge_arcs = np.argsort(arc_edge, kind="stable").astype(np.int64)
-    return JunctionGraph(
+    arc_tail, arc_edge, heads_new = t[o], np.asarray(arc_edge)[o].astype(np.int32), h[o].astype(np.int32)
+    edge_arcs = np.argsort(arc_edge, kind="stable").astype(np.int32)
+    return JunctionGraph(  # int32 but the CSR's offsets: 4 bytes an index (about 40 bytes per edge in all)
         indptr=np.searchsorted(arc_tail, np.arange(nh + 1)).astype(np.int64),
         heads=heads_new,
-        arc_tail=arc_tail,
+        arc_tail=arc_tail.astype(np.int32),
         arc_edge=arc_edge,
-        head_node=inv[head_node],
+        head_node=inv[head_node].astype(np.int32),
         edge_ptr=np.searchsorted(arc_edge[edge_arcs], np.arange(n + 1)).astype(np.int64),
         edge_arcs=edge_arcs,
     )

@@ -22,8 +22,9 @@ TS, elevation potential), each candidate is timed (CPU seconds, ``time.process_t
   (:mod:`evroute.search.full_draw`);
 * ``search``: that route search alone against SciPy's oracle on the same weights (same route and cost?), and the
   one-off cost of the search order (:func:`evroute.search.order.search_order`);
-* ``random_pairs``: the lazy search against the full round (SciPy's and the compiled search) for ``--pairs`` random
-  (start, goal) pairs;
+* ``random_pairs``: the lazy search against the full round (SciPy's search, the line graph's compiled search, and
+  the default full draw on the junction graph, :class:`evroute.search.full_draw.FullDrawThompson`) for ``--pairs``
+  random (start, goal) pairs;
 * ``reach``: :func:`evroute.driver.reach.reachable` with SciPy's and with the compiled Dijkstra, and whether their
   quantile costs are the same floats;
 * ``kernel``: arcs per millisecond of one-to-all on reach's arcs, SciPy's against the bucket search.
@@ -108,9 +109,10 @@ def render(d: dict[str, Any]) -> str:
         "",
         "Route A of the benchmark (`synthetic:EDGES:0`, BI, TS, elevation potential).  *default*: `lazy_ts=None`; on "
         "route A the two searches would cover most of the city, so every edge is drawn (as `lazy_ts=False`) and, "
-        "from `LAZY_TS_MIN_ARMS` edges, the route is found by the compiled bucket search "
-        "(`evroute.search.node_weighted_route`); *compiled passes*: the posterior, draw and rectified weights are "
-        "computed compiled too (`evroute.search.full_draw`, the same normals and route).  *agree*: the lazy route "
+        "from `LAZY_TS_MIN_ARMS` edges, the route is found by a compiled bucket search; *compiled passes*: the "
+        "posterior, draw and rectified weights are computed compiled too and the route searched on the hybrid "
+        "junction graph (`evroute.search.full_draw`, `evroute.search.junction`: the same normals and route cost).  "
+        "*agree*: the lazy route "
         "is SciPy's Dijkstra route on every weight of the same round key (same edges, cost within 1e-9), candidate "
         "(a) finds the same cost, and the compiled search returns SciPy's route and cost (the same float).",
         "",
@@ -153,8 +155,9 @@ def render(d: dict[str, Any]) -> str:
         "two balls of half the route's cost, so it wins where they are small.",
         "",
         "| edges | pairs | share settled (median, max) | lazy (median) | full round, SciPy (median) | "
-        "full round, compiled (median) | lazy faster than the compiled full round in |",
-        "|---|---|---|---|---|---|---|",
+        "full round, compiled search (median) | full draw, junction graph (median) | lazy faster than the fastest "
+        "full round in |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for key in sorted(d, key=int):
         rows = d[key].get("random_pairs", [])
@@ -164,11 +167,16 @@ def render(d: dict[str, Any]) -> str:
         lz = [x["lazy_cpu_s"] for x in rows]
         fu = [x["full_cpu_s"] for x in rows]
         fc = [x["full_compiled_cpu_s"] for x in rows if "full_compiled_cpu_s" in x]
-        wins = f"{sum(a < b for a, b in zip(lz, fc, strict=True))} of {len(rows)}" if fc else "—"
+        fd = [x["full_draw_cpu_s"] for x in rows if "full_draw_cpu_s" in x]
+        best = [min(x.get("full_compiled_cpu_s", x["full_cpu_s"]), x.get("full_draw_cpu_s", np.inf)) for x in rows]
+        wins = f"{sum(a < b for a, b in zip(lz, best, strict=True))} of {len(rows)}"
+        at_win = [x["settled_share"] for x, a, b in zip(rows, lz, best, strict=True) if a < b]
+        if at_win:
+            wins += f" (shares settled up to {max(at_win):.1%})"
         lines.append(
             f"| {d[key]['edges']:,} | {len(rows)} | {statistics.median(sh):.0%}, {max(sh):.0%} | "
             f"{_ms(statistics.median(lz))} | {_ms(statistics.median(fu))} | "
-            f"{_ms(statistics.median(fc)) if fc else '—'} | {wins} |"
+            f"{_ms(statistics.median(fc)) if fc else '—'} | {_ms(statistics.median(fd)) if fd else '—'} | {wins} |"
         )
     lines += ["", "Machines: " + "; ".join(f"{k} edges: {d[k]['machine']}" for k in sorted(d, key=int)), ""]
     return "\n".join(lines)
@@ -362,11 +370,15 @@ def kernel_rates(lg: Any, belief: Any, h0: Any, start: int, n: int) -> dict[str,
 
 def random_pairs(lg: Any, lazy: Any, full: Any, oracle: Any, n: int, seed: int) -> list[dict[str, Any]]:
     """For ``n`` random (start, goal) pairs: the lazy search's CPU seconds, nodes settled and draws, against the full
-    round's (every posterior, one draw each, rectified weights, SciPy's Dijkstra), under the same posterior."""
+    round's (every posterior, one draw each, rectified weights) with SciPy's Dijkstra, with the line graph's compiled
+    search and as the bandit runs it by default (:class:`evroute.search.full_draw.FullDrawThompson`: compiled passes,
+    normals included, the junction graph's search), under the same posterior."""
     from evroute.errors import UnreachableError
     from evroute.search import node_weighted_route
+    from evroute.search.full_draw import FullDrawThompson
 
     rng = np.random.default_rng(seed + 1)
+    draw = FullDrawThompson(lg)  # the bandit's default full round: compiled passes, the junction graph's search
     state = lazy.model.conjugate_state()
     pot = lazy._arm_potential
     rows = []
@@ -381,6 +393,9 @@ def random_pairs(lg: Any, lazy: Any, full: Any, oracle: Any, n: int, seed: int) 
             w = full.policy.weights(full.model.posterior(), 1, full.rng_policy, full._arm_potential)
             node_weighted_route(lg, w, int(s), int(g))
             c3 = time.process_time()
+            z = full.rng_policy.standard_normal(lg.n_nodes)
+            draw.route(state, z, int(s), int(g), pot)
+            c4 = time.process_time()
         except UnreachableError:
             continue
         st = lazy._lazy.last_stats
@@ -389,6 +404,7 @@ def random_pairs(lg: Any, lazy: Any, full: Any, oracle: Any, n: int, seed: int) 
                 "lazy_cpu_s": c1 - c0,
                 "full_cpu_s": c2 - c1,
                 "full_compiled_cpu_s": c3 - c2,
+                "full_draw_cpu_s": c4 - c3,
                 "settled_share": (st["settled_forward"] + st["settled_backward"]) / lg.n_nodes,
                 "draws": st["draws"],
                 "route_edges": len(r.edges) if r is not None else 0,
