@@ -285,12 +285,12 @@ class RoutingBandit(RouteLearner):
 LAZY_TS_MIN_ARMS = 200_000
 
 #: By default a lazy search that settles more than this share of the nodes gives up; that round and every later one
-#: of the run then draw every edge.  The lazy search costs about 15 ms per 1% of the nodes settled at a million edges
-#: (random trips, loaded machine: 150 ms at a median 10%, ``docs/scale_rounds.md``), a round that draws every edge
-#: about 48 ms on an idle core since it searches the junction graph (``evroute.search.full_draw``; about 105 ms with
-#: the line graph's search, 230 ms before the compiled passes), so the break-even is near 5% (7% against the loaded
-#: machine's full round).  Cross-city routes end up drawing every edge (the benchmark's route A: the two searches meet
-#: after settling 82% of the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10% (median).
+#: of the run then draw every edge.  At a million edges the lazy search costs about 3.6 ms per 1% of the nodes it
+#: settles (random trips on an idle core: 7.1 ms at 2.0%, 45 ms at 12%, 156 ms at 44%), a round that draws every edge
+#: 23-47 ms on the same trips (its search, on the junction graph, stops at the goal; 48 ms on the cross-city route A),
+#: side by side in ``docs/scale_rounds.md``: the break-even is near 6%, and below 5% the lazy search wins on every
+#: measured trip.  Cross-city routes end up drawing every edge (the benchmark's route A: the two searches meet after
+#: settling 82% of the nodes at 100k edges, 87% at 1M); random trips at 1M settle 10% (median).
 LAZY_TS_MAX_SHARE = 0.05
 
 #: By default the lazy engine is built only when the geometric estimate of the share of nodes the two searches settle

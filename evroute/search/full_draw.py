@@ -177,6 +177,7 @@ class FullDrawThompson:
         self._fresh = ""  # which copy of the last weights is up to date: "junction", "line" or none
         self._stats = np.zeros(3)
         self._drawn = False
+        self._goal_arcs: tuple[int, np.ndarray] = (-1, np.zeros(0, dtype=np.int64))  # the last goal's arcs
         #: searches answered on the line graph because the junction graph's least walk was not a legal route
         self.fallbacks = 0
 
@@ -269,7 +270,9 @@ class FullDrawThompson:
         stats = (float(st[0]), float(st[1]), float(st[2]) / self.n)
         jg = self._junction()
         if jg is not None:
-            got = junction_route(jg, self.linegraph, self._w, self._wa, start, goal, stats)
+            if self._goal_arcs[0] != goal:
+                self._goal_arcs = (goal, jg.edge_arcs(goal))
+            got = junction_route(jg, self.linegraph, self._w, self._wa, start, goal, stats, self._goal_arcs[1])
             if got is not None:
                 return got
             self.fallbacks += 1

@@ -51,8 +51,6 @@ class JunctionGraph:
         arc_edge: ``(A,)`` int32, the road edge (line-graph node) each arc takes: the arcs' weights are
             ``w[arc_edge]``.
         head_node: ``(E,)`` int32, the node each road edge arrives at.
-        edge_ptr: ``(E + 1,)`` int64 and ``edge_arcs``: ``(A,)`` int32, the arcs of edge ``e`` are
-            ``edge_arcs[edge_ptr[e]:edge_ptr[e + 1]]``.
     """
 
     indptr: np.ndarray
@@ -60,13 +58,16 @@ class JunctionGraph:
     arc_tail: np.ndarray
     arc_edge: np.ndarray
     head_node: np.ndarray
-    edge_ptr: np.ndarray
-    edge_arcs: np.ndarray
 
     @property
     def n_nodes(self) -> int:
         """``N_H``: junctions plus the turn-expanded nodes."""
         return len(self.indptr) - 1
+
+    def edge_arcs(self, e: int) -> np.ndarray:
+        """``(k,)`` int64, the arcs that take road edge ``e`` (one scan of :attr:`arc_edge`: O(A), about 0.5 ms at a
+        million edges; :class:`~evroute.search.full_draw.FullDrawThompson` keeps its goal's)."""
+        return np.flatnonzero(self.arc_edge == e)
 
 
 def junction_graph(linegraph: LineGraph) -> JunctionGraph | None:
@@ -100,15 +101,12 @@ def _build(linegraph: LineGraph) -> JunctionGraph | None:
     t, h = inv[arc_tail], inv[arc_head]
     o = np.argsort(t, kind="stable")
     arc_tail, arc_edge, heads_new = t[o], np.asarray(arc_edge)[o].astype(np.int32), h[o].astype(np.int32)
-    edge_arcs = np.argsort(arc_edge, kind="stable").astype(np.int32)
-    return JunctionGraph(  # int32 but the CSR's offsets: 4 bytes an index (about 40 bytes per edge in all)
+    return JunctionGraph(  # int32 but the CSR's offsets: 4 bytes an index (about 20 bytes per edge in all)
         indptr=np.searchsorted(arc_tail, np.arange(nh + 1)).astype(np.int64),
         heads=heads_new,
         arc_tail=arc_tail.astype(np.int32),
         arc_edge=arc_edge,
         head_node=inv[head_node].astype(np.int32),
-        edge_ptr=np.searchsorted(arc_edge[edge_arcs], np.arange(n + 1)).astype(np.int64),
-        edge_arcs=edge_arcs,
     )
 
 
@@ -135,11 +133,12 @@ def junction_route(
     start: int,
     goal: int,
     stats: tuple[float, float, float],
+    goal_arcs: np.ndarray | None = None,
 ) -> Route | None:
     """The least route from edge ``start`` to edge ``goal != start`` under node weights ``w (E,)`` (checked, finite,
     non-negative; ``wa = w[jg.arc_edge]``, ``stats`` the least, largest and mean of ``w``), searched on ``jg``, with
     the line graph's cost bit for bit; ``None`` when the least walk is not a legal route (module doc: search the line
-    graph then).
+    graph then).  ``goal_arcs``: ``jg.edge_arcs(goal)`` when the caller keeps it.
 
     Raises:
         UnreachableError: ``goal`` cannot be reached from ``start``.
@@ -148,7 +147,7 @@ def junction_route(
 
     lip, lheads, _ = linegraph.arc_pattern()
     first = np.asarray(lheads[lip[start] : lip[start + 1]], dtype=np.int64)
-    goal_arcs = jg.edge_arcs[jg.edge_ptr[goal] : jg.edge_ptr[goal + 1]]
+    goal_arcs = jg.edge_arcs(goal) if goal_arcs is None else goal_arcs
     tails = jg.arc_tail[goal_arcs]
     best, via = math.inf, -1
     if len(first):
