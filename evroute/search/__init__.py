@@ -16,10 +16,11 @@ Two engines, compiled with numba (``cache=True``: the first call in a fresh envi
   weights the search never reads need never be drawn: the round is exact.
   The bandit uses it for BI Thompson rounds from :data:`evroute.bandit.LAZY_TS_MIN_ARMS` edges and leaves it for the
   full draw when a round's two searches would settle more than :data:`evroute.bandit.LAZY_TS_MAX_SHARE` of the nodes:
-  a settled node costs about 1-1.7 us at a million edges (each draw and both searches' labels read scattered memory),
-  against about 0.25 s for a round that draws every edge and finds the route by :func:`node_weighted_route`, so the
-  lazy search wins on trips whose two balls of half the route's cost are small (7-8 of 10 random trips at a million
-  edges) and loses on cross-city routes (``docs/scale_rounds.md``).
+  a settled node costs about 0.4 us at a million edges on an idle core (each draw and both searches' labels read
+  scattered memory: 3.6 ms per 1% of the nodes), against 23-48 ms for a round that draws every edge
+  (:mod:`evroute.search.full_draw`), so the lazy search wins on trips whose two balls of half the route's cost are
+  small (below about 6% of the nodes: 5 of 10 random trips at a million edges) and loses on cross-city routes
+  (``docs/scale_rounds.md``).
 * :func:`one_to_all`: Dijkstra from one node to every node (or until a target is final) on a CSR graph with
   non-negative arc weights, by buckets: Dial's algorithm where every arc is at least twice the bucket width, label
   correcting inside a bucket otherwise; the same labels as SciPy's, bit for bit.  :func:`reduced_one_to_all` runs it
@@ -29,8 +30,10 @@ Two engines, compiled with numba (``cache=True``: the first call in a fresh envi
   start (``docs/reach_profile.md``).
 
 Rounds that draw every edge (cross-city routes, where both balls of the lazy search would cover most of the graph)
-run in compiled passes from the posterior to the route: :mod:`evroute.search.full_draw` (its node-weight bucket
-search is :func:`ordered_node_route`; the bucket kernels are in :mod:`evroute.search.bucket_kernels`).
+run in compiled passes from the posterior to the route: :mod:`evroute.search.full_draw`, whose route is searched on
+the hybrid junction graph from several sources (:mod:`evroute.search.junction`: a third of the line graph's arcs),
+or by the line graph's node-weight bucket search :func:`ordered_node_route` where that graph does not exist or its
+least walk is not a legal route (the bucket kernels are in :mod:`evroute.search.bucket_kernels`).
 
 Without numba (:func:`numba_available` False) neither engine exists and the callers keep SciPy's Dijkstra.
 """

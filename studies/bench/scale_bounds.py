@@ -16,8 +16,10 @@ def _lazy_sentence(lazy: dict[str, Any] | None, round_s: float, place: str = "ci
         return ""
     cpu, draws, share = float(lazy["cpu_s"]), int(lazy["draws"]), float(lazy["settled_share"])
     verdict = (
-        "more than the round with every edge drawn, so BI-TS rounds leave it after their first round here "
-        "(`evroute.bandit.LAZY_TS_MAX_SHARE`) and the row is the full draw with the compiled search"
+        "more than the round with every edge drawn; BI-TS rounds do not use it here (by default the bandit builds "
+        "it only where its geometric estimate of the share settled is at most "
+        "`evroute.bandit.LAZY_TS_EXPECTED_SHARE`, and leaves it after a round that settles more than "
+        "`LAZY_TS_MAX_SHARE`), so the row is the full draw"
         if cpu > round_s
         else "less than the round with every edge drawn"
     )
