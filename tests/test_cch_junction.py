@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_search_junction import restricted_city
+from test_search_junction import CITY_GRID, restricted_city
 
 from evroute.cch_junction import JunctionCCHIndex, hybrid_graph, junction_order
 from evroute.driver.paths import potential_h
@@ -55,15 +55,7 @@ def _turns_ok(index: JunctionCCHIndex, path: np.ndarray) -> bool:
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    size=st.sampled_from([60, 200, 500]),
-    seed=st.integers(0, 3),
-    ban=st.sampled_from([0.0, 0.05, 0.2]),
-    allow_u=st.sampled_from([0.0, 0.5]),
-    wseed=st.integers(0, 10_000),
-    zeros=st.floats(0.0, 0.3),
-    by_node=st.booleans(),
-)
+@given(**CITY_GRID, zeros=st.floats(0.0, 0.3), by_node=st.booleans())
 def test_junction_routes_are_legal_and_optimal_within_the_bound(size, seed, ban, allow_u, wseed, zeros, by_node):
     lg, index, oracle = _graph(size, seed, ban, allow_u)
     rng = np.random.default_rng(wseed)

@@ -54,15 +54,18 @@ def _state(rng: np.random.Generator, n: int):
     return m.conjugate_state()
 
 
+#: the random cities of :func:`restricted_city` and a weight seed, as the property tests draw them
+CITY_GRID = {
+    "size": st.sampled_from([60, 200, 500]),
+    "seed": st.integers(0, 3),
+    "ban": st.sampled_from([0.0, 0.05, 0.2]),
+    "allow_u": st.sampled_from([0.0, 0.5]),
+    "wseed": st.integers(0, 10_000),
+}
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(
-    size=st.sampled_from([60, 200, 500]),
-    seed=st.integers(0, 3),
-    ban=st.sampled_from([0.0, 0.05, 0.2]),
-    allow_u=st.sampled_from([0.0, 0.5]),
-    wseed=st.integers(0, 10_000),
-    potential=st.booleans(),
-)
+@given(**CITY_GRID, potential=st.booleans())
 def test_junction_rounds_are_dijkstras_on_the_line_graph(size, seed, ban, allow_u, wseed, potential):
     """Every round's route is a legal route from start to goal whose cost is SciPy's line-graph optimum on the same
     weights as the same float, and the route SciPy finds unless two tie; rounds whose least walk is not legal are

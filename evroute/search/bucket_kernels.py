@@ -114,16 +114,25 @@ def _bucket_search(
     return scans
 
 
+@inline_cached
+def _from_start(  # noqa: PLR0913 - the flat arrays of one compiled loop
+    indptr: Any, heads: Any, data: Any, start: int, target: int, dist: Any, pred: Any, delta: float, nring: int,
+    ent: Any, done: Any, correcting: bool, node_weights: bool,
+) -> int:  # fmt: skip
+    """:func:`_bucket_search` from the one source ``start`` at label 0 (``pred[start]`` stays -9999)."""
+    src, init, ip = np.full(1, start, dtype=np.int64), np.zeros(1), np.full(1, -9999, dtype=np.int64)
+    return _bucket_search(
+        indptr, heads, data, src, init, ip, target, dist, pred, delta, nring, ent, done, correcting, node_weights, False
+    )
+
+
 @njit_cached
 def buckets_kernel(  # noqa: PLR0913 - the flat arrays of one compiled loop
     indptr: Any, heads: Any, data: Any, start: int, target: int, dist: Any, pred: Any, delta: float, nring: int,
     ent: Any, done: Any, correcting: bool,
 ) -> int:  # fmt: skip
-    """:func:`_bucket_search` from ``start`` (label 0) with arc weights ``data (C,)``."""
-    src, init, ip = np.full(1, start, dtype=np.int64), np.zeros(1), np.full(1, -9999, dtype=np.int64)
-    return _bucket_search(
-        indptr, heads, data, src, init, ip, target, dist, pred, delta, nring, ent, done, correcting, False, False
-    )
+    """:func:`_from_start` with arc weights ``data (C,)``."""
+    return _from_start(indptr, heads, data, start, target, dist, pred, delta, nring, ent, done, correcting, False)
 
 
 @njit_cached
@@ -131,12 +140,8 @@ def node_buckets_kernel(  # noqa: PLR0913 - the flat arrays of one compiled loop
     indptr: Any, heads: Any, data: Any, start: int, target: int, dist: Any, pred: Any, delta: float, nring: int,
     ent: Any, done: Any, correcting: bool,
 ) -> int:  # fmt: skip
-    """:func:`_bucket_search` from ``start`` (label 0) with node weights ``data (N,)``: the arc ``u -> v`` weighs
-    ``data[v]``."""
-    src, init, ip = np.full(1, start, dtype=np.int64), np.zeros(1), np.full(1, -9999, dtype=np.int64)
-    return _bucket_search(
-        indptr, heads, data, src, init, ip, target, dist, pred, delta, nring, ent, done, correcting, True, False
-    )
+    """:func:`_from_start` with node weights ``data (N,)``: the arc ``u -> v`` weighs ``data[v]``."""
+    return _from_start(indptr, heads, data, start, target, dist, pred, delta, nring, ent, done, correcting, True)
 
 
 @njit_cached
