@@ -173,7 +173,7 @@ def test_sources_search_is_dijkstra_from_a_virtual_source(n, p, k, seed):
     hi = float(max(a.data.max() if a.nnz else 0.0, init.max()))
     mean = float(a.data.mean()) if a.nnz else 0.0
     marks = -(np.arange(k) + 2)
-    dist, pred = search._buckets(
+    dist, pred = search.bucket_search(
         a.indptr.astype(np.int64), a.indices.astype(np.int32), a.data, 0, -1, lo, hi, mean,
         sources=(srcs.astype(np.int64), init, marks.astype(np.int64)),
     )  # fmt: skip

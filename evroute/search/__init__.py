@@ -269,10 +269,10 @@ def one_to_all(
     if len(data) and not (np.all(np.isfinite(data)) and data.min() >= 0.0):
         raise ParameterError("arc weights must be finite and non-negative")
     stats = (float(data.min()), float(data.max()), float(data.mean())) if len(data) else (0.0, 0.0, 0.0)
-    return _buckets(indptr, heads, data, int(start), int(target), *stats)
+    return bucket_search(indptr, heads, data, int(start), int(target), *stats)
 
 
-def _buckets(
+def bucket_search(
     indptr: np.ndarray,
     heads: np.ndarray,
     data: np.ndarray,
@@ -371,7 +371,8 @@ def ordered_one_to_all(
     """:func:`one_to_all` from original node ``start`` over ``arcs`` and ``stats`` of :func:`reduced_arcs`:
     ``(dist (E,), pred (E,))`` in the NEW names of ``order``."""
     c = max(len(arcs), 1)
-    return _buckets(order.indptr, order.heads, arcs, int(order.inv[int(start)]), -1, stats[1], stats[2], stats[3] / c)
+    s = int(order.inv[int(start)])
+    return bucket_search(order.indptr, order.heads, arcs, s, -1, stats[1], stats[2], stats[3] / c)
 
 
 def node_weighted_route(linegraph: LineGraph, weights: np.ndarray, start: int, goal: int) -> Route:
@@ -410,7 +411,7 @@ def ordered_node_route(
     ``start`` and ``goal`` are original names (checked, distinct).  The arcs carry their heads' weights, so the nodes'
     least and largest bound theirs (all the buckets need) and the search reads ``wp`` directly (no per-arc array)."""
     s, g = int(order.inv[start]), int(order.inv[goal])
-    dist, pred = _buckets(order.indptr, order.heads, wp, s, g, *stats, node_weights=True)
+    dist, pred = bucket_search(order.indptr, order.heads, wp, s, g, *stats, node_weights=True)
     if not math.isfinite(dist[g]):
         ids = linegraph.network.edge_ids
         raise UnreachableError(f"goal edge {ids[goal]!r} is unreachable from start edge {ids[start]!r}")

@@ -143,7 +143,7 @@ def junction_route(
     Raises:
         UnreachableError: ``goal`` cannot be reached from ``start``.
     """
-    from evroute.search import _buckets
+    from evroute.search import bucket_search
 
     lip, lheads, _ = linegraph.arc_pattern()
     first = np.asarray(lheads[lip[start] : lip[start + 1]], dtype=np.int64)
@@ -153,7 +153,7 @@ def junction_route(
     if len(first):
         target = int(tails[0]) if len(np.unique(tails)) == 1 else -1
         sources = (jg.head_node[first], w[first].astype(np.float64), -(first + 2))
-        dist, pred = _buckets(jg.indptr, jg.heads, wa, 0, target, *stats, sources=sources)
+        dist, pred = bucket_search(jg.indptr, jg.heads, wa, 0, target, *stats, sources=sources)
         if np.any(first == goal):  # straight from the start: the line graph's label 0 + w[goal]
             best = float(w[goal])
         for j in goal_arcs.tolist():

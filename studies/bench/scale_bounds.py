@@ -113,7 +113,7 @@ def bounds_lines(d: dict[str, Any], place: str = "city") -> list[str]:
                 f"{x * 1e9 / max(share * arcs, 1):,.0f} ns per {what} its search must scan, against "
                 f"{1e9 * dj / turns:,.0f} ns per turn for SciPy's Dijkstra alone on the line graph (all {turns:,} "
                 f"turns in {fmt_s(dj)}, the Dijkstra query row).  Within {fmt_s(limit)} an exact search would have to "
-                f"scan {arcs * share / (limit * 1e3):,.0f} {what.split(' ')[0]}s per ms, or settle only the edges it "
+                f"scan {arcs * share / (limit * 1e3):,.0f} arcs per ms, or settle only the edges it "
                 "needs (lazily sampled weights in a compiled search)."
                 + _lazy_sentence(r.get("route_lazy"), x, place)
                 + _goal_sentence(r.get("route_goal_directed"))

@@ -164,6 +164,15 @@ def test_bounds_section_follows_from_the_numbers() -> None:
     assert "less than the round with every edge drawn" in render(d)
     # the compiled full draw's parts and the goal-directed bound, when recorded
     assert "NumPy/SciPy" in page and "goal-directed" not in page
+    one["round_parts"] = {
+        "normals": 0.01, "weights": 0.01, "search": 0.03, "graph": "junction", "search_nodes": 300_000,
+        "search_arcs": 1_000_000, "fallbacks": 0,
+    }  # fmt: skip
+    jpage = render(d)
+    # on the junction graph: the round's 60 ms over the 500k arcs its search must scan (half settled): 120 ns an arc
+    assert "120 ns per arc of the junction graph its search must scan" in jpage
+    assert "would have to scan 10,000 arcs per ms" in jpage  # 1M arcs, half of them, in 50 ms
+    assert "300,000 nodes and 1,000,000 arcs; 0 of the measured searches fell back" in jpage
     one["round_parts"] = {"normals": 0.014, "weights": 0.040, "search": 0.080}
     one["route_goal_directed"] = {
         "sigma_over_mean": [0.16, 0.29, 0.5],
@@ -227,8 +236,11 @@ def test_round_parts_time_the_compiled_full_draw(monkeypatch, tmp_path: Path) ->
     monkeypatch.setattr(B, "LAZY_TS_MIN_ARMS", 0)
     monkeypatch.setattr(B, "LAZY_TS_EXPECTED_SHARE", -1.0)
     res = measure(3000, 0, queries=5, cch=False)
-    assert set(res["round_parts"]) == {"normals", "weights", "search"}
-    assert all(v >= 0.0 for v in res["round_parts"].values())
+    parts = res["round_parts"]
+    assert set(parts) == {"normals", "weights", "search", "graph", "search_nodes", "search_arcs", "fallbacks"}
+    assert all(parts[k] >= 0.0 for k in ("normals", "weights", "search"))
+    assert parts["graph"] == "junction" and parts["fallbacks"] == 0  # the city's turns meet at junctions
+    assert 0 < parts["search_nodes"] < res["edges"] <= parts["search_arcs"]  # no turn restrictions: an arc per edge
 
 
 def test_country_beside_the_city_side_by_side() -> None:
